@@ -1,0 +1,35 @@
+# rob-twin: every target sets up .venv itself on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export MUJOCO_GL ?= egl
+
+.PHONY: setup demo test stress bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/rob-twin demo
+
+test: $(STAMP)
+	$(PY) -m ruff check twin controllers planners experiments tests
+	$(PY) -m pytest
+
+stress: $(STAMP)
+	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress
+
+bench: $(STAMP)
+	$(PY) -m experiments.bench
+
+lint: $(STAMP)
+	$(PY) -m ruff check twin controllers planners experiments tests
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,43 @@
+"""The contract between an arm owner and whatever puts its samples on a wire.
+
+The owner hands one seven-joint sample (native radians) to a ``SamplePublisher``
+and gets back a ``PublishReport``. The publisher never retries on its own: partial
+or uncertain output is reported upward so the owner can latch a fault (seed 001,
+section 3: seven frames assembled atomically in memory are *not* an atomic bus
+transaction).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+class PublishOutcome(enum.Enum):
+    ACCEPTED = "accepted"  # every frame of the sample was accepted by the bus
+    PARTIAL = "partial"  # a known prefix/subset was accepted, the rest refused
+    UNCERTAIN = "uncertain"  # an exception or timeout mid-batch: a frame may or may not be out
+    REFUSED = "refused"  # nothing was sent (encode error, bus down before the first frame)
+
+
+@dataclass(frozen=True)
+class PublishReport:
+    outcome: PublishOutcome
+    accepted_joints: tuple[int, ...] = ()  # 1-based joint numbers known to be on the bus
+    reason: str = ""
+    frames_sent: int = 0
+    duration_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is PublishOutcome.ACCEPTED
+
+
+class SamplePublisher(Protocol):
+    def publish_sample(self, positions_rad: np.ndarray) -> PublishReport:
+        """Encode and send one seven-joint sample; never retries."""
+        ...

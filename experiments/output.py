@@ -1,0 +1,69 @@
+"""Evidence-honest result files: every report says ``hardware_io: false``."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+OUT_DIR = Path("out")
+EVIDENCE = {
+    "hardware_io": False,
+    "evidence_class": "simulated",
+    "note": "Simulated figures from the rob-twin digital twin; not evidence about a physical arm.",
+}
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def stamp(result: dict) -> dict:
+    """Return ``result`` with the evidence fields and machine facts added (JSON-safe)."""
+    out = dict(EVIDENCE)
+    out.update(_jsonable(result))
+    out["hardware_io"] = False
+    out.setdefault("python", platform.python_version())
+    out.setdefault("written_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return out
+
+
+def write_json(path: Path, result: dict) -> dict:
+    """Stamp ``result`` and write it to ``path`` (parents created); return the stamped dict."""
+    data = stamp(result)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return data
+
+
+def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table of ``rows`` (list of dicts)."""
+    if not rows:
+        return "(no rows)\n"
+    columns = columns or list(rows[0])
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    body = "".join("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n" for r in rows)
+    return head + body
+
+
+def write_experiment(name: str, result: dict, table_md: str = "") -> dict:
+    """Write ``out/experiments/NAME/result.json`` and ``report.md``; return the stamped result."""
+    folder = OUT_DIR / "experiments" / name
+    data = write_json(folder / "result.json", result)
+    md = (
+        f"# Experiment `{name}` (simulated)\n\n"
+        f"hardware_io: false. {EVIDENCE['note']}\n\n{table_md}"
+    )
+    (folder / "report.md").write_text(md)
+    return data

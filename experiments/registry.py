@@ -1,0 +1,70 @@
+"""Experiments and benchmarks register themselves here by name.
+
+An experiment is a function ``run(seed: int) -> dict`` whose dict is the JSON result;
+``experiments.output.finish`` adds the evidence fields and writes the files under
+``out/``. Benchmarks are functions ``run() -> dict`` written to ``out/bench/NAME.json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+
+from controllers.names import UnknownNameError
+
+ExperimentFn = Callable[..., dict]
+_EXPERIMENTS: dict[str, ExperimentFn] = {}
+_BENCHMARKS: dict[str, Callable[[], dict]] = {}
+_loaded = False
+
+
+def experiment(name: str):
+    """Decorator: register ``fn`` as experiment ``name`` (``rob-twin experiment NAME``)."""
+
+    def wrap(fn: ExperimentFn) -> ExperimentFn:
+        if name in _EXPERIMENTS and _EXPERIMENTS[name] is not fn:
+            raise ValueError(f"experiment {name!r} registered twice")
+        _EXPERIMENTS[name] = fn
+        return fn
+
+    return wrap
+
+
+def benchmark(name: str):
+    """Decorator: register ``fn`` as benchmark ``name`` (``make bench`` -> out/bench/NAME.json)."""
+
+    def wrap(fn):
+        _BENCHMARKS[name] = fn
+        return fn
+
+    return wrap
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    import experiments
+
+    for info in pkgutil.walk_packages(experiments.__path__, prefix="experiments."):
+        if info.name.rsplit(".", 1)[-1].startswith(("exp_", "bench_")):
+            importlib.import_module(info.name)
+    _loaded = True
+
+
+def experiment_names() -> list[str]:
+    _load_all()
+    return sorted(_EXPERIMENTS)
+
+
+def get_experiment(name: str) -> ExperimentFn:
+    _load_all()
+    if name not in _EXPERIMENTS:
+        raise UnknownNameError("experiment", name, sorted(_EXPERIMENTS))
+    return _EXPERIMENTS[name]
+
+
+def benchmarks() -> dict[str, Callable[[], dict]]:
+    _load_all()
+    return dict(sorted(_BENCHMARKS.items()))

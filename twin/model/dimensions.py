@@ -1,0 +1,144 @@
+"""Every dimension, mass and limit of the ROB model, in one place, with its provenance.
+
+ROB's real dimensions are not measured yet (DESIGN.md). Each value below says where
+it comes from, so calibration can replace it here and regenerate ``models/rob/``
+(``python -m twin.model.build``). Units: metres, kilograms, radians, seconds,
+newton-metres, unless a name says otherwise.
+
+Provenance tags used below:
+- ``OPENARM``: OpenArm v10 reference facts quoted in DESIGN.md (a 7-DOF arm of ROB's class).
+- ``SEED``: the ROB seed papers (tracked base, rotating torso, head camera, range sensing).
+- ``ASSUMED``: an engineering estimate for a part that has not been measured; chosen to be
+  plausible for a robot of this size and to keep the simulation well conditioned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controllers.names import JOINTS_PER_ARM
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """One arm joint: origin in the parent link frame [m], axis, limits and drive."""
+
+    origin: tuple[float, float, float]
+    axis: tuple[float, float, float]
+    lower: float  # [rad]
+    upper: float  # [rad]
+    velocity_limit: float  # motor no-load speed [rad/s]
+    effort_limit: float  # peak torque [Nm]
+    kp: float  # position-servo stiffness [Nm/rad]
+    kv: float  # servo damping [Nm s/rad]
+    armature: float  # reflected rotor inertia [kg m^2]
+    damping: float  # joint viscous friction [Nm s/rad]
+    link_mass: float  # mass of the link this joint moves [kg]
+    link_radius: float  # collision capsule radius of that link [m]
+
+
+# OPENARM: joint origins and axes (DESIGN.md "Reference facts"); limits [rad];
+# no-load speeds 16.75 / 5.45 / 20.94 rad/s and peak torques 40 / 27 / 7 Nm for
+# J1-2 / J3-4 / J5-7. ASSUMED: servo gains, armature, damping, link masses (sum 5.6 kg
+# plus the 0.4 kg hand = 6.0 kg, OPENARM "arm mass about 6 kg"), capsule radii.
+ARM_JOINTS: tuple[JointSpec, ...] = (
+    JointSpec((0.0, 0.0, 0.0625), (0, 0, 1), -1.396, 3.491, 16.75, 40.0, 400.0, 25.0, 0.08, 0.5, 1.10, 0.045),
+    JointSpec((-0.0301, 0.0, 0.06), (-1, 0, 0), -1.745, 1.745, 16.75, 40.0, 400.0, 25.0, 0.08, 0.5, 1.00, 0.045),
+    JointSpec((0.0301, 0.0, 0.06625), (0, 0, 1), -1.571, 1.571, 5.45, 27.0, 250.0, 15.0, 0.05, 0.4, 1.00, 0.042),
+    JointSpec((0.0, 0.0315, 0.15375), (0, 1, 0), 0.0, 2.443, 5.45, 27.0, 250.0, 15.0, 0.05, 0.4, 0.90, 0.040),
+    JointSpec((0.0, -0.0315, 0.0955), (0, 0, 1), -1.571, 1.571, 20.94, 7.0, 60.0, 2.5, 0.01, 0.1, 0.70, 0.035),
+    JointSpec((0.0375, 0.0, 0.1205), (1, 0, 0), -0.785, 0.785, 20.94, 7.0, 60.0, 2.5, 0.01, 0.1, 0.50, 0.033),
+    JointSpec((-0.0375, 0.0, 0.0), (0, 1, 0), -1.571, 1.571, 20.94, 7.0, 60.0, 2.5, 0.01, 0.1, 0.40, 0.030),
+)
+assert len(ARM_JOINTS) == JOINTS_PER_ARM
+
+FLANGE_OFFSET = (0.0, 0.0205, 0.0)  # OPENARM: J7 frame -> flange
+HAND_OFFSET = (0.0, -0.025, 0.1001)  # OPENARM: flange -> hand frame
+TCP_OFFSET_Z = 0.08  # OPENARM: hand frame -> TCP along +z
+HAND_MASS = 0.4  # ASSUMED: hand with gripper motor
+
+# Gripper: ASSUMED parallel jaws, 0..40 mm per finger, 20 N peak.
+FINGER_TRAVEL = 0.04
+FINGER_FORCE = 20.0
+FINGER_KP = 500.0
+FINGER_MASS = 0.05
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    """Whole-body dimensions (ASSUMED unless marked)."""
+
+    # Tracked base (SEED: independent treads). Base frame at floor level, centre of the chassis.
+    chassis_half: tuple[float, float, float] = (0.30, 0.20, 0.12)
+    chassis_center_z: float = 0.20
+    chassis_mass: float = 30.0
+    tread_half: tuple[float, float, float] = (0.32, 0.06, 0.07)
+    tread_y: float = 0.26
+    tread_mass: float = 4.0
+    tread_max_speed: float = 0.6  # [m/s] surface speed of a tread
+    # Torso (SEED: rotating torso) on a vertical yaw joint on top of the chassis.
+    torso_joint_z: float = 0.32
+    torso_half: tuple[float, float, float] = (0.11, 0.13, 0.40)
+    torso_mass: float = 12.0
+    torso_range: tuple[float, float] = (-2.6, 2.6)
+    torso_velocity_limit: float = 1.5
+    torso_effort_limit: float = 80.0
+    torso_kp: float = 800.0
+    torso_kv: float = 120.0
+    # Arm mounts (DESIGN.md: arms mount on the torso about 0.7 m up, leaving it sideways).
+    shoulder_height: float = 0.70  # above the torso joint
+    shoulder_y: float = 0.165
+    mount_mass: float = 0.3
+    # Head (SEED: head with camera) with pan/tilt above the torso.
+    neck_height: float = 0.83  # above the torso joint
+    head_half: tuple[float, float, float] = (0.07, 0.09, 0.07)
+    head_mass: float = 1.5
+    pan_range: tuple[float, float] = (-1.57, 1.57)
+    tilt_range: tuple[float, float] = (-0.6, 0.9)
+    head_velocity_limit: float = 3.0
+    head_effort_limit: float = 4.0
+    head_kp: float = 20.0
+    head_kv: float = 1.0
+    camera_fovy_deg: float = 70.0
+    # 2D range sensor (SEED: range sensing / RPLidar) on the base: a fan of rangefinders.
+    lidar_z: float = 0.26
+    lidar_cutoff: float = 8.0  # [m]
+
+
+BODY = BodySpec()
+
+
+@dataclass(frozen=True)
+class SceneSpec:
+    """The scene: a table with a red can in front of ROB (SEED: the can session)."""
+
+    table_center: tuple[float, float] = (0.78, 0.0)
+    table_half: tuple[float, float] = (0.30, 0.55)  # top half-extents x, y
+    table_height: float = 0.74  # top surface above the floor
+    table_thickness: float = 0.03  # thin: a mesh box, never a primitive box (DESIGN.md)
+    leg_radius: float = 0.025
+    can_radius: float = 0.033  # a 330 ml can
+    can_half_height: float = 0.0615
+    can_mass: float = 0.35
+    can_xy: tuple[float, float] = (0.62, -0.18)
+
+
+SCENE = SceneSpec()
+
+# Simulation options (ASSUMED): 1 kHz physics, implicit-in-velocity integration.
+TIMESTEP = 0.001
+
+
+def arm_reach() -> float:
+    """Base-to-TCP length at the zero pose [m] (OPENARM says about 0.74 m)."""
+    z = sum(j.origin[2] for j in ARM_JOINTS) + FLANGE_OFFSET[2] + HAND_OFFSET[2] + TCP_OFFSET_Z
+    return z
+
+
+def arm_mass() -> float:
+    return sum(j.link_mass for j in ARM_JOINTS) + HAND_MASS + 2 * FINGER_MASS
+
+
+# ASSUMED home pose: hands in front of the chest above the table, tool pointing forward-down
+# (found by least squares on the TCP position; the LEFT arm mirrors the RIGHT, so equal angles).
+HOME_ARM_POSE: tuple[float, ...] = (1.196, -1.22, -0.897, 1.576, 0.535, -0.018, -1.571)

@@ -30,6 +30,51 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_and_report(sc, out_root: str, record: bool) -> int:
+    from pathlib import Path
+
+    from .report import summarize
+    from .scenario import run_scenario
+
+    out_dir = Path(out_root) / sc.name
+    result = run_scenario(sc, out_dir=out_dir, record=record)
+    summary = summarize(result, out_dir)
+    if summary["video"]:
+        print(f"video: {summary['video']} ({summary['frames']} frames, {summary['render_fps']} frames/s rendering)")
+    else:
+        print(f"no video written: {summary['video_skipped_reason']}")
+    print(f"summary: {out_dir / 'summary.md'} and summary.json; plot: {summary['plot']}")
+    print(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .scenario import demo_scenario
+
+    return _run_and_report(demo_scenario(), args.out, record=not args.no_video)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .scenario import Scenario, ScenarioError
+
+    try:
+        sc = Scenario.load(args.scenario)
+    except ScenarioError as err:
+        print(f"rob-twin: {err}", file=sys.stderr)
+        return 2
+    return _run_and_report(sc, args.out, record=not args.no_video)
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .viewer import NoDisplayError, view
+
+    try:
+        return view(args.scenario)
+    except NoDisplayError as err:
+        print(f"rob-twin view: {err}", file=sys.stderr)
+        return 3
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rob-twin", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -39,6 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--seed", type=int, default=0)
     exp.add_argument("--list", action="store_true")
     exp.set_defaults(func=_cmd_experiment)
+    demo = sub.add_parser("demo", help="headless demo: ROB at the table moves both arms; video + summary")
+    demo.add_argument("--out", default="out", help="output folder (default out/)")
+    demo.add_argument("--no-video", action="store_true")
+    demo.set_defaults(func=_cmd_demo)
+    run = sub.add_parser("run", help="run a scenario file headless")
+    run.add_argument("scenario")
+    run.add_argument("--out", default="out")
+    run.add_argument("--no-video", action="store_true")
+    run.set_defaults(func=_cmd_run)
+    view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
+    view.add_argument("scenario", nargs="?")
+    view.set_defaults(func=_cmd_view)
     return parser
 
 

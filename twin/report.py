@@ -1,0 +1,68 @@
+"""Summaries of a run: JSON and Markdown (``hardware_io: false``) and a joint plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .scenario import RunResult
+
+EVIDENCE = {"hardware_io": False, "evidence_class": "simulated"}
+
+
+def joint_plot(result: RunResult, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for ax, arm in zip(axes, ("right", "left"), strict=True):
+        for j in range(7):
+            line = ax.plot(result.times, result.commanded[arm][:, j], "--", lw=1)[0]
+            ax.plot(result.times, result.measured[arm][:, j], color=line.get_color(), lw=1.5, label=f"j{j + 1}")
+        ax.set_ylabel(f"{arm} arm [rad]")
+        ax.grid(alpha=0.3)
+    axes[0].legend(ncol=7, fontsize=8, loc="upper right")
+    axes[0].set_title("Commanded (dashed) vs measured (solid) joint angles - simulated")
+    axes[1].set_xlabel("simulated time [s]")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def summarize(result: RunResult, out_dir: Path) -> dict:
+    """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    err = {a: float(np.max(np.abs(result.commanded[a] - result.measured[a]))) for a in result.commanded}
+    summary = {
+        **EVIDENCE,
+        "scenario": result.scenario,
+        "simulated_s": round(result.simulated_s, 6),
+        "wall_s": round(result.wall_s, 3),
+        "physics_wall_s": round(result.physics_wall_s, 3),
+        "sim_to_wall_ratio_physics_only": round(result.simulated_s / max(result.physics_wall_s, 1e-9), 2),
+        "frames": result.frames,
+        "render_fps": round(result.frames / result.render_wall_s, 1) if result.render_wall_s > 0 else None,
+        "video": result.video,
+        "video_skipped_reason": result.video_skipped_reason,
+        "max_abs_tracking_error_rad": err,
+        "plot": str(joint_plot(result, out_dir / "joints.png")),
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    lines = [
+        f"# Run `{result.scenario}` (simulated)",
+        "",
+        "hardware_io: false. Figures are from the MuJoCo twin, not from a physical robot.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
+    lines += [f"| {k} | {v} |" for k, v in summary.items() if k not in EVIDENCE]
+    lines += ["", "![joints](joints.png)", ""]
+    (out_dir / "summary.md").write_text("\n".join(lines))
+    return summary

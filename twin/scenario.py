@@ -1,0 +1,202 @@
+"""Headless scenarios: duration, seed, initial state, scripted arm targets, cameras to record.
+
+A scenario file is JSON::
+
+    {"name": "wave", "duration": 4.0, "seed": 1,
+     "initial": {"torso/yaw": 0.2},
+     "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
+     "cameras": ["overview"], "fps": 30}
+
+Between keyframes of one arm the servo target follows a smooth (cosine) blend; a
+target task runs at ``target_rate_hz``. Recorded output lands in ``out/<name>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from controllers.names import Arm
+
+from .model import dimensions as D
+from .model.loading import joint_qpos_index
+from .twin import Twin, TwinConfig
+from .video import RenderUnavailable, VideoRecorder
+
+
+class ScenarioError(ValueError):
+    """A malformed scenario file; the message names the field and what is valid."""
+
+
+@dataclass
+class Keyframe:
+    t: float
+    arm: Arm
+    q: np.ndarray
+
+
+@dataclass
+class Scenario:
+    name: str
+    duration: float
+    seed: int = 0
+    initial: dict[str, float] = field(default_factory=dict)
+    keyframes: list[Keyframe] = field(default_factory=list)
+    cameras: list[str] = field(default_factory=list)
+    fps: int = 30
+    target_rate_hz: float = 100.0
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> Scenario:
+        try:
+            duration = float(raw["duration"])
+        except (KeyError, TypeError, ValueError):
+            raise ScenarioError(f"'duration' must be a number of seconds > 0, got {raw.get('duration')!r}") from None
+        if not (duration > 0 and math.isfinite(duration)):
+            raise ScenarioError(f"'duration' must be > 0 s, got {duration!r}")
+        frames = []
+        for i, k in enumerate(raw.get("keyframes", [])):
+            q = np.asarray(k.get("q", []), float)
+            if q.shape != (7,) or not np.all(np.isfinite(q)):
+                raise ScenarioError(f"keyframes[{i}].q must be 7 finite radians, got {k.get('q')!r}")
+            frames.append(Keyframe(float(k["t"]), Arm.parse(k["arm"]), q))
+        return cls(
+            name=str(raw.get("name", "scenario")),
+            duration=duration,
+            seed=int(raw.get("seed", 0)),
+            initial={str(k): float(v) for k, v in raw.get("initial", {}).items()},
+            keyframes=sorted(frames, key=lambda k: k.t),
+            cameras=list(raw.get("cameras", [])),
+            fps=int(raw.get("fps", 30)),
+            target_rate_hz=float(raw.get("target_rate_hz", 100.0)),
+        )
+
+    @classmethod
+    def load(cls, path: Path | str) -> Scenario:
+        try:
+            raw = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ScenarioError(f"scenario file {str(path)!r} does not exist") from None
+        except json.JSONDecodeError as err:
+            raise ScenarioError(f"scenario file {str(path)!r} is not valid JSON: {err}") from None
+        return cls.from_dict(raw)
+
+
+def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:
+    """Servo target at time ``t`` [s]: cosine blend between the surrounding keyframes."""
+    prev_t, prev_q = 0.0, start
+    for k in frames:
+        if t < k.t:
+            span = k.t - prev_t
+            s = 1.0 if span <= 0 else (t - prev_t) / span
+            w = 0.5 - 0.5 * math.cos(math.pi * s)
+            return (1 - w) * prev_q + w * k.q
+        prev_t, prev_q = k.t, k.q
+    return prev_q
+
+
+def demo_scenario() -> Scenario:
+    """ROB at the table moves both arms: reach toward the can, wave, return home."""
+    home = np.array(D.HOME_ARM_POSE)
+    reach = home + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])
+    wave = home + np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])
+    frames = []
+    for arm, a, b in ((Arm.RIGHT, reach, wave), (Arm.LEFT, wave, reach)):
+        frames += [Keyframe(1.5, arm, a), Keyframe(3.0, arm, b), Keyframe(4.5, arm, a), Keyframe(6.0, arm, home)]
+    return Scenario("demo", duration=6.5, seed=0, keyframes=frames, cameras=["overview"], fps=30)
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    simulated_s: float
+    wall_s: float
+    physics_wall_s: float
+    render_wall_s: float
+    frames: int
+    video: str | None
+    video_skipped_reason: str | None
+    times: np.ndarray
+    commanded: dict[str, np.ndarray]
+    measured: dict[str, np.ndarray]
+
+
+def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True) -> RunResult:
+    """Run ``sc`` headless; record its first camera to ``out_dir/<name>.mp4`` when GL works."""
+    twin = Twin(TwinConfig(seed=sc.seed))
+    for joint, value in sc.initial.items():
+        twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
+    start = {arm: twin.arm_positions(arm) for arm in Arm}
+    by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
+    log_t: list[float] = []
+    log_cmd: dict[Arm, list] = {arm: [] for arm in Arm}
+    log_meas: dict[Arm, list] = {arm: [] for arm in Arm}
+
+    def targets(now: float) -> None:
+        for arm in Arm:
+            if by_arm[arm]:
+                twin.set_arm_targets(arm, blended_target(by_arm[arm], now, start[arm]))
+
+    def log(now: float) -> None:
+        log_t.append(now)
+        for arm in Arm:
+            log_cmd[arm].append(twin.data.ctrl[twin.arm_ctrl[arm]].copy())
+            log_meas[arm].append(twin.arm_positions(arm))
+
+    twin.scheduler.add("targets", sc.target_rate_hz, targets)
+    twin.scheduler.add("log", 50.0, log)
+
+    recorder, reason = None, None
+    if record and sc.cameras:
+        try:
+            recorder = VideoRecorder(twin.model, sc.cameras[0], fps=sc.fps)
+        except RenderUnavailable as err:
+            reason = str(err)
+    elif record:
+        reason = "scenario lists no camera to record"
+    else:
+        reason = "recording disabled"
+
+    steps_per_frame = max(1, round(1.0 / (sc.fps * twin.scheduler.dt)))
+    total = int(round(sc.duration / twin.scheduler.dt))
+    t0 = time.perf_counter()
+    physics_s = render_s = 0.0
+    done = 0
+    while done < total:
+        n = min(steps_per_frame, total - done)
+        t1 = time.perf_counter()
+        twin.step(n)
+        physics_s += time.perf_counter() - t1
+        done += n
+        if recorder is not None:
+            t2 = time.perf_counter()
+            recorder.capture(twin.data)
+            render_s += time.perf_counter() - t2
+        if progress and (done % (steps_per_frame * 30) == 0 or done == total):
+            print(f"\r[{sc.name}] {done * twin.scheduler.dt:5.2f}/{sc.duration:.2f} s simulated", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    video = None
+    if recorder is not None:
+        if out_dir is not None:
+            video = str(recorder.write(out_dir / f"{sc.name}.mp4"))
+        recorder.close()
+    return RunResult(
+        scenario=sc.name,
+        simulated_s=total * twin.scheduler.dt,
+        wall_s=time.perf_counter() - t0,
+        physics_wall_s=physics_s,
+        render_wall_s=render_s,
+        frames=len(recorder.frames) if recorder is not None else 0,
+        video=video,
+        video_skipped_reason=reason,
+        times=np.array(log_t),
+        commanded={a.value: np.array(v) for a, v in log_cmd.items()},
+        measured={a.value: np.array(v) for a, v in log_meas.items()},
+    )

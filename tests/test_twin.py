@@ -1,0 +1,131 @@
+"""Twin core: scheduler rates, determinism, thread ownership, scenarios, CLI, rendering."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from controllers.names import Arm
+from twin.cli import main
+from twin.scenario import Scenario, ScenarioError, run_scenario
+from twin.scheduler import Scheduler, SchedulerError
+from twin.twin import ThreadOwnershipError, Twin, TwinConfig
+
+
+def test_scheduler_runs_each_task_at_its_own_rate():
+    s = Scheduler(0.001)
+    calls = {"a": 0, "b": 0}
+    s.add("a", 200.0, lambda t: calls.__setitem__("a", calls["a"] + 1))
+    s.add("b", 20.0, lambda t: calls.__setitem__("b", calls["b"] + 1))
+    for _ in range(1000):
+        s.run_due()
+        s.step_count += 1
+    assert calls == {"a": 200, "b": 20}
+
+
+@pytest.mark.parametrize("rate", [0.0, -5.0, 300.0, 2000.0])
+def test_scheduler_rejects_rates_that_do_not_divide_physics(rate):
+    with pytest.raises(SchedulerError, match="Hz"):
+        Scheduler(0.001).add("x", rate, lambda t: None)
+
+
+def _noisy_run(seed: int) -> np.ndarray:
+    twin = Twin(TwinConfig(seed=seed, control_noise=0.05))
+    twin.run_for(0.3)
+    return np.concatenate([twin.data.qpos, twin.data.qvel])
+
+
+def test_same_seed_gives_bitwise_identical_state_and_other_seed_differs():
+    a, b, c = _noisy_run(1), _noisy_run(1), _noisy_run(2)
+    assert a.tobytes() == b.tobytes()
+    assert a.tobytes() != c.tobytes()
+
+
+def test_step_from_a_foreign_thread_is_refused():
+    twin = Twin()
+    errors = []
+
+    def worker():
+        try:
+            twin.step()
+        except ThreadOwnershipError as err:
+            errors.append(err)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert len(errors) == 1
+
+
+def test_bad_arm_target_is_rejected_and_state_unchanged():
+    twin = Twin()
+    before = twin.data.ctrl.copy()
+    with pytest.raises(ValueError, match="7 finite"):
+        twin.set_arm_targets(Arm.RIGHT, np.array([0.0, np.nan, 0, 0, 0, 0, 0]))
+    assert np.array_equal(before, twin.data.ctrl)
+
+
+def test_scenario_moves_the_arm_toward_its_keyframe(tmp_path):
+    q = [0.3, -0.8, 0.0, 1.2, 0.0, 0.0, 0.0]
+    sc = Scenario.from_dict(
+        {"name": "reach", "duration": 1.5, "keyframes": [{"t": 0.8, "arm": "right", "q": q}]}
+    )
+    result = run_scenario(sc, out_dir=tmp_path, record=False, progress=False)
+    assert np.max(np.abs(result.measured["right"][-1] - q)) < 0.05
+    assert result.video is None and "disabled" in result.video_skipped_reason
+
+
+@pytest.mark.parametrize(
+    "raw, match",
+    [({"duration": -1}, "duration"), ({}, "duration"), ({"duration": 1, "keyframes": [{"t": 0, "arm": "right", "q": [1]}]}, "7 finite")],
+)
+def test_malformed_scenarios_raise_typed_errors(raw, match):
+    with pytest.raises(ScenarioError, match=match):
+        Scenario.from_dict(raw)
+
+
+def test_unknown_arm_in_scenario_lists_valid_names():
+    with pytest.raises(KeyError, match="valid: right, left"):
+        Scenario.from_dict({"duration": 1, "keyframes": [{"t": 0, "arm": "middle", "q": [0] * 7}]})
+
+
+def test_cli_run_writes_summary_with_evidence_boundary(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "tiny", "duration": 0.2}))
+    assert main(["run", str(path), "--out", str(tmp_path), "--no-video"]) == 0
+    summary = json.loads((tmp_path / "tiny" / "summary.json").read_text())
+    assert summary["hardware_io"] is False and summary["simulated_s"] == pytest.approx(0.2)
+    assert (tmp_path / "tiny" / "joints.png").stat().st_size > 1000
+
+
+def test_cli_run_missing_file_exits_2(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nope.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_view_without_display_says_so_and_exits_with_error(monkeypatch, capsys):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert main(["view"]) == 3
+    assert "no display" in capsys.readouterr().err
+
+
+def test_experiment_unknown_name_lists_valid(capsys):
+    assert main(["experiment", "no-such-thing"]) == 2
+    assert "unknown experiment" in capsys.readouterr().err
+
+
+def test_headless_render_smoke(tmp_path):
+    from twin.video import RenderUnavailable, VideoRecorder
+
+    twin = Twin()
+    try:
+        rec = VideoRecorder(twin.model, "overview", width=160, height=120)
+    except RenderUnavailable as err:
+        pytest.skip(f"no GL here: {err}")
+    frame = rec.capture(twin.data)
+    rec.close()
+    assert frame.shape == (120, 160, 3) and frame.std() > 5  # not a blank image

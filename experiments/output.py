@@ -9,12 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from twin.report import EVIDENCE
+
 OUT_DIR = Path("out")
-EVIDENCE = {
-    "hardware_io": False,
-    "evidence_class": "simulated",
-    "note": "Simulated figures from the rob-twin digital twin; not evidence about a physical arm.",
-}
 
 
 def _jsonable(value):

@@ -9,7 +9,11 @@ import numpy as np
 
 from .scenario import RunResult
 
-EVIDENCE = {"hardware_io": False, "evidence_class": "simulated"}
+EVIDENCE = {
+    "hardware_io": False,
+    "evidence_class": "simulated",
+    "note": "Simulated figures from the rob-twin digital twin; not evidence about a physical arm.",
+}
 
 
 def joint_plot(result: RunResult, path: Path) -> Path:

@@ -1,0 +1,434 @@
+"""The Amber position codec: native radians <-> the arm's CAN frames (seed 001, section 3).
+
+Command (host -> drive), one 3-byte frame per joint j = 1..7 on CAN id ``0x10 + j``::
+
+    byte 0      opcode 0x40 (position)
+    bytes 1-2   big-endian 16-bit word
+
+    count = truncate(sign_j * degrees(position_rad) * 128)      # 1 count = 1/128 deg
+    word  = count            if count >= 0
+            count + 65535    if count <  0                      # legacy: 65535, not 65536
+
+Decode is ``word`` for ``word <= 0x8000`` and ``word - 65535`` above, so ``0x8000`` is
++32768 and ``0xFFFF`` is 0 (a second encoding of zero that the host never emits).
+
+Representable counts (exact count -> word -> count round trip) are exactly
+``MIN_COUNT..MAX_COUNT`` = -32766..+32768, 65,535 counts. Count -32767 would be sent
+as 0x8000 and come back as +32768 (a sign flip); anything below -32767 lands on a
+small positive word; anything above +32768 lands on the negative side. Every 16-bit
+word decodes, and every word except 0xFFFF re-encodes to itself.
+
+Truncation, robustly: a value that is an exact number of counts in decimal
+(``+1 deg`` = 128 counts) reaches us as ``radians -> degrees * 128`` in binary floating
+point and can land a few ulps *below* the integer (127.99999999999997), which plain
+``trunc`` would turn into 127. ``truncate_counts`` therefore rounds to the nearest
+integer when the value is within ``TRUNCATION_TOLERANCE_COUNTS`` (1e-9 count, about
+1.4e-13 rad, hundreds of ulps at the largest count) of one, and truncates toward zero
+otherwise. The encode error stays below one count (1/128 deg = 0.000136354 rad).
+
+Feedback (drive -> host), 8 bytes on ids 0x91..0x97, decoded by ``decode_feedback``
+and produced (for the simulated drives) by ``encode_feedback``::
+
+    byte 0      diagnostic, opaque (kept raw)
+    bytes 1-2   position word, 1/128 deg, the same legacy signed convention as commands
+    bytes 3-4   velocity word, kept raw (``velocity_raw``): its units are unverified,
+                so it is never presented as rad/s
+    bytes 5-6   current word; ``current = int16(word) / 256`` in drive units
+    byte 7      status, kept raw
+
+Current signedness is *our* decision (the seed gives only the divisor of 256):
+two's-complement int16, big-endian like the position word, giving -128..+127.996
+drive units. The unit itself is unverified. The configured joint sign is applied to
+feedback position as to commands (drive frame -> joint frame).
+
+Pure numpy + stdlib: no mujoco, no bus. ``transport.py`` puts these frames on a wire.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from controllers.errors import (
+    CodecConfigError,
+    FeedbackRangeError,
+    FrameLengthError,
+    InvalidSignError,
+    JointBoundError,
+    JointNumberError,
+    NonFiniteValueError,
+    OpcodeError,
+    SampleShapeError,
+    UnknownFrameIdError,
+    UnrepresentableCountError,
+)
+from controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+
+COUNTS_PER_DEGREE = 128
+RAD_PER_COUNT = math.radians(1.0 / COUNTS_PER_DEGREE)  # 0.000136354 rad
+POSITION_OPCODE = 0x40
+NEGATIVE_OFFSET = 65535  # legacy: negative counts are sent as count + 65535
+WORD_MAX = 0xFFFF
+POSITIVE_WORD_MAX = 0x8000  # words 0..0x8000 decode as +word
+MIN_COUNT = -32766  # -32767 would encode to 0x8000 and decode as +32768
+MAX_COUNT = 32768
+N_REPRESENTABLE_COUNTS = MAX_COUNT - MIN_COUNT + 1  # 65,535
+TRUNCATION_TOLERANCE_COUNTS = 1e-9
+COMMAND_FRAME_LEN = 3
+FEEDBACK_FRAME_LEN = 8
+CURRENT_SCALE = 256  # current = int16(bytes 5-6) / 256, drive units (unverified)
+
+# OpenArm v10 joint limits [rad] (DESIGN.md reference facts), J1..J7.
+OPENARM_LOWER_RAD = (-1.396, -1.745, -1.571, 0.0, -1.571, -0.785, -1.571)
+OPENARM_UPPER_RAD = (3.491, 1.745, 1.571, 2.443, 1.571, 0.785, 1.571)
+
+
+# --------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class CodecConfig:
+    """Per-joint sign (+1/-1, joint frame -> drive frame) and inclusive bounds [rad].
+
+    Bounds may be infinite (no bound); they may not be NaN or out of order.
+    """
+
+    signs: tuple[int, ...] = (1,) * JOINTS_PER_ARM
+    lower_rad: tuple[float, ...] = OPENARM_LOWER_RAD
+    upper_rad: tuple[float, ...] = OPENARM_UPPER_RAD
+
+    def __post_init__(self) -> None:
+        for name in ("signs", "lower_rad", "upper_rad"):
+            value = tuple(getattr(self, name))
+            if len(value) != JOINTS_PER_ARM:
+                raise CodecConfigError(name, value, f"{JOINTS_PER_ARM} values, one per joint")
+            object.__setattr__(self, name, value)
+        for j, s in enumerate(self.signs, start=1):
+            if isinstance(s, bool) or s not in (1, -1):
+                raise InvalidSignError(j, s)
+        for j, (lo, hi) in enumerate(zip(self.lower_rad, self.upper_rad, strict=True), start=1):
+            if math.isnan(lo) or math.isnan(hi) or lo > hi:
+                raise CodecConfigError(
+                    f"bounds of joint {j}", (lo, hi), "lower <= upper, not NaN (rad)"
+                )
+
+    @property
+    def signs_array(self) -> np.ndarray:
+        return np.asarray(self.signs, dtype=np.int64)
+
+    def with_signs(self, signs: Sequence[int]) -> CodecConfig:
+        return CodecConfig(tuple(signs), self.lower_rad, self.upper_rad)
+
+    def unbounded(self) -> CodecConfig:
+        """The same signs with no joint bounds: the whole wire domain (used by sweeps)."""
+        inf = (math.inf,) * JOINTS_PER_ARM
+        return CodecConfig(self.signs, tuple(-x for x in inf), inf)
+
+
+def default_config() -> CodecConfig:
+    """All signs +1, OpenArm v10 bounds. ROB's real signs are not measured yet."""
+    return CodecConfig()
+
+
+# ---------------------------------------------------------------- vectorized core
+
+
+def check_signs(signs: np.ndarray | Sequence[int] | int) -> np.ndarray:
+    """Return ``signs`` as int64; raise InvalidSignError (joint = flat index + 1) otherwise."""
+    arr = np.asarray(signs)
+    bad = ~np.isin(arr, (1, -1)) | (arr.dtype == bool)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise InvalidSignError(i % JOINTS_PER_ARM + 1, arr.ravel()[i].item())
+    return arr.astype(np.int64)
+
+
+def truncate_counts(x: np.ndarray | float) -> np.ndarray:
+    """Truncate counts toward zero, snapping values within 1e-9 count of an integer.
+
+    Returns float64 with integral values (NaN/inf pass through).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    nearest = np.rint(x)
+    with np.errstate(invalid="ignore"):
+        snap = np.abs(x - nearest) <= TRUNCATION_TOLERANCE_COUNTS
+    return np.where(snap, nearest, np.trunc(x))
+
+
+def rad_to_counts_float(rad: np.ndarray | float, signs: np.ndarray | int = 1) -> np.ndarray:
+    """radians -> degrees -> sign -> truncated counts, as float64 (no range checks)."""
+    rad = np.asarray(rad, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return truncate_counts(np.degrees(rad) * np.asarray(signs) * COUNTS_PER_DEGREE)
+
+
+def is_representable(counts: np.ndarray | float) -> np.ndarray:
+    """True where ``counts`` is an integer in MIN_COUNT..MAX_COUNT (exact round trip)."""
+    c = np.asarray(counts, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return (c >= MIN_COUNT) & (c <= MAX_COUNT) & (c == np.trunc(c))
+
+
+def counts_to_words(counts: np.ndarray | int, joint: int | None = None) -> np.ndarray:
+    """Counts -> 16-bit wire words (uint16); raise UnrepresentableCountError for any other.
+
+    ``joint`` only labels the error; for a (..., 7) array the column names the joint.
+    """
+    c = np.asarray(counts)
+    ok = is_representable(c)
+    if not np.all(ok):
+        i = int(np.flatnonzero(~ok.ravel())[0])
+        bad = c.ravel()[i].item()
+        if joint is None and c.ndim >= 1 and c.shape[-1] == JOINTS_PER_ARM:
+            joint = i % JOINTS_PER_ARM + 1
+        note = "it would flip sign: -32767 is sent as 0x8000 = +32768" if bad == -32767 else ""
+        raise UnrepresentableCountError(joint, bad, MIN_COUNT, MAX_COUNT, note)
+    c = c.astype(np.int64)
+    return np.where(c < 0, c + NEGATIVE_OFFSET, c).astype(np.uint16)
+
+
+def words_to_counts(words: np.ndarray | int) -> np.ndarray:
+    """16-bit words -> signed counts (int64): ``w`` if ``w <= 0x8000`` else ``w - 65535``."""
+    w = np.asarray(words).astype(np.int64)
+    if np.any((w < 0) | (w > WORD_MAX)):
+        raise CodecConfigError("word", w[(w < 0) | (w > WORD_MAX)].ravel()[0].item(), "0..0xFFFF")
+    return np.where(w <= POSITIVE_WORD_MAX, w, w - NEGATIVE_OFFSET)
+
+
+def counts_to_rad(counts: np.ndarray | int, signs: np.ndarray | int = 1) -> np.ndarray:
+    """Counts (drive frame) -> joint-frame radians: ``sign * radians(count / 128)``."""
+    c = np.asarray(counts, dtype=np.float64)
+    return np.radians(c / COUNTS_PER_DEGREE) * np.asarray(signs)
+
+
+def encode_positions(rad: np.ndarray, config: CodecConfig | None = None) -> np.ndarray:
+    """Vectorized, checked encode of samples of shape (7,) or (N, 7) -> uint16 words.
+
+    All or nothing: any value that fails raises, naming the lowest failing joint of
+    the first failing sample. Checks per joint, in order: finite, within the joint
+    bounds (inclusive, joint frame), representable count.
+    """
+    config = config or default_config()
+    try:
+        arr = np.asarray(rad, dtype=np.float64)
+    except (TypeError, ValueError) as err:  # ragged, strings, complex
+        raise SampleShapeError(np.shape(np.asarray(rad, dtype=object)), JOINTS_PER_ARM) from err
+    if arr.ndim not in (1, 2) or arr.shape[-1] != JOINTS_PER_ARM:
+        raise SampleShapeError(arr.shape, JOINTS_PER_ARM)
+    lower = np.asarray(config.lower_rad)
+    upper = np.asarray(config.upper_rad)
+    counts = rad_to_counts_float(arr, config.signs_array)
+    finite = np.isfinite(arr)
+    with np.errstate(invalid="ignore"):
+        in_bounds = finite & (arr >= lower) & (arr <= upper)
+    ok = in_bounds & is_representable(counts)
+    if not np.all(ok):
+        flat = int(np.flatnonzero(~ok.ravel())[0])
+        k = flat % JOINTS_PER_ARM
+        value = arr.ravel()[flat].item()
+        j = k + 1
+        if not finite.ravel()[flat]:
+            raise NonFiniteValueError(j, value)
+        if not in_bounds.ravel()[flat]:
+            raise JointBoundError(j, value, float(lower[k]), float(upper[k]))
+        count = counts.ravel()[flat]
+        counts_to_words(np.array([count]), joint=j)  # raises with the count named
+        raise AssertionError("unreachable")  # pragma: no cover
+    return counts_to_words(counts.astype(np.int64))
+
+
+# ------------------------------------------------------------------- frame API
+
+
+def _check_joint(joint: int) -> int:
+    if isinstance(joint, bool) or not isinstance(joint, (int, np.integer)):
+        raise JointNumberError(joint, JOINTS_PER_ARM)
+    if not 1 <= int(joint) <= JOINTS_PER_ARM:
+        raise JointNumberError(joint, JOINTS_PER_ARM)
+    return int(joint)
+
+
+def _finite(joint: int, value: object) -> float:
+    """``value`` as a finite float [rad]; NonFiniteValueError for NaN, inf or non-numbers."""
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise NonFiniteValueError(joint, value) from None  # type: ignore[arg-type]
+    if not math.isfinite(x):
+        raise NonFiniteValueError(joint, x)
+    return x
+
+
+def hex_bytes(data: bytes) -> str:
+    """``b'\\x40\\x00\\x80'`` -> ``"40 00 80"``."""
+    return " ".join(f"{b:02X}" for b in data)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One CAN frame of the Amber protocol (standard 11-bit id)."""
+
+    joint: int  # 1..7
+    arbitration_id: int
+    data: bytes
+    count: int  # position count, 1/128 deg, drive frame
+
+    @property
+    def hex(self) -> str:
+        return hex_bytes(self.data)
+
+
+def command_frame(joint: int, word: int, count: int) -> Frame:
+    j = _check_joint(joint)
+    data = bytes((POSITION_OPCODE, (int(word) >> 8) & 0xFF, int(word) & 0xFF))
+    return Frame(j, COMMAND_IDS[j - 1], data, int(count))
+
+
+def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConfig | None = None
+                  ) -> tuple[Frame, ...]:
+    """Encode one seven-joint sample [rad] into seven command frames, all or nothing."""
+    config = config or default_config()
+    arr = np.asarray(positions_rad)
+    if arr.shape != (JOINTS_PER_ARM,):
+        raise SampleShapeError(arr.shape, JOINTS_PER_ARM)
+    words = encode_positions(arr, config)
+    counts = words_to_counts(words)
+    return tuple(
+        command_frame(j, int(w), int(c))
+        for j, (w, c) in enumerate(zip(words, counts, strict=True), start=1)
+    )
+
+
+def encode_joint(joint: int, position_rad: float, config: CodecConfig | None = None) -> Frame:
+    """Encode one joint's position [rad] into its 3-byte command frame."""
+    config = config or default_config()
+    j = _check_joint(joint)
+    k = j - 1
+    value = _finite(j, position_rad)
+    lo, hi = config.lower_rad[k], config.upper_rad[k]
+    if not lo <= value <= hi:
+        raise JointBoundError(j, value, lo, hi)
+    count = rad_to_counts_float(value, config.signs[k]).item()
+    word = int(counts_to_words(np.array([count]), joint=j)[0])
+    return command_frame(j, word, int(count))
+
+
+@dataclass(frozen=True)
+class DecodedCommand:
+    joint: int
+    count: int  # 1/128 deg, drive frame
+    position_rad: float  # joint frame (sign applied)
+    word: int
+
+
+def _data_bytes(arbitration_id: int, data: bytes | bytearray | Sequence[int], n: int) -> bytes:
+    """``data`` as bytes of length ``n``; FrameLengthError otherwise."""
+    try:
+        raw = bytes(data)
+    except (TypeError, ValueError) as err:  # not a byte sequence: no valid length
+        raise FrameLengthError(arbitration_id, -1, n) from err
+    if len(raw) != n:
+        raise FrameLengthError(arbitration_id, len(raw), n)
+    return raw
+
+
+def decode_command(arbitration_id: int, data: bytes | Sequence[int],
+                   config: CodecConfig | None = None) -> DecodedCommand:
+    """Decode a 3-byte position command (used to read a second writer's frames)."""
+    config = config or default_config()
+    if arbitration_id not in COMMAND_IDS:
+        raise UnknownFrameIdError(arbitration_id, COMMAND_IDS)
+    raw = _data_bytes(arbitration_id, data, COMMAND_FRAME_LEN)
+    if raw[0] != POSITION_OPCODE:
+        raise OpcodeError(arbitration_id, raw[0], POSITION_OPCODE)
+    j = COMMAND_IDS.index(arbitration_id) + 1
+    word = (raw[1] << 8) | raw[2]
+    count = int(words_to_counts(word))
+    return DecodedCommand(j, count, float(counts_to_rad(count, config.signs[j - 1])), word)
+
+
+# -------------------------------------------------------------------- feedback
+
+
+@dataclass(frozen=True)
+class JointFeedback:
+    """One decoded feedback frame. Only position has verified units (1/128 deg)."""
+
+    joint: int
+    position_count: int  # 1/128 deg, drive frame
+    position_rad: float  # joint frame (configured sign applied)
+    velocity_raw: int  # bytes 3-4, unsigned word; units unverified: NOT rad/s
+    current_raw: int  # bytes 5-6, unsigned word as sent
+    current: float  # int16(current_raw) / 256, drive units (unverified)
+    diagnostic: int  # byte 0, opaque
+    status: int  # byte 7, raw
+    data: bytes = field(repr=False, default=b"")
+
+    @property
+    def arbitration_id(self) -> int:
+        return FEEDBACK_IDS[self.joint - 1]
+
+
+def decode_feedback(arbitration_id: int, data: bytes | Sequence[int],
+                    config: CodecConfig | None = None) -> JointFeedback:
+    """Decode an 8-byte feedback frame on 0x91..0x97. Any 8 bytes decode."""
+    config = config or default_config()
+    if arbitration_id not in FEEDBACK_IDS:
+        raise UnknownFrameIdError(arbitration_id, FEEDBACK_IDS)
+    raw = _data_bytes(arbitration_id, data, FEEDBACK_FRAME_LEN)
+    j = FEEDBACK_IDS.index(arbitration_id) + 1
+    pos_word = (raw[1] << 8) | raw[2]
+    count = int(words_to_counts(pos_word))
+    cur_word = (raw[5] << 8) | raw[6]
+    cur_signed = cur_word - 0x10000 if cur_word >= 0x8000 else cur_word
+    return JointFeedback(
+        joint=j,
+        position_count=count,
+        position_rad=float(counts_to_rad(count, config.signs[j - 1])),
+        velocity_raw=(raw[3] << 8) | raw[4],
+        current_raw=cur_word,
+        current=cur_signed / CURRENT_SCALE,
+        diagnostic=raw[0],
+        status=raw[7],
+        data=raw,
+    )
+
+
+def _byte_field(joint: int, name: str, value: int, upper: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= upper:
+        raise FeedbackRangeError(joint, name, value, 0, upper)
+    return int(value)
+
+
+def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
+                    current: float = 0.0, diagnostic: int = 0, status: int = 0,
+                    config: CodecConfig | None = None) -> Frame:
+    """Build the 8-byte feedback frame a drive would send (the inverse of decode_feedback).
+
+    Position [rad, joint frame] is truncated like a command but NOT bounds-checked
+    (a simulated arm may report an overshoot); it must be representable. ``current``
+    [drive units] is rounded to the nearest 1/256 and must fit int16.
+    """
+    config = config or default_config()
+    j = _check_joint(joint)
+    value = _finite(j, position_rad)
+    count = rad_to_counts_float(value, config.signs[j - 1]).item()
+    word = int(counts_to_words(np.array([count]), joint=j)[0])
+    cur = float(current)
+    cur_lo, cur_hi = -0x8000 / CURRENT_SCALE, 0x7FFF / CURRENT_SCALE
+    cur_counts = round(cur * CURRENT_SCALE) if math.isfinite(cur) else None
+    if cur_counts is None or not -0x8000 <= cur_counts <= 0x7FFF:
+        raise FeedbackRangeError(j, "current", current, cur_lo, cur_hi)
+    cur_word = cur_counts & 0xFFFF
+    vel = _byte_field(j, "velocity_raw", velocity_raw, 0xFFFF)
+    data = bytes((
+        _byte_field(j, "diagnostic", diagnostic, 0xFF),
+        word >> 8, word & 0xFF,
+        vel >> 8, vel & 0xFF,
+        cur_word >> 8, cur_word & 0xFF,
+        _byte_field(j, "status", status, 0xFF),
+    ))
+    return Frame(j, FEEDBACK_IDS[j - 1], data, int(count))

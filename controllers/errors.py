@@ -1,0 +1,150 @@
+"""Typed exceptions of the project: one base, then one class per failure kind.
+
+Every message names the offending value and the valid range, so a log line alone
+says what was wrong. Codec errors are also ``ValueError`` (bad input values);
+transport errors are not (they describe the bus, not the caller's data).
+Others may add their own classes here, deriving from ``RobTwinError``.
+"""
+
+from __future__ import annotations
+
+
+class RobTwinError(Exception):
+    """Base of every error this project raises on purpose."""
+
+
+# --------------------------------------------------------------------------- codec
+
+
+class CodecError(RobTwinError, ValueError):
+    """A value, sign, shape or frame the Amber codec refuses (seed 001, section 3)."""
+
+
+class SampleShapeError(CodecError):
+    """A sample that is not exactly seven joint values."""
+
+    def __init__(self, shape: tuple[int, ...], expected: int):
+        self.shape, self.expected = tuple(shape), expected
+        super().__init__(f"sample shape {self.shape} is not ({expected},): need one value per joint")
+
+
+class JointNumberError(CodecError):
+    """A joint number outside 1..7."""
+
+    def __init__(self, joint: object, n_joints: int):
+        self.joint, self.n_joints = joint, n_joints
+        super().__init__(f"joint number {joint!r} is outside 1..{n_joints}")
+
+
+class JointValueError(CodecError):
+    """Base of the per-joint value errors; carries ``joint``, ``value`` and ``bound``."""
+
+    def __init__(self, joint: int, value: object, bound: object, message: str):
+        self.joint, self.value, self.bound = joint, value, bound
+        super().__init__(message)
+
+
+class NonFiniteValueError(JointValueError):
+    def __init__(self, joint: int, value: float):
+        super().__init__(
+            joint, value, "finite", f"joint {joint}: position {value!r} rad is not a finite number"
+        )
+
+
+class InvalidSignError(JointValueError):
+    def __init__(self, joint: int, value: object):
+        super().__init__(
+            joint, value, (-1, 1), f"joint {joint}: sign {value!r} is not +1 or -1"
+        )
+
+
+class JointBoundError(JointValueError):
+    """A position outside the joint's configured bounds [lower, upper] rad (inclusive)."""
+
+    def __init__(self, joint: int, value: float, lower: float, upper: float):
+        super().__init__(
+            joint,
+            value,
+            (lower, upper),
+            f"joint {joint}: position {value!r} rad is outside the joint bounds "
+            f"[{lower!r}, {upper!r}] rad",
+        )
+
+
+class UnrepresentableCountError(JointValueError):
+    """A count whose wire word would not decode back to the same count."""
+
+    def __init__(self, joint: int | None, value: object, lower: int, upper: int, note: str = ""):
+        where = f"joint {joint}: " if joint is not None else ""
+        extra = f" ({note})" if note else ""
+        super().__init__(
+            joint if joint is not None else 0,
+            value,
+            (lower, upper),
+            f"{where}count {value!r} (1/128 deg) has no exact round trip on the wire; "
+            f"representable counts are {lower}..{upper}{extra}",
+        )
+
+
+class CodecConfigError(CodecError):
+    """A codec configuration that cannot be used (wrong length, bounds not ordered)."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"codec config {field}={value!r} is invalid; valid: {valid}")
+
+
+class FrameError(CodecError):
+    """Base of the received-frame errors (wrong id, length or opcode)."""
+
+
+class UnknownFrameIdError(FrameError):
+    def __init__(self, arbitration_id: int, valid: tuple[int, ...]):
+        self.arbitration_id, self.valid = arbitration_id, tuple(valid)
+        ids = ", ".join(f"0x{i:02X}" for i in self.valid)
+        super().__init__(f"CAN id 0x{arbitration_id:X} is not one of {ids}")
+
+
+class FrameLengthError(FrameError):
+    def __init__(self, arbitration_id: int, length: int, expected: int):
+        self.arbitration_id, self.length, self.expected = arbitration_id, length, expected
+        super().__init__(
+            f"frame on CAN id 0x{arbitration_id:X} has {length} data bytes; expected {expected}"
+        )
+
+
+class OpcodeError(FrameError):
+    def __init__(self, arbitration_id: int, opcode: int, expected: int):
+        self.arbitration_id, self.opcode, self.expected = arbitration_id, opcode, expected
+        super().__init__(
+            f"frame on CAN id 0x{arbitration_id:X} has opcode 0x{opcode:02X}; "
+            f"expected 0x{expected:02X}"
+        )
+
+
+class FeedbackRangeError(CodecError):
+    """A simulated-drive feedback field that does not fit its wire field."""
+
+    def __init__(self, joint: int, field: str, value: object, lower: object, upper: object):
+        self.joint, self.field, self.value, self.bound = joint, field, value, (lower, upper)
+        super().__init__(
+            f"joint {joint}: feedback {field} {value!r} is outside {lower!r}..{upper!r}"
+        )
+
+
+# ----------------------------------------------------------------------- transport
+
+
+class TransportError(RobTwinError):
+    """A CAN transport boundary failure (configuration, closed bus)."""
+
+
+class TransportConfigError(TransportError, ValueError):
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"transport config {field}={value!r} is invalid; valid: {valid}")
+
+
+class TransportClosedError(TransportError):
+    def __init__(self) -> None:
+        super().__init__("the CAN transport is closed; create a new one")

@@ -148,3 +148,50 @@ class TransportConfigError(TransportError, ValueError):
 class TransportClosedError(TransportError):
     def __init__(self) -> None:
         super().__init__("the CAN transport is closed; create a new one")
+
+
+# --------------------------------------------------------------------------- owner
+
+
+class OwnerError(RobTwinError):
+    """A ContinuousArm owner refusal that is the caller's mistake (not a latched fault)."""
+
+
+class TargetShapeError(OwnerError, ValueError):
+    """A target vector that is not one finite value per joint."""
+
+    def __init__(self, field: str, shape: tuple[int, ...], expected: int):
+        self.field, self.shape, self.expected = field, tuple(shape), expected
+        super().__init__(
+            f"target {field} has shape {self.shape}; expected ({expected},) finite values [rad-based units]"
+        )
+
+
+class NonFiniteTargetError(OwnerError, ValueError):
+    def __init__(self, field: str, joint: int, value: float):
+        self.field, self.joint, self.value = field, joint, value
+        super().__init__(f"target {field} joint {joint}: {value!r} is not finite")
+
+
+class OwnerConfigError(OwnerError, ValueError):
+    """An owner / checker configuration value outside its valid range."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"owner config {field}={value!r} is invalid; valid: {valid}")
+
+
+class OwnerStateError(OwnerError):
+    """An owner operation that the current mode does not allow (e.g. reset while tracking)."""
+
+    def __init__(self, operation: str, mode: str, valid: str):
+        self.operation, self.mode, self.valid = operation, mode, valid
+        super().__init__(f"owner cannot {operation} in mode {mode!r}; allowed in: {valid}")
+
+
+class SegmentError(RobTwinError, ValueError):
+    """A jerk segment that cannot be integrated (negative or non-finite duration)."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"jerk segment {field}={value!r} is invalid; valid: {valid}")

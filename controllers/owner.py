@@ -1,0 +1,545 @@
+"""ContinuousArm owner: the one persistent writer of one arm's joint samples (seed 000).
+
+Per tick (all under one ownership barrier that ``stop()`` also takes):
+
+1. supervise: late tick, feedback age, tracking error, lease of the active target;
+2. take at most one target from the latest-target mailbox (only the destination
+   changes; Ruckig continues from the coherent commanded state);
+3. compute the next sample with Ruckig, check it against the configured limits;
+4. publish it; only an ACCEPTED publish advances the commanded (p, v, a) via
+   ``out.pass_to_input``. PARTIAL/UNCERTAIN latch a fault and are never retried.
+
+Modes: TRACKING (following a target or holding after reaching it), BRAKING (velocity
+interface, target velocity 0, within the configured limits), HOLD (at rest after a
+brake; a fresh target with a valid lease resumes unless the brake was a Stop),
+STOPPED (after Stop's brake: targets are refused until ``reset()``), FAULTED (nothing
+is published; pending targets discarded; ``reset()`` gives a new generation).
+
+Measured feedback (``observe_feedback``) is only an observation: it is supervised for
+age and tracking error and never substituted for commanded velocity/acceleration.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig
+
+from controllers.clock import Clock
+from controllers.errors import OwnerConfigError, OwnerStateError
+from controllers.lease import Lease, LeaseAuthority, LeaseStatus
+from controllers.mailbox import LatestTargetMailbox, MailboxCounts, OfferResult, RejectReason
+from controllers.names import JOINTS_PER_ARM, Arm
+from controllers.publish import PublishOutcome, PublishReport, SamplePublisher
+from controllers.target import ArmTarget, as_joint_vector
+
+N = JOINTS_PER_ARM
+
+# OpenArm v10 joint bounds [rad] (DESIGN.md reference facts), J1..J7.
+OPENARM_LOWER = (-1.396, -1.745, -1.571, 0.0, -1.571, -0.785, -1.571)
+OPENARM_UPPER = (3.491, 1.745, 1.571, 2.443, 1.571, 0.785, 1.571)
+
+
+class LateTickAction(enum.Enum):
+    BRAKE = "brake"
+    FAULT = "fault"
+
+
+@dataclass(frozen=True)
+class OwnerConfig:
+    """Explicit per-joint limits and supervision thresholds of one owner.
+
+    period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
+    max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
+    targets; late_tick_periods: a tick gap above this many periods is late;
+    feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
+    per-sample limit check (float rounding only).
+    """
+
+    period_s: float = 0.005
+    max_velocity: tuple[float, ...] = (0.3,) * N
+    max_acceleration: tuple[float, ...] = (0.6,) * N
+    max_jerk: tuple[float, ...] = (2.0,) * N
+    position_lower: tuple[float, ...] = OPENARM_LOWER
+    position_upper: tuple[float, ...] = OPENARM_UPPER
+    late_tick_periods: float = 3.0
+    late_tick_action: LateTickAction = LateTickAction.BRAKE
+    require_feedback: bool = True
+    feedback_timeout_s: float = 0.05
+    tracking_error_rad: float = 0.05
+    limit_tolerance: float = 1e-9
+    rest_velocity_rad_s: float = 1e-9  # |v| below this on every joint counts as at rest
+
+    def __post_init__(self) -> None:
+        if not self.period_s > 0:
+            raise OwnerConfigError("period_s", self.period_s, "> 0 s")
+        for name in ("max_velocity", "max_acceleration", "max_jerk", "position_lower", "position_upper"):
+            vals = getattr(self, name)
+            if len(vals) != N:
+                raise OwnerConfigError(name, vals, f"{N} per-joint values")
+        for name in ("max_velocity", "max_acceleration", "max_jerk"):
+            if not all(np.isfinite(x) and x > 0 for x in getattr(self, name)):
+                raise OwnerConfigError(name, getattr(self, name), "finite values > 0")
+        if not all(lo < hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)):
+            raise OwnerConfigError("position_lower/upper", (self.position_lower, self.position_upper), "lower < upper per joint")
+        if not self.late_tick_periods >= 1.0:
+            raise OwnerConfigError("late_tick_periods", self.late_tick_periods, ">= 1 period")
+        if not self.feedback_timeout_s > 0:
+            raise OwnerConfigError("feedback_timeout_s", self.feedback_timeout_s, "> 0 s")
+        if not self.tracking_error_rad > 0:
+            raise OwnerConfigError("tracking_error_rad", self.tracking_error_rad, "> 0 rad")
+
+
+def default_config() -> OwnerConfig:
+    """Seed 000's illustrative streaming bounds at 200 Hz: v 0.3, a 0.6, jerk 2 (rad units)."""
+    return OwnerConfig()
+
+
+class Mode(enum.Enum):
+    TRACKING = "tracking"
+    BRAKING = "braking"
+    HOLD = "hold"
+    STOPPED = "stopped"
+    FAULTED = "faulted"
+
+
+class FaultKind(enum.Enum):
+    UNCERTAIN_OUTPUT = "uncertain_output"
+    PARTIAL_OUTPUT = "partial_output"
+    STALE_FEEDBACK = "stale_feedback"
+    TRACKING_ERROR = "tracking_error"
+    BLOCKED_BRAKING_PATH = "blocked_braking_path"
+    LATE_TICK = "late_tick"
+    PLANNER_ERROR = "planner_error"
+    LIMIT_VIOLATION = "limit_violation"
+
+
+class BrakeCause(enum.Enum):
+    STOP = "stop"
+    LEASE = "lease"  # lease expired or revoked (loss of authority)
+    LATE_TICK = "late_tick"
+    OUTPUT_REFUSED = "output_refused"
+    RELEASE = "release"
+
+
+@dataclass
+class OwnerHooks:
+    """Deterministic interleaving points (tests/experiments). Called inside the barrier:
+    a hook must not call back into the owner's barrier-taking methods (tick/stop/reset)."""
+
+    after_take: Callable[[ArmTarget], None] | None = None
+    after_compute: Callable[[np.ndarray], None] | None = None
+    before_publish: Callable[[np.ndarray], None] | None = None
+    after_publish: Callable[[PublishReport], None] | None = None
+
+
+@dataclass(frozen=True)
+class TickReport:
+    """What one tick did. compute_s: wall time of the whole tick incl. publish [s];
+    ruckig_s: Ruckig's own calculation time [s]; gap_periods: time since the previous
+    tick in periods; positions/velocities/accelerations: commanded state after the tick."""
+
+    index: int
+    stamp_s: float
+    mode: Mode
+    published: bool
+    outcome: PublishOutcome | None
+    new_plan: bool
+    target_sequence: int | None
+    moving_retarget: bool
+    positions_rad: np.ndarray
+    velocities_rad_s: np.ndarray
+    accelerations_rad_s2: np.ndarray
+    fault: FaultKind | None
+    reason: str
+    compute_s: float
+    ruckig_s: float
+    gap_periods: float
+
+
+@dataclass
+class OwnerStats:
+    ticks: int = 0
+    published: int = 0
+    plans: int = 0
+    moving_retargets: int = 0
+    dropped_at_take: int = 0
+    refused_outputs: int = 0
+    faults: list = field(default_factory=list)
+
+
+class ArmOwner:
+    """The single persistent owner of one arm's output.
+
+    arm: the physical arm; publisher: where samples go; clock: injected time base;
+    initial_positions_rad: the commanded state at construction (at rest) [rad];
+    config: limits and thresholds (``default_config()``); hooks: interleaving points;
+    lease_authority: host authority (one is created on ``clock`` if omitted).
+    """
+
+    def __init__(
+        self,
+        arm: Arm,
+        publisher: SamplePublisher,
+        clock: Clock,
+        initial_positions_rad,
+        config: OwnerConfig | None = None,
+        hooks: OwnerHooks | None = None,
+        lease_authority: LeaseAuthority | None = None,
+    ):
+        self.arm = Arm.parse(arm)
+        self.config = config or default_config()
+        self._pub = publisher
+        self._clock = clock
+        self.hooks = hooks or OwnerHooks()
+        self.authority = lease_authority or LeaseAuthority(clock)
+        self._own = threading.Lock()  # THE ownership barrier: compute-check-publish and stop
+        self._generation = 1
+        self.mailbox = LatestTargetMailbox(self._generation)
+        self.stats = OwnerStats()
+        c = self.config
+        self._vmax = np.array(c.max_velocity)
+        self._amax = np.array(c.max_acceleration)
+        self._jmax = np.array(c.max_jerk)
+        self._lo = np.array(c.position_lower)
+        self._hi = np.array(c.position_upper)
+        self._fb_lock = threading.Lock()
+        self._fb: tuple[np.ndarray, float] | None = None
+        self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=256)
+        self._start(as_joint_vector(initial_positions_rad, "initial_positions_rad"))
+
+    # ----------------------------------------------------------------- set-up / state
+    def _start(self, p0: np.ndarray) -> None:
+        c = self.config
+        self._otg = Ruckig(N, c.period_s)
+        self._inp = InputParameter(N)
+        self._out = OutputParameter(N)
+        inp = self._inp
+        inp.max_velocity = list(c.max_velocity)
+        inp.max_acceleration = list(c.max_acceleration)
+        inp.max_jerk = list(c.max_jerk)
+        inp.current_position = p0.tolist()
+        inp.current_velocity = [0.0] * N
+        inp.current_acceleration = [0.0] * N
+        self._set_hold_target(p0)
+        self._cmd_p, self._cmd_v, self._cmd_a = p0.copy(), np.zeros(N), np.zeros(N)
+        self.mode = Mode.TRACKING
+        self.fault: FaultKind | None = None
+        self.fault_reason = ""
+        self._brake_cause: BrakeCause | None = None
+        self._active: ArmTarget | None = None
+        self._last_tick_s: float | None = None
+        self._started_s = self._clock.now()
+        self._tick_index = 0
+        self._history.clear()
+        self._history.append((self._started_s, p0.copy()))
+
+    def _set_hold_target(self, p: np.ndarray) -> None:
+        self._inp.control_interface = ControlInterface.Position
+        self._inp.target_position = list(map(float, p))
+        self._inp.target_velocity = [0.0] * N
+        self._inp.target_acceleration = [0.0] * N
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def commanded_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Last successfully published (p [rad], v [rad/s], a [rad/s^2]), copies."""
+        with self._own:
+            return self._cmd_p.copy(), self._cmd_v.copy(), self._cmd_a.copy()
+
+    def mailbox_counts(self) -> MailboxCounts:
+        return self.mailbox.counts()
+
+    # ----------------------------------------------------------------- authority
+    def grant_lease(self, holder: str, duration_s: float | None = None) -> Lease:
+        """Host side: issue a lease on this owner's clock [s]."""
+        return self.authority.grant(holder, duration_s)
+
+    def revoke_authority(self) -> None:
+        """Loss of authority: every lease becomes invalid; the next tick brakes to hold."""
+        self.authority.revoke()
+
+    # ----------------------------------------------------------------- producer side
+    def submit(self, target: ArmTarget) -> OfferResult:
+        """Offer ``target`` to the latest-target slot (thread-safe, never blocks on a tick)."""
+        pre: RejectReason | None = None
+        if target.arm is not self.arm:
+            pre = RejectReason.WRONG_ARM
+        elif np.any(target.positions_rad < self._lo) or np.any(target.positions_rad > self._hi):
+            pre = RejectReason.OUT_OF_BOUNDS
+        else:
+            pre = _lease_reason(self.authority.status(target.lease))
+        return self.mailbox.offer(target, pre)
+
+    def observe_feedback(self, positions_rad, stamp_s: float) -> None:
+        """Record a measured position sample [rad] taken at ``stamp_s`` [s, owner clock]."""
+        p = as_joint_vector(positions_rad, "feedback positions_rad")
+        with self._fb_lock:
+            if self._fb is None or stamp_s >= self._fb[1]:
+                self._fb = (p, float(stamp_s))
+
+    # ----------------------------------------------------------------- control
+    def stop(self) -> None:
+        """Brake to hold from the coherent commanded state, then refuse targets until reset.
+
+        Takes the ownership barrier: when this returns, no sample computed before the
+        call can still reach the publisher."""
+        with self._own:
+            self.mailbox.close()
+            if self.mode is not Mode.FAULTED:
+                self._begin_brake(BrakeCause.STOP)
+
+    def release(self) -> int:
+        """Give up authority: revoke leases, brake to hold, start a fresh generation."""
+        with self._own:
+            self.authority.revoke()
+            if self.mode is not Mode.FAULTED:
+                self._begin_brake(BrakeCause.RELEASE)
+            return self._new_generation_locked()
+
+    def reconnect(self) -> int:
+        """After a transport reconnect: discard pending targets, start a fresh generation."""
+        with self._own:
+            return self._new_generation_locked()
+
+    def reset(self, positions_rad=None) -> int:
+        """Explicit reset after a fault or a Stop; returns the new generation.
+
+        The commanded state is re-seeded at rest at ``positions_rad`` [rad] (default:
+        latest feedback, else the last commanded position). Only allowed when faulted,
+        stopped or holding: the caller asserts the arm is at rest."""
+        with self._own:
+            if self.mode not in (Mode.FAULTED, Mode.STOPPED, Mode.HOLD):
+                raise OwnerStateError("reset", self.mode.value, "faulted, stopped, hold")
+            if positions_rad is not None:
+                p0 = as_joint_vector(positions_rad, "reset positions_rad")
+            else:
+                with self._fb_lock:
+                    fb = self._fb
+                p0 = fb[0].copy() if fb is not None else self._cmd_p.copy()
+            self.authority.revoke()
+            self._start(p0)  # mode TRACKING at rest, so the new generation opens the mailbox
+            with self._fb_lock:
+                self._fb = None
+            return self._new_generation_locked()
+
+    def _new_generation_locked(self) -> int:
+        self._generation += 1
+        self.mailbox.open(self._generation)
+        if self.mode is Mode.STOPPED or (
+            self.mode is Mode.BRAKING and self._brake_cause is BrakeCause.STOP
+        ):
+            self.mailbox.close()
+        return self._generation
+
+    # ----------------------------------------------------------------- the tick
+    def tick(self) -> TickReport:
+        """Run one control period: supervise, take, compute, check, publish."""
+        with self._own:
+            return self._tick_locked()
+
+    def _tick_locked(self) -> TickReport:
+        t0 = time.perf_counter()
+        now = self._clock.now()
+        self._tick_index += 1
+        self.stats.ticks += 1
+        c = self.config
+        gap = 0.0 if self._last_tick_s is None else (now - self._last_tick_s) / c.period_s
+        self._last_tick_s = now
+        new_plan, moving, seq, reason = False, False, None, ""
+
+        if self.mode is Mode.FAULTED:
+            return self._report(now, False, None, False, None, False, self.fault_reason, t0, 0.0, gap)
+
+        # 1. supervision
+        if gap > c.late_tick_periods:
+            if c.late_tick_action is LateTickAction.FAULT:
+                return self._latch(FaultKind.LATE_TICK, f"tick gap {gap:.2f} periods > {c.late_tick_periods}", now, t0, gap)
+            if self.mode is Mode.TRACKING:
+                self._begin_brake(BrakeCause.LATE_TICK)
+                reason = f"late tick ({gap:.2f} periods): braking"
+        fault = self._supervise_feedback(now)
+        if fault is not None:
+            return self._latch(fault[0], fault[1], now, t0, gap)
+        if self.mode is Mode.TRACKING and self._active is not None:
+            st = self.authority.status(self._active.lease)
+            if st is not LeaseStatus.VALID:
+                self._begin_brake(BrakeCause.LEASE)
+                reason = f"lease {st.value}: braking to hold"
+
+        # 2. take the latest target (only the destination changes)
+        if self.mode in (Mode.TRACKING, Mode.HOLD):
+            tgt = self.mailbox.take()
+            if tgt is not None:
+                st = self.authority.status(tgt.lease)
+                if st is not LeaseStatus.VALID or tgt.generation != self._generation:
+                    self.stats.dropped_at_take += 1
+                    reason = f"target {tgt.sequence} dropped at take: lease {st.value}"
+                else:
+                    moving = bool(np.any(np.abs(self._cmd_v) > c.rest_velocity_rad_s))
+                    self._retarget(tgt)
+                    new_plan, seq = True, tgt.sequence
+                    self.stats.plans += 1
+                    self.stats.moving_retargets += int(moving)
+                    if self.hooks.after_take:
+                        self.hooks.after_take(tgt)
+
+        # 3. compute and check
+        res = self._otg.update(self._inp, self._out)
+        ruckig_s = self._out.calculation_duration * 1e-6
+        if res not in (Result.Working, Result.Finished):
+            return self._latch(FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s)
+        p = np.array(self._out.new_position)
+        v = np.array(self._out.new_velocity)
+        a = np.array(self._out.new_acceleration)
+        if self.hooks.after_compute:
+            self.hooks.after_compute(p)
+        bad = self._check(p, v, a)
+        if bad:
+            return self._latch(FaultKind.LIMIT_VIOLATION, bad, now, t0, gap, ruckig_s)
+
+        # 4. publish; only ACCEPTED advances the coherent commanded state
+        if self.hooks.before_publish:
+            self.hooks.before_publish(p)
+        rep = self._pub.publish_sample(p)
+        if self.hooks.after_publish:
+            self.hooks.after_publish(rep)
+        if rep.outcome is PublishOutcome.ACCEPTED:
+            self._out.pass_to_input(self._inp)
+            self._cmd_p, self._cmd_v, self._cmd_a = p, v, a
+            self._history.append((now, p.copy()))
+            self.stats.published += 1
+            if self.mode is Mode.BRAKING and res is Result.Finished:
+                self._finish_brake()
+            return self._report(now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap)
+        if rep.outcome is PublishOutcome.REFUSED:
+            self.stats.refused_outputs += 1
+            if self.mode is Mode.TRACKING:
+                self._begin_brake(BrakeCause.OUTPUT_REFUSED)
+                return self._report(now, False, rep.outcome, new_plan, seq, moving, f"output refused ({rep.reason}): braking", t0, ruckig_s, gap)
+            return self._latch(FaultKind.BLOCKED_BRAKING_PATH, f"publisher refused while {self.mode.value}: {rep.reason}", now, t0, gap, ruckig_s, rep.outcome)
+        kind = FaultKind.PARTIAL_OUTPUT if rep.outcome is PublishOutcome.PARTIAL else FaultKind.UNCERTAIN_OUTPUT
+        return self._latch(kind, f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; never retried", now, t0, gap, ruckig_s, rep.outcome)
+
+    # ----------------------------------------------------------------- helpers
+    def _retarget(self, tgt: ArmTarget) -> None:
+        inp = self._inp
+        inp.control_interface = ControlInterface.Position
+        inp.target_position = tgt.positions_rad.tolist()
+        inp.target_velocity = [0.0] * N if tgt.velocity_rad_s is None else tgt.velocity_rad_s.tolist()
+        inp.target_acceleration = [0.0] * N if tgt.acceleration_rad_s2 is None else tgt.acceleration_rad_s2.tolist()
+        self._active = tgt
+        self.mode = Mode.TRACKING
+
+    def _begin_brake(self, cause: BrakeCause) -> None:
+        self.mailbox.discard()
+        self._active = None
+        if self.mode is Mode.STOPPED and cause is not BrakeCause.STOP:
+            return
+        self.mode = Mode.BRAKING
+        self._brake_cause = cause
+        inp = self._inp
+        inp.control_interface = ControlInterface.Velocity
+        inp.target_velocity = [0.0] * N
+        inp.target_acceleration = [0.0] * N
+
+    def _finish_brake(self) -> None:
+        self._set_hold_target(self._cmd_p)
+        self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
+
+    def _check(self, p: np.ndarray, v: np.ndarray, a: np.ndarray) -> str:
+        tol, dt = self.config.limit_tolerance, self.config.period_s
+        for name, val, lim in (
+            ("velocity", np.abs(v), self._vmax),
+            ("acceleration", np.abs(a), self._amax),
+            ("discrete jerk", np.abs(a - self._cmd_a) / dt, self._jmax + 1e-6),
+            ("step", np.abs(p - self._cmd_p), self._vmax * dt),
+        ):
+            over = np.nonzero(val > lim + tol)[0]
+            if over.size:
+                j = int(over[0])
+                return f"joint {j + 1}: {name} {val[j]!r} exceeds limit {lim[j]!r}"
+        return ""
+
+    def _supervise_feedback(self, now: float) -> tuple[FaultKind, str] | None:
+        c = self.config
+        with self._fb_lock:
+            fb = self._fb
+        if fb is None:
+            if c.require_feedback and now - self._started_s > c.feedback_timeout_s:
+                return FaultKind.STALE_FEEDBACK, f"no feedback for {now - self._started_s:.4f} s > {c.feedback_timeout_s} s"
+            return None
+        pos, stamp = fb
+        age = now - stamp
+        if c.require_feedback and age > c.feedback_timeout_s:
+            return FaultKind.STALE_FEEDBACK, f"feedback age {age:.4f} s > {c.feedback_timeout_s} s"
+        ref = self._history[0][1]
+        for s, q in reversed(self._history):
+            if s <= stamp:
+                ref = q
+                break
+        err = np.abs(pos - ref)
+        j = int(np.argmax(err))
+        if err[j] > c.tracking_error_rad:
+            return FaultKind.TRACKING_ERROR, f"joint {j + 1}: tracking error {err[j]:.4f} rad > {c.tracking_error_rad} rad"
+        return None
+
+    def _latch(self, kind, why, now, t0, gap, ruckig_s=0.0, outcome=None) -> TickReport:
+        self.mode = Mode.FAULTED
+        self.fault, self.fault_reason = kind, why
+        self.stats.faults.append((kind, why))
+        self.mailbox.close()
+        self._active = None
+        return self._report(now, False, outcome, False, None, False, why, t0, ruckig_s, gap)
+
+    def _report(self, now, published, outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap) -> TickReport:
+        return TickReport(
+            self._tick_index, now, self.mode, published, outcome, new_plan, seq, moving,
+            self._cmd_p.copy(), self._cmd_v.copy(), self._cmd_a.copy(),
+            self.fault, reason, time.perf_counter() - t0, ruckig_s, gap,
+        )
+
+    # ----------------------------------------------------------------- real time
+    def run_realtime(self, stop_event: threading.Event, on_report: Callable[[TickReport], None] | None = None) -> None:
+        """Tick every ``period_s`` on this owner's clock until ``stop_event`` is set.
+
+        Meant for a dedicated thread with a real clock (``MonotonicClock``); deadlines
+        are absolute, so a slow tick does not shift later ones (a missed one shows up
+        as ``gap_periods`` in the next report)."""
+        dt = self.config.period_s
+        deadline = self._clock.now()
+        while not stop_event.is_set():
+            rep = self.tick()
+            if on_report:
+                on_report(rep)
+            deadline += dt
+            wait = deadline - self._clock.now()
+            if wait > 0:
+                stop_event.wait(wait)
+            else:
+                deadline = self._clock.now()
+
+
+def start_realtime_thread(owner: ArmOwner, on_report=None) -> tuple[threading.Thread, threading.Event]:
+    """Start ``owner.run_realtime`` in a daemon thread; set the event and join to end it."""
+    ev = threading.Event()
+    th = threading.Thread(target=owner.run_realtime, args=(ev, on_report), name=f"owner-{owner.arm.value}", daemon=True)
+    th.start()
+    return th, ev
+
+
+def _lease_reason(st: LeaseStatus) -> RejectReason | None:
+    return {
+        LeaseStatus.VALID: None,
+        LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
+        LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
+        LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
+    }[st]

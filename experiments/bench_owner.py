@@ -1,0 +1,60 @@
+"""Benchmark ``owner``: ArmOwner tick time per arm next to a bare Ruckig update (same run)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from ruckig import InputParameter, OutputParameter, Ruckig
+
+from controllers.clock import SimClock
+from controllers.names import Arm
+from controllers.owner import ArmOwner, OwnerConfig
+from controllers.publish import PublishOutcome, PublishReport
+from controllers.target import ArmTarget
+from experiments.registry import benchmark
+
+_OK = PublishReport(PublishOutcome.ACCEPTED, tuple(range(1, 8)))
+
+
+class _NullPublisher:
+    def publish_sample(self, positions_rad):
+        return _OK
+
+
+def _targets(n: int, k: int) -> np.ndarray:
+    t = k / 60.0
+    return 0.3 + 0.2 * np.sin(2 * np.pi * 0.1 * t + np.arange(n))
+
+
+def _stats(us: np.ndarray) -> dict:
+    return {"median_us": float(np.median(us)), "p99_us": float(np.percentile(us, 99)), "n": int(us.size)}
+
+
+@benchmark("owner")
+def run(n_ticks: int = 4000) -> dict:
+    out = {"hardware_io": False, "period_s": 0.005, "retarget_every_ticks": 3}
+    for arm in Arm:
+        clock = SimClock()
+        owner = ArmOwner(arm, _NullPublisher(), clock, np.full(7, 0.3), OwnerConfig(require_feedback=False))
+        lease = owner.grant_lease("bench", 1e9)
+        us = []
+        for k in range(n_ticks):
+            if k % 3 == 0:
+                owner.submit(ArmTarget(arm, _targets(7, k), k + 1, owner.generation, lease))
+            us.append(owner.tick().compute_s * 1e6)
+            clock.advance(0.005)
+        out[f"owner_tick_{arm.value}"] = _stats(np.array(us[10:]))
+    otg, inp, res = Ruckig(7, 0.005), InputParameter(7), OutputParameter(7)
+    inp.current_position = [0.3] * 7
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [0.3] * 7, [0.6] * 7, [2.0] * 7
+    us = []
+    for k in range(n_ticks):
+        if k % 3 == 0:
+            inp.target_position = _targets(7, k).tolist()
+        t0 = time.perf_counter()
+        otg.update(inp, res)
+        res.pass_to_input(inp)
+        us.append((time.perf_counter() - t0) * 1e6)
+    out["bare_ruckig_update"] = _stats(np.array(us[10:]))
+    return out

@@ -1,0 +1,46 @@
+"""The owner experiments reproduce their headline figures (small sizes; files to tmp)."""
+
+from __future__ import annotations
+
+import pytest
+
+import experiments.output as output
+from experiments import exp_owner
+
+
+@pytest.fixture(autouse=True)
+def _tmp_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "OUT_DIR", tmp_path)
+
+
+def test_inconsistent_seed_reproduces_table():
+    r = exp_owner.inconsistent_seed()
+    assert r["hardware_io"] is False
+    by = {(c["v0"], c["a0"]): c for c in r["cases"]}
+    assert by[(0.2, 0.0)]["min_position_sampled"] == pytest.approx(0.34, abs=1e-6)
+    assert by[(0.0, 0.0)]["min_position_exact"] == pytest.approx(0.34, abs=1e-6)
+    bad = by[(0.0, -40.0)]
+    assert bad["min_position_sampled"] == pytest.approx(-5.262596, abs=1e-5)
+    assert bad["min_position_exact"] <= bad["min_position_sampled"]  # exact is never shallower
+
+
+def test_short_replay_within_bounds_and_converges():
+    r = exp_owner.run_replay(0, 60.0, duration_s=10.0, settle_s=5.0)
+    assert r["samples"] == 2000 and r["targets"] == 600 and r["moving_retargets"] > 400
+    for key, bound in exp_owner.BOUNDS.items():
+        assert r[key] <= bound + 1e-9, key
+    assert r["final_error"] < 1e-9 and r["faults"] == 0 and r["mailbox_balanced"]
+
+
+def test_fault_matrix_and_legacy_race():
+    f = exp_owner.faults()
+    assert f["all_as_expected"] and f["max_frames_after"] == 0 and len(f["cases"]) == 11
+    lr = exp_owner.legacy_race()
+    assert lr["legacy_stale_writes"] >= 2 and lr["owner_stale_writes"] == 0
+
+
+def test_extremum_validation_small():
+    r = exp_owner.extremum(n_traj=6)
+    assert r["joint_state_observations"] == 6 * 7 * 301
+    assert r["samples_enclosed"] and r["max_state_mismatch"] < 1e-12
+    assert r["zero_jerk_case"]["p_max_exact"] == pytest.approx(0.25)

@@ -29,3 +29,38 @@ class PlannerConfigError(PlannerError, ValueError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         super().__init__(f"planner config {field}={value!r} is invalid; valid: {valid}")
+
+
+# ------------------------------------------------- arm groups, planning, retiming (issue 7)
+
+
+class GroupNameError(PlannerError, KeyError):
+    """An arm, joint or geom name the group or the model does not define; lists the valid ones."""
+
+    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
+        self.kind, self.value, self.valid = kind, value, list(valid)
+        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, self.valid))}")
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return self.args[0]
+
+
+class GoalInputError(PlannerError, ValueError):
+    """A goal or start of the wrong shape, non-finite, or outside the joint limits.
+
+    ``arm`` and ``field`` say where (``field`` is e.g. ``"shape"`` or a joint name),
+    ``value`` the offending value and ``valid`` the valid range in words.
+    """
+
+    def __init__(self, arm: str, field: str, value: object, valid: str):
+        self.arm, self.field, self.value, self.valid = arm, field, value, valid
+        super().__init__(f"arm {arm!r}: {field}={value!r} is invalid; valid: {valid}")
+
+
+class PlanFailedError(PlannerError, RuntimeError):
+    """``PlanResult.unwrap()`` on a failed plan; ``result`` holds the typed status and reason."""
+
+    def __init__(self, result: object):
+        self.result = result
+        super().__init__(f"planning failed: {getattr(result, 'status', '?')}: "
+                         f"{getattr(result, 'reason', '')}")

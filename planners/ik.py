@@ -1,0 +1,301 @@
+"""IK for a TCP pose that a user can trust: restarts, goal sets, seeded and continuity modes.
+
+Every solution is re-checked against the true FK before it is returned: position error
+<= ``position_tolerance_m`` [m], orientation error <= ``orientation_tolerance_rad`` [rad],
+every joint inside its limits. Anything else is a failed ``IKResult`` with a status that
+says why (never an exception for a pose the arm cannot reach, never a wrong pose).
+
+Modes:
+
+- ``solve(target, torso, seed=None, n_solutions=1)``: the seed (the current commanded
+  configuration) is tried first, then a slightly nudged seed (an exact singular seed such
+  as a straight elbow can leave the error orthogonal to every column of the Jacobian;
+  seed 002's fix for the analytical solver is the same idea: solve a hair-perturbed
+  problem, refine against the true FK), then random restarts in the joint limits.
+  ``n_solutions > 1`` keeps restarting until that many solutions at least
+  ``distinct_min_rad`` apart (max-norm) exist: a goal set for the planner. Solutions are
+  sorted by distance to the seed when one is given.
+- ``solve_continuous(target, seed, torso)``: for streaming (teleop, Cartesian paths).
+  Only local solves from the seed, directly and then along a straight SE3 path from the
+  seed's pose to the target in 4 and 16 sub-steps (a homotopy that stays on the seed's
+  branch). Success needs every joint within ``max_joint_step_rad`` of the seed;
+  otherwise the status is JOINT_JUMP (a branch flip is refused, not returned).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from planners.errors import PlannerConfigError
+from planners.kinematics import ARM_SLICE, TORSO_INDEX, ArmKinematics, joint_vector, torso_angle
+from planners.lm import LMSettings, LocalResult, solve_local
+from planners.pose import as_pose, pose_error
+
+
+@dataclass(frozen=True)
+class IKConfig:
+    """Acceptance tolerances and search budget of the IK solver.
+
+    position_tolerance_m [m], orientation_tolerance_rad [rad]: final FK check;
+    max_attempts: local solves per ``solve`` call (seed, nudged seed, random restarts);
+    distinct_min_rad: two solutions are distinct when some joint differs by more [rad];
+    max_joint_step_rad: continuity mode's default bound on |q - seed| per joint [rad];
+    continuity_substeps: SE3 sub-step counts tried in turn by ``solve_continuous``;
+    nudge_rad: size of the deterministic nudge of an exact seed towards mid-range [rad];
+    rng_seed: seed of the solver's random restarts (reproducible runs); lm: local solve.
+    """
+
+    position_tolerance_m: float = 1e-6
+    orientation_tolerance_rad: float = 1e-6
+    max_attempts: int = 60
+    distinct_min_rad: float = 0.1
+    max_joint_step_rad: float = 0.25
+    continuity_substeps: tuple[int, ...] = (1, 4, 16)
+    nudge_rad: float = 1e-3
+    rng_seed: int = 0
+    lm: LMSettings = field(default_factory=LMSettings)
+
+    def __post_init__(self) -> None:
+        for name in ("position_tolerance_m", "orientation_tolerance_rad"):
+            if not 0.0 < getattr(self, name) <= 1e-2:
+                raise PlannerConfigError(name, getattr(self, name), "0 < tolerance <= 1e-2")
+        if self.max_attempts < 1:
+            raise PlannerConfigError("max_attempts", self.max_attempts, ">= 1")
+        if not self.distinct_min_rad > 0.0:
+            raise PlannerConfigError("distinct_min_rad", self.distinct_min_rad, "> 0 rad")
+        if not self.max_joint_step_rad > 0.0:
+            raise PlannerConfigError("max_joint_step_rad", self.max_joint_step_rad, "> 0 rad")
+        if not self.continuity_substeps or min(self.continuity_substeps) < 1:
+            raise PlannerConfigError("continuity_substeps", self.continuity_substeps, "counts >= 1")
+        if not 0.0 < self.nudge_rad < 0.1:
+            raise PlannerConfigError("nudge_rad", self.nudge_rad, "0 < nudge < 0.1 rad")
+
+
+def default_config() -> IKConfig:
+    """1e-6 m / 1e-6 rad acceptance, 60 attempts, 0.25 rad continuity bound."""
+    return IKConfig()
+
+
+class IKStatus(enum.Enum):
+    SOLVED = "solved"
+    UNREACHABLE = "unreachable"  # farther from the shoulder than the arm can reach at all
+    NOT_CONVERGED = "not_converged"  # no attempt met the tolerances inside the joint limits
+    JOINT_JUMP = "joint_jump"  # continuity: only solutions beyond the joint-step bound
+
+
+@dataclass(frozen=True)
+class IKSolution:
+    """One verified solution: q [rad], its FK errors [m], [rad], and |q - seed|_inf [rad]."""
+
+    q: np.ndarray
+    position_error_m: float
+    orientation_error_rad: float
+    max_joint_step_rad: float | None = None
+
+
+@dataclass(frozen=True)
+class IKResult:
+    """What a solve returns: a status, verified solutions (empty unless SOLVED), effort.
+
+    best_position_error_m / best_orientation_error_rad: of the closest attempt (for a
+    failure: how far it got); solve_time_s [s] wall time of the call.
+    """
+
+    status: IKStatus
+    solutions: tuple[IKSolution, ...]
+    attempts: int
+    iterations: int
+    solve_time_s: float
+    best_position_error_m: float
+    best_orientation_error_rad: float
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is IKStatus.SOLVED
+
+    @property
+    def q(self) -> np.ndarray | None:
+        """The first (nearest-to-seed) solution, or None when the solve failed."""
+        return self.solutions[0].q if self.solutions else None
+
+
+class IKSolver:
+    """IK of one arm's TCP; owns an ArmKinematics (one thread, DESIGN.md)."""
+
+    def __init__(self, kin: ArmKinematics, config: IKConfig | None = None):
+        self.kin = kin
+        self.config = config or default_config()
+        self.rng = np.random.default_rng(self.config.rng_seed)
+        self._reach = _reach_bound(kin)
+
+    # ---------------------------------------------------------------- public
+    def solve(
+        self,
+        target: pin.SE3 | np.ndarray,
+        torso: float = 0.0,
+        seed: np.ndarray | None = None,
+        n_solutions: int = 1,
+    ) -> IKResult:
+        """Up to ``n_solutions`` distinct verified solutions for ``target`` at ``torso`` [rad]."""
+        t0 = time.perf_counter()
+        target, torso = as_pose(target), torso_angle(torso)
+        seed = None if seed is None else joint_vector(seed, "seed")
+        if n_solutions < 1:
+            raise PlannerConfigError("n_solutions", n_solutions, ">= 1")
+        run = _Run(self, target, torso, seed, t0)
+        if (early := run.reach_check()) is not None:
+            return early
+        starts = [] if seed is None else [seed, self._nudged(seed)]
+        while run.attempts < self.config.max_attempts and len(run.found) < n_solutions:
+            q0 = starts.pop(0) if starts else self.rng.uniform(self.kin.lower, self.kin.upper)
+            run.try_local(q0)
+        if seed is not None:
+            run.found.sort(key=lambda s: float(np.linalg.norm(s.q - seed)))
+        return run.result(IKStatus.SOLVED if run.found else IKStatus.NOT_CONVERGED)
+
+    def solve_continuous(
+        self,
+        target: pin.SE3 | np.ndarray,
+        seed: np.ndarray,
+        torso: float = 0.0,
+        max_joint_step: float | np.ndarray | None = None,
+    ) -> IKResult:
+        """The solution nearest the seed, with every |q_j - seed_j| <= ``max_joint_step`` [rad]."""
+        t0 = time.perf_counter()
+        target, torso = as_pose(target), torso_angle(torso)
+        seed = joint_vector(seed, "seed")
+        bound = np.broadcast_to(
+            np.asarray(self.config.max_joint_step_rad if max_joint_step is None else max_joint_step, float),
+            seed.shape,
+        )
+        if not np.all(bound > 0.0):
+            raise PlannerConfigError("max_joint_step", bound.tolist(), "> 0 rad per joint")
+        run = _Run(self, target, torso, seed, t0)
+        if (early := run.reach_check()) is not None:
+            return early
+        start = self.kin.pose_of(_full(torso, np.clip(seed, self.kin.lower, self.kin.upper)))
+        jumps: list[IKSolution] = []
+        for substeps in self.config.continuity_substeps:
+            for q0 in (seed, self._nudged(seed)):
+                sol = run.track(q0, start, substeps)
+                if sol is None:
+                    continue
+                if np.all(np.abs(sol.q - seed) <= bound):
+                    run.found = [sol]
+                    return run.result(IKStatus.SOLVED)
+                jumps.append(sol)
+                break
+        if jumps:
+            best = min(jumps, key=lambda s: s.max_joint_step_rad)
+            j = int(np.argmax(np.abs(best.q - seed) - bound))
+            msg = (
+                f"nearest solution moves {self.kin.joint_names[j]} by "
+                f"{abs(best.q[j] - seed[j]):.4g} rad; bound {bound[j]:.4g} rad"
+            )
+            return run.result(IKStatus.JOINT_JUMP, msg)
+        return run.result(IKStatus.NOT_CONVERGED)
+
+    # --------------------------------------------------------------- helpers
+    def _nudged(self, seed: np.ndarray) -> np.ndarray:
+        """The seed moved ``nudge_rad`` towards the middle of every joint's range."""
+        mid = 0.5 * (self.kin.lower + self.kin.upper)
+        return np.clip(seed + self.config.nudge_rad * np.sign(mid - seed), self.kin.lower, self.kin.upper)
+
+
+def _full(torso: float, q: np.ndarray) -> np.ndarray:
+    q8 = np.zeros(1 + q.size)
+    q8[TORSO_INDEX], q8[ARM_SLICE] = torso, q
+    return q8
+
+
+def _reach_bound(kin: ArmKinematics) -> float:
+    """Upper bound [m] on |TCP - J1 origin|: the sum of the link offsets from J1 to the TCP."""
+    m = kin.model
+    j1 = m.getJointId(kin.joint_names[0])
+    links = sum(float(np.linalg.norm(m.jointPlacements[j].translation)) for j in range(j1 + 1, m.njoints))
+    return links + float(np.linalg.norm(m.frames[kin.tcp_frame].placement.translation))
+
+
+class _Run:
+    """Book-keeping of one solve call: attempts, verified solutions, the best failure."""
+
+    def __init__(self, solver: IKSolver, target: pin.SE3, torso: float, seed, t0: float):
+        self.solver, self.kin, self.cfg = solver, solver.kin, solver.config
+        self.target, self.torso, self.seed, self.t0 = target, torso, seed, t0
+        self.found: list[IKSolution] = []
+        self.attempts = self.iterations = 0
+        self.best = (np.inf, np.inf)
+
+    def reach_check(self) -> IKResult | None:
+        self.kin.pose_of(_full(self.torso, np.zeros(7)))
+        j1 = self.kin.model.getJointId(self.kin.joint_names[0])
+        dist = float(np.linalg.norm(self.target.translation - self.kin.data.oMi[j1].translation))
+        if dist <= self.solver._reach:
+            return None
+        msg = f"target is {dist:.4g} m from the J1 origin; the arm reaches at most {self.solver._reach:.4g} m"
+        return self.result(IKStatus.UNREACHABLE, msg)
+
+    def verify(self, local: LocalResult) -> IKSolution | None:
+        """The independent acceptance check: true FK, tolerances, joint limits."""
+        dp, dr = pose_error(self.kin.pose_of(_full(self.torso, local.q)), self.target)
+        if (dp, dr) < self.best:
+            self.best = (dp, dr)
+        if dp > self.cfg.position_tolerance_m or dr > self.cfg.orientation_tolerance_rad:
+            return None
+        if not self.kin.within_limits(local.q):
+            return None
+        step = None if self.seed is None else float(np.max(np.abs(local.q - self.seed)))
+        return IKSolution(local.q, dp, dr, step)
+
+    def try_local(self, q0: np.ndarray) -> None:
+        local = self._local(q0, self.target)
+        sol = self.verify(local)
+        if sol is not None and all(
+            np.max(np.abs(sol.q - other.q)) > self.cfg.distinct_min_rad for other in self.found
+        ):
+            self.found.append(sol)
+
+    def track(self, q0: np.ndarray, start: pin.SE3, substeps: int) -> IKSolution | None:
+        """Local solves along the SE3 path start -> target in ``substeps`` equal steps."""
+        twist = pin.log6(start.actInv(self.target))
+        q = q0
+        for k in range(1, substeps + 1):
+            goal = self.target if k == substeps else start * pin.exp6(twist * (k / substeps))
+            local = self._local(q, goal)
+            if not local.converged and k < substeps:
+                return None
+            q = local.q
+        return self.verify(local)
+
+    def _local(self, q0: np.ndarray, goal: pin.SE3) -> LocalResult:
+        local = solve_local(self.kin, self.torso, goal, q0, self.cfg.lm)
+        self.attempts += 1
+        self.iterations += local.iterations
+        return local
+
+    def result(self, status: IKStatus, message: str = "") -> IKResult:
+        if not message:
+            message = {
+                IKStatus.SOLVED: f"{len(self.found)} verified solution(s)",
+                IKStatus.NOT_CONVERGED: (
+                    f"no solution within {self.cfg.position_tolerance_m} m / "
+                    f"{self.cfg.orientation_tolerance_rad} rad inside the joint limits after "
+                    f"{self.attempts} attempts; best {self.best[0]:.3g} m / {self.best[1]:.3g} rad"
+                ),
+            }.get(status, status.value)
+        return IKResult(
+            status,
+            tuple(self.found) if status is IKStatus.SOLVED else (),
+            self.attempts,
+            self.iterations,
+            time.perf_counter() - self.t0,
+            float(self.best[0]),
+            float(self.best[1]),
+            message,
+        )

@@ -198,6 +198,18 @@ def words_to_counts(words: np.ndarray | int) -> np.ndarray:
     return np.where(w <= POSITIVE_WORD_MAX, w, w - NEGATIVE_OFFSET)
 
 
+def word_to_count(word: int) -> int:
+    """Scalar ``words_to_counts`` for one 16-bit word (hot path: one frame at a time)."""
+    if not 0 <= word <= WORD_MAX:
+        raise CodecConfigError("word", word, "0..0xFFFF")
+    return word if word <= POSITIVE_WORD_MAX else word - NEGATIVE_OFFSET
+
+
+def count_to_rad(count: int, sign: int = 1) -> float:
+    """Scalar ``counts_to_rad``: the same arithmetic, bit for bit, without numpy."""
+    return math.radians(count / COUNTS_PER_DEGREE) * sign
+
+
 def counts_to_rad(counts: np.ndarray | int, signs: np.ndarray | int = 1) -> np.ndarray:
     """Counts (drive frame) -> joint-frame radians: ``sign * radians(count / 128)``."""
     c = np.asarray(counts, dtype=np.float64)
@@ -289,17 +301,42 @@ def command_frame(joint: int, word: int, count: int) -> Frame:
 
 def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConfig | None = None
                   ) -> tuple[Frame, ...]:
-    """Encode one seven-joint sample [rad] into seven command frames, all or nothing."""
+    """Encode one seven-joint sample [rad] into seven command frames, all or nothing.
+
+    The per-sample hot path (the owner calls it every tick): a scalar loop with the
+    same arithmetic and the same checks, in the same order, as ``encode_positions``
+    (finite, bounds, representable; the lowest failing joint is named). The tests
+    prove the two agree on every representable count and on random samples.
+    """
     config = config or default_config()
     arr = np.asarray(positions_rad)
     if arr.shape != (JOINTS_PER_ARM,):
         raise SampleShapeError(arr.shape, JOINTS_PER_ARM)
-    words = encode_positions(arr, config)
-    counts = words_to_counts(words)
-    return tuple(
-        command_frame(j, int(w), int(c))
-        for j, (w, c) in enumerate(zip(words, counts, strict=True), start=1)
-    )
+    try:
+        values = arr.astype(np.float64).tolist()
+    except (TypeError, ValueError) as err:  # strings, objects
+        raise SampleShapeError(arr.shape, JOINTS_PER_ARM) from err
+    frames = []
+    for j, (x, lo, hi, sign) in enumerate(
+        zip(values, config.lower_rad, config.upper_rad, config.signs, strict=True), start=1
+    ):
+        if not math.isfinite(x):
+            raise NonFiniteValueError(j, x)
+        if not lo <= x <= hi:
+            raise JointBoundError(j, x, float(lo), float(hi))
+        count = _truncate_count(math.degrees(x) * sign * COUNTS_PER_DEGREE)
+        if not MIN_COUNT <= count <= MAX_COUNT:
+            counts_to_words(np.array([float(count)]), joint=j)  # raises with the count named
+        word = count if count >= 0 else count + NEGATIVE_OFFSET
+        frames.append(Frame(j, COMMAND_IDS[j - 1],
+                            bytes((POSITION_OPCODE, word >> 8, word & 0xFF)), count))
+    return tuple(frames)
+
+
+def _truncate_count(x: float) -> int:
+    """Scalar ``truncate_counts`` for a finite value: snap within 1e-9 count, else truncate."""
+    nearest = round(x)  # half to even, like np.rint
+    return int(nearest) if abs(x - nearest) <= TRUNCATION_TOLERANCE_COUNTS else math.trunc(x)
 
 
 def encode_joint(joint: int, position_rad: float, config: CodecConfig | None = None) -> Frame:
@@ -346,8 +383,8 @@ def decode_command(arbitration_id: int, data: bytes | Sequence[int],
         raise OpcodeError(arbitration_id, raw[0], POSITION_OPCODE)
     j = COMMAND_IDS.index(arbitration_id) + 1
     word = (raw[1] << 8) | raw[2]
-    count = int(words_to_counts(word))
-    return DecodedCommand(j, count, float(counts_to_rad(count, config.signs[j - 1])), word)
+    count = word_to_count(word)
+    return DecodedCommand(j, count, count_to_rad(count, config.signs[j - 1]), word)
 
 
 # -------------------------------------------------------------------- feedback
@@ -381,13 +418,13 @@ def decode_feedback(arbitration_id: int, data: bytes | Sequence[int],
     raw = _data_bytes(arbitration_id, data, FEEDBACK_FRAME_LEN)
     j = FEEDBACK_IDS.index(arbitration_id) + 1
     pos_word = (raw[1] << 8) | raw[2]
-    count = int(words_to_counts(pos_word))
+    count = word_to_count(pos_word)
     cur_word = (raw[5] << 8) | raw[6]
     cur_signed = cur_word - 0x10000 if cur_word >= 0x8000 else cur_word
     return JointFeedback(
         joint=j,
         position_count=count,
-        position_rad=float(counts_to_rad(count, config.signs[j - 1])),
+        position_rad=count_to_rad(count, config.signs[j - 1]),
         velocity_raw=(raw[3] << 8) | raw[4],
         current_raw=cur_word,
         current=cur_signed / CURRENT_SCALE,

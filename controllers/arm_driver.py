@@ -1,0 +1,99 @@
+"""One arm's host-side stack: the owner publishing through its CAN transport.
+
+This is the code the robot host runs per arm, and the twin runs it unchanged against
+the simulated motor bank. Per control period ``tick()``:
+
+1. ``transport.poll_feedback()`` reads every waiting feedback frame (non-blocking);
+2. the latest decoded joint positions are handed to ``owner.observe_feedback`` with
+   the receive time of the *oldest* joint, so one frozen joint makes the whole
+   observation age and the owner's feedback supervision latches STALE_FEEDBACK;
+3. ``owner.tick()`` supervises, plans and publishes through ``transport``.
+
+Feedback is forwarded only when every joint has been heard from and the oldest
+receive time moved forward: a repeated observation never refreshes the age.
+No mujoco here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controllers.clock import Clock
+from controllers.errors import TransportConfigError
+from controllers.names import JOINTS_PER_ARM, Arm
+from controllers.owner import ArmOwner, OwnerConfig, TickReport
+from controllers.transport import CanTransport, TransportConfig
+
+
+class ArmDriver:
+    """An ``ArmOwner`` wired to its ``CanTransport`` (the transport is its publisher)."""
+
+    def __init__(self, owner: ArmOwner, transport: CanTransport):
+        if owner.arm is not transport.config.arm:
+            raise TransportConfigError(
+                "transport.config.arm", transport.config.arm.value,
+                f"the owner's arm {owner.arm.value!r}",
+            )
+        self.owner = owner
+        self.transport = transport
+        self._forwarded_stamp = -np.inf
+        self.feedback_forwarded = 0
+
+    @classmethod
+    def create(
+        cls,
+        arm: Arm | str,
+        clock: Clock,
+        initial_positions_rad,
+        owner_config: OwnerConfig | None = None,
+        transport_config: TransportConfig | None = None,
+        bus=None,
+    ) -> ArmDriver:
+        """Build the transport (on ``bus`` if given) and an owner publishing through it.
+
+        clock: the injected time base [s] shared by owner and transport."""
+        arm = Arm.parse(arm)
+        tcfg = transport_config or TransportConfig(arm=arm)
+        transport = CanTransport(tcfg, bus=bus, clock=clock.now)
+        owner = ArmOwner(arm, transport, clock, initial_positions_rad, owner_config)
+        return cls(owner, transport)
+
+    @property
+    def arm(self) -> Arm:
+        return self.owner.arm
+
+    def measured_positions(self) -> np.ndarray | None:
+        """Latest decoded joint positions [rad], or None until every joint reported."""
+        fb = self.transport.latest_feedback
+        if len(fb) < JOINTS_PER_ARM:
+            return None
+        return np.array([fb[j].position_rad for j in range(1, JOINTS_PER_ARM + 1)])
+
+    def drive_status(self) -> tuple[int, ...] | None:
+        """Raw status byte of each joint's latest feedback frame (units unverified)."""
+        fb = self.transport.latest_feedback
+        if len(fb) < JOINTS_PER_ARM:
+            return None
+        return tuple(fb[j].status for j in range(1, JOINTS_PER_ARM + 1))
+
+    def forward_feedback(self) -> bool:
+        """Hand fresh feedback to the owner; True when an observation was forwarded."""
+        pos = self.measured_positions()
+        if pos is None:
+            return False
+        stamp = min(self.transport.feedback_received_at.values())
+        if stamp <= self._forwarded_stamp:
+            return False
+        self.owner.observe_feedback(pos, stamp)
+        self._forwarded_stamp = stamp
+        self.feedback_forwarded += 1
+        return True
+
+    def tick(self) -> TickReport:
+        """One control period: read feedback, forward it, tick the owner."""
+        self.transport.poll_feedback()
+        self.forward_feedback()
+        return self.owner.tick()
+
+    def close(self) -> None:
+        self.transport.close()

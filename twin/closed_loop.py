@@ -1,0 +1,242 @@
+"""The closed loop: real arm owners and codec drive ROB's arms through simulated CAN.
+
+::
+
+    ArmDriver(RIGHT): owner -> codec -> CanTransport -> FaultInjectingBus --CAN10--+
+    ArmDriver(LEFT):  owner -> codec -> CanTransport -> FaultInjectingBus --CAN11--+
+                                                                                   v
+                   MotorBank: drives decode frames -> MuJoCo servos -> physics -> feedback
+
+One simulated clock drives everything (lockstep): per physics step (1 kHz) the clock
+is set, delayed frames are released and the bank services its buses; the owners tick
+at ``owner_rate_hz`` (200 Hz) and the drives answer at ``feedback_rate_hz`` (20 Hz by
+default, up to 200 Hz). A run is deterministic for a seed. ``run_realtime`` paces the
+same wiring against the wall clock (viewer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from controllers.arm_driver import ArmDriver
+from controllers.clock import SimClock
+from controllers.lease import Lease, LeaseStatus
+from controllers.mailbox import OfferResult
+from controllers.names import BUS_MAPPING, Arm
+from controllers.owner import OwnerConfig, TickReport
+from controllers.target import ArmTarget
+from controllers.transport import TransportConfig
+
+from .drive import DriveConfig
+from .faults import FaultSchedule, FaultSpec
+from .model import dimensions as D
+from .motor_bank import MotorBank
+from .twin import Twin, TwinConfig
+from .wire import FaultInjectingBus, open_virtual
+
+_RUNS = itertools.count(1)
+N_JOINTS = 7
+
+
+def twin_owner_config(period_s: float = 0.005) -> OwnerConfig:
+    """The owners' limits in the twin (ASSUMED, not commissioned values).
+
+    v 1.0 rad/s, a 3.0 rad/s^2, jerk 30 rad/s^3 on every joint (well inside the
+    motors' no-load speeds); feedback timeout 0.2 s (four periods of 20 Hz feedback);
+    tracking error 0.15 rad (servo lag plus gravity sag stay below 0.08 rad in the
+    demo); joint bounds from ``twin.model.dimensions``."""
+    return OwnerConfig(
+        period_s=period_s,
+        max_velocity=(1.0,) * N_JOINTS,
+        max_acceleration=(3.0,) * N_JOINTS,
+        max_jerk=(30.0,) * N_JOINTS,
+        position_lower=tuple(s.lower for s in D.ARM_JOINTS),
+        position_upper=tuple(s.upper for s in D.ARM_JOINTS),
+        feedback_timeout_s=0.2,
+        tracking_error_rad=0.15,
+    )
+
+
+@dataclass(frozen=True)
+class ClosedLoopConfig:
+    """seed: physics noise and fault RNG; owner_rate_hz, feedback_rate_hz [Hz] (must divide
+    the 1 kHz physics rate); owner: both owners' limits; drives: per-joint drive configs
+    (None: from the model dimensions); swap_wiring: put the RIGHT arm's drives on CAN11
+    and the LEFT's on CAN10 (a wiring fault); client_lease_s: lease the twin's target
+    client asks for [s]; log_dir: write all bus traffic there (python-can loggers)."""
+
+    seed: int = 0
+    owner_rate_hz: float = 200.0
+    feedback_rate_hz: float = 20.0
+    owner: OwnerConfig = field(default_factory=twin_owner_config)
+    drives: tuple[DriveConfig, ...] | None = None
+    swap_wiring: bool = False
+    client_lease_s: float = 2.0
+    log_dir: str | Path | None = None
+    log_suffix: str = ".log"
+    faults: tuple[FaultSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 < self.feedback_rate_hz <= 200.0:
+            raise ValueError(f"feedback_rate_hz must be in (0, 200] Hz, got {self.feedback_rate_hz!r}")
+        if abs(1.0 / self.owner_rate_hz - self.owner.period_s) > 1e-12:
+            raise ValueError(
+                f"owner_rate_hz {self.owner_rate_hz!r} disagrees with the owner period "
+                f"{self.owner.period_s!r} s")
+
+
+def default_config() -> ClosedLoopConfig:
+    return ClosedLoopConfig()
+
+
+class ClosedLoop:
+    """ROB with both arm owners streaming over simulated CAN to the motor bank.
+
+    Built on a ``Twin`` (one is made if not given); the creating thread owns it."""
+
+    def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
+        self.config = cfg = config or default_config()
+        self.twin = twin or Twin(TwinConfig(seed=cfg.seed))
+        self.clock = SimClock(self.twin.time)
+        self.faults = FaultSchedule(cfg.faults)
+        run = f"{os.getpid()}.{next(_RUNS)}"
+        self.channels = {arm: f"{BUS_MAPPING[arm].channel}@{run}" for arm in Arm}
+        other = {Arm.RIGHT: Arm.LEFT, Arm.LEFT: Arm.RIGHT}
+        wiring = {self.channels[arm]: (other[arm] if cfg.swap_wiring else arm) for arm in Arm}
+        self.bank = MotorBank(self.twin.model, self.twin.data, wiring, self.faults, cfg.drives,
+                              cfg.log_dir, cfg.log_suffix, now=self.twin.time)
+        rng = np.random.default_rng(cfg.seed)
+        self.wires: dict[Arm, FaultInjectingBus] = {}
+        self.drivers: dict[Arm, ArmDriver] = {}
+        for arm in Arm:
+            wire = FaultInjectingBus(open_virtual(self.channels[arm]), arm, self.clock.now,
+                                     self.faults, rng)
+            self.wires[arm] = wire
+            self.drivers[arm] = ArmDriver.create(
+                arm, self.clock, self.twin.arm_positions(arm), cfg.owner,
+                TransportConfig(arm=arm, channel=self.channels[arm]), bus=wire)
+        self._leases: dict[Arm, Lease | None] = {arm: None for arm in Arm}
+        self._seq = {arm: 0 for arm in Arm}
+        self.owner_ticking = {arm: True for arm in Arm}
+        self.last_report: dict[Arm, TickReport | None] = {arm: None for arm in Arm}
+        self.on_tick: list[Callable[[Arm, TickReport], None]] = []
+        sched = self.twin.scheduler
+        physics_hz = 1.0 / sched.dt
+        sched.add("bus", physics_hz, self._service_bus)
+        sched.add("owners", cfg.owner_rate_hz, self._tick_owners)
+        sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
+        self._closed = False
+
+    # ------------------------------------------------------------------ tasks
+    def _service_bus(self, now: float) -> None:
+        self.clock.set(now)
+        for wire in self.wires.values():
+            if wire.held:
+                wire.pump(now)
+        self.bank.service(now, self.twin.scheduler.dt)
+
+    def _tick_owners(self, now: float) -> None:
+        for arm, drv in self.drivers.items():
+            if not self.owner_ticking[arm]:
+                continue
+            rep = drv.tick()
+            self.last_report[arm] = rep
+            for cb in self.on_tick:
+                cb(arm, rep)
+
+    # ------------------------------------------------------------------ client side
+    def lease(self, arm: Arm | str) -> Lease:
+        """The twin client's lease on ``arm``: renewed while valid, granted anew otherwise."""
+        arm = Arm.parse(arm)
+        owner = self.drivers[arm].owner
+        cur = self._leases[arm]
+        if cur is not None and owner.authority.status(cur) is LeaseStatus.VALID:
+            renewed = owner.authority.renew(cur, self.config.client_lease_s)
+            if renewed is not None:
+                self._leases[arm] = renewed
+                return renewed
+        self._leases[arm] = owner.grant_lease("twin-client", self.config.client_lease_s)
+        return self._leases[arm]
+
+    def command(self, arm: Arm | str, positions_rad, velocity_rad_s=None,
+                acceleration_rad_s2=None) -> OfferResult:
+        """Submit a joint target [rad] (optional target velocity [rad/s] and acceleration
+        [rad/s^2]) to ``arm``'s owner under the client's lease; returns the mailbox's verdict."""
+        arm = Arm.parse(arm)
+        owner = self.drivers[arm].owner
+        self._seq[arm] += 1
+        target = ArmTarget(arm, positions_rad, self._seq[arm], owner.generation, self.lease(arm),
+                           velocity_rad_s, acceleration_rad_s2)
+        return owner.submit(target)
+
+    def stop(self, arm: Arm | str | None = None) -> None:
+        """Stop one arm's owner, or both (brake to hold; targets refused until reset)."""
+        for a in ([Arm.parse(arm)] if arm is not None else list(Arm)):
+            self.drivers[a].owner.stop()
+
+    # ------------------------------------------------------------------ observation
+    def commanded(self, arm: Arm | str) -> np.ndarray:
+        """Last published commanded positions of ``arm`` [rad]."""
+        return self.drivers[Arm.parse(arm)].owner.commanded_state()[0]
+
+    def measured(self, arm: Arm | str) -> np.ndarray:
+        """True simulated joint positions of ``arm`` [rad] (not the feedback frames)."""
+        return self.twin.arm_positions(Arm.parse(arm))
+
+    def feedback(self, arm: Arm | str) -> np.ndarray | None:
+        """Joint positions [rad] as decoded by the host from feedback frames."""
+        return self.drivers[Arm.parse(arm)].measured_positions()
+
+    @property
+    def time(self) -> float:
+        return self.twin.time
+
+    # ------------------------------------------------------------------ running
+    def run_for(self, seconds: float) -> None:
+        """Lockstep: advance ``seconds`` of simulated time [s]."""
+        self.twin.run_for(seconds)
+
+    def run_until(self, predicate: Callable[[], bool], timeout_s: float, check_every_s: float = 0.005) -> bool:
+        """Step until ``predicate()`` is true (checked every ``check_every_s``) or ``timeout_s``
+        of simulated time passed; return whether it became true."""
+        end = self.time + timeout_s
+        n = max(1, int(round(check_every_s / self.twin.scheduler.dt)))
+        while self.time < end - 1e-12:
+            self.twin.step(n)
+            if predicate():
+                return True
+        return predicate()
+
+    def run_realtime(self, seconds: float, on_frame: Callable[[], bool] | None = None,
+                     steps_per_frame: int = 10) -> None:
+        """The same wiring paced against the wall clock; ``on_frame`` returning False ends it."""
+        t_wall0, t_sim0 = time.perf_counter(), self.time
+        while self.time - t_sim0 < seconds:
+            self.twin.step(steps_per_frame)
+            if on_frame is not None and on_frame() is False:
+                return
+            lag = (self.time - t_sim0) - (time.perf_counter() - t_wall0)
+            if lag > 0:
+                time.sleep(lag)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for arm, drv in self.drivers.items():
+            drv.close()
+            self.wires[arm].shutdown()  # the transport does not own an injected bus
+        self.bank.close()
+
+    def __enter__(self) -> ClosedLoop:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,232 @@
+"""The simulated CAN motor bank: seven drives per arm, each arm on its own bus.
+
+``wiring`` says which arm's drives sit on which bus channel; on ROB the RIGHT arm
+(L-10) is on CAN10 and the LEFT arm (R-11) on CAN11 (``controllers.names.BUS_MAPPING``).
+A swapped wiring is a fault the rehearsal must catch.
+
+Every physics step ``service(now, dt)``: apply the drive faults in force, read every
+frame waiting on each bus, hand position commands to their drives, advance each
+drive's setpoint and write it to the joint's MuJoCo position servo. ``emit_feedback``
+(at the feedback rate, 20 Hz by default) sends one 8-byte frame per powered joint.
+Frames on other ids, and malformed command frames, are counted and otherwise ignored
+(a drive never guesses). With ``log_dir`` every frame seen or sent on a bus is
+written by python-can's standard logger (``CAN10@run.log``; suffix picks the format).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import can
+import mujoco
+import numpy as np
+
+from controllers.codec import decode_command, encode_sample
+from controllers.errors import CodecError
+from controllers.names import COMMAND_IDS, JOINTS_PER_ARM, Arm, UnknownNameError, arm_joints
+
+from .drive import DRIVE_FRAME, DriveConfig, DriveConfigError, SimulatedDrive
+from .faults import FaultKind, FaultSchedule
+from .model import dimensions as D
+from .model.loading import arm_actuator_indices, arm_qpos_indices
+from .wire import open_virtual
+
+STALL_FRICTION_NM = 1.0e4  # a jammed joint: dry friction far above any servo torque
+
+
+def default_drive_configs() -> tuple[DriveConfig, ...]:
+    """Drives of one arm from ``twin.model.dimensions`` (limits, no-load speeds, peak torque).
+
+    ASSUMED torque constant: peak torque maps to 20 drive units of current."""
+    return tuple(
+        DriveConfig(lower_rad=s.lower, upper_rad=s.upper, max_velocity_rad_s=s.velocity_limit,
+                    amps_per_nm=20.0 / s.effort_limit)
+        for s in D.ARM_JOINTS
+    )
+
+
+@dataclass
+class BusCounters:
+    command_frames: int = 0
+    malformed_frames: int = 0
+    other_frames: int = 0
+    feedback_frames: int = 0
+    second_writer_frames: int = 0
+
+
+@dataclass
+class ArmDrives:
+    """The drives on one bus and where their arm lives in the MuJoCo model."""
+
+    channel: str
+    arm: Arm
+    bus: can.BusABC
+    drives: list[SimulatedDrive]
+    qpos: np.ndarray
+    dof: np.ndarray
+    actuators: np.ndarray
+    counters: BusCounters = field(default_factory=BusCounters)
+    logger: can.Listener | None = None
+    powered: bool = True
+    stalled: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
+
+
+class MotorBank:
+    """All drives of the twin. model/data: the twin's (owned by the stepping thread).
+
+    wiring: {channel: arm whose drives sit on that bus}; faults: the run's schedule;
+    configs: per-joint drive configs (default ``default_drive_configs()``)."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, wiring: dict[str, Arm],
+                 faults: FaultSchedule | None = None,
+                 configs: tuple[DriveConfig, ...] | None = None,
+                 log_dir: Path | str | None = None, log_suffix: str = ".log", now: float = 0.0):
+        self.model, self.data = model, data
+        self.faults = faults if faults is not None else FaultSchedule()
+        configs = configs or default_drive_configs()
+        if len(configs) != JOINTS_PER_ARM:
+            raise DriveConfigError(f"need {JOINTS_PER_ARM} drive configs, got {len(configs)}")
+        self._gain = model.actuator_gainprm[:, 0].copy()
+        self._bias = model.actuator_biasprm[:, :3].copy()
+        self._friction = model.dof_frictionloss.copy()
+        self.buses: dict[str, ArmDrives] = {}
+        for channel, arm in wiring.items():
+            arm = Arm.parse(arm)
+            qpos = arm_qpos_indices(model, arm)
+            dof = np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)])
+            q0 = data.qpos[qpos]
+            drives = [SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
+                      for j in range(1, JOINTS_PER_ARM + 1)]
+            logger = None
+            if log_dir is not None:
+                path = Path(log_dir) / f"{channel.replace('/', '_')}{log_suffix}"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                logger = can.Logger(str(path))
+            self.buses[channel] = ArmDrives(channel, arm, open_virtual(channel), drives, qpos, dof,
+                                            arm_actuator_indices(model, arm), logger=logger)
+        self._writers: dict[str, can.BusABC] = {}
+        self._writer_next: dict[str, float] = {}
+
+    def drives_of(self, arm: Arm | str) -> ArmDrives:
+        arm = Arm.parse(arm)
+        for ad in self.buses.values():
+            if ad.arm is arm:
+                return ad
+        raise UnknownNameError("arm on the bank's buses", arm.value, list(self.wiring().values()))
+
+    def wiring(self) -> dict[str, str]:
+        return {ch: ad.arm.value for ch, ad in self.buses.items()}
+
+    # ------------------------------------------------------------------ per step
+    def service(self, now: float, dt: float) -> None:
+        """Apply faults, decode waiting commands, advance setpoints, write the servos."""
+        for ad in self.buses.values():
+            if self.faults:
+                self._apply_drive_faults(ad, now)
+                self._second_writer(ad, now)
+            while (msg := ad.bus.recv(timeout=0)) is not None:
+                self._handle(ad, msg, now)
+            if ad.powered:
+                ctrl = self.data.ctrl
+                for k, drv in enumerate(ad.drives):
+                    ctrl[ad.actuators[k]] = drv.update(now, dt)
+
+    def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:
+        if ad.logger is not None:
+            ad.logger.on_message_received(msg)
+        if msg.arbitration_id not in COMMAND_IDS or msg.is_extended_id:
+            ad.counters.other_frames += 1
+            return
+        try:
+            cmd = decode_command(msg.arbitration_id, msg.data, DRIVE_FRAME)
+        except CodecError:
+            ad.counters.malformed_frames += 1
+            return
+        ad.counters.command_frames += 1
+        ad.drives[cmd.joint - 1].on_command(cmd.count, now)
+
+    def emit_feedback(self, now: float) -> None:
+        """Every powered joint whose feedback is not frozen sends one frame."""
+        d = self.data
+        for ad in self.buses.values():
+            if not ad.powered:
+                continue
+            frozen = self.faults.active(FaultKind.FEEDBACK_FREEZE, ad.arm, now) if self.faults else ()
+            q = d.qpos[ad.qpos]
+            tau = d.actuator_force[ad.actuators]
+            for k, drv in enumerate(ad.drives):
+                if any(s.hits_joint(drv.joint) for s in frozen):
+                    continue
+                fr = drv.feedback_frame(float(q[k]), float(tau[k]))
+                msg = can.Message(timestamp=now, arbitration_id=fr.arbitration_id, data=fr.data,
+                                  is_extended_id=False)
+                ad.bus.send(msg)
+                ad.counters.feedback_frames += 1
+                if ad.logger is not None:
+                    ad.logger.on_message_received(msg)
+
+    # ------------------------------------------------------------------ faults
+    def _apply_drive_faults(self, ad: ArmDrives, now: float) -> None:
+        f, arm = self.faults, ad.arm
+        flips = f.active(FaultKind.WRONG_SIGN, arm, now)
+        offsets = f.active(FaultKind.ENCODER_OFFSET, arm, now)
+        for drv in ad.drives:
+            drv.sign_flipped = any(s.hits_joint(drv.joint) for s in flips)
+            drv.encoder_offset_rad = sum(s.params["offset_rad"] for s in offsets
+                                         if s.hits_joint(drv.joint))
+        powered = f.first(FaultKind.POWER_LOSS, arm, now) is None
+        if powered != ad.powered:
+            self._set_power(ad, powered, now)
+        stalls = f.active(FaultKind.STALL, arm, now)
+        stalled = tuple(any(s.hits_joint(drv.joint) for s in stalls) for drv in ad.drives)
+        if stalled != ad.stalled:
+            ad.stalled = stalled
+            for k, jam in enumerate(stalled):
+                dof = ad.dof[k]
+                self.model.dof_frictionloss[dof] = STALL_FRICTION_NM if jam else self._friction[dof]
+
+    def _set_power(self, ad: ArmDrives, on: bool, now: float) -> None:
+        ad.powered = on
+        m = self.model
+        for k, (a, drv) in enumerate(zip(ad.actuators, ad.drives, strict=True)):
+            drv.powered = on
+            if on:  # power back: hold where the joint is now, gains restored
+                drv.hold_at(float(self.data.qpos[ad.qpos[k]]))
+                drv.last_command_s = now
+                m.actuator_gainprm[a, 0] = self._gain[a]
+                m.actuator_biasprm[a, :3] = self._bias[a]
+            else:  # limp: the position servo produces no force
+                m.actuator_gainprm[a, 0] = 0.0
+                m.actuator_biasprm[a, :3] = 0.0
+
+    def _second_writer(self, ad: ArmDrives, now: float) -> None:
+        spec = self.faults.first(FaultKind.SECOND_WRITER, ad.arm, now)
+        if spec is None:
+            return
+        ch = ad.channel
+        if ch not in self._writers:
+            self._writers[ch] = open_virtual(ch)
+            self._writer_next[ch] = now
+        if now + 1e-12 < self._writer_next[ch]:
+            return
+        self._writer_next[ch] = now + 1.0 / spec.params["rate_hz"]
+        pos = np.clip(np.full(JOINTS_PER_ARM, spec.params["position_rad"]),
+                      [d.config.lower_rad for d in ad.drives], [d.config.upper_rad for d in ad.drives])
+        for fr in encode_sample(pos, DRIVE_FRAME):
+            self._writers[ch].send(can.Message(timestamp=now, arbitration_id=fr.arbitration_id,
+                                               data=fr.data, is_extended_id=False))
+            ad.counters.second_writer_frames += 1
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        for ad in self.buses.values():
+            if ad.logger is not None:
+                ad.logger.stop()
+            ad.bus.shutdown()
+        for bus in self._writers.values():
+            bus.shutdown()
+        self.model.actuator_gainprm[:, 0] = self._gain
+        self.model.actuator_biasprm[:, :3] = self._bias
+        self.model.dof_frictionloss[:] = self._friction
+

@@ -1,0 +1,119 @@
+"""The host's end of a simulated CAN bus, with the wire faults of ``twin.faults``.
+
+``FaultInjectingBus`` is a python-can ``BusABC`` wrapping a ``virtual`` bus, so the
+project's ``CanTransport`` uses it exactly as it would a SocketCAN bus. Frames are
+stamped with simulated time (``preserve_timestamps``), which makes logs and runs
+deterministic. Faults apply to what the host *writes*; received frames pass through.
+
+A python-can ``virtual`` channel is process-global: every ``ClosedLoop`` gets its own
+channel names (``CAN10@<run>``) so two twins in one process never hear each other.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+import can
+import numpy as np
+
+from controllers.names import COMMAND_IDS, Arm
+
+from .faults import FaultKind, FaultSchedule
+
+FIRST_COMMAND_ID = COMMAND_IDS[0]
+
+
+def open_virtual(channel: str) -> can.BusABC:
+    """A python-can ``virtual`` bus on ``channel`` that keeps the sender's timestamps."""
+    return can.Bus(interface="virtual", channel=channel, receive_own_messages=False,
+                   preserve_timestamps=True)
+
+
+class FaultInjectingBus(can.BusABC):
+    """Host-side bus of one arm: sends through ``inner`` unless a wire fault says otherwise.
+
+    clock: simulated time [s]; faults: the run's schedule; rng: seeded, for drops and jitter.
+    Delayed frames wait in a queue until ``pump(now)`` releases them (the twin calls it
+    every physics step).
+    """
+
+    def __init__(self, inner: can.BusABC, arm: Arm, clock: Callable[[], float],
+                 faults: FaultSchedule, rng: np.random.Generator):
+        self._inner = inner
+        self.arm = arm
+        self._clock = clock
+        self.faults = faults
+        self._rng = rng
+        self._held: list[tuple[float, int, can.Message]] = []
+        self._order = itertools.count()
+        self._last_release = -np.inf
+        self._frame_in_sample = 0
+        self.dropped = 0
+        self.delayed = 0
+        self.refused = 0
+        self.timed_out = 0
+        super().__init__(channel=inner.channel_info)
+        self.channel_info = f"fault-injecting {inner.channel_info}"
+
+    # python-can calls this from BusABC.recv
+    def _recv_internal(self, timeout: float | None):
+        return self._inner.recv(timeout=timeout), False
+
+    def send(self, msg: can.Message, timeout: float | None = None) -> None:
+        now = self._clock()
+        msg.timestamp = now
+        if msg.arbitration_id == FIRST_COMMAND_ID:
+            self._frame_in_sample = 0
+        k = self._frame_in_sample
+        self._frame_in_sample += 1
+        f, arm = self.faults, self.arm
+        if f:
+            if f.first(FaultKind.BUS_OFF, arm, now):
+                self.refused += 1
+                raise can.CanOperationError("bus-off (injected): the controller refuses to send")
+            spec = f.first(FaultKind.PARTIAL_BATCH, arm, now)
+            if spec and k >= spec.params["accept_frames"]:
+                self.refused += 1
+                raise can.CanOperationError(
+                    f"transmit queue full (injected partial batch after "
+                    f"{int(spec.params['accept_frames'])} frames)")
+            spec = f.first(FaultKind.UNCERTAIN_WRITE, arm, now)
+            if spec and k == int(spec.params["at_frame"]):
+                self.timed_out += 1
+                raise can.CanTimeoutError("write timed out (injected): the frame may be on the bus")
+            spec = f.first(FaultKind.DROP, arm, now)
+            if spec and self._rng.random() < spec.params["probability"]:
+                self.dropped += 1
+                return  # the controller accepted it; the wire lost it
+            spec = f.first(FaultKind.DELAY, arm, now)
+            if spec:
+                jitter = spec.params["jitter_s"] * self._rng.random() if spec.params["jitter_s"] else 0.0
+                due = max(now + spec.params["delay_s"] + jitter, self._last_release)
+                self._last_release = due  # CAN keeps order: jitter never reorders frames
+                heapq.heappush(self._held, (due, next(self._order), msg))
+                self.delayed += 1
+                return
+        if self._held:  # frames behind a delay keep their order
+            heapq.heappush(self._held, (max(now, self._last_release), next(self._order), msg))
+            return
+        self._inner.send(msg, timeout=timeout)
+
+    def pump(self, now: float) -> int:
+        """Release held frames due at or before ``now`` [s]; return how many went out."""
+        n = 0
+        while self._held and self._held[0][0] <= now:
+            due, _, msg = heapq.heappop(self._held)
+            msg.timestamp = due
+            self._inner.send(msg)
+            n += 1
+        return n
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+        super().shutdown()

@@ -1,0 +1,213 @@
+"""CollisionChecker: clearance of arm configurations with mj_kinematics + mj_collision.
+
+How the margin is enforced: the checker owns a private copy of the model in which every
+geom's ``margin`` is the *horizon* (>= the clearance margin). MuJoCo's narrow phase then
+reports every pair closer than the horizon as a contact with its signed distance
+``dist`` (negative = penetration), so one ``mj_collision`` call gives the distances of all
+near pairs: a configuration is free when no checked pair has ``dist < margin``. This is
+one C call per check with MuJoCo's own broad phase, instead of one Python call per
+candidate pair with ``mj_geomDistance``. The private copy also rewrites contype and
+conaffinity so that pairs with no arm in them (floor-tread, table-can) are not even
+generated, and enables MuJoCo's parent filter; which pair is checked is decided by the
+``GeomPairTable`` (one table lookup per contact, no names).
+
+Soundness: MuJoCo's colliders are physics colliders; ``planners.oracle`` proves them
+against coal on the models we plan with (see tests/test_oracle.py).
+
+Each thread gets its own MjData (``threading.local``); the private model is read-only
+after construction and shared. Units: metres, radians.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from planners.errors import GoalInputError, PlannerConfigError
+from planners.geom_pairs import GeomPair, GeomPairTable, joint_qpos_addresses
+
+
+@dataclass(frozen=True)
+class CollisionConfig:
+    """margin_m: required clearance between checked geoms [m]; horizon_m: distances are
+    measured up to this range [m] (>= margin; a larger horizon reports the clearance of
+    near misses too, at some cost per check)."""
+
+    margin_m: float = 0.005
+    horizon_m: float = 0.005
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.margin_m) and self.margin_m >= 0.0):
+            raise PlannerConfigError("margin_m", self.margin_m, "finite and >= 0 m")
+        if not (math.isfinite(self.horizon_m) and self.horizon_m >= self.margin_m):
+            raise PlannerConfigError("horizon_m", self.horizon_m, f">= margin_m ({self.margin_m} m)")
+
+
+def default_config() -> CollisionConfig:
+    """5 mm clearance, measured up to 5 mm (the fastest sound setting)."""
+    return CollisionConfig()
+
+
+@dataclass(frozen=True)
+class Clearance:
+    """Smallest signed distance [m] among checked pairs within the horizon, and its pair.
+
+    ``distance_m`` is ``inf`` with ``pair`` None when nothing is within the horizon.
+    """
+
+    distance_m: float
+    pair: GeomPair | None
+
+    def is_free(self, margin_m: float) -> bool:
+        return self.distance_m >= margin_m
+
+
+ARM_CONTYPE, ARM_CONAFFINITY = 1, 3  # arms collide with arms (bit 0) and others (bit 1)
+OTHER_CONTYPE, OTHER_CONAFFINITY = 2, 1  # others collide with arms only
+
+
+def _mask_out_touching_pairs(table: GeomPairTable, contype: np.ndarray, conaffinity: np.ndarray) -> None:
+    """Give each arm geom of an allowed pair that MuJoCo does not filter itself (touching
+    at reference, masks) its own contype bit (bits 2..31), absent from its partners'
+    conaffinity, so the pair is never generated; every other pair keeps colliding."""
+    special = sorted({g for g1, g2 in _unfiltered_allowed_arm_pairs(table) for g in (g1, g2)})
+    special = special[: 30]
+    bit = {g: 1 << (2 + k) for k, g in enumerate(special)}
+    all_special = sum(bit.values())
+    partners = {g: set() for g in special}
+    for g1, g2 in _unfiltered_allowed_arm_pairs(table):
+        if g1 in bit and g2 in bit:
+            partners[g1].add(g2)
+            partners[g2].add(g1)
+    for g in np.flatnonzero(table.owner >= 0):
+        if contype[g] == 0 and conaffinity[g] == 0:
+            continue
+        if g in bit:
+            contype[g] = bit[g]
+            conaffinity[g] = ARM_CONAFFINITY | (all_special & ~bit[g] & ~sum(bit[p] for p in partners[g]))
+        else:
+            conaffinity[g] = ARM_CONAFFINITY | all_special
+
+
+def _unfiltered_allowed_arm_pairs(table: GeomPairTable) -> list[tuple[int, int]]:
+    index = {n: i for i, n in enumerate(table.geom_names)}
+    out = []
+    for a in table.allowed:
+        if a.reason in ("touching at reference",):
+            out.append((index[a.name1], index[a.name2]))
+    return out
+
+
+def planning_model(model: mujoco.MjModel, table: GeomPairTable, horizon_m: float) -> mujoco.MjModel:
+    """Private copy of ``model`` set up for distance queries up to ``horizon_m``."""
+    m = copy.deepcopy(model)
+    active = (model.geom_contype | model.geom_conaffinity) != 0
+    is_arm = table.owner >= 0
+    contype = np.where(active, np.where(is_arm, ARM_CONTYPE, OTHER_CONTYPE), 0)
+    conaffinity = np.where(active, np.where(is_arm, ARM_CONAFFINITY, OTHER_CONAFFINITY), 0)
+    _mask_out_touching_pairs(table, contype, conaffinity)
+    m.geom_contype[:] = contype
+    m.geom_conaffinity[:] = conaffinity
+    m.geom_margin[:] = horizon_m
+    m.geom_gap[:] = 0.0
+    if m.npair:
+        m.pair_margin[:] = np.maximum(m.pair_margin, horizon_m)
+    m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    return m
+
+
+class CollisionChecker:
+    """Collision checking of named arms over any MjModel.
+
+    model: the MuJoCo model (not modified); arms: arm name -> its joint names in chain
+    order; config: margin and horizon (``default_config()``).
+    """
+
+    def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
+                 config: CollisionConfig | None = None):
+        self.config = config or default_config()
+        self.source_model = model
+        self.pairs = GeomPairTable(model, arms, self.config.margin_m)
+        self.model = planning_model(model, self.pairs, self.config.horizon_m)
+        self.arm_names = self.pairs.arm_names
+        self.arm_joints = {a: tuple(arms[a]) for a in self.arm_names}
+        self.arm_qpos = {a: joint_qpos_addresses(model, arms[a]) for a in self.arm_names}
+
+    def session(self, moving: Sequence[str], reference_qpos: np.ndarray) -> CheckSession:
+        """A checker for configurations of the ``moving`` arms (stacked in that order);
+        every other joint stays at ``reference_qpos`` (full model qpos)."""
+        reference_qpos = np.asarray(reference_qpos, dtype=float)
+        if reference_qpos.shape != (self.model.nq,):
+            raise GoalInputError("*", "reference_qpos shape", reference_qpos.shape, f"({self.model.nq},)")
+        return CheckSession(self, tuple(moving), reference_qpos)
+
+
+class CheckSession:
+    """Checks of stacked configurations of a fixed set of moving arms (thread-safe:
+    one MjData per thread)."""
+
+    def __init__(self, checker: CollisionChecker, moving: tuple[str, ...], reference_qpos: np.ndarray):
+        self.checker = checker
+        self.moving = moving
+        self.model = checker.model
+        self.margin = checker.config.margin_m
+        self.index = np.concatenate([checker.arm_qpos[a] for a in moving]) if moving else np.zeros(0, int)
+        self.reference_qpos = reference_qpos.copy()
+        self.reference_qpos.flags.writeable = False
+        self.checked = checker.pairs.checked_table(moving)
+        self._local = threading.local()
+        self.checks = 0
+
+    def _data(self) -> mujoco.MjData:
+        d = getattr(self._local, "data", None)
+        if d is None:
+            d = mujoco.MjData(self.model)
+            d.qpos[:] = self.reference_qpos
+            self._local.data = d
+        return d
+
+    def _collide(self, q: np.ndarray) -> mujoco.MjData:
+        d = self._data()
+        d.qpos[self.index] = q
+        mujoco.mj_kinematics(self.model, d)
+        mujoco.mj_collision(self.model, d)
+        self.checks += 1
+        return d
+
+    def is_free(self, q: np.ndarray) -> bool:
+        """True when every checked pair is at least ``margin_m`` apart at stacked ``q``."""
+        d = self._collide(q)
+        if d.ncon == 0:
+            return True
+        con = d.contact
+        geom = con.geom
+        near = self.checked[geom[:, 0], geom[:, 1]]
+        return not bool((con.dist[near] < self.margin).any())
+
+    def clearance(self, q: np.ndarray) -> Clearance:
+        """Smallest checked distance within the horizon at stacked ``q`` and its pair."""
+        d = self._collide(q)
+        if d.ncon == 0:
+            return Clearance(math.inf, None)
+        con = d.contact
+        geom = con.geom
+        near = np.flatnonzero(self.checked[geom[:, 0], geom[:, 1]])
+        if near.size == 0:
+            return Clearance(math.inf, None)
+        dist = con.dist[near]
+        k = int(np.argmin(dist))
+        g1, g2 = geom[near[k]]
+        return Clearance(float(dist[k]), self.checker.pairs.pair(g1, g2))
+
+    def full_qpos(self, q: np.ndarray) -> np.ndarray:
+        """The full model qpos of stacked ``q`` (reference elsewhere)."""
+        out = self.reference_qpos.copy()
+        out[self.index] = q
+        return out

@@ -1,0 +1,221 @@
+"""Geom ownership and pair classes of a MuJoCo model with named arms, built once.
+
+Every geom gets an owner: one of the arms (the subtree moved by the arm's first joint),
+the robot *body* (geoms of the same kinematic tree as an arm, e.g. torso, mounts, head),
+or the *world* (everything else: floor, table, free objects). Every geom pair gets a
+class (``PairClass``); the checker looks a contact's class up in one ``ngeom x ngeom``
+table, never by name.
+
+Allowed pairs (never checked), each with its reason:
+
+- ``masks``: contype/conaffinity of the original model say they never collide;
+- ``same weld body`` / ``adjacent``: MuJoCo's own parent filter (welded bodies, and a
+  weld body against its weld parent);
+- ``excluded``: a ``<contact><exclude>`` of the model;
+- ``touching at reference``: two geoms of one arm, at most two weld bodies apart, that are
+  within the margin at the model's reference configuration ``qpos0`` (gripper fingers);
+- ``no arm``: neither geom belongs to an arm (body-body, body-world, world-world pairs
+  cannot change while only arm joints move).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from planners.errors import GroupNameError
+
+BODY_OWNER = -1
+WORLD_OWNER = -2
+
+
+class PairClass(enum.IntEnum):
+    """What a geom pair is; ``ALLOWED`` pairs are never checked."""
+
+    ALLOWED = 0
+    SELF = 1  # two geoms of the same arm
+    ARM_ARM = 2  # geoms of two different arms
+    ARM_BODY = 3  # an arm against the robot's own non-arm bodies
+    ARM_WORLD = 4  # an arm against the world (floor, table, objects)
+
+
+@dataclass(frozen=True)
+class GeomPair:
+    """One geom pair by index and name, with its class."""
+
+    geom1: int
+    geom2: int
+    name1: str
+    name2: str
+    pair_class: PairClass
+
+    def __str__(self) -> str:
+        return f"{self.name1} vs {self.name2} ({self.pair_class.name.lower()})"
+
+
+@dataclass(frozen=True)
+class AllowedPair:
+    name1: str
+    name2: str
+    reason: str
+
+
+def joint_qpos_addresses(model: mujoco.MjModel, joints: Sequence[str]) -> np.ndarray:
+    """qpos index of each named 1-DOF joint (hinge or slide); GroupNameError lists valid names."""
+    valid = [model.joint(i).name for i in range(model.njnt)
+             if int(model.jnt_type[i]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
+    out = []
+    for name in joints:
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0 or name not in valid:
+            raise GroupNameError("joint", name, valid)
+        out.append(int(model.jnt_qposadr[jid]))
+    return np.array(out, dtype=np.int64)
+
+
+def _subtree_bodies(model: mujoco.MjModel, root: int) -> set[int]:
+    bodies = {root}
+    for b in range(root + 1, model.nbody):  # children always have larger ids
+        if int(model.body_parentid[b]) in bodies:
+            bodies.add(b)
+    return bodies
+
+
+def _weld_distance(model: mujoco.MjModel, b1: int, b2: int) -> int:
+    """Number of tree edges between the weld bodies of b1 and b2."""
+    w1, w2 = int(model.body_weldid[b1]), int(model.body_weldid[b2])
+
+    def chain(w: int) -> list[int]:
+        out = [w]
+        while w != 0:
+            w = int(model.body_weldid[model.body_parentid[w]])
+            out.append(w)
+        return out
+
+    c1, c2 = chain(w1), chain(w2)
+    common = next(w for w in c1 if w in c2)
+    return c1.index(common) + c2.index(common)
+
+
+class GeomPairTable:
+    """Owners and pair classes of every geom of ``model`` given each arm's joint names.
+
+    arms: arm name -> joint names (chain order); margin_m: the clearance used for the
+    "touching at reference" rule [m].
+    """
+
+    def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
+                 margin_m: float = 0.005):
+        if not arms:
+            raise GroupNameError("arm", None, ["at least one arm"])
+        self.arm_names = tuple(arms)
+        self.geom_names = tuple(model.geom(i).name or f"geom#{i}" for i in range(model.ngeom))
+        self.arm_bodies: list[set[int]] = []
+        for name in self.arm_names:
+            joints = list(arms[name])
+            joint_qpos_addresses(model, joints)  # validates the names
+            first = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joints[0])
+            self.arm_bodies.append(_subtree_bodies(model, int(model.jnt_bodyid[first])))
+        robot_roots = {int(model.body_rootid[b]) for bodies in self.arm_bodies for b in bodies}
+        owner = np.full(model.ngeom, WORLD_OWNER, dtype=np.int64)
+        for g in range(model.ngeom):
+            b = int(model.geom_bodyid[g])
+            for k, bodies in enumerate(self.arm_bodies):
+                if b in bodies:
+                    owner[g] = k
+            if owner[g] == WORLD_OWNER and b != 0 and int(model.body_rootid[b]) in robot_roots:
+                owner[g] = BODY_OWNER
+        self.owner = owner
+        self.table = np.zeros((model.ngeom, model.ngeom), dtype=np.int8)
+        self.allowed: list[AllowedPair] = []
+        self._classify(model, margin_m)
+
+    # ------------------------------------------------------------------ build
+    def _classify(self, model: mujoco.MjModel, margin_m: float) -> None:
+        excluded = {
+            frozenset((int(s >> 16), int(s & 0xFFFF))) for s in model.exclude_signature
+        }
+        touching = self._touching_at_reference(model, margin_m)
+        active = (model.geom_contype | model.geom_conaffinity) != 0
+        for g1 in range(model.ngeom):
+            for g2 in range(g1 + 1, model.ngeom):
+                o1, o2 = self.owner[g1], self.owner[g2]
+                if o1 < 0 and o2 < 0:
+                    continue  # no arm involved: allowed, not listed (there are many)
+                reason = self._allowed_reason(model, g1, g2, excluded, touching, active)
+                if reason:
+                    self.allowed.append(AllowedPair(self.geom_names[g1], self.geom_names[g2], reason))
+                    continue
+                if o1 >= 0 and o2 >= 0:
+                    cls = PairClass.SELF if o1 == o2 else PairClass.ARM_ARM
+                elif BODY_OWNER in (o1, o2):
+                    cls = PairClass.ARM_BODY
+                else:
+                    cls = PairClass.ARM_WORLD
+                self.table[g1, g2] = self.table[g2, g1] = cls
+
+    def _allowed_reason(self, model, g1, g2, excluded, touching, active) -> str:
+        if not (active[g1] and active[g2]):
+            return "masks"
+        ct1, ca1 = int(model.geom_contype[g1]), int(model.geom_conaffinity[g1])
+        ct2, ca2 = int(model.geom_contype[g2]), int(model.geom_conaffinity[g2])
+        if not ((ct1 & ca2) or (ct2 & ca1)):
+            return "masks"
+        b1, b2 = int(model.geom_bodyid[g1]), int(model.geom_bodyid[g2])
+        w1, w2 = int(model.body_weldid[b1]), int(model.body_weldid[b2])
+        if w1 == w2:
+            return "same weld body"
+        p1 = int(model.body_weldid[model.body_parentid[w1]])
+        p2 = int(model.body_weldid[model.body_parentid[w2]])
+        if w1 != 0 and w2 != 0 and (w1 == p2 or w2 == p1):
+            return "adjacent"
+        if frozenset((b1, b2)) in excluded:
+            return "excluded"
+        if frozenset((g1, g2)) in touching:
+            return "touching at reference"
+        return ""
+
+    def _touching_at_reference(self, model: mujoco.MjModel, margin_m: float) -> set[frozenset]:
+        """Same-arm geom pairs at most two weld bodies apart within the margin at qpos0."""
+        probe = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, probe)
+        out = set()
+        for g1 in range(model.ngeom):
+            for g2 in range(g1 + 1, model.ngeom):
+                if self.owner[g1] < 0 or self.owner[g1] != self.owner[g2]:
+                    continue
+                b1, b2 = int(model.geom_bodyid[g1]), int(model.geom_bodyid[g2])
+                if _weld_distance(model, b1, b2) > 2:
+                    continue
+                dist = mujoco.mj_geomDistance(model, probe, g1, g2, margin_m, None)
+                if dist < margin_m:
+                    out.add(frozenset((g1, g2)))
+        return out
+
+    # ------------------------------------------------------------------ queries
+    def arm_index(self, name: str) -> int:
+        if name not in self.arm_names:
+            raise GroupNameError("arm", name, self.arm_names)
+        return self.arm_names.index(name)
+
+    def checked_table(self, moving: Sequence[str]) -> np.ndarray:
+        """Boolean ``ngeom x ngeom``: pairs to check when only ``moving`` arms move.
+
+        A pair is checked when its class is not ALLOWED and at least one of its geoms
+        belongs to a moving arm (pairs among locked arms and the world cannot change).
+        """
+        idx = [self.arm_index(a) for a in moving]
+        moving_geom = np.isin(self.owner, idx)
+        touches_moving = moving_geom[:, None] | moving_geom[None, :]
+        return (self.table > 0) & touches_moving
+
+    def pair(self, g1: int, g2: int) -> GeomPair:
+        a, b = sorted((int(g1), int(g2)))
+        return GeomPair(a, b, self.geom_names[a], self.geom_names[b], PairClass(self.table[a, b]))
+
+    def arm_geoms(self, name: str) -> np.ndarray:
+        return np.flatnonzero(self.owner == self.arm_index(name))

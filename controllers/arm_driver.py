@@ -4,6 +4,8 @@ This is the code the robot host runs per arm, and the twin runs it unchanged aga
 the simulated motor bank. Per control period ``tick()``:
 
 1. ``transport.poll_feedback()`` reads every waiting feedback frame (non-blocking);
+   a frame on one of our command ids means a second writer on the bus: the owner
+   latches FOREIGN_WRITER (exclusive output, seed 000) before it could publish again;
 2. the latest decoded joint positions are handed to ``owner.observe_feedback`` with
    the receive time of the *oldest* joint, so one frozen joint makes the whole
    observation age and the owner's feedback supervision latches STALE_FEEDBACK;
@@ -21,7 +23,7 @@ import numpy as np
 from controllers.clock import Clock
 from controllers.errors import TransportConfigError
 from controllers.names import JOINTS_PER_ARM, Arm
-from controllers.owner import ArmOwner, OwnerConfig, TickReport
+from controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
 from controllers.transport import CanTransport, TransportConfig
 
 
@@ -37,6 +39,7 @@ class ArmDriver:
         self.owner = owner
         self.transport = transport
         self._forwarded_stamp = -np.inf
+        self._foreign_seen = 0
         self.feedback_forwarded = 0
 
     @classmethod
@@ -92,6 +95,15 @@ class ArmDriver:
     def tick(self) -> TickReport:
         """One control period: read feedback, forward it, tick the owner."""
         self.transport.poll_feedback()
+        foreign = self.transport.counters.foreign_command_frames
+        if foreign > self._foreign_seen:
+            self._foreign_seen = foreign
+            f = self.transport.last_foreign_frame
+            self.owner.latch_fault(
+                FaultKind.FOREIGN_WRITER,
+                f"second writer on the bus: {foreign} frame(s) on our command ids, last on "
+                f"0x{f.arbitration_id:02X}" if f else f"second writer: {foreign} frame(s)",
+            )
         self.forward_feedback()
         return self.owner.tick()
 

@@ -118,6 +118,7 @@ class FaultKind(enum.Enum):
     LATE_TICK = "late_tick"
     PLANNER_ERROR = "planner_error"
     LIMIT_VIOLATION = "limit_violation"
+    FOREIGN_WRITER = "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
 
 
 class BrakeCause(enum.Enum):
@@ -330,6 +331,15 @@ class ArmOwner:
             with self._fb_lock:
                 self._fb = None
             return self._new_generation_locked()
+
+    def latch_fault(self, kind: FaultKind, reason: str) -> None:
+        """Latch a fault found outside the tick (a second writer on the bus, say).
+
+        Takes the ownership barrier: once this returns nothing more is published until
+        ``reset()``. A fault already latched is kept (the first cause is the one reported)."""
+        with self._own:
+            if self.mode is not Mode.FAULTED:
+                self._latch(kind, reason, self._clock.now(), time.perf_counter(), 0.0)
 
     def _new_generation_locked(self) -> int:
         self._generation += 1

@@ -119,6 +119,8 @@ class FaultSpec:
     @classmethod
     def from_dict(cls, raw: dict) -> FaultSpec:
         known = {"kind", "arm", "at", "duration", "joints"}
+        if "kind" not in raw:
+            raise FaultSpecError(f"fault {raw!r} needs a 'kind'; valid: {', '.join(_kind_names())}")
         try:
             return cls(
                 kind=raw["kind"], arm=raw.get("arm", "right"), at=float(raw.get("at", 0.0)),
@@ -126,8 +128,8 @@ class FaultSpec:
                 joints=tuple(int(j) for j in raw.get("joints", ())),
                 params={k: v for k, v in raw.items() if k not in known},
             )
-        except KeyError:
-            raise FaultSpecError(f"fault {raw!r} needs a 'kind'; valid: {_kind_names()}") from None
+        except (TypeError, ValueError) as err:
+            raise FaultSpecError(f"fault {raw!r}: {err}") from None
         except UnknownNameError as err:
             raise FaultSpecError(str(err)) from None
 

@@ -31,7 +31,7 @@ def loop():
 
 def _tcp_y_in_torso(lp: ClosedLoop, arm: Arm) -> float:
     """TCP position along the torso's left (+y) axis [m]: negative = ROB's right side."""
-    m, d = lp.twin.model, lp.twin.data
+    d = lp.twin.data
     site = d.site(tcp_site(arm)).xpos
     torso = d.body("torso")
     return float((torso.xmat.reshape(3, 3).T @ (site - torso.xpos))[1])

@@ -1,0 +1,65 @@
+"""Goals of one arm: a joint goal, a set of candidate joint goals, or a resolver.
+
+``ArmGroup.plan`` takes ``{arm: goal}``. A goal is turned into a list of candidate joint
+vectors (in preference order) for that arm; the group then combines the candidates of
+all moving arms and keeps the first combination that passes the combined collision
+check. Pose goals plug in as *resolvers*: any object with a method
+``joint_candidates(group, arm, start) -> Sequence[array]`` (e.g. IK solutions of a TCP
+pose, best first) is accepted as a goal.
+
+Units: radians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from planners.group import ArmGroup
+
+
+@dataclass(frozen=True)
+class JointGoal:
+    """Joint positions [rad] of one arm, in the arm's joint order."""
+
+    positions: tuple[float, ...]
+
+    def __init__(self, positions: Sequence[float] | np.ndarray):
+        object.__setattr__(self, "positions", tuple(float(x) for x in np.ravel(positions)))
+
+
+@dataclass(frozen=True)
+class JointGoalSet:
+    """Several acceptable joint goals of one arm, best first (e.g. IK candidates)."""
+
+    candidates: tuple[JointGoal, ...]
+
+    def __init__(self, candidates: Sequence[JointGoal | Sequence[float] | np.ndarray]):
+        object.__setattr__(self, "candidates", tuple(
+            c if isinstance(c, JointGoal) else JointGoal(c) for c in candidates))
+
+
+@runtime_checkable
+class GoalResolver(Protocol):
+    """A goal that yields candidate joint vectors for ``arm`` (pose goals via IK)."""
+
+    def joint_candidates(self, group: ArmGroup, arm: str, start: np.ndarray) -> Sequence[np.ndarray]:
+        ...
+
+
+Goal = JointGoal | JointGoalSet | GoalResolver | Sequence[float] | np.ndarray
+
+
+def raw_candidates(goal: Goal, group: ArmGroup, arm: str, start: np.ndarray) -> list[np.ndarray]:
+    """The unvalidated candidate vectors of ``goal`` for ``arm``."""
+    if isinstance(goal, JointGoal):
+        return [np.array(goal.positions)]
+    if isinstance(goal, JointGoalSet):
+        return [np.array(c.positions) for c in goal.candidates]
+    if isinstance(goal, GoalResolver):
+        return [np.asarray(c, dtype=float) for c in goal.joint_candidates(group, arm, start)]
+    return [np.asarray(goal, dtype=float)]

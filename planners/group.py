@@ -1,0 +1,332 @@
+"""ArmGroup: plan any subset of named arms together over any MuJoCo model.
+
+The group knows each arm only by its joint names: nothing here is ROB-specific. A request
+``plan({arm: goal, ...})`` moves exactly the named arms; every other joint (idle arms,
+torso, head, base, objects) stays at the group's *reference* state (the current commanded
+pose, ``set_arm``/``set_qpos``) and is an obstacle. The plan holds trajectories of the
+moving arms only; a one-arm request is a one-arm group.
+
+Stages (wall time of each in ``Plan.stage_times_s``): ``goals`` (candidates, combined
+check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``retime``
+(jerk-limited time law, 125 Hz samples), ``check`` (every sample and ``substeps`` states
+between samples re-checked with the margin while measuring clearance up to the
+horizon; a hit re-plans only the offending segment at a finer edge step and retimes).
+
+Units: radians, seconds, metres.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import mujoco
+import numpy as np
+
+from planners import collision, search
+from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
+from planners.errors import GoalInputError, GroupNameError, PlannerConfigError
+from planners.goals import Goal, raw_candidates
+from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
+from planners.retime import JointLimits, TimedPath, sample_times, time_path
+from planners.search import SearchConfig
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """collision: margin for planning (``horizon_m`` = margin keeps checks cheapest);
+    clearance_horizon_m: range [m] up to which the final check measures clearance;
+    search: RRT-Connect settings; rate_hz: shared time base [Hz]; substeps: states
+    checked between consecutive samples; max_repairs: segment re-plans after a retimed
+    state collides; repair_step_factor: edge step of a repair relative to the search's;
+    velocity/acceleration/jerk: default joint limits [rad/s, rad/s^2, rad/s^3] (per-arm
+    ``JointLimits`` may be given to ArmGroup instead); max_goal_combinations: candidate
+    combinations tried against the combined check."""
+
+    collision: CollisionConfig = field(default_factory=collision.default_config)
+    clearance_horizon_m: float = 0.02
+    search: SearchConfig = field(default_factory=search.default_config)
+    rate_hz: float = 125.0
+    substeps: int = 1
+    max_repairs: int = 4
+    repair_step_factor: float = 0.25
+    velocity: float = 1.0
+    acceleration: float = 2.5
+    jerk: float = 15.0
+    max_goal_combinations: int = 64
+
+    def __post_init__(self) -> None:
+        if not self.clearance_horizon_m >= self.collision.margin_m:
+            raise PlannerConfigError("clearance_horizon_m", self.clearance_horizon_m,
+                                     f">= margin ({self.collision.margin_m} m)")
+        if not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
+            raise PlannerConfigError("rate_hz", self.rate_hz, "finite and > 0 Hz")
+        for name in ("substeps", "max_repairs"):
+            if getattr(self, name) < 0:
+                raise PlannerConfigError(name, getattr(self, name), ">= 0")
+        if not 0 < self.repair_step_factor <= 1:
+            raise PlannerConfigError("repair_step_factor", self.repair_step_factor, "in (0, 1]")
+        if self.max_goal_combinations < 1:
+            raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
+
+
+def default_config() -> GroupConfig:
+    """5 mm margin, clearance measured to 2 cm, 125 Hz, one sub-step, 1 rad/s, 2.5 rad/s^2,
+    15 rad/s^3 on every joint (ASSUMED planning limits, well inside the OpenArm motors)."""
+    return GroupConfig()
+
+
+class ArmGroup:
+    """Named arms over a MuJoCo model.
+
+    model: any MjModel (not modified); arms: arm name -> joint names in chain order;
+    config: ``default_config()``; limits: optional per-arm ``JointLimits``.
+    """
+
+    def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
+                 config: GroupConfig | None = None,
+                 limits: Mapping[str, JointLimits] | None = None):
+        self.config = config or default_config()
+        self.model = model
+        self.checker = CollisionChecker(model, arms, self.config.collision)
+        measure = replace(self.config.collision, horizon_m=self.config.clearance_horizon_m)
+        self.meter = CollisionChecker(model, arms, measure)
+        self.arm_names = self.checker.arm_names
+        self._qpos = {a: self.checker.arm_qpos[a] for a in self.arm_names}
+        self._limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for a in self.arm_names:
+            ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in arms[a]]
+            lo = np.where(model.jnt_limited[ids] > 0, model.jnt_range[ids, 0], -math.pi)
+            hi = np.where(model.jnt_limited[ids] > 0, model.jnt_range[ids, 1], math.pi)
+            self._limits[a] = (lo.astype(float), hi.astype(float))
+        self._dyn_limits: dict[str, JointLimits] = {}
+        for a in self.arm_names:
+            n = len(self._qpos[a])
+            given = (limits or {}).get(a)
+            c = self.config
+            self._dyn_limits[a] = given or JointLimits.uniform(n, c.velocity, c.acceleration, c.jerk)
+            if len(self._dyn_limits[a].velocity) != n:
+                raise PlannerConfigError(f"limits[{a!r}]", self._dyn_limits[a], f"{n} joints")
+        unknown = set(limits or {}) - set(self.arm_names)
+        if unknown:
+            raise GroupNameError("arm", sorted(unknown)[0], self.arm_names)
+        self.reference_qpos = model.qpos0.copy()
+
+    # ------------------------------------------------------------ commanded state
+    def _arm(self, arm: str) -> str:
+        if arm not in self.arm_names:
+            raise GroupNameError("arm", arm, self.arm_names)
+        return arm
+
+    def joint_names(self, arm: str) -> tuple[str, ...]:
+        return self.checker.arm_joints[self._arm(arm)]
+
+    def joint_limits(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) position limits [rad] of ``arm``'s joints."""
+        lo, hi = self._limits[self._arm(arm)]
+        return lo.copy(), hi.copy()
+
+    def motion_limits(self, arm: str) -> JointLimits:
+        return self._dyn_limits[self._arm(arm)]
+
+    def set_qpos(self, qpos: np.ndarray) -> None:
+        """Set the whole reference state (full model qpos)."""
+        qpos = np.asarray(qpos, dtype=float)
+        if qpos.shape != (self.model.nq,):
+            raise GoalInputError("*", "qpos shape", qpos.shape, f"({self.model.nq},)")
+        self.reference_qpos = qpos.copy()
+
+    def set_arm(self, arm: str, q: Sequence[float] | np.ndarray) -> None:
+        """Set ``arm``'s commanded joint positions [rad] (validated against its limits)."""
+        self.reference_qpos[self._qpos[self._arm(arm)]] = self._validated(arm, q, "commanded")
+
+    def arm_q(self, arm: str) -> np.ndarray:
+        return self.reference_qpos[self._qpos[self._arm(arm)]].copy()
+
+    def full_qpos(self, plan: Plan) -> np.ndarray:
+        """(N, nq) full model states along ``plan``: the reference with the moving arms'
+        samples written in (idle arms and every other joint stay bit-identical)."""
+        out = np.repeat(self.reference_qpos[None, :], plan.t.size, axis=0)
+        for a, traj in plan.arms.items():
+            out[:, self._qpos[a]] = traj.q
+        return out
+
+    def _validated(self, arm: str, q, what: str) -> np.ndarray:
+        n = len(self._qpos[arm])
+        try:
+            q = np.asarray(q, dtype=float)
+        except (TypeError, ValueError):
+            raise GoalInputError(arm, f"{what} value", q, f"{n} numbers [rad]") from None
+        if q.shape != (n,):
+            raise GoalInputError(arm, f"{what} shape", q.shape, f"({n},) joint positions [rad]")
+        lo, hi = self._limits[arm]
+        names = self.checker.arm_joints[arm]
+        for i in range(n):
+            if not math.isfinite(q[i]):
+                raise GoalInputError(arm, f"{what} {names[i]}", float(q[i]), "a finite number [rad]")
+            if not lo[i] - 1e-9 <= q[i] <= hi[i] + 1e-9:
+                raise GoalInputError(arm, f"{what} {names[i]}", float(q[i]),
+                                     f"[{lo[i]:.4g}, {hi[i]:.4g}] rad")
+        return np.clip(q, lo, hi)
+
+    # ------------------------------------------------------------------ checks
+    def clearance(self, q_by_arm: Mapping[str, np.ndarray]) -> Clearance:
+        """Combined clearance of the given arms at the given positions (others at the
+        reference), measured up to the clearance horizon."""
+        moving = tuple(a for a in self.arm_names if a in q_by_arm)
+        for a in q_by_arm:
+            self._arm(a)
+        session = self.meter.session(moving, self.reference_qpos)
+        q = np.concatenate([self._validated(a, q_by_arm[a], "configuration") for a in moving])
+        return session.clearance(q)
+
+    # -------------------------------------------------------------------- plan
+    def plan(self, goals: Mapping[str, Goal], seed: int = 0) -> PlanResult:
+        """Plan the arms named in ``goals`` to their goals from their commanded poses.
+
+        goals: arm -> JointGoal, JointGoalSet, a joint vector, or a goal resolver (see
+        ``planners.goals``); seed: the search's random seed (same seed, same plan).
+        Raises GroupNameError / GoalInputError for caller mistakes; planning failures
+        come back as a PlanResult with a PlanStatus and a reason.
+        """
+        t_all = time.perf_counter()
+        stages: dict[str, float] = {}
+        if not goals:
+            raise GoalInputError("*", "goals", dict(goals), f"at least one of {self.arm_names}")
+        for a in goals:
+            self._arm(a)
+        moving = tuple(a for a in self.arm_names if a in goals)
+        start = np.concatenate([self._validated(a, self.arm_q(a), "start") for a in moving])
+        candidates = {a: self._candidates(a, goals[a]) for a in moving}
+        session = self.checker.session(moving, self.reference_qpos)
+        meter = self.meter.session(moving, self.reference_qpos)
+        margin = self.config.collision.margin_m
+
+        t0 = time.perf_counter()
+        at_start = meter.clearance(start)
+        if not at_start.is_free(margin):
+            return PlanResult(PlanStatus.START_IN_COLLISION, reason=(
+                f"start is {at_start.distance_m * 1e3:.1f} mm from collision "
+                f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"), pair=at_start.pair,
+                stage_times_s=stages)
+        goal, failure = self._pick_goal(moving, candidates, meter)
+        stages["goals"] = time.perf_counter() - t0
+        if goal is None:
+            failure.stage_times_s.update(stages)
+            return failure
+
+        rng = np.random.default_rng(seed)
+        lower = np.concatenate([self._limits[a][0] for a in moving])
+        upper = np.concatenate([self._limits[a][1] for a in moving])
+        t0 = time.perf_counter()
+        found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng, self.config.search)
+        stages["search"] = time.perf_counter() - t0
+        if found.path is None:
+            return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=stages)
+        t0 = time.perf_counter()
+        path = search.shortcut(found.path, session.is_free, rng, self.config.search.shortcut_rounds,
+                               self.config.search.edge_step_rad)
+        stages["shortcut"] = time.perf_counter() - t0
+
+        limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
+        stages["retime"] = stages["check"] = 0.0
+        repairs = 0
+        while True:
+            t0 = time.perf_counter()
+            timed = time_path(path, limits)
+            stages["retime"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            hit, record, checked = self._check_timed(timed, meter)
+            stages["check"] += time.perf_counter() - t0
+            if hit is None:
+                break
+            if repairs >= self.config.max_repairs:
+                return PlanResult(PlanStatus.CHECK_FAILED, reason=(
+                    f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
+                    f"segment repairs: {hit[1]}"), pair=hit[1].pair, stage_times_s=stages)
+            t0 = time.perf_counter()
+            path = self._repair(timed, hit[0], session, rng, (lower, upper))
+            stages["search"] += time.perf_counter() - t0
+            repairs += 1
+            if path is None:
+                return PlanResult(PlanStatus.CHECK_FAILED, reason=(
+                    f"retimed state at t={hit[0]:.3f} s collides ({hit[1]}) and its segment "
+                    "could not be re-planned"), pair=hit[1].pair, stage_times_s=stages)
+
+        times = sample_times(timed.duration, self.config.rate_hz)
+        q, qd, qdd = timed.evaluate(times)
+        arms, col = {}, 0
+        for a in moving:
+            n = len(self._qpos[a])
+            arms[a] = ArmTrajectory(a, self.checker.arm_joints[a], q[:, col:col + n],
+                                    qd[:, col:col + n], qdd[:, col:col + n])
+            col += n
+        stages["total"] = time.perf_counter() - t_all
+        plan = Plan(times, self.config.rate_hz, arms, timed.waypoints, record, stages, checked,
+                    repairs, seed)
+        return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
+
+    # ---------------------------------------------------------------- helpers
+    def _candidates(self, arm: str, goal: Goal) -> list[np.ndarray]:
+        raw = raw_candidates(goal, self, arm, self.arm_q(arm))
+        if not raw:
+            raise GoalInputError(arm, "goal", goal, "at least one candidate joint vector")
+        return [self._validated(arm, c, "goal") for c in raw]
+
+    def _pick_goal(self, moving, candidates, meter: CheckSession):
+        """First combination of candidates (in preference order) that is free."""
+        first: Clearance | None = None
+        tried = 0
+        for combo in itertools.product(*(candidates[a] for a in moving)):
+            q = np.concatenate(combo)
+            c = meter.clearance(q)
+            if c.is_free(self.config.collision.margin_m):
+                return q, None
+            first = first or c
+            tried += 1
+            if tried >= self.config.max_goal_combinations:
+                break
+        margin = self.config.collision.margin_m
+        return None, PlanResult(PlanStatus.GOAL_IN_COLLISION, reason=(
+            f"{'every' if tried > 1 else 'the'} goal combination ({tried} tried) is within "
+            f"{margin * 1e3:.1f} mm of collision; first: {first.pair} at "
+            f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair)
+
+    def _check_timed(self, timed: TimedPath, meter: CheckSession):
+        """Check samples and sub-steps in time order; return (hit or None, clearance record,
+        states checked). A hit is (time, Clearance)."""
+        margin = self.config.collision.margin_m
+        times = sample_times(timed.duration, self.config.rate_hz)
+        k = self.config.substeps + 1
+        dense = (times[:-1, None] + np.arange(k)[None, :] / (k * self.config.rate_hz)).ravel()
+        dense = np.append(dense, times[-1])
+        q, _, _ = timed.evaluate(dense)
+        best, best_t = Clearance(math.inf, None), None
+        for i in range(dense.size):
+            c = meter.clearance(q[i])
+            if c.distance_m < best.distance_m:
+                best, best_t = c, float(dense[i])
+            if c.distance_m < margin:
+                return (float(dense[i]), c), None, i + 1
+        horizon = self.config.clearance_horizon_m
+        if best.pair is None:
+            record = ClearanceRecord(horizon, None, None, True)
+        else:
+            record = ClearanceRecord(best.distance_m, best_t, best.pair, False)
+        return None, record, dense.size
+
+    def _repair(self, timed: TimedPath, t_hit: float, session: CheckSession, rng, box):
+        """Re-plan only the segment that holds ``t_hit`` at a finer edge step."""
+        k = int(timed.segment_of(np.array([t_hit]))[0])
+        a, b = timed.waypoints[k], timed.waypoints[k + 1]
+        fine = replace(self.config.search,
+                       edge_step_rad=self.config.search.edge_step_rad * self.config.repair_step_factor)
+        found = search.rrt_connect(a, b, box[0], box[1], session.is_free, rng, fine,
+                                   try_direct=False)
+        if found.path is None:
+            return None
+        pts = list(timed.waypoints)
+        return pts[: k + 1] + found.path[1:-1] + pts[k + 1:]

@@ -1,0 +1,197 @@
+"""Bidirectional sampling search (RRT-Connect) in a box of joint space, then shortcutting.
+
+Nothing here knows MuJoCo: the search takes an ``is_free(q) -> bool`` state check and
+works in whatever stacked joint space it is given (one arm: 7-D, two arms: 14-D). Edges
+are checked at states no more than ``edge_step_rad`` apart on every joint, visited in
+bisection order so a blocked edge is usually found after a few checks. The random
+number generator is the caller's: the same seed gives the same path.
+
+Units: radians.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from planners.errors import PlannerConfigError
+
+StateCheck = Callable[[np.ndarray], bool]
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """edge_step_rad: largest joint change between two checked states of an edge [rad];
+    extend_step_rad: longest tree extension (Euclidean, stacked space) [rad];
+    max_iterations: sampling rounds before giving up; max_nodes: per tree;
+    shortcut_rounds: random shortcut attempts after a path is found."""
+
+    edge_step_rad: float = 0.05
+    extend_step_rad: float = 0.6
+    max_iterations: int = 4000
+    max_nodes: int = 20000
+    shortcut_rounds: int = 60
+
+    def __post_init__(self) -> None:
+        for name in ("edge_step_rad", "extend_step_rad"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise PlannerConfigError(name, v, "finite and > 0 rad")
+        for name in ("max_iterations", "max_nodes"):
+            if getattr(self, name) < 1:
+                raise PlannerConfigError(name, getattr(self, name), ">= 1")
+        if self.shortcut_rounds < 0:
+            raise PlannerConfigError("shortcut_rounds", self.shortcut_rounds, ">= 0")
+
+
+def default_config() -> SearchConfig:
+    return SearchConfig()
+
+
+@lru_cache(maxsize=512)
+def _bisection_order(n: int) -> tuple[int, ...]:
+    """Interior indices 1..n-1 of n equal steps, coarse to fine (midpoint first)."""
+    order, queue = [], deque([(0, n)])
+    while queue:
+        lo, hi = queue.popleft()
+        if hi - lo < 2:
+            continue
+        mid = (lo + hi) // 2
+        order.append(mid)
+        queue.extend(((lo, mid), (mid, hi)))
+    return tuple(order)
+
+
+def motion_is_free(a: np.ndarray, b: np.ndarray, is_free: StateCheck, step_rad: float) -> bool:
+    """True when the states between ``a`` and ``b`` (excluded: both ends are assumed
+    checked) at most ``step_rad`` apart per joint are free."""
+    n = max(1, math.ceil(float(np.max(np.abs(b - a))) / step_rad))
+    for k in _bisection_order(n):
+        if not is_free(a + (b - a) * (k / n)):
+            return False
+    return True
+
+
+class _Tree:
+    def __init__(self, root: np.ndarray, capacity: int):
+        self.q = np.empty((capacity, root.size))
+        self.parent = np.empty(capacity, dtype=np.int64)
+        self.q[0], self.parent[0], self.n = root, -1, 1
+
+    def nearest(self, q: np.ndarray) -> int:
+        diff = self.q[: self.n] - q
+        return int(np.argmin(np.einsum("ij,ij->i", diff, diff)))
+
+    def add(self, q: np.ndarray, parent: int) -> int:
+        self.q[self.n], self.parent[self.n] = q, parent
+        self.n += 1
+        return self.n - 1
+
+    def branch(self, i: int) -> list[np.ndarray]:
+        out = []
+        while i >= 0:
+            out.append(self.q[i].copy())
+            i = int(self.parent[i])
+        return out  # from node i back to the root
+
+
+@dataclass
+class SearchResult:
+    """path: list of stacked states from start to goal (None when not found);
+    iterations: sampling rounds used; nodes: states in both trees."""
+
+    path: list[np.ndarray] | None
+    iterations: int
+    nodes: int
+    reason: str = ""
+
+
+def rrt_connect(start: np.ndarray, goal: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                is_free: StateCheck, rng: np.random.Generator,
+                config: SearchConfig | None = None, try_direct: bool = True) -> SearchResult:
+    """RRT-Connect between free states ``start`` and ``goal`` in the box [lower, upper]
+    (first the straight motion, unless ``try_direct`` is False)."""
+    cfg = config or default_config()
+    start, goal = np.asarray(start, float), np.asarray(goal, float)
+    if try_direct and motion_is_free(start, goal, is_free, cfg.edge_step_rad):
+        return SearchResult([start.copy(), goal.copy()], 0, 2)
+    trees = [_Tree(start, cfg.max_nodes), _Tree(goal, cfg.max_nodes)]
+    start_tree = trees[0]
+
+    def extend(tree: _Tree, target: np.ndarray) -> tuple[str, int]:
+        near = tree.nearest(target)
+        q_near = tree.q[near]
+        delta = target - q_near
+        dist = float(np.linalg.norm(delta))
+        reached = dist <= cfg.extend_step_rad
+        q_new = target if reached else q_near + delta * (cfg.extend_step_rad / dist)
+        if not is_free(q_new) or not motion_is_free(q_near, q_new, is_free, cfg.edge_step_rad):
+            return "trapped", -1
+        return ("reached" if reached else "advanced"), tree.add(q_new, near)
+
+    for it in range(1, cfg.max_iterations + 1):
+        a, b = trees
+        status, i_new = extend(a, rng.uniform(lower, upper))
+        if status != "trapped":
+            target = a.q[i_new].copy()
+            while True:
+                status_b, i_b = extend(b, target)
+                if status_b != "advanced" or b.n >= cfg.max_nodes:
+                    break
+            if status_b == "reached":
+                path_a, path_b = a.branch(i_new), b.branch(i_b)
+                path = path_a[::-1] + path_b[1:]
+                if a is not start_tree:
+                    path = path[::-1]
+                return SearchResult(path, it, trees[0].n + trees[1].n)
+        if max(t.n for t in trees) >= cfg.max_nodes:
+            return SearchResult(None, it, trees[0].n + trees[1].n, "tree size limit reached")
+        trees.reverse()
+    return SearchResult(None, cfg.max_iterations, trees[0].n + trees[1].n,
+                        f"no path after {cfg.max_iterations} iterations")
+
+
+def path_length(path: list[np.ndarray]) -> float:
+    return float(sum(np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)))
+
+
+def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generator,
+             rounds: int, step_rad: float) -> list[np.ndarray]:
+    """Shorten ``path`` by joining random points of it with straight checked motions,
+    then drop every waypoint whose neighbours see each other. Ends stay fixed."""
+    path = [np.asarray(p, float) for p in path]
+    for _ in range(rounds):
+        if len(path) < 3:
+            break
+        seg = np.array([np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)])
+        total = float(seg.sum())
+        if total <= 0:
+            break
+        cum = np.concatenate([[0.0], np.cumsum(seg)])
+        s1, s2 = np.sort(rng.uniform(0.0, total, 2))
+        i, j = int(np.searchsorted(cum, s1, "right") - 1), int(np.searchsorted(cum, s2, "right") - 1)
+        i, j = min(i, len(seg) - 1), min(j, len(seg) - 1)
+        if i == j:
+            continue
+        p1 = path[i] + (path[i + 1] - path[i]) * ((s1 - cum[i]) / seg[i] if seg[i] > 0 else 0.0)
+        p2 = path[j] + (path[j + 1] - path[j]) * ((s2 - cum[j]) / seg[j] if seg[j] > 0 else 0.0)
+        if motion_is_free(p1, p2, is_free, step_rad):
+            path = path[: i + 1] + [p1, p2] + path[j + 1:]
+    return drop_redundant(path, is_free, step_rad)
+
+
+def drop_redundant(path: list[np.ndarray], is_free: StateCheck, step_rad: float) -> list[np.ndarray]:
+    """Greedy pass: from each kept waypoint jump to the farthest one it sees directly."""
+    out, i = [path[0]], 0
+    while i < len(path) - 1:
+        j = len(path) - 1
+        while j > i + 1 and not motion_is_free(path[i], path[j], is_free, step_rad):
+            j -= 1
+        out.append(path[j])
+        i = j
+    return out

@@ -109,10 +109,16 @@ class GoalCheckConfig:
 
     def __post_init__(self) -> None:
         if not all(lo < hi for lo, hi in zip(self.box_min_m, self.box_max_m, strict=True)):
-            raise PlannerConfigError("box_min_m/box_max_m", (self.box_min_m, self.box_max_m), "min < max per axis")
-        if not all(lo < hi for lo, hi in zip(self.table_xy_min_m, self.table_xy_max_m, strict=True)):
             raise PlannerConfigError(
-                "table_xy_min_m/max_m", (self.table_xy_min_m, self.table_xy_max_m), "min < max per axis"
+                "box_min_m/box_max_m", (self.box_min_m, self.box_max_m), "min < max per axis"
+            )
+        if not all(
+            lo < hi for lo, hi in zip(self.table_xy_min_m, self.table_xy_max_m, strict=True)
+        ):
+            raise PlannerConfigError(
+                "table_xy_min_m/max_m",
+                (self.table_xy_min_m, self.table_xy_max_m),
+                "min < max per axis",
             )
         if not self.table_margin_m >= 0.0:
             raise PlannerConfigError("table_margin_m", self.table_margin_m, ">= 0 m")
@@ -144,7 +150,7 @@ def _result(kind: CheckKind, unit: str, names, values, lows, highs) -> CheckResu
 def check_joint_limits(
     kin: ArmKinematics, q: np.ndarray, torso: float | None = None, margin_rad: float = 0.0
 ) -> CheckResult:
-    """Arm joints ``q`` [rad] (and ``torso`` [rad] when given) inside limits shrunk by ``margin_rad``."""
+    """Arm ``q`` [rad] (and ``torso`` [rad] if given) inside the limits shrunk by ``margin_rad``."""
     q = joint_vector(q)
     names, values = list(kin.joint_names), list(q)
     lows, highs = list(kin.lower + margin_rad), list(kin.upper - margin_rad)
@@ -178,7 +184,10 @@ def check_workspace(position: np.ndarray, config: GoalCheckConfig | None = None)
         raise KinematicsInputError("position", p.tolist(), "3 finite coordinates [m]")
     names = [f"reach box {a}" for a in "xyz"]
     lows, highs, values = list(cfg.box_min_m), list(cfg.box_max_m), list(p)
-    over_table = all(lo <= v <= hi for v, lo, hi in zip(p[:2], cfg.table_xy_min_m, cfg.table_xy_max_m, strict=True))
+    over_table = all(
+        lo <= v <= hi
+        for v, lo, hi in zip(p[:2], cfg.table_xy_min_m, cfg.table_xy_max_m, strict=True)
+    )
     if over_table:
         names.append("table clearance z")
         values.append(p[2])

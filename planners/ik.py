@@ -171,7 +171,9 @@ class IKSolver:
         target, torso = as_pose(target), torso_angle(torso)
         seed = joint_vector(seed, "seed")
         bound = np.broadcast_to(
-            np.asarray(self.config.max_joint_step_rad if max_joint_step is None else max_joint_step, float),
+            np.asarray(
+                self.config.max_joint_step_rad if max_joint_step is None else max_joint_step, float
+            ),
             seed.shape,
         )
         if not np.all(bound > 0.0):
@@ -205,7 +207,9 @@ class IKSolver:
     def _nudged(self, seed: np.ndarray) -> np.ndarray:
         """The seed moved ``nudge_rad`` towards the middle of every joint's range."""
         mid = 0.5 * (self.kin.lower + self.kin.upper)
-        return np.clip(seed + self.config.nudge_rad * np.sign(mid - seed), self.kin.lower, self.kin.upper)
+        return np.clip(
+            seed + self.config.nudge_rad * np.sign(mid - seed), self.kin.lower, self.kin.upper
+        )
 
 
 def _full(torso: float, q: np.ndarray) -> np.ndarray:
@@ -218,7 +222,9 @@ def _reach_bound(kin: ArmKinematics) -> float:
     """Upper bound [m] on |TCP - J1 origin|: the sum of the link offsets from J1 to the TCP."""
     m = kin.model
     j1 = m.getJointId(kin.joint_names[0])
-    links = sum(float(np.linalg.norm(m.jointPlacements[j].translation)) for j in range(j1 + 1, m.njoints))
+    links = sum(
+        float(np.linalg.norm(m.jointPlacements[j].translation)) for j in range(j1 + 1, m.njoints)
+    )
     return links + float(np.linalg.norm(m.frames[kin.tcp_frame].placement.translation))
 
 
@@ -238,7 +244,8 @@ class _Run:
         dist = float(np.linalg.norm(self.target.translation - self.kin.data.oMi[j1].translation))
         if dist <= self.solver._reach:
             return None
-        msg = f"target is {dist:.4g} m from the J1 origin; the arm reaches at most {self.solver._reach:.4g} m"
+        reach = self.solver._reach
+        msg = f"target is {dist:.4g} m from the J1 origin; the arm reaches at most {reach:.4g} m"
         return self.result(IKStatus.UNREACHABLE, msg)
 
     def verify(self, local: LocalResult) -> IKSolution | None:

@@ -52,7 +52,9 @@ class LMSettings:
             raise PlannerConfigError("lm.max_step_rad", self.max_step_rad, "> 0 rad")
         if not 0.0 < self.mu_min <= self.mu_init <= self.mu_max:
             raise PlannerConfigError(
-                "lm.mu_init", (self.mu_min, self.mu_init, self.mu_max), "0 < mu_min <= mu_init <= mu_max"
+                "lm.mu_init",
+                (self.mu_min, self.mu_init, self.mu_max),
+                "0 < mu_min <= mu_init <= mu_max",
             )
         if self.stall_window < 2:
             raise PlannerConfigError("lm.stall_window", self.stall_window, ">= 2")
@@ -107,7 +109,9 @@ def solve_local(
             mu *= 8.0
             if mu > s.mu_max:
                 break
-    return LocalResult(q8[ARM_SLICE].copy(), bool(dp < s.tolerance and dr < s.tolerance), dp, dr, it)
+    return LocalResult(
+        q8[ARM_SLICE].copy(), bool(dp < s.tolerance and dr < s.tolerance), dp, dr, it
+    )
 
 
 def _projected_step(a, err, q, lo, hi, lam, max_step, eye) -> np.ndarray:

@@ -30,7 +30,8 @@ def as_pose(target: pin.SE3 | np.ndarray, field: str = "target") -> pin.SE3:
     ortho = float(np.max(np.abs(rotation.T @ rotation - np.eye(3))))
     if ortho > ROTATION_TOLERANCE or np.linalg.det(rotation) <= 0.0:
         raise KinematicsInputError(
-            f"{field} rotation", f"max |R^T R - I| = {ortho:.3g}, det = {np.linalg.det(rotation):.3g}",
+            f"{field} rotation",
+            f"max |R^T R - I| = {ortho:.3g}, det = {np.linalg.det(rotation):.3g}",
             f"orthonormal within {ROTATION_TOLERANCE} and det > 0",
         )
     return pin.SE3(np.array(rotation), np.array(translation))

@@ -98,13 +98,20 @@ def test_tcp_speed_matches_finite_differences_of_fk_and_names_the_sample(kin):
     # Speed from the Jacobian agrees with central differences of FK positions.
     h = 1e-6
     for i in (0, 20, 50):
-        p = [kin.tcp_pose(q[i] + s * h * qd[i], torso[i] + s * h * rate[i]).translation for s in (1, -1)]
+        p = [
+            kin.tcp_pose(q[i] + s * h * qd[i], torso[i] + s * h * rate[i]).translation
+            for s in (1, -1)
+        ]
         fd = np.linalg.norm(p[0] - p[1]) / (2 * h)
-        one = check_tcp_speed(kin, q[i : i + 1], qd[i : i + 1], torso[i], rate[i], max_speed_m_s=1e-9)
+        one = check_tcp_speed(
+            kin, q[i : i + 1], qd[i : i + 1], torso[i], rate[i], max_speed_m_s=1e-9
+        )
         assert one.violations[0].value == pytest.approx(fd, rel=1e-6)
     limit = 0.5 * (10.0 - res.margin)  # half the peak speed: some samples must fail
     slow = check_tcp_speed(kin, q, qd, torso, rate, max_speed_m_s=limit)
-    assert not slow.ok and all(v.value > limit and v.excess == pytest.approx(v.value - limit) for v in slow.violations)
+    assert not slow.ok and all(
+        v.value > limit and v.excess == pytest.approx(v.value - limit) for v in slow.violations
+    )
     assert all(v.sample is not None and 0 <= v.sample < len(t) for v in slow.violations)
     assert "at sample" in slow.message
     # The torso turning alone moves the TCP.
@@ -115,7 +122,11 @@ def test_tcp_speed_matches_finite_differences_of_fk_and_names_the_sample(kin):
 def test_check_goal_reports_every_kind(kin):
     report = check_goal(kin, HOME, 0.0)
     assert report.ok, report.message
-    assert [r.kind for r in report.results] == [CheckKind.JOINT_POSITION, CheckKind.STATIC_TORQUE, CheckKind.WORKSPACE]
+    assert [r.kind for r in report.results] == [
+        CheckKind.JOINT_POSITION,
+        CheckKind.STATIC_TORQUE,
+        CheckKind.WORKSPACE,
+    ]
     bad = HOME.copy()
     bad[3] = 2.6
     report = check_goal(kin, bad, 0.0, payload=Payload(4.0))

@@ -1,4 +1,4 @@
-"""IK: verified solutions only, goal sets, seeded and continuity modes, singular and unreachable poses."""
+"""IK: verified solutions only, goal sets, seeded and continuity modes, singular, unreachable."""
 
 from __future__ import annotations
 
@@ -136,7 +136,9 @@ def test_singular_targets_converge_or_fail_cleanly_never_a_wrong_pose(solver, mj
     assert_verified(solver, mj, target, 0.1, res.q)
     # Seeded *at* the singular configuration, towards a nearby pose that needs the
     # singular direction (bend the elbow / tilt the shoulder).
-    q_near = np.clip(q_sing + np.array([0.05, 0.1, -0.05, 0.15, 0.05, 0.05, 0.05]), kin.lower, kin.upper)
+    q_near = np.clip(
+        q_sing + np.array([0.05, 0.1, -0.05, 0.15, 0.05, 0.05, 0.05]), kin.lower, kin.upper
+    )
     near = kin.tcp_pose(q_near, 0.1)
     res = solver.solve_continuous(near, q_sing, 0.1, max_joint_step=0.4)
     if res.ok:

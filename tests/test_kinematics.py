@@ -1,4 +1,4 @@
-"""Per-arm Pinocchio kinematics against MuJoCo (FK, Jacobian, gravity, payload) and finite differences."""
+"""Per-arm kinematics vs MuJoCo (FK, Jacobian, gravity, payload) and finite differences."""
 
 from __future__ import annotations
 
@@ -74,7 +74,9 @@ def test_tcp_pose_matches_mujoco_site_on_random_configurations_with_torso(pair):
         pose = kin.tcp_pose(q, torso)
         ref.set(q, torso)
         worst_p = max(worst_p, float(np.max(np.abs(pose.translation - ref.d.site_xpos[ref.site]))))
-        worst_r = max(worst_r, float(np.max(np.abs(pose.rotation.ravel() - ref.d.site_xmat[ref.site]))))
+        worst_r = max(
+            worst_r, float(np.max(np.abs(pose.rotation.ravel() - ref.d.site_xmat[ref.site])))
+        )
     assert worst_p < 1e-9 and worst_r < 1e-9, (worst_p, worst_r)
 
 
@@ -110,7 +112,9 @@ def test_gravity_torques_match_mujoco_bias_forces_at_rest(pair):
     worst = 0.0
     for q, torso in random_configs(kin, 100, 4):
         ref.set(q, torso)
-        worst = max(worst, float(np.max(np.abs(kin.gravity_torques(q, torso) - ref.d.qfrc_bias[ref.dof]))))
+        worst = max(
+            worst, float(np.max(np.abs(kin.gravity_torques(q, torso) - ref.d.qfrc_bias[ref.dof])))
+        )
     assert worst < 1e-9, worst
 
 
@@ -126,7 +130,12 @@ def test_payload_torques_match_mujoco_with_the_mass_added_at_the_tcp(arm):
     worst = 0.0
     for q, torso in random_configs(kin, 50, 5):
         ref.set(q, torso)
-        worst = max(worst, float(np.max(np.abs(kin.gravity_torques(q, torso, payload) - ref.d.qfrc_bias[ref.dof]))))
+        worst = max(
+            worst,
+            float(
+                np.max(np.abs(kin.gravity_torques(q, torso, payload) - ref.d.qfrc_bias[ref.dof]))
+            ),
+        )
     assert worst < 1e-9, worst
     q = np.array(D.HOME_ARM_POSE)
     assert not np.allclose(kin.gravity_torques(q, 0.0, payload), kin.gravity_torques(q))

@@ -117,11 +117,18 @@ def _continuity(solver: IKSolver, oracle: _MjFK) -> dict:
     bound = kin.velocity_limit / RATE_HZ  # a step no motor could make in one period is refused
     targets = [kin.tcp_pose(q, a) for q, a in zip(path, torsos, strict=True)]
     q, results, steps = path[0].copy(), [], [0.0]
-    for target, torso in zip(targets, torsos, strict=True):
+    ratios, drift, min_sv = [0.0], [0.0], np.inf
+    for i, (target, torso) in enumerate(zip(targets, torsos, strict=True)):
         res = solver.solve_continuous(target, q, torso, max_joint_step=bound)
         results.append(res)
         if res.ok:
             steps.append(res.solutions[0].max_joint_step_rad)
+            if i > 0:  # joint motion of the IK vs the generating path's own step (L2)
+                ratios.append(np.linalg.norm(res.q - q) / np.linalg.norm(path[i] - path[i - 1]))
+            drift.append(float(np.max(np.abs(res.q - path[i]))))
+            min_sv = min(
+                min_sv, np.linalg.svd(kin.tcp_jacobian(res.q, torso), compute_uv=False)[-1]
+            )
             q = res.q
     out = _summary(results, targets, list(torsos), oracle)
     out.update(
@@ -135,6 +142,16 @@ def _continuity(solver: IKSolver, oracle: _MjFK) -> dict:
         ),
         joint_step_bound_rad=bound.round(5).tolist(),
         max_joint_step_rad=max(steps),
+        # Redundancy: the IK follows the nearest solution, not the generating joint path.
+        max_step_ratio_vs_generating_path=float(max(ratios)),
+        max_deviation_from_generating_path_rad=max(drift),
+        min_jacobian_singular_value=float(min_sv),
+        generating_path_min_jacobian_singular_value=float(
+            min(
+                np.linalg.svd(kin.tcp_jacobian(q, a), compute_uv=False)[-1]
+                for q, a in zip(path, torsos, strict=True)
+            )
+        ),
     )
     return out
 

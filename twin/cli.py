@@ -75,6 +75,37 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 3
 
 
+def _cmd_rehearse(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from controllers.names import UnknownNameError
+
+    from .closed_loop import ClosedLoopConfig
+    from .faults import FaultSpec, FaultSpecError
+    from .rehearsal import RehearsalConfig, rehearse, write_report
+
+    try:
+        faults = tuple(FaultSpec.from_dict(f) for f in (json.loads(args.faults) if args.faults else []))
+    except (FaultSpecError, json.JSONDecodeError, TypeError, AttributeError) as err:
+        print(f"rob-twin rehearse: --faults must be a JSON list of fault objects: {err}", file=sys.stderr)
+        return 2
+    base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
+                               faults=faults)
+    try:
+        report = rehearse(RehearsalConfig(base=base), args.gate or None, progress=not args.json)
+    except UnknownNameError as err:
+        print(f"rob-twin rehearse: {err}", file=sys.stderr)
+        return 2
+    jp, mp = write_report(report, args.out)
+    if args.json:
+        print(json.dumps(report, default=str))
+    else:
+        for g in report["gates"]:
+            print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
+        print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
+    return 0 if report["passed"] else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rob-twin", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -93,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
     run.set_defaults(func=_cmd_run)
+    reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
+    reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    reh.add_argument("--out", default="out/rehearsal", help="report folder (default out/rehearsal/)")
+    reh.add_argument("--gate", action="append", help="run only this gate (repeatable)")
+    reh.add_argument("--seed", type=int, default=0)
+    reh.add_argument("--swap-wiring", action="store_true",
+                     help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
+    reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
+                     '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
+    reh.set_defaults(func=_cmd_rehearse)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)

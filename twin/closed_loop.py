@@ -127,6 +127,7 @@ class ClosedLoop:
         self.owner_ticking = {arm: True for arm in Arm}
         self.last_report: dict[Arm, TickReport | None] = {arm: None for arm in Arm}
         self.on_tick: list[Callable[[Arm, TickReport], None]] = []
+        self.stream_counts: dict[str, dict] = {}
         sched = self.twin.scheduler
         physics_hz = 1.0 / sched.dt
         sched.add("bus", physics_hz, self._service_bus)
@@ -175,6 +176,31 @@ class ClosedLoop:
         target = ArmTarget(arm, positions_rad, self._seq[arm], owner.generation, self.lease(arm),
                            velocity_rad_s, acceleration_rad_s2)
         return owner.submit(target)
+
+    def stream_targets(self, arm: Arm | str, source: Callable[[float], np.ndarray | None],
+                       rate_hz: float) -> str:
+        """Submit ``source(t)`` [rad] to ``arm`` every 1/``rate_hz`` s of simulated time.
+
+        Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
+        average); ``source`` returning None skips that instant. Returns the task name
+        (``twin.scheduler.remove(name)`` ends the stream)."""
+        arm = Arm.parse(arm)
+        if not (rate_hz > 0 and np.isfinite(rate_hz)):
+            raise ValueError(f"target rate must be a finite rate > 0 Hz, got {rate_hz!r}")
+        period, state = 1.0 / rate_hz, {"next": self.time, "sent": 0}
+        name = f"targets/{arm.value}/{len(self.twin.scheduler.tasks)}"
+
+        def task(now: float) -> None:
+            if now + 1e-9 >= state["next"]:
+                state["next"] += period
+                q = source(now)
+                if q is not None:
+                    self.command(arm, q)
+                    state["sent"] += 1
+
+        self.twin.scheduler.add(name, 1.0 / self.twin.scheduler.dt, task)
+        self.stream_counts[name] = state
+        return name
 
     def stop(self, arm: Arm | str | None = None) -> None:
         """Stop one arm's owner, or both (brake to hold; targets refused until reset)."""

@@ -9,6 +9,10 @@ What the drive does (the parts marked ASSUMED are not measured on ROB's drives):
 - The joint-frame command is clamped to the drive's limits (status bit LIMIT).
 - Setpoint shaping: rate limit at the motor's no-load speed (a drive cannot slew
   faster), then a first-order lag of ``lag_s`` (ASSUMED 2 ms current/velocity loop).
+- Integral action (ASSUMED, like the PI position loop of a servo drive): the servo
+  target is the setpoint plus ``integral_gain`` times the integrated position error,
+  clamped to ``integral_limit_rad``, so gravity leaves no steady-state error. MuJoCo's
+  position actuator alone is a P-D loop and would sag by up to 0.03 rad under gravity.
 - Command timeout (ASSUMED 0.1 s): with no valid command for that long the drive
   holds its present setpoint, whatever the last command said, and sets TIMEOUT.
 - Feedback (8 bytes, ``codec.encode_feedback``): position in the drive frame plus any
@@ -45,7 +49,8 @@ class DriveConfig:
     sign: +1/-1, joint = sign * drive + zero_offset_rad [rad]; lower/upper_rad: joint
     limits [rad]; max_velocity_rad_s: setpoint rate limit [rad/s]; lag_s: setpoint lag
     time constant [s]; command_timeout_s [s]; amps_per_nm: current per joint torque
-    [drive units / Nm]; following_error_rad: threshold of the FOLLOWING status bit [rad].
+    [drive units / Nm]; following_error_rad: threshold of the FOLLOWING status bit [rad];
+    integral_gain [1/s] and integral_limit_rad [rad]: the drive's integral action.
     """
 
     sign: int = 1
@@ -57,6 +62,8 @@ class DriveConfig:
     command_timeout_s: float = 0.1
     amps_per_nm: float = 0.5
     following_error_rad: float = 0.1
+    integral_gain: float = 10.0
+    integral_limit_rad: float = 0.1
 
     def __post_init__(self) -> None:
         if self.sign not in (1, -1):
@@ -79,6 +86,7 @@ class SimulatedDrive:
         self.command_rad = float(initial_rad)  # latest (clamped) joint-frame command
         self._ramped = float(initial_rad)  # rate-limited setpoint
         self.setpoint_rad = float(initial_rad)  # after the lag: what the servo tracks
+        self._integral = 0.0  # integral correction added to the servo target [rad]
         self.last_command_s = now
         self.commands = 0
         self.timed_out = False
@@ -105,8 +113,9 @@ class SimulatedDrive:
         self.last_command_s = now
         self.commands += 1
 
-    def update(self, now: float, dt: float) -> float:
-        """Advance the setpoint by ``dt`` [s]; return it [rad, joint frame]."""
+    def update(self, now: float, dt: float, position_rad: float) -> float:
+        """Advance by ``dt`` [s] with the joint at ``position_rad`` [rad]; return the servo
+        target [rad, joint frame]: the shaped setpoint plus the integral correction."""
         c = self.config
         self.timed_out = now - self.last_command_s > c.command_timeout_s
         goal = self._ramped if self.timed_out else self.command_rad
@@ -116,11 +125,15 @@ class SimulatedDrive:
             self.setpoint_rad += (self._ramped - self.setpoint_rad) * (dt / (c.lag_s + dt))
         else:
             self.setpoint_rad = self._ramped
-        return self.setpoint_rad
+        lim = c.integral_limit_rad
+        self._integral += c.integral_gain * (self.setpoint_rad - position_rad) * dt
+        self._integral = min(max(self._integral, -lim), lim)
+        return self.setpoint_rad + self._integral
 
     def hold_at(self, q: float) -> None:
         """Re-seed the setpoint chain at ``q`` [rad] (after power returns)."""
         self.command_rad = self._ramped = self.setpoint_rad = float(q)
+        self._integral = 0.0
 
     def status(self, position_rad: float) -> int:
         s = STATUS_ENABLED if self.powered else 0

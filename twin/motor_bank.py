@@ -128,9 +128,9 @@ class MotorBank:
             while (msg := ad.bus.recv(timeout=0)) is not None:
                 self._handle(ad, msg, now)
             if ad.powered:
-                ctrl = self.data.ctrl
+                ctrl, q = self.data.ctrl, self.data.qpos[ad.qpos].tolist()
                 for k, drv in enumerate(ad.drives):
-                    ctrl[ad.actuators[k]] = drv.update(now, dt)
+                    ctrl[ad.actuators[k]] = drv.update(now, dt, q[k])
 
     def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:
         if ad.logger is not None:

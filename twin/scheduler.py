@@ -52,6 +52,14 @@ class Scheduler:
         self.tasks.append(task)
         return task
 
+    def remove(self, name: str) -> None:
+        """Unregister task ``name``; SchedulerError listing the registered names otherwise."""
+        for i, t in enumerate(self.tasks):
+            if t.name == name:
+                del self.tasks[i]
+                return
+        raise SchedulerError(f"no task {name!r}; registered: {', '.join(t.name for t in self.tasks)}")
+
     def due(self) -> list[PeriodicTask]:
         return [t for t in self.tasks if self.step_count % t.every_steps == 0]
 

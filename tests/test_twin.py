@@ -10,6 +10,7 @@ import pytest
 
 from controllers.names import Arm
 from twin.cli import main
+from twin.model import dimensions as D
 from twin.scenario import Scenario, ScenarioError, run_scenario
 from twin.scheduler import Scheduler, SchedulerError
 from twin.twin import ThreadOwnershipError, Twin, TwinConfig
@@ -71,7 +72,7 @@ def test_bad_arm_target_is_rejected_and_state_unchanged():
 def test_scenario_moves_the_arm_toward_its_keyframe(tmp_path):
     q = [0.3, -0.8, 0.0, 1.2, 0.0, 0.0, 0.0]
     sc = Scenario.from_dict(
-        {"name": "reach", "duration": 1.5, "keyframes": [{"t": 0.8, "arm": "right", "q": q}]}
+        {"name": "reach", "duration": 3.0, "keyframes": [{"t": 0.8, "arm": "right", "q": q}]}
     )
     result = run_scenario(sc, out_dir=tmp_path, record=False, progress=False)
     assert np.max(np.abs(result.measured["right"][-1] - q)) < 0.05
@@ -129,3 +130,25 @@ def test_headless_render_smoke(tmp_path):
     frame = rec.capture(twin.data)
     rec.close()
     assert frame.shape == (120, 160, 3) and frame.std() > 5  # not a blank image
+
+
+def test_scenario_runs_through_owners_codec_and_bus(tmp_path):
+    q = (np.array(D.HOME_ARM_POSE) + 0.2).tolist()
+    sc = Scenario.from_dict({
+        "name": "faulty", "duration": 0.8,
+        "keyframes": [{"t": 0.5, "arm": "right", "q": q}, {"t": 0.5, "arm": "left", "q": q}],
+        "faults": [{"kind": "partial_batch", "arm": "left", "at": 0.3, "accept_frames": 2}],
+    })
+    result = run_scenario(sc, record=False, progress=False)
+    right, left = result.pipeline["right"], result.pipeline["left"]
+    assert right["owner_fault"] is None and right["moving_retargets"] > 10
+    assert right["frames_sent"] == 7 * right["samples_published"] == right["drive_command_frames"]
+    assert left["owner_fault"] == "partial_output"
+    assert left["bus"].startswith("CAN11@") and right["bus"].startswith("CAN10@")
+
+
+def test_malformed_scenario_faults_are_rejected():
+    with pytest.raises(ScenarioError, match="faults.*valid: drop"):
+        Scenario.from_dict({"duration": 1, "faults": [{"kind": "meteor"}]})
+    with pytest.raises(ScenarioError, match="must be a list"):
+        Scenario.from_dict({"duration": 1, "faults": {"kind": "drop"}})

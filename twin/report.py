@@ -30,7 +30,7 @@ def joint_plot(result: RunResult, path: Path) -> Path:
         ax.set_ylabel(f"{arm} arm [rad]")
         ax.grid(alpha=0.3)
     axes[0].legend(ncol=7, fontsize=8, loc="upper right")
-    axes[0].set_title("Commanded (dashed) vs measured (solid) joint angles - simulated")
+    axes[0].set_title("Owner-commanded (dashed) vs simulated (solid) joint angles, via CAN - simulated")
     axes[1].set_xlabel("simulated time [s]")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +55,7 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "video": result.video,
         "video_skipped_reason": result.video_skipped_reason,
         "max_abs_tracking_error_rad": err,
+        "pipeline": result.pipeline,
         "plot": str(joint_plot(result, out_dir / "joints.png")),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -66,7 +67,12 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "| figure | value |",
         "|---|---|",
     ]
-    lines += [f"| {k} | {v} |" for k, v in summary.items() if k not in EVIDENCE]
+    lines += [f"| {k} | {v} |" for k, v in summary.items() if k not in EVIDENCE and k != "pipeline"]
+    lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
+              "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
+              "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]
+    lines += [f"| {a} | " + " | ".join(str(v) for v in figs.values()) + " |"
+              for a, figs in result.pipeline.items()]
     lines += ["", "![joints](joints.png)", ""]
     (out_dir / "summary.md").write_text("\n".join(lines))
     return summary

@@ -1,14 +1,17 @@
-"""Headless scenarios: duration, seed, initial state, scripted arm targets, cameras to record.
+"""Headless scenarios: duration, seed, initial state, scripted arm targets, faults, cameras.
 
 A scenario file is JSON::
 
     {"name": "wave", "duration": 4.0, "seed": 1,
      "initial": {"torso/yaw": 0.2},
      "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
+     "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
      "cameras": ["overview"], "fps": 30}
 
-Between keyframes of one arm the servo target follows a smooth (cosine) blend; a
-target task runs at ``target_rate_hz``. Recorded output lands in ``out/<name>/``.
+Every run goes through the whole pipeline (``twin.closed_loop``): between keyframes of
+one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
+arm's owner, which plans within its limits and publishes over CAN to the motor bank.
+Fault kinds are those of ``twin.faults``. Recorded output lands in ``out/<name>/``.
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
 from controllers.names import Arm
 
+from .closed_loop import ClosedLoop, ClosedLoopConfig
+from .faults import FaultSpec, FaultSpecError
 from .model import dimensions as D
 from .model.loading import joint_qpos_index
 from .twin import Twin, TwinConfig
@@ -51,6 +57,7 @@ class Scenario:
     cameras: list[str] = field(default_factory=list)
     fps: int = 30
     target_rate_hz: float = 100.0
+    faults: list[FaultSpec] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, raw: dict) -> Scenario:
@@ -75,6 +82,7 @@ class Scenario:
             cameras=list(raw.get("cameras", [])),
             fps=int(raw.get("fps", 30)),
             target_rate_hz=float(raw.get("target_rate_hz", 100.0)),
+            faults=_faults(raw.get("faults", [])),
         )
 
     @classmethod
@@ -86,6 +94,15 @@ class Scenario:
         except json.JSONDecodeError as err:
             raise ScenarioError(f"scenario file {str(path)!r} is not valid JSON: {err}") from None
         return cls.from_dict(raw)
+
+
+def _faults(raw) -> list[FaultSpec]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"'faults' must be a list of fault objects, got {raw!r}")
+    try:
+        return [FaultSpec.from_dict(f) for f in raw]
+    except (FaultSpecError, AttributeError, TypeError) as err:
+        raise ScenarioError(f"'faults': {err}") from None
 
 
 def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:
@@ -125,31 +142,34 @@ class RunResult:
     times: np.ndarray
     commanded: dict[str, np.ndarray]
     measured: dict[str, np.ndarray]
+    pipeline: dict = field(default_factory=dict)
 
 
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True) -> RunResult:
-    """Run ``sc`` headless; record its first camera to ``out_dir/<name>.mp4`` when GL works."""
+    """Run ``sc`` headless through owners, codec, buses and drives; record its first camera
+    to ``out_dir/<name>.mp4`` when GL works."""
     twin = Twin(TwinConfig(seed=sc.seed))
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
+    mujoco.mj_forward(twin.model, twin.data)
+    loop = ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults)), twin=twin)
     start = {arm: twin.arm_positions(arm) for arm in Arm}
     by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
     log_t: list[float] = []
     log_cmd: dict[Arm, list] = {arm: [] for arm in Arm}
     log_meas: dict[Arm, list] = {arm: [] for arm in Arm}
 
-    def targets(now: float) -> None:
-        for arm in Arm:
-            if by_arm[arm]:
-                twin.set_arm_targets(arm, blended_target(by_arm[arm], now, start[arm]))
+    for arm in Arm:
+        if by_arm[arm]:
+            loop.stream_targets(arm, lambda now, arm=arm: blended_target(by_arm[arm], now, start[arm]),
+                                sc.target_rate_hz)
 
     def log(now: float) -> None:
         log_t.append(now)
         for arm in Arm:
-            log_cmd[arm].append(twin.data.ctrl[twin.arm_ctrl[arm]].copy())
+            log_cmd[arm].append(loop.commanded(arm))
             log_meas[arm].append(twin.arm_positions(arm))
 
-    twin.scheduler.add("targets", sc.target_rate_hz, targets)
     twin.scheduler.add("log", 50.0, log)
 
     recorder, reason = None, None
@@ -187,6 +207,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         if out_dir is not None:
             video = str(recorder.write(out_dir / f"{sc.name}.mp4"))
         recorder.close()
+    pipeline = _pipeline_figures(loop)
+    loop.close()
     return RunResult(
         scenario=sc.name,
         simulated_s=total * twin.scheduler.dt,
@@ -199,4 +221,21 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         times=np.array(log_t),
         commanded={a.value: np.array(v) for a, v in log_cmd.items()},
         measured={a.value: np.array(v) for a, v in log_meas.items()},
+        pipeline=pipeline,
     )
+
+
+def _pipeline_figures(loop: ClosedLoop) -> dict:
+    """Per arm: what the owner and the bus did during the run (simulated)."""
+    out = {}
+    for arm, drv in loop.drivers.items():
+        o, t = drv.owner, drv.transport.counters
+        ad = loop.bank.drives_of(arm)
+        out[arm.value] = {
+            "owner_mode": o.mode.value, "owner_fault": o.fault.value if o.fault else None,
+            "fault_reason": o.fault_reason, "samples_published": o.stats.published,
+            "plans": o.stats.plans, "moving_retargets": o.stats.moving_retargets,
+            "frames_sent": t.frames_sent, "feedback_frames_received": t.feedback_frames,
+            "drive_command_frames": ad.counters.command_frames, "bus": loop.channels[arm],
+        }
+    return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ import mujoco
 import numpy as np
 
 from planners.errors import GoalInputError, PlannerConfigError
-from planners.geom_pairs import GeomPair, GeomPairTable, joint_qpos_addresses
+from planners.geom_pairs import GeomPair, GeomPairTable, joint_qpos_addresses, weak_pairs
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,11 @@ class CollisionChecker:
         self.config = config or default_config()
         self.source_model = model
         self.pairs = GeomPairTable(model, arms, self.config.margin_m)
+        self.weak_pairs = weak_pairs(model, self.pairs)
+        if self.weak_pairs:
+            pair, why = self.weak_pairs[0]
+            warnings.warn(f"{len(self.weak_pairs)} checked pairs use MuJoCo colliders known to miss "
+                          f"penetrations, e.g. {pair}: {why}; prefer mesh geoms", stacklevel=2)
         self.model = planning_model(model, self.pairs, self.config.horizon_m)
         self.arm_names = self.pairs.arm_names
         self.arm_joints = {a: tuple(arms[a]) for a in self.arm_names}

@@ -254,3 +254,29 @@ def pair_table_types(table: GeomPairTable, model: mujoco.MjModel) -> set[str]:
     """Every pair type among the checked pairs of ``table``."""
     g1, g2 = np.nonzero(np.triu(table.table > 0))
     return {pair_type(model, a, b) for a, b in zip(g1.tolist(), g2.tolist(), strict=True)}
+
+
+def judge_states(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
+                 threshold_m: float = 0.0) -> list[tuple[int, str, float]]:
+    """Independent verdict on full-model states: for each state where some checked pair
+    (any arm, ``table``'s policy) is closer than ``threshold_m`` by coal, (state index,
+    pair, distance [m]) of its closest such pair."""
+    g1s, g2s = np.nonzero(np.triu(table.table > 0))
+    pairs = list(zip(g1s.tolist(), g2s.tolist(), strict=True))
+    planes = {g for g in range(oracle.model.ngeom) if int(oracle.model.geom_type[g]) == 0}
+    rbound = oracle.model.geom_rbound
+    out = []
+    for i, qpos in enumerate(np.atleast_2d(qpos_states)):
+        oracle.set_qpos(qpos)
+        xpos = oracle.data.geom_xpos
+        worst = (np.inf, "")
+        for g1, g2 in pairs:
+            if g1 not in planes and g2 not in planes and (
+                    np.linalg.norm(xpos[g1] - xpos[g2]) - rbound[g1] - rbound[g2] >= threshold_m):
+                continue
+            d = oracle.distance(g1, g2)
+            if d < worst[0]:
+                worst = (d, f"{table.geom_names[g1]} vs {table.geom_names[g2]}")
+        if worst[0] < threshold_m:
+            out.append((i, worst[1], worst[0]))
+    return out

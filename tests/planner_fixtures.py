@@ -1,0 +1,31 @@
+"""Shared set-up of the planner tests: ROB at home, and the two-arm stand model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from controllers.names import Arm, arm_joints
+from twin.model.loading import apply_home, load_scene
+
+STAND_PATH = Path(__file__).parent / "models" / "two_arm_stand.xml"
+STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}
+ROB_ARMS = {"right": list(arm_joints(Arm.RIGHT)), "left": list(arm_joints(Arm.LEFT))}
+
+
+def rob_home() -> tuple[mujoco.MjModel, np.ndarray]:
+    m = load_scene()
+    d = mujoco.MjData(m)
+    apply_home(m, d)
+    return m, d.qpos.copy()
+
+
+def load_stand() -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_path(str(STAND_PATH))
+
+
+def straight(start: np.ndarray, goal: np.ndarray, n: int = 120) -> np.ndarray:
+    """Naive straight joint interpolation, n states."""
+    return start + (goal - start) * np.linspace(0.0, 1.0, n)[:, None]

@@ -1,0 +1,128 @@
+"""CollisionChecker: pair classes, margins, clearance with its pair, per-thread data."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home
+
+from planners.collision import CollisionChecker, CollisionConfig
+from planners.errors import GroupNameError, PlannerConfigError
+from planners.geom_pairs import PairClass
+
+
+@pytest.fixture(scope="module")
+def rob():
+    m, home = rob_home()
+    return m, home, CollisionChecker(m, ROB_ARMS)
+
+
+def _gid(m, name):
+    return mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, name)
+
+
+def test_rob_pair_classes(rob):
+    m, _, ch = rob
+    t = ch.pairs.table
+    assert t[_gid(m, "right/link5_geom"), _gid(m, "left/link5_geom")] == PairClass.ARM_ARM
+    assert t[_gid(m, "right/link5_geom"), _gid(m, "torso/shell")] == PairClass.ARM_BODY
+    assert t[_gid(m, "right/palm"), _gid(m, "table/top")] == PairClass.ARM_WORLD
+    assert t[_gid(m, "right/link3_geom"), _gid(m, "right/link7_geom")] == PairClass.SELF
+    assert t[_gid(m, "right/finger_a_geom"), _gid(m, "right/finger_b_geom")] == PairClass.ALLOWED
+    assert t[_gid(m, "right/mount_geom"), _gid(m, "right/link2_geom")] == PairClass.ALLOWED
+    assert t[_gid(m, "floor"), _gid(m, "base/tread_left")] == PairClass.ALLOWED  # no arm
+    reasons = {(a.name1, a.name2): a.reason for a in ch.pairs.allowed}
+    assert reasons[("right/finger_a_geom", "right/finger_b_geom")] == "touching at reference"
+    assert reasons[("right/mount_geom", "right/link2_geom")] == "excluded"
+    assert ch.weak_pairs == []  # ROB has no thin primitive box and no box-cylinder pair
+
+
+def test_home_is_free_and_locked_arm_pairs_are_skipped(rob):
+    m, home, ch = rob
+    s = ch.session(["right", "left"], home)
+    q = np.concatenate([home[ch.arm_qpos[a]] for a in ("right", "left")])
+    assert s.is_free(q)
+    checked = ch.pairs.checked_table(["right"])
+    assert not checked[_gid(m, "left/palm"), _gid(m, "table/top")]  # locked arm vs world
+    assert checked[_gid(m, "left/palm"), _gid(m, "right/palm")]  # locked arm vs moving arm
+
+
+def test_clearance_reports_the_limiting_pair_and_agrees_with_geom_distance(rob):
+    m, home, ch = rob
+    meter = CollisionChecker(m, ROB_ARMS, CollisionConfig(margin_m=0.005, horizon_m=0.05))
+    s = meter.session(["right"], home)
+    rng = np.random.default_rng(3)
+    lo, hi = m.jnt_range[[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in ROB_ARMS["right"]]].T
+    d = mujoco.MjData(m)
+    seen = 0
+    for _ in range(200):
+        q = rng.uniform(lo, hi)
+        c = s.clearance(q)
+        if c.pair is None:
+            continue
+        d.qpos[:] = s.full_qpos(q)
+        mujoco.mj_kinematics(m, d)
+        exact = mujoco.mj_geomDistance(m, d, c.pair.geom1, c.pair.geom2, 0.05, None)
+        assert c.distance_m == pytest.approx(exact, abs=2e-3)
+        assert s.is_free(q) == (c.distance_m >= 0.005)
+        seen += 1
+    assert seen > 50
+
+
+def test_each_thread_gets_its_own_data(rob):
+    _, home, ch = rob
+    s = ch.session(["right"], home)
+    rng = np.random.default_rng(0)
+    lo, hi = np.full(7, -1.0), np.full(7, 1.0)
+    qs = rng.uniform(lo, hi, (300, 7)).clip(0.0, None)
+    expected = [s.is_free(q) for q in qs]
+    results: dict[int, list[bool]] = {}
+
+    def work(k):
+        results[k] = [s.is_free(q) for q in qs]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == expected for r in results.values())
+
+
+def test_works_on_a_model_that_is_not_rob():
+    m = load_stand()
+    ch = CollisionChecker(m, STAND_ARMS)
+    s = ch.session(["a", "b"], m.qpos0)
+    assert s.is_free(np.zeros(8))
+    c = s.clearance(np.array([0.7, 0, 0, 0, -0.7, 0, 0, 0]))  # the arms point at each other
+    assert c.distance_m < 0 and c.pair.pair_class == PairClass.ARM_ARM
+
+
+def test_typed_errors():
+    m = load_stand()
+    with pytest.raises(GroupNameError, match="valid: .*a/yaw"):
+        CollisionChecker(m, {"a": ["a/nope"]})
+    with pytest.raises(PlannerConfigError, match="horizon_m"):
+        CollisionConfig(margin_m=0.01, horizon_m=0.005)
+
+
+THIN_BOX_XML = """
+<mujoco><worldbody>
+  <geom name="slab" type="box" size="0.3 0.3 0.01" pos="0.3 0 0.5"/>
+  <body name="l1" pos="0 0 0.5"><joint name="j1" axis="0 0 1" range="-3 3"/>
+    <geom name="link" type="capsule" size="0.02" fromto="0 0 0 0.4 0 0"/></body>
+</worldbody></mujoco>
+"""
+
+
+def test_thin_primitive_box_is_flagged():
+    m = mujoco.MjModel.from_xml_string(THIN_BOX_XML)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ch = CollisionChecker(m, {"arm": ["j1"]})
+    assert ch.weak_pairs and "thin primitive box" in ch.weak_pairs[0][1]
+    assert any("prefer mesh" in str(w.message) for w in caught)

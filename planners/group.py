@@ -44,19 +44,22 @@ class GroupConfig:
     state collides; repair_step_factor: edge step of a repair relative to the search's;
     velocity/acceleration/jerk: default joint limits [rad/s, rad/s^2, rad/s^3] (per-arm
     ``JointLimits`` may be given to ArmGroup instead); max_goal_combinations: candidate
-    combinations tried against the combined check."""
+    combinations tried against the combined check; search_padding_m: extra clearance [m]
+    the search keeps (so densely checked retimed states between its edge checks keep the
+    margin); when the padded search fails, it is retried unpadded."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
     clearance_horizon_m: float = 0.02
     search: SearchConfig = field(default_factory=search.default_config)
     rate_hz: float = 125.0
     substeps: int = 1
-    max_repairs: int = 4
+    max_repairs: int = 12
     repair_step_factor: float = 0.25
     velocity: float = 1.0
     acceleration: float = 2.5
     jerk: float = 15.0
     max_goal_combinations: int = 64
+    search_padding_m: float = 0.002
 
     def __post_init__(self) -> None:
         if not self.clearance_horizon_m >= self.collision.margin_m:
@@ -94,6 +97,9 @@ class ArmGroup:
         self.checker = CollisionChecker(model, arms, self.config.collision)
         measure = replace(self.config.collision, horizon_m=self.config.clearance_horizon_m)
         self.meter = CollisionChecker(model, arms, measure)
+        pad = self.config.collision.margin_m + self.config.search_padding_m
+        self.padded = CollisionChecker(model, arms, replace(self.config.collision, margin_m=pad,
+                                                            horizon_m=max(pad, self.config.collision.horizon_m)))
         self.arm_names = self.checker.arm_names
         self._qpos = {a: self.checker.arm_qpos[a] for a in self.arm_names}
         self._limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -222,7 +228,13 @@ class ArmGroup:
         lower = np.concatenate([self._limits[a][0] for a in moving])
         upper = np.concatenate([self._limits[a][1] for a in moving])
         t0 = time.perf_counter()
-        found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng, self.config.search)
+        padded = self.padded.session(moving, self.reference_qpos)
+        found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng, self.config.search)
+        if found.path is None:
+            found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng,
+                                       self.config.search)
+        else:
+            session = padded
         stages["search"] = time.perf_counter() - t0
         if found.path is None:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=stages)

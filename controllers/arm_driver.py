@@ -40,6 +40,7 @@ class ArmDriver:
         self.transport = transport
         self._forwarded_stamp = -np.inf
         self._foreign_seen = 0
+        self._feedback_frames_seen = -1
         self.feedback_forwarded = 0
 
     @classmethod
@@ -81,6 +82,10 @@ class ArmDriver:
 
     def forward_feedback(self) -> bool:
         """Hand fresh feedback to the owner; True when an observation was forwarded."""
+        frames = self.transport.counters.feedback_frames
+        if frames == self._feedback_frames_seen:
+            return False  # nothing new arrived since the last look
+        self._feedback_frames_seen = frames
         pos = self.measured_positions()
         if pos is None:
             return False

@@ -324,13 +324,22 @@ def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConf
             raise NonFiniteValueError(j, x)
         if not lo <= x <= hi:
             raise JointBoundError(j, x, float(lo), float(hi))
-        count = _truncate_count(math.degrees(x) * sign * COUNTS_PER_DEGREE)
-        if not MIN_COUNT <= count <= MAX_COUNT:
-            counts_to_words(np.array([float(count)]), joint=j)  # raises with the count named
+        count = _checked_count(math.degrees(x) * sign * COUNTS_PER_DEGREE, j)
         word = count if count >= 0 else count + NEGATIVE_OFFSET
         frames.append(Frame(j, COMMAND_IDS[j - 1],
                             bytes((POSITION_OPCODE, word >> 8, word & 0xFF)), count))
     return tuple(frames)
+
+
+def _checked_count(scaled: float, joint: int) -> int:
+    """Truncated count of ``scaled`` [counts, float]; UnrepresentableCountError (naming the
+    count, as ``counts_to_words`` does) when it falls outside MIN_COUNT..MAX_COUNT."""
+    if not MIN_COUNT - 1 < scaled < MAX_COUNT + 1:  # also catches inf and NaN
+        counts_to_words(truncate_counts(np.array([scaled])), joint=joint)
+    count = _truncate_count(scaled)
+    if not MIN_COUNT <= count <= MAX_COUNT:
+        counts_to_words(np.array([float(count)]), joint=joint)
+    return count
 
 
 def _truncate_count(x: float) -> int:
@@ -452,8 +461,8 @@ def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
     config = config or default_config()
     j = _check_joint(joint)
     value = _finite(j, position_rad)
-    count = rad_to_counts_float(value, config.signs[j - 1]).item()
-    word = int(counts_to_words(np.array([count]), joint=j)[0])
+    count = _checked_count(math.degrees(value) * config.signs[j - 1] * COUNTS_PER_DEGREE, j)
+    word = count if count >= 0 else count + NEGATIVE_OFFSET
     cur = float(current)
     cur_lo, cur_hi = -0x8000 / CURRENT_SCALE, 0x7FFF / CURRENT_SCALE
     cur_counts = round(cur * CURRENT_SCALE) if math.isfinite(cur) else None

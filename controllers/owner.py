@@ -210,6 +210,10 @@ class ArmOwner:
         self._jmax = np.array(c.max_jerk)
         self._lo = np.array(c.position_lower)
         self._hi = np.array(c.position_upper)
+        self._lim_v = [float(x) for x in c.max_velocity]
+        self._lim_a = [float(x) for x in c.max_acceleration]
+        self._lim_j = [float(x) + 1e-6 for x in c.max_jerk]
+        self._lim_step = [float(x) * c.period_s for x in c.max_velocity]
         self._fb_lock = threading.Lock()
         self._fb: tuple[np.ndarray, float] | None = None
         self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=256)
@@ -466,17 +470,20 @@ class ArmOwner:
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 
     def _check(self, p: np.ndarray, v: np.ndarray, a: np.ndarray) -> str:
-        tol, dt = self.config.limit_tolerance, self.config.period_s
-        for name, val, lim in (
-            ("velocity", np.abs(v), self._vmax),
-            ("acceleration", np.abs(a), self._amax),
-            ("discrete jerk", np.abs(a - self._cmd_a) / dt, self._jmax + 1e-6),
-            ("step", np.abs(p - self._cmd_p), self._vmax * dt),
+        """The per-sample limit check (plain floats: it runs every tick)."""
+        tol = self.config.limit_tolerance
+        dt = self.config.period_s
+        cmd_p, cmd_a = self._cmd_p.tolist(), self._cmd_a.tolist()
+        pl, vl, al = p.tolist(), v.tolist(), a.tolist()
+        for name, vals, lims in (
+            ("velocity", [abs(x) for x in vl], self._lim_v),
+            ("acceleration", [abs(x) for x in al], self._lim_a),
+            ("discrete jerk", [abs(x - y) / dt for x, y in zip(al, cmd_a, strict=True)], self._lim_j),
+            ("step", [abs(x - y) for x, y in zip(pl, cmd_p, strict=True)], self._lim_step),
         ):
-            over = np.nonzero(val > lim + tol)[0]
-            if over.size:
-                j = int(over[0])
-                return f"joint {j + 1}: {name} {val[j]!r} exceeds limit {lim[j]!r}"
+            for j, (val, lim) in enumerate(zip(vals, lims, strict=True)):
+                if val > lim + tol:
+                    return f"joint {j + 1}: {name} {val!r} exceeds limit {lim!r}"
         return ""
 
     def _supervise_feedback(self, now: float) -> tuple[FaultKind, str] | None:

@@ -7,7 +7,6 @@ display is checked first and a missing one is reported as NoDisplayError.
 from __future__ import annotations
 
 import os
-import time
 
 from controllers.names import Arm
 
@@ -25,25 +24,28 @@ def require_display() -> None:
 
 
 def view(scenario_path: str | None = None) -> int:
+    """The scenario's targets stream to both owners over simulated CAN, as in headless runs,
+    paced against the wall clock (``ClosedLoop.run_realtime``); the keyframes loop."""
     require_display()
     import mujoco.viewer
 
+    from .closed_loop import ClosedLoop, ClosedLoopConfig
     from .scenario import Scenario, blended_target, demo_scenario
-    from .twin import Twin, TwinConfig
 
     sc = Scenario.load(scenario_path) if scenario_path else demo_scenario()
-    twin = Twin(TwinConfig(seed=sc.seed))
-    start = {arm: twin.arm_positions(arm) for arm in Arm}
-    frames = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
-    with mujoco.viewer.launch_passive(twin.model, twin.data) as handle:
-        t_wall0 = time.perf_counter()
-        while handle.is_running():
-            for arm in Arm:
-                if frames[arm]:
-                    twin.set_arm_targets(arm, blended_target(frames[arm], twin.time % sc.duration, start[arm]))
-            twin.step(10)
-            handle.sync()
-            lag = twin.time - (time.perf_counter() - t_wall0)
-            if lag > 0:
-                time.sleep(lag)
+    with ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults))) as loop:
+        start = {arm: loop.measured(arm) for arm in Arm}
+        for arm in Arm:
+            frames = [k for k in sc.keyframes if k.arm is arm]
+            if frames:
+                loop.stream_targets(
+                    arm, lambda t, f=frames, a=arm: blended_target(f, t % sc.duration, start[a]),
+                    sc.target_rate_hz)
+        with mujoco.viewer.launch_passive(loop.twin.model, loop.twin.data) as handle:
+
+            def frame() -> bool:
+                handle.sync()
+                return handle.is_running()
+
+            loop.run_realtime(float("inf"), frame)
     return 0

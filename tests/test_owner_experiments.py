@@ -50,10 +50,10 @@ def test_wire_replay_short_run_through_transport_and_bus():
     from controllers.codec import RAD_PER_COUNT
     from experiments.exp_wire_replay import run_wire_replay
 
-    r = run_wire_replay(0, ticks=1200, settle_s=2.0)
+    r = run_wire_replay(0, ticks=1200, settle_s=4.5)
     assert r["samples_published"] == 1200 and r["frames"] == 7 * 1200
     assert r["complete_samples"] == 1200 and r["faults"] == []
     assert r["max_quantization_error_rad"] < RAD_PER_COUNT
     assert r["max_wire_step_rad"] <= r["streaming_step_bound_rad"] + RAD_PER_COUNT
-    assert r["moving_retargets"] > 200 and r["feedback_forwarded"] >= 100
+    assert r["moving_retargets"] > 50 and r["feedback_forwarded"] >= 100
     assert r["final_error_rad"] < 1e-6

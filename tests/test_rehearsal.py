@@ -49,6 +49,7 @@ def test_report_files(healthy, tmp_path):
     assert json.loads(jp.read_text())["hardware_io"] is False
     text = mp.read_text()
     assert "hardware_io: false" in text and "| stopping | PASS |" in text
+    assert (tmp_path / "stopping.png").stat().st_size > 5000 and "![stop while moving]" in text
 
 
 def test_swapped_buses_fail_the_mapping_gate():

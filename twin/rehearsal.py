@@ -210,6 +210,15 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
         owner = lp.drivers[Arm.RIGHT].owner
         p0, v0, a0 = owner.commanded_state()
         q0, t0, ticks0 = lp.measured(Arm.RIGHT), lp.time, owner.stats.ticks
+        trace: dict[str, list] = {"t_s": [], "commanded_rad": [], "measured_rad": []}
+
+        def record(arm: Arm, rep, trace=trace) -> None:
+            if arm is Arm.RIGHT and rep.index % 4 == 0:  # 50 Hz is plenty for a plot
+                trace["t_s"].append(_r(rep.stamp_s - t0, 4))
+                trace["commanded_rad"].append([_r(x, 5) for x in rep.positions_rad])
+                trace["measured_rad"].append([_r(x, 5) for x in lp.measured(Arm.RIGHT)])
+
+        lp.on_tick.append(record)
         lp.stop(Arm.RIGHT)
         braking = lp.run_until(lambda: _braking_published(lp, Arm.RIGHT), 0.1, 0.001)
         latency_s, latency_ticks = lp.time - t0, owner.stats.ticks - ticks0
@@ -228,7 +237,7 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
                       "time_to_rest_ms": _r(brake_s * 1e3, 1),
                       "commanded_travel_rad": [_r(x, 4) for x in cmd_travel],
                       "measured_travel_rad": [_r(x, 4) for x in travel],
-                      "braking_bound_rad": [_r(x, 4) for x in bound]})
+                      "braking_bound_rad": [_r(x, 4) for x in bound], "trace": trace})
     # 2. and 3. the host can no longer stop the arm: the drive-side timeout must hold it
     for name, fault in (("stop under bus-off", FaultSpec("bus_off", "right", at=0.7)),
                         ("owner loss", None)):
@@ -423,10 +432,41 @@ def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
                                        for f in cfg.base.faults]}}
 
 
+def stop_plot(report: dict, path: Path) -> Path | None:
+    """Joint angles of the RIGHT arm around a Stop while moving (PNG); None without a trace."""
+    gate = next((g for g in report["gates"] if g["name"] == "stopping"), None)
+    trace = gate and gate["cases"][0].get("trace")
+    if not trace or not trace["t_s"]:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = np.array(trace["t_s"])
+    cmd, meas = np.array(trace["commanded_rad"]), np.array(trace["measured_rad"])
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for j in range(cmd.shape[1]):
+        line = ax.plot(t, cmd[:, j] - cmd[0, j], "--", lw=1)[0]
+        ax.plot(t, meas[:, j] - cmd[0, j], color=line.get_color(), lw=1.5, label=f"j{j + 1}")
+    ax.axvline(0.0, color="k", lw=0.8)
+    ax.text(0.005, ax.get_ylim()[1] * 0.9, "stop()", fontsize=9)
+    ax.set_xlabel("simulated time after stop() [s]")
+    ax.set_ylabel("travel from the stop pose [rad]")
+    ax.set_title("Stop while moving: owner-commanded (dashed) vs simulated (solid) - simulated")
+    ax.legend(ncol=7, fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
-    """``rehearsal.json`` and ``rehearsal.md`` under ``out_dir``."""
+    """``rehearsal.json``, ``rehearsal.md`` and ``stopping.png`` under ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    plot = stop_plot(report, out / "stopping.png")
     jp, mp = out / "rehearsal.json", out / "rehearsal.md"
     jp.write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
     lines = ["# Pre-commissioning rehearsal (simulated)", "",
@@ -436,6 +476,8 @@ def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
              "| gate | verdict | requirement |", "|---|---|---|"]
     lines += [f"| {g['name']} | {'PASS' if g['passed'] else 'FAIL'} | {g['requirement']} |"
               for g in report["gates"]]
+    if plot is not None:
+        lines += ["", f"![stop while moving]({plot.name})"]
     for g in report["gates"]:
         lines += ["", f"## {g['name']}: {'PASS' if g['passed'] else 'FAIL'}", ""]
         if g.get("detail"):
@@ -454,6 +496,7 @@ def _md_table(rows: list[dict]) -> str:
     cols: list[str] = []
     for r in rows:
         cols += [c for c in r if c not in cols]
+    cols = [c for c in cols if c != "trace"]
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     return head + "".join("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |\n" for r in rows)
 

@@ -225,3 +225,17 @@ def test_drive_limits_clamp_commands(loop):
     drv.on_command(int(round(np.degrees(-0.5) * 128)), loop.time)
     assert drv.command_rad == 0.0 and drv.clamped
     assert mujoco.mj_name2id(loop.twin.model, mujoco.mjtObj.mjOBJ_ACTUATOR, "right/j4_servo") == ad.actuators[3]
+
+
+def test_realtime_mode_runs_the_same_wiring_paced_by_the_wall_clock(loop):
+    import time
+
+    frames = []
+    t0 = time.perf_counter()
+    loop.run_realtime(0.2, lambda: frames.append(loop.time) is None)
+    wall = time.perf_counter() - t0
+    assert loop.time == pytest.approx(0.2, abs=0.011) and wall >= 0.19  # never ahead of real time
+    assert loop.last_report[R].published and loop.drivers[R].feedback_forwarded > 0
+    n = len(frames)
+    loop.run_realtime(1.0, lambda: len(frames) < n + 3 and frames.append(loop.time) is None)
+    assert len(frames) == n + 3  # on_frame returning False ends the run

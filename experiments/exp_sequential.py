@@ -1,0 +1,197 @@
+"""Experiment ``sequential`` (seed 002): a crossing two-arm plan run one arm after the
+other vs synchronized through the owners and the motor bank (simulated, hardware_io false).
+
+The arms start with the right hand low and the left hand high near the chest's midline
+and swap heights (``CROSS_A``/``CROSS_B``, found once by a seeded search: the straight
+joint interpolation between them collides arm against arm). ArmGroup plans both arms
+together. Then, through the closed loop with the synchronized executor:
+
+(a) sequential: the right arm runs its whole trajectory while the left holds at its
+    start, then the left runs (how the peer's ROS layer ran multi-arm plans);
+(b) synchronized: both arms from one shared start stamp.
+
+Every ``every``-th published commanded state (both arms at the same owner tick) is judged
+by an independent CollisionChecker built on a fresh copy of the model (a state
+collides when some judged pair penetrates). Writes result.json, report.md and
+clearance.png under out/experiments/sequential/.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from controllers.names import Arm, arm_joints
+from experiments.output import OUT_DIR, markdown_table, write_experiment
+from experiments.registry import experiment
+from planners.collision import CollisionChecker, CollisionConfig
+from planners.group import ArmGroup, GroupConfig
+from twin.closed_loop import ClosedLoop, twin_owner_config
+from twin.execution import clearance_along, execute_arrays, executed_states, plan_arrays
+from twin.model.loading import arm_actuator_indices, arm_qpos_indices, load_scene
+from twin.twin import Twin, TwinConfig
+
+ARMS = {a.value: list(arm_joints(a)) for a in Arm}
+CROSS_A = (1.133, -1.351, -1.261, 1.405, 1.084, 0.342, -0.79)  # right TCP low, near midline
+CROSS_B = (0.9, -1.378, -0.903, 1.826, 0.219, 0.23, -0.752)  # right TCP high, near midline
+START = {Arm.RIGHT: CROSS_A, Arm.LEFT: CROSS_B}
+GOAL = {Arm.RIGHT: CROSS_B, Arm.LEFT: CROSS_A}
+JUDGE_HORIZON_M = 0.05
+
+
+def planning_config() -> GroupConfig:
+    """Plan limits inside the owners' (v 1.0, a 3.0, jerk 30): v 0.9, a 2.5, jerk 15,
+    leaving Ruckig headroom to follow the moving target."""
+    owner = twin_owner_config()
+    cfg = GroupConfig(velocity=0.9, acceleration=2.5, jerk=15.0)
+    assert cfg.velocity < min(owner.max_velocity) and cfg.acceleration < min(owner.max_acceleration)
+    assert cfg.jerk < min(owner.max_jerk)
+    return cfg
+
+
+def crossing_loop(start=START) -> ClosedLoop:
+    """A closed loop with the arms at ``start`` (servos commanded there), settled 0.2 s."""
+    tw = Twin(TwinConfig())
+    for arm, q in start.items():
+        tw.data.qpos[arm_qpos_indices(tw.model, arm)] = q
+        tw.data.ctrl[arm_actuator_indices(tw.model, arm)] = q
+    mujoco.mj_forward(tw.model, tw.data)
+    loop = ClosedLoop(twin=tw)
+    loop.run_for(0.2)
+    return loop
+
+
+def plan_crossing(loop: ClosedLoop, seed: int = 0):
+    group = ArmGroup(loop.twin.model, ARMS, planning_config())
+    group.set_qpos(loop.twin.data.qpos.copy())
+    for arm in Arm:
+        group.set_arm(arm.value, loop.commanded(arm))
+    plan = group.plan({a.value: np.array(GOAL[a]) for a in Arm}, seed=seed).unwrap()
+    return group, plan
+
+
+def judge(model_qpos: np.ndarray):
+    """An independent judge: a CollisionChecker on a fresh model measuring up to 5 cm. Its
+    pair table uses the planner's 5 mm margin (pairs that touch at the reference pose, such
+    as a closed gripper's two fingers, are not judged); a state collides when a judged
+    pair penetrates (distance < 0)."""
+    fresh = load_scene()
+    checker = CollisionChecker(fresh, ARMS, CollisionConfig(margin_m=0.005, horizon_m=JUDGE_HORIZON_M))
+    return checker.session(tuple(ARMS), model_qpos)
+
+
+def run_sequential(plan):
+    """Right's trajectory with left holding at start, then left's; returns stamps, states."""
+    arrays = plan_arrays(plan)
+    loop = crossing_loop()
+    try:
+        hold = {a: loop.commanded(a) for a in Arm}
+        reports = [execute_arrays(loop, {arm: arrays[arm]}) for arm in (Arm.RIGHT, Arm.LEFT)]
+        parts = []
+        for rep in reports:
+            stamps, states = executed_states(rep, hold)
+            hold = {a: states[a][-1] for a in Arm}
+            parts.append((stamps, states))
+        stamps = np.concatenate([p[0] for p in parts])
+        states = {a: np.vstack([p[1][a] for p in parts]) for a in Arm}
+        return stamps, states, reports
+    finally:
+        loop.close()
+
+
+def run_synchronized(plan):
+    loop = crossing_loop()
+    try:
+        hold = {a: loop.commanded(a) for a in Arm}
+        rep = execute_arrays(loop, plan_arrays(plan))
+        stamps, states = executed_states(rep, hold)
+        return stamps, states, rep
+    finally:
+        loop.close()
+
+
+def _window(stamps, states, t0, t1):
+    w = (stamps >= t0 - 1e-9) & (stamps <= t1 + 1e-9)
+    return stamps[w], {a: s[w] for a, s in states.items()}
+
+
+def _plot(path, series) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for label, t, c in series:
+        ax.plot(t, np.minimum(c, JUDGE_HORIZON_M) * 1e3, label=label)
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xlabel("time since the first planned sample [s] (simulated)")
+    ax.set_ylabel(f"clearance [mm] (capped at {JUDGE_HORIZON_M * 1e3:.0f})")
+    ax.set_title("Crossing plan: sequential vs synchronized execution (hardware_io: false)")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(seed: int = 0, every: int = 4, write: bool = True) -> dict:
+    loop = crossing_loop()
+    try:
+        group, plan = plan_crossing(loop, seed)
+        reference = loop.twin.data.qpos.copy()
+    finally:
+        loop.close()
+    session = judge(reference)
+    start = np.concatenate([START[a] for a in Arm])
+    goal = np.concatenate([GOAL[a] for a in Arm])
+    straight = start + (goal - start) * np.linspace(0, 1, 120)[:, None]
+    straight_hits = int(sum(session.clearance(q).distance_m < 0 for q in straight))
+
+    s_stamps, s_states, s_reps = run_sequential(plan)
+    y_stamps, y_states, y_rep = run_synchronized(plan)
+    s_t0 = s_reps[0].start_s
+    s_stamps, s_states = _window(s_stamps, s_states, s_t0, s_reps[1].start_s + plan.duration_s + 0.05)
+    y_stamps, y_states = _window(y_stamps, y_states, y_rep.start_s, y_rep.start_s + plan.duration_s + 0.05)
+    s_clear = clearance_along(session, {a: s_states[a] for a in Arm}, every)
+    y_clear = clearance_along(session, {a: y_states[a] for a in Arm}, every)
+    result = {
+        "plan_duration_s": plan.duration_s,
+        "plan_min_clearance_m": plan.min_clearance.distance_m,
+        "straight_interpolation_colliding_states": straight_hits,
+        "straight_interpolation_states": len(straight),
+        "check_every": every,
+        "sequential_colliding_states": int((s_clear < 0).sum()),
+        "sequential_states": int(s_clear.size),
+        "sequential_duration_s": float(s_stamps[-1] - s_stamps[0]),
+        "sequential_min_clearance_m": float(s_clear.min()),
+        "sequential_outcomes": [r.outcome.value for r in s_reps],
+        "synchronized_colliding_states": int((y_clear < 0).sum()),
+        "synchronized_states": int(y_clear.size),
+        "synchronized_duration_s": float(y_stamps[-1] - y_stamps[0]),
+        "synchronized_min_clearance_m": float(y_clear.min()),
+        "synchronized_outcome": y_rep.outcome.value,
+        "start_skew_s": y_rep.start_skew_s,
+        "max_start_offset_s": y_rep.max_start_offset_s,
+        "max_tracking_deviation_rad": y_rep.max_deviation_rad,
+        "judge": "CollisionChecker on a fresh load_scene() copy; colliding = distance < 0 m",
+        "seed": seed,
+    }
+    if write:
+        folder = OUT_DIR / "experiments" / "sequential"
+        _plot(folder / "clearance.png", [
+            ("sequential (right, then left)", s_stamps[::every] - s_stamps[0], s_clear),
+            ("synchronized (one start stamp)", y_stamps[::every] - y_stamps[0], y_clear)])
+        result["plot"] = str(folder / "clearance.png")
+        rows = [{"execution": k, "colliding": result[f"{k}_colliding_states"],
+                 "states": result[f"{k}_states"], "min clearance [mm]":
+                 round(result[f"{k}_min_clearance_m"] * 1e3, 2),
+                 "duration [s]": round(result[f"{k}_duration_s"], 3)}
+                for k in ("sequential", "synchronized")]
+        return write_experiment("sequential", result, markdown_table(rows))
+    return result
+
+
+@experiment("sequential")
+def sequential(seed: int = 0) -> dict:
+    return run(seed)

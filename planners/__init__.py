@@ -1,4 +1,14 @@
-# Issue 6: per-arm kinematics, IK and goal checks (each module has its own default_config()).
+# Issue 6: kinematics, IK, goal checks; issue 7: ArmGroup (joint/pose goals, lockstep
+# Cartesian paths), collision checks, plans. Each module has its own default_config().
+from planners.cartesian import (
+    CartesianConfig,
+    CartesianFailure,
+    CartesianResult,
+    CartesianStatus,
+    plan_cartesian,
+)
+from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
+from planners.errors import GoalUnreachableError, PlanFailedError
 from planners.goal_checks import (
     CheckKind,
     CheckResult,
@@ -11,13 +21,41 @@ from planners.goal_checks import (
     check_tcp_speed,
     check_workspace,
 )
+from planners.goals import GoalResolver, JointGoal, JointGoalSet, ResamplingGoal
+from planners.group import ArmGroup, GroupConfig
 from planners.ik import IKConfig, IKResult, IKSolution, IKSolver, IKStatus
 from planners.kinematics import ArmKinematics, Payload
 from planners.lm import LMSettings
+from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from planners.pose import as_pose, pose_error
+from planners.pose_goals import PoseGoal
+from planners.retime import JointLimits
 
 __all__ = [
+    "ArmGroup",
     "ArmKinematics",
+    "ArmTrajectory",
+    "CartesianConfig",
+    "CartesianFailure",
+    "CartesianResult",
+    "CartesianStatus",
+    "CheckSession",
+    "Clearance",
+    "ClearanceRecord",
+    "CollisionChecker",
+    "CollisionConfig",
+    "GoalResolver",
+    "GoalUnreachableError",
+    "GroupConfig",
+    "JointGoal",
+    "JointGoalSet",
+    "JointLimits",
+    "Plan",
+    "PlanFailedError",
+    "PlanResult",
+    "PlanStatus",
+    "PoseGoal",
+    "ResamplingGoal",
     "CheckKind",
     "CheckResult",
     "GoalCheckConfig",
@@ -36,5 +74,6 @@ __all__ = [
     "check_static_torque",
     "check_tcp_speed",
     "check_workspace",
+    "plan_cartesian",
     "pose_error",
 ]

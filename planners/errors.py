@@ -64,3 +64,12 @@ class PlanFailedError(PlannerError, RuntimeError):
         self.result = result
         super().__init__(f"planning failed: {getattr(result, 'status', '?')}: "
                          f"{getattr(result, 'reason', '')}")
+
+
+class GoalUnreachableError(PlannerError):
+    """A goal resolver found no joint candidate for ``arm`` (e.g. IK of an unreachable
+    pose); ``ArmGroup.plan`` turns it into a GOAL_UNREACHABLE result."""
+
+    def __init__(self, arm: str, reason: str):
+        self.arm, self.reason = arm, reason
+        super().__init__(f"{arm}: {reason}")

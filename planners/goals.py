@@ -5,7 +5,11 @@ vectors (in preference order) for that arm; the group then combines the candidat
 all moving arms and keeps the first combination that passes the combined collision
 check. Pose goals plug in as *resolvers*: any object with a method
 ``joint_candidates(group, arm, start) -> Sequence[array]`` (e.g. IK solutions of a TCP
-pose, best first) is accepted as a goal.
+pose, best first) is accepted as a goal. A resolver that also has
+``more_candidates(group, arm, start, have) -> Sequence[array]`` is a *resampling* goal:
+when no combination of the candidates so far passes the combined check, the group asks
+it for more (new IK solutions) instead of failing. A resolver that finds no candidate at
+all raises ``GoalUnreachableError`` (the plan then fails with GOAL_UNREACHABLE).
 
 Units: radians.
 """
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+from planners.errors import GoalUnreachableError  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from planners.group import ArmGroup
@@ -48,6 +54,15 @@ class GoalResolver(Protocol):
     """A goal that yields candidate joint vectors for ``arm`` (pose goals via IK)."""
 
     def joint_candidates(self, group: ArmGroup, arm: str, start: np.ndarray) -> Sequence[np.ndarray]:
+        ...
+
+
+@runtime_checkable
+class ResamplingGoal(GoalResolver, Protocol):
+    """A resolver that can produce further candidates, distinct from ``have``."""
+
+    def more_candidates(self, group: ArmGroup, arm: str, start: np.ndarray,
+                        have: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
         ...
 
 

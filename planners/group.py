@@ -10,7 +10,18 @@ Stages (wall time of each in ``Plan.stage_times_s``): ``goals`` (candidates, com
 check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``retime``
 (jerk-limited time law, 125 Hz samples), ``check`` (every sample and ``substeps`` states
 between samples re-checked with the margin while measuring clearance up to the
-horizon; a hit re-plans only the offending segment at a finer edge step and retimes).
+horizon; a hit re-plans only the offending span at a finer edge step, shortcuts it
+again and retimes).
+
+Goal resampling: when no combination of the goal candidates passes the combined check,
+goals that can resample (``planners.goals.ResamplingGoal``, e.g. ``PoseGoal``) are asked
+for more candidates, up to ``max_goal_resamples`` rounds, before GOAL_IN_COLLISION.
+
+Repair (why it is reliable): shortcut waypoints are checked themselves (they used to be
+unchecked states between an edge's checks, and a waypoint within the margin made every
+later repair end at the same colliding state); a repair spans from the nearest waypoint
+before the hit that is free to the nearest one after it, keeps the search padding
+whenever the padded re-plan succeeds, and shortcuts the re-planned span.
 
 Units: radians, seconds, metres.
 """
@@ -28,8 +39,8 @@ import numpy as np
 
 from planners import collision, search
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
-from planners.errors import GoalInputError, GroupNameError, PlannerConfigError
-from planners.goals import Goal, raw_candidates
+from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
+from planners.goals import Goal, ResamplingGoal, raw_candidates
 from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from planners.retime import JointLimits, TimedPath, sample_times, time_path
 from planners.search import SearchConfig
@@ -44,9 +55,11 @@ class GroupConfig:
     state collides; repair_step_factor: edge step of a repair relative to the search's;
     velocity/acceleration/jerk: default joint limits [rad/s, rad/s^2, rad/s^3] (per-arm
     ``JointLimits`` may be given to ArmGroup instead); max_goal_combinations: candidate
-    combinations tried against the combined check; search_padding_m: extra clearance [m]
-    the search keeps (so densely checked retimed states between its edge checks keep the
-    margin); when the padded search fails, it is retried unpadded."""
+    combinations tried against the combined check; max_goal_resamples: rounds of extra
+    candidates asked of resampling goals when no combination is free; search_padding_m:
+    extra clearance [m] the search keeps (so densely checked retimed states between its
+    edge checks keep the margin); when the padded search fails, it is retried unpadded
+    (and repairs still try padded first)."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
     clearance_horizon_m: float = 0.02
@@ -58,7 +71,8 @@ class GroupConfig:
     velocity: float = 1.0
     acceleration: float = 2.5
     jerk: float = 15.0
-    max_goal_combinations: int = 64
+    max_goal_combinations: int = 256
+    max_goal_resamples: int = 3
     search_padding_m: float = 0.002
 
     def __post_init__(self) -> None:
@@ -72,6 +86,8 @@ class GroupConfig:
                 raise PlannerConfigError(name, getattr(self, name), ">= 0")
         if not 0 < self.repair_step_factor <= 1:
             raise PlannerConfigError("repair_step_factor", self.repair_step_factor, "in (0, 1]")
+        if self.max_goal_resamples < 0:
+            raise PlannerConfigError("max_goal_resamples", self.max_goal_resamples, ">= 0")
         if self.max_goal_combinations < 1:
             raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
 
@@ -206,7 +222,13 @@ class ArmGroup:
             self._arm(a)
         moving = tuple(a for a in self.arm_names if a in goals)
         start = np.concatenate([self._validated(a, self.arm_q(a), "start") for a in moving])
-        candidates = {a: self._candidates(a, goals[a]) for a in moving}
+        t0 = time.perf_counter()
+        try:
+            candidates = {a: self._candidates(a, goals[a]) for a in moving}
+        except GoalUnreachableError as err:
+            stages["goals"] = time.perf_counter() - t0
+            return PlanResult(PlanStatus.GOAL_UNREACHABLE, reason=str(err), stage_times_s=stages)
+        stages["goals"] = time.perf_counter() - t0
         session = self.checker.session(moving, self.reference_qpos)
         meter = self.meter.session(moving, self.reference_qpos)
         margin = self.config.collision.margin_m
@@ -218,8 +240,8 @@ class ArmGroup:
                 f"start is {at_start.distance_m * 1e3:.1f} mm from collision "
                 f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"), pair=at_start.pair,
                 stage_times_s=stages)
-        goal, failure = self._pick_goal(moving, candidates, meter)
-        stages["goals"] = time.perf_counter() - t0
+        goal, failure, resamples = self._pick_goal(moving, goals, candidates, meter)
+        stages["goals"] += time.perf_counter() - t0
         if goal is None:
             failure.stage_times_s.update(stages)
             return failure
@@ -230,6 +252,7 @@ class ArmGroup:
         t0 = time.perf_counter()
         padded = self.padded.session(moving, self.reference_qpos)
         found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng, self.config.search)
+        plain = session
         if found.path is None:
             found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng,
                                        self.config.search)
@@ -245,7 +268,7 @@ class ArmGroup:
 
         limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
         stages["retime"] = stages["check"] = 0.0
-        repairs = 0
+        repairs = before = 0
         while True:
             t0 = time.perf_counter()
             timed = time_path(path, limits)
@@ -255,12 +278,14 @@ class ArmGroup:
             stages["check"] += time.perf_counter() - t0
             if hit is None:
                 break
+            if repairs == 0:
+                before = self._count_colliding(timed, meter)
             if repairs >= self.config.max_repairs:
                 return PlanResult(PlanStatus.CHECK_FAILED, reason=(
                     f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
                     f"segment repairs: {hit[1]}"), pair=hit[1].pair, stage_times_s=stages)
             t0 = time.perf_counter()
-            path = self._repair(timed, hit[0], session, rng, (lower, upper))
+            path = self._repair(timed, hit[0], (padded, plain), meter, rng, (lower, upper))
             stages["search"] += time.perf_counter() - t0
             repairs += 1
             if path is None:
@@ -278,7 +303,7 @@ class ArmGroup:
             col += n
         stages["total"] = time.perf_counter() - t_all
         plan = Plan(times, self.config.rate_hz, arms, timed.waypoints, record, stages, checked,
-                    repairs, seed)
+                    repairs, seed, resamples, before)
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 
     # ---------------------------------------------------------------- helpers
@@ -288,33 +313,48 @@ class ArmGroup:
             raise GoalInputError(arm, "goal", goal, "at least one candidate joint vector")
         return [self._validated(arm, c, "goal") for c in raw]
 
-    def _pick_goal(self, moving, candidates, meter: CheckSession):
-        """First combination of candidates (in preference order) that is free."""
+    def _pick_goal(self, moving, goals, candidates, meter: CheckSession):
+        """First combination of candidates (in preference order) that is free; when none
+        is, resampling goals are asked for more candidates (``max_goal_resamples`` rounds).
+        Returns (goal or None, failure or None, resample rounds used)."""
         first: Clearance | None = None
-        tried = 0
-        for combo in itertools.product(*(candidates[a] for a in moving)):
-            q = np.concatenate(combo)
-            c = meter.clearance(q)
-            if c.is_free(self.config.collision.margin_m):
-                return q, None
-            first = first or c
-            tried += 1
-            if tried >= self.config.max_goal_combinations:
-                break
+        lists = {a: list(candidates[a]) for a in moving}
+        tried: set[tuple[int, ...]] = set()
         margin = self.config.collision.margin_m
+        resamples = 0
+        while True:
+            for combo in itertools.product(*(range(len(lists[a])) for a in moving)):
+                if combo in tried or len(tried) >= self.config.max_goal_combinations:
+                    continue
+                tried.add(combo)
+                q = np.concatenate([lists[a][k] for a, k in zip(moving, combo, strict=True)])
+                c = meter.clearance(q)
+                if c.is_free(margin):
+                    return q, None, resamples
+                first = first or c
+            if resamples >= self.config.max_goal_resamples or \
+                    len(tried) >= self.config.max_goal_combinations:
+                break
+            grew = False
+            for a in moving:
+                if isinstance(goals[a], ResamplingGoal):
+                    more = goals[a].more_candidates(self, a, self.arm_q(a), list(lists[a]))
+                    lists[a].extend(self._validated(a, c, "goal") for c in more)
+                    grew = grew or len(more) > 0
+            if not grew:
+                break
+            resamples += 1
+        n = len(tried)
         return None, PlanResult(PlanStatus.GOAL_IN_COLLISION, reason=(
-            f"{'every' if tried > 1 else 'the'} goal combination ({tried} tried) is within "
-            f"{margin * 1e3:.1f} mm of collision; first: {first.pair} at "
-            f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair)
+            f"{'every' if n > 1 else 'the'} goal combination ({n} tried, {resamples} resample "
+            f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
+            f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair), resamples
 
     def _check_timed(self, timed: TimedPath, meter: CheckSession):
         """Check samples and sub-steps in time order; return (hit or None, clearance record,
         states checked). A hit is (time, Clearance)."""
         margin = self.config.collision.margin_m
-        times = sample_times(timed.duration, self.config.rate_hz)
-        k = self.config.substeps + 1
-        dense = (times[:-1, None] + np.arange(k)[None, :] / (k * self.config.rate_hz)).ravel()
-        dense = np.append(dense, times[-1])
+        dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
         best, best_t = Clearance(math.inf, None), None
         for i in range(dense.size):
@@ -330,15 +370,41 @@ class ArmGroup:
             record = ClearanceRecord(best.distance_m, best_t, best.pair, False)
         return None, record, dense.size
 
-    def _repair(self, timed: TimedPath, t_hit: float, session: CheckSession, rng, box):
-        """Re-plan only the segment that holds ``t_hit`` at a finer edge step."""
-        k = int(timed.segment_of(np.array([t_hit]))[0])
-        a, b = timed.waypoints[k], timed.waypoints[k + 1]
-        fine = replace(self.config.search,
-                       edge_step_rad=self.config.search.edge_step_rad * self.config.repair_step_factor)
-        found = search.rrt_connect(a, b, box[0], box[1], session.is_free, rng, fine,
-                                   try_direct=False)
-        if found.path is None:
-            return None
+    def _count_colliding(self, timed: TimedPath, meter: CheckSession) -> int:
+        """Retimed states (samples and sub-steps) of ``timed`` within the margin."""
+        margin = self.config.collision.margin_m
+        q, _, _ = timed.evaluate(self._dense_times(timed.duration))
+        return sum(1 for row in q if meter.clearance(row).distance_m < margin)
+
+    def _dense_times(self, duration: float) -> np.ndarray:
+        times = sample_times(duration, self.config.rate_hz)
+        k = self.config.substeps + 1
+        dense = (times[:-1, None] + np.arange(k)[None, :] / (k * self.config.rate_hz)).ravel()
+        return np.append(dense, times[-1])
+
+    def _repair(self, timed: TimedPath, t_hit: float, sessions, meter: CheckSession, rng, box):
+        """Re-plan the span around the segment that holds ``t_hit`` at a finer edge step.
+
+        The span runs from the nearest waypoint at or before the segment that is free at the
+        margin to the nearest such waypoint at or after it (the ends of the path are free:
+        checked before the search). The padded session is tried first, then the plain
+        one; the re-planned span is shortcut with the session that found it.
+        """
+        margin = self.config.collision.margin_m
         pts = list(timed.waypoints)
-        return pts[: k + 1] + found.path[1:-1] + pts[k + 1:]
+        k = int(timed.segment_of(np.array([t_hit]))[0])
+        lo, hi = k, k + 1
+        while lo > 0 and not meter.clearance(pts[lo]).is_free(margin):
+            lo -= 1
+        while hi < len(pts) - 1 and not meter.clearance(pts[hi]).is_free(margin):
+            hi += 1
+        step = self.config.search.edge_step_rad * self.config.repair_step_factor
+        fine = replace(self.config.search, edge_step_rad=step)
+        for session in sessions:
+            found = search.rrt_connect(pts[lo], pts[hi], box[0], box[1], session.is_free, rng,
+                                       fine, try_direct=False)
+            if found.path is not None:
+                span = search.shortcut(found.path, session.is_free, rng,
+                                       self.config.search.shortcut_rounds // 2, step)
+                return pts[:lo] + span + pts[hi + 1:]
+        return None

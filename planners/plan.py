@@ -26,6 +26,7 @@ class PlanStatus(enum.Enum):
     GOAL_IN_COLLISION = "goal_in_collision"
     NO_PATH = "no_path"  # the search gave up
     CHECK_FAILED = "check_failed"  # retimed samples still collide after the allowed repairs
+    GOAL_UNREACHABLE = "goal_unreachable"  # a goal resolver (IK of a pose) found no candidate
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Plan:
     checked_states: int  # retimed samples and sub-steps checked in the final pass
     repairs: int  # segments re-planned after a retimed state collided
     seed: int
+    goal_resamples: int = 0  # rounds of extra goal candidates asked of resampling goals
+    colliding_before_repair: int = 0  # retimed states (samples, sub-steps) within the margin
+    # on the first retimed path, before any segment repair (0 when it was clean)
 
     @property
     def moving(self) -> tuple[str, ...]:

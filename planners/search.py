@@ -162,8 +162,9 @@ def path_length(path: list[np.ndarray]) -> float:
 
 def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generator,
              rounds: int, step_rad: float) -> list[np.ndarray]:
-    """Shorten ``path`` by joining random points of it with straight checked motions,
-    then drop every waypoint whose neighbours see each other. Ends stay fixed."""
+    """Shorten ``path`` by joining random points of it with straight checked motions (the
+    new waypoints themselves checked), then drop every waypoint whose neighbours see each
+    other. Ends stay fixed."""
     path = [np.asarray(p, float) for p in path]
     for _ in range(rounds):
         if len(path) < 3:
@@ -180,7 +181,9 @@ def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generat
             continue
         p1 = path[i] + (path[i + 1] - path[i]) * ((s1 - cum[i]) / seg[i] if seg[i] > 0 else 0.0)
         p2 = path[j] + (path[j + 1] - path[j]) * ((s2 - cum[j]) / seg[j] if seg[j] > 0 else 0.0)
-        if motion_is_free(p1, p2, is_free, step_rad):
+        # p1 and p2 lie between the checked states of their edges: check them too, or an
+        # unchecked (possibly colliding) state becomes a waypoint.
+        if is_free(p1) and is_free(p2) and motion_is_free(p1, p2, is_free, step_rad):
             path = path[: i + 1] + [p1, p2] + path[j + 1:]
     return drop_redundant(path, is_free, step_rad)
 

@@ -1,0 +1,104 @@
+"""PoseGoal: a TCP pose goal of one arm, resolved by the IK into a resampling goal set.
+
+Frames: ``target`` is a TCP pose in ROB's *base* frame (``planners.kinematics``: the
+reduced Pinocchio model with the base free joint at identity). The IK returns joint
+angles, which do not depend on where the base stands, so they go straight into the
+group's MuJoCo qpos; the base frame equals MuJoCo's world frame when the base free joint
+is at its qpos0 (origin, identity), as in ``load_scene()`` (tests/test_pose_goals.py
+checks FK against MuJoCo's site there). The torso angle is the group's reference torso
+(``torso/yaw`` of its reference qpos) unless given.
+
+Candidates: ``n_candidates`` distinct IK solutions, nearest to the arm's start first
+(the start is the IK seed, so the nearest branch comes first). When no combination of
+the arms' candidates passes the group's combined check, the group calls
+``more_candidates`` and gets ``resample_count`` new solutions from fresh random restarts.
+
+Units: metres, radians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from controllers import names as N
+from planners.errors import GoalInputError, GoalUnreachableError, PlannerConfigError
+from planners.ik import IKConfig, IKSolver
+from planners.kinematics import ArmKinematics
+from planners.pose import as_pose
+
+if TYPE_CHECKING:
+    from planners.group import ArmGroup
+
+
+def group_torso(group: ArmGroup) -> float:
+    """The torso yaw [rad] of the group's reference state (0 when the model has none)."""
+    jid = mujoco.mj_name2id(group.model, mujoco.mjtObj.mjOBJ_JOINT, N.TORSO_JOINT)
+    if jid < 0:
+        return 0.0
+    return float(group.reference_qpos[group.model.jnt_qposadr[jid]])
+
+
+class PoseGoal:
+    """TCP pose ``target`` (pinocchio.SE3 or 4x4, base frame) of one arm.
+
+    n_candidates: IK solutions offered first; resample_count: new solutions per resample
+    round; torso: torso yaw [rad] (None: the group's reference); ik_config: IKConfig
+    (``planners.ik.default_config()``; its ``rng_seed`` makes the candidates reproducible).
+    One PoseGoal belongs to one thread (it owns IK solvers).
+    """
+
+    def __init__(self, target: pin.SE3 | np.ndarray, n_candidates: int = 4,
+                 resample_count: int = 4, torso: float | None = None,
+                 ik_config: IKConfig | None = None):
+        self.target = as_pose(target)
+        if n_candidates < 1 or resample_count < 1:
+            raise PlannerConfigError("n_candidates/resample_count",
+                                     (n_candidates, resample_count), ">= 1")
+        self.n_candidates, self.resample_count = n_candidates, resample_count
+        self.torso = torso
+        self.ik_config = ik_config
+        self._solvers: dict[str, IKSolver] = {}
+        self.calls = {"joint_candidates": 0, "more_candidates": 0}
+
+    def solver(self, group: ArmGroup, arm: str) -> IKSolver:
+        if arm not in self._solvers:
+            kin = ArmKinematics(arm)
+            if tuple(group.joint_names(arm)) != kin.joint_names:
+                raise GoalInputError(arm, "joints", group.joint_names(arm),
+                                     f"the IK chain {kin.joint_names}")
+            self._solvers[arm] = IKSolver(kin, self.ik_config)
+        return self._solvers[arm]
+
+    def _torso(self, group: ArmGroup) -> float:
+        return group_torso(group) if self.torso is None else float(self.torso)
+
+    def joint_candidates(self, group: ArmGroup, arm: str, start: np.ndarray) -> list[np.ndarray]:
+        """Up to ``n_candidates`` verified IK solutions, nearest to ``start`` first."""
+        self.calls["joint_candidates"] += 1
+        result = self.solver(group, arm).solve(self.target, self._torso(group), seed=start,
+                                               n_solutions=self.n_candidates)
+        if not result.ok:
+            raise GoalUnreachableError(arm, f"IK of the TCP pose: {result.status.value}: "
+                                            f"{result.message}")
+        return [s.q.copy() for s in result.solutions]
+
+    def more_candidates(self, group: ArmGroup, arm: str, start: np.ndarray,
+                        have: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Up to ``resample_count`` new solutions (fresh random restarts), each farther
+        than the IK's ``distinct_min_rad`` from every one in ``have``; nearest first."""
+        self.calls["more_candidates"] += 1
+        solver = self.solver(group, arm)
+        gap = solver.config.distinct_min_rad
+        result = solver.solve(self.target, self._torso(group), seed=None,
+                              n_solutions=len(have) + self.resample_count)
+        new: list[np.ndarray] = []
+        for s in result.solutions:
+            if all(np.max(np.abs(s.q - h)) > gap for h in [*have, *new]):
+                new.append(s.q.copy())
+        new.sort(key=lambda q: float(np.linalg.norm(q - start)))
+        return new[: self.resample_count]

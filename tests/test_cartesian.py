@@ -1,0 +1,87 @@
+"""Lockstep Cartesian paths: straight TCP lines on one 125 Hz time base, limits held,
+every sample checked; typed failures name the sample and the arm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from planner_fixtures import ROB_ARMS, rob_home
+
+from planners import ArmGroup, CartesianStatus, PlanFailedError, plan_cartesian
+from planners.cartesian import interpolate
+from planners.kinematics import ArmKinematics
+from planners.retime import JointLimits, limit_report
+
+
+@pytest.fixture(scope="module")
+def group():
+    m, home = rob_home()
+    g = ArmGroup(m, ROB_ARMS)
+    g.set_qpos(home)
+    return g
+
+
+def _targets(group, dx, dy, dz):
+    out = {}
+    for a, sign in (("right", -1.0), ("left", 1.0)):
+        p = ArmKinematics(a).tcp_pose(group.arm_q(a))
+        rot = p.rotation @ pin.exp3(np.array([0.0, 0.0, 0.2 * sign]))
+        out[a] = pin.SE3(rot, p.translation + np.array([dx, sign * dy, dz]))
+    return out
+
+
+def test_lockstep_lines_on_one_time_base(group):
+    targets = _targets(group, 0.08, 0.05, 0.1)
+    r = plan_cartesian(group, targets)
+    plan = r.unwrap()
+    assert plan.rate_hz == 125.0 and set(plan.moving) == {"right", "left"}
+    np.testing.assert_allclose(np.diff(plan.t), 1 / 125.0, atol=1e-12)
+    assert r.max_line_deviation_m < 1e-3
+    limits = JointLimits.stack([group.motion_limits(a) for a in plan.moving])
+    rep = limit_report(plan.stacked(), plan.stacked("qd"), plan.stacked("qdd"), 1 / 125.0, limits)
+    assert rep.respected(1e-6), rep
+    assert plan.min_clearance.distance_m >= 0.005
+    assert plan.checked_states >= 2 * (plan.t.size - 1)
+    # lockstep: at every sample both TCPs are at the same fraction of their lines
+    kin = {a: ArmKinematics(a) for a in ROB_ARMS}
+    start = {a: kin[a].tcp_pose(plan.arms[a].q[0]) for a in ROB_ARMS}
+    frac = {}
+    for a in ROB_ARMS:
+        d = targets[a].translation - start[a].translation
+        frac[a] = np.array([(kin[a].tcp_pose(q).translation - start[a].translation) @ d / (d @ d)
+                            for q in plan.arms[a].q[::5]])
+    np.testing.assert_allclose(frac["right"], frac["left"], atol=0.01)
+    for a in ROB_ARMS:  # ends at the targets, orientation included
+        end = kin[a].tcp_pose(plan.arms[a].q[-1])
+        assert np.linalg.norm(end.translation - targets[a].translation) < 1e-5
+        assert np.linalg.norm(pin.log3(end.rotation.T @ targets[a].rotation)) < 1e-5
+
+
+def test_interpolate_is_lerp_and_slerp():
+    a = pin.SE3(np.eye(3), np.zeros(3))
+    b = pin.SE3(pin.exp3(np.array([0.0, 0.0, 1.0])), np.array([1.0, 2.0, 3.0]))
+    mid = interpolate(a, b, 0.5)
+    np.testing.assert_allclose(mid.translation, [0.5, 1.0, 1.5])
+    np.testing.assert_allclose(pin.log3(mid.rotation), [0.0, 0.0, 0.5], atol=1e-12)
+
+
+def test_unreachable_line_names_sample_and_arm(group):
+    r = plan_cartesian(group, {"right": pin.SE3(np.eye(3), np.array([0.3, -0.2, 0.3]))})
+    assert r.status in (CartesianStatus.IK_FAILED, CartesianStatus.JOINT_JUMP)
+    f = r.failure
+    assert f.arm == "right" and 0 < f.sample < f.samples and f"sample {f.sample}" in f.reason
+    with pytest.raises(PlanFailedError):
+        r.unwrap()
+
+
+def test_colliding_line_is_refused_with_the_pair(group):
+    # both TCPs to the chest midline, 0.5 m in front: the hands meet
+    targets = {}
+    for a in ROB_ARMS:
+        p = ArmKinematics(a).tcp_pose(group.arm_q(a))
+        targets[a] = pin.SE3(p.rotation, np.array([p.translation[0], 0.0, p.translation[2]]))
+    r = plan_cartesian(group, targets)
+    assert r.status is CartesianStatus.COLLISION, r
+    assert r.failure.pair is not None and str(r.failure.pair) in r.failure.reason
+    assert 0 < r.failure.sample < r.failure.samples

@@ -1,0 +1,48 @@
+"""The crossing and study experiments: keys, a proven trap, zero group collisions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments import exp_crossing, exp_study, output
+from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
+
+
+@pytest.fixture
+def out_dir(tmp_path, monkeypatch):
+    for mod in (output, exp_crossing, exp_study):
+        monkeypatch.setattr(mod, "OUT_DIR", tmp_path)
+    return tmp_path
+
+
+def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
+    r = exp_crossing.run(seed=0)
+    for key in ("separate_colliding_frames", "separate_frames", "group_colliding_samples",
+                "group_samples", "min_clearance_m", "max_detour_m"):
+        assert key in r
+    assert r["hardware_io"] is False
+    assert r["separate_colliding_frames"] > 0  # the trap is real
+    assert r["group_colliding_samples"] == 0 and r["group_samples"] > 100
+    assert r["min_clearance_m"] >= 0.005
+    assert (out_dir / "experiments" / "crossing" / "tcp_paths.png").stat().st_size > 1000
+    json.loads((out_dir / "experiments" / "crossing" / "result.json").read_text())
+
+
+def test_crossing_goals_are_shared_and_swap_sides():
+    from planners.kinematics import ArmKinematics
+
+    start, goal = rob_crossing_start(), rob_crossing_goals()
+    y = {(w, a): ArmKinematics(a).tcp_pose(d[a]).translation[1]
+         for w, d in (("s", start), ("g", goal)) for a in ("right", "left")}
+    assert y["s", "right"] < y["s", "left"] and y["g", "right"] > y["g", "left"]
+
+
+def test_study_small(out_dir):
+    r = exp_study.run(seed=1, n_pairs=3)
+    for key in ("success_rate", "plan_time_ms_median", "plan_time_ms_p95", "min_clearance_m",
+                "colliding_retimed_before_repair", "colliding_samples_after_repair"):
+        assert key in r
+    assert r["pairs"] == 3 and r["colliding_samples_after_repair"] == 0
+    assert r["hardware_io"] is False

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -279,9 +280,9 @@ def hex_bytes(data: bytes) -> str:
     return " ".join(f"{b:02X}" for b in data)
 
 
-@dataclass(frozen=True)
-class Frame:
-    """One CAN frame of the Amber protocol (standard 11-bit id)."""
+class Frame(NamedTuple):
+    """One CAN frame of the Amber protocol (standard 11-bit id). Immutable; a NamedTuple
+    rather than a frozen dataclass because it is built 3,000 times per simulated second."""
 
     joint: int  # 1..7
     arbitration_id: int

@@ -128,9 +128,9 @@ class MotorBank:
             while (msg := ad.bus.recv(timeout=0)) is not None:
                 self._handle(ad, msg, now)
             if ad.powered:
-                ctrl, q = self.data.ctrl, self.data.qpos[ad.qpos].tolist()
-                for k, drv in enumerate(ad.drives):
-                    ctrl[ad.actuators[k]] = drv.update(now, dt, q[k])
+                q = self.data.qpos[ad.qpos].tolist()
+                self.data.ctrl[ad.actuators] = [
+                    drv.update(now, dt, qk) for drv, qk in zip(ad.drives, q, strict=True)]
 
     def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:
         if ad.logger is not None:

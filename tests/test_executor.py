@@ -6,6 +6,7 @@ Interleavings are forced with hooks + threading.Event, not sleeps."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -49,10 +50,10 @@ def arrays(duration=1.0, dq=(0.4, -0.3)):
 class Pair:
     """Two owners on one clock, ticked in lockstep; ``run`` feeds an execution per tick."""
 
-    def __init__(self, clock=None):
+    def __init__(self, clock=None, config=CFG):
         self.clock = clock or SimClock()
         self.pubs = {a: RecordingPublisher() for a in Arm}
-        self.owners = {a: ArmOwner(a, self.pubs[a], self.clock, P0[a], CFG) for a in Arm}
+        self.owners = {a: ArmOwner(a, self.pubs[a], self.clock, P0[a], config) for a in Arm}
 
     def executor(self, **kw) -> SyncExecutor:
         hooks = kw.pop("hooks", None)
@@ -226,9 +227,16 @@ def test_bus_off_on_right_stops_left_in_the_closed_loop():
 # ----------------------------------------------------------------------- real time (threads)
 
 
+# Real threads on a shared 2-core machine (CI) can be descheduled for tens of ms: these
+# tests are about the shared stamp and the cancel, so late ticks only brake much later,
+# and timing bounds are loose (the lockstep tests above hold the tight ones).
+RT_CFG = dataclasses.replace(CFG, late_tick_periods=200.0)
+RT_SLACK_S = 0.1
+
+
 def _realtime_pair():
     clock = MonotonicClock()
-    pair = Pair(clock)
+    pair = Pair(clock, RT_CFG)
     return pair
 
 
@@ -256,8 +264,8 @@ def test_realtime_threads_start_on_the_shared_stamp_and_complete():
     assert rep.outcome is Outcome.COMPLETED, rep.reason
     assert started[Arm.RIGHT] >= started[Arm.LEFT]
     for r in rep.arms.values():  # each arm's first planned sample right after the shared stamp
-        assert 0.0 <= r.start_offset_s < 0.03, r.start_offset_s
-    assert rep.start_skew_s < 0.03
+        assert 0.0 <= r.start_offset_s < RT_SLACK_S, r.start_offset_s
+    assert rep.start_skew_s < RT_SLACK_S
 
 
 @pytest.mark.stress

@@ -1,18 +1,26 @@
-"""Benchmark: collision check cost vs bare mj_kinematics + mj_collision, dual-arm plan +
-retime + check time on seeded random goal pairs, and coal oracle agreement per pair type."""
+"""Benchmark: collision check cost vs bare mj_kinematics + mj_collision; dual-arm plan +
+retime + check time on seeded random joint goal pairs, on the same pairs' TCP poses as
+PoseGoal pairs, and on lockstep Cartesian requests (median/p95 [ms]); coal oracle
+agreement per pair type. Goal pairs come from ``experiments.goal_pairs`` (shared with the
+``study`` experiment)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import mujoco
 import numpy as np
 
 from controllers.names import Arm, arm_joints
+from experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
 from experiments.registry import benchmark
+from planners.cartesian import plan_cartesian
 from planners.collision import CollisionChecker
 from planners.group import ArmGroup
+from planners.ik import default_config as ik_default
 from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreement_on_placements
+from planners.pose_goals import PoseGoal
 from twin.model.loading import apply_home, load_scene
 
 ARMS = {"right": list(arm_joints(Arm.RIGHT)), "left": list(arm_joints(Arm.LEFT))}
@@ -37,33 +45,74 @@ def _check_cost(m, home, n=20000) -> dict:
             "check_vs_bare": round(check / bare, 3), "at": "home pose, both arms moving"}
 
 
-def _study(m, home, n_pairs=30, seed=0) -> dict:
+def _times(times_s: list[float], prefix: str) -> dict:
+    t = np.array(times_s) * 1e3
+    if t.size == 0:
+        return {f"{prefix}_ms_median": None, f"{prefix}_ms_p95": None}
+    return {f"{prefix}_ms_median": round(float(np.median(t)), 1),
+            f"{prefix}_ms_p95": round(float(np.percentile(t, 95)), 1)}
+
+
+def _group(m, home) -> ArmGroup:
     g = ArmGroup(m, ARMS)
     g.set_qpos(home)
-    rng = np.random.default_rng(seed)
-    times, ok, clearances, statuses = [], 0, [], {}
-    for i in range(n_pairs):
-        goals = {}
-        for a in ARMS:
-            lo, hi = g.joint_limits(a)
-            while True:
-                q = np.clip(g.arm_q(a) + rng.normal(0.0, 0.8, lo.size), lo, hi)
-                if g.clearance({a: q}).distance_m >= 0.01:
-                    break
-            goals[a] = q
+    return g
+
+
+def _study(m, home, n_pairs=30, seed=0) -> dict:
+    """Joint goal pairs: plan + retime + check time (all requests) and outcomes."""
+    g = _group(m, home)
+    times, clearances, statuses = [], [], {}
+    for i, goals in enumerate(goal_pairs(g, n_pairs, np.random.default_rng(seed))):
         t0 = time.perf_counter()
         r = g.plan(goals, seed=i)
         times.append(time.perf_counter() - t0)
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
         if r.ok:
-            ok += 1
             clearances.append(r.plan.min_clearance.distance_m)
-    t = np.array(times) * 1e3
-    return {"pairs": n_pairs, "success": ok, "statuses": statuses,
-            "plan_retime_check_ms_median": round(float(np.median(t)), 1),
-            "plan_retime_check_ms_p95": round(float(np.percentile(t, 95)), 1),
+    return {"pairs": n_pairs, "success": len(clearances), "statuses": statuses,
+            **_times(times, "plan_retime_check"),
             "min_clearance_m_min": round(float(min(clearances)), 4) if clearances else None,
-            "goal_sampling": "home + N(0, 0.8 rad) per joint, clipped, goal pair clearance >= 10 mm"}
+            "goal_sampling": SAMPLING}
+
+
+def _pose_goals(m, home, n_pairs=20, seed=0) -> dict:
+    """The TCP poses of seeded joint goal pairs as PoseGoal pairs (IK candidates, goal
+    resampling, plan, retime, check): time of every request [ms]."""
+    g = _group(m, home)
+    targets = pose_targets(g, goal_pairs(g, n_pairs, np.random.default_rng(seed)))
+    times, statuses, resamples = [], {}, 0
+    for i, pair in enumerate(targets):
+        goals = {a: PoseGoal(t, ik_config=replace(ik_default(), rng_seed=i))
+                 for a, t in pair.items()}
+        t0 = time.perf_counter()
+        r = g.plan(goals, seed=i)
+        times.append(time.perf_counter() - t0)
+        statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+        if r.ok:
+            resamples += r.plan.goal_resamples
+    return {"pairs": n_pairs, "success": statuses.get("success", 0), "statuses": statuses,
+            **_times(times, "ik_plan_retime_check"), "goal_resample_rounds": resamples,
+            "targets": "TCP poses of the joint goal pairs (" + SAMPLING + "), seed "
+                       f"{seed}; PoseGoal defaults (4 candidates, IK rng_seed = pair index)"}
+
+
+def _cartesian(m, home, n=20, seed=0) -> dict:
+    """Lockstep Cartesian requests from home: IK samples, spline time law, check."""
+    g = _group(m, home)
+    times, ok_times, statuses = [], [], {}
+    for targets in cartesian_targets(g, n, np.random.default_rng(seed)):
+        t0 = time.perf_counter()
+        r = plan_cartesian(g, targets)
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+        if r.ok:
+            ok_times.append(dt)
+    return {"requests": n, "success": len(ok_times), "statuses": statuses,
+            **_times(times, "all_requests"), **_times(ok_times, "successful"),
+            "targets": "both TCPs from home, mirrored: forward 0..10 cm, outward -5..+5 cm, "
+                       f"up -5..+15 cm, turn 0..0.3 rad about z; seed {seed}"}
 
 
 def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
@@ -87,4 +136,5 @@ def run() -> dict:
     apply_home(m, d)
     home = d.qpos.copy()
     return {"model": "models/rob/scene.xml", "collision_check": _check_cost(m, home),
-            "dual_arm_study": _study(m, home), "oracle_agreement": _oracle(m, home)}
+            "dual_arm_study": _study(m, home), "pose_goal_pairs": _pose_goals(m, home),
+            "lockstep_cartesian": _cartesian(m, home), "oracle_agreement": _oracle(m, home)}

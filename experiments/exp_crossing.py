@@ -7,7 +7,10 @@ does not (seed 002: 58 of 210 frames vs none, one gripper bent ~16 cm around the
    in contact (coal distance < 0) on a fresh model copy: N of M.
 2. Group: both arms planned together by ArmGroup; every 125 Hz sample judged by coal on
    another fresh model copy against the 5 mm margin (colliding samples must be 0).
-3. Detour: the largest distance of a TCP from its straight start-goal line.
+3. Detour: the largest distance of a TCP from its straight start-goal line; bend: the
+   largest distance of a group-plan TCP from the path the same arm takes planned alone
+   (how far the group bends one hand around the other; a joint-space path curves its
+   TCP even with nothing in the way, so the detour alone overstates the bend).
 
 Simulated: ``hardware_io: false``.
 """
@@ -109,6 +112,14 @@ def max_detour(paths: dict[str, np.ndarray]) -> dict[str, float]:
     return out
 
 
+def bend_from(paths: dict[str, np.ndarray], alone: dict[str, np.ndarray]) -> dict[str, float]:
+    """Largest distance [m] of each TCP path from the path of the same arm planned alone
+    (each point to the nearest point of the other polyline's samples)."""
+    return {a: float(np.max(np.min(np.linalg.norm(p[:, None, :] - alone[a][None, :, :],
+                                                      axis=2), axis=1)))
+            for a, p in paths.items()}
+
+
 def figures(seed: int = 0) -> tuple[dict, dict]:
     model, home = crossing_start_qpos()
     goals = rob_crossing_goals()
@@ -122,6 +133,7 @@ def figures(seed: int = 0) -> tuple[dict, dict]:
     group_hits = _judge(states, MARGIN - TOL)
     paths = {"separate": tcp_paths(sep_states, model), "group": tcp_paths(states, model)}
     detour = max_detour(paths["group"])
+    bend = bend_from(paths["group"], paths["separate"])
     fig = {
         "goals_rad": {a: np.round(q, 4).tolist() for a, q in goals.items()},
         "goal_pair_clearance_m": round(float(pair_clear.distance_m), 4),
@@ -135,6 +147,8 @@ def figures(seed: int = 0) -> tuple[dict, dict]:
         "min_clearance_pair": str(plan.min_clearance.pair),
         "max_detour_m": round(max(detour.values()), 4),
         "max_detour_by_arm_m": {a: round(v, 4) for a, v in detour.items()},
+        "max_bend_from_separate_m": round(max(bend.values()), 4),
+        "max_bend_by_arm_m": {a: round(v, 4) for a, v in bend.items()},
         "group_duration_s": round(plan.duration_s, 3),
         "group_plan_time_s": round(plan.stage_times_s["total"], 3),
         "repairs": plan.repairs,
@@ -180,7 +194,10 @@ def run(seed: int = 0) -> dict:
         {"figure": "ArmGroup plan: colliding samples (coal, fresh model)",
          "ours": f"{fig['group_colliding_samples']} of {fig['group_samples']}", "seed": "0"},
         {"figure": "min clearance [m]", "ours": fig["min_clearance_m"], "seed": ">= 0.005"},
-        {"figure": "largest TCP detour [m]", "ours": fig["max_detour_m"], "seed": "~0.16"},
+        {"figure": "largest TCP bend from the alone-planned path [m]",
+         "ours": fig["max_bend_from_separate_m"], "seed": "~0.16 (gripper bent around)"},
+        {"figure": "largest TCP detour from the straight line [m]", "ours": fig["max_detour_m"],
+         "seed": "-"},
     ]
     return write_experiment("crossing", fig, markdown_table(rows, ["figure", "ours", "seed"])
                             + "\n![TCP paths](tcp_paths.png)\n")

@@ -1,10 +1,11 @@
 """Experiment ``sequential`` (seed 002): a crossing two-arm plan run one arm after the
 other vs synchronized through the owners and the motor bank (simulated, hardware_io false).
 
-The arms start with the right hand low and the left hand high near the chest's midline
-and swap heights (``CROSS_A``/``CROSS_B``, found once by a seeded search: the straight
+The same dual-arm crossing as the ``crossing`` experiment: start and goals from
+``experiments.crossing_goals`` (the hands swap sides in front of the chest; the straight
 joint interpolation between them collides arm against arm). ArmGroup plans both arms
-together. Then, through the closed loop with the synchronized executor:
+together (with limits inside the owners'). Then, through the closed loop with the
+synchronized executor:
 
 (a) sequential: the right arm runs its whole trajectory while the left holds at its
     start, then the left runs (how the peer's ROS layer ran multi-arm plans);
@@ -22,6 +23,7 @@ import mujoco
 import numpy as np
 
 from controllers.names import Arm, arm_joints
+from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
 from planners.collision import CollisionChecker, CollisionConfig
@@ -32,10 +34,8 @@ from twin.model.loading import arm_actuator_indices, arm_qpos_indices, load_scen
 from twin.twin import Twin, TwinConfig
 
 ARMS = {a.value: list(arm_joints(a)) for a in Arm}
-CROSS_A = (1.133, -1.351, -1.261, 1.405, 1.084, 0.342, -0.79)  # right TCP low, near midline
-CROSS_B = (0.9, -1.378, -0.903, 1.826, 0.219, 0.23, -0.752)  # right TCP high, near midline
-START = {Arm.RIGHT: CROSS_A, Arm.LEFT: CROSS_B}
-GOAL = {Arm.RIGHT: CROSS_B, Arm.LEFT: CROSS_A}
+START = {a: tuple(rob_crossing_start()[a.value]) for a in Arm}  # [rad], shared with crossing
+GOAL = {a: tuple(rob_crossing_goals()[a.value]) for a in Arm}
 JUDGE_HORIZON_M = 0.05
 
 

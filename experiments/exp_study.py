@@ -1,7 +1,7 @@
 """Experiment ``study``: N seeded random reachable goal pairs for ROB's two arms.
 
 Goals: per arm, home + N(0, 0.8 rad) per joint clipped to the limits, the pair free by
->= 10 mm (the bench_planner sampling). Figures: success rate, planning time median/p95,
+>= 10 mm (``experiments.goal_pairs``, shared with bench_planner). Figures: success rate, planning time median/p95,
 the smallest clearance over successful plans, and the retimed states (samples and
 sub-steps) within the margin before the repair step (first retimed path) and after it
 (the delivered plan: 0 by construction, re-checked here). Simulated: hardware_io false.
@@ -19,25 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments.crossing_goals import ARMS, rob_home  # noqa: E402
+from experiments.goal_pairs import SAMPLING, goal_pairs  # noqa: E402
 from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
 from experiments.registry import experiment  # noqa: E402
 from planners.group import ArmGroup  # noqa: E402
-
-
-def goal_pairs(group: ArmGroup, n: int, rng: np.random.Generator) -> list[dict]:
-    out = []
-    while len(out) < n:
-        goals = {}
-        for a in ARMS:
-            lo, hi = group.joint_limits(a)
-            while True:
-                q = np.clip(group.arm_q(a) + rng.normal(0.0, 0.8, lo.size), lo, hi)
-                if group.clearance({a: q}).distance_m >= 0.01:
-                    break
-            goals[a] = q
-        if group.clearance(goals).distance_m >= 0.01:
-            out.append(goals)
-    return out
 
 
 def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:
@@ -69,7 +54,7 @@ def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:
         "colliding_retimed_before_repair": sum(r["colliding_before"] for r in ok),
         "colliding_samples_after_repair": sum(r["colliding_after"] for r in ok),
         "plans_repaired": sum(1 for r in ok if r["repairs"] > 0),
-        "goal_sampling": "home + N(0, 0.8 rad) per joint, clipped; each arm and the pair >= 10 mm free",
+        "goal_sampling": SAMPLING,
         "counting_note": "before: retimed samples and sub-steps within 5 mm on the first retimed path; "
                 "after: 125 Hz samples of the delivered plan within 5 mm (re-checked)",
     }

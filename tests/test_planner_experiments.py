@@ -20,10 +20,13 @@ def out_dir(tmp_path, monkeypatch):
 def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
     r = exp_crossing.run(seed=0)
     for key in ("separate_colliding_frames", "separate_frames", "group_colliding_samples",
-                "group_samples", "min_clearance_m", "max_detour_m"):
+                "group_samples", "min_clearance_m", "max_detour_m", "max_bend_from_separate_m"):
         assert key in r
     assert r["hardware_io"] is False
-    assert r["separate_colliding_frames"] > 0  # the trap is real
+    assert r["separate_colliding_frames"] > 0  # the trap is real ...
+    # ... and strong (the frozen pair: 91 of 182 frames, the group bends a hand 8.2 cm)
+    assert r["separate_colliding_frames"] >= 0.3 * r["separate_frames"]
+    assert r["max_bend_from_separate_m"] >= 0.05
     assert r["group_colliding_samples"] == 0 and r["group_samples"] > 100
     assert r["min_clearance_m"] >= 0.005
     assert (out_dir / "experiments" / "crossing" / "tcp_paths.png").stat().st_size > 1000

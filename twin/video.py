@@ -34,9 +34,12 @@ class VideoRecorder:
         self.camera, self.fps = camera, fps
         self.renderer = make_renderer(model, width, height)
         self.frames: list[np.ndarray] = []
+        # the 36 range-finder rays would hide the arms in a video
+        self.options = mujoco.MjvOption()
+        self.options.flags[mujoco.mjtVisFlag.mjVIS_RANGEFINDER] = False
 
     def capture(self, data: mujoco.MjData) -> np.ndarray:
-        self.renderer.update_scene(data, camera=self.camera)
+        self.renderer.update_scene(data, camera=self.camera, scene_option=self.options)
         frame = self.renderer.render().copy()
         self.frames.append(frame)
         return frame

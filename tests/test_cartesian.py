@@ -8,7 +8,7 @@ import pinocchio as pin
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home
 
-from planners import ArmGroup, CartesianStatus, PlanFailedError, plan_cartesian
+from planners import ArmGroup, CartesianConfig, CartesianStatus, PlanFailedError, plan_cartesian
 from planners.cartesian import interpolate
 from planners.kinematics import ArmKinematics
 from planners.retime import JointLimits, limit_report
@@ -22,11 +22,11 @@ def group():
     return g
 
 
-def _targets(group, dx, dy, dz):
+def _targets(group, dx, dy, dz, yaw=0.2):
     out = {}
     for a, sign in (("right", -1.0), ("left", 1.0)):
         p = ArmKinematics(a).tcp_pose(group.arm_q(a))
-        rot = p.rotation @ pin.exp3(np.array([0.0, 0.0, 0.2 * sign]))
+        rot = p.rotation @ pin.exp3(np.array([0.0, 0.0, yaw * sign]))
         out[a] = pin.SE3(rot, p.translation + np.array([dx, sign * dy, dz]))
     return out
 
@@ -56,6 +56,30 @@ def test_lockstep_lines_on_one_time_base(group):
         end = kin[a].tcp_pose(plan.arms[a].q[-1])
         assert np.linalg.norm(end.translation - targets[a].translation) < 1e-5
         assert np.linalg.norm(pin.log3(end.rotation.T @ targets[a].rotation)) < 1e-5
+
+
+def test_line_from_home_with_j7_on_its_limit_stays_in_range(group):
+    # ROB's home has J7 on its lower limit and this line wants it further: the IK pins it on
+    # the bound, and the C2 spline through the kinked samples used to leave the range by
+    # ~12 urad (LIMITS). The IK samples now keep limit_inset_rad from every bound.
+    targets = _targets(group, 0.05, 0.04, 0.11, yaw=0.0)
+    lo = np.concatenate([group.joint_limits(a)[0] for a in ROB_ARMS])
+    hi = np.concatenate([group.joint_limits(a)[1] for a in ROB_ARMS])
+    q0 = np.concatenate([group.arm_q(a) for a in ROB_ARMS])
+    assert np.isclose(q0[6], lo[6]) and np.isclose(q0[13], lo[13])  # both J7 on the bound
+    pinned = plan_cartesian(group, targets, CartesianConfig(limit_inset_rad=0.0))
+    assert pinned.status is CartesianStatus.LIMITS and "j7 by" in pinned.reason, pinned
+    r = plan_cartesian(group, targets)
+    plan = r.unwrap()
+    inset = CartesianConfig().limit_inset_rad
+    w = plan.waypoints[1:]
+    assert (w >= lo + inset - 1e-9).all() and (w <= hi - inset + 1e-9).all()
+    q = plan.stacked()
+    assert (q >= lo).all() and (q <= hi).all()
+    limits = JointLimits.stack([group.motion_limits(a) for a in plan.moving])
+    rep = limit_report(q, plan.stacked("qd"), plan.stacked("qdd"), 1 / 125.0, limits)
+    assert rep.respected(1e-6), rep
+    assert r.max_line_deviation_m < 1e-3 and plan.min_clearance.distance_m >= 0.005
 
 
 def test_interpolate_is_lerp_and_slerp():

@@ -102,6 +102,18 @@ def test_cli_run_writes_summary_with_evidence_boundary(tmp_path):
     assert (tmp_path / "tiny" / "joints.png").stat().st_size > 1000
 
 
+def test_cli_run_logs_can_traffic(tmp_path):
+    import can
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "logged", "duration": 0.1}))
+    assert main(["run", str(path), "--out", str(tmp_path), "--no-video", "--can-log"]) == 0
+    logs = sorted((tmp_path / "logged" / "can").glob("*.log"))
+    assert [p.name.split("@")[0] for p in logs] == ["CAN10", "CAN11"]
+    frames = list(can.LogReader(str(logs[0])))
+    assert sum(f.arbitration_id == 0x11 for f in frames) == 20  # 0.1 s of 200 Hz samples
+
+
 def test_cli_run_missing_file_exits_2(tmp_path, capsys):
     assert main(["run", str(tmp_path / "nope.json")]) == 2
     assert "does not exist" in capsys.readouterr().err

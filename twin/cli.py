@@ -30,20 +30,23 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_and_report(sc, out_root: str, record: bool) -> int:
+def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False) -> int:
     from pathlib import Path
 
     from .report import summarize
     from .scenario import run_scenario
 
     out_dir = Path(out_root) / sc.name
-    result = run_scenario(sc, out_dir=out_dir, record=record)
+    result = run_scenario(sc, out_dir=out_dir, record=record,
+                          can_log_dir=out_dir / "can" if can_log else None)
     summary = summarize(result, out_dir)
     if summary["video"]:
         print(f"video: {summary['video']} ({summary['frames']} frames, {summary['render_fps']} frames/s rendering)")
     else:
         print(f"no video written: {summary['video_skipped_reason']}")
     print(f"summary: {out_dir / 'summary.md'} and summary.json; plot: {summary['plot']}")
+    if can_log:
+        print(f"bus traffic: {out_dir / 'can'}/*.log (python-can canutils format)")
     print(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     return 0
 
@@ -51,7 +54,7 @@ def _run_and_report(sc, out_root: str, record: bool) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .scenario import demo_scenario
 
-    return _run_and_report(demo_scenario(), args.out, record=not args.no_video)
+    return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -62,7 +65,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ScenarioError as err:
         print(f"rob-twin: {err}", file=sys.stderr)
         return 2
-    return _run_and_report(sc, args.out, record=not args.no_video)
+    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log)
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -118,11 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="headless demo: ROB at the table moves both arms; video + summary")
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
+    demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.set_defaults(func=_cmd_demo)
     run = sub.add_parser("run", help="run a scenario file headless")
     run.add_argument("scenario")
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
+    run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
     run.set_defaults(func=_cmd_run)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")

@@ -22,6 +22,16 @@ def rob_home() -> tuple[mujoco.MjModel, np.ndarray]:
     return m, d.qpos.copy()
 
 
+def rob_home_group():
+    """A fresh ArmGroup of ROB's two arms with the reference state at home."""
+    from planners.group import ArmGroup
+
+    m, home = rob_home()
+    g = ArmGroup(m, ROB_ARMS)
+    g.set_qpos(home)
+    return g
+
+
 def load_stand() -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_path(str(STAND_PATH))
 

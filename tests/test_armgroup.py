@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home, straight
+from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home_group, straight
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
 from planners.errors import GoalInputError, GroupNameError, PlanFailedError
@@ -52,10 +52,7 @@ def stand_group():
 
 @pytest.fixture(scope="module")
 def rob_group():
-    m, home = rob_home()
-    g = ArmGroup(m, ROB_ARMS)
-    g.set_qpos(home)
-    return g
+    return rob_home_group()
 
 
 def test_crossing_trap_on_a_model_that_is_not_rob(stand_group):

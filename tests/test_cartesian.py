@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from planner_fixtures import ROB_ARMS, rob_home
+from planner_fixtures import ROB_ARMS, rob_home_group
 
-from planners import ArmGroup, CartesianConfig, CartesianStatus, PlanFailedError, plan_cartesian
+from planners import CartesianConfig, CartesianStatus, PlanFailedError, plan_cartesian
 from planners.cartesian import interpolate
 from planners.kinematics import ArmKinematics
 from planners.retime import JointLimits, limit_report
@@ -16,10 +16,7 @@ from planners.retime import JointLimits, limit_report
 
 @pytest.fixture(scope="module")
 def group():
-    m, home = rob_home()
-    g = ArmGroup(m, ROB_ARMS)
-    g.set_qpos(home)
-    return g
+    return rob_home_group()
 
 
 def _targets(group, dx, dy, dz, yaw=0.2):

@@ -7,7 +7,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from planner_fixtures import ROB_ARMS, rob_home
+from planner_fixtures import ROB_ARMS, rob_home_group
 
 from planners import ArmGroup, JointGoal, PlanStatus, PoseGoal
 from planners.kinematics import ArmKinematics
@@ -21,10 +21,7 @@ UNDER_TABLE = [0.532, -1.012, -0.35, 0.0, 1.027, -0.785, -0.301]
 
 @pytest.fixture(scope="module")
 def group():
-    m, home = rob_home()
-    g = ArmGroup(m, ROB_ARMS)
-    g.set_qpos(home)
-    return g
+    return rob_home_group()
 
 
 def test_base_frame_is_mujoco_world_at_the_scene_origin(group):

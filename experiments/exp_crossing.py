@@ -168,24 +168,30 @@ def figures(seed: int = 0) -> tuple[dict, dict]:
 
 
 def plot(paths: dict, path) -> None:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), sharex=True, sharey=True)
-    for ax, (name, by_arm) in zip(axes, paths.items(), strict=True):
-        for a, colour in (("right", "tab:red"), ("left", "tab:blue")):
-            p = by_arm[a]
-            ax.plot(p[:, 1], p[:, 0], color=colour, label=f"{a} TCP")
-            ax.plot([p[0, 1], p[-1, 1]], [p[0, 0], p[-1, 0]], "--", color=colour, lw=0.8)
-            ax.plot(p[0, 1], p[0, 0], "o", color=colour)
-            ax.plot(p[-1, 1], p[-1, 0], "s", color=colour)
-        ax.set_title(f"{name} plans (top view, simulated)")
-        ax.set_xlabel("y [m] (base frame, + = robot's left)")
-        ax.invert_xaxis()
-        ax.set_aspect("equal")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("x [m] (forward)")
-    axes[0].legend(loc="best", fontsize=8)
+    """TCP paths of the separate and the group plans, seen from above and from the front."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8.5))
+    # top view: looking down, robot's left (+y) on the left; front view: facing the robot
+    views = (("top view", 0, "x [m] (forward)"), ("front view, facing ROB", 2, "z [m] (up)"))
+    for row, (name, by_arm) in enumerate(paths.items()):
+        for col, (view, k, label) in enumerate(views):
+            ax = axes[row, col]
+            for a, colour in (("right", "tab:red"), ("left", "tab:blue")):
+                p = by_arm[a]
+                ax.plot(p[:, 1], p[:, k], color=colour, label=f"{a} TCP")
+                ax.plot([p[0, 1], p[-1, 1]], [p[0, k], p[-1, k]], "--", color=colour, lw=0.8)
+                ax.plot(p[0, 1], p[0, k], "o", color=colour)
+                ax.plot(p[-1, 1], p[-1, k], "s", color=colour)
+            ax.set_title(f"{name} plans, {view} (simulated)")
+            ax.set_ylabel(label)
+            ax.axis("equal")
+            ax.grid(alpha=0.3)
+            ax.set_xlabel("y [m] (base frame, + = robot's left)")
+            if col == 0:
+                ax.invert_xaxis()
+    axes[0, 0].legend(loc="best", fontsize=8, title="o start, s goal", title_fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 

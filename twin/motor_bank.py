@@ -70,6 +70,21 @@ class ArmDrives:
     logger: can.Listener | None = None
     powered: bool = True
     stalled: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
+    qpos_at: slice | np.ndarray = field(init=False, repr=False)
+    ctrl_at: slice | np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # per-step reads/writes: a slice when the indices are contiguous (they are in
+        # ROB's model), which numpy serves without a fancy-index gather/scatter
+        self.qpos_at = _contiguous(self.qpos)
+        self.ctrl_at = _contiguous(self.actuators)
+
+
+def _contiguous(idx: np.ndarray) -> slice | np.ndarray:
+    """``idx`` as an equivalent slice when it is a run of consecutive indices."""
+    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
+        return slice(int(idx[0]), int(idx[0]) + len(idx))
+    return idx
 
 
 class MotorBank:
@@ -128,8 +143,8 @@ class MotorBank:
             while (msg := ad.bus.recv(timeout=0)) is not None:
                 self._handle(ad, msg, now)
             if ad.powered:
-                q = self.data.qpos[ad.qpos].tolist()
-                self.data.ctrl[ad.actuators] = [
+                q = self.data.qpos[ad.qpos_at].tolist()
+                self.data.ctrl[ad.ctrl_at] = [
                     drv.update(now, dt, qk) for drv, qk in zip(ad.drives, q, strict=True)]
 
     def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:

@@ -398,7 +398,7 @@ class ArmOwner:
                     self.stats.dropped_at_take += 1
                     reason = f"target {tgt.sequence} dropped at take: lease {st.value}"
                 else:
-                    moving = bool(np.any(np.abs(self._cmd_v) > c.rest_velocity_rad_s))
+                    moving = any(abs(x) > c.rest_velocity_rad_s for x in self._cmd_v.tolist())
                     self._retarget(tgt)
                     new_plan, seq = True, tgt.sequence
                     self.stats.plans += 1
@@ -503,10 +503,12 @@ class ArmOwner:
             if s <= stamp:
                 ref = q
                 break
-        err = np.abs(pos - ref)
-        j = int(np.argmax(err))
-        if err[j] > c.tracking_error_rad:
-            return FaultKind.TRACKING_ERROR, f"joint {j + 1}: tracking error {err[j]:.4f} rad > {c.tracking_error_rad} rad"
+        # plain floats on 7 joints; the largest error, first joint on a tie (like argmax)
+        err = [abs(x - y) for x, y in zip(pos.tolist(), ref.tolist(), strict=True)]
+        worst = max(err)
+        if worst > c.tracking_error_rad:
+            j = err.index(worst)
+            return FaultKind.TRACKING_ERROR, f"joint {j + 1}: tracking error {worst:.4f} rad > {c.tracking_error_rad} rad"
         return None
 
     def _latch(self, kind, why, now, t0, gap, ruckig_s=0.0, outcome=None) -> TickReport:

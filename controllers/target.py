@@ -22,9 +22,10 @@ def as_joint_vector(values, field: str, n: int = JOINTS_PER_ARM) -> np.ndarray:
     arr = np.array(values, dtype=float)  # a private copy
     if arr.shape != (n,):
         raise TargetShapeError(field, arr.shape, n)
-    for j, x in enumerate(arr, start=1):
-        if not np.isfinite(x):
-            raise NonFiniteTargetError(field, j, float(x))
+    finite = np.isfinite(arr)
+    if not finite.all():  # name the first non-finite joint
+        j = int(np.argmin(finite))
+        raise NonFiniteTargetError(field, j + 1, float(arr[j]))
     arr.setflags(write=False)
     return arr
 

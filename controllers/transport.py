@@ -171,12 +171,13 @@ class CanTransport:
             return self._finish(PublishReport(
                 PublishOutcome.REFUSED, reason=f"encode: {err}", extra={"error": type(err).__name__}
             ))
+        bus, timeout = self.bus, self.config.send_timeout_s
         sent: list[int] = []
         for k, frame in enumerate(frames):
             msg = can.Message(arbitration_id=frame.arbitration_id, data=frame.data,
                               is_extended_id=False, is_rx=False)
             try:
-                self.bus.send(msg, timeout=self.config.send_timeout_s)
+                bus.send(msg, timeout=timeout)
             except (can.CanTimeoutError, TimeoutError) as err:
                 return self._finish(self._report(
                     PublishOutcome.UNCERTAIN, sent, start,
@@ -196,7 +197,8 @@ class CanTransport:
                 ))
             sent.append(frame.joint)
             self.counters.frames_sent += 1
-            self._log(msg, rx=False)
+            if self._logger is not None:
+                self._log(msg, rx=False)
         duration = self.clock() - start
         if duration > self.config.publish_deadline_s:
             self.counters.deadline_misses += 1

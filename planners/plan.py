@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planners.certificate import PlanCertificate
 from planners.errors import PlanFailedError
 from planners.geom_pairs import GeomPair
 
@@ -70,6 +71,7 @@ class Plan:
     goal_resamples: int = 0  # rounds of extra goal candidates asked of resampling goals
     colliding_before_repair: int = 0  # retimed states (samples, sub-steps) within the margin
     # on the first retimed path, before any segment repair (0 when it was clean)
+    certificate: PlanCertificate | None = None  # clearance between samples (GroupConfig.certify)
 
     @property
     def moving(self) -> tuple[str, ...]:

@@ -96,3 +96,18 @@ def test_a_real_plan_is_certified_between_its_samples():
     assert cert.samples == plan.t.size and cert.max_lipschitz_m_s > 0
     assert cert.certified and cert.min_lower_m <= cert.min_sampled_m
     assert cert.min_sampled_m >= min(plan.min_clearance.distance_m, cert.horizon_m) - 1e-6
+
+
+def test_group_can_certify_every_plan_it_returns():
+    from planners.group import GroupConfig
+
+    m = load_scene()
+    d = mujoco.MjData(m)
+    apply_home(m, d)
+    group = ArmGroup(m, {a.value: list(arm_joints(a)) for a in Arm}, GroupConfig(certify=True))
+    group.set_qpos(d.qpos.copy())
+    home = np.array(D.HOME_ARM_POSE)
+    plan = group.plan({"right": JointGoal(home + 0.2)}, seed=1).unwrap()
+    assert plan.certificate is not None and plan.certificate.certified
+    assert plan.certificate == certify_plan(group, plan)
+    assert "certify" in plan.stage_times_s

@@ -7,6 +7,7 @@ from planners.cartesian import (
     CartesianStatus,
     plan_cartesian,
 )
+from planners.certificate import Certificate, PlanCertificate, certify, certify_plan
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from planners.errors import GoalUnreachableError, PlanFailedError
 from planners.goal_checks import (
@@ -76,4 +77,8 @@ __all__ = [
     "check_workspace",
     "plan_cartesian",
     "pose_error",
+    "Certificate",
+    "PlanCertificate",
+    "certify",
+    "certify_plan",
 ]

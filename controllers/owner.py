@@ -210,6 +210,8 @@ class ArmOwner:
         self._jmax = np.array(c.max_jerk)
         self._lo = np.array(c.position_lower)
         self._hi = np.array(c.position_upper)
+        self._lo_l = [float(x) for x in c.position_lower]
+        self._hi_l = [float(x) for x in c.position_upper]
         self._lim_v = [float(x) for x in c.max_velocity]
         self._lim_a = [float(x) for x in c.max_acceleration]
         self._lim_j = [float(x) + 1e-6 for x in c.max_jerk]
@@ -414,6 +416,7 @@ class ArmOwner:
         p = np.array(self._out.new_position)
         v = np.array(self._out.new_velocity)
         a = np.array(self._out.new_acceleration)
+        p, snapped = self._onto_bounds(p)
         if self.hooks.after_compute:
             self.hooks.after_compute(p)
         bad = self._check(p, v, a)
@@ -428,6 +431,8 @@ class ArmOwner:
             self.hooks.after_publish(rep)
         if rep.outcome is PublishOutcome.ACCEPTED:
             self._out.pass_to_input(self._inp)
+            if snapped:  # Ruckig continues from exactly what was published
+                self._inp.current_position = p.tolist()
             self._cmd_p, self._cmd_v, self._cmd_a = p, v, a
             self._history.append((now, p.copy()))
             self.stats.published += 1
@@ -469,12 +474,28 @@ class ArmOwner:
         self._set_hold_target(self._cmd_p)
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 
+    def _onto_bounds(self, p: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Snap float-rounding excursions past a position bound back onto it.
+
+        Ruckig lands a target that sits on a bound a few ulps outside it (-1.571 comes out
+        as -1.5710000000000002), which the codec would rightly refuse. Only excursions up to
+        ``limit_tolerance`` are snapped; anything larger is left for ``_check`` to reject."""
+        inside = np.clip(p, self._lo, self._hi)
+        if inside is p or np.array_equal(inside, p):
+            return p, False
+        if np.max(np.abs(inside - p)) > self.config.limit_tolerance:
+            return p, False
+        return inside, True
+
     def _check(self, p: np.ndarray, v: np.ndarray, a: np.ndarray) -> str:
         """The per-sample limit check (plain floats: it runs every tick)."""
         tol = self.config.limit_tolerance
         dt = self.config.period_s
         cmd_p, cmd_a = self._cmd_p.tolist(), self._cmd_a.tolist()
         pl, vl, al = p.tolist(), v.tolist(), a.tolist()
+        for j, (x, lo, hi) in enumerate(zip(pl, self._lo_l, self._hi_l, strict=True)):
+            if not lo - tol <= x <= hi + tol:  # Ruckig has no position limits: overshoot is ours
+                return f"joint {j + 1}: position {x!r} outside the bounds [{lo!r}, {hi!r}] rad"
         for name, vals, lims in (
             ("velocity", [abs(x) for x in vl], self._lim_v),
             ("acceleration", [abs(x) for x in al], self._lim_a),

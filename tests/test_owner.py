@@ -269,3 +269,44 @@ def test_wrong_arm_rejected():
     rig = Rig()
     t = ArmTarget(Arm.LEFT, np.full(7, 0.1), 1, rig.owner.generation, rig.lease)
     assert rig.owner.submit(t).reason is RejectReason.WRONG_ARM
+
+
+def test_a_target_on_a_position_bound_is_reached_exactly_and_encodes():
+    """Streamed (cosine-blended, 100 Hz) targets ending on J7's lower bound -1.571: Ruckig
+    lands the last samples at -1.5710000000000002, a float-rounding excursion the codec
+    would refuse. The owner snaps such excursions (<= limit_tolerance) onto the bound."""
+    import math
+
+    from controllers.codec import encode_sample
+
+    cfg = OwnerConfig(max_velocity=(1.0,) * 7, max_acceleration=(3.0,) * 7, max_jerk=(30.0,) * 7)
+    lower = cfg.position_lower[6]
+    p0 = np.zeros(7)
+    p0[6] = -1.271
+    rig = Rig(cfg, p0=p0)
+    rig.pub.on_publish = encode_sample  # raises JointBoundError if a sample leaves the bounds
+    reps = []
+    for k in range(400):  # the blend takes 1.0 s; 2 s in all
+        if k % 2 == 0:
+            w = 0.5 - 0.5 * math.cos(math.pi * min(k * 0.005, 1.0))
+            goal = p0.copy()
+            goal[6] = (1 - w) * p0[6] + w * lower
+            rig.submit(goal)
+        reps += rig.step(1)
+    assert all(r.published for r in reps) and rig.owner.fault is None
+    assert np.array(rig.pub.samples)[:, 6].min() >= lower
+    assert reps[-1].positions_rad[6] == lower
+
+
+def test_a_sample_past_a_position_bound_latches_instead_of_publishing():
+    """Ruckig has no position limits: a target velocity carries the arm past J7's upper bound."""
+    upper = np.array(CFG.position_upper)
+    rig = Rig(p0=np.zeros(7))
+    goal, vel = np.zeros(7), np.zeros(7)
+    goal[6], vel[6] = upper[6] - 0.05, 0.2
+    assert rig.submit(goal, velocity_rad_s=vel).accepted
+    reps = rig.step(2000)
+    assert rig.owner.fault is FaultKind.LIMIT_VIOLATION
+    assert "joint 7: position" in rig.owner.fault_reason and "outside the bounds" in rig.owner.fault_reason
+    assert np.array(rig.pub.samples)[:, 6].max() <= upper[6] + CFG.limit_tolerance
+    assert not reps[-1].published

@@ -164,3 +164,16 @@ def test_malformed_scenario_faults_are_rejected():
         Scenario.from_dict({"duration": 1, "faults": [{"kind": "meteor"}]})
     with pytest.raises(ScenarioError, match="must be a list"):
         Scenario.from_dict({"duration": 1, "faults": {"kind": "drop"}})
+
+
+def test_example_scenarios_load_and_the_fault_example_behaves_as_documented():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "experiments" / "scenarios"
+    scenarios = {p.stem: Scenario.load(p) for p in sorted(folder.glob("*.json"))}
+    assert set(scenarios) >= {"wave", "bus_faults"}
+    result = run_scenario(scenarios["bus_faults"], record=False, progress=False)
+    right, left = result.pipeline["right"], result.pipeline["left"]
+    assert right["owner_fault"] is None and right["owner_mode"] == "tracking"  # rode through
+    assert right["drive_command_frames"] < right["frames_sent"]  # frames were dropped
+    assert left["owner_fault"] == "partial_output"

@@ -177,3 +177,35 @@ def test_example_scenarios_load_and_the_fault_example_behaves_as_documented():
     assert right["owner_fault"] is None and right["owner_mode"] == "tracking"  # rode through
     assert right["drive_command_frames"] < right["frames_sent"]  # frames were dropped
     assert left["owner_fault"] == "partial_output"
+
+
+def test_scenario_plans_run_through_armgroup_and_the_executor():
+    from pathlib import Path
+
+    sc = Scenario.load(Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "crossing_plan.json")
+    result = run_scenario(sc, record=False, progress=False)
+    assert [p["status"] for p in result.plans] == ["success", "success"]
+    assert [p["outcome"] for p in result.plans] == ["completed", "completed"]
+    assert all(p["start_skew_s"] == 0.0 and p["plan_min_clearance_m"] >= 0.005 for p in result.plans)
+    assert all(f["owner_fault"] is None for f in result.pipeline.values())
+
+
+@pytest.mark.parametrize("plans, match", [
+    ([{"t": 1.0, "goals": {"right": [0.0] * 6}}], "7 finite radians"),
+    ([{"t": 1.0}], "must be"),
+    ([{"t": -1.0, "goals": {"left": [0.0] * 7}}], "time >= 0"),
+    ([{"t": 1.0, "goals": {"right": [0.0] * 7}}], "also has keyframes"),
+    ({"t": 1.0}, "must be a list"),
+])
+def test_malformed_scenario_plans_are_rejected(plans, match):
+    raw = {"duration": 1, "plans": plans,
+           "keyframes": [{"t": 0.5, "arm": "right", "q": list(D.HOME_ARM_POSE)}]}
+    with pytest.raises(ScenarioError, match=match):
+        Scenario.from_dict(raw)
+
+
+def test_a_plan_goal_outside_the_limits_is_reported_not_raised():
+    sc = Scenario.from_dict({"name": "bad_goal", "duration": 0.3,
+                             "plans": [{"t": 0.1, "goals": {"left": [9.0] * 7}}]})
+    result = run_scenario(sc, record=False, progress=False)
+    assert result.plans[0]["status"] == "invalid_goal" and "valid" in result.plans[0]["reason"]

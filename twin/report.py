@@ -56,6 +56,7 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "video_skipped_reason": result.video_skipped_reason,
         "max_abs_tracking_error_rad": err,
         "pipeline": result.pipeline,
+        "plans": result.plans,
         "plot": str(joint_plot(result, out_dir / "joints.png")),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -67,12 +68,18 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "| figure | value |",
         "|---|---|",
     ]
-    lines += [f"| {k} | {v} |" for k, v in summary.items() if k not in EVIDENCE and k != "pipeline"]
+    lines += [f"| {k} | {v} |" for k, v in summary.items()
+              if k not in EVIDENCE and k not in ("pipeline", "plans")]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]
     lines += [f"| {a} | " + " | ".join(str(v) for v in figs.values()) + " |"
               for a, figs in result.pipeline.items()]
+    if result.plans:
+        cols = list(dict.fromkeys(k for row in result.plans for k in row))
+        lines += ["", "Planned moves (ArmGroup, executed in sync through the owners):", "",
+                  "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(str(row.get(c, "")) for c in cols) + " |" for row in result.plans]
     lines += ["", "![joints](joints.png)", ""]
     (out_dir / "summary.md").write_text("\n".join(lines))
     return summary

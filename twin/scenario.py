@@ -6,12 +6,15 @@ A scenario file is JSON::
      "initial": {"torso/yaw": 0.2},
      "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
      "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
+     "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
      "cameras": ["overview"], "fps": 30}
 
 Every run goes through the whole pipeline (``twin.closed_loop``): between keyframes of
 one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
 arm's owner, which plans within its limits and publishes over CAN to the motor bank.
-Fault kinds are those of ``twin.faults``. Recorded output lands in ``out/<name>/``.
+Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed in sync
+through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
+not both. Recorded output lands in ``out/<name>/``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec, FaultSpecError
 from .model import dimensions as D
 from .model.loading import joint_qpos_index
+from .scenario_plans import PlanRunner, PlanStep
 from .twin import Twin, TwinConfig
 from .video import RenderUnavailable, VideoRecorder
 
@@ -58,6 +62,7 @@ class Scenario:
     fps: int = 30
     target_rate_hz: float = 100.0
     faults: list[FaultSpec] = field(default_factory=list)
+    plans: list[PlanStep] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, raw: dict) -> Scenario:
@@ -83,6 +88,7 @@ class Scenario:
             fps=int(raw.get("fps", 30)),
             target_rate_hz=float(raw.get("target_rate_hz", 100.0)),
             faults=_faults(raw.get("faults", [])),
+            plans=_plans(raw.get("plans", []), {k.arm for k in frames}),
         )
 
     @classmethod
@@ -103,6 +109,31 @@ def _faults(raw) -> list[FaultSpec]:
         return [FaultSpec.from_dict(f) for f in raw]
     except (FaultSpecError, AttributeError, TypeError) as err:
         raise ScenarioError(f"'faults': {err}") from None
+
+
+def _plans(raw, keyframed: set[Arm]) -> list[PlanStep]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"'plans' must be a list of plan steps, got {raw!r}")
+    steps = []
+    for i, p in enumerate(raw):
+        try:
+            t = float(p["t"])
+            goals = {Arm.parse(a): np.asarray(q, float) for a, q in dict(p["goals"]).items()}
+            seed = int(p.get("seed", 0))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ScenarioError(
+                f"plans[{i}] must be {{'t': s, 'goals': {{arm: 7 radians}}, 'seed': int}}, got {p!r}"
+            ) from None
+        if not (math.isfinite(t) and t >= 0) or not goals:
+            raise ScenarioError(f"plans[{i}] needs a time >= 0 s and at least one goal, got {p!r}")
+        for arm, q in goals.items():
+            if q.shape != (7,) or not np.all(np.isfinite(q)):
+                raise ScenarioError(f"plans[{i}].goals.{arm.value} must be 7 finite radians, got {q!r}")
+            if arm in keyframed:
+                raise ScenarioError(
+                    f"plans[{i}]: the {arm.value} arm also has keyframes; an arm follows one or the other")
+        steps.append(PlanStep(t, goals, seed))
+    return steps
 
 
 def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:
@@ -143,6 +174,7 @@ class RunResult:
     commanded: dict[str, np.ndarray]
     measured: dict[str, np.ndarray]
     pipeline: dict = field(default_factory=dict)
+    plans: list[dict] = field(default_factory=list)
 
 
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
@@ -174,6 +206,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
             log_meas[arm].append(twin.arm_positions(arm))
 
     twin.scheduler.add("log", 50.0, log)
+    planner = PlanRunner(loop, sc.plans) if sc.plans else None
 
     recorder, reason = None, None
     if record and sc.cameras:
@@ -210,6 +243,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         if out_dir is not None:
             video = str(recorder.write(out_dir / f"{sc.name}.mp4"))
         recorder.close()
+    if planner is not None:
+        planner.close()
     pipeline = _pipeline_figures(loop)
     loop.close()
     return RunResult(
@@ -225,6 +260,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         commanded={a.value: np.array(v) for a, v in log_cmd.items()},
         measured={a.value: np.array(v) for a, v in log_meas.items()},
         pipeline=pipeline,
+        plans=planner.results if planner is not None else [],
     )
 
 

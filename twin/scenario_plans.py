@@ -1,0 +1,115 @@
+"""Planned moves in scenarios: ArmGroup plans, executed in sync through the owners.
+
+A scenario's ``"plans"`` entry lists steps::
+
+    "plans": [{"t": 0.5, "goals": {"right": [7 rad], "left": [7 rad]}, "seed": 0}]
+
+At ``t`` [s] the arms named in ``goals`` are planned together (``planners.ArmGroup``,
+both arms checked against each other and the world at every retimed sample; an arm not
+named stays locked where its owner holds it), from the owners' commanded state, and the
+plan is executed by the synchronized executor (one start stamp, one shared cancel) over
+the same closed loop as everything else. A step whose time comes while an earlier plan
+is still running waits for it. Each step's outcome lands in the run summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from controllers.executor import Execution, SyncExecutor
+from controllers.names import Arm, arm_joints
+from planners.group import ArmGroup, GroupConfig
+
+from .closed_loop import ClosedLoop
+from .execution import plan_arrays
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """Plan the arms in ``goals`` ({arm: 7 joint angles [rad]}) at ``t`` [s] with ``seed``."""
+
+    t: float
+    goals: dict[Arm, np.ndarray]
+    seed: int = 0
+
+
+def planning_config() -> GroupConfig:
+    """Plans stay inside the twin owners' limits (v 1.0, a 3.0, jerk 30 per joint) with
+    headroom for Ruckig to follow: v 0.9 rad/s, a 2.5 rad/s^2, jerk 15 rad/s^3."""
+    return GroupConfig(velocity=0.9, acceleration=2.5, jerk=15.0)
+
+
+class PlanRunner:
+    """Runs ``steps`` on ``loop`` (a scheduler task at the owners' rate); ``results`` holds
+    one dict per step: planning status, execution outcome and figures (simulated)."""
+
+    def __init__(self, loop: ClosedLoop, steps: list[PlanStep], config: GroupConfig | None = None):
+        self.loop = loop
+        self.steps = sorted(steps, key=lambda s: s.t)
+        self.group = ArmGroup(loop.twin.model, {a.value: list(arm_joints(a)) for a in Arm},
+                              config or planning_config())
+        self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock)
+        self.results: list[dict] = []
+        self._next = 0
+        self._active: tuple[Execution, dict] | None = None
+        loop.twin.scheduler.add("plans", loop.config.owner_rate_hz, self._task)
+
+    def _task(self, now: float) -> None:
+        if self._active is not None:
+            ex, row = self._active
+            if not ex.done:
+                return
+            self._finish(ex, row)
+        if self._next < len(self.steps) and now + 1e-9 >= self.steps[self._next].t:
+            step = self.steps[self._next]
+            self._next += 1
+            self._start(step, now)
+
+    def _start(self, step: PlanStep, now: float) -> None:
+        g, loop = self.group, self.loop
+        g.set_qpos(loop.twin.data.qpos.copy())
+        for arm in Arm:
+            g.set_arm(arm.value, loop.commanded(arm))
+        row: dict = {"t": round(step.t, 4), "started_s": round(now, 4),
+                     "arms": [a.value for a in step.goals]}
+        try:
+            result = g.plan({a.value: q for a, q in step.goals.items()}, seed=step.seed)
+        except ValueError as err:  # a goal outside the joint limits, a wrong shape
+            self.results.append({**row, "status": "invalid_goal", "reason": str(err)})
+            return
+        row["status"] = result.status.value
+        if not result.ok:
+            self.results.append({**row, "reason": result.reason})
+            return
+        plan = result.plan
+        row.update({"plan_duration_s": round(plan.duration_s, 4),
+                    "plan_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
+                    "planning_s": round(plan.stage_times_s["total"], 4)})
+        ex = self.executor.begin(plan_arrays(plan))
+        if ex.done:  # acquisition failed: every arm released
+            self._finish(ex, row)
+            return
+        loop.on_tick.append(ex.on_tick)
+        self._active = (ex, row)
+
+    def _finish(self, ex: Execution, row: dict) -> None:
+        if ex.on_tick in self.loop.on_tick:
+            self.loop.on_tick.remove(ex.on_tick)
+        rep = ex.report()
+        row.update({"outcome": rep.outcome.value, "reason": rep.reason,
+                    "start_skew_s": rep.start_skew_s,
+                    "max_deviation_rad": round(rep.max_deviation_rad, 6)})
+        self.results.append(row)
+        self._active = None
+
+    def close(self) -> None:
+        """End of the run: report a plan still executing as unfinished."""
+        if self._active is not None:
+            ex, row = self._active
+            ex.abort("the scenario ended before the plan finished")
+            self._finish(ex, row)
+        for step in self.steps[self._next:]:
+            self.results.append({"t": step.t, "arms": [a.value for a in step.goals],
+                                 "status": "not_started", "reason": "after the scenario's end"})

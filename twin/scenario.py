@@ -177,17 +177,23 @@ class RunResult:
     plans: list[dict] = field(default_factory=list)
 
 
+def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
+    """The closed loop of ``sc``: its seed, initial joint values and faults."""
+    twin = Twin(TwinConfig(seed=sc.seed))
+    for joint, value in sc.initial.items():
+        twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
+    mujoco.mj_forward(twin.model, twin.data)
+    return ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir),
+                      twin=twin)
+
+
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
                  can_log_dir: Path | str | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives; record its first camera
     to ``out_dir/<name>.mp4`` when GL works; with ``can_log_dir`` write every bus's traffic
     there (python-can canutils ``.log`` files, simulated timestamps)."""
-    twin = Twin(TwinConfig(seed=sc.seed))
-    for joint, value in sc.initial.items():
-        twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
-    mujoco.mj_forward(twin.model, twin.data)
-    loop = ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir),
-                      twin=twin)
+    loop = scenario_loop(sc, can_log_dir)
+    twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
     by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
     log_t: list[float] = []

@@ -24,16 +24,18 @@ def require_display() -> None:
 
 
 def view(scenario_path: str | None = None) -> int:
-    """The scenario's targets stream to both owners over simulated CAN, as in headless runs,
-    paced against the wall clock (``ClosedLoop.run_realtime``); the keyframes loop."""
+    """The scenario runs as headless (initial state, faults, keyframe targets streamed to
+    the owners over simulated CAN, plans), paced against the wall clock
+    (``ClosedLoop.run_realtime``); keyframes loop, plans run once."""
     require_display()
     import mujoco.viewer
 
-    from .closed_loop import ClosedLoop, ClosedLoopConfig
-    from .scenario import Scenario, blended_target, demo_scenario
+    from .scenario import Scenario, blended_target, demo_scenario, scenario_loop
+    from .scenario_plans import PlanRunner
 
     sc = Scenario.load(scenario_path) if scenario_path else demo_scenario()
-    with ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults))) as loop:
+    with scenario_loop(sc) as loop:
+        planner = PlanRunner(loop, sc.plans) if sc.plans else None  # plans run once
         start = {arm: loop.measured(arm) for arm in Arm}
         for arm in Arm:
             frames = [k for k in sc.keyframes if k.arm is arm]
@@ -48,4 +50,6 @@ def view(scenario_path: str | None = None) -> int:
                 return handle.is_running()
 
             loop.run_realtime(float("inf"), frame)
+        if planner is not None:
+            planner.close()
     return 0

@@ -78,6 +78,12 @@ def arm_joints(arm: Arm | str) -> tuple[str, ...]:
     return tuple(arm_joint(arm, j) for j in range(1, JOINTS_PER_ARM + 1))
 
 
+def group_arms() -> dict[str, list[str]]:
+    """Both arms as an ArmGroup takes them: ``{"right": [7 joint names], "left": [...]}``
+    (a fresh dict on every call)."""
+    return {arm.value: list(arm_joints(arm)) for arm in Arm}
+
+
 def arm_actuator(arm: Arm | str, j: int) -> str:
     """Actuator (position servo) driving joint ``j`` of ``arm``."""
     return arm_joint(arm, j) + "_servo"

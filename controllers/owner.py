@@ -481,7 +481,7 @@ class ArmOwner:
         as -1.5710000000000002), which the codec would rightly refuse. Only excursions up to
         ``limit_tolerance`` are snapped; anything larger is left for ``_check`` to reject."""
         inside = np.clip(p, self._lo, self._hi)
-        if inside is p or np.array_equal(inside, p):
+        if np.array_equal(inside, p):
             return p, False
         if np.max(np.abs(inside - p)) > self.config.limit_tolerance:
             return p, False

@@ -16,7 +16,7 @@ import numpy as np
 from controllers.names import Arm
 from experiments.registry import benchmark
 from twin.closed_loop import ClosedLoop
-from twin.rehearsal import _wave
+from twin.rehearsal import wave_source
 
 SECONDS = 3.0
 ROUNDS = 5
@@ -25,7 +25,7 @@ ROUNDS = 5
 def _closed_loop_rtf(seconds: float) -> tuple[float, float, dict]:
     with ClosedLoop() as loop:
         for k, arm in enumerate(Arm):
-            loop.stream_targets(arm, _wave(k), 60.0)
+            loop.stream_targets(arm, wave_source(k), 60.0)
         loop.run_for(0.2)  # warm-up: first plans, first feedback
         c0, t0 = time.thread_time(), time.perf_counter()
         loop.run_for(seconds)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 
-from controllers.names import Arm, arm_joints
+from controllers.names import group_arms
 from experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
 from experiments.registry import benchmark
 from experiments.toppra_baseline import toppra_retime
@@ -24,7 +24,7 @@ from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreeme
 from planners.pose_goals import PoseGoal
 from twin.model.loading import apply_home, load_scene
 
-ARMS = {"right": list(arm_joints(Arm.RIGHT)), "left": list(arm_joints(Arm.LEFT))}
+ARMS = group_arms()
 
 
 def _check_cost(m, home, n=20000) -> dict:

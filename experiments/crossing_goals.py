@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from controllers.names import Arm, arm_joints
+from controllers.names import group_arms
 from twin.model.loading import apply_home, load_scene
 
-ARMS = {"right": list(arm_joints(Arm.RIGHT)), "left": list(arm_joints(Arm.LEFT))}
+ARMS = group_arms()
 
 # Found by search_crossing_goals(seed=1) with its default budget (150,000 joint draws per
 # arm -> pools of 450 right / 444 left states; 4,000 start picks ranked by straight-line

@@ -22,7 +22,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from controllers.names import Arm, arm_joints
+from controllers.names import Arm, group_arms
 from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
@@ -33,7 +33,7 @@ from twin.execution import clearance_along, execute_arrays, executed_states, pla
 from twin.model.loading import arm_actuator_indices, arm_qpos_indices, load_scene
 from twin.twin import Twin, TwinConfig
 
-ARMS = {a.value: list(arm_joints(a)) for a in Arm}
+ARMS = group_arms()
 START = {a: tuple(rob_crossing_start()[a.value]) for a in Arm}  # [rad], shared with crossing
 GOAL = {a: tuple(rob_crossing_goals()[a.value]) for a in Arm}
 JUDGE_HORIZON_M = 0.05

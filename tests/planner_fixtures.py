@@ -7,19 +7,12 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from controllers.names import Arm, arm_joints
-from twin.model.loading import apply_home, load_scene
+from controllers.names import group_arms
+from experiments.crossing_goals import rob_home  # noqa: F401 (re-exported to the tests)
 
 STAND_PATH = Path(__file__).parent / "models" / "two_arm_stand.xml"
 STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}
-ROB_ARMS = {"right": list(arm_joints(Arm.RIGHT)), "left": list(arm_joints(Arm.LEFT))}
-
-
-def rob_home() -> tuple[mujoco.MjModel, np.ndarray]:
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    return m, d.qpos.copy()
+ROB_ARMS = group_arms()
 
 
 def rob_home_group():

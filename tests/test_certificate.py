@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controllers.names import Arm, arm_joints
+from controllers.names import Arm, arm_joints, group_arms
 from planners.certificate import certify, certify_plan, chain_radii, consistent, lipschitz_bound
 from planners.errors import PlannerConfigError
 from planners.goals import JointGoal
@@ -87,7 +87,7 @@ def test_a_real_plan_is_certified_between_its_samples():
     m = load_scene()
     d = mujoco.MjData(m)
     apply_home(m, d)
-    group = ArmGroup(m, {a.value: list(arm_joints(a)) for a in Arm})
+    group = ArmGroup(m, group_arms())
     group.set_qpos(d.qpos.copy())
     home = np.array(D.HOME_ARM_POSE)
     goal = home + np.array([0.3, 0.2, 0.0, -0.3, 0.2, 0.1, 0.2])
@@ -104,7 +104,7 @@ def test_group_can_certify_every_plan_it_returns():
     m = load_scene()
     d = mujoco.MjData(m)
     apply_home(m, d)
-    group = ArmGroup(m, {a.value: list(arm_joints(a)) for a in Arm}, GroupConfig(certify=True))
+    group = ArmGroup(m, group_arms(), GroupConfig(certify=True))
     group.set_qpos(d.qpos.copy())
     home = np.array(D.HOME_ARM_POSE)
     plan = group.plan({"right": JointGoal(home + 0.2)}, seed=1).unwrap()

@@ -350,7 +350,7 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
             lp.on_tick.append(lambda arm, rep, log=log: log[arm].append(rep))
             track: list[float] = []
             for k, arm in enumerate(ARMS):
-                lp.stream_targets(arm, _wave(k), rate)
+                lp.stream_targets(arm, wave_source(k), rate)
             n = int(round(cfg.retarget_duration_s / 0.01))
             for _ in range(n):
                 lp.run_for(0.01)
@@ -383,7 +383,7 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
                       "error below the owner's threshold")
 
 
-def _wave(k: int) -> Callable[[float], np.ndarray]:
+def wave_source(k: int) -> Callable[[float], np.ndarray]:
     """A smooth per-joint target path around home (0.25 rad, 0.3-0.5 Hz): arm ``k``."""
     freq = 0.3 + 0.03 * np.arange(7)
     phase = 0.7 * np.arange(7) + k

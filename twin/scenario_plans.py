@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controllers.executor import Execution, SyncExecutor
-from controllers.names import Arm, arm_joints
+from controllers.names import Arm, group_arms
 from planners.group import ArmGroup, GroupConfig
 
 from .closed_loop import ClosedLoop
@@ -48,7 +48,7 @@ class PlanRunner:
     def __init__(self, loop: ClosedLoop, steps: list[PlanStep], config: GroupConfig | None = None):
         self.loop = loop
         self.steps = sorted(steps, key=lambda s: s.t)
-        self.group = ArmGroup(loop.twin.model, {a.value: list(arm_joints(a)) for a in Arm},
+        self.group = ArmGroup(loop.twin.model, group_arms(),
                               config or planning_config())
         self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock)
         self.results: list[dict] = []

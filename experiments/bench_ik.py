@@ -24,10 +24,10 @@ import pinocchio as pin
 from controllers import names as N
 from controllers.names import Arm
 from experiments.registry import benchmark
+from models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
 from planners.ik import IKSolver, default_config
 from planners.kinematics import ArmKinematics, Payload
 from planners.pose import pose_error
-from twin.model.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
 
 N_RANDOM = 1000
 N_PATH = 1000

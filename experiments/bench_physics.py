@@ -14,7 +14,7 @@ from twin.scenario import demo_scenario, run_scenario
 def run() -> dict:
     sc = demo_scenario()
     result = run_scenario(sc, record=False, progress=False)
-    from twin.model.loading import load_scene
+    from models.loading import load_scene
 
     m = load_scene()
     d = mujoco.MjData(m)

@@ -16,13 +16,13 @@ from controllers.names import group_arms
 from experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
 from experiments.registry import benchmark
 from experiments.toppra_baseline import toppra_retime
+from models.loading import apply_home, load_scene
 from planners.cartesian import plan_cartesian
 from planners.collision import CollisionChecker
 from planners.group import ArmGroup
 from planners.ik import default_config as ik_default
 from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreement_on_placements
 from planners.pose_goals import PoseGoal
-from twin.model.loading import apply_home, load_scene
 
 ARMS = group_arms()
 

@@ -28,7 +28,7 @@ import mujoco
 import numpy as np
 
 from controllers.names import group_arms
-from twin.model.loading import apply_home, load_scene
+from models.loading import apply_home, load_scene
 
 ARMS = group_arms()
 

@@ -34,12 +34,12 @@ from experiments.crossing_goals import (  # noqa: E402
 )
 from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
 from experiments.registry import experiment  # noqa: E402
+from models.loading import load_scene  # noqa: E402
 from planners.certificate import certify_plan  # noqa: E402
 from planners.geom_pairs import GeomPairTable  # noqa: E402
 from planners.group import ArmGroup  # noqa: E402
 from planners.kinematics import ArmKinematics  # noqa: E402
 from planners.oracle import CoalOracle, judge_states  # noqa: E402
-from twin.model.loading import load_scene  # noqa: E402
 
 MARGIN = 0.005
 TOL = 1e-4

@@ -26,11 +26,11 @@ from controllers.names import Arm, group_arms
 from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
+from models.loading import arm_actuator_indices, arm_qpos_indices, load_scene
 from planners.collision import CollisionChecker, CollisionConfig
 from planners.group import ArmGroup, GroupConfig
 from twin.closed_loop import ClosedLoop, twin_owner_config
 from twin.execution import clearance_along, execute_arrays, executed_states, plan_arrays
-from twin.model.loading import arm_actuator_indices, arm_qpos_indices, load_scene
 from twin.twin import Twin, TwinConfig
 
 ARMS = group_arms()

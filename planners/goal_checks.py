@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from controllers.names import TORSO_JOINT
+from models import dimensions as D
 from planners.errors import KinematicsInputError, PlannerConfigError
 from planners.kinematics import ArmKinematics, Payload, joint_vector, torso_angle
-from twin.model import dimensions as D
 
 
 class CheckKind(enum.Enum):

@@ -30,9 +30,9 @@ import pinocchio as pin
 
 from controllers import names as N
 from controllers.names import JOINTS_PER_ARM, Arm
+from models import dimensions as D
+from models.loading import ROBOT_PATH, load_pinocchio
 from planners.errors import KinematicsInputError, PlannerConfigError
-from twin.model import dimensions as D
-from twin.model.loading import ROBOT_PATH, load_pinocchio
 
 TORSO_INDEX = 0  # q index of the torso yaw in the reduced model; the arm follows at 1..7
 ARM_SLICE = slice(1, 1 + JOINTS_PER_ARM)

@@ -9,6 +9,7 @@ import pytest
 from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home_group, straight
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
+from models.loading import load_scene
 from planners.errors import GoalInputError, GroupNameError, PlanFailedError
 from planners.geom_pairs import GeomPairTable
 from planners.goals import JointGoal, JointGoalSet
@@ -16,7 +17,6 @@ from planners.group import ArmGroup
 from planners.oracle import CoalOracle, judge_states
 from planners.plan import PlanStatus
 from planners.retime import JointLimits, ScalarProfile, limit_report
-from twin.model.loading import load_scene
 
 MARGIN = 0.005
 TOL = 1e-4

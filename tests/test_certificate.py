@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controllers.names import Arm, arm_joints, group_arms
+from models import dimensions as D
+from models.loading import apply_home, load_scene
 from planners.certificate import certify, certify_plan, chain_radii, consistent, lipschitz_bound
 from planners.errors import PlannerConfigError
 from planners.goals import JointGoal
 from planners.group import ArmGroup
-from twin.model import dimensions as D
-from twin.model.loading import apply_home, load_scene
 
 
 def test_seed_003_worked_example():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from controllers.names import TORSO_JOINT, Arm
+from models import dimensions as D
 from planners.errors import KinematicsInputError, PlannerConfigError
 from planners.goal_checks import (
     CheckKind,
@@ -20,7 +21,6 @@ from planners.goal_checks import (
     default_config,
 )
 from planners.kinematics import ArmKinematics, Payload
-from twin.model import dimensions as D
 
 HOME = np.array(D.HOME_ARM_POSE)
 

@@ -11,11 +11,11 @@ import pytest
 
 from controllers import names as N
 from controllers.names import Arm
+from models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
 from planners import lm
 from planners.errors import KinematicsInputError, PlannerConfigError
 from planners.ik import IKConfig, IKSolver, IKStatus, default_config
 from planners.kinematics import ArmKinematics
-from twin.model.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
 
 TOL = 1e-6
 

@@ -9,10 +9,10 @@ import pytest
 
 from controllers import names as N
 from controllers.names import Arm
+from models import dimensions as D
+from models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
 from planners.errors import KinematicsInputError, PlannerConfigError
 from planners.kinematics import ArmKinematics, Payload
-from twin.model import dimensions as D
-from twin.model.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
 
 ARMS = list(Arm)
 

@@ -10,9 +10,9 @@ import pytest
 
 from controllers import names as N
 from controllers.names import Arm
-from twin.model import build
-from twin.model import dimensions as D
-from twin.model.loading import ROBOT_PATH, SCENE_PATH, load_pinocchio, load_scene
+from models import build
+from models import dimensions as D
+from models.loading import ROBOT_PATH, SCENE_PATH, load_pinocchio, load_scene
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -11,10 +11,10 @@ from controllers.codec import RAD_PER_COUNT, decode_feedback
 from controllers.names import BUS_MAPPING, Arm, tcp_site
 from controllers.owner import FaultKind as OwnerFault
 from controllers.owner import Mode
+from models import dimensions as D
 from twin.closed_loop import ClosedLoop, ClosedLoopConfig
 from twin.drive import STATUS_ENABLED, STATUS_TIMEOUT, DriveConfigError
 from twin.faults import FaultSpec, FaultSpecError
-from twin.model import dimensions as D
 from twin.wire import open_virtual
 
 HOME = np.array(D.HOME_ARM_POSE)

@@ -8,9 +8,9 @@ import pytest
 from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home
 from test_collision import THIN_BOX_XML
 
+from models.loading import load_scene
 from planners.collision import CollisionChecker
 from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreement_on_placements
-from twin.model.loading import load_scene
 
 
 def _joint_box(m, arms):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from controllers.names import Arm
+from models import dimensions as D
 from twin.cli import main
-from twin.model import dimensions as D
 from twin.scenario import Scenario, ScenarioError, run_scenario
 from twin.scheduler import Scheduler, SchedulerError
 from twin.twin import ThreadOwnershipError, Twin, TwinConfig

@@ -33,10 +33,10 @@ from controllers.names import BUS_MAPPING, Arm
 from controllers.owner import OwnerConfig, TickReport
 from controllers.target import ArmTarget
 from controllers.transport import TransportConfig
+from models import dimensions as D
 
 from .drive import DriveConfig
 from .faults import FaultSchedule, FaultSpec
-from .model import dimensions as D
 from .motor_bank import MotorBank
 from .twin import Twin, TwinConfig
 from .wire import FaultInjectingBus, open_virtual
@@ -51,7 +51,7 @@ def twin_owner_config(period_s: float = 0.005) -> OwnerConfig:
     v 1.0 rad/s, a 3.0 rad/s^2, jerk 30 rad/s^3 on every joint (well inside the
     motors' no-load speeds); feedback timeout 0.2 s (four periods of 20 Hz feedback);
     tracking error 0.15 rad (servo lag plus gravity sag stay below 0.08 rad in the
-    demo); joint bounds from ``twin.model.dimensions``."""
+    demo); joint bounds from ``models.dimensions``."""
     return OwnerConfig(
         period_s=period_s,
         max_velocity=(1.0,) * N_JOINTS,

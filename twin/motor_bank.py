@@ -25,18 +25,18 @@ import numpy as np
 from controllers.codec import decode_command, encode_sample
 from controllers.errors import CodecError
 from controllers.names import COMMAND_IDS, JOINTS_PER_ARM, Arm, UnknownNameError, arm_joints
+from models import dimensions as D
+from models.loading import arm_actuator_indices, arm_qpos_indices
 
 from .drive import DRIVE_FRAME, DriveConfig, DriveConfigError, SimulatedDrive
 from .faults import FaultKind, FaultSchedule
-from .model import dimensions as D
-from .model.loading import arm_actuator_indices, arm_qpos_indices
 from .wire import open_virtual
 
 STALL_FRICTION_NM = 1.0e4  # a jammed joint: dry friction far above any servo torque
 
 
 def default_drive_configs() -> tuple[DriveConfig, ...]:
-    """Drives of one arm from ``twin.model.dimensions`` (limits, no-load speeds, peak torque).
+    """Drives of one arm from ``models.dimensions`` (limits, no-load speeds, peak torque).
 
     ASSUMED torque constant: peak torque maps to 20 drive units of current."""
     return tuple(

@@ -26,10 +26,10 @@ import numpy as np
 from controllers.names import Arm, tcp_site
 from controllers.owner import FaultKind as OwnerFault
 from controllers.owner import Mode
+from models import dimensions as D
 
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec
-from .model import dimensions as D
 from .report import EVIDENCE
 
 HOME = np.array(D.HOME_ARM_POSE)

@@ -30,11 +30,11 @@ import mujoco
 import numpy as np
 
 from controllers.names import Arm
+from models import dimensions as D
+from models.loading import joint_qpos_index
 
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec, FaultSpecError
-from .model import dimensions as D
-from .model.loading import joint_qpos_index
 from .scenario_plans import PlanRunner, PlanStep
 from .twin import Twin, TwinConfig
 from .video import RenderUnavailable, VideoRecorder

@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 
 from controllers.names import Arm
+from models.loading import apply_home, arm_actuator_indices, arm_qpos_indices, load_scene
 
-from .model.loading import apply_home, arm_actuator_indices, arm_qpos_indices, load_scene
 from .scheduler import Scheduler
 
 

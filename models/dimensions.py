@@ -2,7 +2,7 @@
 
 ROB's real dimensions are not measured yet (DESIGN.md). Each value below says where
 it comes from, so calibration can replace it here and regenerate ``models/rob/``
-(``python -m twin.model.build``). Units: metres, kilograms, radians, seconds,
+(``python -m models.build``). Units: metres, kilograms, radians, seconds,
 newton-metres, unless a name says otherwise.
 
 Provenance tags used below:

@@ -3,7 +3,10 @@
 Every message names the offending value and the valid range, so a log line alone
 says what was wrong. Codec errors are also ``ValueError`` (bad input values);
 transport errors are not (they describe the bus, not the caller's data).
-Others may add their own classes here, deriving from ``RobTwinError``.
+Others may add their own classes here, deriving from ``RobTwinError``; the planners'
+(``planners.errors``) and the twin's errors derive from it too, so ``except RobTwinError``
+catches every error the project raises on purpose. An input error is also a ``ValueError``
+(an unknown name also a ``KeyError``) so that callers that catch those keep working.
 """
 
 from __future__ import annotations
@@ -11,6 +14,17 @@ from __future__ import annotations
 
 class RobTwinError(Exception):
     """Base of every error this project raises on purpose."""
+
+
+class UnknownNameError(RobTwinError, KeyError):
+    """A name that the model, the mapping or a registry does not define; lists the valid ones."""
+
+    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
+        self.kind, self.value, self.valid = kind, value, list(valid)
+        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, self.valid))}")
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return self.args[0]
 
 
 # --------------------------------------------------------------------------- codec

@@ -8,7 +8,7 @@ Others may add their own classes here, deriving from ``PlannerError``.
 
 from __future__ import annotations
 
-from controllers.errors import RobTwinError
+from controllers.errors import RobTwinError, UnknownNameError
 
 
 class PlannerError(RobTwinError):
@@ -34,15 +34,9 @@ class PlannerConfigError(PlannerError, ValueError):
 # ------------------------------------------------- arm groups, planning, retiming (issue 7)
 
 
-class GroupNameError(PlannerError, KeyError):
-    """An arm, joint or geom name the group or the model does not define; lists the valid ones."""
-
-    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
-        self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, self.valid))}")
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return self.args[0]
+class GroupNameError(PlannerError, UnknownNameError):
+    """An arm, joint or geom name the group or the model does not define; lists the valid ones
+    (``UnknownNameError`` raised by the planners layer)."""
 
 
 class GoalInputError(PlannerError, ValueError):

@@ -10,34 +10,16 @@ Names are imported on first use, so ``import controllers`` stays light.
 
 from controllers.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    # the owner: one persistent writer per arm
-    "ArmOwner": "controllers.owner",
-    "OwnerConfig": "controllers.owner",
-    "TickReport": "controllers.owner",
-    "FaultKind": "controllers.owner",
-    "Mode": "controllers.owner",
-    "ArmTarget": "controllers.target",
-    "ArmDriver": "controllers.arm_driver",
-    "SimClock": "controllers.clock",
-    "MonotonicClock": "controllers.clock",
-    # the codec and the bus
-    "CodecConfig": "controllers.codec",
-    "Frame": "controllers.codec",
-    "encode_sample": "controllers.codec",
-    "encode_joint": "controllers.codec",
-    "decode_command": "controllers.codec",
-    "decode_feedback": "controllers.codec",
-    "encode_feedback": "controllers.codec",
-    "CanTransport": "controllers.transport",
-    "TransportConfig": "controllers.transport",
-    # synchronized execution of planned trajectories
-    "SyncExecutor": "controllers.executor",
-    "ExecutorConfig": "controllers.executor",
-    # names and errors
-    "Arm": "controllers.names",
-    "RobTwinError": "controllers.errors",
-    "UnknownNameError": "controllers.errors",
+_MODULES = {
+    "controllers.owner": ("ArmOwner", "OwnerConfig", "TickReport", "FaultKind", "Mode"),
+    "controllers.target": ("ArmTarget",),
+    "controllers.arm_driver": ("ArmDriver",),
+    "controllers.clock": ("SimClock", "MonotonicClock"),
+    "controllers.codec": ("CodecConfig", "Frame", "encode_sample", "encode_joint",
+                          "decode_command", "decode_feedback", "encode_feedback"),
+    "controllers.transport": ("CanTransport", "TransportConfig"),
+    "controllers.executor": ("SyncExecutor", "ExecutorConfig"),
+    "controllers.names": ("Arm",),
+    "controllers.errors": ("RobTwinError", "UnknownNameError"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

@@ -27,6 +27,22 @@ class UnknownNameError(RobTwinError, KeyError):
         return self.args[0]
 
 
+class InvalidValueError(RobTwinError, ValueError):
+    """A named field (a configuration value, an argument) whose value is not valid.
+
+    Carries ``field``, ``value`` and ``valid`` (the valid range or set, in words); the
+    message reads ``<subject >field=value is invalid; valid: ...``, where subclasses name
+    their subject (``"owner config"``, ``"codec config"``, ...).
+    """
+
+    subject = ""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        where = f"{self.subject} " if self.subject else ""
+        super().__init__(f"{where}{field}={value!r} is invalid; valid: {valid}")
+
+
 # --------------------------------------------------------------------------- codec
 
 
@@ -100,12 +116,10 @@ class UnrepresentableCountError(JointValueError):
         )
 
 
-class CodecConfigError(CodecError):
+class CodecConfigError(CodecError, InvalidValueError):
     """A codec configuration that cannot be used (wrong length, bounds not ordered)."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"codec config {field}={value!r} is invalid; valid: {valid}")
+    subject = "codec config"
 
 
 class FrameError(CodecError):
@@ -153,10 +167,10 @@ class TransportError(RobTwinError):
     """A CAN transport boundary failure (configuration, closed bus)."""
 
 
-class TransportConfigError(TransportError, ValueError):
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"transport config {field}={value!r} is invalid; valid: {valid}")
+class TransportConfigError(TransportError, InvalidValueError):
+    """A transport configuration value outside its valid range."""
+
+    subject = "transport config"
 
 
 class TransportClosedError(TransportError):
@@ -187,12 +201,10 @@ class NonFiniteTargetError(OwnerError, ValueError):
         super().__init__(f"target {field} joint {joint}: {value!r} is not finite")
 
 
-class OwnerConfigError(OwnerError, ValueError):
+class OwnerConfigError(OwnerError, InvalidValueError):
     """An owner / checker configuration value outside its valid range."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"owner config {field}={value!r} is invalid; valid: {valid}")
+    subject = "owner config"
 
 
 class OwnerStateError(OwnerError):
@@ -203,9 +215,7 @@ class OwnerStateError(OwnerError):
         super().__init__(f"owner cannot {operation} in mode {mode!r}; allowed in: {valid}")
 
 
-class SegmentError(RobTwinError, ValueError):
+class SegmentError(InvalidValueError):
     """A jerk segment that cannot be integrated (negative or non-finite duration)."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"jerk segment {field}={value!r} is invalid; valid: {valid}")
+    subject = "jerk segment"

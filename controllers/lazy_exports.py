@@ -9,8 +9,10 @@ import importlib
 from collections.abc import Callable
 
 
-def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable, Callable]:
-    """``(__getattr__, __dir__)`` for ``package`` whose public names map to their modules."""
+def lazy_exports(package: str, modules: dict[str, tuple[str, ...]]) -> tuple[list[str], Callable, Callable]:
+    """``(__all__, __getattr__, __dir__)`` for ``package``: ``modules`` maps each module to the
+    public names it provides."""
+    exports = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str):
         try:
@@ -23,4 +25,4 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable, Calla
     def __dir__() -> list[str]:
         return sorted(exports)
 
-    return __getattr__, __dir__
+    return sorted(exports), __getattr__, __dir__

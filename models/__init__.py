@@ -13,16 +13,9 @@ Start here::
 
 from controllers.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    "load_scene": "models.loading",
-    "load_pinocchio": "models.loading",
-    "apply_home": "models.loading",
-    "apply_keyframe": "models.loading",
-    "keyframe_state": "models.loading",
-    "SCENE_PATH": "models.loading",
-    "ROBOT_PATH": "models.loading",
-    "robot_spec": "models.build",
-    "scene_spec": "models.build",
+_MODULES = {
+    "models.loading": ("load_scene", "load_pinocchio", "apply_home", "apply_keyframe",
+                       "keyframe_state", "SCENE_PATH", "ROBOT_PATH"),
+    "models.build": ("robot_spec", "scene_spec"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

@@ -352,14 +352,20 @@ def _robot(spec: mujoco.MjSpec) -> None:
     _add_speed_limits(spec)
 
 
-def robot_spec() -> mujoco.MjSpec:
-    """ROB alone (``rob.xml``): what Pinocchio and the planners' kinematics load."""
+def _generated_spec(model_name: str, *parts) -> mujoco.MjSpec:
+    """A new spec named ``model_name``, built by ``parts`` in order, then the keyframes."""
     spec = mujoco.MjSpec()
-    spec.modelname = "rob"
+    spec.modelname = model_name
     spec.comment = GENERATED
-    _robot(spec)
+    for add in parts:
+        add(spec)
     _add_keyframes(spec)
     return spec
+
+
+def robot_spec() -> mujoco.MjSpec:
+    """ROB alone (``rob.xml``): what Pinocchio and the planners' kinematics load."""
+    return _generated_spec("rob", _robot)
 
 
 def _add_scene(spec: mujoco.MjSpec) -> None:
@@ -414,13 +420,7 @@ def _add_scene(spec: mujoco.MjSpec) -> None:
 
 def scene_spec() -> mujoco.MjSpec:
     """ROB at the table (``scene.xml``): the robot, then the scene, then the keyframes."""
-    spec = mujoco.MjSpec()
-    spec.modelname = "rob scene"
-    spec.comment = GENERATED
-    _robot(spec)
-    _add_scene(spec)
-    _add_keyframes(spec)
-    return spec
+    return _generated_spec("rob scene", _robot, _add_scene)
 
 
 def robot_xml() -> str:

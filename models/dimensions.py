@@ -43,6 +43,11 @@ DRIVE_GROUPS: dict[str, DriveSpec] = {
     "shoulder": SHOULDER_DRIVE, "elbow": ELBOW_DRIVE, "wrist": WRIST_DRIVE}
 
 
+def _from_drive(field: str) -> property:
+    """A JointSpec attribute read from its drive group (``spec.kp`` is ``spec.drive.kp``)."""
+    return property(lambda self: getattr(self.drive, field), doc=f"``drive.{field}``")
+
+
 @dataclass(frozen=True, kw_only=True)
 class JointSpec:
     """One arm joint: origin in the parent link frame [m], axis, limits, drive and link."""
@@ -60,29 +65,12 @@ class JointSpec:
         """The name of this joint's drive group (a default class of the model)."""
         return next(name for name, d in DRIVE_GROUPS.items() if d is self.drive)
 
-    @property
-    def velocity_limit(self) -> float:
-        return self.drive.velocity_limit
-
-    @property
-    def effort_limit(self) -> float:
-        return self.drive.effort_limit
-
-    @property
-    def kp(self) -> float:
-        return self.drive.kp
-
-    @property
-    def kv(self) -> float:
-        return self.drive.kv
-
-    @property
-    def armature(self) -> float:
-        return self.drive.armature
-
-    @property
-    def damping(self) -> float:
-        return self.drive.damping
+    velocity_limit = _from_drive("velocity_limit")
+    effort_limit = _from_drive("effort_limit")
+    kp = _from_drive("kp")
+    kv = _from_drive("kv")
+    armature = _from_drive("armature")
+    damping = _from_drive("damping")
 
 
 # OPENARM: joint origins and axes (DESIGN.md "Reference facts"), position limits [rad].

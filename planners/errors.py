@@ -8,27 +8,21 @@ Others may add their own classes here, deriving from ``PlannerError``.
 
 from __future__ import annotations
 
-from controllers.errors import RobTwinError, UnknownNameError
+from controllers.errors import InvalidValueError, RobTwinError, UnknownNameError
 
 
 class PlannerError(RobTwinError):
     """Base of every error the planners layer raises on purpose."""
 
 
-class KinematicsInputError(PlannerError, ValueError):
+class KinematicsInputError(PlannerError, InvalidValueError):
     """A joint vector, torso angle, pose or trajectory the kinematics services refuse."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"{field}={value!r} is invalid; valid: {valid}")
 
-
-class PlannerConfigError(PlannerError, ValueError):
+class PlannerConfigError(PlannerError, InvalidValueError):
     """A kinematics / IK / goal-check configuration value outside its valid range."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"planner config {field}={value!r} is invalid; valid: {valid}")
+    subject = "planner config"
 
 
 # ------------------------------------------------- arm groups, planning, retiming (issue 7)

@@ -15,21 +15,12 @@ from controllers.lazy_exports import lazy_exports
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-_EXPORTS = {
-    "Twin": "twin.twin",
-    "TwinConfig": "twin.twin",
-    "ClosedLoop": "twin.closed_loop",
-    "ClosedLoopConfig": "twin.closed_loop",
-    "FaultSpec": "twin.faults",
-    "Scenario": "twin.scenario",
-    "ScenarioError": "twin.scenario",
-    "run_scenario": "twin.scenario",
-    "demo_scenario": "twin.scenario",
-    "RehearsalConfig": "twin.rehearsal",
-    "rehearse": "twin.rehearsal",
-    "write_report": "twin.rehearsal",
-    "RenderUnavailable": "twin.video",
-    "VideoRecorder": "twin.video",
+_MODULES = {
+    "twin.twin": ("Twin", "TwinConfig"),
+    "twin.closed_loop": ("ClosedLoop", "ClosedLoopConfig"),
+    "twin.faults": ("FaultSpec",),
+    "twin.scenario": ("Scenario", "ScenarioError", "run_scenario", "demo_scenario"),
+    "twin.rehearsal": ("RehearsalConfig", "rehearse", "write_report"),
+    "twin.video": ("RenderUnavailable", "VideoRecorder"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

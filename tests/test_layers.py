@@ -71,3 +71,16 @@ def test_every_error_the_project_defines_derives_from_the_one_base():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_entry_points_export_what_they_list_and_name_the_choices_for_anything_else():
+    import controllers
+    import models
+    import twin
+
+    for package in (controllers, models, twin):
+        assert package.__all__ == sorted(package.__all__) and dir(package) == package.__all__
+        for name in package.__all__:
+            assert getattr(package, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'ArmOwnr'; its public names: .*ArmOwner"):
+        controllers.ArmOwnr  # noqa: B018

@@ -22,5 +22,7 @@ _MODULES = {
     "twin.scenario": ("Scenario", "ScenarioError", "run_scenario", "demo_scenario"),
     "twin.rehearsal": ("RehearsalConfig", "rehearse", "write_report"),
     "twin.video": ("RenderUnavailable", "VideoRecorder"),
+    "twin.base_drive": ("BaseDrive", "BaseDriveConfig"),
+    "twin.odometry": ("Odometry", "OdometryConfig", "MocapStream"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

@@ -7,7 +7,8 @@ A scenario file is JSON::
      "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
      "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
-     "cameras": ["overview"], "fps": 30}
+     "cameras": ["overview"], "fps": 30,
+     "base": [{"t": 0.5, "v": 0.3, "omega": 0.0}, {"t": 3.0, "v": 0.0}]}
 
 Every run goes through the whole pipeline (``twin.closed_loop``): between keyframes of
 one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
@@ -36,6 +37,7 @@ from models.loading import joint_qpos_index
 
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec, FaultSpecError
+from .scenario_base import BaseScript, BaseStep, BaseStepError, parse_base_steps
 from .scenario_plans import PlanRunner, PlanStep
 from .twin import Twin, TwinConfig
 from .video import RenderUnavailable, VideoRecorder
@@ -64,6 +66,7 @@ class Scenario:
     target_rate_hz: float = 100.0
     faults: list[FaultSpec] = field(default_factory=list)
     plans: list[PlanStep] = field(default_factory=list)
+    base: list[BaseStep] = field(default_factory=list)  # tracked-base drive steps
 
     @classmethod
     def from_dict(cls, raw: dict) -> Scenario:
@@ -90,6 +93,7 @@ class Scenario:
             target_rate_hz=float(raw.get("target_rate_hz", 100.0)),
             faults=_faults(raw.get("faults", [])),
             plans=_plans(raw.get("plans", []), {k.arm for k in frames}),
+            base=_base(raw.get("base", [])),
         )
 
     @classmethod
@@ -110,6 +114,13 @@ def _faults(raw) -> list[FaultSpec]:
         return [FaultSpec.from_dict(f) for f in raw]
     except (FaultSpecError, AttributeError, TypeError) as err:
         raise ScenarioError(f"'faults': {err}") from None
+
+
+def _base(raw) -> list[BaseStep]:
+    try:
+        return parse_base_steps(raw)
+    except BaseStepError as err:
+        raise ScenarioError(str(err)) from None
 
 
 def _plans(raw, keyframed: set[Arm]) -> list[PlanStep]:
@@ -176,6 +187,7 @@ class RunResult:
     measured: dict[str, np.ndarray]
     pipeline: dict = field(default_factory=dict)
     plans: list[dict] = field(default_factory=list)
+    base: dict = field(default_factory=dict)
 
 
 def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
@@ -214,6 +226,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
 
     twin.scheduler.add("log", 50.0, log)
     planner = PlanRunner(loop, sc.plans) if sc.plans else None
+    base = BaseScript(loop, sc.base) if sc.base else None
 
     recorder, reason = None, None
     if record and sc.cameras:
@@ -268,6 +281,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         measured={a.value: np.array(v) for a, v in log_meas.items()},
         pipeline=pipeline,
         plans=planner.results if planner is not None else [],
+        base=base.summary() if base is not None else {},
     )
 
 

@@ -1,0 +1,89 @@
+"""Scenario steps that drive the tracked base: ``"base": [{"t": s, "v": m/s, "omega": rad/s}]``.
+
+At each step's time ``t`` [s] the base is commanded forward speed ``v`` [m/s] and yaw rate
+``omega`` [rad/s] (counter-clockwise); it holds that command until the next step. The
+base drive watches both arm owners: a fault or Stop of either latches a base-stop, and the
+remaining steps are then refused and reported, never retried. Limits are the drive's
+(``twin.base_drive``); a step outside them is refused when the scenario is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from controllers.errors import InvalidValueError
+
+from .base_drive import BaseCommandError, BaseDrive, BaseDriveConfig, BaseStoppedError, tread_speeds
+
+
+class BaseStepError(InvalidValueError):
+    """A malformed ``base`` step of a scenario."""
+
+    subject = "scenario"
+
+
+@dataclass(frozen=True)
+class BaseStep:
+    t: float  # [s]
+    v: float  # [m/s]
+    omega: float  # [rad/s]
+
+
+def parse_base_steps(raw, config: BaseDriveConfig | None = None) -> list[BaseStep]:
+    """``raw`` (the scenario's ``base`` list) as steps sorted by time; BaseStepError names
+    the first bad field, its value and what is valid."""
+    cfg = config or BaseDriveConfig()
+    if not isinstance(raw, list):
+        raise BaseStepError("base", raw, "a list of {'t': s, 'v': m/s, 'omega': rad/s}")
+    steps = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or set(item) - {"t", "v", "omega"} or "t" not in item:
+            raise BaseStepError(f"base[{i}]", item, "{'t': s >= 0, 'v': m/s, 'omega': rad/s}")
+        values = {}
+        for key, default in (("t", None), ("v", 0.0), ("omega", 0.0)):
+            value = item.get(key, default)
+            try:
+                values[key] = float(value)
+            except (TypeError, ValueError):
+                raise BaseStepError(f"base[{i}].{key}", value, "a finite number") from None
+            if not math.isfinite(values[key]):
+                raise BaseStepError(f"base[{i}].{key}", value, "a finite number")
+        if values["t"] < 0:
+            raise BaseStepError(f"base[{i}].t", values["t"], "a time >= 0 s")
+        left, right = tread_speeds(values["v"], values["omega"], cfg.track_width_m)
+        if max(abs(left), abs(right)) > cfg.tread_max_speed_m_s + 1e-12:
+            raise BaseStepError(f"base[{i}]", {"v": values["v"], "omega": values["omega"]},
+                                f"|v| + |omega| * {cfg.track_width_m / 2:.4g} m <= "
+                                f"{cfg.tread_max_speed_m_s} m/s")
+        steps.append(BaseStep(**values))
+    return sorted(steps, key=lambda s: s.t)
+
+
+@dataclass
+class BaseScript:
+    """Plays ``steps`` on a closed loop's twin through a BaseDrive that watches the owners."""
+
+    loop: object
+    steps: list[BaseStep]
+    drive: BaseDrive = field(init=False)
+    refused: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.drive = BaseDrive(self.loop.twin)
+        self.drive.watch_owners(self.loop)
+        self._next = 0
+        self.loop.twin.scheduler.add("base_script", self.drive.config.control_rate_hz, self._tick)
+
+    def _tick(self, now: float) -> None:
+        while self._next < len(self.steps) and self.steps[self._next].t <= now + 1e-9:
+            step = self.steps[self._next]
+            self._next += 1
+            try:
+                self.drive.command(step.v, step.omega)
+            except (BaseStoppedError, BaseCommandError) as err:
+                self.refused.append({"t": step.t, "v": step.v, "omega": step.omega, "why": str(err)})
+
+    def summary(self) -> dict:
+        return {"steps": len(self.steps), "refused": self.refused,
+                "base_stop": self.drive.stop_cause}

@@ -146,7 +146,7 @@ def test_unknown_estimator_lists_the_valid_ones():
         OdometryConfig(estimator="ekf")
 
 
-def test_a_scenario_drives_the_base_while_an_arm_moves():
+def test_a_scenario_drives_the_base_while_an_arm_moves_and_records_the_merged_scan(tmp_path):
     from models.poses import HOME
     from twin.scenario import Scenario, ScenarioError, run_scenario
 
@@ -155,8 +155,12 @@ def test_a_scenario_drives_the_base_while_an_arm_moves():
     sc = Scenario.from_dict({"name": "base_and_arm", "duration": 1.5,
                              "keyframes": [{"t": 1.0, "arm": "right", "q": reach}],
                              "base": [{"t": 0.2, "v": -0.3}, {"t": 1.0, "v": 0.0, "omega": 0.0}]})
-    result = run_scenario(sc, record=False, progress=False)
-    assert result.base == {"steps": 2, "refused": [], "base_stop": None}
+    result = run_scenario(sc, out_dir=tmp_path, record=False, progress=False)
+    assert {k: result.base[k] for k in ("steps", "refused", "base_stop")} == {
+        "steps": 2, "refused": [], "base_stop": None}
+    assert result.base["merged_scans"] >= 6  # both lidars ran and merged at about 5.5 Hz
+    scans = np.load(result.base["merged_scans_file"])
+    assert scans["ranges_m"].shape == (result.base["merged_scans"], 400)
     assert result.measured["right"][-1][0] > home[0] + 0.1
     with pytest.raises(ScenarioError, match=r"base\[0\]\.v='fast'"):
         Scenario.from_dict({"duration": 1.0, "base": [{"t": 0.0, "v": "fast"}]})

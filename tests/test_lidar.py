@@ -158,3 +158,16 @@ def test_merged_scan_against_ground_truth(speed):
     for m in merger.merged:
         a, b = m.scans
         assert abs(a.stamp_s - b.stamp_s) <= 0.1 and {a.unit, b.unit} == {"front", "back"}
+
+
+def test_scan_merge_experiment_writes_figures_and_the_plot(tmp_path, monkeypatch):
+    from experiments import exp_scan_merge, output
+
+    for mod in (output, exp_scan_merge):
+        monkeypatch.setattr(mod, "OUT_DIR", tmp_path)
+    r = exp_scan_merge.run(seed=0, seconds=1.2)
+    assert r["hardware_io"] is False
+    still, moving = r["runs"]["still"], r["runs"]["0.5 m/s"]
+    assert still["robot_hits_seen"] > 0 and still["robot_hits_kept"] == moving["robot_hits_kept"] == 0
+    assert still["angular_error_median_rad"] <= moving["angular_error_p99_rad"]
+    assert (tmp_path / "experiments" / "scan-merge" / "scans.png").stat().st_size > 10_000

@@ -57,6 +57,7 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "max_abs_tracking_error_rad": err,
         "pipeline": result.pipeline,
         "plans": result.plans,
+        **({"base": result.base} if getattr(result, "base", None) else {}),
         "plot": str(joint_plot(result, out_dir / "joints.png")),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

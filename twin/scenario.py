@@ -281,7 +281,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         measured={a.value: np.array(v) for a, v in log_meas.items()},
         pipeline=pipeline,
         plans=planner.results if planner is not None else [],
-        base=base.summary() if base is not None else {},
+        base=base.summary(out_dir) if base is not None else {},
     )
 
 

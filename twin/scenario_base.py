@@ -1,5 +1,9 @@
 """Scenario steps that drive the tracked base: ``"base": [{"t": s, "v": m/s, "omega": rad/s}]``.
 
+A scenario with base steps also runs both lidars and their merge; the merged scans are
+kept (``merged_scans`` in the summary) and written to ``<out>/merged_scans.npz`` (stamps
+[s], angle_min [rad], angle_increment [rad], ranges [m], ``inf`` for no return).
+
 At each step's time ``t`` [s] the base is commanded forward speed ``v`` [m/s] and yaw rate
 ``omega`` [rad/s] (counter-clockwise); it holds that command until the next step. The
 base drive watches both arm owners: a fault or Stop of either latches a base-stop, and the
@@ -11,10 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
 
 from controllers.errors import InvalidValueError
 
 from .base_drive import BaseCommandError, BaseDrive, BaseDriveConfig, BaseStoppedError, tread_speeds
+from .lidar import LidarPair
+from .scan_merge import ScanMerger, mounts_from_model
 
 
 class BaseStepError(InvalidValueError):
@@ -72,6 +81,8 @@ class BaseScript:
     def __post_init__(self) -> None:
         self.drive = BaseDrive(self.loop.twin)
         self.drive.watch_owners(self.loop)
+        self.lidars = LidarPair(self.loop.twin, seed=self.loop.config.seed)
+        self.merger = ScanMerger(mounts_from_model(self.loop.twin.model)).attach(self.lidars)
         self._next = 0
         self.loop.twin.scheduler.add("base_script", self.drive.config.control_rate_hz, self._tick)
 
@@ -84,6 +95,18 @@ class BaseScript:
             except (BaseStoppedError, BaseCommandError) as err:
                 self.refused.append({"t": step.t, "v": step.v, "omega": step.omega, "why": str(err)})
 
-    def summary(self) -> dict:
-        return {"steps": len(self.steps), "refused": self.refused,
-                "base_stop": self.drive.stop_cause}
+    def summary(self, out_dir: Path | None = None) -> dict:
+        """Steps, refusals, the base-stop cause, the merged scans (count, and the file they
+        were written to when ``out_dir`` is given)."""
+        merged = self.merger.merged
+        out = {"steps": len(self.steps), "refused": self.refused, "base_stop": self.drive.stop_cause,
+               "merged_scans": len(merged), "unpaired_scans": self.merger.unpaired}
+        if out_dir is not None and merged:
+            path = Path(out_dir) / "merged_scans.npz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(path, stamps_s=[m.stamp_s for m in merged],
+                                angle_min_rad=merged[0].angle_min_rad,
+                                angle_increment_rad=merged[0].angle_increment_rad,
+                                ranges_m=np.stack([m.ranges for m in merged]))
+            out["merged_scans_file"] = str(path)
+        return out

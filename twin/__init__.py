@@ -24,5 +24,8 @@ _MODULES = {
     "twin.video": ("RenderUnavailable", "VideoRecorder"),
     "twin.base_drive": ("BaseDrive", "BaseDriveConfig"),
     "twin.odometry": ("Odometry", "OdometryConfig", "MocapStream"),
+    "twin.lidar": ("Lidar", "LidarConfig", "LidarPair"),
+    "twin.scan_merge": ("ScanMerger", "MergeConfig", "merge"),
+    "twin.env": ("RobEnv", "EnvConfig"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

@@ -88,3 +88,18 @@ def test_bad_actions_and_configs_are_typed_errors():
         EnvConfig(control_rate_hz=30.0)
     assert issubclass(EnvActionError, RobTwinError)
     assert len(ACTION_NAMES) == 16
+
+
+def test_camera_observation_matches_its_spec():
+    from twin.video import RenderUnavailable
+
+    try:
+        env = RobEnv(EnvConfig(sensors=("commanded", "camera"), camera_size=(48, 64)))
+    except RenderUnavailable as err:
+        pytest.skip(f"no GL here: {err}")
+    ts = env.reset()
+    env.observation_spec()["camera/rgb"].validate(ts.observation["camera/rgb"])
+    action = np.concatenate([ts.observation["commanded/right"], ts.observation["commanded/left"], [0, 0]])
+    ts = env.step(action)
+    assert ts.observation["camera/rgb"].shape == (48, 64, 3) and ts.observation["camera/rgb"].std() > 5
+    env.close()

@@ -126,9 +126,11 @@ class RobEnv(dm_env.Environment):
             self.lidars = LidarPair(twin, seed=seed)
             self.merger = ScanMerger(mounts_from_model(model)).attach(self.lidars)
             self.merger.subscribers.append(self._on_scan)
-        if "camera" in self.config.sensors and self._camera is None:
+        if "camera" in self.config.sensors:
             from .head_camera import HeadCamera
 
+            if self._camera is not None:
+                self._camera.close()
             h, w = self.config.camera_size
             self._camera = HeadCamera(model, height=h, width=w)
         self._steps_per_action = int(round(1.0 / (self.config.control_rate_hz * twin.scheduler.dt)))

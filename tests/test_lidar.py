@@ -171,3 +171,9 @@ def test_scan_merge_experiment_writes_figures_and_the_plot(tmp_path, monkeypatch
     assert still["robot_hits_seen"] > 0 and still["robot_hits_kept"] == moving["robot_hits_kept"] == 0
     assert still["angular_error_median_rad"] <= moving["angular_error_p99_rad"]
     assert (tmp_path / "experiments" / "scan-merge" / "scans.png").stat().st_size > 10_000
+
+
+def test_sensing_benchmark_is_registered():
+    from experiments.registry import benchmarks
+
+    assert "sensing" in benchmarks()

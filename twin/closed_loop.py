@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 
 from controllers.arm_driver import ArmDriver
 from controllers.clock import SimClock
+from controllers.errors import RobTwinError
 from controllers.lease import Lease, LeaseStatus
 from controllers.mailbox import OfferResult
 from controllers.names import BUS_MAPPING, Arm
@@ -128,6 +130,7 @@ class ClosedLoop:
         self.last_report: dict[Arm, TickReport | None] = {arm: None for arm in Arm}
         self.on_tick: list[Callable[[Arm, TickReport], None]] = []
         self.stream_counts: dict[str, dict] = {}
+        self.refused: dict[Arm, Counter] = {arm: Counter() for arm in Arm}
         sched = self.twin.scheduler
         physics_hz = 1.0 / sched.dt
         sched.add("bus", physics_hz, self._service_bus)
@@ -175,15 +178,20 @@ class ClosedLoop:
         self._seq[arm] += 1
         target = ArmTarget(arm, positions_rad, self._seq[arm], owner.generation, self.lease(arm),
                            velocity_rad_s, acceleration_rad_s2)
-        return owner.submit(target)
+        result = owner.submit(target)
+        if not result.accepted:
+            self.refused[arm][result.reason.value if result.reason else "unknown"] += 1
+        return result
 
     def stream_targets(self, arm: Arm | str, source: Callable[[float], np.ndarray | None],
                        rate_hz: float) -> str:
         """Submit ``source(t)`` [rad] to ``arm`` every 1/``rate_hz`` s of simulated time.
 
         Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
-        average); ``source`` returning None skips that instant. Returns the task name
-        (``twin.scheduler.remove(name)`` ends the stream)."""
+        average); ``source`` returning None skips that instant. A target the owner refuses,
+        by verdict or by a typed error, is counted in ``refused[arm]`` under its reason and
+        the stream goes on. Returns the task name (``twin.scheduler.remove(name)`` ends
+        the stream)."""
         arm = Arm.parse(arm)
         if not (rate_hz > 0 and np.isfinite(rate_hz)):
             raise ValueError(f"target rate must be a finite rate > 0 Hz, got {rate_hz!r}")
@@ -195,8 +203,12 @@ class ClosedLoop:
                 state["next"] += period
                 q = source(now)
                 if q is not None:
-                    self.command(arm, q)
                     state["sent"] += 1
+                    try:
+                        self.command(arm, q)
+                    except RobTwinError as err:  # e.g. a non-finite target: refused, counted
+                        reason = getattr(getattr(err, "reason", None), "value", None)
+                        self.refused[arm][reason or type(err).__name__] += 1
 
         self.twin.scheduler.add(name, 1.0 / self.twin.scheduler.dt, task)
         self.stream_counts[name] = state

@@ -41,6 +41,8 @@ from .scenario_schema import (
     LOG_RATE_HZ,
     NAME_PATTERN,
     Expect,
+    FaultBase,
+    JointFaultBase,
     ScenarioError,
     ScenarioFile,
     validate_scenario,
@@ -142,11 +144,11 @@ def read_scenario_json(path: Path | str) -> object:
                             f"{sys.getrecursionlimit()} levels) to be a scenario") from None
 
 
-def fault_spec(m) -> FaultSpec:
+def fault_spec(m: FaultBase) -> FaultSpec:
     """The runtime ``FaultSpec`` of a validated fault model."""
     return FaultSpec(kind=m.kind, arm=m.arm, at=m.at,
                      duration=math.inf if m.duration is None else m.duration,
-                     joints=tuple(getattr(m, "joints", ())), params=m.params())
+                     joints=tuple(m.joints) if isinstance(m, JointFaultBase) else (), params=m.params())
 
 
 def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:

@@ -17,8 +17,10 @@ generated from these models::
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
+import reprlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -44,6 +46,7 @@ from models import dimensions as D
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "scenario.schema.json"
 
+MAX_FAULTS = 100_000  # checked before the entries are validated: a huge list fails at once
 MAX_DURATION_S = 3600.0  # one hour of simulated time; longer runs belong in a study, not a scenario
 LOG_RATE_HZ = 50.0  # the run logs commanded and measured joints at this rate
 MIN_DURATION_S = 1.0 / LOG_RATE_HZ  # shorter runs would have no logged sample to report
@@ -93,8 +96,21 @@ def did_you_mean(word: str, valid: list[str] | tuple[str, ...]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def short_repr(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+def _bounded_repr() -> reprlib.Repr:
+    r = reprlib.Repr()
+    r.maxlevel, r.maxdict, r.maxlist, r.maxstring, r.maxother = 3, 4, 8, 60, 60
+    return r
+
+
+_REPR = _bounded_repr()
+
+
+def short_repr(value: Any, limit: int = 100) -> str:
+    """A bounded repr: nested and huge values are cut (``...``), never walked in full."""
+    try:
+        text = _REPR.repr(value)
+    except RecursionError:
+        text = "<nested too deeply to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -166,15 +182,20 @@ class PlanStep(_Strict):
 # --------------------------------------------------------------------------- faults
 
 
-class _Fault(_Strict):
+class FaultBase(_Strict):
     arm: ArmName
     at: Seconds = 0.0
     duration: Annotated[float, Field(gt=0.0, le=MAX_DURATION_S)] | None = Field(
         default=None, description="how long it lasts [s]; omitted: to the end of the run")
 
     def params(self) -> dict[str, float]:
-        base = {"kind", "arm", "at", "duration", "joints"}
-        return {k: float(v) for k, v in self.model_dump().items() if k not in base}
+        """The kind-specific parameters (every field but kind, arm, at, duration, joints)."""
+        return {k: float(getattr(self, k)) for k in _param_names(type(self))}
+
+
+@functools.cache
+def _param_names(model: type[FaultBase]) -> tuple[str, ...]:
+    return tuple(k for k in model.model_fields if k not in ("kind", "arm", "at", "duration", "joints"))
 
 
 JointNumbers = Annotated[
@@ -183,7 +204,7 @@ JointNumbers = Annotated[
 ]
 
 
-class _JointFault(_Fault):
+class JointFaultBase(FaultBase):
     joints: JointNumbers = []
 
     @field_validator("joints")
@@ -194,55 +215,55 @@ class _JointFault(_Fault):
         return joints
 
 
-class DropFault(_Fault):
+class DropFault(FaultBase):
     kind: Literal["drop"]
     probability: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
 
 
-class DelayFault(_Fault):
+class DelayFault(FaultBase):
     kind: Literal["delay"]
     delay_s: Annotated[float, Field(ge=0.0, le=1.0)] = 0.01
     jitter_s: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
 
 
-class BusOffFault(_Fault):
+class BusOffFault(FaultBase):
     kind: Literal["bus_off"]
 
 
-class PartialBatchFault(_Fault):
+class PartialBatchFault(FaultBase):
     kind: Literal["partial_batch"]
     accept_frames: Annotated[int, Field(ge=0, le=JOINTS_PER_ARM - 1)] = 3
 
 
-class UncertainWriteFault(_Fault):
+class UncertainWriteFault(FaultBase):
     kind: Literal["uncertain_write"]
     at_frame: Annotated[int, Field(ge=0, le=JOINTS_PER_ARM - 1)] = 3
 
 
-class SecondWriterFault(_Fault):
+class SecondWriterFault(FaultBase):
     kind: Literal["second_writer"]
     rate_hz: Annotated[float, Field(gt=0.0, le=1000.0)] = 50.0
     position_rad: Annotated[float, Field(ge=-math.pi, le=math.pi)] = 0.0
 
 
-class FeedbackFreezeFault(_JointFault):
+class FeedbackFreezeFault(JointFaultBase):
     kind: Literal["feedback_freeze"]
 
 
-class StallFault(_JointFault):
+class StallFault(JointFaultBase):
     kind: Literal["stall"]
 
 
-class EncoderOffsetFault(_JointFault):
+class EncoderOffsetFault(JointFaultBase):
     kind: Literal["encoder_offset"]
     offset_rad: Annotated[float, Field(ge=-math.pi, le=math.pi)] = 0.1
 
 
-class WrongSignFault(_JointFault):
+class WrongSignFault(JointFaultBase):
     kind: Literal["wrong_sign"]
 
 
-class PowerLossFault(_Fault):
+class PowerLossFault(FaultBase):
     kind: Literal["power_loss"]
 
 
@@ -283,7 +304,7 @@ class ScenarioFile(_Strict):
     initial: dict[str, float] = Field(default_factory=dict, description=(
         "joint name -> initial position [rad, or m for finger slides], inside the joint limits"))
     keyframes: list[Keyframe] = []
-    faults: list[Fault] = []
+    faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = []
     plans: list[PlanStep] = []
     cameras: list[Literal[CAMERAS]] = Field(  # type: ignore[valid-type]
         default_factory=list, description="the first one is recorded")
@@ -307,6 +328,14 @@ class ScenarioFile(_Strict):
                 raise _problem("joint_limit", f"outside the joint's limits [{lo}, {hi}] "
                                "(rad; m for finger slides)", at=(joint,), value=value)
         return initial
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _not_too_many_faults(cls, faults: Any) -> Any:
+        if isinstance(faults, list) and len(faults) > MAX_FAULTS:
+            raise _problem("too_many_faults", f"{len(faults)} entries; a scenario holds at most "
+                           f"{MAX_FAULTS} faults (merge overlapping ones or split the run)")
+        return faults
 
     @field_validator("frame_size")
     @classmethod

@@ -161,8 +161,10 @@ def _cmd_view(args: argparse.Namespace) -> int:
 def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     import dataclasses
 
+    from controllers.names import UnknownNameError
+
     from .closed_loop import ClosedLoopConfig
-    from .rehearsal import RehearsalConfig, rehearse, write_report
+    from .rehearsal import GATES, RehearsalConfig, rehearse, write_report
     from .run_folder import RunFolder
     from .scenario import fault_spec
     from .scenario_schema import ScenarioError, validate_faults
@@ -172,6 +174,9 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     except (json.JSONDecodeError, RecursionError) as err:
         raise ScenarioError(f"--faults is not valid JSON: {err}") from None
     faults = tuple(fault_spec(f) for f in validate_faults(raw, "--faults"))
+    for gate in args.gate or ():
+        if gate not in GATES:
+            raise UnknownNameError("gate", gate, list(GATES))
     out = Path(args.out)
     RunFolder.check_writable(out)  # before the gates run, not after
     base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,

@@ -84,3 +84,20 @@ def test_a_stream_whose_target_raises_a_typed_error_counts_it_and_goes_on():
         (reason, count), = loop.refused[Arm.RIGHT].items()
         assert count == 5 and "Error" in reason  # the typed error's class names the reason
         assert loop.drivers[Arm.RIGHT].owner.fault is None
+
+
+def test_a_blend_between_keyframes_on_a_joint_limit_never_leaves_the_limit():
+    from twin.scenario import Keyframe, blended_target
+
+    lo = np.array([s.lower for s in D.ARM_JOINTS])
+    start = np.array(HOME)  # j7 of the home pose sits on its lower limit
+    frames = [Keyframe(1.5, Arm.RIGHT, start + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])),
+              Keyframe(3.0, Arm.RIGHT, np.array(HOME))]
+    targets = np.array([blended_target(frames, t, start) for t in np.linspace(0.0, 3.5, 3501)])
+    assert np.all(targets >= lo) and targets[:, 6].min() == lo[6]
+
+
+def test_the_demo_refuses_no_target(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path), "--no-video", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["refused_targets"] == {"right": {}, "left": {}} and summary["passed"] is True

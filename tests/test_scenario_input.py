@@ -116,6 +116,7 @@ CASES = [
     Case("deep nesting inside a field", nested(800), "ScenarioError", "initial: must be a JSON object"),
     Case("a directory", "DIRECTORY", "ScenarioError", "is a directory"),
     Case("a missing file", "MISSING", "ScenarioError", "does not exist"),
+    Case("an endless device", "DEVZERO", "ScenarioError", "is larger than 67108864 bytes"),
     Case("unknown option", sc(), "UsageError", "unrecognized arguments: --fast", args=("--fast",)),
     Case("--out blocked by a file", sc(name="ok"), "RunFolderError", "cannot create run folder",
          args=("--out", "BLOCKED/out")),
@@ -134,6 +135,8 @@ def test_bad_input_is_refused_before_anything_runs(case: Case, tmp_path, capsys)
     path = inputs / "scenario.json"
     if case.content == "DIRECTORY":
         path.mkdir()
+    elif case.content == "DEVZERO":
+        path = Path("/dev/zero")
     elif case.content == "ABSOLUTE":
         path.write_text(json.dumps(sc(name=str(tmp_path / "abs"))))
     elif case.content != "MISSING":

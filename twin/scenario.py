@@ -1,20 +1,30 @@
 """Headless scenarios: duration, seed, initial state, scripted arm targets, faults, cameras.
 
-A scenario file is JSON::
+A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.json``)::
 
-    {"name": "wave", "duration": 4.0, "seed": 1,
+    {"$schema": "./scenario.schema.json",
+     "name": "wave", "duration": 4.0, "seed": 1,
      "initial": {"torso/yaw": 0.2},
      "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
      "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
-     "cameras": ["overview"], "fps": 30}
+     "cameras": ["overview"], "fps": 30, "frame_size": [640, 480],
+     "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
+                "owner_faults": {"left": ["partial_output"]}}}
+
+It is validated as a whole before anything runs (``twin.scenario_schema``): unknown
+keys, wrong types, non-finite numbers and joint values outside the model's limits are
+refused with the field path, the value and the valid range. ``name`` (default: the
+file's stem) is the run folder's name under ``--out``.
 
 Every run goes through the whole pipeline (``twin.closed_loop``): between keyframes of
 one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
 arm's owner, which plans within its limits and publishes over CAN to the motor bank.
 Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed in sync
 through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
-not both. Recorded output lands in ``out/<name>/``.
+not both. The run counts the targets each owner refused (per reason), the plan steps
+that failed and the owner faults that latched; ``expect`` declares which of those the
+scenario means to provoke (``twin.verdict``). Recorded output lands in ``out/<name>/``.
 """
 
 from __future__ import annotations
@@ -121,14 +131,15 @@ def read_scenario_json(path: Path | str) -> object:
     try:
         if p.is_dir():
             raise ScenarioError(f"{where} is a directory; give the path of a .json file")
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ScenarioError(f"{where} is {size} bytes; scenario files are at most {MAX_FILE_BYTES} bytes")
-        data = p.read_bytes()
+        with p.open("rb") as f:  # bounded read: a pipe or /dev/zero cannot make it hang
+            data = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ScenarioError(f"{where} does not exist") from None
     except OSError as err:
         raise ScenarioError(f"{where} cannot be read: {err.strerror or err}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{where} is larger than {MAX_FILE_BYTES} bytes, the most a scenario "
+                            "file may hold")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -152,27 +163,33 @@ def fault_spec(m: FaultBase) -> FaultSpec:
 
 
 def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:
-    """Servo target at time ``t`` [s]: cosine blend between the surrounding keyframes."""
+    """Servo target at time ``t`` [s]: cosine blend between the surrounding keyframes.
+
+    The blend stays between its two keyframes joint by joint, rounding included, so a
+    keyframe on a joint limit never yields a target a hair outside it."""
     prev_t, prev_q = 0.0, start
     for k in frames:
         if t < k.t:
             span = k.t - prev_t
             s = 1.0 if span <= 0 else (t - prev_t) / span
             w = 0.5 - 0.5 * math.cos(math.pi * s)
-            return (1 - w) * prev_q + w * k.q
+            return np.clip(prev_q + w * (k.q - prev_q), np.minimum(prev_q, k.q), np.maximum(prev_q, k.q))
         prev_t, prev_q = k.t, k.q
     return prev_q
 
 
 def demo_scenario() -> Scenario:
-    """ROB at the table moves both arms: reach toward the can, wave, return home."""
+    """ROB at the table moves both arms: reach toward the can, wave, return home
+    (validated like a scenario file)."""
     home = np.array(D.HOME_ARM_POSE)
     reach = home + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])
     wave = home + np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])
     frames = []
-    for arm, a, b in ((Arm.RIGHT, reach, wave), (Arm.LEFT, wave, reach)):
-        frames += [Keyframe(1.5, arm, a), Keyframe(3.0, arm, b), Keyframe(4.5, arm, a), Keyframe(6.0, arm, home)]
-    return Scenario("demo", duration=6.5, seed=0, keyframes=frames, cameras=["overview"], fps=30)
+    for arm, a, b in (("right", reach, wave), ("left", wave, reach)):
+        frames += [{"t": t, "arm": arm, "q": q.tolist()}
+                   for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))]
+    return Scenario.from_dict({"name": "demo", "duration": 6.5, "seed": 0, "keyframes": frames,
+                               "cameras": ["overview"], "fps": 30}, source="the demo scenario")
 
 
 StopCheck = Callable[[], str | None]

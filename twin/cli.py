@@ -164,16 +164,16 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     from controllers.names import UnknownNameError
 
     from .closed_loop import ClosedLoopConfig
+    from .faults import FaultSpec
     from .rehearsal import GATES, RehearsalConfig, rehearse, write_report
     from .run_folder import RunFolder
-    from .scenario import fault_spec
     from .scenario_schema import ScenarioError, validate_faults
 
     try:
         raw = json.loads(args.faults) if args.faults else []
     except (json.JSONDecodeError, RecursionError) as err:
         raise ScenarioError(f"--faults is not valid JSON: {err}") from None
-    faults = tuple(fault_spec(f) for f in validate_faults(raw, "--faults"))
+    faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
     for gate in args.gate or ():
         if gate not in GATES:
             raise UnknownNameError("gate", gate, list(GATES))

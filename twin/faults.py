@@ -31,7 +31,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError
+from controllers.errors import RobTwinError
+from controllers.names import JOINTS_PER_ARM, Arm
 
 
 class FaultKind(enum.Enum):
@@ -54,7 +55,7 @@ WIRE_FAULTS = frozenset({
 })
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(RobTwinError, ValueError):
     """A malformed fault description; the message names the field and what is valid."""
 
 
@@ -120,20 +121,22 @@ class FaultSpec:
 
     @classmethod
     def from_dict(cls, raw: dict) -> FaultSpec:
-        known = {"kind", "arm", "at", "duration", "joints"}
-        if "kind" not in raw:
-            raise FaultSpecError(f"fault {raw!r} needs a 'kind'; valid: {', '.join(_kind_names())}")
+        """One fault as scenario files write it (``twin.scenario_schema`` checks it: unknown
+        keys, kinds and arms, ranges); FaultSpecError lists the problems."""
+        from .scenario_schema import ScenarioError, validate_faults
+
         try:
-            return cls(
-                kind=raw["kind"], arm=raw.get("arm", "right"), at=float(raw.get("at", 0.0)),
-                duration=float(raw.get("duration", math.inf)),
-                joints=tuple(int(j) for j in raw.get("joints", ())),
-                params={k: v for k, v in raw.items() if k not in known},
-            )
-        except (TypeError, ValueError) as err:
-            raise FaultSpecError(f"fault {raw!r}: {err}") from None
-        except UnknownNameError as err:
+            (model,) = validate_faults([raw], "fault")
+        except ScenarioError as err:
             raise FaultSpecError(str(err)) from None
+        return cls.from_model(model)
+
+    @classmethod
+    def from_model(cls, model) -> FaultSpec:
+        """The fault of a validated ``twin.scenario_schema`` fault model."""
+        return cls(kind=model.kind, arm=model.arm, at=model.at,
+                   duration=math.inf if model.duration is None else model.duration,
+                   joints=tuple(getattr(model, "joints", ())), params=model.params())
 
 
 def _kind_names() -> list[str]:

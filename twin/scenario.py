@@ -51,8 +51,6 @@ from .scenario_schema import (
     LOG_RATE_HZ,
     NAME_PATTERN,
     Expect,
-    FaultBase,
-    JointFaultBase,
     ScenarioError,
     ScenarioFile,
     validate_scenario,
@@ -102,7 +100,7 @@ class Scenario:
             name=m.name, duration=m.duration, seed=m.seed, initial=dict(m.initial),
             keyframes=sorted(frames, key=lambda k: k.t), cameras=list(m.cameras), fps=m.fps,
             frame_size=(m.frame_size[0], m.frame_size[1]), target_rate_hz=m.target_rate_hz,
-            faults=[fault_spec(f) for f in m.faults],
+            faults=[FaultSpec.from_model(f) for f in m.faults],
             plans=[PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
                    for p in m.plans],
             expect=m.expect,
@@ -153,13 +151,6 @@ def read_scenario_json(path: Path | str) -> object:
     except RecursionError:
         raise ScenarioError(f"{where} is nested too deeply (more than about "
                             f"{sys.getrecursionlimit()} levels) to be a scenario") from None
-
-
-def fault_spec(m: FaultBase) -> FaultSpec:
-    """The runtime ``FaultSpec`` of a validated fault model."""
-    return FaultSpec(kind=m.kind, arm=m.arm, at=m.at,
-                     duration=math.inf if m.duration is None else m.duration,
-                     joints=tuple(m.joints) if isinstance(m, JointFaultBase) else (), params=m.params())
 
 
 def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:

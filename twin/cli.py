@@ -88,9 +88,9 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
     from .verdict import unexpected
 
     say = _say(args)
-    folder = RunFolder.prepare(args.out, sc.name,
-                               stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
-    with stop_requests() as stop:
+    with stop_requests() as stop:  # from before the folder is marked running
+        folder = RunFolder.prepare(args.out, sc.name,
+                                   stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
         try:
             result = run_scenario(
                 sc, out_dir=folder.path, record=not args.no_video,
@@ -187,7 +187,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
         for g in report["gates"]:
             print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
         print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
-    return (0 if report["passed"] else 1), json.loads(json.dumps(report, default=str))
+    return (0 if report["passed"] else 1), report
 
 
 # --------------------------------------------------------------------------- parser

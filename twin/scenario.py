@@ -232,8 +232,8 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
     try:
         return VideoRecorder(twin.model, sc.cameras[0], fps=sc.fps, width=sc.frame_size[0],
                              height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4"), None
-    except (RenderUnavailable, OSError) as err:
-        return None, str(err)
+    except (RenderUnavailable, OSError, RuntimeError) as err:  # no GL, no ffmpeg, no disk
+        return None, f"{type(err).__name__}: {err}"
 
 
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,

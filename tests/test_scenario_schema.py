@@ -47,7 +47,9 @@ def test_the_json_schema_refuses_what_the_models_refuse():
     assert not list(v.iter_errors(good))
     for bad in ({"duration": 1.0, "duraton": 2}, {"duration": 1.0, "name": "../x"},
                 {"duration": 1.0, "faults": [{"kind": "drop", "arm": "left", "probabilty": 0.2}]},
-                {"duration": 1.0, "fps": 0}, {"duration": 1.0, "seed": 1.5}, [1]):
+                {"duration": 1.0, "fps": 0}, {"duration": 1.0, "seed": 1.5}, [1],
+                {"duration": 1.0, "initial": {"right/j9": 0.1}},
+                {"duration": 1.0, "keyframes": [{"t": 0.1, "arm": "left", "q": [0.0, 0, 0, 3.0, 0, 0, 0]}]}):
         assert list(v.iter_errors(bad)), bad
 
 

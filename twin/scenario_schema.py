@@ -155,7 +155,10 @@ ArmName = Literal["right", "left"]
 ArmPose = Annotated[
     list[float],
     Field(min_length=JOINTS_PER_ARM, max_length=JOINTS_PER_ARM,
-          description="7 joint angles [rad], j1..j7, inside the joint limits"),
+          description="7 joint angles [rad], j1..j7, inside the joint limits",
+          json_schema_extra={"prefixItems": [
+              {"type": "number", "minimum": j.lower, "maximum": j.upper, "title": f"j{k}"}
+              for k, j in enumerate(D.ARM_JOINTS, start=1)]}),
     AfterValidator(_within_arm_limits),
 ]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -216,54 +219,76 @@ class JointFaultBase(FaultBase):
 
 
 class DropFault(FaultBase):
+    """Each host frame is lost with ``probability`` (seeded RNG)."""
+
     kind: Literal["drop"]
     probability: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
 
 
 class DelayFault(FaultBase):
+    """Host frames reach the drives ``delay_s`` + U(0, ``jitter_s``) later [s], order kept."""
+
     kind: Literal["delay"]
     delay_s: Annotated[float, Field(ge=0.0, le=1.0)] = 0.01
     jitter_s: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
 
 
 class BusOffFault(FaultBase):
+    """Every write fails (bus-off)."""
+
     kind: Literal["bus_off"]
 
 
 class PartialBatchFault(FaultBase):
+    """The bus accepts only the first ``accept_frames`` frames of a sample."""
+
     kind: Literal["partial_batch"]
     accept_frames: Annotated[int, Field(ge=0, le=JOINTS_PER_ARM - 1)] = 3
 
 
 class UncertainWriteFault(FaultBase):
+    """The write of frame ``at_frame`` (0-based) times out: it may be out."""
+
     kind: Literal["uncertain_write"]
     at_frame: Annotated[int, Field(ge=0, le=JOINTS_PER_ARM - 1)] = 3
 
 
 class SecondWriterFault(FaultBase):
+    """Another node writes position commands (``position_rad``) on our ids at ``rate_hz``."""
+
     kind: Literal["second_writer"]
     rate_hz: Annotated[float, Field(gt=0.0, le=1000.0)] = 50.0
     position_rad: Annotated[float, Field(ge=-math.pi, le=math.pi)] = 0.0
 
 
 class FeedbackFreezeFault(JointFaultBase):
+    """The listed joints (default all) stop sending feedback."""
+
     kind: Literal["feedback_freeze"]
 
 
 class StallFault(JointFaultBase):
+    """The listed joints are mechanically jammed."""
+
     kind: Literal["stall"]
 
 
 class EncoderOffsetFault(JointFaultBase):
+    """The listed joints report ``offset_rad`` more than they are at."""
+
     kind: Literal["encoder_offset"]
     offset_rad: Annotated[float, Field(ge=-math.pi, le=math.pi)] = 0.1
 
 
 class WrongSignFault(JointFaultBase):
+    """The listed joints are installed with the opposite sign to the host's codec."""
+
     kind: Literal["wrong_sign"]
 
 
 class PowerLossFault(FaultBase):
+    """The arm goes limp and stops answering."""
+
     kind: Literal["power_loss"]
 
 
@@ -302,7 +327,8 @@ class ScenarioFile(_Strict):
                                      description="simulated seconds to run")]
     seed: Seed = 0
     initial: dict[str, float] = Field(default_factory=dict, description=(
-        "joint name -> initial position [rad, or m for finger slides], inside the joint limits"))
+        "joint name -> initial position [rad, or m for finger slides], inside the joint limits"),
+        json_schema_extra={"propertyNames": {"enum": list(initial_joint_limits())}})
     keyframes: list[Keyframe] = []
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = []
     plans: list[PlanStep] = []

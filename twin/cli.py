@@ -22,7 +22,8 @@ from pathlib import Path
 
 from controllers.errors import RobTwinError
 
-# a command returns its exit code and, for --json, the one object to print
+# A command registered with json_result=True returns its exit code and the one object
+# main() prints under --json; other commands return an exit code and print for themselves.
 CommandResult = tuple[int, dict]
 
 
@@ -96,6 +97,8 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
                 sc, out_dir=folder.path, record=not args.no_video,
                 can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
                 on_progress=lambda figures: folder.write_status("running", **figures))
+            problems = unexpected(result, sc.expect) if result.status == "completed" else []
+            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
         except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
             folder.write_status("interrupted", stopped_by="SIGINT (twice)",
                                 note="stopped at once; no figures were kept")
@@ -103,8 +106,6 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
         except Exception as err:
             folder.write_status("failed", error=str(err), type=type(err).__name__)
             raise
-        problems = unexpected(result, sc.expect) if result.status == "completed" else []
-        summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
     if result.status == "interrupted":
         code = EXIT_CODES.get(result.stopped_by or "", 1)
         say(f"interrupted by {result.stopped_by} after {summary['simulated_s']} s simulated; "
@@ -202,13 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--json", action="store_true", help="print exactly one JSON object")
     exp.add_argument("--seed", type=int, default=0)
     exp.add_argument("--list", action="store_true")
-    exp.set_defaults(func=_cmd_experiment)
+    exp.set_defaults(func=_cmd_experiment, json_result=True)
     demo = sub.add_parser("demo", help="headless demo: ROB at the table moves both arms; video + summary")
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
-    demo.set_defaults(func=_cmd_demo)
+    demo.set_defaults(func=_cmd_demo, json_result=True)
     run = sub.add_parser("run", help="run a scenario file headless",
                          description="Run a scenario file headless; outputs go to OUT/NAME/. "
                          "Schema: experiments/scenarios/scenario.schema.json")
@@ -218,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
-    run.set_defaults(func=_cmd_run)
+    run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
     reh.add_argument("--out", default="out/rehearsal", help="report folder (default out/rehearsal/)")
@@ -228,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
     reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
                      '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
-    reh.set_defaults(func=_cmd_rehearse)
+    reh.set_defaults(func=_cmd_rehearse, json_result=True)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)
@@ -251,9 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in argv
     stdout = sys.stdout
     try:
-        # under --json, stray prints (libraries, experiments) must not reach stdout
-        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-            args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
+        # a command that returns its result (json_result) prints nothing itself under
+        # --json: stray prints (libraries, experiments) go to stderr, not into the object
+        quiet = as_json and getattr(args, "json_result", False)
+        with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
             outcome = args.func(args)
         code, payload = outcome if isinstance(outcome, tuple) else (int(outcome or 0), None)
     except KeyboardInterrupt as err:

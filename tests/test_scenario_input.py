@@ -40,6 +40,8 @@ CASES = [
     Case("top level is null", "null", "ScenarioError", "(top level): must be a JSON object"),
     Case("empty file", "", "ScenarioError", "is not valid JSON"),
     Case("trailing comma", '{"duration": 1,}', "ScenarioError", "is not valid JSON"),
+    Case("duplicate key", '{"duration": 1, "name": "a", "duration": 2}', "ScenarioError",
+         "has the key 'duration' twice in one object (values 1 and 2)"),
     Case("missing duration", {"name": "x"}, "ScenarioError", "duration: required field is missing"),
     Case("keyframe entry not an object", sc(keyframes=[1]), "ScenarioError",
          "keyframes[0]: must be a JSON object"),

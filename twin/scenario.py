@@ -53,6 +53,7 @@ from .scenario_schema import (
     Expect,
     ScenarioError,
     ScenarioFile,
+    short_repr,
     validate_scenario,
 )
 from .twin import Twin, TwinConfig
@@ -123,6 +124,20 @@ def _plain_name(text: str) -> bool:
     return re.fullmatch(NAME_PATTERN, text) is not None
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, first: object, second: object):
+        self.key, self.first, self.second = key, first, second
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key, obj[key], value)
+        obj[key] = value
+    return obj
+
+
 def read_scenario_json(path: Path | str) -> object:
     """The decoded JSON of a scenario file; ScenarioError if it cannot be read as such."""
     p, where = Path(path), f"scenario file {str(path)!r}"
@@ -144,7 +159,11 @@ def read_scenario_json(path: Path | str) -> object:
         raise ScenarioError(f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
                             f"{err.start}); scenario files are UTF-8 JSON") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
+    except _DuplicateKey as err:
+        raise ScenarioError(f"{where} has the key {err.key!r} twice in one object "
+                            f"(values {short_repr(err.first)} and {short_repr(err.second)}); "
+                            "JSON readers would silently keep one") from None
     except json.JSONDecodeError as err:
         raise ScenarioError(f"{where} is not valid JSON: {err.msg} at line {err.lineno} "
                             f"column {err.colno}") from None

@@ -94,6 +94,7 @@ def test_sigkill_half_way_leaves_the_folder_marked_incomplete_and_a_playable_vid
     proc.communicate(timeout=30)
     status = json.loads((folder / "summary.json").read_text())
     assert status["status"] == "running" and status["pid"] == proc.pid  # nobody is running it now
+    assert status["note"].startswith("incomplete")
     assert not (folder / "summary.md").exists()
     deadline = time.monotonic() + 20  # ffmpeg, its own process, finishes the file on EOF
     while time.monotonic() < deadline:

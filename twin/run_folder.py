@@ -137,4 +137,7 @@ class RunFolder:
         """``summary.json`` = ``{"status": status, "scenario": name, ...fields}``, atomically."""
         body = {"status": status, "scenario": self.name, "pid": os.getpid(),
                 "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields}
+        if status == "running":
+            body["note"] = ("incomplete: the run has not finished; if process pid is gone, it was "
+                            "killed and the figures here are the last progress report")
         return write_json_atomic(self.file(STATUS_FILE), body)

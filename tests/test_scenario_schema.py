@@ -16,6 +16,7 @@ from twin.scenario_schema import (
     CAMERAS,
     FAULT_KINDS,
     FAULT_MODELS,
+    OFFSCREEN_MAX,
     SCHEMA_PATH,
     ScenarioError,
     initial_joint_limits,
@@ -62,9 +63,10 @@ def test_initial_joint_limits_are_the_models_hinges_and_slides():
         assert np.allclose((lo, hi), scalar[name]), name
 
 
-def test_cameras_are_the_models():
+def test_cameras_and_the_offscreen_buffer_are_the_models():
     m = load_scene()
     assert set(CAMERAS) == {m.camera(i).name for i in range(m.ncam)}
+    assert OFFSCREEN_MAX == (m.vis.global_.offwidth, m.vis.global_.offheight)
 
 
 def test_every_fault_kind_has_a_model_with_the_runtime_defaults():

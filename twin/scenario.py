@@ -61,7 +61,6 @@ from .video import RenderUnavailable, VideoRecorder
 
 MAX_FILE_BYTES = 64 * 2**20  # a scenario file larger than this is refused before it is read
 
-__all__ = ["Keyframe", "RunResult", "Scenario", "ScenarioError", "StopCheck", "run_scenario"]
 
 
 @dataclass

@@ -1,0 +1,118 @@
+"""The OpenArm-class robot in the twin: the model variant, the Damiao bank on MuJoCo,
+and the same owners holding and moving the arms with gravity compensation."""
+
+from __future__ import annotations
+
+import can
+import mujoco
+import numpy as np
+import pytest
+
+from controllers.damiao_codec import MitCommand, Scaling, SpecialCommand, encode_mit, special_frame
+from controllers.damiao_motors import OPENARM_ARM_MOTORS
+from controllers.names import Arm, arm_actuator, arm_joints
+from models.openarm import load_openarm_scene
+from twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from twin.damiao_bank import DamiaoBank
+from twin.damiao_loop import DamiaoClosedLoop, DamiaoOptions, openarm_config
+from twin.twin import Twin, TwinConfig
+from twin.wire import open_virtual
+
+
+@pytest.fixture(scope="module")
+def openarm_model():
+    return load_openarm_scene()
+
+
+def test_openarm_model_has_torque_motors_with_the_damiao_peaks(openarm_model):
+    m = openarm_model
+    for arm in Arm:
+        for j, motor in enumerate(OPENARM_ARM_MOTORS, start=1):
+            a = m.actuator(arm_actuator(arm, j))
+            assert a.gaintype[0] == mujoco.mjtGain.mjGAIN_FIXED and a.gainprm[0] == 1.0
+            assert a.biastype[0] == mujoco.mjtBias.mjBIAS_NONE
+            assert tuple(a.forcerange) == (-motor.peak_torque_nm, motor.peak_torque_nm)
+        for name in arm_joints(arm):
+            assert m.joint(name).id >= 0  # the same names as ROB's model
+    assert m.actuator("right/gripper").biastype[0] == mujoco.mjtBias.mjBIAS_AFFINE  # still a servo
+
+
+def test_bank_survives_garbage_and_answers_addressed_frames(openarm_model):
+    twin = Twin(TwinConfig(), model=openarm_model)
+    ch = "damiao-bank-garbage"
+    bank = DamiaoBank(twin.model, twin.data, {ch: Arm.RIGHT})
+    host = open_virtual(ch)
+    try:
+        junk = [(0x01, b""), (0x01, b"\x00" * 9), (0x7FF, b"\x01"), (0x7FF, bytes(8)),
+                (0x123, bytes(8)), (0x03, bytes(8))]
+        for arb, data in junk:
+            host.send(can.Message(arbitration_id=arb, data=data, is_extended_id=False))
+        host.send(can.Message(arbitration_id=0x02, data=bytes(8), is_extended_id=True))
+        host.send(can.Message(arbitration_id=0x05, data=special_frame(SpecialCommand.ENABLE),
+                              is_extended_id=False))
+        bank.service(0.0, 0.001)
+        replies = []
+        while (m := host.recv(timeout=0)) is not None:
+            replies.append(m.arbitration_id)
+        # the disabled drive 3 answers its MIT frame, drive 5 its enable; nothing else does
+        assert replies == [0x13, 0x15]
+        ad = bank.drives_of(Arm.RIGHT)
+        assert ad.drives[4].enabled and ad.counters.not_for_us == 4
+        assert ad.drives[0].counters.ignored == 2  # the two frames of the wrong length
+        assert np.all(twin.data.ctrl[ad.actuators] == 0.0)  # disabled: no torque
+    finally:
+        host.shutdown()
+        bank.close()
+
+
+def test_enabled_drive_applies_its_impedance_torque(openarm_model):
+    twin = Twin(TwinConfig(), model=openarm_model)
+    ch = "damiao-bank-torque"
+    bank = DamiaoBank(twin.model, twin.data, {ch: Arm.LEFT})
+    host = open_virtual(ch)
+    try:
+        ad = bank.drives_of(Arm.LEFT)
+        q = twin.data.qpos[ad.qpos].copy()
+        host.send(can.Message(arbitration_id=0x06, data=special_frame(SpecialCommand.ENABLE),
+                              is_extended_id=False))
+        cmd = MitCommand(float(q[5]) + 0.1, 0.0, 20.0, 0.0, 0.5)
+        host.send(can.Message(arbitration_id=0x06, is_extended_id=False,
+                              data=encode_mit(cmd, Scaling.of(OPENARM_ARM_MOTORS[5]))))
+        bank.service(0.0, 0.001)
+        assert twin.data.ctrl[ad.actuators[5]] == pytest.approx(20 * 0.1 + 0.5, abs=0.05)
+    finally:
+        host.shutdown()
+        bank.close()
+
+
+def test_config_picks_the_family():
+    with pytest.raises(KeyError, match="robot"):
+        ClosedLoopConfig(robot="baxter")
+
+
+def test_openarm_loop_brings_up_holds_and_moves():
+    with ClosedLoop(openarm_config()) as lp:
+        assert isinstance(lp, DamiaoClosedLoop)
+        assert all(r.passed for r in lp.bring_up.values())
+        q0 = {a: lp.measured(a) for a in Arm}
+        lp.run_for(0.5)
+        for a in Arm:
+            assert np.abs(lp.measured(a) - q0[a]).max() < 0.005  # holds under gravity
+            assert np.abs(lp.feedback(a) - lp.measured(a)).max() < 4e-4  # one q step
+        owner = lp.drivers[Arm.RIGHT].owner
+        assert owner.stats.published == pytest.approx(0.5 * 500, abs=2)  # 500 Hz
+        assert lp.gravity[Arm.RIGHT].calls >= owner.stats.published
+        goal = q0[Arm.RIGHT] + np.array([0.3, 0.3, 0.3, 0.3, 0.3, 0.2, 0.3])
+        assert lp.command(Arm.RIGHT, goal).accepted
+        lp.run_for(2.0)
+        assert owner.fault is None
+        assert np.abs(lp.measured(Arm.RIGHT) - goal).max() < 0.01
+
+
+def test_without_compensation_the_arm_sags():
+    opts = DamiaoOptions(gravity_compensation=False)
+    with ClosedLoop(openarm_config(damiao=opts)) as lp:
+        q0 = lp.measured(Arm.RIGHT)
+        lp.run_for(0.5)
+        sag = np.abs(lp.measured(Arm.RIGHT) - q0).max()
+    assert sag > 0.02  # kp alone leaves a steady-state error of tau_g / kp

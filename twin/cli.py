@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+ROBOT_CHOICES = ("rob", "openarm")  # twin.closed_loop.ROBOTS, without importing mujoco here
+
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from controllers.names import UnknownNameError
@@ -52,9 +54,14 @@ def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False) -> i
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from .scenario import demo_scenario
 
-    return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log)
+    sc = demo_scenario()
+    if args.robot != "rob":
+        sc = dataclasses.replace(sc, name=f"demo_{args.robot}", robot=args.robot)
+    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -65,6 +72,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ScenarioError as err:
         print(f"rob-twin: {err}", file=sys.stderr)
         return 2
+    if args.robot is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, robot=args.robot)
     return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log)
 
 
@@ -92,10 +103,18 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     except (FaultSpecError, json.JSONDecodeError, TypeError, AttributeError) as err:
         print(f"rob-twin rehearse: --faults must be a JSON list of fault objects: {err}", file=sys.stderr)
         return 2
-    base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
-                               faults=faults)
+    if args.robot == "openarm":
+        from .damiao_loop import openarm_config
+        from .damiao_rehearsal import openarm_rehearsal_config
+
+        base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
+        cfg = openarm_rehearsal_config(base)
+    else:
+        base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed,
+                                   swap_wiring=args.swap_wiring, faults=faults)
+        cfg = RehearsalConfig(base=base)
     try:
-        report = rehearse(RehearsalConfig(base=base), args.gate or None, progress=not args.json)
+        report = rehearse(cfg, args.gate or None, progress=not args.json)
     except UnknownNameError as err:
         print(f"rob-twin rehearse: {err}", file=sys.stderr)
         return 2
@@ -122,12 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
+    demo.add_argument("--robot", choices=ROBOT_CHOICES, default="rob",
+                      help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
+                           "compensation at 500 Hz)")
     demo.set_defaults(func=_cmd_demo)
     run = sub.add_parser("run", help="run a scenario file headless")
     run.add_argument("scenario")
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
+    run.add_argument("--robot", choices=ROBOT_CHOICES, help="override the scenario's 'robot'")
     run.set_defaults(func=_cmd_run)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -138,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
     reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
                      '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
+    reh.add_argument("--robot", choices=ROBOT_CHOICES, default="rob",
+                     help="openarm: the Damiao profile (register agreement, enable sequence, "
+                          "gravity compensation, torque limit, CAN timeout, and the shared gates)")
     reh.set_defaults(func=_cmd_rehearse)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")

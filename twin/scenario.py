@@ -7,14 +7,16 @@ A scenario file is JSON::
      "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
      "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
-     "cameras": ["overview"], "fps": 30}
+     "cameras": ["overview"], "fps": 30, "robot": "rob"}
 
 Every run goes through the whole pipeline (``twin.closed_loop``): between keyframes of
 one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
 arm's owner, which plans within its limits and publishes over CAN to the motor bank.
 Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed in sync
 through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
-not both. Recorded output lands in ``out/<name>/``.
+not both. ``robot`` picks the robot and its drive family: ``"rob"`` (default, Amber
+position drives) or ``"openarm"`` (Damiao MIT drives with gravity compensation,
+``twin.damiao_loop``). Recorded output lands in ``out/<name>/``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from controllers.names import Arm
 from models import dimensions as D
 from models.loading import joint_qpos_index
 
-from .closed_loop import ClosedLoop, ClosedLoopConfig
+from .closed_loop import ROBOTS, ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec, FaultSpecError
 from .scenario_plans import PlanRunner, PlanStep
 from .twin import Twin, TwinConfig
@@ -63,6 +65,7 @@ class Scenario:
     target_rate_hz: float = 100.0
     faults: list[FaultSpec] = field(default_factory=list)
     plans: list[PlanStep] = field(default_factory=list)
+    robot: str = "rob"
 
     @classmethod
     def from_dict(cls, raw: dict) -> Scenario:
@@ -89,6 +92,7 @@ class Scenario:
             target_rate_hz=float(raw.get("target_rate_hz", 100.0)),
             faults=_faults(raw.get("faults", [])),
             plans=_plans(raw.get("plans", []), {k.arm for k in frames}),
+            robot=_robot(raw.get("robot", "rob")),
         )
 
     @classmethod
@@ -100,6 +104,12 @@ class Scenario:
         except json.JSONDecodeError as err:
             raise ScenarioError(f"scenario file {str(path)!r} is not valid JSON: {err}") from None
         return cls.from_dict(raw)
+
+
+def _robot(raw) -> str:
+    if raw not in ROBOTS:
+        raise ScenarioError(f"'robot' must be one of {', '.join(ROBOTS)}, got {raw!r}")
+    return str(raw)
 
 
 def _faults(raw) -> list[FaultSpec]:
@@ -179,12 +189,20 @@ class RunResult:
 
 def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
     """The closed loop of ``sc``: its seed, initial joint values and faults."""
-    twin = Twin(TwinConfig(seed=sc.seed))
+    if sc.robot == "openarm":
+        from models.openarm import load_openarm_scene
+
+        from .damiao_loop import openarm_config
+
+        twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
+        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
+    else:
+        twin = Twin(TwinConfig(seed=sc.seed))
+        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
-    return ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir),
-                      twin=twin)
+    return ClosedLoop(config, twin=twin)
 
 
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,

@@ -116,3 +116,33 @@ def test_without_compensation_the_arm_sags():
         lp.run_for(0.5)
         sag = np.abs(lp.measured(Arm.RIGHT) - q0).max()
     assert sag > 0.02  # kp alone leaves a steady-state error of tau_g / kp
+
+
+def test_bank_never_crashes_on_random_traffic(openarm_model):
+    twin = Twin(TwinConfig(), model=openarm_model)
+    ch = "damiao-bank-random"
+    bank = DamiaoBank(twin.model, twin.data, {ch: Arm.RIGHT})
+    host = open_virtual(ch)
+    rng = np.random.default_rng(7)
+    ids = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x7FF, 0x11, 0x100]
+    try:
+        for k in range(600):
+            n = int(rng.choice([0, 3, 7, 8, 8, 8, 8]))
+            data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
+            if n == 8 and k % 5 == 0:  # aim some at real registers and special commands
+                data = bytes((int(rng.integers(1, 8)), 0, int(rng.choice([0x33, 0x55, 0xCC, 0xAA])),
+                              int(rng.choice([7, 8, 9, 10, 21, 22, 23, 99])))) + data[4:]
+            if n == 8 and k % 7 == 0:
+                data = b"\xff" * 7 + bytes((int(rng.integers(0xFB, 0xFF)),))
+            host.send(can.Message(arbitration_id=int(rng.choice(ids)), data=data,
+                                  is_extended_id=False))
+            bank.service(k * 0.001, 0.001)
+            mujoco.mj_step(twin.model, twin.data)
+        ad = bank.drives_of(Arm.RIGHT)
+        assert np.all(np.isfinite(twin.data.qpos))
+        peaks = np.array([m.peak_torque_nm for m in OPENARM_ARM_MOTORS])
+        assert np.all(np.abs(twin.data.ctrl[ad.actuators]) <= peaks)
+        assert ad.counters.frames_in == 600 and ad.counters.replies > 0
+    finally:
+        host.shutdown()
+        bank.close()

@@ -68,8 +68,9 @@ class DamiaoOptions:
 
 
 def openarm_owner_config() -> OwnerConfig:
-    """The twin's owner limits (``twin_owner_config``) at 500 Hz."""
-    return twin_owner_config(period_s=1.0 / OWNER_RATE_HZ)
+    """The twin's owner limits (``twin_owner_config``) at 500 Hz; feedback timeout 0.05 s
+    (25 periods: every frame is answered, so feedback is as fresh as the commands)."""
+    return replace(twin_owner_config(period_s=1.0 / OWNER_RATE_HZ), feedback_timeout_s=0.05)
 
 
 def openarm_config(**overrides) -> ClosedLoopConfig:

@@ -27,6 +27,10 @@ frames are decoded with the *host's* scaling into ``latest_feedback`` (joint ->
 asked for) land in ``registers``. A frame on one of our ESC ids was written by
 someone else: it is counted and kept (a second writer).
 
+Until the enable sequence has passed (and again after a disable or clear-error sent
+through this transport) every sample is REFUSED with ``fault_kind="drive_error"``: the
+owner latches rather than stream to drives that are not enabled.
+
 ``bring_up(settle)``: the enable sequence, before the owner streams: write the CAN
 timeout, read PMAX/VMAX/TMAX, the ids, the control mode and the timeout back, compare
 them with the host's table, and only if all agree enable each drive and check that it
@@ -61,7 +65,7 @@ from controllers.damiao_codec import (
     looks_like_register_reply,
     special_frame,
 )
-from controllers.damiao_errors import DamiaoCodecError, DamiaoTransportError
+from controllers.damiao_errors import DamiaoCodecError, DamiaoTransportError, UnknownMotorIdError
 from controllers.damiao_motors import (
     ESC_IDS,
     KD_MAX,
@@ -105,6 +109,7 @@ class DamiaoTransportConfig:
     publish_deadline_s: float = 0.002
     send_timeout_s: float | None = 0.001
     late_is_uncertain: bool = True
+    require_enable: bool = True  # refuse (and latch) samples until bring_up() has passed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arm", Arm.parse(self.arm))
@@ -231,6 +236,7 @@ class DamiaoTransport:
         self.last_feedback_error = ""
         self.last_feedforward_nm = np.zeros(N)
         self.last_report: PublishReport | None = None
+        self.enabled = False  # the enable sequence passed (bring_up)
         self._closed = False
 
     # ------------------------------------------------------------------ output
@@ -250,6 +256,10 @@ class DamiaoTransport:
         self._check_open()
         self.counters.samples += 1
         start = self.clock()
+        if self.config.require_enable and not self.enabled:
+            return self._finish(PublishReport(
+                PublishOutcome.REFUSED, fault_kind="drive_error",
+                reason="drives not enabled: the enable sequence (bring_up) has not passed"))
         try:
             tau = self.feedforward(positions_rad)
         except Exception as err:  # the model refused the state: nothing is sent
@@ -331,17 +341,25 @@ class DamiaoTransport:
     def send_special(self, command: SpecialCommand, joints: tuple[int, ...] = ()) -> None:
         """Enable / disable / set zero / clear error on the listed joints (all when empty)."""
         for j in joints or range(1, N + 1):
-            self._send_raw(self.config.esc_ids[j - 1], special_frame(command))
+            self._send_raw(self._esc_of(j), special_frame(command))
+        if command in (SpecialCommand.DISABLE, SpecialCommand.CLEAR_ERROR):
+            self.enabled = False  # streaming needs a fresh enable sequence
 
     def request_register(self, joint: int, rid: Register) -> None:
+        data = encode_register_read(self._esc_of(joint), rid)
         self._pending.add((joint, int(rid)))
-        self._send_raw(REGISTER_ID, encode_register_read(self.config.esc_ids[joint - 1], rid))
+        self._send_raw(REGISTER_ID, data)
 
     def write_register(self, joint: int, rid: Register, value: int | float) -> None:
         """A RAM write (effective at once); the drive echoes the value it holds."""
-        data = encode_register_write(self.config.esc_ids[joint - 1], rid, value)
+        data = encode_register_write(self._esc_of(joint), rid, value)
         self._pending.add((joint, int(rid)))
         self._send_raw(REGISTER_ID, data)
+
+    def _esc_of(self, joint: object) -> int:
+        if isinstance(joint, bool) or not isinstance(joint, int) or not 1 <= joint <= N:
+            raise UnknownMotorIdError(joint, f"joint numbers 1..{N}")
+        return self.config.esc_ids[joint - 1]
 
     def _send_raw(self, arb: int, data: bytes) -> None:
         self._check_open()
@@ -438,6 +456,7 @@ class DamiaoTransport:
         rep.statuses = {j: fb.status for j, fb in self.latest_feedback.items()}
         rep.missing = [f"joint {j} enable" for j in range(1, N + 1) if j not in rep.statuses]
         rep.passed = not rep.missing and all(s == Status.ENABLED for s in rep.statuses.values())
+        self.enabled = rep.passed
         return rep
 
     def _settle(self, settle: Callable[[], None], n: int, done: Callable[[], bool]) -> None:

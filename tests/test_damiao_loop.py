@@ -146,3 +146,18 @@ def test_bank_never_crashes_on_random_traffic(openarm_model):
     finally:
         host.shutdown()
         bank.close()
+
+
+def test_scenario_field_robot_picks_the_openarm_loop():
+    from twin.scenario import Scenario, ScenarioError, scenario_loop
+
+    with pytest.raises(ScenarioError, match="'robot' must be one of rob, openarm"):
+        Scenario.from_dict({"duration": 1.0, "robot": "baxter"})
+    sc = Scenario.from_dict({"duration": 1.0, "robot": "openarm", "initial": {"torso/yaw": 0.1}})
+    lp = scenario_loop(sc)
+    try:
+        assert isinstance(lp, DamiaoClosedLoop) and all(r.passed for r in lp.bring_up.values())
+        assert lp.twin.model.actuator("left/j3_servo").biastype[0] == mujoco.mjtBias.mjBIAS_NONE
+    finally:
+        lp.close()
+    assert Scenario.from_dict({"duration": 1.0}).robot == "rob"

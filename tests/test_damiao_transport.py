@@ -72,8 +72,8 @@ def gravity_const(tau):
 def test_publish_state_sends_sample_gains_and_feedforward(rig):
     ch, clock, resp, bus = rig
     tau = [10.0, -20.0, 5.0, 1.0, 0.5, -0.5, 0.1]
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus,
-                         clock=clock.now, gravity=gravity_const(tau))
+    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+                         bus=bus, clock=clock.now, gravity=gravity_const(tau))
     p = np.array([0.1, -0.2, 0.3, 1.0, 0.0, 0.2, -0.3])
     v = np.array([0.5, -0.5, 0.1, 0.0, 1.0, -1.0, 0.2])
     rep = tr.publish_state(p, v, np.zeros(7))
@@ -94,8 +94,8 @@ def test_publish_state_sends_sample_gains_and_feedforward(rig):
                                  [0, 0, float("nan"), 0, 0, 0, 0]])
 def test_feedforward_over_the_motor_limit_latches_never_clipped(rig, bad):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus,
-                         clock=clock.now, gravity=gravity_const(bad))
+    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+                         bus=bus, clock=clock.now, gravity=gravity_const(bad))
     owner = ArmOwner(Arm.RIGHT, tr, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
                      OwnerConfig(period_s=0.002, require_feedback=False))
     rep = owner.tick()
@@ -107,7 +107,8 @@ def test_feedforward_over_the_motor_limit_latches_never_clipped(rig, bad):
 
 def test_out_of_range_sample_is_refused_without_a_frame(rig):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus, clock=clock.now)
+    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+                         bus=bus, clock=clock.now)
     rep = tr.publish_state(np.zeros(7), np.array([0, 0, 11.0, 0, 0, 0, 0]), np.zeros(7))
     assert rep.outcome is PublishOutcome.REFUSED and "joint 3" in rep.reason and not rep.fault_kind
     assert resp.bus.recv(timeout=0) is None
@@ -115,7 +116,8 @@ def test_out_of_range_sample_is_refused_without_a_frame(rig):
 
 def test_owner_publishes_the_coherent_ruckig_velocity(rig):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus, clock=clock.now)
+    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+                         bus=bus, clock=clock.now)
     q0 = np.array([0, 0, 0, 0.5, 0, 0, 0.0])
     owner = ArmOwner(Arm.RIGHT, tr, clock, q0, OwnerConfig(period_s=0.002, require_feedback=False))
     lease = owner.grant_lease("test", 10.0)
@@ -187,7 +189,7 @@ def test_foreign_frame_on_our_esc_ids_latches_foreign_writer(rig):
     drv = DamiaoArmDriver.create_damiao(
         Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
         OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus)
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False), bus=bus)
     other = open_virtual(ch)
     other.send(can.Message(arbitration_id=0x02, data=bytes(8), is_extended_id=False))
     clock.advance(0.002)
@@ -212,3 +214,26 @@ def test_bad_config_is_a_typed_error():
         DamiaoTransportConfig(kp=(600.0,) * 7)
     with pytest.raises(DamiaoTransportError, match="needs 7"):
         DamiaoTransportConfig(kd=(1.0,) * 6)
+
+
+def test_streaming_before_the_enable_sequence_latches(rig):
+    ch, clock, resp, bus = rig
+    drv = DamiaoArmDriver.create_damiao(
+        Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        OwnerConfig(period_s=0.002, require_feedback=False),
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus)
+    rep = drv.tick()
+    assert rep.fault is FaultKind.DRIVE_ERROR and "not enabled" in drv.owner.fault_reason
+    assert resp.bus.recv(timeout=0) is None
+
+
+def test_host_api_refuses_unknown_joints(rig):
+    from controllers.damiao_errors import UnknownMotorIdError
+
+    ch, clock, resp, bus = rig
+    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus, clock=clock.now)
+    with pytest.raises(UnknownMotorIdError, match="1..7"):
+        tr.request_register(8, Register.PMAX)
+    with pytest.raises(UnknownMotorIdError):
+        tr.send_special(SpecialCommand.ENABLE, (0,))
+    assert resp.bus.recv(timeout=0) is None

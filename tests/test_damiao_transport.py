@@ -149,7 +149,7 @@ def test_bring_up_agrees_enables_and_writes_the_timeout(rig):
 
 def test_bring_up_catches_a_register_disagreement_and_enables_nothing(rig):
     ch, clock, resp, bus = rig
-    resp.drives[2].registers[Register.VMAX] = 8.0  # an old DM4340 firmware table
+    resp.drives[2].set_register(Register.VMAX, 8.0)  # an old DM4340 firmware table
     tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus, clock=clock.now)
     rep = tr.bring_up(resp.serve)
     assert not rep.passed and rep.mismatches == ["joint 3 VMAX: drive 8.0, host 10.0"]

@@ -129,7 +129,7 @@ class DamiaoBank:
 
     def set_register(self, arm: Arm | str, joint: int, rid: Register, value: float) -> None:
         """Change one drive's register behind the host's back (a mis-configured motor)."""
-        self._pick(arm, (joint,))[0].registers[Register(rid)] = value
+        self._pick(arm, (joint,))[0].set_register(Register(rid), value)
 
     def _pick(self, arm: Arm | str, joints: tuple[int, ...]) -> list[DamiaoDrive]:
         drives = self.drives_of(arm).drives

@@ -99,6 +99,7 @@ class DamiaoDrive:
     supply_v: float = field(init=False)
     counters: DriveCounters = field(default_factory=DriveCounters, init=False)
     last_torque_nm: float = field(default=0.0, init=False)
+    _scaling: Scaling | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         c = self.config
@@ -124,8 +125,17 @@ class DamiaoDrive:
 
     @property
     def scaling(self) -> Scaling:
-        r = self.registers
-        return Scaling(float(r[Register.PMAX]), float(r[Register.VMAX]), float(r[Register.TMAX]))
+        """The wire scaling of the PMAX/VMAX/TMAX registers (cached until one is written)."""
+        if self._scaling is None:
+            r = self.registers
+            self._scaling = Scaling(float(r[Register.PMAX]), float(r[Register.VMAX]),
+                                    float(r[Register.TMAX]))
+        return self._scaling
+
+    def set_register(self, rid: Register, value: int | float) -> None:
+        """Store a register value (already checked); a scaling register takes effect at once."""
+        self.registers[Register(rid)] = value
+        self._scaling = None
 
     @property
     def timeout_s(self) -> float:
@@ -202,7 +212,7 @@ class DamiaoDrive:
             except DamiaoCodecError:
                 self.counters.ignored += 1
                 return None
-            self.registers[rid] = value
+            self.set_register(rid, value)
             if rid is Register.CTRL_MODE:
                 self.command = None  # a mode change clears the held command
         return reply_id, encode_register_reply(esc, fr.op, rid, self.registers[rid])

@@ -43,6 +43,7 @@ import enum
 import math
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from controllers.damiao_errors import (
     DamiaoFieldError,
@@ -122,10 +123,11 @@ def to_code(x: object, lo: float, hi: float, bits: int, field: str = "value",
     if not lo <= v <= hi:  # also refuses NaN and inf
         raise DamiaoFieldError(field, x, lo, hi, joint)
     codes = (1 << bits) - 1
-    scaled = (v - lo) / (hi - lo) * codes
-    nearest = round(scaled)
-    u = int(nearest) if abs(scaled - nearest) <= SNAP_TOLERANCE_CODES else math.trunc(scaled)
-    return min(u, codes)
+    scaled = (v - lo) / (hi - lo) * codes  # >= 0
+    u = int(scaled)  # truncation toward zero
+    if scaled - u >= 1.0 - SNAP_TOLERANCE_CODES:  # a few ulps below the next code: that code
+        u += 1
+    return u if u < codes else codes
 
 
 def from_code(u: int, lo: float, hi: float, bits: int) -> float:
@@ -136,9 +138,9 @@ def from_code(u: int, lo: float, hi: float, bits: int) -> float:
 # --------------------------------------------------------------------- MIT command
 
 
-@dataclass(frozen=True)
-class MitCommand:
-    """One MIT command: q [rad], dq [rad/s], kp [Nm/rad], kd [Nm s/rad], tau [Nm]."""
+class MitCommand(NamedTuple):
+    """One MIT command: q [rad], dq [rad/s], kp [Nm/rad], kd [Nm s/rad], tau [Nm].
+    (NamedTuples, not frozen dataclasses: fourteen are built every 2 ms.)"""
 
     q_rad: float
     dq_rad_s: float
@@ -147,8 +149,7 @@ class MitCommand:
     tau_nm: float
 
 
-@dataclass(frozen=True)
-class MitCodes:
+class MitCodes(NamedTuple):
     """The raw codes of an MIT frame (q 16 bit, the rest 12 bit)."""
 
     q: int
@@ -259,8 +260,7 @@ class Status(enum.IntEnum):
         return self.value >= 0x5
 
 
-@dataclass(frozen=True)
-class MotorState:
+class MotorState(NamedTuple):
     """A decoded state frame: q [rad], dq [rad/s], tau [Nm], temperatures [degC]."""
 
     status: int  # the raw nibble (``Status(status)`` when it is a known one)

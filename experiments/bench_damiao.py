@@ -28,6 +28,7 @@ import numpy as np
 from controllers.damiao_codec import MitCommand, Scaling, encode_mit
 from controllers.damiao_motors import OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
 from controllers.names import Arm
+from experiments.output import OUT_DIR
 from experiments.registry import benchmark
 from models import dimensions as D
 from models.loading import arm_qpos_indices
@@ -82,7 +83,7 @@ def host_cost() -> dict:
             "share_of_500hz_tick_median": round(float(np.median(both)) / 0.002, 4)}
 
 
-def _hold(pose: np.ndarray, compensation: bool) -> dict:
+def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> dict:
     twin = Twin(TwinConfig(), model=load_openarm_scene())
     for arm in Arm:
         twin.data.qpos[arm_qpos_indices(twin.model, arm)] = pose
@@ -95,7 +96,10 @@ def _hold(pose: np.ndarray, compensation: bool) -> dict:
         worst = 0.0
         for _ in range(int(HOLD_S / 0.01)):
             lp.run_for(0.01)
-            worst = max(worst, float(np.abs(lp.measured(Arm.RIGHT) - q0).max()))
+            dev = lp.measured(Arm.RIGHT) - q0
+            worst = max(worst, float(np.abs(dev).max()))
+            if series is not None:
+                series.append((lp.time, dev))
         final = np.abs(lp.measured(Arm.RIGHT) - q0)
         fault = lp.drivers[Arm.RIGHT].owner.fault
         ff = lp.drivers[Arm.RIGHT].transport.last_feedforward_nm
@@ -105,9 +109,46 @@ def _hold(pose: np.ndarray, compensation: bool) -> dict:
             "owner_fault": fault.value if fault else None}
 
 
-def holding() -> dict:
-    return {name: {"with_compensation": _hold(q, True), "without_compensation": _hold(q, False)}
-            for name, q in POSES.items()}
+def holding(plot_path: Path | None = None) -> dict:
+    out, traces = {}, {}
+    for name, q in POSES.items():
+        on, off = [], []
+        out[name] = {"with_compensation": _hold(q, True, on),
+                     "without_compensation": _hold(q, False, off)}
+        traces[name] = (on, off)
+    if plot_path is not None:
+        out["plot"] = str(_plot(traces, plot_path))
+    return out
+
+
+def _plot(traces: dict, path: Path) -> Path:
+    """Right-arm joint deviation from the start pose, with vs without compensation (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(traces), figsize=(12, 3.6), sharey=True)
+    for ax, (name, (on, off)) in zip(axes, traces.items(), strict=True):
+        for series, style, label in ((off, "-", "compensation off"), (on, "--", "compensation on")):
+            t = np.array([x[0] for x in series])
+            dev = np.array([x[1] for x in series])
+            for j in range(7):
+                ax.plot(t - t[0], dev[:, j], style, lw=1.2, color=f"C{j}",
+                        label=f"j{j + 1}" if style == "-" else None)
+            ax.plot([], [], style, color="k", label=label)
+        ax.set_title(name)
+        ax.set_xlabel("simulated time [s]")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("joint deviation from start [rad]")
+    axes[-1].legend(fontsize=7, ncol=2, loc="lower right")
+    fig.suptitle("Damiao MIT drives holding under gravity (OpenArm kp/kd), RNEA feed-forward "
+                 "on vs off - simulated")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
 
 
 def _tracking(robot: str) -> dict:
@@ -159,5 +200,5 @@ def loop_cost() -> dict:
 @benchmark("damiao")
 def run() -> dict:
     return {"gravity_compensation_rate_hz": 500.0, "host_cost_per_arm_per_tick": host_cost(),
-            "holding_error_three_poses": holding(), "wave_tracking_both_families": tracking(),
+            "holding_error_three_poses": holding(OUT_DIR / "bench" / "damiao_holding.png"), "wave_tracking_both_families": tracking(),
             "closed_loop_cost": loop_cost()}

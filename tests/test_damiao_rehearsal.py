@@ -38,7 +38,9 @@ def test_gate_passes_clean_and_fails_on_its_injected_fault(gate):
 def test_profile_follows_the_robot():
     assert gates_for(openarm_rehearsal_config()) is DAMIAO_GATES
     assert set(FAULTY) <= set(DAMIAO_GATES)
-    assert {"exclusive_output", "feedback", "output_uncertainty", "moving_retargets"} <= set(DAMIAO_GATES)
+    shared = {"exclusive_output", "units_and_references", "feedback", "output_uncertainty",
+              "moving_retargets"}
+    assert shared <= set(DAMIAO_GATES) and shared <= set(GATES)
     rob = dataclasses.replace(openarm_rehearsal_config(), base=dataclasses.replace(
         openarm_config(), robot="rob", damiao=None))
     assert gates_for(rob) is GATES

@@ -1,7 +1,9 @@
 """Rehearsal profile of the Damiao family (the OpenArm-class robot, ``--robot openarm``).
 
-The shared gates that apply to torque drives (exclusive output, feedback, output
-uncertainty, moving retargets; ``twin.rehearsal``) plus five of this family:
+The shared gates that apply to torque drives (exclusive output, units and references,
+feedback, output uncertainty, moving retargets; ``twin.rehearsal``) plus five of this
+family (ROB's ``stopping`` gate relies on drives that hold on a timeout; Damiao drives
+go limp instead, which ``can_timeout`` rehearses):
 
 - register_agreement: every drive's PMAX/VMAX/TMAX, ids and control mode read back at
   bring-up equal the host's table; a drive with the old DM4340 VMAX (8 rad/s, which
@@ -53,6 +55,7 @@ from .rehearsal import (
     gate_feedback,
     gate_moving_retargets,
     gate_output_uncertainty,
+    gate_units_and_references,
 )
 
 PEAKS = np.array([m.peak_torque_nm for m in OPENARM_ARM_MOTORS])
@@ -267,6 +270,7 @@ DAMIAO_GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "torque_limit": gate_torque_limit,
     "can_timeout": gate_can_timeout,
     "exclusive_output": gate_exclusive_output,
+    "units_and_references": gate_units_and_references,
     "feedback": gate_feedback,
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,

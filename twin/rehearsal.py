@@ -193,8 +193,9 @@ def _limits_table(cfg: RehearsalConfig) -> list[dict]:
             for k, drv in enumerate(ad.drives):
                 jnt = m.jnt_range[m.dof_jntid[ad.dof[k]]]
                 lims = {"owner": (owner.position_lower[k], owner.position_upper[k]),
-                        "drive": (drv.config.lower_rad, drv.config.upper_rad),
                         "model": (float(jnt[0]), float(jnt[1]))}
+                if hasattr(drv.config, "lower_rad"):  # Damiao drives have no position limits
+                    lims["drive"] = (drv.config.lower_rad, drv.config.upper_rad)
                 same = all(np.allclose(v, lims["model"], atol=1e-9) for v in lims.values())
                 rows.append({"arm": arm.value, "joint": k + 1, **{k2: list(v) for k2, v in lims.items()},
                              "consistent": bool(same)})

@@ -24,7 +24,7 @@ from controllers.damiao_transport import (
     DamiaoTransportConfig,
     GravityModel,
 )
-from controllers.names import Arm
+from controllers.names import JOINTS_PER_ARM, Arm
 from controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
 
 
@@ -80,7 +80,8 @@ class DamiaoArmDriver(ArmDriver):
         return super().tick()
 
     def measured_velocities(self) -> np.ndarray | None:
+        """Latest decoded joint velocities [rad/s], or None until every joint reported."""
         fb = self.transport.latest_feedback
-        if len(fb) < 7:
+        if len(fb) < JOINTS_PER_ARM:
             return None
-        return np.array([fb[j].velocity_rad_s for j in range(1, 8)])
+        return np.array([fb[j].velocity_rad_s for j in range(1, JOINTS_PER_ARM + 1)])

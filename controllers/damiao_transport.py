@@ -436,11 +436,16 @@ class DamiaoTransport:
         missing reply or a disagreement fails the report, and no drive is enabled."""
         cfg, rep = self.config, BringUpReport()
         counts = cfg.timeout_counts
-        for j in range(1, N + 1):
-            if counts is not None:
-                self.write_register(j, Register.TIMEOUT, counts)
-            for rid in BRING_UP_REGISTERS:
-                self.request_register(j, rid)
+        try:
+            for j in range(1, N + 1):
+                if counts is not None:
+                    self.write_register(j, Register.TIMEOUT, counts)
+                for rid in BRING_UP_REGISTERS:
+                    self.request_register(j, rid)
+        except can.CanError as err:  # the bus refused: nothing is retried, nothing enabled
+            self._pending.clear()
+            rep.missing.append(f"register requests ({type(err).__name__}: {err})")
+            return rep
         self._settle(settle, max_settles, lambda: not self._pending)
         rep.missing = [f"joint {j} {Register(r).name}" for j, r in sorted(self._pending)]
         self._pending.clear()
@@ -451,7 +456,11 @@ class DamiaoTransport:
         if rep.missing or rep.mismatches:
             return rep
         self.latest_feedback.clear()
-        self.send_special(SpecialCommand.ENABLE)
+        try:
+            self.send_special(SpecialCommand.ENABLE)
+        except can.CanError as err:  # some drives may be enabled: the caller latches a fault
+            rep.missing.append(f"enable ({type(err).__name__}: {err})")
+            return rep
         self._settle(settle, max_settles, lambda: len(self.latest_feedback) == N)
         rep.statuses = {j: fb.status for j, fb in self.latest_feedback.items()}
         rep.missing = [f"joint {j} enable" for j in range(1, N + 1) if j not in rep.statuses]

@@ -237,3 +237,27 @@ def test_host_api_refuses_unknown_joints(rig):
     with pytest.raises(UnknownMotorIdError):
         tr.send_special(SpecialCommand.ENABLE, (0,))
     assert resp.bus.recv(timeout=0) is None
+
+
+def test_bring_up_on_a_refusing_bus_fails_without_raising(rig):
+    ch, clock, resp, bus = rig
+
+    class BusOff(can.BusABC):
+        def __init__(self):
+            super().__init__(channel="off")
+
+        def send(self, msg, timeout=None):
+            raise can.CanOperationError("bus-off")
+
+        def _recv_internal(self, timeout):
+            return None, False
+
+    off = BusOff()
+    drv = DamiaoArmDriver.create_damiao(
+        Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        OwnerConfig(period_s=0.002, require_feedback=False),
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=off)
+    rep = drv.bring_up(lambda: None)
+    assert not rep.passed and "CanOperationError" in rep.reason
+    assert drv.owner.fault is FaultKind.DRIVE_ERROR and drv.measured_velocities() is None
+    off.shutdown()

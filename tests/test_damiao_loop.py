@@ -161,3 +161,10 @@ def test_scenario_field_robot_picks_the_openarm_loop():
     finally:
         lp.close()
     assert Scenario.from_dict({"duration": 1.0}).robot == "rob"
+
+
+def test_bad_damiao_options_are_a_typed_error():
+    from controllers.errors import RobTwinError
+
+    with pytest.raises(RobTwinError, match="DamiaoOptions"):
+        ClosedLoop(openarm_config(damiao="fast"))

@@ -32,6 +32,7 @@ from planners.kinematics import Payload
 
 from .closed_loop import ClosedLoop, ClosedLoopConfig, twin_owner_config
 from .damiao_bank import DamiaoBank, default_damiao_configs
+from .errors import TwinInputError
 from .gravity import PinocchioGravity
 from .twin import Twin, TwinConfig
 from .wire import FaultInjectingBus
@@ -89,7 +90,7 @@ class DamiaoClosedLoop(ClosedLoop):
         config = config or openarm_config()
         opts = config.damiao if config.damiao is not None else DamiaoOptions()
         if not isinstance(opts, DamiaoOptions):
-            raise TypeError(f"ClosedLoopConfig.damiao must be DamiaoOptions or None, got {opts!r}")
+            raise TwinInputError("ClosedLoopConfig.damiao", opts, "a DamiaoOptions or None")
         self.options: DamiaoOptions = opts
         self.bring_up: dict[Arm, object] = {}
         self.gravity: dict[Arm, PinocchioGravity] = {}

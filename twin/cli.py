@@ -21,10 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from controllers.errors import RobTwinError
+from controllers.names import ROBOTS
 
 # A command registered with json_result=True returns its exit code and the one object
 # main() prints under --json; other commands return an exit code and print for themselves.
 CommandResult = tuple[int, dict]
+
 
 
 class UsageError(RobTwinError):
@@ -127,15 +129,24 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
+    import dataclasses
+
     from .scenario import demo_scenario
 
-    return _run_and_report(demo_scenario(), args)
+    sc = demo_scenario()
+    if args.robot != "rob":
+        sc = dataclasses.replace(sc, name=f"demo_{args.robot}", robot=args.robot)
+    return _run_and_report(sc, args)
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
     from .scenario import Scenario
 
     sc = Scenario.load(args.scenario)
+    if args.robot is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, robot=args.robot)
     if args.check:
         _say(args)(f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
                    f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)")
@@ -166,7 +177,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
 
     from .closed_loop import ClosedLoopConfig
     from .faults import FaultSpec
-    from .rehearsal import GATES, RehearsalConfig, rehearse, write_report
+    from .rehearsal import RehearsalConfig, gates_for, rehearse, write_report
     from .run_folder import RunFolder
     from .scenario_schema import ScenarioError, validate_faults
 
@@ -175,14 +186,23 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     except (json.JSONDecodeError, RecursionError) as err:
         raise ScenarioError(f"--faults is not valid JSON: {err}") from None
     faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
+    if args.robot == "openarm":
+        from .damiao_loop import openarm_config
+        from .damiao_rehearsal import openarm_rehearsal_config
+
+        base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
+        cfg = openarm_rehearsal_config(base)
+    else:
+        base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed,
+                                   swap_wiring=args.swap_wiring, faults=faults)
+        cfg = RehearsalConfig(base=base)
+    gates = gates_for(cfg)
     for gate in args.gate or ():
-        if gate not in GATES:
-            raise UnknownNameError("gate", gate, list(GATES))
+        if gate not in gates:
+            raise UnknownNameError("gate", gate, list(gates))
     out = Path(args.out)
     RunFolder.check_writable(out)  # before the gates run, not after
-    base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
-                               faults=faults)
-    report = rehearse(RehearsalConfig(base=base), args.gate or None, progress=not args.json)
+    report = rehearse(cfg, args.gate or None, progress=not args.json)
     jp, mp = write_report(report, out)
     if not args.json:
         for g in report["gates"]:
@@ -209,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    demo.add_argument("--robot", choices=ROBOTS, default="rob",
+                      help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
+                           "compensation at 500 Hz)")
     demo.set_defaults(func=_cmd_demo, json_result=True)
     run = sub.add_parser("run", help="run a scenario file headless",
                          description="Run a scenario file headless; outputs go to OUT/NAME/. "
@@ -219,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
     run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -229,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
     reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
                      '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
+    reh.add_argument("--robot", choices=ROBOTS, default="rob",
+                     help="openarm: the Damiao profile (register agreement, enable sequence, "
+                          "gravity compensation, torque limit, CAN timeout, and the shared gates)")
     reh.set_defaults(func=_cmd_rehearse, json_result=True)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")

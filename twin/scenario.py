@@ -8,7 +8,7 @@ A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.j
      "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
      "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
-     "cameras": ["overview"], "fps": 30, "frame_size": [640, 480],
+     "cameras": ["overview"], "fps": 30, "frame_size": [640, 480], "robot": "rob",
      "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
                 "owner_faults": {"left": ["partial_output"]}}}
 
@@ -22,9 +22,12 @@ one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to 
 arm's owner, which plans within its limits and publishes over CAN to the motor bank.
 Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed in sync
 through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
-not both. The run counts the targets each owner refused (per reason), the plan steps
-that failed and the owner faults that latched; ``expect`` declares which of those the
-scenario means to provoke (``twin.verdict``). Recorded output lands in ``out/<name>/``.
+not both. ``robot`` picks the robot and its drive family: ``"rob"`` (default, Amber
+position drives) or ``"openarm"`` (Damiao MIT drives with gravity compensation,
+``twin.damiao_loop``). The run counts the targets each owner refused (per reason), the
+plan steps that failed and the owner faults that latched; ``expect`` declares which of
+those the scenario means to provoke (``twin.verdict``). Recorded output lands in
+``out/<name>/``.
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ class Scenario:
     faults: list[FaultSpec] = field(default_factory=list)
     plans: list[PlanStep] = field(default_factory=list)
     expect: Expect = field(default_factory=Expect)
+    robot: str = "rob"
 
     @classmethod
     def from_dict(cls, raw: object, source: str = "scenario") -> Scenario:
@@ -103,7 +107,7 @@ class Scenario:
             faults=[FaultSpec.from_model(f) for f in m.faults],
             plans=[PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
                    for p in m.plans],
-            expect=m.expect,
+            expect=m.expect, robot=m.robot,
         )
 
     @classmethod
@@ -231,12 +235,20 @@ class RunResult:
 
 def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
     """The closed loop of ``sc``: its seed, initial joint values and faults."""
-    twin = Twin(TwinConfig(seed=sc.seed))
+    if sc.robot == "openarm":
+        from models.openarm import load_openarm_scene
+
+        from .damiao_loop import openarm_config
+
+        twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
+        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
+    else:
+        twin = Twin(TwinConfig(seed=sc.seed))
+        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
-    return ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir),
-                      twin=twin)
+    return ClosedLoop(config, twin=twin)
 
 
 def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,

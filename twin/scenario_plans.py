@@ -23,7 +23,7 @@ from controllers.names import Arm, group_arms
 from planners.group import ArmGroup, GroupConfig
 
 from .closed_loop import ClosedLoop
-from .execution import plan_arrays
+from .execution import loop_executor_config, plan_arrays
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class PlanRunner:
         self.steps = sorted(steps, key=lambda s: s.t)
         self.group = ArmGroup(loop.twin.model, group_arms(),
                               config or planning_config())
-        self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock)
+        self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock,
+                                     loop_executor_config(loop))
         self.results: list[dict] = []
         self._next = 0
         self._active: tuple[Execution, dict] | None = None

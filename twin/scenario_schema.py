@@ -340,6 +340,9 @@ class ScenarioFile(_Strict):
         default_factory=lambda: [640, 480], description="video [width, height] pixels")
     target_rate_hz: Annotated[float, Field(gt=0.0, le=1000.0)] = 100.0
     expect: Expect = Field(default_factory=Expect)
+    robot: Literal[N.ROBOTS] = Field(  # type: ignore[valid-type]
+        default="rob", description="rob: Amber position drives; openarm: Damiao MIT drives "
+        "(gravity compensation at 500 Hz)")
 
     @field_validator("initial")
     @classmethod

@@ -162,3 +162,7 @@ def range_sensor(i: int) -> str:
 
 
 ALL_ARM_JOINTS = arm_joints(Arm.RIGHT) + arm_joints(Arm.LEFT)
+
+# Robots the twin can run; the drive family follows the robot: Amber position drives (ROB)
+# or Damiao MIT drives (the OpenArm-class variant, models/openarm.py).
+ROBOTS = ("rob", "openarm")

@@ -162,10 +162,12 @@ def test_a_scenario_drives_the_base_while_an_arm_moves_and_records_the_merged_sc
     scans = np.load(result.base["merged_scans_file"])
     assert scans["ranges_m"].shape == (result.base["merged_scans"], 400)
     assert result.measured["right"][-1][0] > home[0] + 0.1
-    with pytest.raises(ScenarioError, match=r"base\[0\]\.v='fast'"):
+    with pytest.raises(ScenarioError, match=r"base\[0\]\.v: .*'fast'"):
         Scenario.from_dict({"duration": 1.0, "base": [{"t": 0.0, "v": "fast"}]})
-    with pytest.raises(ScenarioError, match=r"base\[0\]=.*<= 0.6 m/s"):
+    with pytest.raises(ScenarioError, match=r"base\[0\]: .*0\.66 m/s; valid: .*<= 0\.6 m/s"):
         Scenario.from_dict({"duration": 1.0, "base": [{"t": 0.0, "v": 0.4, "omega": 1.0}]})
+    with pytest.raises(ScenarioError, match="robot 'openarm' has no tracked base"):
+        Scenario.from_dict({"duration": 1.0, "robot": "openarm", "base": [{"t": 0.0}]})
 
 
 def test_odometry_experiment_reports_both_runs_side_by_side_with_the_seed(tmp_path, monkeypatch):

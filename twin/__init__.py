@@ -18,6 +18,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 _MODULES = {
     "twin.twin": ("Twin", "TwinConfig"),
     "twin.closed_loop": ("ClosedLoop", "ClosedLoopConfig"),
+    "twin.damiao_loop": ("DamiaoOptions", "openarm_config"),
     "twin.faults": ("FaultSpec",),
     "twin.scenario": ("Scenario", "ScenarioError", "run_scenario", "demo_scenario"),
     "twin.rehearsal": ("RehearsalConfig", "rehearse", "write_report"),

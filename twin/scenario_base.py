@@ -7,29 +7,20 @@ kept (``merged_scans`` in the summary) and written to ``<out>/merged_scans.npz``
 At each step's time ``t`` [s] the base is commanded forward speed ``v`` [m/s] and yaw rate
 ``omega`` [rad/s] (counter-clockwise); it holds that command until the next step. The
 base drive watches both arm owners: a fault or Stop of either latches a base-stop, and the
-remaining steps are then refused and reported, never retried. Limits are the drive's
-(``twin.base_drive``); a step outside them is refused when the scenario is loaded.
+remaining steps are then refused and reported, never retried. Steps are validated with
+the scenario (``twin.scenario_schema.BaseStep``: each tread within its top speed).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from controllers.errors import InvalidValueError
-
-from .base_drive import BaseCommandError, BaseDrive, BaseDriveConfig, BaseStoppedError, tread_speeds
+from .base_drive import BaseCommandError, BaseDrive, BaseStoppedError
 from .lidar import LidarPair
 from .scan_merge import ScanMerger, mounts_from_model
-
-
-class BaseStepError(InvalidValueError):
-    """A malformed ``base`` step of a scenario."""
-
-    subject = "scenario"
 
 
 @dataclass(frozen=True)
@@ -37,36 +28,6 @@ class BaseStep:
     t: float  # [s]
     v: float  # [m/s]
     omega: float  # [rad/s]
-
-
-def parse_base_steps(raw, config: BaseDriveConfig | None = None) -> list[BaseStep]:
-    """``raw`` (the scenario's ``base`` list) as steps sorted by time; BaseStepError names
-    the first bad field, its value and what is valid."""
-    cfg = config or BaseDriveConfig()
-    if not isinstance(raw, list):
-        raise BaseStepError("base", raw, "a list of {'t': s, 'v': m/s, 'omega': rad/s}")
-    steps = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict) or set(item) - {"t", "v", "omega"} or "t" not in item:
-            raise BaseStepError(f"base[{i}]", item, "{'t': s >= 0, 'v': m/s, 'omega': rad/s}")
-        values = {}
-        for key, default in (("t", None), ("v", 0.0), ("omega", 0.0)):
-            value = item.get(key, default)
-            try:
-                values[key] = float(value)
-            except (TypeError, ValueError):
-                raise BaseStepError(f"base[{i}].{key}", value, "a finite number") from None
-            if not math.isfinite(values[key]):
-                raise BaseStepError(f"base[{i}].{key}", value, "a finite number")
-        if values["t"] < 0:
-            raise BaseStepError(f"base[{i}].t", values["t"], "a time >= 0 s")
-        left, right = tread_speeds(values["v"], values["omega"], cfg.track_width_m)
-        if max(abs(left), abs(right)) > cfg.tread_max_speed_m_s + 1e-12:
-            raise BaseStepError(f"base[{i}]", {"v": values["v"], "omega": values["omega"]},
-                                f"|v| + |omega| * {cfg.track_width_m / 2:.4g} m <= "
-                                f"{cfg.tread_max_speed_m_s} m/s")
-        steps.append(BaseStep(**values))
-    return sorted(steps, key=lambda s: s.t)
 
 
 @dataclass

@@ -103,3 +103,29 @@ def test_camera_observation_matches_its_spec():
     ts = env.step(action)
     assert ts.observation["camera/rgb"].shape == (48, 64, 3) and ts.observation["camera/rgb"].std() > 5
     env.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*DISPLAY")  # glfw, imported by the viewer package
+def test_dm_control_viewer_runtime_runs_it_with_a_policy():
+    """What ``dm_control.viewer.launch(env, policy)`` drives, minus the window: its runtime."""
+    from dm_control.viewer import runtime
+
+    env = RobEnv(EnvConfig(time_limit_s=2.0, sensors=("commanded", "modes")))
+    spec = env.action_spec()
+    rng = np.random.default_rng(0)
+    calls = []
+
+    def policy(time_step):
+        calls.append(time_step.step_type)
+        return np.clip(np.concatenate([time_step.observation["commanded/right"],
+                                       time_step.observation["commanded/left"], [0.0, 0.0]])
+                       + rng.uniform(-0.05, 0.05, 16), spec.minimum, spec.maximum)
+
+    rt = runtime.Runtime(env, policy)
+    errors = []
+    rt.on_error += errors.append
+    for _ in range(10):
+        rt.tick(0.05, paused=False)
+    assert errors == [] and len(calls) >= 9 and rt.state == runtime.State.RUNNING
+    assert env.physics.data.time == pytest.approx(len(calls) * 0.05, abs=1e-9)
+    env.close()

@@ -21,6 +21,11 @@ flow+gyro odometry pose x, y [m], yaw [rad], the base-stop flag), ``scan`` (the 
 (the head camera's RGB image, uint8). Reward is 0 unless a ``reward_fn(physics, observation)``
 is given: this environment is the robot, a task supplies the reward. Episodes end by
 truncation at ``time_limit_s``; ``reset(seed)`` rebuilds the whole loop from that seed.
+
+With a display, the dm_control viewer runs it with a policy in the loop::
+
+    from dm_control import viewer
+    viewer.launch(RobEnv(), policy=lambda time_step: my_action(time_step))
 """
 
 from __future__ import annotations

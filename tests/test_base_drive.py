@@ -146,14 +146,15 @@ def test_unknown_estimator_lists_the_valid_ones():
         OdometryConfig(estimator="ekf")
 
 
-def test_a_scenario_drives_the_base_while_an_arm_moves_and_records_the_merged_scan(tmp_path):
+def test_a_scenario_drives_the_base_while_both_arms_move_and_records_the_merged_scan(tmp_path):
     from models.poses import HOME
     from twin.scenario import Scenario, ScenarioError, run_scenario
 
     home = list(HOME["right"])
     reach = [home[0] + 0.2, *home[1:]]
     sc = Scenario.from_dict({"name": "base_and_arm", "duration": 1.5,
-                             "keyframes": [{"t": 1.0, "arm": "right", "q": reach}],
+                             "keyframes": [{"t": 1.0, "arm": "right", "q": reach},
+                                           {"t": 1.0, "arm": "left", "q": reach}],
                              "base": [{"t": 0.2, "v": -0.3}, {"t": 1.0, "v": 0.0, "omega": 0.0}]})
     result = run_scenario(sc, out_dir=tmp_path, record=False, progress=False)
     assert {k: result.base[k] for k in ("steps", "refused", "base_stop")} == {
@@ -162,6 +163,7 @@ def test_a_scenario_drives_the_base_while_an_arm_moves_and_records_the_merged_sc
     scans = np.load(result.base["merged_scans_file"])
     assert scans["ranges_m"].shape == (result.base["merged_scans"], 400)
     assert result.measured["right"][-1][0] > home[0] + 0.1
+    assert result.measured["left"][-1][0] > home[0] + 0.1
     with pytest.raises(ScenarioError, match=r"base\[0\]\.v: .*'fast'"):
         Scenario.from_dict({"duration": 1.0, "base": [{"t": 0.0, "v": "fast"}]})
     with pytest.raises(ScenarioError, match=r"base\[0\]: .*0\.66 m/s; valid: .*<= 0\.6 m/s"):

@@ -197,7 +197,7 @@ class TeleopApp:
             self._thread.join(10.0)
 
     def __enter__(self) -> TeleopApp:
-        return self.start()
+        return self if self._thread is not None else self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()

@@ -41,3 +41,36 @@ async def recv_until(ws, kind: str, timeout_s: float = 2.0) -> dict:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+def circle_trace(n: int, center=(0.2, 1.2, -0.3), radius_m: float = 0.03, grip_after: int = 5):
+    """A controller trace: still for ``grip_after`` samples (grip open), then grip held while
+    the controller draws a horizontal circle; (position, grip) per sample at 90 Hz."""
+    import math
+
+    out = []
+    for i in range(n):
+        if i < grip_after:
+            out.append(((center[0] + radius_m, center[1], center[2]), 0.0))
+            continue
+        a = 2 * math.pi * (i - grip_after) / 180.0
+        out.append(((center[0] + radius_m * math.cos(a), center[1], center[2] + radius_m * math.sin(a)), 1.0))
+    return out
+
+
+async def replay(ws, session: str, trace, seq: int = 0, period_s: float = 1 / 90, arm: str = "right") -> int:
+    """Send ``trace`` [(position, grip)] as input frames for ``arm``; returns the last seq."""
+    for pos, grip in trace:
+        seq += 1
+        await ws.send(frame(session, seq, **{arm: hand(pos, grip)}))
+        await asyncio.sleep(period_s)
+    return seq
+
+
+def client(url: str, **kwargs):
+    """A scripted client; it buffers everything it is sent (a test reads when it wants)."""
+    from websockets.asyncio.client import connect
+
+    kwargs.setdefault("max_queue", None)
+    kwargs.setdefault("close_timeout", 0.5)
+    return connect(url, **kwargs)

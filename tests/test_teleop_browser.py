@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from teleop_support import start_app
 
 from controllers.names import Arm
-
-from teleop_support import start_app
 
 CHROMIUM = os.environ.get("ROB_TWIN_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

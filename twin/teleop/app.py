@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from controllers.names import Arm, group_arms, gripper_actuator
+from controllers.names import Arm, gripper_actuator, group_arms
 from planners.collision import CollisionChecker, CollisionConfig
 
 from .controller import TeleopConfig, TeleopController

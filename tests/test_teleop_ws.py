@@ -214,3 +214,28 @@ def test_malformed_oversize_and_flooding_frames_are_dropped_and_counted():
         c = app.controller.counts
         assert c["malformed"] == 3 and c["oversize_dropped"] == 1
         assert c["rate_dropped"] >= 100 and c["frames_applied"] <= 100
+
+
+def test_tls_with_a_generated_certificate(tmp_path):
+    import ssl
+
+    from twin.teleop.app import AppConfig, TeleopApp, with_port
+    from twin.teleop.certs import ensure_certificate, server_ssl_context
+
+    cert = ensure_certificate(tmp_path, addresses=[])
+    again = ensure_certificate(tmp_path, addresses=[])
+    assert cert.created and not again.created and again.fingerprint_sha256 == cert.fingerprint_sha256
+    assert len(cert.fingerprint_sha256.split(":")) == 32
+    trust = ssl.create_default_context(cafile=str(cert.cert_path))
+    app = TeleopApp(with_port(AppConfig(camera_hz=0), "127.0.0.1", 0), server_ssl_context(cert)).start()
+    try:
+        assert app.server.url.startswith("https://127.0.0.1:")
+
+        async def go():
+            async with client(app.server.ws_url, ssl=trust) as ws:
+                await ws.send(hello("tls"))
+                return (await recv_until(ws, "welcome"))["role"]
+
+        assert run(go()) == "operator"
+    finally:
+        app.stop()

@@ -218,3 +218,38 @@ def _torso_angle(loop) -> float:
 
 def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
     return replace(config, server=replace(config.server, host=host, port=port))
+
+
+def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
+               cert_dir: str | None = None, seconds: float = float("inf"),
+               viewer: bool | None = None, camera_hz: float = 2.0) -> int:
+    """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``)."""
+    ssl_context, host = None, "127.0.0.1"
+    if lan:
+        from .certs import DEFAULT_CERT_DIR, ensure_certificate, lan_addresses, server_ssl_context
+
+        cert = ensure_certificate(cert_dir or DEFAULT_CERT_DIR)
+        ssl_context, host = server_ssl_context(cert), "0.0.0.0"
+        print(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
+        print(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
+        addrs = lan_addresses()
+    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz), host, port)
+    app = TeleopApp(cfg, ssl_context)
+
+    def announce() -> None:
+        app._ready.wait()
+        url = app.server.url
+        print(f"teleop: operator page {url}  watcher page {url}watch  (simulated; hardware_io: false)")
+        if lan:
+            for a in addrs:
+                print(f"  on the LAN: https://{a}:{app.server.port}/  (accept the self-signed certificate)")
+        print("  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        app.run(seconds)
+    except KeyboardInterrupt:
+        pass
+    counts = dict(app.controller.counts) if app.controller else {}
+    print(f"teleop ended: {counts}")
+    return 0

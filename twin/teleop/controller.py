@@ -37,6 +37,8 @@ from .messages import Hello, InputFrame, ResetRequest
 from .safety import ArmSafetyFilter
 from .session import OperatorLease
 
+NO_OP_STEP_RAD = 1e-9  # a target this close to a resting commanded state is not sent [rad]
+
 
 @dataclass(frozen=True)
 class TeleopConfig:
@@ -194,6 +196,12 @@ class TeleopController:
             self.counts["owner_authority_lost"] += 1
             return
         h.lease = renewed
+        if float(np.max(np.abs(res.q - q_cmd))) <= NO_OP_STEP_RAD and float(np.max(np.abs(v_cmd))) <= NO_OP_STEP_RAD:
+            # the arm rests on this target already: nothing to send (Ruckig refuses some
+            # zero-length plans from float-dust velocities with an exception)
+            self.counts["targets_at_rest_skipped"] += 1
+            h.last_reject = ""
+            return
         self._target_seq += 1
         offer = owner.submit(ArmTarget(arm, res.q, self._target_seq, h.generation, renewed))
         if self.record_latency:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import mimetypes
+import socket
 import ssl
 import threading
 import time
@@ -47,7 +48,8 @@ class ServerConfig:
     """host/port: where to bind (port 0: any free port); rate_hz/burst: per-client input
     token bucket [frames/s, frames]; telemetry_hz [Hz]; poll_hz: staleness checks [Hz];
     hello_timeout_s, ping_interval_s, ping_timeout_s [s]; max_message_bytes: the library's
-    hard cap (closes the socket)."""
+    hard cap (closes the socket); send_buffer_bytes: a small kernel send buffer makes a
+    slow client's writes block early, so it gets fresh values rather than a backlog."""
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -59,6 +61,7 @@ class ServerConfig:
     ping_interval_s: float = 1.0
     ping_timeout_s: float = 2.0
     max_message_bytes: int = 65536
+    send_buffer_bytes: int | None = None  # per-client kernel send buffer (None: the OS default)
 
 
 def default_config() -> ServerConfig:
@@ -207,6 +210,10 @@ class TeleopServer:
     async def _handler(self, ws: ServerConnection) -> None:
         client = f"client-{next(self._ids)}"
         counts = self.counts
+        if self.config.send_buffer_bytes:
+            sock = ws.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
         try:
             first = await asyncio.wait_for(ws.recv(), self.config.hello_timeout_s)
             hello = parse_message(first)

@@ -54,13 +54,17 @@ class TelemetryHub:
 
     def __init__(self) -> None:
         self.slots: dict[str, LatestSlot] = {}
+        self.closed: list[dict] = []  # per closed client: puts, sent, overwritten
 
     def add(self, client: str) -> LatestSlot:
         slot = self.slots[client] = LatestSlot()
         return slot
 
     def remove(self, client: str) -> None:
-        self.slots.pop(client, None)
+        slot = self.slots.pop(client, None)
+        if slot is not None:
+            self.closed.append({"client": client, "puts": slot.put_count, "sent": slot.sent,
+                                "overwritten": slot.overwritten})
 
     def fanout(self, kind: str, text: str) -> None:
         for slot in list(self.slots.values()):

@@ -80,6 +80,14 @@ def receive_to_submit(seconds: float = 3.0) -> dict:
         app.stop()
 
 
+def _at_rest(owner) -> bool:
+    from controllers.owner import Mode
+
+    _, v, a = owner.commanded_state()
+    return owner.mode in (Mode.HOLD, Mode.TRACKING) and float(np.max(np.abs(v))) <= 1e-12 and float(
+        np.max(np.abs(a))) <= 1e-9
+
+
 def reclutch(n: int = 200, seed: int = 0) -> dict:
     """Random controller poses, press, hold still, release; a real move every 4th time."""
     loop = ClosedLoop()
@@ -88,6 +96,7 @@ def reclutch(n: int = 200, seed: int = 0) -> dict:
     filters = {arm: ArmSafetyFilter(arm, session, accel) for arm in Arm}
     ctl = TeleopController({arm: loop.drivers[arm].owner for arm in Arm}, filters, now=lambda: loop.time)
     ctl.hello("bench", Hello("s", "operator"))
+    owner = loop.drivers[Arm.RIGHT].owner
     rng = np.random.default_rng(seed)
     seq, changes = 0, []
 
@@ -106,7 +115,8 @@ def reclutch(n: int = 200, seed: int = 0) -> dict:
             quat = rng.normal(size=4)
             quat /= np.linalg.norm(quat)
             send(pos, quat, 0.0)
-            loop.run_for(0.15)
+            loop.run_until(lambda: _at_rest(owner), 3.0)  # the previous release's brake is over
+            ctl.hello("bench", Hello("s", "operator"))  # renew the operator lease after the wait
             before = loop.commanded(Arm.RIGHT)
             for _ in range(5):
                 send(pos, quat, 1.0)

@@ -239,3 +239,53 @@ def test_tls_with_a_generated_certificate(tmp_path):
         assert run(go()) == "operator"
     finally:
         app.stop()
+
+
+def test_pages_are_served_from_the_package_without_external_urls():
+    import re
+    import urllib.request
+
+    from twin.teleop.server import STATIC_DIR
+
+    with start_app() as app:
+        page = urllib.request.urlopen(app.server.url, timeout=5).read().decode()
+        assert "<title>ROB teleop</title>" in page and "/static/teleop.js" in page
+        js = urllib.request.urlopen(app.server.url + "static/teleop.js", timeout=5)
+        assert js.headers["Content-Type"].startswith("text/javascript")
+        assert "immersive-ar" in js.read().decode()
+        assert "live telemetry" in urllib.request.urlopen(app.server.url + "watch", timeout=5).read().decode()
+        try:
+            urllib.request.urlopen(app.server.url + "static/../server.py", timeout=5)
+            raise AssertionError("path traversal served a file")
+        except urllib.error.HTTPError as err:
+            assert err.code == 404
+    for f in STATIC_DIR.iterdir():  # no CDN: nothing the pages load comes from elsewhere
+        assert not re.search(r"(src|href)=\"https?://", f.read_text()), f.name
+        assert "import(" not in f.read_text() and "cdn" not in f.read_text().lower(), f.name
+
+
+def test_an_owner_fault_while_engaged_disengages_and_needs_a_reset():
+    from controllers.owner import FaultKind
+
+    with start_app() as app:
+        owner = app.controller.owners[Arm.RIGHT]
+
+        async def go():
+            async with client(app.server.ws_url) as ws:
+                await ws.send(hello("fault"))
+                await recv_until(ws, "welcome")
+                seq = await replay(ws, "fault", circle_trace(12))
+                gen = owner.generation
+                owner.latch_fault(FaultKind.TRACKING_ERROR, "injected by the test")
+                seq = await replay(ws, "fault", circle_trace(3, grip_after=0), seq)
+                h = app.controller.hands[Arm.RIGHT]
+                assert not h.clutch.engaged and "faulted" in h.last_reject
+                seq = await replay(ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
+                assert not h.clutch.engaged and "reset needed" in h.last_reject  # no engage while faulted
+                await ws.send(json.dumps({"v": 1, "type": "reset", "session": "fault", "arm": "right"}))
+                assert (await recv_until(ws, "reset"))["ok"]
+                assert owner.generation > gen and owner.mode is not Mode.FAULTED
+                await replay(ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
+                assert h.clutch.engaged
+
+        run(go())

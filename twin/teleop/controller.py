@@ -171,6 +171,13 @@ class TeleopController:
 
     def _target(self, h: HandState, target, still: bool, received_s: float, dt_s: float) -> None:
         arm, owner = h.arm, self.owners[h.arm]
+        if owner.mode in (Mode.STOPPED, Mode.FAULTED):  # a fault while engaged: reset, then press again
+            why = f"owner {owner.mode.value}" + (f" ({owner.fault_reason})" if owner.fault_reason else "")
+            h.clutch.disengage(f"{why}: reset the owner, then press grip again")
+            h.last_reject = h.clutch.last_reason
+            h.lease, h.generation, h.anchor_q, h.pending_q = None, None, None, None
+            self.counts["owner_fault_disengagements"] += 1
+            return
         q_cmd, v_cmd, _ = owner.commanded_state()
         other = self.owners[_other(arm)].commanded_state()[0]
         others = [other]

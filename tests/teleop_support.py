@@ -6,10 +6,18 @@ import asyncio
 import json
 
 from twin.teleop.app import AppConfig, TeleopApp, with_port
+from twin.teleop.controller import TeleopConfig
+
+# The tests share 2 loaded cores with other jobs: a client may stall for a few hundred ms.
+# Timeouts are relaxed so that only the faults a test injects fire (the dropout test
+# waits well past TEST_INPUT_TIMEOUT_S).
+TEST_INPUT_TIMEOUT_S = 0.4
+TEST_TELEOP = TeleopConfig(input_timeout_s=TEST_INPUT_TIMEOUT_S, operator_ttl_s=3.0, owner_lease_s=1.5)
 
 
 def start_app(**overrides) -> TeleopApp:
     """A teleop app on a free 127.0.0.1 port, camera off unless asked for."""
+    overrides.setdefault("teleop", TEST_TELEOP)
     cfg = with_port(AppConfig(camera_hz=overrides.pop("camera_hz", 0.0), **overrides), "127.0.0.1", 0)
     return TeleopApp(cfg).start()
 

@@ -46,17 +46,19 @@ def test_desktop_page_moves_right_arm_and_watcher_sees_it(browser):
         page.keyboard.down(" ")  # grip: engage the right hand
         page.wait_for_function("window.teleopPage.telemetry && window.teleopPage.telemetry.teleop.hands.right.engaged",
                                timeout=5000)
-        page.keyboard.down("w")  # forward at 0.1 m/s
-        time.sleep(0.8)
+        page.keyboard.down("w")  # forward at 0.1 m/s, then up, until the arm has clearly moved
+        deadline = time.monotonic() + 8.0
+        while time.monotonic() < deadline and float(np.max(np.abs(owner.commanded_state()[0] - q0))) < 0.03:
+            time.sleep(0.1)
         page.keyboard.up("w")
-        page.keyboard.down("r")  # and up
-        time.sleep(0.4)
-        page.keyboard.up("r")
+        page.keyboard.down("r")
         time.sleep(0.3)
+        page.keyboard.up("r")
         q1 = owner.commanded_state()[0]
         counts = dict(app.controller.counts)
         assert counts.get("targets_submitted", 0) > 20, counts
-        assert float(np.max(np.abs(q1 - q0))) > 0.02, (q0, q1, counts)
+        assert float(np.max(np.abs(q1 - q0))) > 0.03, (q0, q1, counts)
+        assert counts.get("engagements") == 1, counts  # one grip press, held throughout
         page.wait_for_selector("#right-engaged.on", timeout=3000)
 
         watcher = browser.new_page(viewport={"width": 1400, "height": 900})

@@ -171,3 +171,29 @@ def test_reclutching_with_a_still_controller_moves_nothing():
     assert ctl.counts["targets_submitted"] >= 30  # the real moves went to the owner
     assert worst <= 1e-9, worst
     assert math.isfinite(worst)
+
+
+def test_spare_degree_of_freedom_keeps_joints_away_from_their_limits():
+    import pinocchio as pin
+
+    from twin.teleop.safety import SafetyConfig
+
+    loop, _ = _filter_setup()
+    session = CollisionChecker(loop.twin.model, group_arms()).session(("right", "left"), loop.twin.data.qpos.copy())
+    accel = np.array(loop.config.owner.max_acceleration)
+    q0, left = loop.commanded(Arm.RIGHT), loop.commanded(Arm.LEFT)
+    loop.close()
+    margins = {}
+    for gain in (0.0, 0.5):  # the same loop of TCP targets, without and with the null-space bias
+        f = ArmSafetyFilter(Arm.RIGHT, session, accel, config=SafetyConfig(nullspace_rad_per_m=gain))
+        q, start, accepted = q0.copy(), f.tcp_pose(q0), 0
+        for i in range(60):
+            a = 2 * np.pi * i / 60
+            offset = 0.08 * np.array([np.cos(a) - 1, np.sin(a), 0.3 * np.sin(2 * a)])
+            res = f.filter(pin.SE3(start.rotation, start.translation + offset), q, np.zeros(7), 0.05, [left])
+            if res.accepted:  # a refused step (IK at a limit) keeps q, as in teleop
+                q, accepted = res.q, accepted + 1
+        assert accepted > 40
+        margins[gain] = float(np.min(np.minimum(q - f.kin.lower, f.kin.upper - q)))
+    assert q0[6] == f.kin.lower[6]  # home starts with j7 on its limit
+    assert margins[0.5] > margins[0.0] + 0.05, margins

@@ -75,6 +75,7 @@ class HandState:
     last_target_s: float = -np.inf
     last_reject: str = ""
     last_event: str = "idle"
+    settled_target: np.ndarray | None = None  # a TCP target (4x4) fully reached by pending_q
     gripper: float = 0.0  # trigger value while engaged [0..1]
 
 
@@ -162,7 +163,7 @@ class TeleopController:
             h.lease = owner.grant_lease(f"teleop:{self.session}", self.config.owner_lease_s)
             h.generation = owner.generation
             h.anchor_q = owner.commanded_state()[0]
-            h.pending_q = None
+            h.pending_q = h.settled_target = None
             h.last_reject = ""
             self.counts["engagements"] += 1
             prev_input = received_s
@@ -176,6 +177,7 @@ class TeleopController:
             h.clutch.disengage(f"{why}: reset the owner, then press grip again")
             h.last_reject = h.clutch.last_reason
             h.lease, h.generation, h.anchor_q, h.pending_q = None, None, None, None
+            h.settled_target = None
             self.counts["owner_fault_disengagements"] += 1
             return
         q_cmd, v_cmd, _ = owner.commanded_state()
@@ -184,6 +186,12 @@ class TeleopController:
         oh = self.hands[_other(arm)]
         if oh.pending_q is not None:
             others.append(oh.pending_q)
+        if (not still and h.settled_target is not None and h.pending_q is not None
+                and np.array_equal(target.homogeneous, h.settled_target)):
+            # the controller holds still after a move: its target was already reached in
+            # full (no clamp) and checked; only the owner lease is renewed
+            self._renew_only(h, owner)
+            return
         base = h.anchor_q if still else q_cmd
         res = self.filters[arm].filter(target, base, v_cmd, dt_s, others, still=still)
         if not res.accepted:
@@ -216,11 +224,22 @@ class TeleopController:
         if offer.accepted:
             self.counts["targets_submitted"] += 1
             h.pending_q = res.q
+            h.settled_target = None if (still or res.tcp_clamped or res.joint_clamped) else target.homogeneous.copy()
             h.last_target_s = received_s
             h.last_reject = ""
         else:
             self.counts["owner_refused"] += 1
             h.last_reject = f"owner refused the target: {offer.reason.value}"
+
+    def _renew_only(self, h: HandState, owner: ArmOwner) -> None:
+        renewed = owner.authority.renew(h.lease, self.config.owner_lease_s) if h.lease else None
+        if renewed is None or owner.generation != h.generation:
+            h.clutch.disengage("owner lease lapsed or generation changed: release and press grip again")
+            h.last_reject = h.clutch.last_reason
+            self.counts["owner_authority_lost"] += 1
+            return
+        h.lease = renewed
+        self.counts["unchanged_targets_skipped"] += 1
 
     # ------------------------------------------------------------------ periodic
     def poll(self) -> None:
@@ -263,6 +282,7 @@ class TeleopController:
             owner.release()  # brake to hold; fresh generation
         self.brake_log.append((arm, reason, self.now()))
         h.lease, h.generation, h.anchor_q, h.pending_q = None, None, None, None
+        h.settled_target = None
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict:

@@ -45,7 +45,7 @@ def test_desktop_page_moves_right_arm_and_watcher_sees_it(browser):
         page.click("#hand-right")
         page.keyboard.down(" ")  # grip: engage the right hand
         page.wait_for_function("window.teleopPage.telemetry && window.teleopPage.telemetry.teleop.hands.right.engaged",
-                               timeout=5000)
+                               timeout=20000)
         page.keyboard.down("w")  # forward at 0.1 m/s, then up, until the arm has clearly moved
         deadline = time.monotonic() + 8.0
         while time.monotonic() < deadline and float(np.max(np.abs(owner.commanded_state()[0] - q0))) < 0.03:
@@ -59,11 +59,11 @@ def test_desktop_page_moves_right_arm_and_watcher_sees_it(browser):
         assert counts.get("targets_submitted", 0) > 20, counts
         assert float(np.max(np.abs(q1 - q0))) > 0.03, (q0, q1, counts)
         assert counts.get("engagements") == 1, counts  # one grip press, held throughout
-        page.wait_for_selector("#right-engaged.on", timeout=3000)
+        page.wait_for_selector("#right-engaged.on", timeout=10000)
 
         watcher = browser.new_page(viewport={"width": 1400, "height": 900})
         watcher.goto(app.server.url + "watch")
-        watcher.wait_for_function("window.watchPage && window.watchPage.frames >= 10", timeout=5000)
+        watcher.wait_for_function("window.watchPage && window.watchPage.frames >= 10", timeout=20000)
         shown = watcher.evaluate("window.watchPage.last.arms.right.commanded_rad")
         assert np.allclose(shown, owner.commanded_state()[0], atol=0.02)  # 30 Hz snapshot of a moving arm
         assert float(np.max(np.abs(np.array(shown) - q0))) > 0.02  # the watcher sees the motion
@@ -73,5 +73,5 @@ def test_desktop_page_moves_right_arm_and_watcher_sees_it(browser):
         watcher.wait_for_timeout(700)
         watcher.screenshot(path=str(OUT / "watcher_page.png"))
         page.keyboard.up(" ")  # release: the arm holds
-        page.wait_for_function("!window.teleopPage.telemetry.teleop.hands.right.engaged", timeout=3000)
+        page.wait_for_function("!window.teleopPage.telemetry.teleop.hands.right.engaged", timeout=10000)
         assert (OUT / "desktop_page.png").stat().st_size > 10_000

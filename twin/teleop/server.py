@@ -226,10 +226,14 @@ class TeleopServer:
         except ConnectionClosed:
             return
         role = self.controller.hello(client, hello)
-        await ws.send(encode("welcome", client=client, role=role, session=hello.session,
-                             limits={"max_frame_bytes": MAX_FRAME_BYTES, "rate_hz": self.config.rate_hz,
-                                     "input_timeout_s": self.controller.config.input_timeout_s,
-                                     "operator_ttl_s": self.controller.config.operator_ttl_s}))
+        try:
+            await ws.send(encode("welcome", client=client, role=role, session=hello.session,
+                                 limits={"max_frame_bytes": MAX_FRAME_BYTES, "rate_hz": self.config.rate_hz,
+                                         "input_timeout_s": self.controller.config.input_timeout_s,
+                                         "operator_ttl_s": self.controller.config.operator_ttl_s}))
+        except ConnectionClosed:
+            self.controller.disconnect(client)
+            return
         slot = self.hub.add(client)
         sender = asyncio.create_task(self._sender(ws, slot))
         bucket = TokenBucket(self.config.rate_hz, self.config.burst)

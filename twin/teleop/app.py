@@ -46,9 +46,14 @@ class AppConfig:
 
 
 class HeadCamera:
-    """Renders the head camera as JPEG in the loop thread; ``latest()`` from any thread."""
+    """Renders the head camera as JPEG in the loop thread; ``latest()`` from any thread.
 
-    def __init__(self, model, size: tuple[int, int]):
+    Rendering runs on the loop thread (it owns the MjData), so a slow renderer would stall
+    physics and the owners' ticks: a probe render at start-up that takes longer than
+    ``budget_s`` turns the camera off, and telemetry says why (software EGL on a loaded
+    2-core machine took 0.5-0.8 s per frame)."""
+
+    def __init__(self, model, data, size: tuple[int, int], budget_s: float = 0.03):
         self.reason = "starting"
         self._latest: tuple[int, bytes] | None = None
         self._seq = 0
@@ -59,9 +64,20 @@ class HeadCamera:
             from controllers.names import HEAD_CAMERA
             self._renderer = mujoco.Renderer(model, size[1], size[0])
             self._camera = HEAD_CAMERA
-            self.reason = "ok"
+            self.render(data)  # warm-up (context, textures)
+            t0 = time.perf_counter()
+            self.render(data)
+            took = time.perf_counter() - t0
         except Exception as err:  # no GL: telemetry says why, the rest runs
+            self.close()
             self.reason = f"head camera off: rendering unavailable ({type(err).__name__}: {err})"
+            return
+        if took > budget_s:
+            self.close()
+            self.reason = (f"head camera off: one frame took {took * 1e3:.0f} ms to render, over the "
+                           f"{budget_s * 1e3:.0f} ms budget of the loop thread (no GPU rendering here?)")
+        else:
+            self.reason = f"ok ({took * 1e3:.1f} ms per frame)"
 
     def render(self, data) -> None:
         if self._renderer is None:
@@ -82,6 +98,7 @@ class HeadCamera:
     def close(self) -> None:
         if self._renderer is not None:
             self._renderer.close()
+            self._renderer = None
 
 
 class TeleopApp:
@@ -120,7 +137,7 @@ class TeleopApp:
                                         self.config.safety) for arm in Arm}
         self.controller = TeleopController(owners, filters, self.config.teleop)
         if self.config.camera_hz > 0:
-            self.camera = HeadCamera(model, self.config.camera_size)
+            self.camera = HeadCamera(model, loop.twin.data, self.config.camera_size)
         source = TelemetrySource(loop, self.controller, meter.session(moving, reference), self.camera)
         self.server = TeleopServer(self.controller, source, self.config.server, self.ssl_context)
         self._gripper_ctrl = {arm: _actuator_id(model, gripper_actuator(arm)) for arm in Arm}

@@ -28,6 +28,7 @@
     $("clearance").textContent = t.clearance_m === null ? `> ${(t.clearance_horizon_m * 100).toFixed(0)} cm`
       : `${(t.clearance_m * 1000).toFixed(1)} mm (${t.clearance_pair})`;
     $("camera-status").textContent = t.camera || "";
+    $("camera").style.display = state.camera ? "block" : "none";  // no frame yet or camera off
     for (const arm of ["left", "right"]) {
       const a = t.arms[arm], h = t.teleop.hands[arm];
       $(arm + "-state").textContent = `owner ${a.mode}, generation ${a.generation}` +

@@ -214,6 +214,22 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
 # --------------------------------------------------------------------------- parser
 
 
+def _cmd_teleop(args: argparse.Namespace) -> int:
+    from .scenario import ScenarioError
+    from .teleop.app import run_teleop
+
+    try:
+        return run_teleop(args.scenario, port=args.port, lan=args.lan, cert_dir=args.cert_dir,
+                          seconds=args.seconds, viewer=False if args.no_viewer else None,
+                          camera_hz=args.camera_hz)
+    except ScenarioError as err:
+        print(f"rob-twin teleop: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"rob-twin teleop: cannot serve on port {args.port}: {err}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rob-twin", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -260,6 +276,17 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)
+    tele = sub.add_parser("teleop", help="teleoperate both arms from a browser or WebXR headset "
+                          "(real-time closed loop + one server for page, websocket and telemetry)")
+    tele.add_argument("scenario", nargs="?", help="scenario file: initial state and faults (default: demo)")
+    tele.add_argument("--port", type=int, default=8765, help="port of page, websocket and telemetry (default 8765)")
+    tele.add_argument("--lan", action="store_true",
+                      help="bind every interface, HTTPS only (self-signed certificate made on first use)")
+    tele.add_argument("--cert-dir", help="where the --lan certificate lives (default ~/.cache/rob-twin/teleop)")
+    tele.add_argument("--seconds", type=float, default=float("inf"), help="stop after this many seconds")
+    tele.add_argument("--no-viewer", action="store_true", help="headless even when a display exists")
+    tele.add_argument("--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)")
+    tele.set_defaults(func=_cmd_teleop)
     return parser
 
 

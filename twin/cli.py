@@ -30,7 +30,14 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False) -> int:
+def _bus_timing(args: argparse.Namespace):
+    """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
+    from .bus_timing import parse_bus_spec
+
+    return parse_bus_spec(getattr(args, "bus", "off"))
+
+
+def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=None) -> int:
     from pathlib import Path
 
     from .report import summarize
@@ -38,7 +45,7 @@ def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False) -> i
 
     out_dir = Path(out_root) / sc.name
     result = run_scenario(sc, out_dir=out_dir, record=record,
-                          can_log_dir=out_dir / "can" if can_log else None)
+                          can_log_dir=out_dir / "can" if can_log else None, bus_timing=bus)
     summary = summarize(result, out_dir)
     if summary["video"]:
         print(f"video: {summary['video']} ({summary['frames']} frames, {summary['render_fps']} frames/s rendering)")
@@ -47,25 +54,40 @@ def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False) -> i
     print(f"summary: {out_dir / 'summary.md'} and summary.json; plot: {summary['plot']}")
     if can_log:
         print(f"bus traffic: {out_dir / 'can'}/*.log (python-can canutils format)")
+    if summary.get("bus_plot"):
+        for b in summary["bus"].values():
+            c = b["command_to_drive_latency"]
+            print(f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
+                  f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}")
+        print(f"bus plot: {summary['bus_plot']}")
     print(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .bus_timing import BusTimingConfigError
     from .scenario import demo_scenario
 
-    return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log)
+    try:
+        bus = _bus_timing(args)
+    except BusTimingConfigError as err:
+        print(f"rob-twin: {err}", file=sys.stderr)
+        return 2
+    return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log,
+                           bus=bus)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .bus_timing import BusTimingConfigError
     from .scenario import Scenario, ScenarioError
 
     try:
         sc = Scenario.load(args.scenario)
-    except ScenarioError as err:
+        bus = _bus_timing(args)
+    except (ScenarioError, BusTimingConfigError) as err:
         print(f"rob-twin: {err}", file=sys.stderr)
         return 2
-    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log)
+    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log, bus=bus)
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -122,12 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
+    demo.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+                     "(frames arrive instantly); +worst for worst-case stuffing")
     demo.set_defaults(func=_cmd_demo)
     run = sub.add_parser("run", help="run a scenario file headless")
     run.add_argument("scenario")
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
+    run.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+                     "(frames arrive instantly); +worst for worst-case stuffing")
     run.set_defaults(func=_cmd_run)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")

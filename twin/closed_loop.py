@@ -35,9 +35,11 @@ from controllers.target import ArmTarget
 from controllers.transport import TransportConfig
 from models import dimensions as D
 
+from .bus_timing import BusTimingConfig
 from .drive import DriveConfig
 from .faults import FaultSchedule, FaultSpec
 from .motor_bank import MotorBank
+from .timed_bus import BusTimingLayer
 from .twin import Twin, TwinConfig
 from .wire import FaultInjectingBus, open_virtual
 
@@ -70,7 +72,9 @@ class ClosedLoopConfig:
     the 1 kHz physics rate); owner: both owners' limits; drives: per-joint drive configs
     (None: from the model dimensions); swap_wiring: put the RIGHT arm's drives on CAN11
     and the LEFT's on CAN10 (a wiring fault); client_lease_s: lease the twin's target
-    client asks for [s]; log_dir: write all bus traffic there (python-can loggers)."""
+    client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
+    bus_timing: play every frame through a simulated CAN bus (``twin.bus_timing``:
+    frame durations, arbitration, queues); None (default) delivers frames instantly."""
 
     seed: int = 0
     owner_rate_hz: float = 200.0
@@ -82,6 +86,7 @@ class ClosedLoopConfig:
     log_dir: str | Path | None = None
     log_suffix: str = ".log"
     faults: tuple[FaultSpec, ...] = ()
+    bus_timing: BusTimingConfig | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.feedback_rate_hz <= 200.0:
@@ -112,12 +117,22 @@ class ClosedLoop:
         wiring = {self.channels[arm]: (other[arm] if cfg.swap_wiring else arm) for arm in Arm}
         self.bank = MotorBank(self.twin.model, self.twin.data, wiring, self.faults, cfg.drives,
                               cfg.log_dir, cfg.log_suffix, now=self.twin.time)
+        self.bus_timing: BusTimingLayer | None = None
+        if cfg.bus_timing is not None:
+            self.bus_timing = BusTimingLayer(cfg.bus_timing, self.clock.now, self.twin.time)
+            for ch, ad in self.bank.buses.items():
+                ad.bus = self.bus_timing.bank_bus(ch, ad.bus)
         rng = np.random.default_rng(cfg.seed)
         self.wires: dict[Arm, FaultInjectingBus] = {}
         self.drivers: dict[Arm, ArmDriver] = {}
         for arm in Arm:
-            wire = FaultInjectingBus(open_virtual(self.channels[arm]), arm, self.clock.now,
-                                     self.faults, rng)
+            ch = self.channels[arm]
+            host = open_virtual(ch)
+            if self.bus_timing is not None:
+                host = self.bus_timing.host_bus(ch, host)
+            wire = FaultInjectingBus(host, arm, self.clock.now, self.faults, rng)
+            if self.bus_timing is not None:
+                wire.on_wire_fault = self.bus_timing.wire_fault_sink(ch)
             self.wires[arm] = wire
             self.drivers[arm] = ArmDriver.create(
                 arm, self.clock, self.twin.arm_positions(arm), cfg.owner,
@@ -138,6 +153,8 @@ class ClosedLoop:
     # ------------------------------------------------------------------ tasks
     def _service_bus(self, now: float) -> None:
         self.clock.set(now)
+        if self.bus_timing is not None:
+            self.bus_timing.advance(now)
         for wire in self.wires.values():
             if wire.held:
                 wire.pump(now)
@@ -223,6 +240,10 @@ class ClosedLoop:
     @property
     def time(self) -> float:
         return self.twin.time
+
+    def bus_report(self) -> dict | None:
+        """Per bus: load and latency histograms (simulated); None when timing is off."""
+        return self.bus_timing.report() if self.bus_timing is not None else None
 
     # ------------------------------------------------------------------ running
     def run_for(self, seconds: float) -> None:

@@ -39,6 +39,15 @@ def joint_plot(result: RunResult, path: Path) -> Path:
     return path
 
 
+def _bus_plot(result: RunResult, out_dir: Path) -> str | None:
+    if not result.bus:
+        return None
+    from .bus_plot import bus_plot
+
+    return str(bus_plot(result.bus, result.bus_latencies_s, out_dir / "bus.png",
+                        f"Simulated CAN buses during {result.scenario!r} (hardware_io: false)"))
+
+
 def summarize(result: RunResult, out_dir: Path) -> dict:
     """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -58,6 +67,8 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "pipeline": result.pipeline,
         "plans": result.plans,
         "plot": str(joint_plot(result, out_dir / "joints.png")),
+        "bus": result.bus if result.bus is not None else "bus timing off: frames arrive instantly",
+        "bus_plot": _bus_plot(result, out_dir),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     lines = [
@@ -69,7 +80,7 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "|---|---|",
     ]
     lines += [f"| {k} | {v} |" for k, v in summary.items()
-              if k not in EVIDENCE and k not in ("pipeline", "plans")]
+              if k not in EVIDENCE and k not in ("pipeline", "plans", "bus")]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]
@@ -80,6 +91,16 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         lines += ["", "Planned moves (ArmGroup, executed in sync through the owners):", "",
                   "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(row.get(c, "")) for c in cols) + " |" for row in result.plans]
+    if result.bus:
+        lines += ["", "Simulated CAN buses (load, latencies p50/p99/max in us):", "",
+                  "| bus | config | load | frames | lost | error frames | queueing | command->drive | feedback |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for b in result.bus.values():
+            lat = [b[k] for k in ("queue_latency", "command_to_drive_latency", "feedback_latency")]
+            lines.append(f"| {b['bus']} | {b['config']} | {b['load']:.3f} | {b['frames']} | "
+                         f"{b['frames_lost']} | {b['error_frames']} | " + " | ".join(
+                             f"{x['p50_us']}/{x['p99_us']}/{x['max_us']}" for x in lat) + " |")
+        lines += ["", "![buses](bus.png)"]
     lines += ["", "![joints](joints.png)", ""]
     (out_dir / "summary.md").write_text("\n".join(lines))
     return summary

@@ -33,6 +33,7 @@ from controllers.names import Arm
 from models import dimensions as D
 from models.loading import joint_qpos_index
 
+from .bus_timing import BusTimingConfig
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec, FaultSpecError
 from .scenario_plans import PlanRunner, PlanStep
@@ -175,24 +176,29 @@ class RunResult:
     measured: dict[str, np.ndarray]
     pipeline: dict = field(default_factory=dict)
     plans: list[dict] = field(default_factory=list)
+    bus: dict | None = None  # per-bus timing figures (None: bus timing off)
+    bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
 
 
-def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
-    """The closed loop of ``sc``: its seed, initial joint values and faults."""
+def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None,
+                  bus_timing: BusTimingConfig | None = None) -> ClosedLoop:
+    """The closed loop of ``sc``: its seed, initial joint values and faults; with
+    ``bus_timing`` every frame goes through a simulated CAN bus (``twin.bus_timing``)."""
     twin = Twin(TwinConfig(seed=sc.seed))
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
-    return ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir),
-                      twin=twin)
+    return ClosedLoop(ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
+                                       bus_timing=bus_timing), twin=twin)
 
 
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
-                 can_log_dir: Path | str | None = None) -> RunResult:
+                 can_log_dir: Path | str | None = None,
+                 bus_timing: BusTimingConfig | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives; record its first camera
     to ``out_dir/<name>.mp4`` when GL works; with ``can_log_dir`` write every bus's traffic
     there (python-can canutils ``.log`` files, simulated timestamps)."""
-    loop = scenario_loop(sc, can_log_dir)
+    loop = scenario_loop(sc, can_log_dir, bus_timing)
     twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
     by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
@@ -252,6 +258,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     if planner is not None:
         planner.close()
     pipeline = _pipeline_figures(loop)
+    bus = loop.bus_report()
+    latencies = loop.bus_timing.latencies() if loop.bus_timing is not None else {}
     loop.close()
     return RunResult(
         scenario=sc.name,
@@ -267,6 +275,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         measured={a.value: np.array(v) for a, v in log_meas.items()},
         pipeline=pipeline,
         plans=planner.results if planner is not None else [],
+        bus=bus,
+        bus_latencies_s=latencies,
     )
 
 

@@ -37,6 +37,22 @@ def _bus_timing(args: argparse.Namespace):
     return parse_bus_spec(getattr(args, "bus", "off"))
 
 
+def _bus_budget(args: argparse.Namespace):
+    """The bus-budget gate's settings from ``--bus`` and ``--command-rate`` (worst-case
+    stuffing unless the spec says otherwise)."""
+    import dataclasses
+
+    from .bus_budget import BusBudgetConfig
+    from .bus_timing import BusTimingConfigError, parse_bus_spec
+    from .can_bits import Stuffing
+
+    bus = parse_bus_spec(args.bus)
+    if bus is None:
+        raise BusTimingConfigError("the bus budget needs a bus: --bus off is not valid here")
+    bus = dataclasses.replace(bus, stuffing=Stuffing.EXACT if args.exact_stuffing else Stuffing.WORST)
+    return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
+
+
 def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=None) -> int:
     from pathlib import Path
 
@@ -105,6 +121,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
 
     from controllers.names import UnknownNameError
 
+    from .bus_timing import BusTimingConfigError
     from .closed_loop import ClosedLoopConfig
     from .faults import FaultSpec, FaultSpecError
     from .rehearsal import RehearsalConfig, rehearse, write_report
@@ -117,7 +134,13 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
                                faults=faults)
     try:
-        report = rehearse(RehearsalConfig(base=base), args.gate or None, progress=not args.json)
+        budget = _bus_budget(args)
+    except BusTimingConfigError as err:
+        print(f"rob-twin rehearse: {err}", file=sys.stderr)
+        return 2
+    try:
+        report = rehearse(RehearsalConfig(base=base, bus_budget=budget), args.gate or None,
+                          progress=not args.json)
     except UnknownNameError as err:
         print(f"rob-twin rehearse: {err}", file=sys.stderr)
         return 2
@@ -127,6 +150,8 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     else:
         for g in report["gates"]:
             print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
+            if not g["passed"] and g.get("detail"):
+                print(f"      {g['detail']}")
         print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
     return 0 if report["passed"] else 1
 
@@ -164,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
     reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
                      '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
+    reh.add_argument("--bus", default="1M", help="bus of the bus_budget gate: 1M (default), 500k, "
+                     "250k, fd:1M/5M ... (worst-case stuffing)")
+    reh.add_argument("--exact-stuffing", action="store_true",
+                     help="budget with the stuffing of typical payloads instead of the worst case")
+    reh.add_argument("--command-rate", type=float, default=None,
+                     help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)")
     reh.set_defaults(func=_cmd_rehearse)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")

@@ -53,7 +53,8 @@ def _bus_budget(args: argparse.Namespace):
     return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
 
 
-def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=None) -> int:
+def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=None,
+                    traffic: str | None = None) -> int:
     from pathlib import Path
 
     from .report import summarize
@@ -61,7 +62,8 @@ def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=
 
     out_dir = Path(out_root) / sc.name
     result = run_scenario(sc, out_dir=out_dir, record=record,
-                          can_log_dir=out_dir / "can" if can_log else None, bus_timing=bus)
+                          can_log_dir=out_dir / "can" if can_log else None, bus_timing=bus,
+                          traffic_path=traffic)
     summary = summarize(result, out_dir)
     if summary["video"]:
         print(f"video: {summary['video']} ({summary['frames']} frames, {summary['render_fps']} frames/s rendering)")
@@ -76,34 +78,78 @@ def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=
             print(f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
                   f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}")
         print(f"bus plot: {summary['bus_plot']}")
+    if traffic:
+        print(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
     print(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .bus_timing import BusTimingConfigError
+    from .recording import RecordingError, check_format
     from .scenario import demo_scenario
 
     try:
         bus = _bus_timing(args)
-    except BusTimingConfigError as err:
+        if args.record_can:
+            check_format(args.record_can)
+    except (BusTimingConfigError, RecordingError) as err:
         print(f"rob-twin: {err}", file=sys.stderr)
         return 2
     return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log,
-                           bus=bus)
+                           bus=bus, traffic=args.record_can)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .bus_timing import BusTimingConfigError
+    from .recording import RecordingError, check_format
     from .scenario import Scenario, ScenarioError
 
     try:
         sc = Scenario.load(args.scenario)
         bus = _bus_timing(args)
-    except (ScenarioError, BusTimingConfigError) as err:
+        if args.record_can:
+            check_format(args.record_can)
+    except (ScenarioError, BusTimingConfigError, RecordingError) as err:
         print(f"rob-twin: {err}", file=sys.stderr)
         return 2
-    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log, bus=bus)
+    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log, bus=bus,
+                           traffic=args.record_can)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .recording import RecordingError
+    from .replay import read_recording, replay
+
+    try:
+        rec = read_recording(args.recording)
+    except RecordingError as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
+    try:
+        result = replay(rec, seconds=args.seconds)
+    except RecordingError as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    summary = {"hardware_io": False, "evidence_class": "simulated", "recording": str(rec.path),
+               **result.summary()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
+    np_path = out / "replay_qpos.npz"
+    import numpy as np
+
+    np.savez_compressed(np_path, times=result.times, qpos=result.qpos)
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s simulated in "
+          f"{summary['wall_s']} s wall; drive feedback {result.feedback_frames} frames, "
+          f"{result.feedback_mismatches} differ from the recording")
+    print(f"report: {out / 'replay.json'}, trajectory: {np_path} (simulated; hardware_io: false)")
+    return 0 if result.feedback_mismatches == 0 else 1
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -171,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
                      "(frames arrive instantly); +worst for worst-case stuffing")
+    demo.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
+                     "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
     demo.set_defaults(func=_cmd_demo)
     run = sub.add_parser("run", help="run a scenario file headless")
     run.add_argument("scenario")
@@ -179,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
     run.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
                      "(frames arrive instantly); +worst for worst-case stuffing")
+    run.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
+                     "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
     run.set_defaults(func=_cmd_run)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -196,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     reh.add_argument("--command-rate", type=float, default=None,
                      help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)")
     reh.set_defaults(func=_cmd_rehearse)
+    rep = sub.add_parser("replay", help="feed a bus recording as the host's commands into a fresh "
+                         "lockstep twin (exit 1 if the drives' feedback differs from the recording)")
+    rep.add_argument("recording", help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)")
+    rep.add_argument("--seconds", type=float, default=None, help="replay only this much simulated time")
+    rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
+    rep.set_defaults(func=_cmd_replay)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)

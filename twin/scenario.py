@@ -36,6 +36,7 @@ from models.loading import joint_qpos_index
 from .bus_timing import BusTimingConfig
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec, FaultSpecError
+from .recording import TrafficRecorder
 from .scenario_plans import PlanRunner, PlanStep
 from .twin import Twin, TwinConfig
 from .video import RenderUnavailable, VideoRecorder
@@ -194,11 +195,13 @@ def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None,
 
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
                  can_log_dir: Path | str | None = None,
-                 bus_timing: BusTimingConfig | None = None) -> RunResult:
+                 bus_timing: BusTimingConfig | None = None,
+                 traffic_path: Path | str | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives; record its first camera
     to ``out_dir/<name>.mp4`` when GL works; with ``can_log_dir`` write every bus's traffic
     there (python-can canutils ``.log`` files, simulated timestamps)."""
     loop = scenario_loop(sc, can_log_dir, bus_timing)
+    traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
     twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
     by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
@@ -260,6 +263,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     pipeline = _pipeline_figures(loop)
     bus = loop.bus_report()
     latencies = loop.bus_timing.latencies() if loop.bus_timing is not None else {}
+    if traffic is not None:
+        traffic.close()
     loop.close()
     return RunResult(
         scenario=sc.name,

@@ -202,6 +202,57 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else 1
 
 
+def _channels(text: str | None, default: dict) -> dict:
+    """'right=CAN10,left=CAN11' -> {'right': 'CAN10', 'left': 'CAN11'}."""
+    if not text:
+        return default
+    out = {}
+    for part in text.split(","):
+        arm, sep, ch = part.partition("=")
+        if not sep or not ch:
+            raise ValueError(f"--channels wants ARM=CHANNEL[,ARM=CHANNEL], got {part!r}")
+        out[arm.strip()] = ch.strip()
+    return out
+
+
+def _cmd_bank(args: argparse.Namespace) -> int:
+    from controllers.names import BUS_MAPPING, Arm, UnknownNameError
+
+    from .bank_process import BankConfig, BankError, BankProcess
+    from .socketcand import SocketcandError
+
+    try:
+        by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
+        channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
+        cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
+                         control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
+                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file)
+        final = BankProcess(cfg).run()
+    except (BankError, SocketcandError, UnknownNameError, ValueError) as err:
+        print(f"rob-twin bank: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
+    return 0
+
+
+def _cmd_host(args: argparse.Namespace) -> int:
+    from controllers.names import BUS_MAPPING, Arm
+
+    from .host_process import HostConfig, HostError, run_host
+
+    try:
+        cfg = HostConfig(interface=args.interface, host=args.host, port=args.port,
+                         channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+                         arms=tuple(args.arm or ("right", "left")), seconds=args.seconds,
+                         stream=args.stream, stop_after_s=args.stop_after, ping_hz=args.ping_hz)
+        report = run_host(cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True))
+    except (HostError, ValueError) as err:
+        print(f"rob-twin host: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(report))
+    return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rob-twin", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -252,6 +303,30 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seconds", type=float, default=None, help="replay only this much simulated time")
     rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
     rep.set_defaults(func=_cmd_replay)
+    bank = sub.add_parser("bank", help="the simulated drives + MuJoCo in real time, served on named "
+                          "buses (socketcand on 127.0.0.1, or SocketCAN)")
+    bank.add_argument("--interface", default="socketcand", choices=("socketcand", "socketcan"))
+    bank.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1 only)")
+    bank.add_argument("--port", type=int, default=29536, help="socketcand port (0: any free port)")
+    bank.add_argument("--control-port", type=int, default=0, help="JSON control port (0: any free port)")
+    bank.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
+    bank.add_argument("--feedback-rate", type=float, default=100.0, help="drive feedback rate [Hz]")
+    bank.add_argument("--seed", type=int, default=0)
+    bank.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until shutdown)")
+    bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
+    bank.set_defaults(func=_cmd_bank)
+    host = sub.add_parser("host", help="ROB's host stack (owners, codec, transport) against a bank "
+                          "over a real interface (exit 1 if an owner latched a fault)")
+    host.add_argument("--interface", default="socketcand", help="python-can interface (default socketcand)")
+    host.add_argument("--host", default="127.0.0.1")
+    host.add_argument("--port", type=int, default=29536)
+    host.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
+    host.add_argument("--arm", action="append", help="drive only this arm (repeatable)")
+    host.add_argument("--seconds", type=float, default=3.0)
+    host.add_argument("--stream", default="wave", choices=("wave", "hold"))
+    host.add_argument("--stop-after", type=float, default=None, help="call Stop after this many seconds")
+    host.add_argument("--ping-hz", type=float, default=0.0, help="round-trip probes per second")
+    host.set_defaults(func=_cmd_host)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)

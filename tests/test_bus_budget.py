@@ -23,9 +23,10 @@ def test_rob_streaming_fits_a_1_mbit_bus_with_the_figures():
     # 7 x 200 Hz commands of 3 bytes (85 bits worst case) + 7 x 20 Hz feedback of 8 bytes
     # (135 bits), interframe spaces included, on 1e6 bit/s
     assert c["offered_load"] == pytest.approx((7 * 200 * 85 + 7 * 20 * 135) / 1e6, abs=1e-4)
-    # the sample that meets a feedback burst: seven commands win arbitration, so the
-    # last command ends after 7 x 85 bits less the final interframe space
-    assert c["worst_command_to_drive_us"] == pytest.approx(7 * 85 - 3)
+    # response-time bound: one 8-byte feedback frame already on the wire (135 bits), then
+    # the seven commands (they win every arbitration), less the last interframe space
+    assert c["worst_command_to_drive_us"] == pytest.approx(135 + 7 * 85 - 3)
+    assert c["simulated_max_command_to_drive_us"] <= c["worst_command_to_drive_us"]
     assert c["frames_refused"] == 0
 
 

@@ -174,6 +174,10 @@ class _Queued:
     submit_s: float
     lost: bool = False  # destroyed on the wire: takes bus time, never delivered
     busy_s: float | None = None  # override of the bus time (bus-off attempts)
+    key: tuple = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = arbitration_key(self.msg)
 
 
 @dataclass
@@ -202,6 +206,7 @@ class BusTimeline:
         self.name = name
         self.config = config or default_config()
         self.nodes: dict[str, NodeState] = {}
+        self._states: list[NodeState] = []
         self._free_at = start_s  # the bus is idle from this instant
         self._current: tuple[_Queued, float, float] | None = None  # item, start, end
         self._waiting = 0  # frames in all queues
@@ -222,6 +227,7 @@ class BusTimeline:
         if node in self.nodes:
             raise BusTimingConfigError(f"{self.name}: node {node!r} is already on the bus")
         self.nodes[node] = NodeState(capacity, deliver)
+        self._states = list(self.nodes.values())
 
     def submit(self, node: str, msg: can.Message, now: float) -> None:
         """Queue ``msg`` at ``node`` at ``now`` [s]; TransmitQueueFullError when full."""
@@ -302,21 +308,28 @@ class BusTimeline:
 
     def _arbitrate(self, t: float) -> tuple[_Queued, float] | None:
         """The frame that wins the bus next if its start lies before ``t`` [s]."""
+        free = self._free_at
         earliest = math.inf
-        for st in self.nodes.values():
-            if st.queue:
-                earliest = min(earliest, st.queue[0].submit_s)
+        best = best_state = None
+        for st in self._states:  # one pass: most of the time the bus has a backlog
+            q = st.queue
+            if q:
+                head = q[0]
+                s = head.submit_s
+                if s < earliest:
+                    earliest = s
+                if s <= free and (best is None or head.key < best.key):
+                    best, best_state = head, st
         if earliest == math.inf:
             return None
-        start = max(self._free_at, earliest)
+        start = free if earliest <= free else earliest
         if start >= t:
             return None  # contenders of the instant ``start`` may still arrive
-        best, best_key, best_state = None, None, None
-        for st in self.nodes.values():
-            if st.queue and st.queue[0].submit_s <= start:
-                key = arbitration_key(st.queue[0].msg)
-                if best_key is None or key < best_key:
-                    best, best_key, best_state = st.queue[0], key, st
+        if best is None:  # the bus idled: the contenders are the frames of instant ``start``
+            for st in self._states:
+                q = st.queue
+                if q and q[0].submit_s <= start and (best is None or q[0].key < best.key):
+                    best, best_state = q[0], st
         best_state.queue.popleft()
         return best, start
 

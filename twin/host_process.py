@@ -119,7 +119,7 @@ def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.nda
     return np.array([seen[j] for j in range(1, JOINTS_PER_ARM + 1)])
 
 
-def _wave(start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray) -> Callable[[float], np.ndarray]:
+def wave_around(start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray) -> Callable[[float], np.ndarray]:
     """A smooth motion of every joint around ``start`` (0.15 rad, 0.3-0.5 Hz), inside [lo, hi]."""
     freq = 0.3 + 0.03 * np.arange(7)
     phase = 0.7 * np.arange(7) + k
@@ -152,7 +152,7 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
             tcfg = TransportConfig(arm=arm, interface=cfg.interface, channel=cfg.channels[arm.value],
                                    publish_deadline_s=cfg.publish_deadline_s)
             drivers[arm] = ArmDriver.create(arm, clock, start[arm], owner_cfg, tcfg, bus=buses[arm])
-        sources = {arm: (_wave(start[arm], k, lo, hi) if cfg.stream == "wave"
+        sources = {arm: (wave_around(start[arm], k, lo, hi) if cfg.stream == "wave"
                          else (lambda t, q=start[arm]: q)) for k, arm in enumerate(arms)}
         leases = {arm: drivers[arm].owner.grant_lease("rob-twin host", 1.0) for arm in arms}
         seq = dict.fromkeys(arms, 0)

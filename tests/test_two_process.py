@@ -154,3 +154,28 @@ def test_socketcan_vcan0_when_the_host_has_it():
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_a_recording_plays_onto_the_live_bank(bank, tmp_path):
+    from twin.cli import main
+    from twin.closed_loop import ClosedLoop
+    from twin.recording import TrafficRecorder
+
+    path = tmp_path / "short.log"
+    with ClosedLoop() as lp:
+        lp.command("right", lp.measured("right") + 0.02)
+        rec = TrafficRecorder(lp, path)
+        lp.run_for(0.3)
+        rec.close()
+    host_frames = sum(1 for ln in path.read_text().splitlines() if " can10 01" in ln or " can11 01" in ln)
+    before = control(bank["control_port"], {"cmd": "status"})["buses"]
+    assert main(["replay", str(path), "--onto", "socketcand", "--port", str(bank["socketcand_port"]),
+                 "--speed", "2"]) == 0
+    deadline = time.monotonic() + 3.0
+    while True:
+        after = control(bank["control_port"], {"cmd": "status"})["buses"]
+        got = sum(after[ch]["command_frames"] - before[ch]["command_frames"] for ch in after)
+        if got >= host_frames or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert host_frames == 2 * 7 * 60 and got == host_frames

@@ -117,6 +117,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
                            traffic=args.record_can)
 
 
+def _play_onto(args: argparse.Namespace, rec) -> int:
+    """Play the recording's host frames onto a live interface (a bank, a real bus)."""
+    from .host_process import HostConfig, HostError, open_bus
+    from .recording import RecordingError
+    from .replay import play_onto
+
+    numbers = sorted({f.bus for f in rec.frames})
+    chans = _channels(args.channels, {str(n): f"CAN{n}" for n in numbers})
+    buses = {}
+    try:
+        cfg = HostConfig(interface=args.onto, host=args.host, port=args.port)
+        for n in numbers:
+            buses[n] = open_bus(cfg, chans.get(str(n), f"CAN{n}"))
+        sent = play_onto(rec, buses, speed=args.speed, deadline_s=args.seconds)
+    except (HostError, RecordingError, ValueError) as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    finally:
+        for bus in buses.values():
+            bus.shutdown()
+    print(f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})")
+    return 0
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -129,6 +153,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(f"rob-twin replay: {err}", file=sys.stderr)
         return 2
     print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
+    if args.onto:
+        return _play_onto(args, rec)
     try:
         result = replay(rec, seconds=args.seconds)
     except RecordingError as err:
@@ -302,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("recording", help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)")
     rep.add_argument("--seconds", type=float, default=None, help="replay only this much simulated time")
     rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
+    rep.add_argument("--onto", metavar="INTERFACE", help="play the host frames onto a live python-can "
+                     "interface instead (socketcand: a running rob-twin bank; socketcan: vcan0 ...)")
+    rep.add_argument("--host", default="127.0.0.1", help="socketcand server for --onto")
+    rep.add_argument("--port", type=int, default=29536, help="socketcand port for --onto")
+    rep.add_argument("--channels", help="BUS=CHANNEL,... for --onto (default 10=CAN10,11=CAN11)")
+    rep.add_argument("--speed", type=float, default=1.0, help="x real time for --onto")
     rep.set_defaults(func=_cmd_replay)
     bank = sub.add_parser("bank", help="the simulated drives + MuJoCo in real time, served on named "
                           "buses (socketcand on 127.0.0.1, or SocketCAN)")

@@ -267,3 +267,36 @@ def bus_no(channel: str) -> int:
     from .recording import bus_number
 
     return bus_number(channel)
+
+
+def play_onto(recording: Recording, buses: dict[int, can.BusABC], speed: float = 1.0,
+              include_feedback: bool = False, deadline_s: float | None = None) -> int:
+    """Send ``recording``'s host frames onto live ``buses`` ({bus number: python-can bus}),
+    paced by their timestamps (``speed`` x real time); returns the frames sent.
+
+    Feedback frames are drive output and are left out unless ``include_feedback``.
+    RecordingError before anything is sent if the recording has frames on a bus
+    number that ``buses`` lacks."""
+    if not speed > 0:
+        raise RecordingError(recording.path, f"replay speed {speed!r} must be > 0")
+    frames = [f for f in recording.frames
+              if include_feedback or f.arbitration_id not in FEEDBACK_IDS]
+    missing = {f.bus for f in frames} - set(buses)
+    if missing:
+        raise RecordingError(recording.path, f"frames on bus(es) {sorted(missing)} but only "
+                                             f"{sorted(buses)} were given to play onto")
+    if not frames:
+        return 0
+    t_rec0, t_wall0 = frames[0].timestamp_s, time.monotonic()
+    sent = 0
+    for f in frames:
+        due = t_wall0 + (f.timestamp_s - t_rec0) / speed
+        if deadline_s is not None and due - t_wall0 > deadline_s:
+            break
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        buses[f.bus].send(can.Message(arbitration_id=f.arbitration_id, data=f.data,
+                                      is_extended_id=f.is_extended_id))
+        sent += 1
+    return sent

@@ -69,6 +69,7 @@ class BankConfig:
     steps_per_wake: int = 2
     max_lag_s: float = 1.0
     ready_file: str | None = None
+    record_path: str | None = None  # record all traffic (wall timestamps) via python-can writers
 
 
 def default_config() -> BankConfig:
@@ -214,9 +215,19 @@ class BankProcess:
         with self._snap_lock:
             self._snapshot = snap
 
+    @property
+    def time(self) -> float:
+        """Simulated time [s] (paced to the wall clock)."""
+        return self.twin.time
+
     # ------------------------------------------------------------------ running
     def run(self) -> dict:
         cfg = self.config
+        recorder = None
+        if cfg.record_path:
+            from .recording import TrafficRecorder
+
+            recorder = TrafficRecorder(self, cfg.record_path, timestamps="wall")
         if self.server is not None:
             self.server.start()
         self._open_control()
@@ -251,6 +262,8 @@ class BankProcess:
                     time.sleep(-lag)
         finally:
             self._stop.set()
+            if recorder is not None:
+                recorder.close()
             if self.server is not None:
                 self.server.close()
             if self._control is not None:

@@ -245,6 +245,7 @@ def _cmd_bank(args: argparse.Namespace) -> int:
     from controllers.names import BUS_MAPPING, Arm, UnknownNameError
 
     from .bank_process import BankConfig, BankError, BankProcess
+    from .recording import RecordingError
     from .socketcand import SocketcandError
 
     try:
@@ -252,9 +253,10 @@ def _cmd_bank(args: argparse.Namespace) -> int:
         channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
         cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
                          control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
-                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file)
+                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file,
+                         record_path=args.record_can)
         final = BankProcess(cfg).run()
-    except (BankError, SocketcandError, UnknownNameError, ValueError) as err:
+    except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
         print(f"rob-twin bank: {err}", file=sys.stderr)
         return 2
     print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
@@ -346,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     bank.add_argument("--seed", type=int, default=0)
     bank.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until shutdown)")
     bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
+    bank.add_argument("--record-can", metavar="FILE", help="record all traffic the drives see and "
+                      "send (.log, .asc, .blf, .mf4; wall-clock timestamps)")
     bank.set_defaults(func=_cmd_bank)
     host = sub.add_parser("host", help="ROB's host stack (owners, codec, transport) against a bank "
                           "over a real interface (exit 1 if an owner latched a fault)")

@@ -90,7 +90,10 @@ class _Tap(can.Listener):
 
 class TrafficRecorder:
     """Records ``loop``'s traffic to ``path`` (suffix picks the format); ``close()``
-    finishes the file and writes the sidecar. Create it before the first step."""
+    finishes the file and writes the sidecar. Create it before the first step.
+
+    loop: a ``ClosedLoop``, or anything with ``twin``, ``bank``, ``faults``, ``time`` and a
+    ``config`` with ``seed`` and ``feedback_rate_hz`` (the real-time bank process)."""
 
     def __init__(self, loop, path: Path | str, timestamps: str = "simulated"):
         self.path = Path(path)
@@ -101,6 +104,7 @@ class TrafficRecorder:
         self.loop = loop
         self.frames = 0
         self.first_timestamp_s: float | None = None
+        self.first_frame_sim_s: float | None = None  # simulated time of the first frame
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._writer = can.Logger(str(self.path))
@@ -113,9 +117,8 @@ class TrafficRecorder:
             **EVIDENCE, "format": self.suffix, "timestamps": timestamps,
             "seed": loop.config.seed, "physics_dt_s": twin.scheduler.dt,
             "start_time_s": twin.time, "feedback_rate_hz": loop.config.feedback_rate_hz,
-            "bus_timing": loop.config.bus_timing.label() if loop.config.bus_timing else None,
+            "bus_timing": bt.label() if (bt := getattr(loop.config, "bus_timing", None)) else None,
             "wiring": {str(bus_number(ch)): ad.arm.value for ch, ad in loop.bank.buses.items()},
-            "drive_faults": [_fault_dict(f) for f in loop.faults.specs if f.kind not in WIRE_FAULTS],
             "initial_state": state.tolist(),
         }
         for ch, ad in loop.bank.buses.items():
@@ -125,7 +128,7 @@ class TrafficRecorder:
     def write(self, msg: can.Message, number: int) -> None:
         stamp = self.loop.time if self.timestamps == "simulated" else time.time()
         if self.first_timestamp_s is None:
-            self.first_timestamp_s = stamp
+            self.first_timestamp_s, self.first_frame_sim_s = stamp, self.loop.time
         self._writer.on_message_received(can.Message(
             timestamp=stamp, arbitration_id=msg.arbitration_id, is_extended_id=msg.is_extended_id,
             is_remote_frame=msg.is_remote_frame, is_error_frame=msg.is_error_frame,
@@ -143,7 +146,9 @@ class TrafficRecorder:
                 ad.logger = ad.logger._chained
         self._writer.stop()
         meta = {**self._meta, "frames": self.frames, "first_timestamp_s": self.first_timestamp_s,
-                "end_time_s": self.loop.time}
+                "first_frame_sim_s": self.first_frame_sim_s, "end_time_s": self.loop.time,
+                "drive_faults": [_fault_dict(f) for f in self.loop.faults.specs
+                                 if f.kind not in WIRE_FAULTS]}
         sidecar_path(self.path).write_text(json.dumps(meta) + "\n")
         return self.path
 

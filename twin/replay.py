@@ -178,6 +178,10 @@ def replay(recording: Recording | Path | str, seconds: float | None = None,
     if not meta:
         notes.append("no sidecar: ROB's default twin (seed 0, home pose, CAN10 right / CAN11 left, "
                      "20 Hz feedback); a run that started elsewhere will not be reproduced")
+    if meta.get("timestamps") == "wall":
+        notes.append("wall-clock recording (a real-time run): frames reach the drives at the "
+                     "nearest physics step, so the replay is close to the run, not bit-exact, and "
+                     "feedback frames may differ")
     twin = Twin(TwinConfig(seed=int(meta.get("seed", 0))))
     if "initial_state" in meta:
         state = np.array(meta["initial_state"], dtype=float)
@@ -202,8 +206,8 @@ def replay(recording: Recording | Path | str, seconds: float | None = None,
                      faults, now=twin.time)
     host = {n: open_virtual(ch) for n, ch in channels.items()}
     shift = 0.0
-    if meta.get("first_timestamp_s") is not None and rec.frames:
-        shift = float(meta["first_timestamp_s"]) - rec.frames[0].timestamp_s
+    if meta.get("first_frame_sim_s") is not None and rec.frames:  # wall or relative stamps
+        shift = float(meta["first_frame_sim_s"]) - rec.frames[0].timestamp_s
     feed = [f for f in rec.frames if f.arbitration_id not in FEEDBACK_IDS]
     expected_fb = {n: [(f.arbitration_id, f.data) for f in rec.frames
                        if f.arbitration_id in FEEDBACK_IDS and f.bus == n] for n in channels}

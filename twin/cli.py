@@ -254,7 +254,7 @@ def _cmd_bank(args: argparse.Namespace) -> int:
         cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
                          control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
                          seed=args.seed, seconds=args.seconds, ready_file=args.ready_file,
-                         record_path=args.record_can)
+                         record_path=args.record_can, max_lag_s=args.max_lag)
         final = BankProcess(cfg).run()
     except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
         print(f"rob-twin bank: {err}", file=sys.stderr)
@@ -348,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     bank.add_argument("--seed", type=int, default=0)
     bank.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until shutdown)")
     bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
+    bank.add_argument("--max-lag", type=float, default=1.0,
+                      help="stop with an error when this many seconds behind real time (default 1)")
     bank.add_argument("--record-can", metavar="FILE", help="record all traffic the drives see and "
                       "send (.log, .asc, .blf, .mf4; wall-clock timestamps)")
     bank.set_defaults(func=_cmd_bank)

@@ -119,6 +119,8 @@ class SocketcandServer:
             srv.bind((self.host, self.port))
         except OSError as err:
             srv.close()
+            for bus in self._buses.values():
+                bus.shutdown()
             raise SocketcandError(f"cannot bind socketcand server to {self.host}:{self.port}: {err}") from None
         srv.listen(8)
         srv.settimeout(self._timeout)

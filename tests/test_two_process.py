@@ -97,8 +97,9 @@ def test_a_fault_injected_through_the_control_channel_latches_on_the_host(bank):
         rep = run_host(_host(bank, seconds=1.5, stream="hold"), on_ready=inject)
     finally:
         control(port, {"cmd": "clear_faults"})
-    assert rep["arms"]["right"]["fault"] == "stale_feedback"
-    assert rep["arms"]["left"]["fault"] is None
+    why = {a: (x["fault"], x["fault_reason"]) for a, x in rep["arms"].items()}
+    assert rep["arms"]["right"]["fault"] == "stale_feedback", why
+    assert rep["arms"]["left"]["fault"] is None, why
 
 
 def test_second_bank_on_a_channel_is_detected_and_reported(bank):

@@ -1,33 +1,84 @@
-"""``rob-twin`` command line (foundation issue): demo, run, experiment, view, rehearse."""
+"""``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host.
+
+Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
+steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
+scenario file, output folder, unknown name); 3 no display for the viewer; 130 / 143 the
+run was interrupted by SIGINT / SIGTERM (its summary is marked ``interrupted``).
+
+With ``--json`` stdout carries exactly one JSON object, on success and on failure
+(``{"error": ..., "type": ..., "exit_code": ...}``); progress and anything else a command
+prints go to stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from controllers.errors import RobTwinError
+
+# A command registered with json_result=True returns its exit code and the one object
+# main() prints under --json; other commands return an exit code and print for themselves.
+CommandResult = tuple[int, dict]
 
 
-def _cmd_experiment(args: argparse.Namespace) -> int:
+class UsageError(RobTwinError):
+    """A command line argparse refuses (unknown option, missing argument)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises UsageError instead of exiting, so ``--json`` can report it as JSON."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from controllers.names import UnknownNameError
+
+    from .bus_timing import BusTimingConfigError
+    from .recording import RecordingError
+    from .run_folder import RunFolderError
+    from .scenario_schema import ScenarioError
+
+    return (UsageError, ScenarioError, RunFolderError, UnknownNameError, BusTimingConfigError,
+            RecordingError)
+
+
+def _say(args: argparse.Namespace) -> Callable[..., None]:
+    """Human-readable lines: stdout normally, stderr under --json (stdout is the JSON)."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda *parts: print(*parts, file=stream)
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
     from experiments.registry import experiment_names, get_experiment
 
     if args.list or not args.name:
-        print("\n".join(experiment_names()))
-        return 0
-    try:
-        fn = get_experiment(args.name)
-    except UnknownNameError as err:
-        print(f"rob-twin: {err}", file=sys.stderr)
-        return 2
+        names = experiment_names()
+        if not args.json:
+            print("\n".join(names))
+        return 0, {"experiments": names}
+    fn = get_experiment(args.name)
     result = fn(seed=args.seed)
-    if args.json:
-        print(json.dumps(result, sort_keys=False))
-    else:
+    if not args.json:
         for key, value in result.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
         print(f"(full result under out/experiments/{args.name}/)")
-    return 0
+    return 0, result
+
+
+# --------------------------------------------------------------------------- run / demo
 
 
 def _bus_timing(args: argparse.Namespace):
@@ -53,68 +104,190 @@ def _bus_budget(args: argparse.Namespace):
     return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
 
 
-def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False, bus=None,
-                    traffic: str | None = None) -> int:
-    from pathlib import Path
-
+def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
+    """Prepare the run folder (checked and marked ``running`` before anything runs), run
+    ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
+    scenario did not expect, 130/143 when interrupted."""
+    from .interrupts import EXIT_CODES, stop_requests
+    from .recording import check_format
     from .report import summarize
+    from .run_folder import RunFolder
     from .scenario import run_scenario
+    from .verdict import unexpected
 
-    out_dir = Path(out_root) / sc.name
-    result = run_scenario(sc, out_dir=out_dir, record=record,
-                          can_log_dir=out_dir / "can" if can_log else None, bus_timing=bus,
-                          traffic_path=traffic)
-    summary = summarize(result, out_dir)
-    if summary["video"]:
-        print(f"video: {summary['video']} ({summary['frames']} frames, {summary['render_fps']} frames/s rendering)")
+    say = _say(args)
+    bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
+    traffic = getattr(args, "record_can", None)
+    if traffic:
+        check_format(traffic)
+    with stop_requests() as stop:  # from before the folder is marked running
+        folder = RunFolder.prepare(args.out, sc.name,
+                                   stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
+        try:
+            result = run_scenario(
+                sc, out_dir=folder.path, record=not args.no_video,
+                can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
+                on_progress=lambda figures: folder.write_status("running", **figures),
+                bus_timing=bus, traffic_path=traffic)
+            problems = unexpected(result, sc.expect) if result.status == "completed" else []
+            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
+        except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
+            folder.write_status("interrupted", stopped_by="SIGINT (twice)",
+                                note="stopped at once; no figures were kept")
+            raise
+        except Exception as err:
+            folder.write_status("failed", error=str(err), type=type(err).__name__)
+            raise
+    if result.status == "interrupted":
+        code = EXIT_CODES.get(result.stopped_by or "", 1)
+        say(f"interrupted by {result.stopped_by} after {summary['simulated_s']} s simulated; "
+            f"summary marked interrupted")
     else:
-        print(f"no video written: {summary['video_skipped_reason']}")
-    print(f"summary: {out_dir / 'summary.md'} and summary.json; plot: {summary['plot']}")
-    if can_log:
-        print(f"bus traffic: {out_dir / 'can'}/*.log (python-can canutils format)")
+        code = 1 if problems else 0
+    if summary["video"]:
+        say(f"video: {summary['video']} ({summary['frames']} frames, "
+            f"{summary['render_fps']} frames/s rendering)")
+    else:
+        say(f"no video written: {summary['video_skipped_reason']}")
+    say(f"summary: {folder.file('summary.md')} and summary.json; plot: {summary['plot']}")
+    if args.can_log:
+        say(f"bus traffic: {folder.file('can')}/*.log (python-can canutils format)")
     if summary.get("bus_plot"):
         for b in summary["bus"].values():
             c = b["command_to_drive_latency"]
-            print(f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
-                  f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}")
-        print(f"bus plot: {summary['bus_plot']}")
+            say(f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
+                f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}")
+        say(f"bus plot: {summary['bus_plot']}")
     if traffic:
-        print(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
-    print(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
+        say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
+    say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
+    for line in problems:
+        say(f"UNEXPECTED: {line}")
+    return code, {**summary, "run_folder": str(folder.path), "exit_code": code}
+
+
+def _cmd_demo(args: argparse.Namespace) -> CommandResult:
+    from .scenario import demo_scenario
+
+    return _run_and_report(demo_scenario(), args)
+
+
+def _cmd_run(args: argparse.Namespace) -> CommandResult:
+    from .scenario import Scenario
+
+    sc = Scenario.load(args.scenario)
+    if args.check:
+        _say(args)(f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
+                   f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)")
+        return 0, {"valid": True, "scenario": sc.name, "path": str(args.scenario)}
+    return _run_and_report(sc, args)
+
+
+# --------------------------------------------------------------------------- view
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .viewer import NoDisplayError, view
+
+    try:
+        return view(args.scenario)
+    except NoDisplayError as err:
+        print(f"rob-twin view: {err}", file=sys.stderr)
+        return 3
+
+
+# --------------------------------------------------------------------------- rehearse
+
+
+def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
+    import dataclasses
+
+    from controllers.names import UnknownNameError
+
+    from .closed_loop import ClosedLoopConfig
+    from .faults import FaultSpec
+    from .rehearsal import GATES, RehearsalConfig, rehearse, write_report
+    from .run_folder import RunFolder
+    from .scenario_schema import ScenarioError, validate_faults
+
+    try:
+        raw = json.loads(args.faults) if args.faults else []
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise ScenarioError(f"--faults is not valid JSON: {err}") from None
+    faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
+    for gate in args.gate or ():
+        if gate not in GATES:
+            raise UnknownNameError("gate", gate, list(GATES))
+    out = Path(args.out)
+    RunFolder.check_writable(out)  # before the gates run, not after
+    base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
+                               faults=faults)
+    report = rehearse(RehearsalConfig(base=base, bus_budget=_bus_budget(args)), args.gate or None,
+                      progress=not args.json)
+    jp, mp = write_report(report, out)
+    if not args.json:
+        for g in report["gates"]:
+            print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
+            if not g["passed"] and g.get("detail"):
+                print(f"      {g['detail']}")
+        print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
+    return (0 if report["passed"] else 1), report
+
+
+# --------------------------------------------------------------------------- bank / host / replay
+
+
+def _channels(text: str | None, default: dict) -> dict:
+    """'right=CAN10,left=CAN11' -> {'right': 'CAN10', 'left': 'CAN11'}."""
+    if not text:
+        return default
+    out = {}
+    for part in text.split(","):
+        arm, sep, ch = part.partition("=")
+        if not sep or not ch:
+            raise ValueError(f"--channels wants ARM=CHANNEL[,ARM=CHANNEL], got {part!r}")
+        out[arm.strip()] = ch.strip()
+    return out
+
+
+def _cmd_bank(args: argparse.Namespace) -> int:
+    from controllers.names import BUS_MAPPING, Arm, UnknownNameError
+
+    from .bank_process import BankConfig, BankError, BankProcess
+    from .recording import RecordingError
+    from .socketcand import SocketcandError
+
+    try:
+        by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
+        channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
+        cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
+                         control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
+                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file,
+                         record_path=args.record_can, max_lag_s=args.max_lag)
+        final = BankProcess(cfg).run()
+    except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
+        print(f"rob-twin bank: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from .bus_timing import BusTimingConfigError
-    from .recording import RecordingError, check_format
-    from .scenario import demo_scenario
+def _cmd_host(args: argparse.Namespace) -> int:
+    from controllers.names import BUS_MAPPING, Arm
+
+    from .host_process import HostConfig, HostError, run_host
 
     try:
-        bus = _bus_timing(args)
-        if args.record_can:
-            check_format(args.record_can)
-    except (BusTimingConfigError, RecordingError) as err:
-        print(f"rob-twin: {err}", file=sys.stderr)
+        cfg = HostConfig(interface=args.interface, host=args.host, port=args.port,
+                         channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+                         arms=tuple(args.arm or ("right", "left")), seconds=args.seconds,
+                         stream=args.stream, stop_after_s=args.stop_after, ping_hz=args.ping_hz)
+        report = run_host(cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True))
+    except (HostError, ValueError) as err:
+        print(f"rob-twin host: {err}", file=sys.stderr)
         return 2
-    return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log,
-                           bus=bus, traffic=args.record_can)
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .bus_timing import BusTimingConfigError
-    from .recording import RecordingError, check_format
-    from .scenario import Scenario, ScenarioError
-
-    try:
-        sc = Scenario.load(args.scenario)
-        bus = _bus_timing(args)
-        if args.record_can:
-            check_format(args.record_can)
-    except (ScenarioError, BusTimingConfigError, RecordingError) as err:
-        print(f"rob-twin: {err}", file=sys.stderr)
-        return 2
-    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log, bus=bus,
-                           traffic=args.record_can)
+    print(json.dumps(report))
+    return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
 
 
 def _play_onto(args: argparse.Namespace, rec) -> int:
@@ -178,137 +351,43 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0 if result.feedback_mismatches == 0 else 1
 
 
-def _cmd_view(args: argparse.Namespace) -> int:
-    from .viewer import NoDisplayError, view
-
-    try:
-        return view(args.scenario)
-    except NoDisplayError as err:
-        print(f"rob-twin view: {err}", file=sys.stderr)
-        return 3
-
-
-def _cmd_rehearse(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from controllers.names import UnknownNameError
-
-    from .bus_timing import BusTimingConfigError
-    from .closed_loop import ClosedLoopConfig
-    from .faults import FaultSpec, FaultSpecError
-    from .rehearsal import RehearsalConfig, rehearse, write_report
-
-    try:
-        faults = tuple(FaultSpec.from_dict(f) for f in (json.loads(args.faults) if args.faults else []))
-    except (FaultSpecError, json.JSONDecodeError, TypeError, AttributeError) as err:
-        print(f"rob-twin rehearse: --faults must be a JSON list of fault objects: {err}", file=sys.stderr)
-        return 2
-    base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
-                               faults=faults)
-    try:
-        budget = _bus_budget(args)
-    except BusTimingConfigError as err:
-        print(f"rob-twin rehearse: {err}", file=sys.stderr)
-        return 2
-    try:
-        report = rehearse(RehearsalConfig(base=base, bus_budget=budget), args.gate or None,
-                          progress=not args.json)
-    except UnknownNameError as err:
-        print(f"rob-twin rehearse: {err}", file=sys.stderr)
-        return 2
-    jp, mp = write_report(report, args.out)
-    if args.json:
-        print(json.dumps(report, default=str))
-    else:
-        for g in report["gates"]:
-            print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
-            if not g["passed"] and g.get("detail"):
-                print(f"      {g['detail']}")
-        print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
-    return 0 if report["passed"] else 1
-
-
-def _channels(text: str | None, default: dict) -> dict:
-    """'right=CAN10,left=CAN11' -> {'right': 'CAN10', 'left': 'CAN11'}."""
-    if not text:
-        return default
-    out = {}
-    for part in text.split(","):
-        arm, sep, ch = part.partition("=")
-        if not sep or not ch:
-            raise ValueError(f"--channels wants ARM=CHANNEL[,ARM=CHANNEL], got {part!r}")
-        out[arm.strip()] = ch.strip()
-    return out
-
-
-def _cmd_bank(args: argparse.Namespace) -> int:
-    from controllers.names import BUS_MAPPING, Arm, UnknownNameError
-
-    from .bank_process import BankConfig, BankError, BankProcess
-    from .recording import RecordingError
-    from .socketcand import SocketcandError
-
-    try:
-        by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
-        channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
-        cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
-                         control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
-                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file,
-                         record_path=args.record_can, max_lag_s=args.max_lag)
-        final = BankProcess(cfg).run()
-    except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
-        print(f"rob-twin bank: {err}", file=sys.stderr)
-        return 2
-    print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
-    return 0
-
-
-def _cmd_host(args: argparse.Namespace) -> int:
-    from controllers.names import BUS_MAPPING, Arm
-
-    from .host_process import HostConfig, HostError, run_host
-
-    try:
-        cfg = HostConfig(interface=args.interface, host=args.host, port=args.port,
-                         channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
-                         arms=tuple(args.arm or ("right", "left")), seconds=args.seconds,
-                         stream=args.stream, stop_after_s=args.stop_after, ping_hz=args.ping_hz)
-        report = run_host(cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True))
-    except (HostError, ValueError) as err:
-        print(f"rob-twin host: {err}", file=sys.stderr)
-        return 2
-    print(json.dumps(report))
-    return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
+# --------------------------------------------------------------------------- parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rob-twin", description=__doc__)
+    parser = _Parser(prog="rob-twin", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     exp = sub.add_parser("experiment", help="run a registered experiment")
     exp.add_argument("name", nargs="?", help="experiment name (omit to list)")
     exp.add_argument("--json", action="store_true", help="print exactly one JSON object")
     exp.add_argument("--seed", type=int, default=0)
     exp.add_argument("--list", action="store_true")
-    exp.set_defaults(func=_cmd_experiment)
+    exp.set_defaults(func=_cmd_experiment, json_result=True)
     demo = sub.add_parser("demo", help="headless demo: ROB at the table moves both arms; video + summary")
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
+    demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
     demo.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
                      "(frames arrive instantly); +worst for worst-case stuffing")
     demo.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
                      "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
-    demo.set_defaults(func=_cmd_demo)
-    run = sub.add_parser("run", help="run a scenario file headless")
+    demo.set_defaults(func=_cmd_demo, json_result=True)
+    run = sub.add_parser("run", help="run a scenario file headless",
+                         description="Run a scenario file headless; outputs go to OUT/NAME/. "
+                         "Schema: experiments/scenarios/scenario.schema.json")
     run.add_argument("scenario")
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
+    run.add_argument("--check", action="store_true", help="only validate the scenario file")
+    run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
     run.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
                      "(frames arrive instantly); +worst for worst-case stuffing")
     run.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
                      "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
-    run.set_defaults(func=_cmd_run)
+    run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
     reh.add_argument("--out", default="out/rehearsal", help="report folder (default out/rehearsal/)")
@@ -324,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="budget with the stuffing of typical payloads instead of the worst case")
     reh.add_argument("--command-rate", type=float, default=None,
                      help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)")
-    reh.set_defaults(func=_cmd_rehearse)
+    reh.set_defaults(func=_cmd_rehearse, json_result=True)
     rep = sub.add_parser("replay", help="feed a bus recording as the host's commands into a fresh "
                          "lockstep twin (exit 1 if the drives' feedback differs from the recording)")
     rep.add_argument("recording", help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)")
@@ -371,9 +450,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# --------------------------------------------------------------------------- main
+
+
+def _error_payload(err: BaseException, code: int) -> dict:
+    payload = {"error": str(err), "type": type(err).__name__, "exit_code": code}
+    issues = getattr(err, "issues", None)
+    if issues:
+        payload["issues"] = [i.model_dump() for i in issues]
+    return payload
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    stdout = sys.stdout
+    try:
+        args = build_parser().parse_args(argv)
+        # a command that returns its result (json_result) prints nothing itself under
+        # --json: stray prints (libraries, experiments) go to stderr, not into the object
+        quiet = as_json and getattr(args, "json_result", False)
+        with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
+            outcome = args.func(args)
+        code, payload = outcome if isinstance(outcome, tuple) else (int(outcome or 0), None)
+    except KeyboardInterrupt as err:
+        code, payload = 130, _error_payload(err, 130) | {"error": "interrupted"}
+        print("rob-twin: interrupted", file=sys.stderr)
+    except Exception as err:
+        code = 2 if isinstance(err, _input_errors()) else 1
+        payload = _error_payload(err, code)
+        if code == 1 and not isinstance(err, RobTwinError):
+            traceback.print_exc(file=sys.stderr)
+        print(f"rob-twin: {err}", file=sys.stderr)
+    if as_json and payload is not None:
+        print(json.dumps(payload, default=str), file=stdout, flush=True)
+    return code
 
 
 if __name__ == "__main__":

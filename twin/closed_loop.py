@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 
 from controllers.arm_driver import ArmDriver
 from controllers.clock import SimClock
+from controllers.errors import RobTwinError
 from controllers.lease import Lease, LeaseStatus
 from controllers.mailbox import OfferResult
 from controllers.names import BUS_MAPPING, Arm
@@ -37,6 +39,7 @@ from models import dimensions as D
 
 from .bus_timing import BusTimingConfig
 from .drive import DriveConfig
+from .errors import TwinInputError
 from .faults import FaultSchedule, FaultSpec
 from .motor_bank import MotorBank
 from .timed_bus import BusTimingLayer
@@ -59,8 +62,8 @@ def twin_owner_config(period_s: float = 0.005) -> OwnerConfig:
         max_velocity=(1.0,) * N_JOINTS,
         max_acceleration=(3.0,) * N_JOINTS,
         max_jerk=(30.0,) * N_JOINTS,
-        position_lower=tuple(s.lower for s in D.ARM_JOINTS),
-        position_upper=tuple(s.upper for s in D.ARM_JOINTS),
+        position_lower=D.ARM_LOWER_RAD,
+        position_upper=D.ARM_UPPER_RAD,
         feedback_timeout_s=0.2,
         tracking_error_rad=0.15,
     )
@@ -90,11 +93,10 @@ class ClosedLoopConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.feedback_rate_hz <= 200.0:
-            raise ValueError(f"feedback_rate_hz must be in (0, 200] Hz, got {self.feedback_rate_hz!r}")
+            raise TwinInputError("feedback_rate_hz", self.feedback_rate_hz, "(0, 200] Hz")
         if abs(1.0 / self.owner_rate_hz - self.owner.period_s) > 1e-12:
-            raise ValueError(
-                f"owner_rate_hz {self.owner_rate_hz!r} disagrees with the owner period "
-                f"{self.owner.period_s!r} s")
+            raise TwinInputError("owner_rate_hz", self.owner_rate_hz,
+                                 f"1 / owner.period_s = {1.0 / self.owner.period_s!r} Hz")
 
 
 def default_config() -> ClosedLoopConfig:
@@ -143,6 +145,7 @@ class ClosedLoop:
         self.last_report: dict[Arm, TickReport | None] = {arm: None for arm in Arm}
         self.on_tick: list[Callable[[Arm, TickReport], None]] = []
         self.stream_counts: dict[str, dict] = {}
+        self.refused: dict[Arm, Counter] = {arm: Counter() for arm in Arm}
         sched = self.twin.scheduler
         physics_hz = 1.0 / sched.dt
         sched.add("bus", physics_hz, self._service_bus)
@@ -192,18 +195,23 @@ class ClosedLoop:
         self._seq[arm] += 1
         target = ArmTarget(arm, positions_rad, self._seq[arm], owner.generation, self.lease(arm),
                            velocity_rad_s, acceleration_rad_s2)
-        return owner.submit(target)
+        result = owner.submit(target)
+        if not result.accepted:
+            self.refused[arm][result.reason.value if result.reason else "unknown"] += 1
+        return result
 
     def stream_targets(self, arm: Arm | str, source: Callable[[float], np.ndarray | None],
                        rate_hz: float) -> str:
         """Submit ``source(t)`` [rad] to ``arm`` every 1/``rate_hz`` s of simulated time.
 
         Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
-        average); ``source`` returning None skips that instant. Returns the task name
-        (``twin.scheduler.remove(name)`` ends the stream)."""
+        average); ``source`` returning None skips that instant. A target the owner refuses,
+        by verdict or by a typed error, is counted in ``refused[arm]`` under its reason and
+        the stream goes on. Returns the task name (``twin.scheduler.remove(name)`` ends
+        the stream)."""
         arm = Arm.parse(arm)
         if not (rate_hz > 0 and np.isfinite(rate_hz)):
-            raise ValueError(f"target rate must be a finite rate > 0 Hz, got {rate_hz!r}")
+            raise TwinInputError("rate_hz", rate_hz, "a finite rate > 0 Hz")
         period, state = 1.0 / rate_hz, {"next": self.time, "sent": 0}
         name = f"targets/{arm.value}/{len(self.twin.scheduler.tasks)}"
 
@@ -212,8 +220,12 @@ class ClosedLoop:
                 state["next"] += period
                 q = source(now)
                 if q is not None:
-                    self.command(arm, q)
                     state["sent"] += 1
+                    try:
+                        self.command(arm, q)
+                    except RobTwinError as err:  # e.g. a non-finite target: refused, counted
+                        reason = getattr(getattr(err, "reason", None), "value", None)
+                        self.refused[arm][reason or type(err).__name__] += 1
 
         self.twin.scheduler.add(name, 1.0 / self.twin.scheduler.dt, task)
         self.stream_counts[name] = state

@@ -104,12 +104,19 @@ class PlanRunner:
         self.results.append(row)
         self._active = None
 
-    def close(self) -> None:
-        """End of the run: report a plan still executing as unfinished."""
+    def close(self, why: str = "the scenario ended") -> None:
+        """End of the run (``why``: what ended it): report a plan still executing as
+        unfinished and the steps not reached as not started."""
         if self._active is not None:
             ex, row = self._active
-            ex.abort("the scenario ended before the plan finished")
+            ex.abort(f"{why} before the plan finished")
             self._finish(ex, row)
         for step in self.steps[self._next:]:
             self.results.append({"t": step.t, "arms": [a.value for a in step.goals],
-                                 "status": "not_started", "reason": "after the scenario's end"})
+                                 "status": "not_started", "reason": f"{why} first"})
+
+
+def failed_steps(results: list[dict]) -> list[dict]:
+    """The plan steps that did not plan and complete (invalid goal, no plan found,
+    execution aborted or failed, never started)."""
+    return [r for r in results if r.get("status") != "success" or r.get("outcome") != "completed"]

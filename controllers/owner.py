@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 from controllers.clock import Clock
 from controllers.errors import OwnerConfigError, OwnerStateError
@@ -410,7 +410,11 @@ class ArmOwner:
                         self.hooks.after_take(tgt)
 
         # 3. compute and check
-        res = self._otg.update(self._inp, self._out)
+        try:
+            res = self._otg.update(self._inp, self._out)
+        except RuckigError as err:  # ruckig raises (not returns) on some inputs: fail closed
+            detail = " ".join(str(err).split())[:160]
+            return self._latch(FaultKind.PLANNER_ERROR, f"ruckig raised: {detail}", now, t0, gap, 0.0)
         ruckig_s = self._out.calculation_duration * 1e-6
         if res not in (Result.Working, Result.Finished):
             return self._latch(FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s)
@@ -477,12 +481,13 @@ class ArmOwner:
         inp.target_acceleration = [0.0] * N
 
     def _finish_brake(self) -> None:
-        # Ruckig ends a brake a few ulps short of rest (|v| ~ 6e-17 rad/s); holding from that
-        # state, the position creeps by one ulp every ~0.5 s. A finished brake is at rest.
-        if all(abs(x) <= self.config.rest_velocity_rad_s for x in self._cmd_v.tolist()):
-            self._cmd_v, self._cmd_a = np.zeros(N), np.zeros(N)
-            self._inp.current_velocity = [0.0] * N
-            self._inp.current_acceleration = [0.0] * N
+        # Ruckig reports the brake Finished: velocity and acceleration are zero; what is
+        # left is float residue (1e-17), on which a hold at the same position can make
+        # Ruckig raise ("error in step 2"). Continue from exact zeros.
+        self._inp.current_velocity = [0.0] * N
+        self._inp.current_acceleration = [0.0] * N
+        self._cmd_v = np.zeros(N)
+        self._cmd_a = np.zeros(N)
         self._set_hold_target(self._cmd_p)
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 

@@ -50,8 +50,10 @@ from controllers.names import Arm
 from models import dimensions as D
 from models.loading import joint_qpos_index
 
+from .bus_timing import BusTimingConfig
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec
+from .recording import TrafficRecorder
 from .scenario_base import BaseScript, BaseStep
 from .scenario_plans import PlanRunner, PlanStep
 from .scenario_schema import (
@@ -238,20 +240,26 @@ class RunResult:
     stopped_by: str | None = None
     refused_targets: dict[str, dict[str, int]] = field(default_factory=dict)
     base: dict = field(default_factory=dict)
+    bus: dict | None = None  # per-bus timing figures (None: bus timing off)
+    bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
 
 
-def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
-    """The closed loop of ``sc``: its seed, initial joint values and faults."""
+def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None,
+                  bus_timing: BusTimingConfig | None = None) -> ClosedLoop:
+    """The closed loop of ``sc``: its seed, initial joint values and faults; with
+    ``bus_timing`` every frame goes through a simulated CAN bus (``twin.bus_timing``)."""
     if sc.robot == "openarm":
         from models.openarm import load_openarm_scene
 
         from .damiao_loop import openarm_config
 
         twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
-        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
+        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
+                                bus_timing=bus_timing)
     else:
         twin = Twin(TwinConfig(seed=sc.seed))
-        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
+        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
+                                  bus_timing=bus_timing)
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
@@ -276,7 +284,8 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
                  can_log_dir: Path | str | None = None, should_stop: StopCheck | None = None,
                  on_progress: Callable[[dict], None] | None = None,
-                 progress_every_s: float = 1.0) -> RunResult:
+                 progress_every_s: float = 1.0, bus_timing: BusTimingConfig | None = None,
+                 traffic_path: Path | str | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives.
 
     Its first camera is streamed, frame by frame as rendered, to ``out_dir/<name>.mp4``
@@ -285,8 +294,11 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     files, simulated timestamps). ``should_stop`` is polled after every video frame's
     worth of physics: a reason ends the run early with status ``interrupted``.
     ``on_progress`` gets ``{"simulated_s", "frames"}`` every ``progress_every_s`` wall
-    seconds."""
-    loop = scenario_loop(sc, can_log_dir)
+    seconds. ``bus_timing``: play every frame through a simulated CAN bus (figures in
+    ``RunResult.bus``); ``traffic_path``: record all bus traffic there (``twin.recording``:
+    .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``)."""
+    loop = scenario_loop(sc, can_log_dir, bus_timing)
+    traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
     twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
     by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
@@ -352,6 +364,10 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         if planner is not None:
             planner.close("the run was interrupted" if stopped_by else "the scenario ended")
         pipeline = _pipeline_figures(loop)
+        bus = loop.bus_report()
+        latencies = loop.bus_timing.latencies() if loop.bus_timing is not None else {}
+        if traffic is not None:
+            traffic.close()
         loop.close()
     return RunResult(
         scenario=sc.name,
@@ -371,6 +387,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         stopped_by=stopped_by,
         refused_targets={a.value: dict(sorted(c.items())) for a, c in loop.refused.items()},
         base=base.summary(out_dir) if base is not None else {},
+        bus=bus,
+        bus_latencies_s=latencies,
     )
 
 

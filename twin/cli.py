@@ -23,6 +23,8 @@ from pathlib import Path
 from controllers.errors import RobTwinError
 from controllers.names import ROBOTS
 
+QUALITY_CHOICES = ("auto", "fast", "full")  # twin.render_quality.CHOICES (mujoco-free here)
+
 # A command registered with json_result=True returns its exit code and the one object
 # main() prints under --json; other commands return an exit code and print for themselves.
 CommandResult = tuple[int, dict]
@@ -80,10 +82,13 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
 # --------------------------------------------------------------------------- run / demo
 
 
-def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
+def _run_and_report(sc, args: argparse.Namespace, hooks: dict | None = None,
+                    extra: Callable[[], dict] | None = None) -> CommandResult:
     """Prepare the run folder (checked and marked ``running`` before anything runs), run
     ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
-    scenario did not expect, 130/143 when interrupted."""
+    scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
+    ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
+    sections, asked for after the run."""
     from .interrupts import EXIT_CODES, stop_requests
     from .report import summarize
     from .run_folder import RunFolder
@@ -91,6 +96,10 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
     from .verdict import unexpected
 
     say = _say(args)
+    if getattr(args, "quality", None) is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, quality=args.quality)
     with stop_requests() as stop:  # from before the folder is marked running
         folder = RunFolder.prepare(args.out, sc.name,
                                    stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
@@ -98,9 +107,10 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
             result = run_scenario(
                 sc, out_dir=folder.path, record=not args.no_video,
                 can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
-                on_progress=lambda figures: folder.write_status("running", **figures))
+                on_progress=lambda figures: folder.write_status("running", **figures), **(hooks or {}))
             problems = unexpected(result, sc.expect) if result.status == "completed" else []
-            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
+            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump(),
+                                extra=extra() if extra is not None else None)
         except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
             folder.write_status("interrupted", stopped_by="SIGINT (twice)",
                                 note="stopped at once; no figures were kept")
@@ -129,14 +139,29 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
+    """ROB: the crossing pair, separately planned (replayed, colliding) then planned
+    together and executed (``twin.crossing_demo``); openarm: both arms through keyframes."""
     import dataclasses
 
-    from .scenario import demo_scenario
-
-    sc = demo_scenario()
     if args.robot != "rob":
-        sc = dataclasses.replace(sc, name=f"demo_{args.robot}", robot=args.robot)
-    return _run_and_report(sc, args)
+        from .scenario import demo_scenario
+
+        sc = dataclasses.replace(demo_scenario(), name=f"demo_{args.robot}", robot=args.robot)
+        return _run_and_report(sc, args)
+    from . import crossing_demo as cd
+
+    say = _say(args)
+    say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
+    contrast = cd.separate_contrast()
+    say(f"separately planned: {contrast.colliding_frames} of {len(contrast.states)} samples "
+        "in contact; now both arms planned together and executed through the owners")
+    planners: list = []
+    hooks = {"prelude": lambda rec: cd.film_contrast(rec, contrast),
+             "captions": cd.group_captions, "on_planner": planners.append}
+    sc = cd.crossing_demo_scenario()
+    return _run_and_report(sc, args, hooks,
+                           extra=lambda: {"crossing": cd.demo_figures(
+                               contrast, planners[0] if planners else None)})
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
@@ -229,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    demo.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                      help="video render quality (default: fast on a software GL renderer, "
+                           "full on a GPU)")
     demo.add_argument("--robot", choices=ROBOTS, default="rob",
                       help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
                            "compensation at 500 Hz)")
@@ -243,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
     run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
+    run.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                     help="override the scenario's video render 'quality'")
     run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")

@@ -44,10 +44,11 @@ def joint_plot(result: RunResult, path: Path) -> Path:
 
 
 def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = None,
-              expect: dict | None = None) -> dict:
+              expect: dict | None = None, extra: dict | None = None) -> dict:
     """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
-    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration."""
+    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration;
+    ``extra``: further sections ({name: {figure: value}}), each a table of its own."""
     out_dir.mkdir(parents=True, exist_ok=True)
     err = {a: (float(np.max(np.abs(result.commanded[a] - result.measured[a])))
                if len(result.commanded[a]) else None) for a in result.commanded}
@@ -74,6 +75,7 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         "pipeline": result.pipeline,
         "plans": result.plans,
         "plot": str(joint_plot(result, out_dir / "joints.png")),
+        **(extra or {}),
     }
     lines = [
         f"# Run `{result.scenario}` (simulated): {result.status}"
@@ -86,7 +88,10 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in problems] + [""]
     lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()
-              if k not in EVIDENCE and k not in ("pipeline", "plans", "unexpected", "expect")]
+              if k not in EVIDENCE and k not in ("pipeline", "plans", "unexpected", "expect", *(extra or {}))]
+    for name, figs in (extra or {}).items():
+        lines += ["", f"{name} (simulated):", "", "| figure | value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in figs.items()]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]

@@ -90,6 +90,7 @@ class Scenario:
     plans: list[PlanStep] = field(default_factory=list)
     expect: Expect = field(default_factory=Expect)
     robot: str = "rob"
+    quality: str = "auto"
 
     @classmethod
     def from_dict(cls, raw: object, source: str = "scenario") -> Scenario:
@@ -107,7 +108,7 @@ class Scenario:
             faults=[FaultSpec.from_model(f) for f in m.faults],
             plans=[PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
                    for p in m.plans],
-            expect=m.expect, robot=m.robot,
+            expect=m.expect, robot=m.robot, quality=m.quality,
         )
 
     @classmethod
@@ -261,7 +262,8 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
         return None, "no output folder to write the video to"
     try:
         return VideoRecorder(twin.model, sc.cameras[0], fps=sc.fps, width=sc.frame_size[0],
-                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4"), None
+                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4",
+                             quality=sc.quality), None
     except (RenderUnavailable, OSError, RuntimeError) as err:  # no GL, no ffmpeg, no disk
         return None, f"{type(err).__name__}: {err}"
 
@@ -269,7 +271,10 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
                  can_log_dir: Path | str | None = None, should_stop: StopCheck | None = None,
                  on_progress: Callable[[dict], None] | None = None,
-                 progress_every_s: float = 1.0) -> RunResult:
+                 progress_every_s: float = 1.0,
+                 prelude: Callable[[VideoRecorder], None] | None = None,
+                 captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
+                 on_planner: Callable[[PlanRunner], None] | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives.
 
     Its first camera is streamed, frame by frame as rendered, to ``out_dir/<name>.mp4``
@@ -278,7 +283,9 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     files, simulated timestamps). ``should_stop`` is polled after every video frame's
     worth of physics: a reason ends the run early with status ``interrupted``.
     ``on_progress`` gets ``{"simulated_s", "frames"}`` every ``progress_every_s`` wall
-    seconds."""
+    seconds. ``prelude`` gets the recorder before the physics starts (to film what
+    comes first); ``captions(now, planner)`` gives the lines burned into each frame;
+    ``on_planner`` gets the scenario's PlanRunner once it exists."""
     loop = scenario_loop(sc, can_log_dir)
     twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
@@ -308,7 +315,13 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     done, stopped_by = 0, None
     try:
         planner = PlanRunner(loop, sc.plans) if sc.plans else None
+        if planner is not None and on_planner is not None:
+            on_planner(planner)
         recorder, reason = _open_recorder(sc, twin, out_dir, record)
+        if recorder is not None and prelude is not None:
+            t2 = time.perf_counter()
+            prelude(recorder)
+            render_s += time.perf_counter() - t2
         while done < total:
             if should_stop is not None and (stopped_by := should_stop()) is not None:
                 break
@@ -320,7 +333,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
             if recorder is not None:
                 t2 = time.perf_counter()
                 try:
-                    recorder.capture(twin.data)
+                    recorder.capture(twin.data, captions(twin.time, planner) if captions else None)
                 except OSError as err:  # the encoder died: keep simulating, say why
                     reason = f"video encoder failed after {recorder.frames} frames: {err}"
                     recorder.close()

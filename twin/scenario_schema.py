@@ -343,6 +343,10 @@ class ScenarioFile(_Strict):
     robot: Literal[N.ROBOTS] = Field(  # type: ignore[valid-type]
         default="rob", description="rob: Amber position drives; openarm: Damiao MIT drives "
         "(gravity compensation at 500 Hz)")
+    quality: Literal["auto", "fast", "full"] = Field(
+        default="auto", description="video render quality: fast (no shadows, reflections or "
+        "multisampling; suits a software GL renderer), full (the model's own settings), auto "
+        "(fast on a software GL renderer, full on a GPU)")
 
     @field_validator("initial")
     @classmethod

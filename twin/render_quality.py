@@ -95,3 +95,12 @@ def apply_scene_flags(scene: mujoco.MjvScene, quality: str) -> None:
     on = quality == "full"
     scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = on
     scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = on
+
+
+def apply_model_quality(model: mujoco.MjModel, quality: str) -> None:
+    """For a window whose scene flags cannot be reached (MuJoCo's passive viewer): with
+    ``fast`` no light casts shadows and no material reflects. Visual fields only: physics
+    never reads them."""
+    if quality == "fast":
+        model.light_castshadow[:] = 0
+        model.mat_reflectance[:] = 0.0

@@ -90,3 +90,54 @@ def test_fast_frames_render_without_shadows():
         assert r.render().std() > 5  # a picture, not a blank buffer
     finally:
         r.close()
+
+
+class _Status:
+    """A planner stand-in reporting one fixed status (the captions only read it)."""
+
+    def __init__(self, status: dict):
+        self._status = status
+
+    def status(self, now: float) -> dict:
+        return self._status
+
+
+def test_group_captions_follow_the_plan():
+    from twin.crossing_demo import Contrast, group_captions
+
+    contrast = Contrast(states=np.zeros((10, 3)), rate_hz=125.0, contact={2: -0.01, 3: -0.02})
+    waiting = group_captions(0.1, _Status({"state": "waiting", "last": None}), contrast)
+    assert "planning" in waiting[1]
+    running = group_captions(1.0, _Status({"state": "executing", "progress": 0.5,
+                                           "clearance_m": 0.007, "last": None}))
+    assert "50 %" in running[1] and "7.0 mm" in running[2]
+    done = group_captions(4.0, _Status({"state": "idle", "last": {
+        "outcome": "completed", "plan_min_clearance_m": 0.007, "start_skew_s": 0.0002,
+        "max_deviation_rad": 0.0005}}), contrast)
+    assert "0.20 ms" in done[2] and done[3] == "(planned alone: 2 of 10 samples in contact)"
+    failed = group_captions(4.0, _Status({"state": "idle", "last": {
+        "status": "no_path", "reason": "boxed in"}}))
+    assert failed[1].startswith("!") and "boxed in" in failed[1]
+
+
+def test_the_contrast_replay_marks_contact_frames_in_red():
+    from models.loading import CROSSING_START_KEY, keyframe_state
+    from twin.crossing_demo import TITLE_FRAMES, Contrast, film_contrast
+    from twin.video import RenderUnavailable, VideoRecorder
+
+    model, qpos = keyframe_state(CROSSING_START_KEY)
+    try:
+        rec = VideoRecorder(model, "front", fps=25, width=160, height=120, quality="fast")
+    except RenderUnavailable as err:
+        pytest.skip(f"no GL: {err}")
+    seen = []
+    capture = rec.capture
+    rec.capture = lambda data, captions=None: seen.append(captions) or capture(data, captions)
+    try:
+        states = np.repeat(qpos[None, :], 50, axis=0)  # 0.4 s at 125 Hz: 10 frames at 25/s
+        n = film_contrast(rec, Contrast(states=states, rate_hz=125.0, contact={12: -0.003}))
+    finally:
+        rec.close()
+    assert n == TITLE_FRAMES + 10 == rec.frames == len(seen)
+    warnings = [c[2] for c in seen if c[2].startswith("!")]
+    assert warnings == ["!CONTACT: arms overlap by 3.0 mm"]  # frame 2 covers samples 10..14

@@ -157,7 +157,8 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
         "in contact; now both arms planned together and executed through the owners")
     planners: list = []
     hooks = {"prelude": lambda rec: cd.film_contrast(rec, contrast),
-             "captions": cd.group_captions, "on_planner": planners.append}
+             "captions": lambda now, planner: cd.group_captions(now, planner, contrast),
+             "on_planner": planners.append}
     sc = cd.crossing_demo_scenario()
     return _run_and_report(sc, args, hooks,
                            extra=lambda: {"crossing": cd.demo_figures(

@@ -143,8 +143,10 @@ def film_contrast(recorder: VideoRecorder, contrast: Contrast) -> int:
     return n
 
 
-def group_captions(now: float, planner: PlanRunner | None) -> list[str]:
-    """The captions of the executed group plan at simulated time ``now`` [s]."""
+def group_captions(now: float, planner: PlanRunner | None,
+                   contrast: Contrast | None = None) -> list[str]:
+    """The captions of the executed group plan at simulated time ``now`` [s]; once it
+    completed, ``contrast``'s tally is recalled beside it."""
     head = "2/2  ArmGroup: both arms planned TOGETHER, run in sync"
     if planner is None:
         return [head]
@@ -159,7 +161,9 @@ def group_captions(now: float, planner: PlanRunner | None) -> list[str]:
             return [head, f"{last.get('outcome')}: plan clearance never below "
                           f"{1000 * last['plan_min_clearance_m']:.1f} mm",
                     f"start skew {1000 * (last.get('start_skew_s') or 0):.2f} ms, max deviation "
-                    f"{last.get('max_deviation_rad', 0):.4f} rad"]
+                    f"{last.get('max_deviation_rad', 0):.4f} rad"] + (
+                [f"(planned alone: {contrast.colliding_frames} of {len(contrast.states)} "
+                 "samples in contact)"] if contrast is not None else [])
         return [head, f"!plan step: {last.get('status')} {last.get('outcome', '')}: "
                       f"{last.get('reason', '')}"[:90]]
     return [head, f"planning at t = {PLAN_AT_S:.1f} s   t = {now:4.2f} s",

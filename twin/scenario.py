@@ -9,6 +9,7 @@ A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.j
      "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
      "cameras": ["overview"], "fps": 30, "frame_size": [640, 480], "robot": "rob",
+     "quality": "auto",
      "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
                 "owner_faults": {"left": ["partial_output"]}}}
 
@@ -24,7 +25,8 @@ Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed 
 through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
 not both. ``robot`` picks the robot and its drive family: ``"rob"`` (default, Amber
 position drives) or ``"openarm"`` (Damiao MIT drives with gravity compensation,
-``twin.damiao_loop``). The run counts the targets each owner refused (per reason), the
+``twin.damiao_loop``). ``quality`` is the video's render quality (``twin.render_quality``:
+``fast``, ``full``, or ``auto``, fast on a software GL renderer). The run counts the targets each owner refused (per reason), the
 plan steps that failed and the owner faults that latched; ``expect`` declares which of
 those the scenario means to provoke (``twin.verdict``). Recorded output lands in
 ``out/<name>/``.

@@ -29,14 +29,14 @@ KEY_F8, KEY_F9, KEY_F10, KEY_F11, KEY_F12 = 297, 298, 299, 300, 301
 KEY_INSERT, KEY_HOME, KEY_END = 260, 268, 269
 
 KEYS: dict[int, tuple[str, str]] = {
-    KEY_F8: ("F8", "STOP both arms (owner Stop, as the E-stop)"),
-    KEY_F9: ("F9", "reset the owners after a fault or a Stop"),
-    KEY_F10: ("F10", "run the next plan step now"),
-    KEY_F11: ("F11", "re-plan the last step with a new seed"),
-    KEY_INSERT: ("Insert", "TCP traces on/off"),
-    KEY_HOME: ("Home", "planned path (ghost markers) on/off"),
-    KEY_END: ("End", "range-finder rays and contacts on/off"),
-    KEY_F12: ("F12", "this key list on/off"),
+    KEY_F8: ("F8", "STOP both arms (owner Stop)"),
+    KEY_F9: ("F9", "reset owners (fault, Stop)"),
+    KEY_F10: ("F10", "next plan step now"),
+    KEY_F11: ("F11", "re-plan, new seed"),
+    KEY_INSERT: ("Insert", "TCP traces"),
+    KEY_HOME: ("Home", "planned path"),
+    KEY_END: ("End", "rays and contacts"),
+    KEY_F12: ("F12", "key list on/off"),
 }
 
 
@@ -178,5 +178,5 @@ class ViewerControls:
         self.ghost = {arm: np.array(p) for arm, p in path.items()}
 
     def key_list(self) -> str:
-        return "\n".join(f"{name}: {what}" for name, what in KEYS.values()) + \
-            "\nY: MuJoCo's own range-finder toggle; Esc: free camera"
+        return "\n".join(f"{name}  {what}" for name, what in KEYS.values()) + \
+            "\nEsc  free camera"

@@ -23,6 +23,8 @@ from pathlib import Path
 from controllers.errors import RobTwinError
 from controllers.names import ROBOTS
 
+QUALITY_CHOICES = ("auto", "fast", "full")  # twin.render_quality.CHOICES (mujoco-free here)
+
 # A command registered with json_result=True returns its exit code and the one object
 # main() prints under --json; other commands return an exit code and print for themselves.
 CommandResult = tuple[int, dict]
@@ -106,10 +108,13 @@ def _bus_budget(args: argparse.Namespace):
     return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
 
 
-def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
+def _run_and_report(sc, args: argparse.Namespace, hooks: dict | None = None,
+                    extra: Callable[[], dict] | None = None) -> CommandResult:
     """Prepare the run folder (checked and marked ``running`` before anything runs), run
     ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
-    scenario did not expect, 130/143 when interrupted."""
+    scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
+    ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
+    sections, asked for after the run."""
     from .interrupts import EXIT_CODES, stop_requests
     from .recording import check_format
     from .report import summarize
@@ -122,6 +127,10 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
     traffic = getattr(args, "record_can", None)
     if traffic:
         check_format(traffic)
+    if getattr(args, "quality", None) is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, quality=args.quality)
     with stop_requests() as stop:  # from before the folder is marked running
         folder = RunFolder.prepare(args.out, sc.name,
                                    stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
@@ -130,9 +139,10 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
                 sc, out_dir=folder.path, record=not args.no_video,
                 can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
                 on_progress=lambda figures: folder.write_status("running", **figures),
-                bus_timing=bus, traffic_path=traffic)
+                bus_timing=bus, traffic_path=traffic, **(hooks or {}))
             problems = unexpected(result, sc.expect) if result.status == "completed" else []
-            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
+            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump(),
+                                extra=extra() if extra is not None else None)
         except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
             folder.write_status("interrupted", stopped_by="SIGINT (twice)",
                                 note="stopped at once; no figures were kept")
@@ -169,14 +179,30 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
+    """ROB: the crossing pair, separately planned (replayed, colliding) then planned
+    together and executed (``twin.crossing_demo``); openarm: both arms through keyframes."""
     import dataclasses
 
-    from .scenario import demo_scenario
-
-    sc = demo_scenario()
     if args.robot != "rob":
-        sc = dataclasses.replace(sc, name=f"demo_{args.robot}", robot=args.robot)
-    return _run_and_report(sc, args)
+        from .scenario import demo_scenario
+
+        sc = dataclasses.replace(demo_scenario(), name=f"demo_{args.robot}", robot=args.robot)
+        return _run_and_report(sc, args)
+    from . import crossing_demo as cd
+
+    say = _say(args)
+    say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
+    contrast = cd.separate_contrast()
+    say(f"separately planned: {contrast.colliding_frames} of {len(contrast.states)} samples "
+        "in contact; now both arms planned together and executed through the owners")
+    planners: list = []
+    hooks = {"prelude": lambda rec: cd.film_contrast(rec, contrast),
+             "captions": lambda now, planner: cd.group_captions(now, planner, contrast),
+             "on_planner": planners.append}
+    sc = cd.crossing_demo_scenario()
+    return _run_and_report(sc, args, hooks,
+                           extra=lambda: {"crossing": cd.demo_figures(
+                               contrast, planners[0] if planners else None)})
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
@@ -199,9 +225,19 @@ def _cmd_run(args: argparse.Namespace) -> CommandResult:
 
 def _cmd_view(args: argparse.Namespace) -> int:
     from .viewer import NoDisplayError, view
+    from .viewer_keys import key_code
 
+    presses = []
+    for item in args.press or ():
+        at, _, name = item.partition(":")
+        try:
+            presses.append((float(at), key_code(name)))
+        except ValueError:
+            raise UsageError(f"--press {item!r}: expected SECONDS:KEY, e.g. 1.5:F8") from None
     try:
-        return view(args.scenario)
+        return view(args.scenario, max_wall_s=args.seconds, presses=presses,
+                    screenshot=args.screenshot, report=args.report, quality=args.quality,
+                    max_sim_s=args.sim_seconds)
     except NoDisplayError as err:
         print(f"rob-twin view: {err}", file=sys.stderr)
         return 3
@@ -405,6 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    demo.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                      help="video render quality (default: fast on a software GL renderer, "
+                           "full on a GPU)")
     demo.add_argument("--robot", choices=ROBOTS, default="rob",
                       help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
                            "compensation at 500 Hz)")
@@ -427,6 +466,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(frames arrive instantly); +worst for worst-case stuffing")
     run.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
                      "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
+    run.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                     help="override the scenario's video render 'quality'")
     run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -489,6 +530,17 @@ def build_parser() -> argparse.ArgumentParser:
     host.set_defaults(func=_cmd_host)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
+    view.add_argument("--seconds", type=float, default=None,
+                      help="close after this many wall seconds (default: when the window closes)")
+    view.add_argument("--sim-seconds", type=float, default=None,
+                      help="close once this much simulated time has run")
+    view.add_argument("--press", action="append", metavar="SECONDS:KEY",
+                      help="press KEY (F8, F9, F10, F11, F12, Insert, Home, End) at this "
+                           "simulated time, as if typed (repeatable)")
+    view.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                      help="render quality (default: the scenario's; auto: fast on a software GL renderer)")
+    view.add_argument("--screenshot", help="PNG of the display taken just before closing")
+    view.add_argument("--report", help="write what the session did (owner modes, bus frames) as JSON")
     view.set_defaults(func=_cmd_view)
     tele = sub.add_parser("teleop", help="teleoperate both arms from a browser or WebXR headset "
                           "(real-time closed loop + one server for page, websocket and telemetry)")

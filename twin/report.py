@@ -53,10 +53,11 @@ def _bus_plot(result: RunResult, out_dir: Path) -> str | None:
 
 
 def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = None,
-              expect: dict | None = None) -> dict:
+              expect: dict | None = None, extra: dict | None = None) -> dict:
     """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
-    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration.
+    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration;
+    ``extra``: further sections ({name: {figure: value}}), each a table of its own.
     With bus timing on, ``bus.png`` and a table of the simulated buses too."""
     out_dir.mkdir(parents=True, exist_ok=True)
     err = {a: (float(np.max(np.abs(result.commanded[a] - result.measured[a])))
@@ -87,6 +88,7 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         "plot": str(joint_plot(result, out_dir / "joints.png")),
         "bus": result.bus if result.bus is not None else "bus timing off: frames arrive instantly",
         "bus_plot": _bus_plot(result, out_dir),
+        **(extra or {}),
     }
     lines = [
         f"# Run `{result.scenario}` (simulated): {result.status}"
@@ -99,7 +101,11 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in problems] + [""]
     lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()
-              if k not in EVIDENCE and k not in ("pipeline", "plans", "unexpected", "expect", "bus")]
+              if k not in EVIDENCE
+              and k not in ("pipeline", "plans", "unexpected", "expect", "bus", *(extra or {}))]
+    for name, figs in (extra or {}).items():
+        lines += ["", f"{name} (simulated):", "", "| figure | value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in figs.items()]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]

@@ -10,6 +10,7 @@ A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.j
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
      "cameras": ["overview"], "fps": 30, "frame_size": [640, 480], "robot": "rob",
      "base": [{"t": 0.5, "v": -0.3}, {"t": 3.0, "v": 0.0, "omega": 0.0}],
+     "quality": "auto",
      "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
                 "owner_faults": {"left": ["partial_output"]}}}
 
@@ -27,7 +28,8 @@ not both. ``base`` steps drive ROB's tracked base (``twin.scenario_base``: forwa
 ``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
 scans are written next to the summary). ``robot`` picks the robot and its drive family: ``"rob"`` (default, Amber
 position drives) or ``"openarm"`` (Damiao MIT drives with gravity compensation,
-``twin.damiao_loop``). The run counts the targets each owner refused (per reason), the
+``twin.damiao_loop``). ``quality`` is the video's render quality (``twin.render_quality``:
+``fast``, ``full``, or ``auto``, fast on a software GL renderer). The run counts the targets each owner refused (per reason), the
 plan steps that failed and the owner faults that latched; ``expect`` declares which of
 those the scenario means to provoke (``twin.verdict``). Recorded output lands in
 ``out/<name>/``.
@@ -97,6 +99,7 @@ class Scenario:
     expect: Expect = field(default_factory=Expect)
     robot: str = "rob"
     base: list[BaseStep] = field(default_factory=list)  # tracked-base drive steps
+    quality: str = "auto"
 
     @classmethod
     def from_dict(cls, raw: object, source: str = "scenario") -> Scenario:
@@ -114,7 +117,7 @@ class Scenario:
             faults=[FaultSpec.from_model(f) for f in m.faults],
             plans=[PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
                    for p in m.plans],
-            expect=m.expect, robot=m.robot,
+            expect=m.expect, robot=m.robot, quality=m.quality,
             base=sorted((BaseStep(b.t, b.v, b.omega) for b in m.base), key=lambda b: b.t),
         )
 
@@ -276,7 +279,8 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
         return None, "no output folder to write the video to"
     try:
         return VideoRecorder(twin.model, sc.cameras[0], fps=sc.fps, width=sc.frame_size[0],
-                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4"), None
+                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4",
+                             quality=sc.quality), None
     except (RenderUnavailable, OSError, RuntimeError) as err:  # no GL, no ffmpeg, no disk
         return None, f"{type(err).__name__}: {err}"
 
@@ -285,7 +289,10 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
                  can_log_dir: Path | str | None = None, should_stop: StopCheck | None = None,
                  on_progress: Callable[[dict], None] | None = None,
                  progress_every_s: float = 1.0, bus_timing: BusTimingConfig | None = None,
-                 traffic_path: Path | str | None = None) -> RunResult:
+                 traffic_path: Path | str | None = None,
+                 prelude: Callable[[VideoRecorder], None] | None = None,
+                 captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
+                 on_planner: Callable[[PlanRunner], None] | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives.
 
     Its first camera is streamed, frame by frame as rendered, to ``out_dir/<name>.mp4``
@@ -296,7 +303,10 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     ``on_progress`` gets ``{"simulated_s", "frames"}`` every ``progress_every_s`` wall
     seconds. ``bus_timing``: play every frame through a simulated CAN bus (figures in
     ``RunResult.bus``); ``traffic_path``: record all bus traffic there (``twin.recording``:
-    .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``)."""
+    .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``). ``prelude`` gets the
+    recorder before the physics starts (to film what comes first); ``captions(now,
+    planner)`` gives the lines burned into each frame; ``on_planner`` gets the scenario's
+    PlanRunner once it exists."""
     loop = scenario_loop(sc, can_log_dir, bus_timing)
     traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
     twin = loop.twin
@@ -328,7 +338,13 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     done, stopped_by = 0, None
     try:
         planner = PlanRunner(loop, sc.plans) if sc.plans else None
+        if planner is not None and on_planner is not None:
+            on_planner(planner)
         recorder, reason = _open_recorder(sc, twin, out_dir, record)
+        if recorder is not None and prelude is not None:
+            t2 = time.perf_counter()
+            prelude(recorder)
+            render_s += time.perf_counter() - t2
         while done < total:
             if should_stop is not None and (stopped_by := should_stop()) is not None:
                 break
@@ -340,7 +356,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
             if recorder is not None:
                 t2 = time.perf_counter()
                 try:
-                    recorder.capture(twin.data)
+                    recorder.capture(twin.data, captions(twin.time, planner) if captions else None)
                 except OSError as err:  # the encoder died: keep simulating, say why
                     reason = f"video encoder failed after {recorder.frames} frames: {err}"
                     recorder.close()

@@ -8,9 +8,46 @@ Others may add their own classes here, deriving from ``RobTwinError``.
 
 from __future__ import annotations
 
+import operator
+
+MAX_VALUE_CHARS = 400  # longer reprs are cut in messages
+
 
 class RobTwinError(Exception):
     """Base of every error this project raises on purpose."""
+
+
+def describe(value: object) -> str:
+    """``repr(value)`` for an error message; never raises (a repr that fails, or an int too
+    long for ``repr``, is described by its type) and cuts very long reprs."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - formatting an error must never raise
+        text = f"<unprintable {type(value).__name__}>"
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[:MAX_VALUE_CHARS] + f"... ({type(value).__name__})"
+    return text
+
+
+def hex_id(value: object, width: int = 2) -> str:
+    """A CAN id as ``0x91``; anything that is not an integer (a float, a string, None, a
+    bool) as its repr, so a bad id is named, never re-raised."""
+    if isinstance(value, bool):
+        return describe(value)
+    try:
+        n = operator.index(value)  # int, numpy integers
+    except TypeError:
+        return describe(value)
+    text = f"0x{n:0{width}X}" if n >= 0 else f"-0x{-n:0{width}X}"
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def shape_of(shape: object) -> tuple:
+    """``shape`` as a tuple for messages; a non-iterable is kept as a one-element tuple."""
+    try:
+        return tuple(shape)  # type: ignore[arg-type]
+    except TypeError:
+        return (shape,)
 
 
 # --------------------------------------------------------------------------- codec
@@ -24,7 +61,7 @@ class SampleShapeError(CodecError):
     """A sample that is not exactly seven joint values."""
 
     def __init__(self, shape: tuple[int, ...], expected: int):
-        self.shape, self.expected = tuple(shape), expected
+        self.shape, self.expected = shape_of(shape), expected
         super().__init__(f"sample shape {self.shape} is not ({expected},): need one value per joint")
 
 
@@ -33,7 +70,7 @@ class JointNumberError(CodecError):
 
     def __init__(self, joint: object, n_joints: int):
         self.joint, self.n_joints = joint, n_joints
-        super().__init__(f"joint number {joint!r} is outside 1..{n_joints}")
+        super().__init__(f"joint number {describe(joint)} is outside 1..{n_joints}")
 
 
 class JointValueError(CodecError):
@@ -47,14 +84,14 @@ class JointValueError(CodecError):
 class NonFiniteValueError(JointValueError):
     def __init__(self, joint: int, value: float):
         super().__init__(
-            joint, value, "finite", f"joint {joint}: position {value!r} rad is not a finite number"
+            joint, value, "finite", f"joint {joint}: position {describe(value)} rad is not a finite number"
         )
 
 
 class InvalidSignError(JointValueError):
     def __init__(self, joint: int, value: object):
         super().__init__(
-            joint, value, (-1, 1), f"joint {joint}: sign {value!r} is not +1 or -1"
+            joint, value, (-1, 1), f"joint {joint}: sign {describe(value)} is not +1 or -1"
         )
 
 
@@ -66,8 +103,8 @@ class JointBoundError(JointValueError):
             joint,
             value,
             (lower, upper),
-            f"joint {joint}: position {value!r} rad is outside the joint bounds "
-            f"[{lower!r}, {upper!r}] rad",
+            f"joint {joint}: position {describe(value)} rad is outside the joint bounds "
+            f"[{describe(lower)}, {describe(upper)}] rad",
         )
 
 
@@ -81,7 +118,7 @@ class UnrepresentableCountError(JointValueError):
             joint if joint is not None else 0,
             value,
             (lower, upper),
-            f"{where}count {value!r} (1/128 deg) has no exact round trip on the wire; "
+            f"{where}count {describe(value)} (1/128 deg) has no exact round trip on the wire; "
             f"representable counts are {lower}..{upper}{extra}",
         )
 
@@ -91,7 +128,7 @@ class CodecConfigError(CodecError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"codec config {field}={value!r} is invalid; valid: {valid}")
+        super().__init__(f"codec config {field}={describe(value)} is invalid; valid: {valid}")
 
 
 class FrameError(CodecError):
@@ -102,14 +139,38 @@ class UnknownFrameIdError(FrameError):
     def __init__(self, arbitration_id: int, valid: tuple[int, ...]):
         self.arbitration_id, self.valid = arbitration_id, tuple(valid)
         ids = ", ".join(f"0x{i:02X}" for i in self.valid)
-        super().__init__(f"CAN id 0x{arbitration_id:X} is not one of {ids}")
+        super().__init__(f"CAN id {hex_id(arbitration_id, 1)} is not one of {ids}")
+
+
+class FrameDataError(FrameError):
+    """Frame data that is not a byte sequence (bytes, bytearray, memoryview, or a sequence
+    of ints 0..255; a str, a bool, a bare int or a float are refused)."""
+
+    def __init__(self, arbitration_id: object, data: object):
+        self.arbitration_id, self.data = arbitration_id, data
+        super().__init__(
+            f"frame on CAN id {hex_id(arbitration_id, 1)}: data {describe(data)} "
+            f"({type(data).__name__}) is not a byte sequence; valid: bytes, bytearray, "
+            "memoryview or a sequence of ints 0..255"
+        )
+
+
+class CodecTypeError(CodecError, TypeError):
+    """An argument of the wrong type (a str, bool or complex where a real number or an
+    integer is needed): ``field``, ``value``, ``valid``."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(
+            f"codec {field}={describe(value)} ({type(value).__name__}) is invalid; valid: {valid}"
+        )
 
 
 class FrameLengthError(FrameError):
     def __init__(self, arbitration_id: int, length: int, expected: int):
         self.arbitration_id, self.length, self.expected = arbitration_id, length, expected
         super().__init__(
-            f"frame on CAN id 0x{arbitration_id:X} has {length} data bytes; expected {expected}"
+            f"frame on CAN id {hex_id(arbitration_id, 1)} has {length} data bytes; expected {expected}"
         )
 
 
@@ -117,7 +178,7 @@ class OpcodeError(FrameError):
     def __init__(self, arbitration_id: int, opcode: int, expected: int):
         self.arbitration_id, self.opcode, self.expected = arbitration_id, opcode, expected
         super().__init__(
-            f"frame on CAN id 0x{arbitration_id:X} has opcode 0x{opcode:02X}; "
+            f"frame on CAN id {hex_id(arbitration_id, 1)} has opcode {hex_id(opcode)}; "
             f"expected 0x{expected:02X}"
         )
 
@@ -128,7 +189,7 @@ class FeedbackRangeError(CodecError):
     def __init__(self, joint: int, field: str, value: object, lower: object, upper: object):
         self.joint, self.field, self.value, self.bound = joint, field, value, (lower, upper)
         super().__init__(
-            f"joint {joint}: feedback {field} {value!r} is outside {lower!r}..{upper!r}"
+            f"joint {joint}: feedback {field} {describe(value)} is outside {describe(lower)}..{describe(upper)}"
         )
 
 
@@ -142,7 +203,7 @@ class TransportError(RobTwinError):
 class TransportConfigError(TransportError, ValueError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"transport config {field}={value!r} is invalid; valid: {valid}")
+        super().__init__(f"transport config {field}={describe(value)} is invalid; valid: {valid}")
 
 
 class TransportClosedError(TransportError):
@@ -161,7 +222,7 @@ class TargetShapeError(OwnerError, ValueError):
     """A target vector that is not one finite value per joint."""
 
     def __init__(self, field: str, shape: tuple[int, ...], expected: int):
-        self.field, self.shape, self.expected = field, tuple(shape), expected
+        self.field, self.shape, self.expected = field, shape_of(shape), expected
         super().__init__(
             f"target {field} has shape {self.shape}; expected ({expected},) finite values [rad-based units]"
         )
@@ -170,7 +231,45 @@ class TargetShapeError(OwnerError, ValueError):
 class NonFiniteTargetError(OwnerError, ValueError):
     def __init__(self, field: str, joint: int, value: float):
         self.field, self.joint, self.value = field, joint, value
-        super().__init__(f"target {field} joint {joint}: {value!r} is not finite")
+        super().__init__(f"target {field} joint {joint}: {describe(value)} is not finite")
+
+
+class TargetTypeError(OwnerError, TypeError):
+    """A target (or one of its fields) of the wrong type: a sequence that is not an
+    integer, a bool where a number is needed, a lease that is not a Lease..."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(
+            f"target {field}={describe(value)} ({type(value).__name__}) is invalid; valid: {valid}"
+        )
+
+
+class TargetRefusedError(OwnerError, ValueError):
+    """Why ``ArmOwner.submit`` refused a target. Returned in ``OfferResult.error`` (a refusal
+    is an answer, not an exception); ``raise_if_refused()`` raises it.
+
+    reason: the mailbox ``RejectReason``; field: what was wrong (``velocity_rad_s``...);
+    joint: 1-based joint or None; value: the offending value; valid: the valid range."""
+
+    def __init__(self, reason: object, field: str, value: object, valid: str,
+                 joint: int | None = None):
+        self.reason, self.field, self.value, self.valid, self.joint = reason, field, value, valid, joint
+        where = f" joint {joint}" if joint is not None else ""
+        code = getattr(reason, "value", reason)
+        super().__init__(
+            f"target refused ({code}): {field}{where}={describe(value)}; valid: {valid}"
+        )
+
+
+class FeedbackError(OwnerError, ValueError):
+    """A feedback observation the owner refuses (its stamp is not a finite time on the
+    owner's clock, or lies in the future beyond the stated tolerance). The observation is
+    dropped: the feedback age keeps growing, so stale-feedback supervision still trips."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"feedback {field}={describe(value)} is invalid; valid: {valid}")
 
 
 class OwnerConfigError(OwnerError, ValueError):
@@ -178,7 +277,7 @@ class OwnerConfigError(OwnerError, ValueError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"owner config {field}={value!r} is invalid; valid: {valid}")
+        super().__init__(f"owner config {field}={describe(value)} is invalid; valid: {valid}")
 
 
 class OwnerStateError(OwnerError):
@@ -186,7 +285,7 @@ class OwnerStateError(OwnerError):
 
     def __init__(self, operation: str, mode: str, valid: str):
         self.operation, self.mode, self.valid = operation, mode, valid
-        super().__init__(f"owner cannot {operation} in mode {mode!r}; allowed in: {valid}")
+        super().__init__(f"owner cannot {operation} in mode {describe(mode)}; allowed in: {valid}")
 
 
 class SegmentError(RobTwinError, ValueError):
@@ -194,4 +293,4 @@ class SegmentError(RobTwinError, ValueError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"jerk segment {field}={value!r} is invalid; valid: {valid}")
+        super().__init__(f"jerk segment {field}={describe(value)} is invalid; valid: {valid}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from controllers.errors import RobTwinError, describe
+
 JOINTS_PER_ARM = 7
 
 
@@ -27,18 +29,20 @@ class Arm(enum.Enum):
         """Parse ``"right"``/``"left"`` (any case) or an Arm; raise UnknownNameError otherwise."""
         if isinstance(value, Arm):
             return value
+        if not isinstance(value, str):  # a number, None, a bool: never str() it into a name
+            raise UnknownNameError("arm", value, [a.value for a in cls])
         try:
-            return cls(str(value).lower())
+            return cls(value.lower())
         except ValueError:
             raise UnknownNameError("arm", value, [a.value for a in cls]) from None
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(RobTwinError, KeyError):
     """A name that the model or the mapping does not define; the message lists the valid ones."""
 
     def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
         self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, valid))}")
+        super().__init__(f"unknown {kind} {describe(value)}; valid: {', '.join(map(str, valid))}")
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return self.args[0]

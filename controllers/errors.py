@@ -29,6 +29,11 @@ def describe(value: object) -> str:
     return text
 
 
+def _s(value: object) -> str:
+    """``value`` itself when it is a str, else ``describe(value)`` (never raises)."""
+    return value if isinstance(value, str) else describe(value)
+
+
 def hex_id(value: object, width: int = 2) -> str:
     """A CAN id as ``0x91``; anything that is not an integer (a float, a string, None, a
     bool) as its repr, so a bad id is named, never re-raised."""
@@ -62,7 +67,7 @@ class SampleShapeError(CodecError):
 
     def __init__(self, shape: tuple[int, ...], expected: int):
         self.shape, self.expected = shape_of(shape), expected
-        super().__init__(f"sample shape {self.shape} is not ({expected},): need one value per joint")
+        super().__init__(f"sample shape {_s(self.shape)} is not ({_s(expected)},): need one value per joint")
 
 
 class JointNumberError(CodecError):
@@ -70,7 +75,7 @@ class JointNumberError(CodecError):
 
     def __init__(self, joint: object, n_joints: int):
         self.joint, self.n_joints = joint, n_joints
-        super().__init__(f"joint number {describe(joint)} is outside 1..{n_joints}")
+        super().__init__(f"joint number {describe(joint)} is outside 1..{_s(n_joints)}")
 
 
 class JointValueError(CodecError):
@@ -84,14 +89,14 @@ class JointValueError(CodecError):
 class NonFiniteValueError(JointValueError):
     def __init__(self, joint: int, value: float):
         super().__init__(
-            joint, value, "finite", f"joint {joint}: position {describe(value)} rad is not a finite number"
+            joint, value, "finite", f"joint {_s(joint)}: position {describe(value)} rad is not a finite number"
         )
 
 
 class InvalidSignError(JointValueError):
     def __init__(self, joint: int, value: object):
         super().__init__(
-            joint, value, (-1, 1), f"joint {joint}: sign {describe(value)} is not +1 or -1"
+            joint, value, (-1, 1), f"joint {_s(joint)}: sign {describe(value)} is not +1 or -1"
         )
 
 
@@ -103,7 +108,7 @@ class JointBoundError(JointValueError):
             joint,
             value,
             (lower, upper),
-            f"joint {joint}: position {describe(value)} rad is outside the joint bounds "
+            f"joint {_s(joint)}: position {describe(value)} rad is outside the joint bounds "
             f"[{describe(lower)}, {describe(upper)}] rad",
         )
 
@@ -112,14 +117,14 @@ class UnrepresentableCountError(JointValueError):
     """A count whose wire word would not decode back to the same count."""
 
     def __init__(self, joint: int | None, value: object, lower: int, upper: int, note: str = ""):
-        where = f"joint {joint}: " if joint is not None else ""
-        extra = f" ({note})" if note else ""
+        where = f"joint {_s(joint)}: " if joint is not None else ""
+        extra = f" ({_s(note)})" if note else ""
         super().__init__(
             joint if joint is not None else 0,
             value,
             (lower, upper),
             f"{where}count {describe(value)} (1/128 deg) has no exact round trip on the wire; "
-            f"representable counts are {lower}..{upper}{extra}",
+            f"representable counts are {_s(lower)}..{_s(upper)}{extra}",
         )
 
 
@@ -128,7 +133,7 @@ class CodecConfigError(CodecError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"codec config {field}={describe(value)} is invalid; valid: {valid}")
+        super().__init__(f"codec config {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 class FrameError(CodecError):
@@ -162,7 +167,7 @@ class CodecTypeError(CodecError, TypeError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         super().__init__(
-            f"codec {field}={describe(value)} ({type(value).__name__}) is invalid; valid: {valid}"
+            f"codec {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; valid: {_s(valid)}"
         )
 
 
@@ -170,7 +175,7 @@ class FrameLengthError(FrameError):
     def __init__(self, arbitration_id: int, length: int, expected: int):
         self.arbitration_id, self.length, self.expected = arbitration_id, length, expected
         super().__init__(
-            f"frame on CAN id {hex_id(arbitration_id, 1)} has {length} data bytes; expected {expected}"
+            f"frame on CAN id {hex_id(arbitration_id, 1)} has {_s(length)} data bytes; expected {_s(expected)}"
         )
 
 
@@ -189,7 +194,7 @@ class FeedbackRangeError(CodecError):
     def __init__(self, joint: int, field: str, value: object, lower: object, upper: object):
         self.joint, self.field, self.value, self.bound = joint, field, value, (lower, upper)
         super().__init__(
-            f"joint {joint}: feedback {field} {describe(value)} is outside {describe(lower)}..{describe(upper)}"
+            f"joint {_s(joint)}: feedback {_s(field)} {describe(value)} is outside {describe(lower)}..{describe(upper)}"
         )
 
 
@@ -203,7 +208,7 @@ class TransportError(RobTwinError):
 class TransportConfigError(TransportError, ValueError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"transport config {field}={describe(value)} is invalid; valid: {valid}")
+        super().__init__(f"transport config {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 class TransportClosedError(TransportError):
@@ -224,14 +229,14 @@ class TargetShapeError(OwnerError, ValueError):
     def __init__(self, field: str, shape: tuple[int, ...], expected: int):
         self.field, self.shape, self.expected = field, shape_of(shape), expected
         super().__init__(
-            f"target {field} has shape {self.shape}; expected ({expected},) finite values [rad-based units]"
+            f"target {_s(field)} has shape {_s(self.shape)}; expected ({_s(expected)},) finite values [rad-based units]"
         )
 
 
 class NonFiniteTargetError(OwnerError, ValueError):
     def __init__(self, field: str, joint: int, value: float):
         self.field, self.joint, self.value = field, joint, value
-        super().__init__(f"target {field} joint {joint}: {describe(value)} is not finite")
+        super().__init__(f"target {_s(field)} joint {_s(joint)}: {describe(value)} is not finite")
 
 
 class TargetTypeError(OwnerError, TypeError):
@@ -241,7 +246,7 @@ class TargetTypeError(OwnerError, TypeError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         super().__init__(
-            f"target {field}={describe(value)} ({type(value).__name__}) is invalid; valid: {valid}"
+            f"target {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; valid: {_s(valid)}"
         )
 
 
@@ -255,10 +260,10 @@ class TargetRefusedError(OwnerError, ValueError):
     def __init__(self, reason: object, field: str, value: object, valid: str,
                  joint: int | None = None):
         self.reason, self.field, self.value, self.valid, self.joint = reason, field, value, valid, joint
-        where = f" joint {joint}" if joint is not None else ""
+        where = f" joint {_s(joint)}" if joint is not None else ""
         code = getattr(reason, "value", reason)
         super().__init__(
-            f"target refused ({code}): {field}{where}={describe(value)}; valid: {valid}"
+            f"target refused ({_s(code)}): {_s(field)}{where}={describe(value)}; valid: {_s(valid)}"
         )
 
 
@@ -269,7 +274,7 @@ class FeedbackError(OwnerError, ValueError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"feedback {field}={describe(value)} is invalid; valid: {valid}")
+        super().__init__(f"feedback {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 class OwnerConfigError(OwnerError, ValueError):
@@ -277,7 +282,7 @@ class OwnerConfigError(OwnerError, ValueError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"owner config {field}={describe(value)} is invalid; valid: {valid}")
+        super().__init__(f"owner config {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 class OwnerStateError(OwnerError):
@@ -285,7 +290,7 @@ class OwnerStateError(OwnerError):
 
     def __init__(self, operation: str, mode: str, valid: str):
         self.operation, self.mode, self.valid = operation, mode, valid
-        super().__init__(f"owner cannot {operation} in mode {describe(mode)}; allowed in: {valid}")
+        super().__init__(f"owner cannot {_s(operation)} in mode {describe(mode)}; allowed in: {_s(valid)}")
 
 
 class SegmentError(RobTwinError, ValueError):
@@ -293,4 +298,4 @@ class SegmentError(RobTwinError, ValueError):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"jerk segment {field}={describe(value)} is invalid; valid: {valid}")
+        super().__init__(f"jerk segment {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")

@@ -167,9 +167,12 @@ def _is_real(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
+_DEFAULT_CONFIG = CodecConfig()  # frozen: shared by every call that passes no config
+
+
 def _config(config: object) -> CodecConfig:
     if config is None:
-        return default_config()
+        return _DEFAULT_CONFIG
     if not isinstance(config, CodecConfig):
         raise CodecConfigError("config", config, "a CodecConfig or None")
     return config
@@ -309,7 +312,8 @@ def words_to_counts(words: np.ndarray | int) -> np.ndarray:
 
 def word_to_count(word: int) -> int:
     """Scalar ``words_to_counts`` for one 16-bit word (hot path: one frame at a time)."""
-    word = _integer("word", word)
+    if type(word) is not int:
+        word = _integer("word", word)
     if not 0 <= word <= WORD_MAX:
         raise CodecConfigError("word", word, "0..0xFFFF")
     return word if word <= POSITIVE_WORD_MAX else word - NEGATIVE_OFFSET
@@ -317,10 +321,11 @@ def word_to_count(word: int) -> int:
 
 def count_to_rad(count: int, sign: int = 1) -> float:
     """Scalar ``counts_to_rad``: the same arithmetic, bit for bit, without numpy."""
-    count = _integer("count", count)
+    if type(count) is not int:  # the per-frame path passes ints: keep it cheap
+        count = _integer("count", count)
     if not MIN_COUNT - 1 <= count <= MAX_COUNT:  # -32767 decodes nowhere but is a number
         raise UnrepresentableCountError(None, count, MIN_COUNT, MAX_COUNT)
-    if not _is_real(sign) or sign not in (1, -1):
+    if type(sign) is not int and not _is_real(sign) or sign not in (1, -1):
         raise InvalidSignError(1, sign)
     return math.radians(count / COUNTS_PER_DEGREE) * sign
 

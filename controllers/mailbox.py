@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from controllers.errors import TargetRefusedError, TargetTypeError
-from controllers.target import ArmTarget
+from controllers.target import ArmTarget, as_integer
 
 
 class RejectReason(enum.Enum):
@@ -76,7 +76,7 @@ class LatestTargetMailbox:
     def __init__(self, generation: int = 1):
         self._lock = threading.Lock()
         self._slot: ArmTarget | None = None
-        self._generation = generation
+        self._generation = as_integer(generation, "generation")
         self._last_sequence: int | None = None
         self._open = True
         self._n = Counter()
@@ -142,6 +142,7 @@ class LatestTargetMailbox:
 
     def open(self, generation: int) -> None:
         """Accept targets of ``generation`` again; sequence tracking restarts."""
+        generation = as_integer(generation, "generation")
         with self._lock:
             self._discard_locked()
             self._generation = generation

@@ -736,6 +736,10 @@ class ArmOwner:
 
 def start_realtime_thread(owner: ArmOwner, on_report=None) -> tuple[threading.Thread, threading.Event]:
     """Start ``owner.run_realtime`` in a daemon thread; set the event and join to end it."""
+    if not isinstance(owner, ArmOwner):
+        raise OwnerConfigError("owner", owner, "an ArmOwner")
+    if on_report is not None and not callable(on_report):
+        raise OwnerConfigError("on_report", on_report, "a callable(TickReport) or None")
     ev = threading.Event()
     th = threading.Thread(target=owner.run_realtime, args=(ev, on_report), name=f"owner-{owner.arm.value}", daemon=True)
     th.start()

@@ -479,3 +479,35 @@ def test_hostile_producers_against_the_realtime_thread():
     assert np.abs(np.diff(samples, axis=0)).max() <= 0.3 * cfg.period_s + 1e-9
     assert owner.mailbox_counts().balanced
     assert owner.stats.feedback_refused > 0 and owner.fault is None
+
+
+@pytest.mark.parametrize("fields", [
+    dict(publish_deadline_s=INF),  # would switch the late-publish check off
+    dict(publish_deadline_s="0.005"), dict(send_timeout_s=NAN), dict(send_timeout_s=INF),
+    dict(late_is_uncertain=1), dict(interface=None), dict(channel=10), dict(codec="default"),
+])
+def test_transport_config_values_that_would_disable_a_check_are_refused(fields):
+    from controllers.errors import TransportConfigError
+    from controllers.transport import TransportConfig
+
+    with pytest.raises(TransportConfigError, match=list(fields)[0]):
+        TransportConfig(**fields)
+
+
+@pytest.mark.parametrize("generation", [NAN, True, "2", None])
+def test_mailbox_generations_are_integers(generation):
+    from controllers.mailbox import LatestTargetMailbox
+
+    with pytest.raises(TargetTypeError):
+        LatestTargetMailbox(generation)
+    box = LatestTargetMailbox(1)
+    with pytest.raises(TargetTypeError):
+        box.open(generation)
+    assert box.generation == 1
+
+
+def test_realtime_thread_needs_an_owner_and_a_callable_observer():
+    with pytest.raises(OwnerConfigError):
+        start_realtime_thread(object())
+    with pytest.raises(OwnerConfigError):
+        start_realtime_thread(Rig().owner, on_report="print")

@@ -672,8 +672,10 @@ class ArmOwner:
         pos, stamp = fb
         age = now - stamp
         if c.require_feedback and not -c.feedback_future_tolerance_s <= age <= c.feedback_timeout_s:
-            return FaultKind.STALE_FEEDBACK, (f"feedback age {age:.4f} s outside "
-                                              f"[-{c.feedback_future_tolerance_s}, {c.feedback_timeout_s}] s")
+            if age < 0:  # only a clock that ran backwards gets here (stamps are checked on entry)
+                return FaultKind.STALE_FEEDBACK, (f"feedback stamp {age:.4f} s in the future "
+                                                  f"(tolerance {c.feedback_future_tolerance_s} s)")
+            return FaultKind.STALE_FEEDBACK, f"feedback age {age:.4f} s > {c.feedback_timeout_s} s"
         ref = self._history[0][1]
         for s, q in reversed(self._history):
             if s <= stamp:

@@ -39,6 +39,7 @@ class TargetStateCheck:
         self._v = [float(x) for x in config.max_velocity]
         self._a = [float(x) for x in config.max_acceleration]
         self._j = [float(x) for x in config.max_jerk]
+        self._half_inv_j = [0.5 / j for j in self._j]
         self._otg = Ruckig(N, config.period_s)
         inp = InputParameter(N)
         inp.max_velocity, inp.max_acceleration, inp.max_jerk = list(self._v), list(self._a), list(self._j)
@@ -55,6 +56,15 @@ class TargetStateCheck:
         """Why this target state cannot be executed, or None (vectors already finite, (7,))."""
         vel = [0.0] * N if velocity_rad_s is None else velocity_rad_s.tolist()
         acc = [0.0] * N if acceleration_rad_s2 is None else acceleration_rad_s2.tolist()
+        # fast path (every streamed target passes here): v - a|a|/(2j) is the velocity passed
+        # through (rule 3 for either sign of a); the loop below only runs to name a refusal
+        ok = True
+        for v, a, vmax, amax, h in zip(vel, acc, self._v, self._a, self._half_inv_j, strict=True):
+            if not (abs(a) <= amax and abs(v) <= vmax and abs(v - a * abs(a) * h) <= vmax):
+                ok = False
+                break
+        if ok:
+            return self._ruckig_refusal(vel, acc)
         for k, (v, a, vmax, amax, jmax) in enumerate(zip(vel, acc, self._v, self._a, self._j, strict=True)):
             if not abs(a) <= amax:
                 return TargetRefusedError(RejectReason.ACCELERATION_LIMIT, "acceleration_rad_s2", a,
@@ -68,6 +78,10 @@ class TargetStateCheck:
                     RejectReason.VELOCITY_LIMIT, "velocity_rad_s", v,
                     f"|v -/+ a^2/(2 max_jerk)| <= {vmax!r} rad/s: with a={a!r} rad/s^2 the arm passes "
                     f"{passed!r} rad/s before arriving (the owner's max_velocity)", joint=k + 1)
+        return self._ruckig_refusal(vel, acc)  # float rounding between the two forms
+
+    def _ruckig_refusal(self, vel: list[float], acc: list[float]) -> TargetRefusedError | None:
+        """Ruckig's own verdict on the target state (current state at rest)."""
         with self._lock:
             inp = self._inp
             inp.target_velocity = vel

@@ -188,10 +188,16 @@ class ArmGroup:
         return self._dyn_limits[self._arm(arm)]
 
     def set_qpos(self, qpos: np.ndarray) -> None:
-        """Set the whole reference state (full model qpos)."""
-        qpos = np.asarray(qpos, dtype=float)
+        """Set the whole reference state (full model qpos): nq finite real numbers."""
+        raw = np.asarray(qpos)
+        if raw.dtype.kind not in "iuf":
+            raise GoalInputError("*", "qpos", qpos, f"({self.model.nq},) real numbers (got dtype {raw.dtype})")
+        qpos = raw.astype(float)
         if qpos.shape != (self.model.nq,):
             raise GoalInputError("*", "qpos shape", qpos.shape, f"({self.model.nq},)")
+        if not np.all(np.isfinite(qpos)):
+            k = int(np.flatnonzero(~np.isfinite(qpos))[0])
+            raise GoalInputError("*", f"qpos[{k}]", float(qpos[k]), "a finite number")
         self.reference_qpos = qpos.copy()
 
     def set_arm(self, arm: str, q: Sequence[float] | np.ndarray) -> None:
@@ -211,10 +217,15 @@ class ArmGroup:
 
     def _validated(self, arm: str, q, what: str) -> np.ndarray:
         n = len(self._qpos[arm])
+        if isinstance(q, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in q):
+            raise GoalInputError(arm, f"{what} value", q, f"{n} numbers [rad] (not bools)")
         try:
-            q = np.asarray(q, dtype=float)
+            raw = np.asarray(q)
         except (TypeError, ValueError):
             raise GoalInputError(arm, f"{what} value", q, f"{n} numbers [rad]") from None
+        if raw.dtype.kind not in "iuf":  # str, bool, complex, objects: never converted
+            raise GoalInputError(arm, f"{what} value", q, f"{n} real numbers [rad] (got dtype {raw.dtype})")
+        q = raw.astype(float)
         if q.shape != (n,):
             raise GoalInputError(arm, f"{what} shape", q.shape, f"({n},) joint positions [rad]")
         lo, hi = self._limits[arm]

@@ -141,3 +141,21 @@ def test_malformed_arm_definitions_are_typed_errors(name, arms, error, fragment)
 def test_malformed_goals_and_seeds_are_typed_errors(stand, goals, seed, error):
     with pytest.raises(error):
         stand.plan(goals, seed=seed)
+
+
+@pytest.mark.parametrize("q", [["0.1"] * 4, [True, 0.0, 0.0, 0.0], np.zeros(4, complex), [None] * 4])
+def test_goal_vectors_of_str_bool_complex_are_typed_errors(stand, q):
+    with pytest.raises(GoalInputError):
+        stand.plan({"a": q})
+    with pytest.raises(GoalInputError):
+        stand.set_arm("a", q)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, "0"])
+def test_reference_qpos_must_be_finite_numbers(stand, bad):
+    qpos = stand.reference_qpos.astype(object) if isinstance(bad, str) else stand.reference_qpos.copy()
+    qpos[0] = bad
+    before = stand.reference_qpos.copy()
+    with pytest.raises(GoalInputError):
+        stand.set_qpos(qpos)
+    np.testing.assert_array_equal(stand.reference_qpos, before)

@@ -93,7 +93,7 @@ ENTRY_POINTS = {
 
 
 @pytest.mark.parametrize("name", list(ENTRY_POINTS))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(g=garbage)
 def test_only_typed_errors_escape(name, g):
     with warnings.catch_warnings():
@@ -122,7 +122,7 @@ ERROR_CONSTRUCTORS = [
 
 
 @pytest.mark.parametrize("k", range(len(ERROR_CONSTRUCTORS)))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(g=garbage)
 def test_error_constructors_never_raise_while_formatting(k, g):
     err = ERROR_CONSTRUCTORS[k](g)

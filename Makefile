@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(VENV)/bin/rob-twin demo
 
 test: $(STAMP)
-	$(PY) -m ruff check twin controllers planners experiments tests
+	$(PY) -m ruff check twin controllers planners experiments tests models
 	$(PY) -m pytest
 
 stress: $(STAMP)
@@ -29,7 +29,7 @@ bench: $(STAMP)
 	$(PY) -m experiments.bench
 
 lint: $(STAMP)
-	$(PY) -m ruff check twin controllers planners experiments tests
+	$(PY) -m ruff check twin controllers planners experiments tests models
 
 clean:
 	rm -rf out .pytest_cache

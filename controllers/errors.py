@@ -3,7 +3,10 @@
 Every message names the offending value and the valid range, so a log line alone
 says what was wrong. Codec errors are also ``ValueError`` (bad input values);
 transport errors are not (they describe the bus, not the caller's data).
-Others may add their own classes here, deriving from ``RobTwinError``.
+Others may add their own classes here, deriving from ``RobTwinError``; the planners'
+(``planners.errors``) and the twin's errors derive from it too, so ``except RobTwinError``
+catches every error the project raises on purpose. An input error is also a ``ValueError``
+(an unknown name also a ``KeyError``) so that callers that catch those keep working.
 """
 
 from __future__ import annotations
@@ -53,6 +56,33 @@ def shape_of(shape: object) -> tuple:
         return tuple(shape)  # type: ignore[arg-type]
     except TypeError:
         return (shape,)
+
+
+class UnknownNameError(RobTwinError, KeyError):
+    """A name that the model, the mapping or a registry does not define; lists the valid ones."""
+
+    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
+        self.kind, self.value, self.valid = kind, value, list(valid)
+        super().__init__(f"unknown {_s(kind)} {describe(value)}; valid: {', '.join(map(_s, self.valid))}")
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return self.args[0]
+
+
+class InvalidValueError(RobTwinError, ValueError):
+    """A named field (a configuration value, an argument) whose value is not valid.
+
+    Carries ``field``, ``value`` and ``valid`` (the valid range or set, in words); the
+    message reads ``<subject >field=value is invalid; valid: ...``, where subclasses name
+    their subject (``"owner config"``, ``"codec config"``, ...).
+    """
+
+    subject = ""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        where = f"{self.subject} " if self.subject else ""
+        super().__init__(f"{where}{_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 # --------------------------------------------------------------------------- codec
@@ -128,12 +158,10 @@ class UnrepresentableCountError(JointValueError):
         )
 
 
-class CodecConfigError(CodecError):
+class CodecConfigError(CodecError, InvalidValueError):
     """A codec configuration that cannot be used (wrong length, bounds not ordered)."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"codec config {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
+    subject = "codec config"
 
 
 class FrameError(CodecError):
@@ -205,10 +233,10 @@ class TransportError(RobTwinError):
     """A CAN transport boundary failure (configuration, closed bus)."""
 
 
-class TransportConfigError(TransportError, ValueError):
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"transport config {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
+class TransportConfigError(TransportError, InvalidValueError):
+    """A transport configuration value outside its valid range."""
+
+    subject = "transport config"
 
 
 class TransportClosedError(TransportError):
@@ -277,12 +305,10 @@ class FeedbackError(OwnerError, ValueError):
         super().__init__(f"feedback {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
-class OwnerConfigError(OwnerError, ValueError):
+class OwnerConfigError(OwnerError, InvalidValueError):
     """An owner / checker configuration value outside its valid range."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"owner config {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
+    subject = "owner config"
 
 
 class OwnerStateError(OwnerError):
@@ -293,9 +319,7 @@ class OwnerStateError(OwnerError):
         super().__init__(f"owner cannot {_s(operation)} in mode {describe(mode)}; allowed in: {_s(valid)}")
 
 
-class SegmentError(RobTwinError, ValueError):
+class SegmentError(InvalidValueError):
     """A jerk segment that cannot be integrated (negative or non-finite duration)."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"jerk segment {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
+    subject = "jerk segment"

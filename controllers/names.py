@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from controllers.errors import RobTwinError, describe
+from controllers.errors import UnknownNameError
 
 JOINTS_PER_ARM = 7
 
@@ -35,17 +35,6 @@ class Arm(enum.Enum):
             return cls(value.lower())
         except ValueError:
             raise UnknownNameError("arm", value, [a.value for a in cls]) from None
-
-
-class UnknownNameError(RobTwinError, KeyError):
-    """A name that the model or the mapping does not define; the message lists the valid ones."""
-
-    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
-        self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {kind} {describe(value)}; valid: {', '.join(map(str, valid))}")
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return self.args[0]
 
 
 @dataclass(frozen=True)
@@ -166,3 +155,7 @@ def range_sensor(i: int) -> str:
 
 
 ALL_ARM_JOINTS = arm_joints(Arm.RIGHT) + arm_joints(Arm.LEFT)
+
+# Robots the twin can run; the drive family follows the robot: Amber position drives (ROB)
+# or Damiao MIT drives (the OpenArm-class variant, models/openarm.py).
+ROBOTS = ("rob", "openarm")

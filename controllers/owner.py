@@ -66,12 +66,9 @@ from controllers.names import JOINTS_PER_ARM, Arm
 from controllers.publish import PublishOutcome, PublishReport, SamplePublisher
 from controllers.target import ArmTarget, as_joint_vector
 from controllers.target_limits import TargetStateCheck
+from models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 
 N = JOINTS_PER_ARM
-
-# OpenArm v10 joint bounds [rad] (DESIGN.md reference facts), J1..J7.
-OPENARM_LOWER = (-1.396, -1.745, -1.571, 0.0, -1.571, -0.785, -1.571)
-OPENARM_UPPER = (3.491, 1.745, 1.571, 2.443, 1.571, 0.785, 1.571)
 
 
 class LateTickAction(enum.Enum):
@@ -85,7 +82,7 @@ class OwnerConfig:
 
     period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
     max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets; late_tick_periods: a tick gap above this many periods is late;
+    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick gap above this many periods is late;
     feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
     per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
     rest_velocity_rad_s [rad/s]; feedback_future_tolerance_s: how far a feedback stamp
@@ -97,8 +94,8 @@ class OwnerConfig:
     max_velocity: tuple[float, ...] = (0.3,) * N
     max_acceleration: tuple[float, ...] = (0.6,) * N
     max_jerk: tuple[float, ...] = (2.0,) * N
-    position_lower: tuple[float, ...] = OPENARM_LOWER
-    position_upper: tuple[float, ...] = OPENARM_UPPER
+    position_lower: tuple[float, ...] = ARM_LOWER_RAD
+    position_upper: tuple[float, ...] = ARM_UPPER_RAD
     late_tick_periods: float = 3.0
     late_tick_action: LateTickAction = LateTickAction.BRAKE
     require_feedback: bool = True
@@ -168,6 +165,8 @@ class FaultKind(enum.Enum):
     PLANNER_ERROR = "planner_error"
     LIMIT_VIOLATION = "limit_violation"
     FOREIGN_WRITER = "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
+    TORQUE_LIMIT = "torque_limit"  # a feed-forward torque beyond the motor's limit (never clipped)
+    DRIVE_ERROR = "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
     INVALID_CLOCK = "invalid_clock"  # the clock read NaN/inf or ran backwards: no time-based check holds
     INTERNAL_ERROR = "internal_error"  # something raised inside the tick (a hook, a bug): contained
 
@@ -261,6 +260,8 @@ class ArmOwner:
             raise OwnerConfigError("lease_authority", lease_authority, "a LeaseAuthority or None")
         self.config = config or default_config()
         self._pub = publisher
+        # torque-capable drives take the whole coherent state (controllers.publish.StatePublisher)
+        self._publish_state = getattr(publisher, "publish_state", None)
         self._clock = clock
         self.hooks = hooks or OwnerHooks()
         self.authority = lease_authority or LeaseAuthority(clock)
@@ -574,7 +575,10 @@ class ArmOwner:
         if self.hooks.before_publish:
             self.hooks.before_publish(p)
         try:
-            rep = self._pub.publish_sample(p)
+            if self._publish_state is not None:
+                rep = self._publish_state(p, v, a)
+            else:
+                rep = self._pub.publish_sample(p)
         except Exception as err:  # noqa: BLE001 - a frame may be on the bus: never guess "not sent"
             return self._latch(FaultKind.UNCERTAIN_OUTPUT, f"publisher raised {type(err).__name__}: "
                                f"{describe(str(err))}; never retried", now, t0, gap, ruckig_s, PublishOutcome.UNCERTAIN)
@@ -595,6 +599,8 @@ class ArmOwner:
             return self._report(now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap)
         if rep.outcome is PublishOutcome.REFUSED:
             self.stats.refused_outputs += 1
+            if rep.fault_kind:  # a refusal the publisher says must latch, not brake
+                return self._latch(FaultKind(rep.fault_kind), f"output refused: {rep.reason}", now, t0, gap, ruckig_s, rep.outcome)
             if self.mode is Mode.TRACKING:
                 self._begin_brake(BrakeCause.OUTPUT_REFUSED)
                 return self._report(now, False, rep.outcome, new_plan, seq, moving, f"output refused ({rep.reason}): braking", t0, ruckig_s, gap)

@@ -19,14 +19,13 @@ clearance.png under out/experiments/sequential/.
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 
 from controllers.names import Arm, group_arms
 from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
-from models.loading import arm_actuator_indices, arm_qpos_indices, load_scene
+from models.loading import CROSSING_START_KEY, apply_keyframe, load_scene
 from planners.collision import CollisionChecker, CollisionConfig
 from planners.group import ArmGroup, GroupConfig
 from twin.closed_loop import ClosedLoop, twin_owner_config
@@ -49,13 +48,11 @@ def planning_config() -> GroupConfig:
     return cfg
 
 
-def crossing_loop(start=START) -> ClosedLoop:
-    """A closed loop with the arms at ``start`` (servos commanded there), settled 0.2 s."""
+def crossing_loop(keyframe: str = CROSSING_START_KEY) -> ClosedLoop:
+    """A closed loop with the arms at the model's ``keyframe`` (servos commanded there),
+    settled 0.2 s."""
     tw = Twin(TwinConfig())
-    for arm, q in start.items():
-        tw.data.qpos[arm_qpos_indices(tw.model, arm)] = q
-        tw.data.ctrl[arm_actuator_indices(tw.model, arm)] = q
-    mujoco.mj_forward(tw.model, tw.data)
+    apply_keyframe(tw.model, tw.data, keyframe)
     loop = ClosedLoop(twin=tw)
     loop.run_for(0.2)
     return loop

@@ -178,3 +178,9 @@ def test_valid_byte_sequences_still_decode():
 def test_str_bool_complex_and_wrong_types_are_typed_errors(call, error):
     with pytest.raises(error):
         call()
+
+
+@pytest.mark.parametrize("current", [1.7e308, -1.7e308, 10 ** 400, 128.0])
+def test_feedback_current_far_out_of_range_is_a_range_error(current):
+    with pytest.raises(FeedbackRangeError):
+        codec.encode_feedback(1, 0.0, current=current)

@@ -1,13 +1,23 @@
-"""The narrative notebook executes end to end."""
+"""The narrative notebooks execute end to end, against this checkout's packages."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@pytest.fixture(autouse=True)
+def _kernel_imports_this_checkout(monkeypatch):
+    """The kernel runs in a temporary folder: put this checkout first on its path (not an
+    installed copy of the packages)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 
 def test_headless_run_notebook_executes(tmp_path):

@@ -1,71 +1,160 @@
-"""``rob-twin`` command line (foundation issue): demo, run, experiment, view, rehearse."""
+"""``rob-twin`` command line: demo, run, experiment, view, rehearse.
+
+Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
+steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
+scenario file, output folder, unknown name); 3 no display for the viewer; 130 / 143 the
+run was interrupted by SIGINT / SIGTERM (its summary is marked ``interrupted``).
+
+With ``--json`` stdout carries exactly one JSON object, on success and on failure
+(``{"error": ..., "type": ..., "exit_code": ...}``); progress and anything else a command
+prints go to stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from controllers.errors import RobTwinError
+from controllers.names import ROBOTS
+
+# A command registered with json_result=True returns its exit code and the one object
+# main() prints under --json; other commands return an exit code and print for themselves.
+CommandResult = tuple[int, dict]
 
 
-def _cmd_experiment(args: argparse.Namespace) -> int:
+
+class UsageError(RobTwinError):
+    """A command line argparse refuses (unknown option, missing argument)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises UsageError instead of exiting, so ``--json`` can report it as JSON."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from controllers.names import UnknownNameError
+
+    from .run_folder import RunFolderError
+    from .scenario_schema import ScenarioError
+
+    return (UsageError, ScenarioError, RunFolderError, UnknownNameError)
+
+
+def _say(args: argparse.Namespace) -> Callable[..., None]:
+    """Human-readable lines: stdout normally, stderr under --json (stdout is the JSON)."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda *parts: print(*parts, file=stream)
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
     from experiments.registry import experiment_names, get_experiment
 
     if args.list or not args.name:
-        print("\n".join(experiment_names()))
-        return 0
-    try:
-        fn = get_experiment(args.name)
-    except UnknownNameError as err:
-        print(f"rob-twin: {err}", file=sys.stderr)
-        return 2
+        names = experiment_names()
+        if not args.json:
+            print("\n".join(names))
+        return 0, {"experiments": names}
+    fn = get_experiment(args.name)
     result = fn(seed=args.seed)
-    if args.json:
-        print(json.dumps(result, sort_keys=False))
-    else:
+    if not args.json:
         for key, value in result.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
         print(f"(full result under out/experiments/{args.name}/)")
-    return 0
+    return 0, result
 
 
-def _run_and_report(sc, out_root: str, record: bool, can_log: bool = False) -> int:
-    from pathlib import Path
+# --------------------------------------------------------------------------- run / demo
 
+
+def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
+    """Prepare the run folder (checked and marked ``running`` before anything runs), run
+    ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
+    scenario did not expect, 130/143 when interrupted."""
+    from .interrupts import EXIT_CODES, stop_requests
     from .report import summarize
+    from .run_folder import RunFolder
     from .scenario import run_scenario
+    from .verdict import unexpected
 
-    out_dir = Path(out_root) / sc.name
-    result = run_scenario(sc, out_dir=out_dir, record=record,
-                          can_log_dir=out_dir / "can" if can_log else None)
-    summary = summarize(result, out_dir)
-    if summary["video"]:
-        print(f"video: {summary['video']} ({summary['frames']} frames, {summary['render_fps']} frames/s rendering)")
+    say = _say(args)
+    with stop_requests() as stop:  # from before the folder is marked running
+        folder = RunFolder.prepare(args.out, sc.name,
+                                   stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
+        try:
+            result = run_scenario(
+                sc, out_dir=folder.path, record=not args.no_video,
+                can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
+                on_progress=lambda figures: folder.write_status("running", **figures))
+            problems = unexpected(result, sc.expect) if result.status == "completed" else []
+            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
+        except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
+            folder.write_status("interrupted", stopped_by="SIGINT (twice)",
+                                note="stopped at once; no figures were kept")
+            raise
+        except Exception as err:
+            folder.write_status("failed", error=str(err), type=type(err).__name__)
+            raise
+    if result.status == "interrupted":
+        code = EXIT_CODES.get(result.stopped_by or "", 1)
+        say(f"interrupted by {result.stopped_by} after {summary['simulated_s']} s simulated; "
+            f"summary marked interrupted")
     else:
-        print(f"no video written: {summary['video_skipped_reason']}")
-    print(f"summary: {out_dir / 'summary.md'} and summary.json; plot: {summary['plot']}")
-    if can_log:
-        print(f"bus traffic: {out_dir / 'can'}/*.log (python-can canutils format)")
-    print(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
-    return 0
+        code = 1 if problems else 0
+    if summary["video"]:
+        say(f"video: {summary['video']} ({summary['frames']} frames, "
+            f"{summary['render_fps']} frames/s rendering)")
+    else:
+        say(f"no video written: {summary['video_skipped_reason']}")
+    say(f"summary: {folder.file('summary.md')} and summary.json; plot: {summary['plot']}")
+    if args.can_log:
+        say(f"bus traffic: {folder.file('can')}/*.log (python-can canutils format)")
+    say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
+    for line in problems:
+        say(f"UNEXPECTED: {line}")
+    return code, {**summary, "run_folder": str(folder.path), "exit_code": code}
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def _cmd_demo(args: argparse.Namespace) -> CommandResult:
+    import dataclasses
+
     from .scenario import demo_scenario
 
-    return _run_and_report(demo_scenario(), args.out, record=not args.no_video, can_log=args.can_log)
+    sc = demo_scenario()
+    if args.robot != "rob":
+        sc = dataclasses.replace(sc, name=f"demo_{args.robot}", robot=args.robot)
+    return _run_and_report(sc, args)
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .scenario import Scenario, ScenarioError
+def _cmd_run(args: argparse.Namespace) -> CommandResult:
+    from .scenario import Scenario
 
-    try:
-        sc = Scenario.load(args.scenario)
-    except ScenarioError as err:
-        print(f"rob-twin: {err}", file=sys.stderr)
-        return 2
-    return _run_and_report(sc, args.out, record=not args.no_video, can_log=args.can_log)
+    sc = Scenario.load(args.scenario)
+    if args.robot is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, robot=args.robot)
+    if args.check:
+        _say(args)(f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
+                   f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)")
+        return 0, {"valid": True, "scenario": sc.name, "path": str(args.scenario)}
+    return _run_and_report(sc, args)
+
+
+# --------------------------------------------------------------------------- view
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -78,57 +167,83 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 3
 
 
-def _cmd_rehearse(args: argparse.Namespace) -> int:
+# --------------------------------------------------------------------------- rehearse
+
+
+def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     import dataclasses
 
     from controllers.names import UnknownNameError
 
     from .closed_loop import ClosedLoopConfig
-    from .faults import FaultSpec, FaultSpecError
-    from .rehearsal import RehearsalConfig, rehearse, write_report
+    from .faults import FaultSpec
+    from .rehearsal import RehearsalConfig, gates_for, rehearse, write_report
+    from .run_folder import RunFolder
+    from .scenario_schema import ScenarioError, validate_faults
 
     try:
-        faults = tuple(FaultSpec.from_dict(f) for f in (json.loads(args.faults) if args.faults else []))
-    except (FaultSpecError, json.JSONDecodeError, TypeError, AttributeError) as err:
-        print(f"rob-twin rehearse: --faults must be a JSON list of fault objects: {err}", file=sys.stderr)
-        return 2
-    base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring,
-                               faults=faults)
-    try:
-        report = rehearse(RehearsalConfig(base=base), args.gate or None, progress=not args.json)
-    except UnknownNameError as err:
-        print(f"rob-twin rehearse: {err}", file=sys.stderr)
-        return 2
-    jp, mp = write_report(report, args.out)
-    if args.json:
-        print(json.dumps(report, default=str))
+        raw = json.loads(args.faults) if args.faults else []
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise ScenarioError(f"--faults is not valid JSON: {err}") from None
+    faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
+    if args.robot == "openarm":
+        from .damiao_loop import openarm_config
+        from .damiao_rehearsal import openarm_rehearsal_config
+
+        base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
+        cfg = openarm_rehearsal_config(base)
     else:
+        base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed,
+                                   swap_wiring=args.swap_wiring, faults=faults)
+        cfg = RehearsalConfig(base=base)
+    gates = gates_for(cfg)
+    for gate in args.gate or ():
+        if gate not in gates:
+            raise UnknownNameError("gate", gate, list(gates))
+    out = Path(args.out)
+    RunFolder.check_writable(out)  # before the gates run, not after
+    report = rehearse(cfg, args.gate or None, progress=not args.json)
+    jp, mp = write_report(report, out)
+    if not args.json:
         for g in report["gates"]:
             print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
         print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
-    return 0 if report["passed"] else 1
+    return (0 if report["passed"] else 1), report
+
+
+# --------------------------------------------------------------------------- parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rob-twin", description=__doc__)
+    parser = _Parser(prog="rob-twin", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     exp = sub.add_parser("experiment", help="run a registered experiment")
     exp.add_argument("name", nargs="?", help="experiment name (omit to list)")
     exp.add_argument("--json", action="store_true", help="print exactly one JSON object")
     exp.add_argument("--seed", type=int, default=0)
     exp.add_argument("--list", action="store_true")
-    exp.set_defaults(func=_cmd_experiment)
+    exp.set_defaults(func=_cmd_experiment, json_result=True)
     demo = sub.add_parser("demo", help="headless demo: ROB at the table moves both arms; video + summary")
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
-    demo.set_defaults(func=_cmd_demo)
-    run = sub.add_parser("run", help="run a scenario file headless")
+    demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    demo.add_argument("--robot", choices=ROBOTS, default="rob",
+                      help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
+                           "compensation at 500 Hz)")
+    demo.set_defaults(func=_cmd_demo, json_result=True)
+    run = sub.add_parser("run", help="run a scenario file headless",
+                         description="Run a scenario file headless; outputs go to OUT/NAME/. "
+                         "Schema: experiments/scenarios/scenario.schema.json")
     run.add_argument("scenario")
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
     run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
-    run.set_defaults(func=_cmd_run)
+    run.add_argument("--check", action="store_true", help="only validate the scenario file")
+    run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
+    run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
     reh.add_argument("--out", default="out/rehearsal", help="report folder (default out/rehearsal/)")
@@ -138,16 +253,51 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
     reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
                      '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
-    reh.set_defaults(func=_cmd_rehearse)
+    reh.add_argument("--robot", choices=ROBOTS, default="rob",
+                     help="openarm: the Damiao profile (register agreement, enable sequence, "
+                          "gravity compensation, torque limit, CAN timeout, and the shared gates)")
+    reh.set_defaults(func=_cmd_rehearse, json_result=True)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)
     return parser
 
 
+# --------------------------------------------------------------------------- main
+
+
+def _error_payload(err: BaseException, code: int) -> dict:
+    payload = {"error": str(err), "type": type(err).__name__, "exit_code": code}
+    issues = getattr(err, "issues", None)
+    if issues:
+        payload["issues"] = [i.model_dump() for i in issues]
+    return payload
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    stdout = sys.stdout
+    try:
+        args = build_parser().parse_args(argv)
+        # a command that returns its result (json_result) prints nothing itself under
+        # --json: stray prints (libraries, experiments) go to stderr, not into the object
+        quiet = as_json and getattr(args, "json_result", False)
+        with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
+            outcome = args.func(args)
+        code, payload = outcome if isinstance(outcome, tuple) else (int(outcome or 0), None)
+    except KeyboardInterrupt as err:
+        code, payload = 130, _error_payload(err, 130) | {"error": "interrupted"}
+        print("rob-twin: interrupted", file=sys.stderr)
+    except Exception as err:
+        code = 2 if isinstance(err, _input_errors()) else 1
+        payload = _error_payload(err, code)
+        if code == 1 and not isinstance(err, RobTwinError):
+            traceback.print_exc(file=sys.stderr)
+        print(f"rob-twin: {err}", file=sys.stderr)
+    if as_json and payload is not None:
+        print(json.dumps(payload, default=str), file=stdout, flush=True)
+    return code
 
 
 if __name__ == "__main__":

@@ -193,8 +193,9 @@ def _limits_table(cfg: RehearsalConfig) -> list[dict]:
             for k, drv in enumerate(ad.drives):
                 jnt = m.jnt_range[m.dof_jntid[ad.dof[k]]]
                 lims = {"owner": (owner.position_lower[k], owner.position_upper[k]),
-                        "drive": (drv.config.lower_rad, drv.config.upper_rad),
                         "model": (float(jnt[0]), float(jnt[1]))}
+                if hasattr(drv.config, "lower_rad"):  # Damiao drives have no position limits
+                    lims["drive"] = (drv.config.lower_rad, drv.config.upper_rad)
                 same = all(np.allclose(v, lims["model"], atol=1e-9) for v in lims.values())
                 rows.append({"arm": arm.value, "joint": k + 1, **{k2: list(v) for k2, v in lims.items()},
                              "consistent": bool(same)})
@@ -405,21 +406,31 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 }
 
 
+def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
+    """The gate profile of the base configuration's robot (Damiao: ``twin.damiao_rehearsal``)."""
+    if cfg.base.robot == "openarm":
+        from .damiao_rehearsal import DAMIAO_GATES
+
+        return DAMIAO_GATES
+    return GATES
+
+
 def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
              progress: bool = False) -> dict:
     """Run the gates (all by default); return the report dict (``hardware_io: false``)."""
     from controllers.names import UnknownNameError
 
     cfg = cfg or default_config()
-    names = gates or list(GATES)
+    table = gates_for(cfg)
+    names = gates or list(table)
     for n in names:
-        if n not in GATES:
-            raise UnknownNameError("gate", n, list(GATES))
+        if n not in table:
+            raise UnknownNameError("gate", n, list(table))
     results = []
     for i, n in enumerate(names, 1):
         if progress:
             print(f"[rehearse] {i}/{len(names)} {n} ...", file=sys.stderr, flush=True)
-        res = GATES[n](cfg)
+        res = table[n](cfg)
         if progress:
             print(f"[rehearse] {n}: {'PASS' if res.passed else 'FAIL'}", file=sys.stderr, flush=True)
         results.append(res.as_dict())
@@ -427,7 +438,7 @@ def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
             "passed": all(r["passed"] for r in results), "gates": results,
             "base_config": {"seed": cfg.base.seed, "owner_rate_hz": cfg.base.owner_rate_hz,
                             "feedback_rate_hz": cfg.base.feedback_rate_hz,
-                            "swap_wiring": cfg.base.swap_wiring,
+                            "swap_wiring": cfg.base.swap_wiring, "robot": cfg.base.robot,
                             "faults": [dataclasses.asdict(f) | {"kind": f.kind.value, "arm": f.arm.value}
                                        for f in cfg.base.faults]}}
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
 import numpy as np
 
+from .run_folder import write_atomic, write_json_atomic
 from .scenario import RunResult
+from .scenario_plans import failed_steps
 
 EVIDENCE = {
     "hardware_io": False,
@@ -34,18 +36,29 @@ def joint_plot(result: RunResult, path: Path) -> Path:
     axes[1].set_xlabel("simulated time [s]")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=90, format="png")
     plt.close(fig)
+    os.replace(tmp, path)
     return path
 
 
-def summarize(result: RunResult, out_dir: Path) -> dict:
-    """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``."""
+def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = None,
+              expect: dict | None = None) -> dict:
+    """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
+    atomically (temporary file, then rename). ``problems``: what the run did that its
+    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    err = {a: float(np.max(np.abs(result.commanded[a] - result.measured[a]))) for a in result.commanded}
+    err = {a: (float(np.max(np.abs(result.commanded[a] - result.measured[a])))
+               if len(result.commanded[a]) else None) for a in result.commanded}
+    problems = list(problems or [])
     summary = {
         **EVIDENCE,
+        "status": result.status,
+        "stopped_by": result.stopped_by,
         "scenario": result.scenario,
+        "passed": result.status == "completed" and not problems,
+        "unexpected": problems,
         "simulated_s": round(result.simulated_s, 6),
         "wall_s": round(result.wall_s, 3),
         "physics_wall_s": round(result.physics_wall_s, 3),
@@ -55,21 +68,25 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "video": result.video,
         "video_skipped_reason": result.video_skipped_reason,
         "max_abs_tracking_error_rad": err,
+        "refused_targets": result.refused_targets,
+        "failed_plan_steps": len(failed_steps(result.plans)),
+        "expect": expect or {},
         "pipeline": result.pipeline,
         "plans": result.plans,
         "plot": str(joint_plot(result, out_dir / "joints.png")),
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     lines = [
-        f"# Run `{result.scenario}` (simulated)",
+        f"# Run `{result.scenario}` (simulated): {result.status}"
+        + (f" by {result.stopped_by}" if result.stopped_by else ""),
         "",
         "hardware_io: false. Figures are from the MuJoCo twin, not from a physical robot.",
         "",
-        "| figure | value |",
-        "|---|---|",
     ]
+    if problems:
+        lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in problems] + [""]
+    lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()
-              if k not in EVIDENCE and k not in ("pipeline", "plans")]
+              if k not in EVIDENCE and k not in ("pipeline", "plans", "unexpected", "expect")]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]
@@ -81,5 +98,6 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
                   "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(row.get(c, "")) for c in cols) + " |" for row in result.plans]
     lines += ["", "![joints](joints.png)", ""]
-    (out_dir / "summary.md").write_text("\n".join(lines))
+    write_atomic(out_dir / "summary.md", "\n".join(lines))
+    write_json_atomic(out_dir / "summary.json", summary)  # last: its status says the run is over
     return summary

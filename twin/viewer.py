@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 
+from controllers.errors import RobTwinError
 from controllers.names import Arm
 
 
-class NoDisplayError(RuntimeError):
+class NoDisplayError(RobTwinError, RuntimeError):
     """No X11/Wayland display: the interactive viewer cannot open."""
 
 

@@ -81,8 +81,10 @@ class FaultInjectingBus(can.BusABC):
     """
 
     def __init__(self, inner: can.BusABC, arm: Arm, clock: Callable[[], float],
-                 faults: FaultSchedule, rng: np.random.Generator):
+                 faults: FaultSchedule, rng: np.random.Generator,
+                 first_command_id: int = FIRST_COMMAND_ID):
         self._inner = inner
+        self._first_command_id = first_command_id  # a sample's first frame (batch faults)
         self.arm = arm
         self._clock = clock
         self.faults = faults
@@ -110,7 +112,7 @@ class FaultInjectingBus(can.BusABC):
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         now = self._clock()
         msg.timestamp = now
-        if msg.arbitration_id == FIRST_COMMAND_ID:
+        if msg.arbitration_id == self._first_command_id:
             self._frame_in_sample = 0
         k = self._frame_in_sample
         self._frame_in_sample += 1

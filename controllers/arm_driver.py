@@ -38,8 +38,10 @@ class ArmDriver:
     def __init__(self, owner: ArmOwner, transport: CanTransport):
         if not isinstance(owner, ArmOwner):
             raise OwnerConfigError("owner", owner, "an ArmOwner")
-        if not isinstance(transport, CanTransport):
-            raise TransportConfigError("transport", transport, "a CanTransport")
+        if not all(callable(getattr(transport, m, None)) for m in ("poll_feedback", "publish_sample", "close")) \
+                or not hasattr(getattr(transport, "config", None), "arm"):
+            raise TransportConfigError("transport", transport,
+                                       "a transport (CanTransport or alike: poll_feedback, publish_sample, config.arm)")
         if owner.arm is not transport.config.arm:
             raise TransportConfigError(
                 "transport.config.arm", transport.config.arm.value,

@@ -1,10 +1,12 @@
-"""``rob-twin`` command line (foundation issue): demo, run, experiment, view, rehearse."""
+"""``rob-twin`` command line (foundation issue): demo, run, experiment, view, rehearse, study, sweep."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+
+from .cli_scale import add_commands as add_scale_commands
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
@@ -142,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)
+    add_scale_commands(sub)
     return parser
 
 

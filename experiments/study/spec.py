@@ -120,10 +120,11 @@ def spec_error(err: ValidationError) -> StudySpecError:
         valid = "required (missing)"
     elif first["type"] in ("union_tag_invalid", "union_tag_not_found"):
         valid = "goals.kind 'gaussian' or 'file'"
+    value = None if first["type"] == "missing" else first.get("input")
     more = len(err.errors()) - 1
     if more:
         valid += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return StudySpecError(field, first.get("input"), valid)
+    return StudySpecError(field, value, valid)
 
 
 def parse_spec(raw: dict) -> StudySpec:

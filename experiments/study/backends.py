@@ -33,11 +33,6 @@ def error_row(task: Task, message: str) -> dict:
     return row
 
 
-def _init_worker() -> None:
-    """Worker processes run single-threaded numerics (one plan per core)."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -56,18 +51,19 @@ class LocalBackend:
 
     def run(self, ctx: StudyContext, tasks: Iterable[Task], on_row: OnRow) -> None:
         tasks = list(tasks)
-        if self.workers <= 1:
+        workers = min(self.workers, len(tasks))
+        if workers <= 1:
             for task in tasks:
                 on_row(run_task(ctx, task))
             return
         pending = list(reversed(tasks))
         spawn = multiprocessing.get_context("spawn")
         while pending:
-            with cf.ProcessPoolExecutor(self.workers, mp_context=spawn, initializer=_init_worker) as pool:
+            with cf.ProcessPoolExecutor(workers, mp_context=spawn) as pool:
                 running: dict[cf.Future, Task] = {}
                 try:
                     while pending or running:
-                        while pending and len(running) < self.workers * self.in_flight:
+                        while pending and len(running) < workers * self.in_flight:
                             task = pending.pop()
                             running[pool.submit(run_task, ctx, task)] = task
                         done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
@@ -141,12 +137,15 @@ class RayBackend:
     def run(self, ctx: StudyContext, tasks: Iterable[Task], on_row: OnRow) -> None:
         import ray
 
+        tasks = list(tasks)
+        if not tasks:
+            return
         started = self._connect()
         try:
-            n = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            n = min(len(tasks), self.workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
             actor_cls = ray.remote(num_cpus=1)(_StudyActor)
             actors = [actor_cls.remote(ctx) for _ in range(n)]
-            pending = list(reversed(list(tasks)))
+            pending = list(reversed(tasks))
             running: dict = {}
             load = {i: 0 for i in range(n)}
             while pending or running:

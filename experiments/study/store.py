@@ -68,8 +68,8 @@ class RowStore:
             existing = []
             self.csv_path.unlink(missing_ok=True)
         self.manifest.write_text(json.dumps({"spec": identity}, indent=2) + "\n")
-        self.done = {r["row"]: r for r in existing}
-        self._rewrite(list(self.done.values()))  # drop a torn line before appending
+        self.done = {r["row"] for r in existing}  # row numbers only: a big study stays small here
+        self._rewrite(existing)  # drop a torn line before appending
         self._file = self.csv_path.open("a", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS)
 
@@ -84,7 +84,7 @@ class RowStore:
     def append(self, row: dict) -> None:
         self._writer.writerow(row)
         self._file.flush()
-        self.done[row["row"]] = row
+        self.done.add(row["row"])
 
     def close(self) -> list[dict]:
         """Close the file and rewrite it in row order; return the rows (typed)."""

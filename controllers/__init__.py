@@ -1,5 +1,5 @@
 """The hardware-facing layer: the arm owner, the Amber CAN codec and transport, the
-synchronized executor. Never imports mujoco or pinocchio (an import test checks).
+Damiao MIT transport (OpenArm's motors), the synchronized executor. Never imports mujoco or pinocchio (an import test checks).
 
 Start here::
 
@@ -18,6 +18,8 @@ _MODULES = {
     "controllers.codec": ("CodecConfig", "Frame", "encode_sample", "encode_joint",
                           "decode_command", "decode_feedback", "encode_feedback"),
     "controllers.transport": ("CanTransport", "TransportConfig"),
+    "controllers.damiao_transport": ("DamiaoTransport", "DamiaoTransportConfig"),
+    "controllers.damiao_driver": ("DamiaoArmDriver",),
     "controllers.executor": ("SyncExecutor", "ExecutorConfig"),
     "controllers.names": ("Arm",),
     "controllers.errors": ("RobTwinError", "UnknownNameError"),

@@ -136,6 +136,14 @@ HEAD_CAMERA = "head/rgb"
 RANGE_SENSOR_SITE = "base/lidar"
 RANGE_SENSOR_BEAMS = 36  # a fan of rangefinders, 10 degrees apart, 360 degrees
 RANGE_SENSOR_PREFIX = "base/lidar_"
+# The driven base's sensors: two 2D lidars (front, back), a gyro, a floor-flow velocimeter.
+LIDAR_FRONT_SITE = "base/lidar_front"
+LIDAR_BACK_SITE = "base/lidar_back"
+LIDAR_SITES = {"front": LIDAR_FRONT_SITE, "back": LIDAR_BACK_SITE}
+IMU_SITE = "base/imu"
+GYRO_SENSOR = "base/gyro"
+FLOW_SITE = "base/flow"
+FLOW_SENSOR = "base/flow_velocity"
 
 # Scene names.
 TABLE_BODY = "table"
@@ -145,6 +153,7 @@ CAN_GEOM = "can/body"
 FLOOR_GEOM = "floor"
 OVERVIEW_CAMERA = "overview"
 FRONT_CAMERA = "front"
+ROOM_WALL_PREFIX = "room/wall_"
 SCENE_CAMERAS = (OVERVIEW_CAMERA, FRONT_CAMERA)
 
 
@@ -153,3 +162,7 @@ def range_sensor(i: int) -> str:
 
 
 ALL_ARM_JOINTS = arm_joints(Arm.RIGHT) + arm_joints(Arm.LEFT)
+
+# Robots the twin can run; the drive family follows the robot: Amber position drives (ROB)
+# or Damiao MIT drives (the OpenArm-class variant, models/openarm.py).
+ROBOTS = ("rob", "openarm")

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 from controllers.clock import Clock
 from controllers.errors import OwnerConfigError, OwnerStateError
@@ -116,6 +116,8 @@ class FaultKind(enum.Enum):
     PLANNER_ERROR = "planner_error"
     LIMIT_VIOLATION = "limit_violation"
     FOREIGN_WRITER = "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
+    TORQUE_LIMIT = "torque_limit"  # a feed-forward torque beyond the motor's limit (never clipped)
+    DRIVE_ERROR = "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
 
 
 class BrakeCause(enum.Enum):
@@ -194,6 +196,8 @@ class ArmOwner:
         self.arm = Arm.parse(arm)
         self.config = config or default_config()
         self._pub = publisher
+        # torque-capable drives take the whole coherent state (controllers.publish.StatePublisher)
+        self._publish_state = getattr(publisher, "publish_state", None)
         self._clock = clock
         self.hooks = hooks or OwnerHooks()
         self.authority = lease_authority or LeaseAuthority(clock)
@@ -406,7 +410,11 @@ class ArmOwner:
                         self.hooks.after_take(tgt)
 
         # 3. compute and check
-        res = self._otg.update(self._inp, self._out)
+        try:
+            res = self._otg.update(self._inp, self._out)
+        except RuckigError as err:  # ruckig raises (not returns) on some inputs: fail closed
+            detail = " ".join(str(err).split())[:160]
+            return self._latch(FaultKind.PLANNER_ERROR, f"ruckig raised: {detail}", now, t0, gap, 0.0)
         ruckig_s = self._out.calculation_duration * 1e-6
         if res not in (Result.Working, Result.Finished):
             return self._latch(FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s)
@@ -423,7 +431,10 @@ class ArmOwner:
         # 4. publish; only ACCEPTED advances the coherent commanded state
         if self.hooks.before_publish:
             self.hooks.before_publish(p)
-        rep = self._pub.publish_sample(p)
+        if self._publish_state is not None:
+            rep = self._publish_state(p, v, a)
+        else:
+            rep = self._pub.publish_sample(p)
         if self.hooks.after_publish:
             self.hooks.after_publish(rep)
         if rep.outcome is PublishOutcome.ACCEPTED:
@@ -438,6 +449,8 @@ class ArmOwner:
             return self._report(now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap)
         if rep.outcome is PublishOutcome.REFUSED:
             self.stats.refused_outputs += 1
+            if rep.fault_kind:  # a refusal the publisher says must latch, not brake
+                return self._latch(FaultKind(rep.fault_kind), f"output refused: {rep.reason}", now, t0, gap, ruckig_s, rep.outcome)
             if self.mode is Mode.TRACKING:
                 self._begin_brake(BrakeCause.OUTPUT_REFUSED)
                 return self._report(now, False, rep.outcome, new_plan, seq, moving, f"output refused ({rep.reason}): braking", t0, ruckig_s, gap)
@@ -468,6 +481,13 @@ class ArmOwner:
         inp.target_acceleration = [0.0] * N
 
     def _finish_brake(self) -> None:
+        # Ruckig reports the brake Finished: velocity and acceleration are zero; what is
+        # left is float residue (1e-17), on which a hold at the same position can make
+        # Ruckig raise ("error in step 2"). Continue from exact zeros.
+        self._inp.current_velocity = [0.0] * N
+        self._inp.current_acceleration = [0.0] * N
+        self._cmd_v = np.zeros(N)
+        self._cmd_a = np.zeros(N)
         self._set_hold_target(self._cmd_p)
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 

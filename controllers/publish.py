@@ -31,6 +31,9 @@ class PublishReport:
     frames_sent: int = 0
     duration_s: float = 0.0
     extra: dict = field(default_factory=dict)
+    # A REFUSED sample whose cause must latch rather than brake (a feed-forward torque
+    # over the motor's limit, say) names the owner's FaultKind value here; "" otherwise.
+    fault_kind: str = ""
 
     @property
     def ok(self) -> bool:
@@ -40,4 +43,16 @@ class PublishReport:
 class SamplePublisher(Protocol):
     def publish_sample(self, positions_rad: np.ndarray) -> PublishReport:
         """Encode and send one seven-joint sample; never retries."""
+        ...
+
+
+class StatePublisher(Protocol):
+    """A publisher that sends the whole coherent commanded state (torque-capable drives).
+
+    When a publisher has ``publish_state``, the owner calls it instead of
+    ``publish_sample`` with the same Ruckig sample's position [rad], velocity [rad/s]
+    and acceleration [rad/s^2]."""
+
+    def publish_state(self, positions_rad: np.ndarray, velocities_rad_s: np.ndarray,
+                      accelerations_rad_s2: np.ndarray) -> PublishReport:
         ...

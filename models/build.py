@@ -254,7 +254,27 @@ def _add_base(spec: mujoco.MjSpec, shell) -> mujoco.MjsBody:
         spec.add_sensor(name=N.range_sensor(i), type=mujoco.mjtSensor.mjSENS_RANGEFINDER,
                         objtype=mujoco.mjtObj.mjOBJ_SITE, objname=N.range_sensor(i),
                         cutoff=b.lidar_cutoff, intprm=[1, 0, 0])  # data: distance
+    _add_base_sensors(spec, base)
     return base
+
+
+def _add_base_sensors(spec: mujoco.MjSpec, base) -> None:
+    """The driven base's sensors: the two lidar mounts (sites: +x is the unit's zero angle),
+    the gyro on its side-mounted IMU board, the floor-flow velocimeter."""
+    b = D.BODY
+    for name, pos, yaw in ((N.LIDAR_FRONT_SITE, b.lidar_front_pos, b.lidar_front_yaw),
+                           (N.LIDAR_BACK_SITE, b.lidar_back_pos, b.lidar_back_yaw)):
+        site = base.add_site(name=name, pos=_g(pos), quat=_g([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]),
+                             type=_CYLINDER, rgba=[0.1, 0.1, 0.1, 1])
+        site.size = [0.035, 0.02, 0]
+    imu = base.add_site(name=N.IMU_SITE, pos=_g(b.imu_pos), quat=_quat_rx(b.imu_roll), group=4)
+    imu.size[0] = 0.01
+    spec.add_sensor(name=N.GYRO_SENSOR, type=mujoco.mjtSensor.mjSENS_GYRO,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=N.IMU_SITE)
+    flow = base.add_site(name=N.FLOW_SITE, pos=_g(b.flow_pos), group=4)
+    flow.size[0] = 0.01
+    spec.add_sensor(name=N.FLOW_SENSOR, type=mujoco.mjtSensor.mjSENS_VELOCIMETER,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=N.FLOW_SITE)
 
 
 def _add_torso_and_head(base, shell) -> mujoco.MjsBody:
@@ -412,10 +432,24 @@ def _add_scene(spec: mujoco.MjSpec) -> None:
     can.add_freejoint(name=f"{N.CAN_BODY}/free")
     can.add_geom(name=N.CAN_GEOM, type=_CYLINDER, size=[s.can_radius, s.can_half_height, 0],
                  mass=s.can_mass, rgba=[0.85, 0.05, 0.05, 1], condim=4, friction=[1, 0.02, 0.001])
+    _add_room(world)
     world.add_camera(name=N.OVERVIEW_CAMERA, pos=[2.3, -1.9, 1.9], fovy=45,
                      mode=mujoco.mjtCamLight.mjCAMLIGHT_TARGETBODY, targetbody=N.TORSO_BODY)
     front = world.add_camera(name=N.FRONT_CAMERA, pos=[2.4, 0, 1.3], fovy=50)
     _orient(front, xyaxes=[0, 1, 0, -0.35, 0, 1])
+
+
+def _add_room(world) -> None:
+    """Four walls around the floor (what the lidars see besides the table)."""
+    s = D.SCENE
+    (x0, x1), (y0, y1), h, t = s.room_x, s.room_y, s.wall_height, s.wall_thickness
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    for name, pos, half in (("north", [x1 + t / 2, cy], [t / 2, (y1 - y0) / 2 + t, h / 2]),
+                            ("south", [x0 - t / 2, cy], [t / 2, (y1 - y0) / 2 + t, h / 2]),
+                            ("west", [cx, y1 + t / 2], [(x1 - x0) / 2, t / 2, h / 2]),
+                            ("east", [cx, y0 - t / 2], [(x1 - x0) / 2, t / 2, h / 2])):
+        world.add_geom(name=f"{N.ROOM_WALL_PREFIX}{name}", type=_BOX, size=_g(half),
+                       pos=_g([*pos, h / 2]), rgba=[0.85, 0.85, 0.8, 1])
 
 
 def scene_spec() -> mujoco.MjSpec:

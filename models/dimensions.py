@@ -150,6 +150,20 @@ class BodySpec:
     # 2D range sensor (SEED: range sensing / RPLidar) on the base: a fan of rangefinders.
     lidar_z: float = 0.26
     lidar_cutoff: float = 8.0  # [m]
+    # Two RPLIDAR A1-class 2D lidars (SEED: one at the front, one at the back of the base).
+    # ASSUMED mounts: on the deck (chassis top at 0.32 m), optical plane 0.36 m above the
+    # floor, 0.28 m ahead of / behind the centre; the back unit faces backwards (yaw pi).
+    lidar_front_pos: tuple[float, float, float] = (0.28, 0.0, 0.36)
+    lidar_back_pos: tuple[float, float, float] = (-0.28, 0.0, 0.36)
+    lidar_front_yaw: float = 0.0
+    lidar_back_yaw: float = 3.14159
+    # ASSUMED IMU (gyro) on the deck, mounted on its side: its board is rolled +90 deg about
+    # the base x axis, so its z axis is the base's -y (the mounting a config must state).
+    imu_pos: tuple[float, float, float] = (-0.10, 0.08, 0.30)
+    imu_roll: float = 1.5708
+    # ASSUMED floor-flow sensor (SEED: optical flow, within about 10 cm of the floor) under
+    # the chassis, ahead of the centre: it reads its own velocity over the floor.
+    flow_pos: tuple[float, float, float] = (0.22, 0.0, 0.06)
 
 
 BODY = BodySpec()
@@ -168,6 +182,14 @@ class SceneSpec:
     can_half_height: float = 0.0615
     can_mass: float = 0.35
     can_xy: tuple[float, float] = (0.62, -0.18)
+
+
+    # ASSUMED room for the lidars and the odometry runs: walls 1.2 m high, 10 cm thick, inner
+    # faces at x = -7 and x = 3 m, y = -3 and y = 3 m (ROB starts at the origin facing +x).
+    room_x: tuple[float, float] = (-7.0, 3.0)
+    room_y: tuple[float, float] = (-3.0, 3.0)
+    wall_height: float = 1.2
+    wall_thickness: float = 0.10
 
 
 SCENE = SceneSpec()

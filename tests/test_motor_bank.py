@@ -211,7 +211,7 @@ def test_bad_fault_specs_are_rejected_with_the_valid_values():
         FaultSpec("partial_batch", "right", params={"frames": 2})
     with pytest.raises(FaultSpecError, match="joint 9"):
         FaultSpec("stall", "right", joints=(9,))
-    with pytest.raises(FaultSpecError, match="unknown arm 'middle'"):
+    with pytest.raises(FaultSpecError, match=r"faults\[0\]\.arm: Input should be 'right' or 'left'"):
         FaultSpec.from_dict({"kind": "stall", "arm": "middle"})
     with pytest.raises(DriveConfigError, match="sign must be"):
         from twin.drive import DriveConfig

@@ -18,9 +18,15 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 _MODULES = {
     "twin.twin": ("Twin", "TwinConfig"),
     "twin.closed_loop": ("ClosedLoop", "ClosedLoopConfig"),
+    "twin.damiao_loop": ("DamiaoOptions", "openarm_config"),
     "twin.faults": ("FaultSpec",),
     "twin.scenario": ("Scenario", "ScenarioError", "run_scenario", "demo_scenario"),
     "twin.rehearsal": ("RehearsalConfig", "rehearse", "write_report"),
     "twin.video": ("RenderUnavailable", "VideoRecorder"),
+    "twin.base_drive": ("BaseDrive", "BaseDriveConfig"),
+    "twin.odometry": ("Odometry", "OdometryConfig", "MocapStream"),
+    "twin.lidar": ("Lidar", "LidarConfig", "LidarPair"),
+    "twin.scan_merge": ("ScanMerger", "MergeConfig", "merge"),
+    "twin.env": ("RobEnv", "EnvConfig"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

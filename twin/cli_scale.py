@@ -1,11 +1,18 @@
 """``rob-twin study`` and ``rob-twin sweep``: the parallel commands (engines in
-``experiments.study`` and ``experiments.sweep``, imported only when a command runs)."""
+``experiments.study`` and ``experiments.sweep``, imported only when a command runs).
+
+Both return ``(exit code, result object)`` (``--json`` prints the object); a bad spec, folder
+or Ray address is exit 2 with the reason on stderr."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+
+def _input_error(command: str, err: Exception) -> tuple[int, dict]:
+    print(f"rob-twin {command}: {err}", file=sys.stderr)
+    return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
 
 
 def _backend(args: argparse.Namespace):
@@ -17,7 +24,7 @@ def _backend(args: argparse.Namespace):
     return LocalBackend(workers=args.workers or default_workers())
 
 
-def _cmd_study(args: argparse.Namespace) -> int:
+def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
     from pathlib import Path
 
     from controllers.errors import RobTwinError
@@ -29,38 +36,31 @@ def _cmd_study(args: argparse.Namespace) -> int:
         spec, base = load_spec(args.spec)
         if args.replay is not None:
             result = replay_row(spec, base, args.replay, out)
-            if args.json:
-                print(json.dumps(result))
-            else:
-                r = result["row"]
-                print(f"row {r['row']} (pair {r['pair']}, margin {r['margin_m']} m, goal seed "
-                      f"{r['goal_seed']}, plan seed {r['plan_seed']}): {r['status']} "
-                      f"{r['error'] or r['reason']}".rstrip())
-                verdict = {None: "no stored row to compare", True: "same as the stored row",
-                           False: "DIFFERS from the stored row"}[result["same"]]
-                print(f"plan time {r['plan_time_s']} s; {verdict}")
-            return 1 if result["same"] is False else 0
+            r = result["row"]
+            print(f"row {r['row']} (pair {r['pair']}, margin {r['margin_m']} m, goal seed "
+                  f"{r['goal_seed']}, plan seed {r['plan_seed']}): {r['status']} "
+                  f"{r['error'] or r['reason']}".rstrip())
+            verdict = {None: "no stored row to compare", True: "same as the stored row",
+                       False: "DIFFERS from the stored row"}[result["same"]]
+            print(f"plan time {r['plan_time_s']} s; {verdict}")
+            return (1 if result["same"] is False else 0), result
         summary = run_study(spec, base, out, backend=_backend(args), resume=args.resume,
                             overwrite=args.overwrite, progress=not (args.json or args.no_progress),
                             spec_path=args.spec)
     except RobTwinError as err:
-        print(f"rob-twin study: {err}", file=sys.stderr)
-        return 2
+        return _input_error("study", err)
     except KeyboardInterrupt:
         print("rob-twin study: interrupted; finished rows are kept, --resume continues",
               file=sys.stderr)
-        return 130
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print(f"{summary['finished']}/{summary['tasks']} tasks ({summary['ran_now']} now) on "
-              f"{summary['backend']} in {summary['wall_s']} s: {summary['statuses']}")
-        print(f"table: {summary['table']}; report: {Path(summary['table']).parent / 'report.md'} "
-              "(simulated; hardware_io: false)")
-    return 0
+        raise
+    print(f"{summary['finished']}/{summary['tasks']} tasks ({summary['ran_now']} now) on "
+          f"{summary['backend']} in {summary['wall_s']} s: {summary['statuses']}")
+    print(f"table: {summary['table']}; report: {Path(summary['table']).parent / 'report.md'} "
+          "(simulated; hardware_io: false)")
+    return 0, summary
 
 
-def _cmd_sweep(args: argparse.Namespace) -> int:
+def _cmd_sweep(args: argparse.Namespace) -> tuple[int, dict]:
     from pathlib import Path
 
     from controllers.errors import RobTwinError
@@ -71,15 +71,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                            out_dir=Path(args.out), workers=args.workers,
                            update=args.update_baselines, progress=not args.json)
     except RobTwinError as err:
-        print(f"rob-twin sweep: {err}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(report["table_md"], end="")
-        print(f"{report['verdict']}: {report['scenarios']} scenarios in {report['wall_s']} s; "
-              f"report {report['report']} (simulated; hardware_io: false)")
-    return 0 if report["passed"] else 1
+        return _input_error("sweep", err)
+    print(report["table_md"], end="")
+    print(f"{report['verdict']}: {report['scenarios']} scenarios in {report['wall_s']} s; "
+          f"report {report['report']} (simulated; hardware_io: false)")
+    return (0 if report["passed"] else 1), report
 
 
 def add_commands(sub) -> None:
@@ -98,7 +94,7 @@ def add_commands(sub) -> None:
     st.add_argument("--replay", type=int, metavar="ROW", help="plan one row again and compare")
     st.add_argument("--json", action="store_true", help="print exactly one JSON object")
     st.add_argument("--no-progress", action="store_true")
-    st.set_defaults(func=_cmd_study)
+    st.set_defaults(func=_cmd_study, json_result=True)
     sw = sub.add_parser("sweep", help="run every scenario in DIR, compare with baselines (exit 1 on a regression)")
     sw.add_argument("dir", help="folder of scenario .json files")
     sw.add_argument("--baselines", help="baseline folder (default DIR/baselines/)")
@@ -107,4 +103,4 @@ def add_commands(sub) -> None:
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: all cores)")
     sw.add_argument("--out", default="out/sweep", help="run outputs and report (default out/sweep/)")
     sw.add_argument("--json", action="store_true", help="print exactly one JSON object")
-    sw.set_defaults(func=_cmd_sweep)
+    sw.set_defaults(func=_cmd_sweep, json_result=True)

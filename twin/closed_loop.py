@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,20 +28,23 @@ import numpy as np
 
 from controllers.arm_driver import ArmDriver
 from controllers.clock import SimClock
+from controllers.errors import RobTwinError
 from controllers.lease import Lease, LeaseStatus
 from controllers.mailbox import OfferResult
-from controllers.names import BUS_MAPPING, Arm
+from controllers.names import BUS_MAPPING, ROBOTS, Arm, UnknownNameError
 from controllers.owner import OwnerConfig, TickReport
 from controllers.target import ArmTarget
 from controllers.transport import TransportConfig
 from models import dimensions as D
 
+from .bus_timing import BusTimingConfig
 from .drive import DriveConfig
 from .errors import TwinInputError
 from .faults import FaultSchedule, FaultSpec
 from .motor_bank import MotorBank
+from .timed_bus import BusTimingLayer
 from .twin import Twin, TwinConfig
-from .wire import FaultInjectingBus, open_virtual
+from .wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
 
 _RUNS = itertools.count(1)
 N_JOINTS = 7
@@ -71,7 +75,12 @@ class ClosedLoopConfig:
     the 1 kHz physics rate); owner: both owners' limits; drives: per-joint drive configs
     (None: from the model dimensions); swap_wiring: put the RIGHT arm's drives on CAN11
     and the LEFT's on CAN10 (a wiring fault); client_lease_s: lease the twin's target
-    client asks for [s]; log_dir: write all bus traffic there (python-can loggers)."""
+    client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
+    robot: "rob" (Amber position drives) or "openarm" (Damiao MIT drives with gravity
+    compensation, ``twin.damiao_loop``; ``twin.damiao_loop.openarm_config()`` gives its
+    500 Hz owners); bus_timing: play every frame through a simulated CAN bus
+    (``twin.bus_timing``: frame durations, arbitration, queues); None (default) delivers
+    frames instantly."""
 
     seed: int = 0
     owner_rate_hz: float = 200.0
@@ -83,8 +92,13 @@ class ClosedLoopConfig:
     log_dir: str | Path | None = None
     log_suffix: str = ".log"
     faults: tuple[FaultSpec, ...] = ()
+    robot: str = "rob"
+    damiao: object | None = None  # openarm only: twin.damiao_loop.DamiaoOptions (None: defaults)
+    bus_timing: BusTimingConfig | None = None
 
     def __post_init__(self) -> None:
+        if self.robot not in ROBOTS:
+            raise UnknownNameError("robot", self.robot, list(ROBOTS))
         if not 0 < self.feedback_rate_hz <= 200.0:
             raise TwinInputError("feedback_rate_hz", self.feedback_rate_hz, "(0, 200] Hz")
         if abs(1.0 / self.owner_rate_hz - self.owner.period_s) > 1e-12:
@@ -99,35 +113,55 @@ def default_config() -> ClosedLoopConfig:
 class ClosedLoop:
     """ROB with both arm owners streaming over simulated CAN to the motor bank.
 
-    Built on a ``Twin`` (one is made if not given); the creating thread owns it."""
+    Built on a ``Twin`` (one is made if not given); the creating thread owns it.
+    A config with ``robot="openarm"`` builds a ``twin.damiao_loop.DamiaoClosedLoop``."""
+
+    first_command_id = FIRST_COMMAND_ID  # where a sample's frames start (wire fault counting)
+
+    def __new__(cls, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
+        if cls is ClosedLoop and config is not None and config.robot == "openarm":
+            from .damiao_loop import DamiaoClosedLoop
+
+            return super().__new__(DamiaoClosedLoop)
+        return super().__new__(cls)
 
     def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         self.config = cfg = config or default_config()
-        self.twin = twin or Twin(TwinConfig(seed=cfg.seed))
+        self.twin = twin or self._make_twin(cfg)
         self.clock = SimClock(self.twin.time)
         self.faults = FaultSchedule(cfg.faults)
         run = f"{os.getpid()}.{next(_RUNS)}"
         self.channels = {arm: f"{BUS_MAPPING[arm].channel}@{run}" for arm in Arm}
         other = {Arm.RIGHT: Arm.LEFT, Arm.LEFT: Arm.RIGHT}
         wiring = {self.channels[arm]: (other[arm] if cfg.swap_wiring else arm) for arm in Arm}
-        self.bank = MotorBank(self.twin.model, self.twin.data, wiring, self.faults, cfg.drives,
-                              cfg.log_dir, cfg.log_suffix, now=self.twin.time)
+        self.bank = self._make_bank(wiring)
+        self.bus_timing: BusTimingLayer | None = None
+        if cfg.bus_timing is not None:
+            self.bus_timing = BusTimingLayer(cfg.bus_timing, self.clock.now, self.twin.time)
+            for ch, ad in self.bank.buses.items():
+                ad.bus = self.bus_timing.bank_bus(ch, ad.bus)
         rng = np.random.default_rng(cfg.seed)
         self.wires: dict[Arm, FaultInjectingBus] = {}
         self.drivers: dict[Arm, ArmDriver] = {}
         for arm in Arm:
-            wire = FaultInjectingBus(open_virtual(self.channels[arm]), arm, self.clock.now,
-                                     self.faults, rng)
+            ch = self.channels[arm]
+            host = open_virtual(ch)
+            if self.bus_timing is not None:
+                host = self.bus_timing.host_bus(ch, host)
+            wire = FaultInjectingBus(host, arm, self.clock.now, self.faults, rng,
+                                     first_command_id=self.first_command_id)
+            if self.bus_timing is not None:
+                wire.on_wire_fault = self.bus_timing.wire_fault_sink(ch)
             self.wires[arm] = wire
-            self.drivers[arm] = ArmDriver.create(
-                arm, self.clock, self.twin.arm_positions(arm), cfg.owner,
-                TransportConfig(arm=arm, channel=self.channels[arm]), bus=wire)
+            self.drivers[arm] = self._make_driver(arm, wire)
         self._leases: dict[Arm, Lease | None] = {arm: None for arm in Arm}
         self._seq = {arm: 0 for arm in Arm}
         self.owner_ticking = {arm: True for arm in Arm}
         self.last_report: dict[Arm, TickReport | None] = {arm: None for arm in Arm}
         self.on_tick: list[Callable[[Arm, TickReport], None]] = []
         self.stream_counts: dict[str, dict] = {}
+        self.refused: dict[Arm, Counter] = {arm: Counter() for arm in Arm}
+        self._start_drives()
         sched = self.twin.scheduler
         physics_hz = 1.0 / sched.dt
         sched.add("bus", physics_hz, self._service_bus)
@@ -135,9 +169,27 @@ class ClosedLoop:
         sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
         self._closed = False
 
+    # ------------------------------------------------------------------ family hooks
+    def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
+        return Twin(TwinConfig(seed=cfg.seed))
+
+    def _make_bank(self, wiring: dict[str, Arm]):
+        cfg = self.config
+        return MotorBank(self.twin.model, self.twin.data, wiring, self.faults, cfg.drives,
+                         cfg.log_dir, cfg.log_suffix, now=self.twin.time)
+
+    def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> ArmDriver:
+        return ArmDriver.create(arm, self.clock, self.twin.arm_positions(arm), self.config.owner,
+                                TransportConfig(arm=arm, channel=self.channels[arm]), bus=wire)
+
+    def _start_drives(self) -> None:
+        """Anything the drive family needs before the owners tick (Amber: nothing)."""
+
     # ------------------------------------------------------------------ tasks
     def _service_bus(self, now: float) -> None:
         self.clock.set(now)
+        if self.bus_timing is not None:
+            self.bus_timing.advance(now)
         for wire in self.wires.values():
             if wire.held:
                 wire.pump(now)
@@ -175,15 +227,20 @@ class ClosedLoop:
         self._seq[arm] += 1
         target = ArmTarget(arm, positions_rad, self._seq[arm], owner.generation, self.lease(arm),
                            velocity_rad_s, acceleration_rad_s2)
-        return owner.submit(target)
+        result = owner.submit(target)
+        if not result.accepted:
+            self.refused[arm][result.reason.value if result.reason else "unknown"] += 1
+        return result
 
     def stream_targets(self, arm: Arm | str, source: Callable[[float], np.ndarray | None],
                        rate_hz: float) -> str:
         """Submit ``source(t)`` [rad] to ``arm`` every 1/``rate_hz`` s of simulated time.
 
         Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
-        average); ``source`` returning None skips that instant. Returns the task name
-        (``twin.scheduler.remove(name)`` ends the stream)."""
+        average); ``source`` returning None skips that instant. A target the owner refuses,
+        by verdict or by a typed error, is counted in ``refused[arm]`` under its reason and
+        the stream goes on. Returns the task name (``twin.scheduler.remove(name)`` ends
+        the stream)."""
         arm = Arm.parse(arm)
         if not (rate_hz > 0 and np.isfinite(rate_hz)):
             raise TwinInputError("rate_hz", rate_hz, "a finite rate > 0 Hz")
@@ -195,8 +252,12 @@ class ClosedLoop:
                 state["next"] += period
                 q = source(now)
                 if q is not None:
-                    self.command(arm, q)
                     state["sent"] += 1
+                    try:
+                        self.command(arm, q)
+                    except RobTwinError as err:  # e.g. a non-finite target: refused, counted
+                        reason = getattr(getattr(err, "reason", None), "value", None)
+                        self.refused[arm][reason or type(err).__name__] += 1
 
         self.twin.scheduler.add(name, 1.0 / self.twin.scheduler.dt, task)
         self.stream_counts[name] = state
@@ -223,6 +284,10 @@ class ClosedLoop:
     @property
     def time(self) -> float:
         return self.twin.time
+
+    def bus_report(self) -> dict | None:
+        """Per bus: load and latency histograms (simulated); None when timing is off."""
+        return self.bus_timing.report() if self.bus_timing is not None else None
 
     # ------------------------------------------------------------------ running
     def run_for(self, seconds: float) -> None:

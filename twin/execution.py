@@ -16,11 +16,12 @@ Units: seconds, radians, metres.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from controllers.executor import ExecutionReport, ExecutorConfig, Outcome, SyncExecutor
+from controllers.executor import default_config as default_executor_config
 from controllers.names import Arm
 from planners.collision import CheckSession
 from planners.group import ArmGroup
@@ -35,13 +36,21 @@ def plan_arrays(plan: Plan) -> dict[Arm, tuple]:
     return {Arm.parse(a): (plan.t, tr.q, tr.qd, tr.qdd) for a, tr in plan.arms.items()}
 
 
+def loop_executor_config(loop: ClosedLoop) -> ExecutorConfig:
+    """The executor's defaults with the lookahead at one owner period of ``loop`` (the rule
+    of ``controllers.executor.default_config``: 5 ms at ROB's 200 Hz, 2 ms at the 500 Hz of
+    the OpenArm-class robot; 5 ms there lets Ruckig run ahead by 76 mrad, simulated)."""
+    return replace(default_executor_config(), lookahead_s=loop.config.owner.period_s)
+
+
 def execute_arrays(loop: ClosedLoop, arrays: Mapping, config: ExecutorConfig | None = None,
                    timeout_s: float | None = None, executor: SyncExecutor | None = None
                    ) -> ExecutionReport:
     """Execute ``{arm: (t, q, qd, qdd)}`` through ``loop`` in lockstep; return the report.
 
     timeout_s: simulated time allowed [s] (default: lead + duration + settle + 1 s)."""
-    ex_ = executor or SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock, config)
+    ex_ = executor or SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock,
+                                   config or loop_executor_config(loop))
     ex = ex_.begin(arrays)
     if ex.done:
         return ex.report()

@@ -25,12 +25,14 @@ Drive faults act inside the simulated drives (``twin.drive``):
 
 from __future__ import annotations
 
+import bisect
 import enum
+import heapq
 import math
 from dataclasses import dataclass, field
 
 from controllers.errors import RobTwinError
-from controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError
+from controllers.names import JOINTS_PER_ARM, Arm
 
 
 class FaultKind(enum.Enum):
@@ -119,20 +121,22 @@ class FaultSpec:
 
     @classmethod
     def from_dict(cls, raw: dict) -> FaultSpec:
-        known = {"kind", "arm", "at", "duration", "joints"}
-        if "kind" not in raw:
-            raise FaultSpecError(f"fault {raw!r} needs a 'kind'; valid: {', '.join(_kind_names())}")
+        """One fault as scenario files write it (``twin.scenario_schema`` checks it: unknown
+        keys, kinds and arms, ranges); FaultSpecError lists the problems."""
+        from .scenario_schema import ScenarioError, validate_faults
+
         try:
-            return cls(
-                kind=raw["kind"], arm=raw.get("arm", "right"), at=float(raw.get("at", 0.0)),
-                duration=float(raw.get("duration", math.inf)),
-                joints=tuple(int(j) for j in raw.get("joints", ())),
-                params={k: v for k, v in raw.items() if k not in known},
-            )
-        except (TypeError, ValueError) as err:
-            raise FaultSpecError(f"fault {raw!r}: {err}") from None
-        except UnknownNameError as err:
+            (model,) = validate_faults([raw], "fault")
+        except ScenarioError as err:
             raise FaultSpecError(str(err)) from None
+        return cls.from_model(model)
+
+    @classmethod
+    def from_model(cls, model) -> FaultSpec:
+        """The fault of a validated ``twin.scenario_schema`` fault model."""
+        return cls(kind=model.kind, arm=model.arm, at=model.at,
+                   duration=math.inf if model.duration is None else model.duration,
+                   joints=tuple(getattr(model, "joints", ())), params=model.params())
 
 
 def _kind_names() -> list[str]:
@@ -149,28 +153,90 @@ def _parse_kind(value: FaultKind | str) -> FaultKind:
 
 
 class FaultSchedule:
-    """The faults of one run; ``active(kind, arm, t)`` lists those in force at ``t``."""
+    """The faults of one run; ``active(kind, arm, t)`` lists those in force at ``t``.
+
+    Queries are indexed by (kind, arm) and swept forward in time: a run asks at every
+    physics step with a growing ``t``, so each query costs about the number of faults in
+    force plus those that started since the last query, not the length of the list (a
+    query earlier than the previous one rebuilds that group's sweep)."""
 
     def __init__(self, specs: list[FaultSpec] | tuple[FaultSpec, ...] = ()):
-        self.specs: list[FaultSpec] = list(specs)
+        self._specs: list[FaultSpec] = list(specs)
+        self._groups: dict[tuple[FaultKind, Arm], _Sweep] | None = None
+
+    @property
+    def specs(self) -> tuple[FaultSpec, ...]:
+        return tuple(self._specs)
 
     def add(self, spec: FaultSpec) -> FaultSpec:
-        self.specs.append(spec)
+        self._specs.append(spec)
+        self._groups = None
         return spec
 
     def clear(self, kind: FaultKind | None = None, arm: Arm | None = None) -> None:
         """Remove faults (all, or those of ``kind`` and/or ``arm``)."""
-        self.specs = [s for s in self.specs
-                      if not ((kind is None or s.kind is kind) and (arm is None or s.arm is arm))]
+        self._specs = [s for s in self._specs
+                       if not ((kind is None or s.kind is kind) and (arm is None or s.arm is arm))]
+        self._groups = None
 
-    def active(self, kind: FaultKind, arm: Arm, t: float) -> list[FaultSpec]:
-        return [s for s in self.specs if s.kind is kind and s.arm is arm and s.active(t)]
+    def _sweep(self, kind: FaultKind, arm: Arm) -> _Sweep | None:
+        if self._groups is None:
+            grouped: dict[tuple[FaultKind, Arm], list[tuple[int, FaultSpec]]] = {}
+            for order, s in enumerate(self._specs):
+                grouped.setdefault((s.kind, s.arm), []).append((order, s))
+            self._groups = {key: _Sweep(items) for key, items in grouped.items()}
+        return self._groups.get((kind, arm))
+
+    def active(self, kind: FaultKind, arm: Arm, t: float) -> tuple[FaultSpec, ...]:
+        """Faults of ``kind`` on ``arm`` in force at ``t`` [s], in the order they were listed."""
+        sweep = self._sweep(kind, arm)
+        return sweep.at(t) if sweep is not None else ()
 
     def first(self, kind: FaultKind, arm: Arm, t: float) -> FaultSpec | None:
-        for s in self.specs:
-            if s.kind is kind and s.arm is arm and s.active(t):
-                return s
-        return None
+        active = self.active(kind, arm, t)
+        return active[0] if active else None
 
     def __bool__(self) -> bool:
-        return bool(self.specs)
+        return bool(self._specs)
+
+
+class _Sweep:
+    """Faults of one (kind, arm), sorted by start; ``at(t)`` for non-decreasing ``t`` moves
+    a cursor over the starts, keeps the faults in force ordered as listed and expires them
+    from a heap keyed by their end."""
+
+    def __init__(self, items: list[tuple[int, FaultSpec]]):
+        self._by_start = sorted(items, key=lambda item: (item[1].at, item[0]))
+        self._reset()
+
+    def _reset(self) -> None:
+        self._next = 0
+        self._ends: list[tuple[float, int]] = []  # (end, order) of the faults in force
+        self._live_orders: list[int] = []  # their listing order, sorted
+        self._live: dict[int, FaultSpec] = {}
+        self._t = -math.inf
+        self._cached: tuple[FaultSpec, ...] = ()
+
+    def at(self, t: float) -> tuple[FaultSpec, ...]:
+        if t < self._t:
+            self._reset()
+        elif t == self._t:
+            return self._cached
+        self._t = t
+        starts, changed = self._by_start, False
+        while self._next < len(starts) and starts[self._next][1].at <= t:
+            order, spec = starts[self._next]
+            self._next += 1
+            if spec.end > t:
+                heapq.heappush(self._ends, (spec.end, order))
+                bisect.insort(self._live_orders, order)
+                self._live[order] = spec
+                changed = True
+        while self._ends and self._ends[0][0] <= t:
+            _, order = heapq.heappop(self._ends)
+            del self._live_orders[bisect.bisect_left(self._live_orders, order)]
+            del self._live[order]
+            changed = True
+        if changed:
+            self._cached = tuple(self._live[o] for o in self._live_orders)
+        return self._cached

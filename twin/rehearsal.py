@@ -28,6 +28,7 @@ from controllers.owner import FaultKind as OwnerFault
 from controllers.owner import Mode
 from models import dimensions as D
 
+from .bus_budget import BusBudgetConfig, gate_bus_budget
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec
 from .report import EVIDENCE
@@ -58,13 +59,15 @@ class RehearsalConfig:
     """base: the closed loop every gate starts from; retarget_rates_hz: target input rates
     of the moving-retargets gate; retarget_duration_s: simulated seconds per rate;
     signature_tolerance_rad: allowed error of each joint's signature move [rad];
-    stop_margin_rad: servo-lag allowance on top of the braking distance [rad]."""
+    stop_margin_rad: servo-lag allowance on top of the braking distance [rad];
+    bus_budget: the bus and rates of the bus-budget gate (``twin.bus_budget``)."""
 
     base: ClosedLoopConfig = field(default_factory=ClosedLoopConfig)
     retarget_rates_hz: tuple[float, ...] = (20.0, 60.0, 90.0, 120.0)
     retarget_duration_s: float = 2.0
     signature_tolerance_rad: float = 0.01
     stop_margin_rad: float = 0.05
+    bus_budget: BusBudgetConfig = field(default_factory=BusBudgetConfig)
 
 
 def default_config() -> RehearsalConfig:
@@ -193,8 +196,9 @@ def _limits_table(cfg: RehearsalConfig) -> list[dict]:
             for k, drv in enumerate(ad.drives):
                 jnt = m.jnt_range[m.dof_jntid[ad.dof[k]]]
                 lims = {"owner": (owner.position_lower[k], owner.position_upper[k]),
-                        "drive": (drv.config.lower_rad, drv.config.upper_rad),
                         "model": (float(jnt[0]), float(jnt[1]))}
+                if hasattr(drv.config, "lower_rad"):  # Damiao drives have no position limits
+                    lims["drive"] = (drv.config.lower_rad, drv.config.upper_rad)
                 same = all(np.allclose(v, lims["model"], atol=1e-9) for v in lims.values())
                 rows.append({"arm": arm.value, "joint": k + 1, **{k2: list(v) for k2, v in lims.items()},
                              "consistent": bool(same)})
@@ -402,7 +406,17 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "feedback": gate_feedback,
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,
+    "bus_budget": gate_bus_budget,
 }
+
+
+def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
+    """The gate profile of the base configuration's robot (Damiao: ``twin.damiao_rehearsal``)."""
+    if cfg.base.robot == "openarm":
+        from .damiao_rehearsal import DAMIAO_GATES
+
+        return DAMIAO_GATES
+    return GATES
 
 
 def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
@@ -411,15 +425,16 @@ def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
     from controllers.names import UnknownNameError
 
     cfg = cfg or default_config()
-    names = gates or list(GATES)
+    table = gates_for(cfg)
+    names = gates or list(table)
     for n in names:
-        if n not in GATES:
-            raise UnknownNameError("gate", n, list(GATES))
+        if n not in table:
+            raise UnknownNameError("gate", n, list(table))
     results = []
     for i, n in enumerate(names, 1):
         if progress:
             print(f"[rehearse] {i}/{len(names)} {n} ...", file=sys.stderr, flush=True)
-        res = GATES[n](cfg)
+        res = table[n](cfg)
         if progress:
             print(f"[rehearse] {n}: {'PASS' if res.passed else 'FAIL'}", file=sys.stderr, flush=True)
         results.append(res.as_dict())
@@ -427,7 +442,7 @@ def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
             "passed": all(r["passed"] for r in results), "gates": results,
             "base_config": {"seed": cfg.base.seed, "owner_rate_hz": cfg.base.owner_rate_hz,
                             "feedback_rate_hz": cfg.base.feedback_rate_hz,
-                            "swap_wiring": cfg.base.swap_wiring,
+                            "swap_wiring": cfg.base.swap_wiring, "robot": cfg.base.robot,
                             "faults": [dataclasses.asdict(f) | {"kind": f.kind.value, "arm": f.arm.value}
                                        for f in cfg.base.faults]}}
 

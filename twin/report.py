@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
 import numpy as np
 
+from .run_folder import write_atomic, write_json_atomic
 from .scenario import RunResult
+from .scenario_plans import failed_steps
 
 EVIDENCE = {
     "hardware_io": False,
@@ -34,18 +36,39 @@ def joint_plot(result: RunResult, path: Path) -> Path:
     axes[1].set_xlabel("simulated time [s]")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=90, format="png")
     plt.close(fig)
+    os.replace(tmp, path)
     return path
 
 
-def summarize(result: RunResult, out_dir: Path) -> dict:
-    """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``."""
+def _bus_plot(result: RunResult, out_dir: Path) -> str | None:
+    if not result.bus:
+        return None
+    from .bus_plot import bus_plot
+
+    return str(bus_plot(result.bus, result.bus_latencies_s, out_dir / "bus.png",
+                        f"Simulated CAN buses during {result.scenario!r} (hardware_io: false)"))
+
+
+def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = None,
+              expect: dict | None = None) -> dict:
+    """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
+    atomically (temporary file, then rename). ``problems``: what the run did that its
+    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration.
+    With bus timing on, ``bus.png`` and a table of the simulated buses too."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    err = {a: float(np.max(np.abs(result.commanded[a] - result.measured[a]))) for a in result.commanded}
+    err = {a: (float(np.max(np.abs(result.commanded[a] - result.measured[a])))
+               if len(result.commanded[a]) else None) for a in result.commanded}
+    problems = list(problems or [])
     summary = {
         **EVIDENCE,
+        "status": result.status,
+        "stopped_by": result.stopped_by,
         "scenario": result.scenario,
+        "passed": result.status == "completed" and not problems,
+        "unexpected": problems,
         "simulated_s": round(result.simulated_s, 6),
         "wall_s": round(result.wall_s, 3),
         "physics_wall_s": round(result.physics_wall_s, 3),
@@ -55,21 +78,28 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         "video": result.video,
         "video_skipped_reason": result.video_skipped_reason,
         "max_abs_tracking_error_rad": err,
+        "refused_targets": result.refused_targets,
+        "failed_plan_steps": len(failed_steps(result.plans)),
+        "expect": expect or {},
         "pipeline": result.pipeline,
         "plans": result.plans,
+        **({"base": result.base} if getattr(result, "base", None) else {}),
         "plot": str(joint_plot(result, out_dir / "joints.png")),
+        "bus": result.bus if result.bus is not None else "bus timing off: frames arrive instantly",
+        "bus_plot": _bus_plot(result, out_dir),
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     lines = [
-        f"# Run `{result.scenario}` (simulated)",
+        f"# Run `{result.scenario}` (simulated): {result.status}"
+        + (f" by {result.stopped_by}" if result.stopped_by else ""),
         "",
         "hardware_io: false. Figures are from the MuJoCo twin, not from a physical robot.",
         "",
-        "| figure | value |",
-        "|---|---|",
     ]
+    if problems:
+        lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in problems] + [""]
+    lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()
-              if k not in EVIDENCE and k not in ("pipeline", "plans")]
+              if k not in EVIDENCE and k not in ("pipeline", "plans", "unexpected", "expect", "bus")]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]
@@ -80,6 +110,17 @@ def summarize(result: RunResult, out_dir: Path) -> dict:
         lines += ["", "Planned moves (ArmGroup, executed in sync through the owners):", "",
                   "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(row.get(c, "")) for c in cols) + " |" for row in result.plans]
+    if result.bus:
+        lines += ["", "Simulated CAN buses (load, latencies p50/p99/max in us):", "",
+                  "| bus | config | load | frames | lost | error frames | queueing | command->drive | feedback |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for b in result.bus.values():
+            lat = [b[k] for k in ("queue_latency", "command_to_drive_latency", "feedback_latency")]
+            lines.append(f"| {b['bus']} | {b['config']} | {b['load']:.3f} | {b['frames']} | "
+                         f"{b['frames_lost']} | {b['error_frames']} | " + " | ".join(
+                             f"{x['p50_us']}/{x['p99_us']}/{x['max_us']}" for x in lat) + " |")
+        lines += ["", "![buses](bus.png)"]
     lines += ["", "![joints](joints.png)", ""]
-    (out_dir / "summary.md").write_text("\n".join(lines))
+    write_atomic(out_dir / "summary.md", "\n".join(lines))
+    write_json_atomic(out_dir / "summary.json", summary)  # last: its status says the run is over
     return summary

@@ -23,7 +23,7 @@ from controllers.names import Arm, group_arms
 from planners.group import ArmGroup, GroupConfig
 
 from .closed_loop import ClosedLoop
-from .execution import plan_arrays
+from .execution import loop_executor_config, plan_arrays
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class PlanRunner:
         self.steps = sorted(steps, key=lambda s: s.t)
         self.group = ArmGroup(loop.twin.model, group_arms(),
                               config or planning_config())
-        self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock)
+        self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock,
+                                     loop_executor_config(loop))
         self.results: list[dict] = []
         self._next = 0
         self._active: tuple[Execution, dict] | None = None
@@ -104,12 +105,19 @@ class PlanRunner:
         self.results.append(row)
         self._active = None
 
-    def close(self) -> None:
-        """End of the run: report a plan still executing as unfinished."""
+    def close(self, why: str = "the scenario ended") -> None:
+        """End of the run (``why``: what ended it): report a plan still executing as
+        unfinished and the steps not reached as not started."""
         if self._active is not None:
             ex, row = self._active
-            ex.abort("the scenario ended before the plan finished")
+            ex.abort(f"{why} before the plan finished")
             self._finish(ex, row)
         for step in self.steps[self._next:]:
             self.results.append({"t": step.t, "arms": [a.value for a in step.goals],
-                                 "status": "not_started", "reason": "after the scenario's end"})
+                                 "status": "not_started", "reason": f"{why} first"})
+
+
+def failed_steps(results: list[dict]) -> list[dict]:
+    """The plan steps that did not plan and complete (invalid goal, no plan found,
+    execution aborted or failed, never started)."""
+    return [r for r in results if r.get("status") != "success" or r.get("outcome") != "completed"]

@@ -38,10 +38,13 @@ class Twin:
     ThreadOwnershipError. Other threads make their own data with ``new_data()``.
     """
 
-    def __init__(self, config: TwinConfig | None = None, model: mujoco.MjModel | None = None):
+    def __init__(self, config: TwinConfig | None = None, model: mujoco.MjModel | None = None,
+                 data: mujoco.MjData | None = None):
+        """``data``: an MjData of ``model`` to drive (e.g. a ``dm_control.mujoco.Physics``'s);
+        a new one by default."""
         self.config = config or default_config()
         self.model = model if model is not None else load_scene()
-        self.data = mujoco.MjData(self.model)
+        self.data = data if data is not None else mujoco.MjData(self.model)
         self._owner = threading.get_ident()
         self.rng = np.random.default_rng(self.config.seed)
         self.scheduler = Scheduler(float(self.model.opt.timestep))

@@ -26,32 +26,60 @@ def make_renderer(model: mujoco.MjModel, width: int = 640, height: int = 480) ->
 
 
 class VideoRecorder:
-    """Collects frames from a named camera and writes an MP4 with imageio-ffmpeg."""
+    """Renders a named camera and streams each frame to an MP4 encoder as it is rendered.
 
-    def __init__(self, model: mujoco.MjModel, camera: str, fps: int = 30, width: int = 640, height: int = 480):
+    With ``path`` the frames go straight to ffmpeg (imageio-ffmpeg, libx264), nothing is
+    kept in memory. The file is a fragmented MP4 with a keyframe every second: if the
+    process dies, the frames encoded so far stay playable. ``frames`` counts the frames
+    sent; without ``path`` frames are only rendered (``capture`` returns them)."""
+
+    def __init__(self, model: mujoco.MjModel, camera: str, fps: int = 30, width: int = 640,
+                 height: int = 480, path: Path | None = None):
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
             from controllers.names import UnknownNameError
 
             raise UnknownNameError("camera", camera, [model.camera(i).name for i in range(model.ncam)])
-        self.camera, self.fps = camera, fps
+        self.camera, self.fps, self.size = camera, fps, (width, height)
         self.renderer = make_renderer(model, width, height)
-        self.frames: list[np.ndarray] = []
+        self.frames = 0
+        self.path: Path | None = None
+        self._encoder = None
         # the 36 range-finder rays would hide the arms in a video
         self.options = mujoco.MjvOption()
         self.options.flags[mujoco.mjtVisFlag.mjVIS_RANGEFINDER] = False
+        if path is not None:
+            try:
+                self._open(Path(path))
+            except BaseException:
+                self.renderer.close()
+                raise
 
-    def capture(self, data: mujoco.MjData) -> np.ndarray:
-        self.renderer.update_scene(data, camera=self.camera, scene_option=self.options)
-        frame = self.renderer.render().copy()
-        self.frames.append(frame)
-        return frame
-
-    def write(self, path: Path) -> Path:
-        import imageio.v2 as imageio
+    def _open(self, path: Path) -> None:
+        import imageio_ffmpeg
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        imageio.mimwrite(path, self.frames, fps=self.fps, codec="libx264", quality=7, macro_block_size=8)
-        return path
+        encoder = imageio_ffmpeg.write_frames(
+            str(path), self.size, fps=self.fps, codec="libx264", quality=7, macro_block_size=8,
+            ffmpeg_log_level="error",
+            output_params=["-g", str(max(1, int(self.fps))),
+                           "-movflags", "+frag_keyframe+empty_moov+default_base_moof"])
+        encoder.send(None)  # starts ffmpeg
+        self._encoder, self.path = encoder, path
+
+    def capture(self, data: mujoco.MjData) -> np.ndarray:
+        """Render one frame (height x width x 3, uint8) and send it to the encoder."""
+        self.renderer.update_scene(data, camera=self.camera, scene_option=self.options)
+        frame = self.renderer.render()
+        if self._encoder is not None:
+            self._encoder.send(np.ascontiguousarray(frame))
+        self.frames += 1
+        return frame.copy()
 
     def close(self) -> None:
-        self.renderer.close()
+        """Finish the file (ffmpeg writes its last fragment) and free the GL context."""
+        encoder, self._encoder = self._encoder, None
+        try:
+            if encoder is not None:
+                encoder.close()
+        finally:
+            self.renderer.close()

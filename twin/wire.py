@@ -81,8 +81,10 @@ class FaultInjectingBus(can.BusABC):
     """
 
     def __init__(self, inner: can.BusABC, arm: Arm, clock: Callable[[], float],
-                 faults: FaultSchedule, rng: np.random.Generator):
+                 faults: FaultSchedule, rng: np.random.Generator,
+                 first_command_id: int = FIRST_COMMAND_ID):
         self._inner = inner
+        self._first_command_id = first_command_id  # a sample's first frame (batch faults)
         self.arm = arm
         self._clock = clock
         self.faults = faults
@@ -95,6 +97,8 @@ class FaultInjectingBus(can.BusABC):
         self.delayed = 0
         self.refused = 0
         self.timed_out = 0
+        # the bus timing layer, when on: told of frames destroyed on the wire and of bus-off
+        self.on_wire_fault: Callable[[str, can.Message], None] | None = None
         super().__init__(channel=inner.channel_info)
         self.channel_info = f"fault-injecting {inner.channel_info}"
 
@@ -110,7 +114,7 @@ class FaultInjectingBus(can.BusABC):
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         now = self._clock()
         msg.timestamp = now
-        if msg.arbitration_id == FIRST_COMMAND_ID:
+        if msg.arbitration_id == self._first_command_id:
             self._frame_in_sample = 0
         k = self._frame_in_sample
         self._frame_in_sample += 1
@@ -118,6 +122,8 @@ class FaultInjectingBus(can.BusABC):
         if f:
             if f.first(FaultKind.BUS_OFF, arm, now):
                 self.refused += 1
+                if self.on_wire_fault is not None:
+                    self.on_wire_fault("bus_off", msg)
                 raise can.CanOperationError("bus-off (injected): the controller refuses to send")
             spec = f.first(FaultKind.PARTIAL_BATCH, arm, now)
             if spec and k >= spec.params["accept_frames"]:
@@ -132,6 +138,8 @@ class FaultInjectingBus(can.BusABC):
             spec = f.first(FaultKind.DROP, arm, now)
             if spec and self._rng.random() < spec.params["probability"]:
                 self.dropped += 1
+                if self.on_wire_fault is not None:
+                    self.on_wire_fault("drop", msg)
                 return  # the controller accepted it; the wire lost it
             spec = f.first(FaultKind.DELAY, arm, now)
             if spec:

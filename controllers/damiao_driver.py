@@ -1,0 +1,87 @@
+"""One arm's host stack on Damiao drives: the same ``ArmOwner`` publishing through a
+``DamiaoTransport``, plus the drive-status supervision this family needs.
+
+``ArmDriver`` already reads feedback, forwards positions to the owner, and latches
+FOREIGN_WRITER on a second writer. On top of that, every tick: a drive whose status
+nibble reports an error (under-voltage, over-temperature, lost communication ...) or
+that answers DISABLED after the enable sequence latches DRIVE_ERROR. ``bring_up``
+runs the enable sequence once; if it fails the owner is latched before it could
+publish a single sample (nothing is retried). No mujoco, no pinocchio here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from controllers.arm_driver import ArmDriver
+from controllers.clock import Clock
+from controllers.damiao_codec import Status
+from controllers.damiao_transport import (
+    BringUpReport,
+    DamiaoTransport,
+    DamiaoTransportConfig,
+    GravityModel,
+)
+from controllers.names import JOINTS_PER_ARM, Arm
+from controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
+
+
+class DamiaoArmDriver(ArmDriver):
+    """An ``ArmOwner`` wired to its ``DamiaoTransport``."""
+
+    def __init__(self, owner: ArmOwner, transport: DamiaoTransport):
+        super().__init__(owner, transport)  # type: ignore[arg-type]
+        self.transport: DamiaoTransport = transport
+        self.bring_up_report: BringUpReport | None = None
+
+    @classmethod
+    def create_damiao(cls, arm: Arm | str, clock: Clock, initial_positions_rad,
+                      owner_config: OwnerConfig | None = None,
+                      transport_config: DamiaoTransportConfig | None = None, bus=None,
+                      gravity: GravityModel | None = None) -> DamiaoArmDriver:
+        """Build the transport (on ``bus`` if given) and an owner publishing through it."""
+        arm = Arm.parse(arm)
+        tcfg = transport_config or DamiaoTransportConfig(arm=arm)
+        transport = DamiaoTransport(tcfg, bus=bus, clock=clock.now, gravity=gravity)
+        owner = ArmOwner(arm, transport, clock, initial_positions_rad, owner_config)  # type: ignore[arg-type]
+        return cls(owner, transport)
+
+    def bring_up(self, settle: Callable[[], None]) -> BringUpReport:
+        """The enable sequence; a failure latches DRIVE_ERROR with the reason."""
+        rep = self.transport.bring_up(settle)
+        self.bring_up_report = rep
+        if not rep.passed:
+            self.owner.latch_fault(FaultKind.DRIVE_ERROR, f"bring-up failed: {rep.reason}")
+        return rep
+
+    def drive_fault(self) -> str:
+        """Why the drives' latest statuses forbid streaming, or "" when they do not."""
+        statuses = self.transport.statuses()
+        if statuses is None:
+            return ""
+        bad = []
+        for j, s in enumerate(statuses, start=1):
+            if s == Status.ENABLED:
+                continue
+            try:
+                name = Status(s).name
+            except ValueError:
+                name = f"unknown 0x{s:X}"
+            bad.append(f"joint {j} {name}")
+        return ", ".join(bad)
+
+    def tick(self) -> TickReport:
+        self.transport.poll_feedback()
+        why = self.drive_fault()
+        if why and self.bring_up_report is not None:
+            self.owner.latch_fault(FaultKind.DRIVE_ERROR, f"drive status: {why}")
+        return super().tick()
+
+    def measured_velocities(self) -> np.ndarray | None:
+        """Latest decoded joint velocities [rad/s], or None until every joint reported."""
+        fb = self.transport.latest_feedback
+        if len(fb) < JOINTS_PER_ARM:
+            return None
+        return np.array([fb[j].velocity_rad_s for j in range(1, JOINTS_PER_ARM + 1)])

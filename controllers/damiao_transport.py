@@ -1,0 +1,518 @@
+"""The CAN transport of one arm on Damiao MIT-mode drives (OpenArm's motors).
+
+The sibling of ``controllers.transport.CanTransport`` for torque-capable drives. It is
+a ``StatePublisher``: the owner hands it the coherent Ruckig sample (p, v, a) and it
+sends, per joint, one MIT frame with
+
+* q = p [rad] and dq = v [rad/s] of that sample (never measured values);
+* kp, kd from the per-joint gain table of the configuration;
+* tau_ff = the gravity model at the commanded position (plus a declared payload),
+  computed on every publish (500 Hz on OpenArm). The model is a plain callable
+  (``GravityModel``: 7 joint angles [rad] -> 7 torques [Nm]) that a higher layer
+  provides (the twin wraps Pinocchio's RNEA); this module imports neither mujoco
+  nor pinocchio. Without a model the feed-forward is zero.
+
+A feed-forward torque that is not finite or exceeds the motor's physical peak torque
+(DM8009 40, DM4340 27, DM4310 7 Nm) refuses the whole sample with
+``fault_kind="torque_limit"``: the owner latches, nothing is clipped or sent. Other
+out-of-range values (q past PMAX, |v| past VMAX) are codec errors: REFUSED, no frame.
+
+Sending keeps ``CanTransport``'s outcome rules (all seven frames or a typed outcome:
+REFUSED, PARTIAL, UNCERTAIN; never a retry; a late batch is UNCERTAIN).
+
+Replies: every frame sent is answered on the motor's MST id (request-reply). State
+frames are decoded with the *host's* scaling into ``latest_feedback`` (joint ->
+``DamiaoFeedback``, with ``position_rad`` and ``status`` like the Amber feedback, so
+``ArmDriver`` supervises them unchanged); register replies (the host knows which it
+asked for) land in ``registers``. A frame on one of our ESC ids was written by
+someone else: it is counted and kept (a second writer).
+
+Until the enable sequence has passed (and again after a disable or clear-error sent
+through this transport) every sample is REFUSED with ``fault_kind="drive_error"``: the
+owner latches rather than stream to drives that are not enabled.
+
+``bring_up(settle)``: the enable sequence, before the owner streams: write the CAN
+timeout, read PMAX/VMAX/TMAX, the ids, the control mode and the timeout back, compare
+them with the host's table, and only if all agree enable each drive and check that it
+answers ENABLED. ``settle()`` lets the bus move (the twin services its drives; on a
+robot host it waits about 2 ms, as openarm_can does for its parameter replies).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import can
+import numpy as np
+
+from controllers.damiao_codec import (
+    CTRL_MODE_MIT,
+    TIMEOUT_UNIT_S,
+    MitCommand,
+    Register,
+    Scaling,
+    SpecialCommand,
+    Status,
+    decode_register_frame,
+    decode_state,
+    encode_mit,
+    encode_register_read,
+    encode_register_write,
+    looks_like_register_reply,
+    special_frame,
+)
+from controllers.damiao_errors import DamiaoCodecError, DamiaoTransportError, UnknownMotorIdError
+from controllers.damiao_motors import (
+    ESC_IDS,
+    KD_MAX,
+    KP_MAX,
+    MST_IDS,
+    OPENARM_ARM_MOTORS,
+    OPENARM_KD,
+    OPENARM_KP,
+    REGISTER_ID,
+    MotorLimits,
+)
+from controllers.errors import TransportClosedError
+from controllers.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
+from controllers.publish import PublishOutcome, PublishReport
+
+GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7,)
+Clock = Callable[[], float]
+N = JOINTS_PER_ARM
+SCALING_REGISTERS = (Register.PMAX, Register.VMAX, Register.TMAX)
+BRING_UP_REGISTERS = (*SCALING_REGISTERS, Register.ESC_ID, Register.MST_ID,
+                      Register.CTRL_MODE, Register.TIMEOUT)
+
+
+@dataclass(frozen=True)
+class DamiaoTransportConfig:
+    """One arm's Damiao bus. motors: the host's motor table (its PMAX/VMAX/TMAX are the
+    host's scaling; ``scalings`` overrides them, e.g. a stale table); kp [Nm/rad] and kd
+    [Nm s/rad] per joint; timeout_s: CAN watchdog written at bring-up [s] (None: leave
+    the register alone); times in seconds."""
+
+    arm: Arm = Arm.RIGHT
+    interface: str = "virtual"
+    channel: str | None = None
+    motors: tuple[MotorLimits, ...] = OPENARM_ARM_MOTORS
+    scalings: tuple[Scaling, ...] | None = None
+    kp: tuple[float, ...] = OPENARM_KP
+    kd: tuple[float, ...] = OPENARM_KD
+    esc_ids: tuple[int, ...] = ESC_IDS
+    mst_ids: tuple[int, ...] = MST_IDS
+    timeout_s: float | None = 0.1
+    publish_deadline_s: float = 0.002
+    send_timeout_s: float | None = 0.001
+    late_is_uncertain: bool = True
+    require_enable: bool = True  # refuse (and latch) samples until bring_up() has passed
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arm", Arm.parse(self.arm))
+        for name in ("motors", "kp", "kd", "esc_ids", "mst_ids"):
+            if len(getattr(self, name)) != N:
+                raise DamiaoTransportError(f"transport config {name} needs {N} values, got "
+                                           f"{len(getattr(self, name))}")
+        if self.scalings is not None and len(self.scalings) != N:
+            raise DamiaoTransportError(f"transport config scalings needs {N} values")
+        for j, (kp, kd) in enumerate(zip(self.kp, self.kd, strict=True), start=1):
+            if not (0.0 <= kp <= KP_MAX and 0.0 <= kd <= KD_MAX):
+                raise DamiaoTransportError(f"joint {j}: gains kp {kp!r}, kd {kd!r} outside "
+                                           f"[0, {KP_MAX}] and [0, {KD_MAX}]")
+        if self.timeout_s is not None and not 0.0 <= self.timeout_s <= 0xFFFFFFFF * TIMEOUT_UNIT_S:
+            raise DamiaoTransportError(f"timeout_s {self.timeout_s!r} is invalid; valid: >= 0 s")
+        if not self.publish_deadline_s > 0:
+            raise DamiaoTransportError(f"publish_deadline_s {self.publish_deadline_s!r}; valid: > 0 s")
+
+    @property
+    def resolved_channel(self) -> str:
+        return self.channel if self.channel is not None else BUS_MAPPING[self.arm].channel
+
+    @property
+    def host_scalings(self) -> tuple[Scaling, ...]:
+        return self.scalings if self.scalings is not None else tuple(
+            Scaling.of(m) for m in self.motors)
+
+    @property
+    def timeout_counts(self) -> int | None:
+        return None if self.timeout_s is None else int(round(self.timeout_s / TIMEOUT_UNIT_S))
+
+
+@dataclass(frozen=True)
+class DamiaoFeedback:
+    """One decoded state frame (host scaling). position [rad], velocity [rad/s], torque [Nm]."""
+
+    joint: int
+    position_rad: float
+    velocity_rad_s: float
+    torque_nm: float
+    status: int
+    t_mos_c: int
+    t_rotor_c: int
+
+
+@dataclass
+class DamiaoCounters:
+    samples: int = 0
+    accepted: int = 0
+    partial: int = 0
+    uncertain: int = 0
+    refused: int = 0
+    encode_errors: int = 0
+    torque_refusals: int = 0
+    frames_sent: int = 0
+    deadline_misses: int = 0
+    frames_received: int = 0
+    feedback_frames: int = 0
+    register_replies: int = 0
+    feedback_errors: int = 0
+    foreign_command_frames: int = 0
+    other_frames: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ForeignDamiaoFrame:
+    arbitration_id: int
+    data: bytes
+    received_at: float
+
+
+@dataclass
+class BringUpReport:
+    """What the enable sequence found. registers: {joint: {name: value}} as the drives
+    answered; mismatches: human-readable disagreements with the host's table;
+    statuses: the status nibble each drive answered its enable with."""
+
+    passed: bool = False
+    registers: dict[int, dict[str, float]] = field(default_factory=dict)
+    mismatches: list[str] = field(default_factory=list)
+    statuses: dict[int, int] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        parts = self.mismatches + [f"no reply: {m}" for m in self.missing]
+        bad = {j: s for j, s in self.statuses.items() if s != Status.ENABLED}
+        if bad:
+            parts.append("not enabled: " + ", ".join(
+                f"joint {j} status 0x{s:X}" for j, s in sorted(bad.items())))
+        return "; ".join(parts)
+
+
+_OUTCOME_COUNTER = {PublishOutcome.ACCEPTED: "accepted", PublishOutcome.PARTIAL: "partial",
+                    PublishOutcome.UNCERTAIN: "uncertain", PublishOutcome.REFUSED: "refused"}
+
+
+class DamiaoTransport:
+    """One arm's Damiao boundary. Not thread-safe: the owner's thread calls it."""
+
+    def __init__(self, config: DamiaoTransportConfig | None = None, *,
+                 bus: can.BusABC | None = None, clock: Clock = time.monotonic,
+                 gravity: GravityModel | None = None):
+        self.config = cfg = config or DamiaoTransportConfig()
+        self.clock = clock
+        self.gravity = gravity
+        self._own_bus = bus is None
+        self.bus = bus if bus is not None else can.Bus(
+            interface=cfg.interface, channel=cfg.resolved_channel, receive_own_messages=False)
+        self.scalings = cfg.host_scalings
+        self._peak = [m.peak_torque_nm for m in cfg.motors]
+        self._kp, self._kd = list(cfg.kp), list(cfg.kd)
+        self._by_mst = {mst: j for j, mst in enumerate(cfg.mst_ids, start=1)}
+        self._esc = set(cfg.esc_ids)
+        self._pending: set[tuple[int, int]] = set()  # (joint, register) asked, not answered
+        self.counters = DamiaoCounters()
+        self.latest_feedback: dict[int, DamiaoFeedback] = {}
+        self.feedback_received_at: dict[int, float] = {}
+        self.registers: dict[tuple[int, Register], int | float] = {}
+        self.last_foreign_frame: ForeignDamiaoFrame | None = None
+        self.last_feedback_error = ""
+        self.last_feedforward_nm = np.zeros(N)
+        self.last_report: PublishReport | None = None
+        self.enabled = False  # the enable sequence passed (bring_up)
+        self._closed = False
+
+    # ------------------------------------------------------------------ output
+    def publish_sample(self, positions_rad: np.ndarray) -> PublishReport:
+        """A position-only sample: velocity and acceleration taken as zero."""
+        return self.publish_state(positions_rad, np.zeros(N), np.zeros(N))
+
+    def feedforward(self, positions_rad: np.ndarray) -> np.ndarray:
+        """The gravity feed-forward [Nm] at ``positions_rad`` (zeros without a model)."""
+        if self.gravity is None:
+            return np.zeros(N)
+        return np.asarray(self.gravity(np.asarray(positions_rad, dtype=float)), dtype=float)
+
+    def publish_state(self, positions_rad: np.ndarray, velocities_rad_s: np.ndarray,
+                      accelerations_rad_s2: np.ndarray) -> PublishReport:
+        """Encode seven MIT frames from the coherent sample (all or nothing) and send them."""
+        self._check_open()
+        self.counters.samples += 1
+        start = self.clock()
+        if self.config.require_enable and not self.enabled:
+            return self._finish(PublishReport(
+                PublishOutcome.REFUSED, fault_kind="drive_error",
+                reason="drives not enabled: the enable sequence (bring_up) has not passed"))
+        try:
+            tau = self.feedforward(positions_rad)
+        except Exception as err:  # the model refused the state: nothing is sent
+            self.counters.encode_errors += 1
+            return self._finish(PublishReport(PublishOutcome.REFUSED,
+                                              reason=f"gravity model: {err}",
+                                              extra={"error": type(err).__name__}))
+        bad = self._torque_violation(tau)
+        if bad:
+            self.counters.torque_refusals += 1
+            return self._finish(PublishReport(PublishOutcome.REFUSED, reason=bad,
+                                              fault_kind="torque_limit",
+                                              extra={"feedforward_nm": tau.tolist()}))
+        self.last_feedforward_nm = tau
+        p = np.asarray(positions_rad, dtype=float).tolist()
+        v = np.asarray(velocities_rad_s, dtype=float).tolist()
+        frames = []
+        try:
+            for k in range(N):
+                cmd = MitCommand(p[k], v[k], self._kp[k], self._kd[k], float(tau[k]))
+                frames.append((self.config.esc_ids[k], encode_mit(cmd, self.scalings[k], k + 1)))
+        except (DamiaoCodecError, IndexError) as err:
+            self.counters.encode_errors += 1
+            return self._finish(PublishReport(PublishOutcome.REFUSED, reason=f"encode: {err}",
+                                              extra={"error": type(err).__name__}))
+        return self._finish(self._send_batch(frames, start))
+
+    def _torque_violation(self, tau: np.ndarray) -> str:
+        if tau.shape != (N,):
+            return f"gravity model returned shape {tau.shape}; expected ({N},) torques [Nm]"
+        for j, (t, peak) in enumerate(zip(tau.tolist(), self._peak, strict=True), start=1):
+            if not (math.isfinite(t) and abs(t) <= peak):
+                return (f"joint {j}: feed-forward torque {t!r} Nm is outside the motor's limit "
+                        f"[{-peak!r}, {peak!r}] Nm ({self.config.motors[j - 1].model}); "
+                        "not clipped, not sent")
+        return ""
+
+    def _send_batch(self, frames: list[tuple[int, bytes]], start: float) -> PublishReport:
+        sent: list[int] = []
+        timeout = self.config.send_timeout_s
+        for k, (arb, data) in enumerate(frames):
+            msg = can.Message(arbitration_id=arb, data=data, is_extended_id=False)
+            try:
+                self.bus.send(msg, timeout=timeout)
+            except (can.CanTimeoutError, TimeoutError) as err:
+                return self._fail(PublishOutcome.UNCERTAIN, sent, start, k, err)
+            except can.CanError as err:
+                outcome = PublishOutcome.REFUSED if k == 0 else PublishOutcome.PARTIAL
+                return self._fail(outcome, sent, start, k, err)
+            except Exception as err:  # unknown state of frame k: never guess "not sent"
+                return self._fail(PublishOutcome.UNCERTAIN, sent, start, k, err)
+            sent.append(k + 1)
+            self.counters.frames_sent += 1
+        duration = self.clock() - start
+        if duration > self.config.publish_deadline_s:
+            self.counters.deadline_misses += 1
+            outcome = (PublishOutcome.UNCERTAIN if self.config.late_is_uncertain
+                       else PublishOutcome.ACCEPTED)
+            return PublishReport(outcome, tuple(sent), reason=f"deadline missed: batch took "
+                                 f"{duration:.6f} s > {self.config.publish_deadline_s:.6f} s",
+                                 frames_sent=len(sent), duration_s=duration,
+                                 extra={"deadline_missed": True})
+        return PublishReport(PublishOutcome.ACCEPTED, tuple(sent), frames_sent=len(sent),
+                             duration_s=duration, extra={"deadline_missed": False})
+
+    def _fail(self, outcome: PublishOutcome, sent: list[int], start: float, k: int,
+              err: BaseException) -> PublishReport:
+        return PublishReport(outcome, tuple(sent), reason=f"{type(err).__name__} sending joint "
+                             f"{k + 1}: {err}", frames_sent=len(sent),
+                             duration_s=self.clock() - start, extra={"error": type(err).__name__})
+
+    def _finish(self, report: PublishReport) -> PublishReport:
+        name = _OUTCOME_COUNTER[report.outcome]
+        setattr(self.counters, name, getattr(self.counters, name) + 1)
+        self.last_report = report
+        return report
+
+    # ------------------------------------------------------------ system frames
+    def send_special(self, command: SpecialCommand, joints: tuple[int, ...] = ()) -> None:
+        """Enable / disable / set zero / clear error on the listed joints (all when empty)."""
+        for j in joints or range(1, N + 1):
+            self._send_raw(self._esc_of(j), special_frame(command))
+        if command in (SpecialCommand.DISABLE, SpecialCommand.CLEAR_ERROR):
+            self.enabled = False  # streaming needs a fresh enable sequence
+
+    def request_register(self, joint: int, rid: Register) -> None:
+        data = encode_register_read(self._esc_of(joint), rid)
+        self._pending.add((joint, int(rid)))
+        self._send_raw(REGISTER_ID, data)
+
+    def write_register(self, joint: int, rid: Register, value: int | float) -> None:
+        """A RAM write (effective at once); the drive echoes the value it holds."""
+        data = encode_register_write(self._esc_of(joint), rid, value)
+        self._pending.add((joint, int(rid)))
+        self._send_raw(REGISTER_ID, data)
+
+    def _esc_of(self, joint: object) -> int:
+        if isinstance(joint, bool) or not isinstance(joint, int) or not 1 <= joint <= N:
+            raise UnknownMotorIdError(joint, f"joint numbers 1..{N}")
+        return self.config.esc_ids[joint - 1]
+
+    def _send_raw(self, arb: int, data: bytes) -> None:
+        self._check_open()
+        self.bus.send(can.Message(arbitration_id=arb, data=data, is_extended_id=False),
+                      timeout=self.config.send_timeout_s)
+        self.counters.frames_sent += 1
+
+    # ------------------------------------------------------------------- input
+    def poll_feedback(self, max_frames: int | None = None) -> int:
+        """Handle every frame already waiting (non-blocking); return how many were read."""
+        self._check_open()
+        n = 0
+        while max_frames is None or n < max_frames:
+            msg = self.bus.recv(timeout=0)
+            if msg is None:
+                break
+            self.handle_message(msg)
+            n += 1
+        return n
+
+    def handle_message(self, msg: can.Message) -> DamiaoFeedback | None:
+        now = self.clock()
+        self.counters.frames_received += 1
+        if msg.is_extended_id or msg.is_remote_frame or msg.is_error_frame:
+            self.counters.other_frames += 1
+            return None
+        arb, data = msg.arbitration_id, bytes(msg.data)
+        if arb in self._esc:
+            self.counters.foreign_command_frames += 1
+            self.last_foreign_frame = ForeignDamiaoFrame(arb, data, now)
+            return None
+        j = self._by_mst.get(arb)
+        if j is None:
+            self.counters.other_frames += 1
+            return None
+        esc = self.config.esc_ids[j - 1]
+        if self._pending and looks_like_register_reply(data, esc) and (j, data[3]) in self._pending:
+            fr = decode_register_frame(data)
+            self._pending.discard((j, fr.rid))
+            self.registers[(j, Register(fr.rid))] = fr.value  # type: ignore[assignment]
+            self.counters.register_replies += 1
+            return None
+        try:
+            st = decode_state(data, self.scalings[j - 1])
+        except DamiaoCodecError as err:
+            self.counters.feedback_errors += 1
+            self.last_feedback_error = str(err)
+            return None
+        if st.id_nibble != esc & 0xF:
+            self.counters.feedback_errors += 1
+            self.last_feedback_error = (f"state frame on 0x{arb:X} names motor nibble "
+                                        f"0x{st.id_nibble:X}; expected 0x{esc & 0xF:X}")
+            return None
+        fb = DamiaoFeedback(j, st.q_rad, st.dq_rad_s, st.tau_nm, st.status, st.t_mos_c,
+                            st.t_rotor_c)
+        self.counters.feedback_frames += 1
+        self.latest_feedback[j] = fb
+        self.feedback_received_at[j] = now
+        return fb
+
+    def statuses(self) -> tuple[int, ...] | None:
+        """Status nibble of each joint's latest state frame, or None until all reported."""
+        fb = self.latest_feedback
+        if len(fb) < N:
+            return None
+        return tuple(fb[j].status for j in range(1, N + 1))
+
+    # ---------------------------------------------------------------- bring-up
+    def bring_up(self, settle: Callable[[], None], max_settles: int = 5) -> BringUpReport:
+        """Write the CAN timeout, read and check the registers, then enable (module doc).
+
+        settle: lets the bus move once (the twin services its drives; a robot host waits
+        ~2 ms); called up to ``max_settles`` times per phase. Nothing is retried: a
+        missing reply or a disagreement fails the report, and no drive is enabled."""
+        cfg, rep = self.config, BringUpReport()
+        counts = cfg.timeout_counts
+        try:
+            for j in range(1, N + 1):
+                if counts is not None:
+                    self.write_register(j, Register.TIMEOUT, counts)
+                for rid in BRING_UP_REGISTERS:
+                    self.request_register(j, rid)
+        except can.CanError as err:  # the bus refused: nothing is retried, nothing enabled
+            self._pending.clear()
+            rep.missing.append(f"register requests ({type(err).__name__}: {err})")
+            return rep
+        self._settle(settle, max_settles, lambda: not self._pending)
+        rep.missing = [f"joint {j} {Register(r).name}" for j, r in sorted(self._pending)]
+        self._pending.clear()
+        for j in range(1, N + 1):
+            rep.registers[j] = {r.name: self.registers[(j, r)] for r in BRING_UP_REGISTERS
+                                if (j, r) in self.registers}
+        rep.mismatches = self.register_mismatches(counts)
+        if rep.missing or rep.mismatches:
+            return rep
+        self.latest_feedback.clear()
+        try:
+            self.send_special(SpecialCommand.ENABLE)
+        except can.CanError as err:  # some drives may be enabled: the caller latches a fault
+            rep.missing.append(f"enable ({type(err).__name__}: {err})")
+            return rep
+        self._settle(settle, max_settles, lambda: len(self.latest_feedback) == N)
+        rep.statuses = {j: fb.status for j, fb in self.latest_feedback.items()}
+        rep.missing = [f"joint {j} enable" for j in range(1, N + 1) if j not in rep.statuses]
+        rep.passed = not rep.missing and all(s == Status.ENABLED for s in rep.statuses.values())
+        self.enabled = rep.passed
+        return rep
+
+    def _settle(self, settle: Callable[[], None], n: int, done: Callable[[], bool]) -> None:
+        for _ in range(n):
+            settle()
+            self.poll_feedback()
+            if done():
+                return
+
+    def register_mismatches(self, timeout_counts: int | None = None) -> list[str]:
+        """Disagreements between the registers read back and the host's table."""
+        out = []
+        for j in range(1, N + 1):
+            s = self.scalings[j - 1]
+            expected = {Register.PMAX: s.pmax_rad, Register.VMAX: s.vmax_rad_s,
+                        Register.TMAX: s.tmax_nm, Register.ESC_ID: self.config.esc_ids[j - 1],
+                        Register.MST_ID: self.config.mst_ids[j - 1],
+                        Register.CTRL_MODE: CTRL_MODE_MIT}
+            if timeout_counts is not None:
+                expected[Register.TIMEOUT] = timeout_counts
+            for rid, want in expected.items():
+                got = self.registers.get((j, rid))
+                if got is None:
+                    continue
+                if rid in SCALING_REGISTERS:
+                    want32 = struct.unpack("<f", struct.pack("<f", want))[0]
+                    same = got == want32
+                else:
+                    same = got == want
+                if not same:
+                    out.append(f"joint {j} {rid.name}: drive {got!r}, host {want!r}")
+        return out
+
+    # -------------------------------------------------------------- lifecycle
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportClosedError()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._own_bus:
+            self.bus.shutdown()
+
+    def __enter__(self) -> DamiaoTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

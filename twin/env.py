@@ -1,0 +1,251 @@
+"""ROB as a ``dm_env.Environment`` for policies, on ``dm_control.mujoco.Physics``.
+
+Actions do not write ``ctrl``: each ``step`` submits the arm joint targets to the two arm
+owners (``twin.closed_loop``: owner -> Ruckig -> codec -> simulated CAN -> drives), and the
+base command to the tracked base drive (``twin.base_drive``, which stops the base when an
+owner faults or stops), then advances the lockstep closed loop by one control period.
+
+Action (float64, ``ACTION_NAMES`` order): RIGHT arm j1..j7 and LEFT arm j1..j7 joint
+targets [rad] within the joint bounds, then base forward speed v [m/s] and yaw rate omega
+[rad/s]. The base bounds are the box that fits inside the treads' limits (|v| <= 0.3 m/s,
+|omega| <= 0.3 / (track/2) rad/s), so every action inside the spec is drivable. An action of
+the wrong shape, with a NaN, or outside the spec raises ``EnvActionError`` (the field, the
+value and the valid range) and the environment is left as it was.
+
+Observations (``sensors`` picks them; ``SENSORS`` lists the names): ``feedback`` (joint
+positions [rad] decoded by the host from the drives' feedback frames; the commanded ones
+until the first frame arrives), ``commanded`` (the owners' last published positions),
+``modes`` (each owner's mode as an index into ``MODES``), ``base`` (tread speeds [m/s], the
+flow+gyro odometry pose x, y [m], yaw [rad], the base-stop flag), ``scan`` (the latest merged
+360 degree lidar scan [m], no return = the range limit; zeros before the first), ``camera``
+(the head camera's RGB image, uint8). Reward is 0 unless a ``reward_fn(physics, observation)``
+is given: this environment is the robot, a task supplies the reward. Episodes end by
+truncation at ``time_limit_s``; ``reset(seed)`` rebuilds the whole loop from that seed.
+
+With a display, the dm_control viewer runs it with a policy in the loop::
+
+    from dm_control import viewer
+    viewer.launch(RobEnv(), policy=lambda time_step: my_action(time_step))
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import dm_env
+import numpy as np
+from dm_control import mujoco as dm_mujoco
+from dm_env import specs
+
+from controllers.errors import InvalidValueError, UnknownNameError
+from controllers.names import Arm, arm_joints
+from controllers.owner import Mode
+from models import dimensions as D
+from models.loading import SCENE_PATH, apply_home
+
+from .base_drive import BaseDrive
+from .closed_loop import ClosedLoop, ClosedLoopConfig
+from .errors import TwinInputError
+from .lidar import LidarPair
+from .odometry import Odometry, OdometryConfig
+from .scan_merge import ScanMerger, mounts_from_model
+from .twin import Twin, TwinConfig
+
+SENSORS = ("feedback", "commanded", "modes", "base", "scan", "camera")
+MODES = tuple(m.value for m in Mode)
+ARMS = (Arm.RIGHT, Arm.LEFT)
+ACTION_NAMES = tuple(n for arm in ARMS for n in arm_joints(arm)) + ("base/v", "base/omega")
+BASE_V_MAX_M_S = D.BODY.tread_max_speed / 2
+BASE_OMEGA_MAX_RAD_S = BASE_V_MAX_M_S / D.BODY.tread_y
+
+
+class EnvActionError(InvalidValueError):
+    """An action the environment refuses (shape, NaN, outside the action spec)."""
+
+    subject = "action"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    """control_rate_hz: env steps per simulated second (must divide the 1 kHz physics
+    rate); time_limit_s: episode length [s]; sensors: observation groups (``SENSORS``);
+    camera_size: (height, width) [px] of the head camera image, rendered once per env step;
+    seed: the default reset seed."""
+
+    control_rate_hz: float = 20.0
+    time_limit_s: float = 10.0
+    sensors: tuple[str, ...] = ("feedback", "commanded", "modes", "base", "scan")
+    camera_size: tuple[int, int] = (120, 160)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        physics_hz = 1.0 / D.TIMESTEP
+        steps = physics_hz / self.control_rate_hz if self.control_rate_hz > 0 else 0.0
+        if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
+            raise TwinInputError("control_rate_hz", self.control_rate_hz,
+                                 f"{physics_hz:g}/k Hz for a whole k >= 1 (it must divide the physics rate)")
+        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
+            raise TwinInputError("time_limit_s", self.time_limit_s, "a finite time > 0 s")
+        for name in self.sensors:
+            if name not in SENSORS:
+                raise UnknownNameError("sensor", name, SENSORS)
+
+
+def action_bounds() -> tuple[np.ndarray, np.ndarray]:
+    lo = np.array([*D.ARM_LOWER_RAD, *D.ARM_LOWER_RAD, -BASE_V_MAX_M_S, -BASE_OMEGA_MAX_RAD_S])
+    hi = np.array([*D.ARM_UPPER_RAD, *D.ARM_UPPER_RAD, BASE_V_MAX_M_S, BASE_OMEGA_MAX_RAD_S])
+    return lo, hi
+
+
+class RobEnv(dm_env.Environment):
+    """See the module doc. ``physics`` is the ``dm_control.mujoco.Physics`` the closed loop
+    steps (named indexing: ``env.physics.named.data.qpos["right/j1"]``)."""
+
+    def __init__(self, config: EnvConfig | None = None,
+                 reward_fn: Callable[[dm_mujoco.Physics, dict], float] | None = None):
+        self.config = config or EnvConfig()
+        self.reward_fn = reward_fn
+        self._lo, self._hi = action_bounds()
+        self.loop: ClosedLoop | None = None
+        self._camera = None
+        self._reset_next = True
+        self._build(self.config.seed)
+
+    # ------------------------------------------------------------------ set-up
+    def _build(self, seed: int) -> None:
+        if self.loop is not None:
+            self.loop.close()
+        self.physics = dm_mujoco.Physics.from_xml_path(str(SCENE_PATH))
+        model, data = self.physics.model.ptr, self.physics.data.ptr
+        apply_home(model, data)
+        twin = Twin(TwinConfig(seed=seed), model=model, data=data)
+        self.loop = ClosedLoop(ClosedLoopConfig(seed=seed), twin=twin)
+        self.drive = BaseDrive(twin)
+        self.drive.watch_owners(self.loop)
+        self.odometry = Odometry(twin, self.drive, OdometryConfig(), seed=seed)
+        self.merged_scan = None
+        if "scan" in self.config.sensors:
+            self.lidars = LidarPair(twin, seed=seed)
+            self.merger = ScanMerger(mounts_from_model(model)).attach(self.lidars)
+            self.merger.subscribers.append(self._on_scan)
+        if "camera" in self.config.sensors:
+            from .head_camera import HeadCamera
+
+            if self._camera is not None:
+                self._camera.close()
+            h, w = self.config.camera_size
+            self._camera = HeadCamera(model, height=h, width=w)
+        self._steps_per_action = int(round(1.0 / (self.config.control_rate_hz * twin.scheduler.dt)))
+        self._limit_steps = int(round(self.config.time_limit_s * self.config.control_rate_hz))
+        self._step_count = 0
+        self.seed = seed
+
+    def _on_scan(self, merged) -> None:
+        self.merged_scan = merged
+
+    # ------------------------------------------------------------------ specs
+    def action_spec(self) -> specs.BoundedArray:
+        return specs.BoundedArray(shape=(len(ACTION_NAMES),), dtype=np.float64, minimum=self._lo,
+                                  maximum=self._hi, name="\t".join(ACTION_NAMES))
+
+    def observation_spec(self) -> OrderedDict:
+        out = OrderedDict()
+        s = self.config.sensors
+        for arm in ARMS:
+            if "feedback" in s:
+                out[f"feedback/{arm.value}"] = specs.Array((7,), np.float64, f"feedback/{arm.value}")
+            if "commanded" in s:
+                out[f"commanded/{arm.value}"] = specs.Array((7,), np.float64, f"commanded/{arm.value}")
+            if "modes" in s:
+                out[f"mode/{arm.value}"] = specs.BoundedArray((), np.int32, 0, len(MODES) - 1,
+                                                              f"mode/{arm.value}")
+        if "base" in s:
+            out["base/tread_speeds"] = specs.Array((2,), np.float64, "base/tread_speeds")
+            out["base/odometry"] = specs.Array((3,), np.float64, "base/odometry")
+            out["base/stopped"] = specs.BoundedArray((), np.int32, 0, 1, "base/stopped")
+        if "scan" in s:
+            n = self._scan_bins()
+            out["scan"] = specs.BoundedArray((n,), np.float64, 0.0, self._scan_max(), "scan")
+        if "camera" in s:
+            h, w = self.config.camera_size
+            out["camera/rgb"] = specs.BoundedArray((h, w, 3), np.uint8, 0, 255, "camera/rgb")
+        return out
+
+    def _scan_bins(self) -> int:
+        inc = min(u.config.angle_increment_rad for u in self.lidars.units.values())
+        return int(math.ceil(2 * math.pi / inc - 1e-9))
+
+    def _scan_max(self) -> float:
+        return max(u.config.range_max_m for u in self.lidars.units.values())
+
+    # ------------------------------------------------------------------ dm_env
+    def reset(self, seed: int | None = None) -> dm_env.TimeStep:
+        """A new episode: the whole loop rebuilt from ``seed`` (the config's by default)."""
+        self._build(self.config.seed if seed is None else int(seed))
+        self._reset_next = False
+        return dm_env.restart(self._observation())
+
+    def step(self, action) -> dm_env.TimeStep:
+        if self._reset_next:
+            return self.reset(self.seed)
+        a = self._validate(action)
+        for k, arm in enumerate(ARMS):
+            self.loop.command(arm, a[7 * k:7 * k + 7])
+        if not self.drive.stopped:
+            self.drive.command(a[14], a[15])
+        self.loop.twin.step(self._steps_per_action)
+        self._step_count += 1
+        obs = self._observation()
+        reward = float(self.reward_fn(self.physics, obs)) if self.reward_fn else 0.0
+        if self._step_count >= self._limit_steps:
+            self._reset_next = True
+            return dm_env.truncation(reward, obs)
+        return dm_env.transition(reward, obs)
+
+    def _validate(self, action) -> np.ndarray:
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise EnvActionError("action", action, f"{len(ACTION_NAMES)} numbers") from None
+        if a.shape != (len(ACTION_NAMES),):
+            raise EnvActionError("action shape", a.shape, f"({len(ACTION_NAMES)},): {', '.join(ACTION_NAMES)}")
+        for i, name in enumerate(ACTION_NAMES):
+            v = a[i]
+            if not (np.isfinite(v) and self._lo[i] <= v <= self._hi[i]):
+                raise EnvActionError(name, float(v), f"[{self._lo[i]:.4g}, {self._hi[i]:.4g}]")
+        return a
+
+    def _observation(self) -> OrderedDict:
+        s, loop, obs = self.config.sensors, self.loop, OrderedDict()
+        for arm in ARMS:
+            commanded = np.array(loop.commanded(arm), np.float64)
+            if "feedback" in s:
+                fb = loop.feedback(arm)
+                obs[f"feedback/{arm.value}"] = commanded if fb is None else np.array(fb, np.float64)
+            if "commanded" in s:
+                obs[f"commanded/{arm.value}"] = commanded
+            if "modes" in s:
+                obs[f"mode/{arm.value}"] = np.int32(MODES.index(loop.drivers[arm].owner.mode.value))
+        if "base" in s:
+            obs["base/tread_speeds"] = self.drive.tread_speed_m_s.copy()
+            obs["base/odometry"] = self.odometry.pose.copy()
+            obs["base/stopped"] = np.int32(self.drive.stopped)
+        if "scan" in s:
+            if self.merged_scan is None:
+                obs["scan"] = np.zeros(self._scan_bins())
+            else:
+                obs["scan"] = np.minimum(self.merged_scan.ranges, self._scan_max())
+        if "camera" in s:
+            obs["camera/rgb"] = self._camera.rgb(self.loop.twin.data)
+        return obs
+
+    def close(self) -> None:
+        if self.loop is not None:
+            self.loop.close()
+            self.loop = None
+        if self._camera is not None:
+            self._camera.close()
+            self._camera = None

@@ -4,7 +4,7 @@ and their comparison with a stored baseline.
 Numbers are compared within a tolerance (``abs + rel * |baseline|``); texts, booleans and
 None (owner modes, latched faults and their reasons, plan statuses and execution outcomes)
 exactly. Wall-clock figures (``wall``, ``planning_s``, rendering, the bus's live rate) are
-left out: they describe the machine, not the twin.
+left out: they describe the machine, not the twin; so are the paths of files a run wrote.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import math
 # Left out of the comparison: wall-clock and output-file figures.
 SKIPPED = ("wall_s", "physics_wall_s", "sim_to_wall_ratio_physics_only", "frames", "render_fps",
            "video", "video_skipped_reason", "plot", "hardware_io", "evidence_class", "note",
-           "scenario", "planning_s", "bus")
+           "scenario", "planning_s", "bus", "bus_plot")
+OUTPUT_SUFFIXES = ("_file", "_path", "_plot")  # paths of files a run wrote
 DEFAULT_TOLERANCE = {"rel": 0.05, "abs": 1e-3}
 
 
@@ -28,7 +29,7 @@ def flatten(value, prefix: str = "") -> dict:
     else:
         return {prefix: value}
     for key, v in items:
-        if key in SKIPPED:
+        if key in SKIPPED or key.endswith(OUTPUT_SUFFIXES):
             continue
         out.update(flatten(v, f"{prefix}.{key}" if prefix else key))
     return out

@@ -41,9 +41,10 @@ def run_one(path: str, out_dir: str) -> dict:
 
 
 def scenario_files(folder: Path) -> list[Path]:
+    """The scenario files of ``folder`` (``*.json``, JSON schemas left out)."""
     if not folder.is_dir():
         raise SweepInputError(f"sweep folder {str(folder)!r} does not exist; valid: a folder of scenario .json files")
-    files = sorted(folder.glob("*.json"))
+    files = sorted(f for f in folder.glob("*.json") if not f.name.endswith(".schema.json"))
     if not files:
         raise SweepInputError(f"sweep folder {str(folder)!r} holds no *.json scenario; valid: a folder of scenario files")
     return files

@@ -42,8 +42,10 @@ def test_sweep_passes_against_its_baselines_and_names_what_changed(tmp_path, cap
     assert [r["verdict"] for r in report["rows"]] == ["ok", "ok"]
 
     changed = tmp_path / "changed"
-    shutil.copytree(SWEEP, changed)
+    (changed / "baselines").mkdir(parents=True)
+    shutil.copy(SWEEP / "partial_batch.json", changed)
     path = changed / "baselines" / "partial_batch.json"
+    shutil.copy(SWEEP / "baselines" / "partial_batch.json", path)
     baseline = json.loads(path.read_text())
     baseline["figures"]["pipeline.left.owner_fault"] = None  # the fault no longer latches
     baseline["figures"]["max_abs_tracking_error_rad.right"] *= 2

@@ -1,4 +1,5 @@
-"""``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host.
+"""``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host, study,
+sweep.
 
 Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
 steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
@@ -23,12 +24,13 @@ from pathlib import Path
 from controllers.errors import RobTwinError
 from controllers.names import ROBOTS
 
+from .cli_scale import add_commands as add_scale_commands
+
 QUALITY_CHOICES = ("auto", "fast", "full")  # twin.render_quality.CHOICES (mujoco-free here)
 
 # A command registered with json_result=True returns its exit code and the one object
 # main() prints under --json; other commands return an exit code and print for themselves.
 CommandResult = tuple[int, dict]
-
 
 
 class UsageError(RobTwinError):
@@ -553,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     tele.add_argument("--no-viewer", action="store_true", help="headless even when a display exists")
     tele.add_argument("--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)")
     tele.set_defaults(func=_cmd_teleop)
+    add_scale_commands(sub)
     return parser
 
 

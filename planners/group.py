@@ -38,10 +38,10 @@ import mujoco
 import numpy as np
 
 from planners import collision, search
-from planners.certificate import certify_plan
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
 from planners.goals import Goal, ResamplingGoal, raw_candidates
+from planners.pair_certificate import CertificateConfig, certify_timed
 from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from planners.retime import JointLimits, TimedPath, sample_times, time_path
 from planners.search import SearchConfig
@@ -60,9 +60,10 @@ class GroupConfig:
     candidates asked of resampling goals when no combination is free; search_padding_m:
     extra clearance [m] the search keeps (so densely checked retimed states between its
     edge checks keep the margin); when the padded search fails, it is retried unpadded
-    (and repairs still try padded first); certify: also bound the clearance between the
-    samples (``planners.certificate``, seed 003; about 30 ms a plan) into
-    ``Plan.certificate``."""
+    (and repairs still try padded first); certificate: how every returned plan is
+    certified between its samples (``planners.pair_certificate``, seed 003: declared
+    uncertainty, payload reach, bisection rounds); a plan that cannot be certified at the
+    margin is repaired like a colliding one, else fails with ``PlanStatus.UNCERTIFIED``."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
     clearance_horizon_m: float = 0.02
@@ -77,7 +78,7 @@ class GroupConfig:
     max_goal_combinations: int = 256
     max_goal_resamples: int = 3
     search_padding_m: float = 0.002
-    certify: bool = False
+    certificate: CertificateConfig = field(default_factory=CertificateConfig)
 
     def __post_init__(self) -> None:
         if not self.clearance_horizon_m >= self.collision.margin_m:
@@ -281,7 +282,16 @@ class ArmGroup:
             hit, record, checked = self._check_timed(timed, meter)
             stages["check"] += time.perf_counter() - t0
             if hit is None:
-                break
+                t0 = time.perf_counter()
+                cert = certify_timed(self, moving, timed, self.config.certificate)
+                stages["certify"] = stages.get("certify", 0.0) + time.perf_counter() - t0
+                if cert.certified:
+                    break
+                if repairs >= self.config.max_repairs:
+                    return PlanResult(PlanStatus.UNCERTIFIED, reason=(
+                        f"not certified after {repairs} segment repairs: {cert.failure}"),
+                        stage_times_s=stages)
+                hit = (cert.fail_time_s, Clearance(cert.certified_min_m, None))
             if repairs == 0:
                 before = self._count_colliding(timed, meter)
             if repairs >= self.config.max_repairs:
@@ -293,9 +303,10 @@ class ArmGroup:
             stages["search"] += time.perf_counter() - t0
             repairs += 1
             if path is None:
-                return PlanResult(PlanStatus.CHECK_FAILED, reason=(
-                    f"retimed state at t={hit[0]:.3f} s collides ({hit[1]}) and its segment "
-                    "could not be re-planned"), pair=hit[1].pair, stage_times_s=stages)
+                status = PlanStatus.CHECK_FAILED if hit[1].pair else PlanStatus.UNCERTIFIED
+                return PlanResult(status, reason=(
+                    f"retimed state at t={hit[0]:.3f} s collides or is not certified ({hit[1]}) "
+                    "and its segment could not be re-planned"), pair=hit[1].pair, stage_times_s=stages)
 
         times = sample_times(timed.duration, self.config.rate_hz)
         q, qd, qdd = timed.evaluate(times)
@@ -306,11 +317,7 @@ class ArmGroup:
                                     qd[:, col:col + n], qdd[:, col:col + n])
             col += n
         plan = Plan(times, self.config.rate_hz, arms, timed.waypoints, record, stages, checked,
-                    repairs, seed, resamples, before)
-        if self.config.certify:
-            t0 = time.perf_counter()
-            plan = replace(plan, certificate=certify_plan(self, plan))
-            stages["certify"] = time.perf_counter() - t0
+                    repairs, seed, resamples, before, certificate=cert)
         stages["total"] = time.perf_counter() - t_all
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 

@@ -1,4 +1,4 @@
-"""``rob-twin`` command line: demo, run, experiment, view, rehearse.
+"""``rob-twin`` command line: demo, run, experiment, view, rehearse, certify.
 
 Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
 steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
@@ -41,11 +41,12 @@ class _Parser(argparse.ArgumentParser):
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from controllers.names import UnknownNameError
+    from planners.plan_file import PlanFileError
 
     from .run_folder import RunFolderError
     from .scenario_schema import ScenarioError
 
-    return (UsageError, ScenarioError, RunFolderError, UnknownNameError)
+    return (UsageError, ScenarioError, RunFolderError, UnknownNameError, PlanFileError)
 
 
 def _say(args: argparse.Namespace) -> Callable[..., None]:
@@ -191,6 +192,27 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     return (0 if report["passed"] else 1), report
 
 
+# --------------------------------------------------------------------------- certify
+
+
+def _cmd_certify(args: argparse.Namespace) -> CommandResult:
+    from models.loading import SCENE_PATH, load_scene
+    from planners.certificate_check import verify_document
+    from planners.plan_file import load_plan_file
+
+    doc = load_plan_file(args.plan)
+    model = load_scene(args.model or SCENE_PATH)
+    report = verify_document(doc, model).as_dict()
+    report["plan"] = str(args.plan)
+    if not args.json:
+        verdict = "AGREES" if report["ok"] else "DISAGREES"
+        print(f"{verdict}: certified minimum {report['certified_min_m'] * 1e3:.3f} mm "
+              f"({report['pair']}), {report['pairs_checked']} pairs, {report['coal_queries']} coal queries")
+        for line in report["disagreements"]:
+            print(f"  {line}")
+    return (0 if report["ok"] else 1), report
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -230,6 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
     reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
                      '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
     reh.set_defaults(func=_cmd_rehearse, json_result=True)
+    cert = sub.add_parser("certify", help="re-verify a saved plan's clearance certificate with coal "
+                          "(exit 1 on any disagreement)")
+    cert.add_argument("plan", help="plan file (JSON, planners.plan_file)")
+    cert.add_argument("--model", help="scene XML (default: the generated ROB scene)")
+    cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    cert.set_defaults(func=_cmd_certify, json_result=True)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.set_defaults(func=_cmd_view)

@@ -92,7 +92,7 @@ def verify_document(doc: dict, model: mujoco.MjModel,
     tt, qq = tt[order], qq[order]
     oracle = CoalOracle(model)
     ref = np.asarray(doc["reference_qpos"], float)
-    dist, coal_queries = _coal_distances(oracle, geometry, ref, qpos_index, qq, horizon)
+    dist, coal_queries = coal_pair_distances(oracle, geometry, ref, qpos_index, qq, horizon)
     theta = np.max(np.abs(q), axis=0)
     world = geometry.pair_class == int(PairClass.ARM_WORLD)
     movers = (geometry.radii > 0).any(axis=1).astype(float)
@@ -152,7 +152,7 @@ def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:
     return out
 
 
-def _coal_distances(oracle: CoalOracle, geometry, ref: np.ndarray, qpos_index: np.ndarray,
+def coal_pair_distances(oracle: CoalOracle, geometry, ref: np.ndarray, qpos_index: np.ndarray,
                     states: np.ndarray, horizon_m: float) -> tuple[np.ndarray, int]:
     """(P, M) distances capped at the horizon: coal where the bounding spheres are within
     it (or a plane is involved), the sphere gap otherwise."""

@@ -41,7 +41,7 @@ from planners import collision, search
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
 from planners.goals import Goal, ResamplingGoal, raw_candidates
-from planners.pair_certificate import CertificateConfig, certify_timed
+from planners.pair_certificate import CertificateConfig, PairRecorder, certify_timed
 from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from planners.retime import JointLimits, TimedPath, sample_times, time_path
 from planners.search import SearchConfig
@@ -279,11 +279,12 @@ class ArmGroup:
             timed = time_path(path, limits)
             stages["retime"] += time.perf_counter() - t0
             t0 = time.perf_counter()
-            hit, record, checked = self._check_timed(timed, meter)
+            recorder = PairRecorder(self, moving, self.config.certificate)
+            hit, record, checked = self._check_timed(timed, meter, recorder)
             stages["check"] += time.perf_counter() - t0
             if hit is None:
                 t0 = time.perf_counter()
-                cert = certify_timed(self, moving, timed, self.config.certificate)
+                cert = certify_timed(self, moving, timed, self.config.certificate, recorder)
                 stages["certify"] = stages.get("certify", 0.0) + time.perf_counter() - t0
                 if cert.certified:
                     break
@@ -365,15 +366,18 @@ class ArmGroup:
             f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
             f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair), resamples
 
-    def _check_timed(self, timed: TimedPath, meter: CheckSession):
+    def _check_timed(self, timed: TimedPath, meter: CheckSession, recorder: PairRecorder | None = None):
         """Check samples and sub-steps in time order; return (hit or None, clearance record,
-        states checked). A hit is (time, Clearance)."""
+        states checked). A hit is (time, Clearance). ``recorder`` keeps every pair's
+        distance at each checked state for the certificate."""
         margin = self.config.collision.margin_m
         dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
         best, best_t = Clearance(math.inf, None), None
         for i in range(dense.size):
             c = meter.clearance(q[i])
+            if recorder is not None:
+                recorder.record(float(dense[i]), q[i], meter)
             if c.distance_m < best.distance_m:
                 best, best_t = c, float(dense[i])
             if c.distance_m < margin:

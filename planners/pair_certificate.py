@@ -51,16 +51,21 @@ class CertificateConfig:
     """spec: declared uncertainty; payload_reach_m: extra reach of the gripper (last body)
     geoms for a held payload [m]; max_bisections: rounds of midpoint queries where a
     segment is inconclusive; report_m: pairs whose certified minimum is below this are
-    listed one by one in the artifact (the rest only counted) [m]."""
+    listed one by one in the artifact (the rest only counted) [m]; tighten_ratio: segments
+    whose envelope minimum is below this share of the smallest sampled clearance are
+    bisected too (within ``max_bisections``; 0 turns tightening off)."""
 
     spec: UncertaintySpec = field(default_factory=UncertaintySpec)
     payload_reach_m: float = 0.0
     max_bisections: int = 8
     report_m: float = 0.02
+    tighten_ratio: float = 0.9
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.payload_reach_m) and 0.0 <= self.payload_reach_m <= 2.0):
             raise PlannerConfigError("payload_reach_m", self.payload_reach_m, "in [0, 2] m")
+        if not 0.0 <= self.tighten_ratio < 1.0:
+            raise PlannerConfigError("tighten_ratio", self.tighten_ratio, "in [0, 1)")
         if not 0 <= self.max_bisections <= 20:
             raise PlannerConfigError("max_bisections", self.max_bisections, "in [0, 20]")
 
@@ -221,7 +226,8 @@ class PlanClearanceCertificate:
     certified_min_m: smallest certified minimum over all pairs [m]; pair/at_s: where;
     pairs: the pairs below ``report_m`` one by one; pairs_total / pairs_far: pairs
     certified, and those never within the horizon (bounded by it, no query of their
-    own); extra_queries: (time [s], stacked q [rad]) added by bisection; failure: why it
+    own); extra_t_s / extra_q_rad: the queries between samples (the check's sub-steps and
+    bisection), times [s] (M,) and stacked states [rad] (M, n); failure: why it
     is not certified (empty when it is); fail_time_s: where to repair."""
 
     certified: bool
@@ -235,13 +241,18 @@ class PlanClearanceCertificate:
     pairs_far: int
     far_pairs_min_m: float
     sample_queries: int
-    extra_queries: tuple[tuple[float, tuple[float, ...]], ...]
+    extra_t_s: np.ndarray
+    extra_q_rad: np.ndarray
     spec: UncertaintySpec
     payload_reach_m: float
     model_hash: str
     failure: str = ""
     fail_time_s: float | None = None
     elapsed_s: float = 0.0
+
+    @property
+    def n_extra_queries(self) -> int:
+        return int(self.extra_t_s.size)
 
     def as_dict(self) -> dict:
         return {"certified": self.certified, "margin_m": self.margin_m, "horizon_m": self.horizon_m,
@@ -250,7 +261,8 @@ class PlanClearanceCertificate:
                 "pairs_far": self.pairs_far,
                 "far_pairs_min_m": round(self.far_pairs_min_m, 7) if math.isfinite(self.far_pairs_min_m) else None,
                 "sample_queries": self.sample_queries,
-                "extra_queries": [{"t_s": t, "q_rad": list(q)} for t, q in self.extra_queries],
+                "extra_queries": [{"t_s": float(t), "q_rad": q.tolist()}
+                                  for t, q in zip(self.extra_t_s, self.extra_q_rad, strict=True)],
                 "pairs": [p.as_dict() for p in self.pairs], "uncertainty": self.spec.as_dict(),
                 "payload_reach_m": self.payload_reach_m, "model_hash": self.model_hash,
                 "failure": self.failure, "fail_time_s": self.fail_time_s,
@@ -264,12 +276,16 @@ QueryFn = Callable[[np.ndarray], np.ndarray]
 
 def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
                     accel: np.ndarray, vmax: np.ndarray, query: QueryFn,
-                    evaluate: Callable[[float], np.ndarray] | None, margin_m: float, horizon_m: float,
-                    config: CertificateConfig, model_hash_hex: str) -> PlanClearanceCertificate:
+                    evaluate: Callable[[np.ndarray], np.ndarray] | None, margin_m: float, horizon_m: float,
+                    config: CertificateConfig, model_hash_hex: str,
+                    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> PlanClearanceCertificate:
     """Certify one stacked trajectory (t (N,), q and qd (N, n)) of the moving arms.
 
     query(q) -> (P,) distances of every pair at stacked q (``horizon_m`` for far pairs);
-    evaluate(t) -> stacked q at time t (for bisection; None: no bisection). Pairs never
+    evaluate(times) -> (M, n) stacked q at those times (for bisection; None: none); initial:
+    distances already measured (times (M,) including every sample time, states (M, n),
+    distances (P, M)), e.g. by the planner's final check, used instead of new queries
+    (the states between samples become listed queries of the certificate). Pairs never
     within the horizon at a sample get the closed-form two-sample bound
     (horizon - tol - L_k dt_k / 2 on the worst segment) and no further work."""
     started = time.perf_counter()
@@ -280,26 +296,39 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
     world = geometry.pair_class == int(PairClass.ARM_WORLD)
     movers = (geometry.radii > 0).any(axis=1).astype(float)
     allowance_all = pair_allowances_m(geometry.radii, theta, world, movers, spec)
-    dist_all = np.stack([query(q[i]) for i in range(t.size)], axis=1)
+    if initial is None:
+        qt0, qq0 = t, q
+        dist_all = np.stack([query(q[i]) for i in range(t.size)], axis=1)
+    else:
+        qt0, qq0, dist_all = (np.asarray(x, float) for x in initial)
+        if not set(t.tolist()) <= set(qt0.tolist()) or dist_all.shape != (geometry.g1.size, qt0.size):
+            raise PlannerConfigError("initial", (qt0.shape, dist_all.shape),
+                                     "query times including every sample time, distances (pairs, times)")
     if t.size > 1:
         speeds = segment_speed_bounds(t, np.asarray(qd, float), accel, vmax)
         seg_L_all = geometry.radii @ np.ascontiguousarray(speeds.T)  # (P, K) [m/s] (contiguous: BLAS)
-        dip = np.max(seg_L_all * np.diff(t)[None, :], axis=1) / 2.0
+        gaps = _parent_segments(qt0, t)
+        dip = np.max(seg_L_all[:, gaps] * np.diff(qt0)[None, :], axis=1) / 2.0
     else:
         seg_L_all = np.zeros((geometry.g1.size, 0))
         dip = np.zeros(geometry.g1.size)
     near_mask = np.any(dist_all < horizon_m, axis=1)
     far_bound = horizon_m - spec.query_tolerance_m - dip - allowance_all
-    active = np.flatnonzero(near_mask | (far_bound < margin_m))
-    far = np.flatnonzero(~near_mask)
+    sampled_min = float(np.min(dist_all - spec.query_tolerance_m - allowance_all[:, None]))
+    active_mask = near_mask | (far_bound < max(margin_m, config.tighten_ratio * sampled_min))
+    active = np.flatnonzero(active_mask)
+    far = np.flatnonzero(~active_mask)  # bounded in closed form, no envelope of their own
     far_min = float(far_bound[far].min()) if far.size else math.inf
     sub = PairGeometry(geometry.g1[active], geometry.g2[active], geometry.pair_class[active],
                        geometry.radii[active], geometry.index, geometry.names)
     allowance, seg_L, dist = allowance_all[active], seg_L_all[active], dist_all[active]
     threshold = margin_m + allowance
     P = active.size
-    qt, qq = list(t), list(q)
-    extra: list[tuple[float, tuple[float, ...]]] = []
+    qt, qq = list(qt0), list(qq0)
+    samples = set(t.tolist())
+    between = np.array([float(x) not in samples for x in qt0], bool) if initial is not None \
+        else np.zeros(qt0.size, bool)
+    extra_t, extra_q = [qt0[between]], [np.asarray(qq0)[between]]
     failure, fail_t = "", None
     for round_ in range(config.max_bisections + 1):
         tt = np.asarray(qt)
@@ -317,10 +346,13 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
         s = _arc(tt, t, seg_L)
         val, _, _, _ = envelope_minima(s, lower)
         bad = val < threshold[:, None]
-        if not bad.any():
+        target = config.tighten_ratio * float(np.min(lower - allowance[:, None]))
+        loose = (val - allowance[:, None]) < target  # tightening: never a failure
+        if not (bad.any() or (loose.any() and evaluate is not None and round_ < config.max_bisections)):
             break
-        bad_segments = np.flatnonzero(bad.any(axis=0))
-        if evaluate is None or round_ == config.max_bisections:
+        bad_segments = np.flatnonzero((bad | loose).any(axis=0))
+        if bad.any() and (evaluate is None or round_ == config.max_bisections):
+            bad_segments = np.flatnonzero(bad.any(axis=0))
             k = int(bad_segments[0])
             p = int(np.argmax(threshold - val[:, k]))
             failure = (f"{_pair_name(sub, p)}: envelope {val[p, k] * 1e3:.2f} mm between "
@@ -329,15 +361,17 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
             fail_t = float((tt[k] + tt[k + 1]) / 2)
             break
         mids = (tt[bad_segments] + tt[bad_segments + 1]) / 2.0
-        new_q = [np.asarray(evaluate(float(m)), float) for m in mids]
+        new_q = list(np.asarray(evaluate(mids), float).reshape(mids.size, -1))
         new_d = np.stack([query(x)[active] for x in new_q], axis=1)
-        extra.extend((float(m), tuple(float(v) for v in x)) for m, x in zip(mids, new_q, strict=True))
+        extra_t.append(mids)
+        extra_q.append(np.array(new_q))
         order = np.argsort(np.concatenate([tt, mids]), kind="stable")
         qt = list(np.concatenate([tt, mids])[order])
         merged = qq + new_q
         qq = [merged[j] for j in order]
         dist = np.concatenate([dist, new_d], axis=1)[:, order]
     tt = np.asarray(qt)
+    order_e = np.argsort(np.concatenate(extra_t), kind="stable")
     bounds = _pair_bounds(sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m)
     best = bounds[0] if bounds else None
     near_min = best.certified_min_m if best else math.inf
@@ -349,7 +383,8 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
         pair=best.pair if best and near_min <= far_min else "(a pair never within the horizon)",
         at_s=best.at_s if best else float(t[0]), pairs=bounds,
         pairs_total=int(geometry.g1.size), pairs_far=int(far.size), far_pairs_min_m=far_min,
-        sample_queries=int(t.size), extra_queries=tuple(sorted(extra)),
+        sample_queries=int(t.size), extra_t_s=np.concatenate(extra_t)[order_e],
+        extra_q_rad=np.concatenate(extra_q).reshape(-1, q.shape[1])[order_e],
         spec=spec, payload_reach_m=config.payload_reach_m, model_hash=model_hash_hex,
         failure=failure, fail_time_s=fail_t, elapsed_s=time.perf_counter() - started)
 
@@ -422,8 +457,9 @@ def mujoco_query(session, geometry: PairGeometry, horizon_m: float) -> QueryFn:
 
 
 def certify_group_path(group, moving: Sequence[str], t: np.ndarray, q: np.ndarray, qd: np.ndarray,
-                       evaluate: Callable[[float], np.ndarray] | None,
-                       config: CertificateConfig | None = None) -> PlanClearanceCertificate:
+                       evaluate: Callable[[np.ndarray], np.ndarray] | None,
+                       config: CertificateConfig | None = None,
+                       initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> PlanClearanceCertificate:
     """Certify a stacked trajectory of ``group``'s ``moving`` arms against its reference state
     (the ArmGroup's meter measures distances; its horizon is the cheap far-pair bound)."""
     config = config or default_config()
@@ -435,7 +471,7 @@ def certify_group_path(group, moving: Sequence[str], t: np.ndarray, q: np.ndarra
     vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity, float) for a in moving])
     return certify_samples(geometry, t, q, qd, accel, vmax, mujoco_query(session, geometry, horizon),
                            evaluate, group.config.collision.margin_m, horizon, config,
-                           _hash_of(group.model))
+                           _hash_of(group.model), initial)
 
 
 _HASHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -456,22 +492,62 @@ def certify_plan_timed(group, plan, timed=None, config: CertificateConfig | None
     moving = plan.moving
     evaluate = None
     if timed is not None:
-        def evaluate(x: float) -> np.ndarray:
-            return timed.evaluate(np.array([x]))[0][0]
+        def evaluate(x: np.ndarray) -> np.ndarray:
+            return timed.evaluate(np.asarray(x, float))[0]
     return certify_group_path(group, moving, plan.t, plan.stacked("q"), plan.stacked("qd"),
                               evaluate, config)
 
 
 
-def certify_timed(group, moving: Sequence[str], timed, config: CertificateConfig | None = None) -> PlanClearanceCertificate:
+class PairRecorder:
+    """Keeps every pair's distance at each state the planner's final check measures (read
+    from the contacts that check already computed: no query of its own)."""
+
+    def __init__(self, group, moving: Sequence[str], config: CertificateConfig | None = None):
+        config = config or default_config()
+        self.geometry = _group_geometry(group, tuple(moving), config.payload_reach_m)
+        self.horizon_m = group.meter.config.horizon_m
+        self.times: list[float] = []
+        self.states: list[np.ndarray] = []
+        self._hits: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def record(self, time_s: float, q: np.ndarray, session) -> None:
+        """Keep the pair distances of ``session``'s last check (made at stacked ``q``)."""
+        d = session._data()
+        if d.ncon:
+            geom = d.contact.geom
+            idx = self.geometry.index[geom[:, 0], geom[:, 1]]
+            keep = idx >= 0
+            self._hits.append((idx[keep], d.contact.dist[keep].copy()))
+        else:
+            self._hits.append((np.zeros(0, np.int64), np.zeros(0)))
+        self.times.append(float(time_s))
+        self.states.append(np.array(q, float))
+
+    def initial(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(times (M,), states (M, n), distances (P, M), capped at the horizon) or None."""
+        if not self.times:
+            return None
+        dist = np.full((self.geometry.g1.size, len(self.times)), self.horizon_m)
+        rows = np.concatenate([h[0] for h in self._hits])
+        cols = np.concatenate([np.full(h[0].size, j) for j, h in enumerate(self._hits)])
+        vals = np.concatenate([h[1] for h in self._hits])
+        np.minimum.at(dist, (rows, cols), vals)  # several contacts of one pair: the smallest
+        return np.array(self.times), np.array(self.states), dist
+
+
+def certify_timed(group, moving: Sequence[str], timed, config: CertificateConfig | None = None,
+                  recorder: PairRecorder | None = None) -> PlanClearanceCertificate:
     """Certify a ``planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the group's
-    sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself."""
+    sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself;
+    ``recorder``: the distances the final check measured (reused, not queried again)."""
     from planners.retime import sample_times
 
     times = sample_times(timed.duration, group.config.rate_hz)
     q, qd, _ = timed.evaluate(times)
 
-    def evaluate(x: float) -> np.ndarray:
-        return timed.evaluate(np.array([x]))[0][0]
+    def evaluate(x: np.ndarray) -> np.ndarray:
+        return timed.evaluate(np.asarray(x, float))[0]
 
-    return certify_group_path(group, moving, times, q, qd, evaluate, config)
+    initial = recorder.initial() if recorder is not None else None
+    return certify_group_path(group, moving, times, q, qd, evaluate, config, initial)

@@ -15,7 +15,7 @@ from controllers.names import group_arms
 from experiments.exp_clearance_examples import envelope_example, rotation_example, two_link_example
 from models import dimensions as D
 from models.loading import apply_home, load_scene
-from planners.certificate_check import _coal_distances, verify_document
+from planners.certificate_check import coal_pair_distances, verify_document
 from planners.errors import PlannerConfigError
 from planners.geom_pairs import PairClass
 from planners.goals import JointGoal
@@ -157,7 +157,7 @@ def test_pair_radii_drop_shared_joints_and_bound_relative_motion(scene):
     for _ in range(25):
         q1 = rng.uniform(lo, hi)
         q2 = np.clip(q1 + rng.normal(0, 0.05, q1.size), lo, hi)
-        d, _ = _coal_distances(oracle, sub, home, idx, np.vstack([q1, q2]), 10.0)
+        d, _ = coal_pair_distances(oracle, sub, home, idx, np.vstack([q1, q2]), 10.0)
         bound = sub.radii @ np.abs(q2 - q1)
         worst = max(worst, float(np.max(np.abs(d[:, 1] - d[:, 0]) - bound)))
     assert worst <= 1e-7
@@ -178,7 +178,7 @@ def test_every_plan_is_certified_and_the_bound_holds_densely(scene, planned):
     q = plan.stacked("q")
     dense_q = np.column_stack([np.interp(dense_t, t, q[:, j]) for j in range(q.shape[1])])
     idx = np.concatenate([g.checker.arm_qpos[a] for a in plan.moving])
-    d, _ = _coal_distances(CoalOracle(m), geo, home, idx, dense_q[::3], cert.horizon_m)
+    d, _ = coal_pair_distances(CoalOracle(m), geo, home, idx, dense_q[::3], cert.horizon_m)
     assert float(d.min()) >= cert.certified_min_m - 1e-6
     listed = {p.pair: p for p in cert.pairs}
     assert listed and all(p.certified_min_m <= p.envelope_min_m for p in listed.values())

@@ -273,7 +273,7 @@ class ArmGroup:
 
         limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
         stages["retime"] = stages["check"] = 0.0
-        repairs = before = 0
+        repairs = before = uncertified = 0
         while True:
             t0 = time.perf_counter()
             timed = time_path(path, limits)
@@ -287,7 +287,9 @@ class ArmGroup:
                 cert = certify_timed(self, moving, timed, self.config.certificate, recorder)
                 stages["certify"] = stages.get("certify", 0.0) + time.perf_counter() - t0
                 if cert.certified:
+                    cert = replace(cert, uncertified_attempts=uncertified)
                     break
+                uncertified += 1
                 if repairs >= self.config.max_repairs:
                     return PlanResult(PlanStatus.UNCERTIFIED, reason=(
                         f"not certified after {repairs} segment repairs: {cert.failure}"),

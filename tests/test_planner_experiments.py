@@ -53,3 +53,4 @@ def test_study_small(out_dir):
         assert key in r
     assert r["pairs"] == 3 and r["colliding_samples_after_repair"] == 0
     assert r["hardware_io"] is False
+    assert 0.005 <= r["certified_min_m"] <= r["true_min_m"]  # certified vs true (coal) minimum

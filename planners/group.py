@@ -11,7 +11,10 @@ check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``ret
 (jerk-limited time law, 125 Hz samples), ``check`` (every sample and ``substeps`` states
 between samples re-checked with the margin while measuring clearance up to the
 horizon; a hit re-plans only the offending span at a finer edge step, shortcuts it
-again and retimes).
+again and retimes), ``certify`` (``planners.pair_certificate``: every pair's clearance
+between the states the check measured is bounded with seed 003's envelope, reusing the
+check's distances; a plan that cannot be certified at the margin is repaired like a hit,
+else the result is ``PlanStatus.UNCERTIFIED``: no plan is returned uncertified).
 
 Goal resampling: when no combination of the goal candidates passes the combined check,
 goals that can resample (``planners.goals.ResamplingGoal``, e.g. ``PoseGoal``) are asked

@@ -98,6 +98,13 @@ class GroupConfig:
             raise PlannerConfigError("max_goal_resamples", self.max_goal_resamples, ">= 0")
         if self.max_goal_combinations < 1:
             raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
+        spec = self.certificate.spec
+        floor = self.collision.margin_m + 2 * spec.point_m + spec.obstacle_m + spec.query_tolerance_m
+        if floor >= self.clearance_horizon_m:
+            raise PlannerConfigError("certificate.spec", spec.as_dict(),
+                                     f"margin + 2 point_m + obstacle_m + query_tolerance_m = {floor:.4g} m "
+                                     f"< clearance_horizon_m ({self.clearance_horizon_m} m), else no pair "
+                                     "can ever be certified")
 
 
 def default_config() -> GroupConfig:

@@ -104,6 +104,8 @@ def test_bad_uncertainty_is_a_typed_error():
         UncertaintySpec.from_dict({"pivot": 0.1})
     with pytest.raises(PlannerConfigError, match="payload_reach_m"):
         CertificateConfig(payload_reach_m=-0.1)
+    with pytest.raises(PlannerConfigError, match="can ever be certified"):  # 30 mm > 20 mm horizon
+        GroupConfig(certificate=CertificateConfig(spec=UncertaintySpec(point_m=0.015)))
 
 
 # ---------------------------------------------------------------- a group and its plans
@@ -185,8 +187,8 @@ def test_every_plan_is_certified_and_the_bound_holds_densely(scene, planned):
 
 
 def test_a_plan_that_cannot_be_certified_fails_with_a_typed_reason(scene):
-    # 30 mm of declared point error cannot be met inside the 20 mm measuring horizon
-    cfg = CertificateConfig(spec=UncertaintySpec(point_m=0.03))
+    # a 0.3 rad axis error costs centimetres at the hand: no pair near the arm certifies
+    cfg = CertificateConfig(spec=UncertaintySpec(axis_rad=0.3))
     g = _group(scene, certificate=cfg, max_repairs=0)
     result = g.plan({"right": JointGoal(HOME + 0.2)}, seed=1)
     assert result.status is PlanStatus.UNCERTIFIED and result.plan is None

@@ -27,10 +27,13 @@ from planners.group import ArmGroup, GroupConfig
 from planners.ik import IKConfig, IKResult, IKSolution, IKSolver, IKStatus
 from planners.kinematics import ArmKinematics, Payload
 from planners.lm import LMSettings
+from planners.pair_certificate import CertificateConfig, PlanClearanceCertificate
 from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
+from planners.plan_file import save_plan
 from planners.pose import as_pose, pose_error
 from planners.pose_goals import PoseGoal
 from planners.retime import JointLimits
+from planners.uncertainty import UncertaintySpec
 
 __all__ = [
     "ArmGroup",
@@ -81,4 +84,8 @@ __all__ = [
     "PlanCertificate",
     "certify",
     "certify_plan",
+    "CertificateConfig",
+    "PlanClearanceCertificate",
+    "UncertaintySpec",
+    "save_plan",
 ]

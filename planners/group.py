@@ -11,7 +11,10 @@ check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``ret
 (jerk-limited time law, 125 Hz samples), ``check`` (every sample and ``substeps`` states
 between samples re-checked with the margin while measuring clearance up to the
 horizon; a hit re-plans only the offending span at a finer edge step, shortcuts it
-again and retimes).
+again and retimes), ``certify`` (``planners.pair_certificate``: every pair's clearance
+between the states the check measured is bounded with seed 003's envelope, reusing the
+check's distances; a plan that cannot be certified at the margin is repaired like a hit,
+else the result is ``PlanStatus.UNCERTIFIED``: no plan is returned uncertified).
 
 Goal resampling: when no combination of the goal candidates passes the combined check,
 goals that can resample (``planners.goals.ResamplingGoal``, e.g. ``PoseGoal``) are asked
@@ -49,10 +52,15 @@ import mujoco
 import numpy as np
 
 from planners import collision, search
-from planners.certificate import certify_plan
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
 from planners.goals import Goal, ResamplingGoal, raw_candidates
+from planners.pair_certificate import (
+    CertificateConfig,
+    PairRecorder,
+    certify_plan_timed,
+    certify_timed,
+)
 from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from planners.retime import JointLimits, TimedPath, sample_times, time_path
 from planners.search import SearchConfig
@@ -71,10 +79,12 @@ class GroupConfig:
     candidates asked of resampling goals when no combination is free; search_padding_m:
     extra clearance [m] the search keeps (so densely checked retimed states between its
     edge checks keep the margin); when the padded search fails, it is retried unpadded
-    (and repairs still try padded first); certify: also bound the clearance between the
-    samples (``planners.certificate``, seed 003; about 30 ms a plan) into
-    ``Plan.certificate``; time_budget_s: wall time [s] a ``plan`` call may take (None: no
-    limit), overridable per call."""
+    (and repairs still try padded first); certificate: how every returned plan is
+    certified between its samples (``planners.pair_certificate``, seed 003: declared
+    uncertainty, payload reach, bisection rounds); a plan that cannot be certified at the
+    margin is repaired like a colliding one, else fails with ``PlanStatus.UNCERTIFIED``;
+    time_budget_s: wall time [s] a ``plan`` call may take (None: no limit), overridable per
+    call."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
     clearance_horizon_m: float = 0.02
@@ -89,7 +99,7 @@ class GroupConfig:
     max_goal_combinations: int = 256
     max_goal_resamples: int = 3
     search_padding_m: float = 0.002
-    certify: bool = False
+    certificate: CertificateConfig = field(default_factory=CertificateConfig)
     time_budget_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -108,6 +118,13 @@ class GroupConfig:
             raise PlannerConfigError("max_goal_resamples", self.max_goal_resamples, ">= 0")
         if self.max_goal_combinations < 1:
             raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
+        spec = self.certificate.spec
+        floor = self.collision.margin_m + 2 * spec.point_m + spec.obstacle_m + spec.query_tolerance_m
+        if floor >= self.clearance_horizon_m:
+            raise PlannerConfigError("certificate.spec", spec.as_dict(),
+                                     f"margin + 2 point_m + obstacle_m + query_tolerance_m = {floor:.4g} m "
+                                     f"< clearance_horizon_m ({self.clearance_horizon_m} m), else no pair "
+                                     "can ever be certified")
 
 
 def _check_budget(field: str, value: object) -> float | None:
@@ -346,18 +363,30 @@ class ArmGroup:
 
         limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
         stages["retime"] = stages["check"] = 0.0
-        repairs = before = 0
+        repairs = before = uncertified = 0
         while True:
             t0 = time.perf_counter()
             timed = time_path(path, limits)
             stages["retime"] += time.perf_counter() - t0
             t0 = time.perf_counter()
-            hit, record, checked = self._check_timed(timed, meter, deadline)
+            recorder = PairRecorder(self, moving, self.config.certificate)
+            hit, record, checked = self._check_timed(timed, meter, recorder, deadline)
             stages["check"] += time.perf_counter() - t0
             if checked < 0:
                 return timeout("check")
             if hit is None:
-                break
+                t0 = time.perf_counter()
+                cert = certify_timed(self, moving, timed, self.config.certificate, recorder)
+                stages["certify"] = stages.get("certify", 0.0) + time.perf_counter() - t0
+                if cert.certified:
+                    cert = replace(cert, uncertified_attempts=uncertified)
+                    break
+                uncertified += 1
+                if repairs >= self.config.max_repairs:
+                    return PlanResult(PlanStatus.UNCERTIFIED, reason=(
+                        f"not certified after {repairs} segment repairs: {cert.failure}"),
+                        stage_times_s=stages)
+                hit = (cert.fail_time_s, Clearance(cert.certified_min_m, None))
             if repairs == 0:
                 before = self._count_colliding(timed, meter, deadline)
                 if before < 0:
@@ -373,9 +402,10 @@ class ArmGroup:
                 return timeout("repair")
             repairs += 1
             if path is None:
-                return PlanResult(PlanStatus.CHECK_FAILED, reason=(
-                    f"retimed state at t={hit[0]:.3f} s collides ({hit[1]}) and its segment "
-                    "could not be re-planned"), pair=hit[1].pair, stage_times_s=stages)
+                status = PlanStatus.CHECK_FAILED if hit[1].pair else PlanStatus.UNCERTIFIED
+                return PlanResult(status, reason=(
+                    f"retimed state at t={hit[0]:.3f} s collides or is not certified ({hit[1]}) "
+                    "and its segment could not be re-planned"), pair=hit[1].pair, stage_times_s=stages)
 
         times = sample_times(timed.duration, self.config.rate_hz)
         q, qd, qdd = timed.evaluate(times)
@@ -386,11 +416,7 @@ class ArmGroup:
                                     qd[:, col:col + n], qdd[:, col:col + n])
             col += n
         plan = Plan(times, self.config.rate_hz, arms, timed.waypoints, record, stages, checked,
-                    repairs, seed, resamples, before)
-        if self.config.certify:
-            t0 = time.perf_counter()
-            plan = replace(plan, certificate=certify_plan(self, plan))
-            stages["certify"] = time.perf_counter() - t0
+                    repairs, seed, resamples, before, certificate=cert)
         stages["total"] = time.perf_counter() - t_all
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 
@@ -409,10 +435,9 @@ class ArmGroup:
                   else ClearanceRecord(at_start.distance_m, 0.0, at_start.pair, False))
         plan = Plan(np.zeros(1), self.config.rate_hz, arms, start[None, :].copy(), record, stages,
                     1, 0, seed, resamples, 0)
-        if self.config.certify:
-            t0 = time.perf_counter()
-            plan = replace(plan, certificate=certify_plan(self, plan))
-            stages["certify"] = time.perf_counter() - t0
+        t0 = time.perf_counter()  # every plan carries its certificate, a still one too
+        plan = replace(plan, certificate=certify_plan_timed(self, plan, None, self.config.certificate))
+        stages["certify"] = time.perf_counter() - t0
         stages["total"] = time.perf_counter() - t_all
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 
@@ -462,10 +487,12 @@ class ArmGroup:
             f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
             f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair), resamples
 
-    def _check_timed(self, timed: TimedPath, meter: CheckSession, deadline: float | None = None):
+    def _check_timed(self, timed: TimedPath, meter: CheckSession,
+                     recorder: PairRecorder | None = None, deadline: float | None = None):
         """Check samples and sub-steps in time order; return (hit or None, clearance record,
-        states checked). A hit is (time, Clearance). States checked is -1 when ``deadline``
-        (``time.perf_counter()``) passed first (looked at every 32 states)."""
+        states checked). A hit is (time, Clearance). ``recorder`` keeps every pair's
+        distance at each checked state for the certificate. States checked is -1 when
+        ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
         margin = self.config.collision.margin_m
         dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
@@ -474,6 +501,8 @@ class ArmGroup:
             if deadline is not None and i % 32 == 0 and time.perf_counter() > deadline:
                 return None, None, -1
             c = meter.clearance(q[i])
+            if recorder is not None:
+                recorder.record(float(dense[i]), q[i], meter)
             if c.distance_m < best.distance_m:
                 best, best_t = c, float(dense[i])
             if c.distance_m < margin:

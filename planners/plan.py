@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planners.certificate import PlanCertificate
 from planners.errors import PlanFailedError
 from planners.geom_pairs import GeomPair
+from planners.pair_certificate import PlanClearanceCertificate
 
 
 class PlanStatus(enum.Enum):
@@ -29,6 +29,7 @@ class PlanStatus(enum.Enum):
     CHECK_FAILED = "check_failed"  # retimed samples still collide after the allowed repairs
     GOAL_UNREACHABLE = "goal_unreachable"  # a goal resolver (IK of a pose) found no candidate
     TIMEOUT = "timeout"  # the wall-time budget ran out before a checked plan was found
+    UNCERTIFIED = "uncertified"  # the clearance between samples could not be certified
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Plan:
     goal_resamples: int = 0  # rounds of extra goal candidates asked of resampling goals
     colliding_before_repair: int = 0  # retimed states (samples, sub-steps) within the margin
     # on the first retimed path, before any segment repair (0 when it was clean)
-    certificate: PlanCertificate | None = None  # clearance between samples (GroupConfig.certify)
+    certificate: PlanClearanceCertificate | None = None  # every plan ArmGroup.plan returns has one
 
     @property
     def moving(self) -> tuple[str, ...]:

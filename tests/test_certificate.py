@@ -98,16 +98,15 @@ def test_a_real_plan_is_certified_between_its_samples():
     assert cert.min_sampled_m >= min(plan.min_clearance.distance_m, cert.horizon_m) - 1e-6
 
 
-def test_group_can_certify_every_plan_it_returns():
-    from planners.group import GroupConfig
-
+def test_every_plan_the_group_returns_carries_a_certificate():
     m = load_scene()
     d = mujoco.MjData(m)
     apply_home(m, d)
-    group = ArmGroup(m, group_arms(), GroupConfig(certify=True))
+    group = ArmGroup(m, group_arms())
     group.set_qpos(d.qpos.copy())
     home = np.array(D.HOME_ARM_POSE)
     plan = group.plan({"right": JointGoal(home + 0.2)}, seed=1).unwrap()
-    assert plan.certificate is not None and plan.certificate.certified
-    assert plan.certificate == certify_plan(group, plan)
+    cert = plan.certificate
+    assert cert is not None and cert.certified and not cert.failure
+    assert cert.margin_m <= cert.certified_min_m <= plan.min_clearance.distance_m + 1e-9
     assert "certify" in plan.stage_times_s

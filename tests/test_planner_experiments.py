@@ -29,9 +29,10 @@ def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
     assert r["max_bend_from_separate_m"] >= 0.05
     assert r["group_colliding_samples"] == 0 and r["group_samples"] > 100
     assert r["min_clearance_m"] >= 0.005
-    # between the samples too: seed 003's envelope certifies separation, never above a sample
+    # between the samples too: seed 003's envelope certifies the margin, never above the truth
     cert = r["certificate"]
-    assert cert["certified"] and 0 < cert["continuous_lower_bound_m"] <= cert["min_sampled_m"]
+    assert cert["certified"] and 0.005 <= cert["continuous_lower_bound_m"] <= r["true_min_clearance_m"]
+    assert r["certified_over_true"] >= 0.8
     assert (out_dir / "experiments" / "crossing" / "tcp_paths.png").stat().st_size > 1000
     json.loads((out_dir / "experiments" / "crossing" / "result.json").read_text())
 
@@ -52,3 +53,4 @@ def test_study_small(out_dir):
         assert key in r
     assert r["pairs"] == 3 and r["colliding_samples_after_repair"] == 0
     assert r["hardware_io"] is False
+    assert 0.005 <= r["certified_min_m"] <= r["true_min_m"]  # certified vs true (coal) minimum

@@ -55,12 +55,14 @@ def test_goal_equal_to_start_is_a_zero_length_plan(stand, goals):
     assert traj.duration_s == 0.0
 
 
-def test_zero_length_plan_is_certified_when_asked(stand):
-    g = ArmGroup(load_stand(), STAND_ARMS, GroupConfig(certify=True))
+def test_zero_length_plan_carries_its_certificate(stand):
+    g = ArmGroup(load_stand(), STAND_ARMS, GroupConfig())
     for a, q in STAND_START.items():
         g.set_arm(a, q)
     plan = g.plan(dict(STAND_START)).unwrap()
-    assert plan.certificate is not None and plan.certificate.samples == 1
+    cert = plan.certificate
+    assert cert is not None and cert.certified
+    assert cert.certified_min_m >= g.config.collision.margin_m
 
 
 def test_a_goal_that_moves_one_arm_is_not_zero_length(stand):

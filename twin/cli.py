@@ -1,5 +1,5 @@
 """``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host, study,
-sweep.
+sweep, certify.
 
 Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
 steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
@@ -47,6 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from controllers.names import UnknownNameError
+    from planners.plan_file import PlanFileError
 
     from .bus_timing import BusTimingConfigError
     from .recording import RecordingError
@@ -54,7 +55,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from .scenario_schema import ScenarioError
 
     return (UsageError, ScenarioError, RunFolderError, UnknownNameError, BusTimingConfigError,
-            RecordingError)
+            RecordingError, PlanFileError)
 
 
 def _say(args: argparse.Namespace) -> Callable[..., None]:
@@ -407,6 +408,25 @@ def _cmd_replay(args: argparse.Namespace) -> int:
           f"{result.feedback_mismatches} differ from the recording")
     print(f"report: {out / 'replay.json'}, trajectory: {np_path} (simulated; hardware_io: false)")
     return 0 if result.feedback_mismatches == 0 else 1
+# --------------------------------------------------------------------------- certify
+
+
+def _cmd_certify(args: argparse.Namespace) -> CommandResult:
+    from models.loading import SCENE_PATH, load_scene
+    from planners.certificate_check import verify_document
+    from planners.plan_file import load_plan_file
+
+    doc = load_plan_file(args.plan)
+    model = load_scene(args.model or SCENE_PATH)
+    report = verify_document(doc, model).as_dict()
+    report["plan"] = str(args.plan)
+    if not args.json:
+        verdict = "AGREES" if report["ok"] else "DISAGREES"
+        print(f"{verdict}: certified minimum {report['certified_min_m'] * 1e3:.3f} mm "
+              f"({report['pair']}), {report['pairs_checked']} pairs, {report['coal_queries']} coal queries")
+        for line in report["disagreements"]:
+            print(f"  {line}")
+    return (0 if report["ok"] else 1), report
 
 
 # --------------------------------------------------------------------------- parser
@@ -530,6 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--stop-after", type=float, default=None, help="call Stop after this many seconds")
     host.add_argument("--ping-hz", type=float, default=0.0, help="round-trip probes per second")
     host.set_defaults(func=_cmd_host)
+    cert = sub.add_parser("certify", help="re-verify a saved plan's clearance certificate with coal "
+                          "(exit 1 on any disagreement)")
+    cert.add_argument("plan", help="plan file (JSON, planners.plan_file)")
+    cert.add_argument("--model", help="scene XML (default: the generated ROB scene)")
+    cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    cert.set_defaults(func=_cmd_certify, json_result=True)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
     view.add_argument("--seconds", type=float, default=None,

@@ -1,0 +1,177 @@
+"""Re-verify a saved plan's clearance certificate from the model alone, with coal.
+
+The check trusts nothing the planner measured: it rebuilds the checked pairs from the
+model (``GeomPairTable``), the per-pair Lipschitz radii, the speed bounds from the stored
+velocities and acceleration limits, the uncertainty allowances from the stored spec; it
+measures every distance again with coal (``planners.oracle.CoalOracle``: GJK/EPA on coal
+shapes, no MuJoCo collider) at every sample and every stored bisection query, pairs
+whose bounding spheres are farther apart than the horizon getting that sphere bound (a
+valid lower bound) instead; then it recomputes each pair's envelope minimum.
+
+Disagreements (any one fails the check): the model's hash differs; a bisection query's
+state could not have been reached from its neighbouring samples under the speed bound; a
+pair's recomputed certified minimum is below the stored one by more than
+``agree_tolerance_m``; the recomputed minimum is below the margin while the certificate
+says certified. Units: metres, seconds, radians.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from planners.geom_pairs import GeomPairTable, PairClass
+from planners.oracle import CoalOracle
+from planners.pair_certificate import (
+    _arc,
+    _pair_name,
+    envelope_minima,
+    model_hash,
+    pair_geometry,
+    segment_speed_bounds,
+)
+from planners.uncertainty import UncertaintySpec, pair_allowances_m
+
+AGREE_TOLERANCE_M = 2e-4  # MuJoCo's and coal's distances of one mesh pair differ by ~1e-6..1e-4 m
+
+
+@dataclass
+class CheckReport:
+    """ok: no disagreement; disagreements: one line each; pairs_checked: pairs recomputed;
+    worst: the lowest recomputed certified minimum [m] and its pair."""
+
+    ok: bool
+    model_hash: str
+    stored_hash: str
+    certified_min_m: float
+    pair: str
+    pairs_checked: int
+    coal_queries: int
+    disagreements: list[str] = field(default_factory=list)
+    max_pair_difference_m: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"ok": self.ok, "model_hash": self.model_hash, "stored_model_hash": self.stored_hash,
+                "certified_min_m": round(self.certified_min_m, 7), "pair": self.pair,
+                "pairs_checked": self.pairs_checked, "coal_queries": self.coal_queries,
+                "max_pair_difference_m": round(self.max_pair_difference_m, 7),
+                "disagreements": self.disagreements, "oracle": "coal (GJK/EPA), independent of MuJoCo's colliders",
+                "hardware_io": False}
+
+
+def verify_document(doc: dict, model: mujoco.MjModel,
+                    agree_tolerance_m: float = AGREE_TOLERANCE_M) -> CheckReport:
+    """Re-verify the plan document ``doc`` (``planners.plan_file``) against ``model``."""
+    cert = doc["certificate"]
+    problems: list[str] = []
+    h = model_hash(model)
+    if h != cert["model_hash"]:
+        problems.append(f"model hash {h} differs from the certificate's {cert['model_hash']}")
+    moving = list(doc["moving"])
+    spec = UncertaintySpec.from_dict(cert["uncertainty"])
+    margin, horizon = float(doc["margin_m"]), float(cert["horizon_m"])
+    table = GeomPairTable(model, doc["arms"], margin)
+    geometry = pair_geometry(model, table, doc["arms"], moving, float(cert["payload_reach_m"]))
+    t = np.asarray(doc["t_s"], float)
+    q = np.hstack([np.asarray(doc["q_rad"][a], float) for a in moving])
+    qd = np.hstack([np.asarray(doc["qd_rad_s"][a], float) for a in moving])
+    accel = np.concatenate([np.asarray(doc["acceleration_rad_s2"][a], float) for a in moving])
+    vmax = np.concatenate([np.asarray(doc["velocity_rad_s"][a], float) for a in moving])
+    extra_t = np.array([e["t_s"] for e in cert["extra_queries"]], float)
+    extra_q = np.array([e["q_rad"] for e in cert["extra_queries"]], float).reshape(extra_t.size, q.shape[1])
+    speeds = segment_speed_bounds(t, qd, accel, vmax) if t.size > 1 else np.zeros((0, q.shape[1]))
+    problems += _reachability(t, q, speeds, extra_t, extra_q)
+
+    qpos_index = np.concatenate([[model.jnt_qposadr[model.joint(j).id] for j in doc["joint_names"][a]]
+                                 for a in moving]).astype(int)
+    tt = np.concatenate([t, extra_t])
+    qq = np.vstack([q, extra_q]) if extra_t.size else q
+    order = np.argsort(tt, kind="stable")
+    tt, qq = tt[order], qq[order]
+    oracle = CoalOracle(model)
+    ref = np.asarray(doc["reference_qpos"], float)
+    dist, coal_queries = coal_pair_distances(oracle, geometry, ref, qpos_index, qq, horizon)
+    theta = np.max(np.abs(q), axis=0)
+    world = geometry.pair_class == int(PairClass.ARM_WORLD)
+    movers = (geometry.radii > 0).any(axis=1).astype(float)
+    allowance = pair_allowances_m(geometry.radii, theta, world, movers, spec)
+    lower = dist - spec.query_tolerance_m
+    if tt.size > 1:
+        seg_L = geometry.radii @ np.ascontiguousarray(speeds.T)
+        val, _, _, _ = envelope_minima(_arc(tt, t, seg_L), lower)
+        pair_min = val.min(axis=1) - allowance
+    else:
+        pair_min = lower[:, 0] - allowance
+    p_worst = int(np.argmin(pair_min)) if pair_min.size else 0
+    worst = float(pair_min[p_worst]) if pair_min.size else horizon
+    names = {_pair_name(geometry, p): p for p in range(geometry.g1.size)}
+    max_diff = 0.0
+    for stored in cert["pairs"]:
+        p = names.get(stored["pair"])
+        if p is None:
+            problems.append(f"pair {stored['pair']!r} of the certificate is not a checked pair of this model")
+            continue
+        diff = float(stored["certified_min_m"]) - float(pair_min[p])
+        max_diff = max(max_diff, abs(diff))
+        if abs(diff) > agree_tolerance_m:
+            problems.append(f"{stored['pair']}: certificate says {stored['certified_min_m'] * 1e3:.3f} mm, "
+                            f"coal gives {pair_min[p] * 1e3:.3f} mm")
+    if cert["certified"] and worst < margin - agree_tolerance_m:
+        problems.append(f"certified, but {_pair_name(geometry, p_worst)} is certified only to "
+                        f"{worst * 1e3:.3f} mm (margin {margin * 1e3:.1f} mm)")
+    if float(cert["certified_min_m"]) > worst + agree_tolerance_m:
+        problems.append(f"certificate's minimum {cert['certified_min_m'] * 1e3:.3f} mm is above coal's "
+                        f"{worst * 1e3:.3f} mm ({_pair_name(geometry, p_worst)})")
+    return CheckReport(not problems, h, cert["model_hash"], worst,
+                       _pair_name(geometry, p_worst) if pair_min.size else "", int(geometry.g1.size),
+                       coal_queries, problems, max_diff)
+
+
+def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:
+    """Consecutive samples, and each bisection state from both neighbouring samples, must
+    be reachable under the speed bound (else the Lipschitz bound says nothing)."""
+    out = []
+    if t.size > 1:
+        jump = np.abs(np.diff(q, axis=0)) - speeds * np.diff(t)[:, None]
+        for k in np.flatnonzero(jump.max(axis=1) > 1e-9)[:3]:
+            out.append(f"samples at t={t[k]:.4f} and {t[k + 1]:.4f} s are farther apart than the "
+                       "speed bound allows")
+    if extra_t.size == 0:
+        return out
+    if t.size < 2:
+        return ["bisection queries on a plan of one sample"]
+    seg = np.clip(np.searchsorted(t, extra_t, side="right") - 1, 0, t.size - 2)
+    for i, (x, s) in enumerate(zip(extra_q, seg, strict=True)):
+        before = np.abs(x - q[s]) - speeds[s] * (extra_t[i] - t[s])
+        after = np.abs(q[s + 1] - x) - speeds[s] * (t[s + 1] - extra_t[i])
+        if not (t[s] <= extra_t[i] <= t[s + 1]) or before.max() > 1e-9 or after.max() > 1e-9:
+            out.append(f"bisection query at t={extra_t[i]:.5f} s is not reachable from its samples "
+                       "under the speed bound")
+    return out
+
+
+def coal_pair_distances(oracle: CoalOracle, geometry, ref: np.ndarray, qpos_index: np.ndarray,
+                    states: np.ndarray, horizon_m: float) -> tuple[np.ndarray, int]:
+    """(P, M) distances capped at the horizon: coal where the bounding spheres are within
+    it (or a plane is involved), the sphere gap otherwise."""
+    model = oracle.model
+    g1, g2 = geometry.g1, geometry.g2
+    rb = model.geom_rbound
+    plane = (model.geom_type[g1] == int(mujoco.mjtGeom.mjGEOM_PLANE)) | \
+            (model.geom_type[g2] == int(mujoco.mjtGeom.mjGEOM_PLANE))
+    out = np.empty((g1.size, states.shape[0]))
+    queries = 0
+    qpos = ref.copy()
+    for i, x in enumerate(states):
+        qpos[qpos_index] = x
+        oracle.set_qpos(qpos)
+        xpos = oracle.data.geom_xpos
+        gap = np.linalg.norm(xpos[g1] - xpos[g2], axis=1) - rb[g1] - rb[g2]
+        col = np.minimum(gap, horizon_m)
+        for p in np.flatnonzero((gap < horizon_m) | plane):
+            col[p] = min(oracle.distance(int(g1[p]), int(g2[p])), horizon_m)
+            queries += 1
+        out[:, i] = col
+    return out, queries

@@ -1,0 +1,558 @@
+"""Per-pair clearance certificates of a plan: seed 003's envelope, one Lipschitz bound per pair.
+
+For every checked geom pair the clearance d(t) between the samples is bounded from below by
+the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear time:
+
+- **Per-pair Lipschitz.** A point of geom g moves, relative to the pair's partner, only
+  through the joints on the chain *between* the two geoms (joints that move both move them
+  rigidly together and cancel; joints that move neither, e.g. a torso that stays put, add
+  nothing). Joint j contributes |qd_j| R_j(g), R_j(g) a configuration-free bound on the
+  distance from joint j's anchor to any point of g (triangle inequality along the tree),
+  plus a declared ``payload_reach_m`` for the geoms of the arm's last body.
+- **Speed bound per 125 Hz segment.** Under the acceleration limit a, |qd| on [t_k, t_k+1]
+  is at most (|qd_k| + |qd_k+1| + a dt) / 2 (and at most the velocity limit).
+- **Exact envelope minimum.** With s(t) = the integral of the pair's L, d is 1-Lipschitz in
+  s; prefix maxima A_k of (l_i + s_i) and suffix maxima B_k of (l_i - s_i) give each
+  segment's minimum at the crossing s* = (A_k - B_k)/2 (clamped into the segment), for all
+  pairs at once (numpy).
+- **Cheap bound first.** One ``mj_collision`` per query time, with every geom's margin at
+  the horizon, gives the distance of every pair nearer than the horizon; every other
+  checked pair is known to be at least the horizon away and needs no query of its own.
+- **Bisection.** Where some pair's envelope minus its uncertainty allowance falls below the
+  margin between two queries that are themselves above it, one more query at the middle
+  (all pairs at once), up to ``max_bisections`` rounds. A query below the threshold ends
+  the attempt: that time is where the plan must be repaired.
+- **Uncertainty.** Each pair's threshold is margin + E_pair (``planners.uncertainty``).
+
+The certificate is a record (``PlanClearanceCertificate``) that serializes to JSON with the
+plan and is re-verified by ``planners.certificate_check`` from the model alone with coal.
+Units: metres, seconds, radians.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from planners.errors import PlannerConfigError
+from planners.geom_pairs import PairClass
+from planners.uncertainty import UncertaintySpec, pair_allowances_m
+
+
+@dataclass(frozen=True)
+class CertificateConfig:
+    """spec: declared uncertainty; payload_reach_m: extra reach of the gripper (last body)
+    geoms for a held payload [m]; max_bisections: rounds of midpoint queries where a
+    segment is inconclusive; report_m: pairs whose certified minimum is below this are
+    listed one by one in the artifact (the rest only counted) [m]; tighten_ratio: segments
+    whose envelope minimum is below this share of the smallest sampled clearance are
+    bisected too (within ``max_bisections``; 0 turns tightening off)."""
+
+    spec: UncertaintySpec = field(default_factory=UncertaintySpec)
+    payload_reach_m: float = 0.0
+    max_bisections: int = 8
+    report_m: float = 0.02
+    tighten_ratio: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.payload_reach_m) and 0.0 <= self.payload_reach_m <= 2.0):
+            raise PlannerConfigError("payload_reach_m", self.payload_reach_m, "in [0, 2] m")
+        if not 0.0 <= self.tighten_ratio < 1.0:
+            raise PlannerConfigError("tighten_ratio", self.tighten_ratio, "in [0, 1)")
+        if not 0 <= self.max_bisections <= 20:
+            raise PlannerConfigError("max_bisections", self.max_bisections, "in [0, 20]")
+
+
+def default_config() -> CertificateConfig:
+    """Model taken as exact (10 um query tolerance), no payload, up to 8 bisection rounds."""
+    return CertificateConfig()
+
+
+def model_hash(model: mujoco.MjModel) -> str:
+    """sha256 over the geometry and kinematics a certificate depends on (hex, 16 chars)."""
+    h = hashlib.sha256()
+    for name in ("body_parentid", "body_pos", "body_quat", "jnt_type", "jnt_bodyid", "jnt_pos",
+                 "jnt_axis", "geom_type", "geom_bodyid", "geom_size", "geom_pos", "geom_quat",
+                 "mesh_vert"):
+        arr = np.ascontiguousarray(np.round(np.asarray(getattr(model, name), float), 9))
+        h.update(name.encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- geometry
+
+def joint_geom_radii(model: mujoco.MjModel, joint_names: Sequence[str], payload_reach_m: float = 0.0) -> np.ndarray:
+    """(n_joints, ngeom): R_j(g) [m], a bound valid in every configuration on the distance
+    from joint j's anchor to any point of geom g; 0 where joint j does not move g. Geoms of
+    the last joint's body subtree (the gripper) get ``payload_reach_m`` more."""
+    out = np.zeros((len(joint_names), model.ngeom))
+    last_reach: dict[int, float] = {}
+    for k, name in enumerate(joint_names):
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0 or model.jnt_type[jid] != mujoco.mjtJoint.mjJNT_HINGE:
+            raise PlannerConfigError("joint", name, "a hinge joint of the model")
+        root = int(model.jnt_bodyid[jid])
+        reach = {root: float(np.linalg.norm(model.jnt_pos[jid]))}
+        for b in range(root + 1, model.nbody):
+            parent = int(model.body_parentid[b])
+            if parent in reach:
+                reach[b] = reach[parent] + float(np.linalg.norm(model.body_pos[b]))
+        last_reach = reach
+        for g in range(model.ngeom):
+            b = int(model.geom_bodyid[g])
+            if b in reach:
+                out[k, g] = reach[b] + float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
+    if payload_reach_m > 0 and joint_names:
+        gripper = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in last_reach]
+        out[:, gripper] = np.where(out[:, gripper] > 0, out[:, gripper] + payload_reach_m, 0.0)
+    return out
+
+
+@dataclass
+class PairGeometry:
+    """The checked pairs of a set of moving arms and their per-joint relative radii."""
+
+    g1: np.ndarray  # (P,) geom ids
+    g2: np.ndarray
+    pair_class: np.ndarray  # (P,) PairClass values
+    radii: np.ndarray  # (P, n) over the moving arms' stacked joints [m]
+    index: np.ndarray  # (ngeom, ngeom) pair number or -1
+    names: tuple[str, ...]  # geom names
+
+
+def pair_geometry(model: mujoco.MjModel, table, arm_joints: dict[str, Sequence[str]],
+                  moving: Sequence[str], payload_reach_m: float) -> PairGeometry:
+    """``table``: the group's ``GeomPairTable``; ``arm_joints``: every arm's joints."""
+    checked = np.triu(table.checked_table(moving), 1)
+    g1, g2 = np.nonzero(checked)
+    joints = [j for a in moving for j in arm_joints[a]]
+    r = joint_geom_radii(model, joints, payload_reach_m)  # (n, ngeom)
+    m1, m2 = r[:, g1] > 0, r[:, g2] > 0  # which joints move each geom
+    rel = np.where(m1 & ~m2, r[:, g1], 0.0) + np.where(m2 & ~m1, r[:, g2], 0.0)
+    index = np.full((model.ngeom, model.ngeom), -1, dtype=np.int64)
+    index[g1, g2] = np.arange(g1.size)
+    index[g2, g1] = np.arange(g1.size)
+    return PairGeometry(g1, g2, table.table[g1, g2].astype(int), rel.T.copy(), index,
+                        table.geom_names)
+
+
+_GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _group_geometry(group, moving: tuple[str, ...], payload_reach_m: float) -> PairGeometry:
+    per_group = _GEOMETRY.setdefault(group, {})
+    key = (moving, payload_reach_m)
+    if key not in per_group:
+        per_group[key] = pair_geometry(group.model, group.meter.pairs,
+                                       {a: group.joint_names(a) for a in group.arm_names},
+                                       moving, payload_reach_m)
+    return per_group[key]
+
+
+# ----------------------------------------------------------------------------- envelope
+
+def segment_speed_bounds(t: np.ndarray, qd: np.ndarray, accel: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+    """(K, n) per segment and joint: the largest |qd| [rad/s] any motion through the sample
+    velocities can reach under the acceleration limit (capped at the velocity limit)."""
+    dt = np.diff(t)[:, None]
+    a = np.abs(qd)
+    v = (a[:-1] + a[1:] + accel[None, :] * dt) / 2.0
+    return np.minimum(v, np.maximum(vmax[None, :], np.maximum(a[:-1], a[1:])))
+
+
+def envelope_minima(s: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Exact minimum of the lower envelope max_i(l_i - |s - s_i|) on every segment.
+
+    s: (P, N) nondecreasing arc coordinates per pair (d is 1-Lipschitz in s); lower: (P, N).
+    Returns per pair and segment (P, N-1): the minimum, its s, and the indices of the two
+    active queries (the one before, the one after)."""
+    a_val = lower + s
+    b_val = lower - s
+    a_idx = _running_argmax(a_val)
+    b_idx = _running_argmax(b_val[:, ::-1])[:, ::-1]
+    b_idx = b_val.shape[1] - 1 - b_idx
+    rows = np.arange(s.shape[0])[:, None]
+    A = a_val[rows, a_idx][:, :-1]
+    B = b_val[rows, b_idx][:, 1:]
+    sc = np.clip((A - B) / 2.0, s[:, :-1], s[:, 1:])
+    val = np.maximum(A - sc, B + sc)
+    return val, sc, a_idx[:, :-1], b_idx[:, 1:]
+
+
+def _running_argmax(x: np.ndarray) -> np.ndarray:
+    """Index of the running maximum along axis 1 (first index on ties)."""
+    best = np.maximum.accumulate(x, axis=1)
+    is_new = x >= best
+    idx = np.where(is_new, np.arange(x.shape[1])[None, :], 0)
+    return np.maximum.accumulate(idx, axis=1)
+
+
+# ----------------------------------------------------------------------------- records
+
+@dataclass(frozen=True)
+class PairBound:
+    """One pair's certified minimum [m] (envelope minus allowance), where [s], its
+    allowance E [m] and the times of the two active queries [s]."""
+
+    pair: str
+    pair_class: str
+    certified_min_m: float
+    envelope_min_m: float
+    at_s: float
+    allowance_m: float
+    active_query_times_s: tuple[float, float]
+
+    def as_dict(self) -> dict:
+        return {"pair": self.pair, "class": self.pair_class,
+                "certified_min_m": round(self.certified_min_m, 7),
+                "envelope_min_m": round(self.envelope_min_m, 7), "at_s": round(self.at_s, 6),
+                "allowance_m": round(self.allowance_m, 7),
+                "active_query_times_s": [round(x, 6) for x in self.active_query_times_s]}
+
+
+@dataclass(frozen=True)
+class PlanClearanceCertificate:
+    """The clearance certificate of a plan: every checked pair's clearance, over the whole
+    continuous plan, is at least ``margin_m`` (certified) or not (``failure``).
+
+    certified_min_m: smallest certified minimum over all pairs [m]; pair/at_s: where;
+    pairs: the pairs below ``report_m`` one by one; pairs_total / pairs_far: pairs
+    certified, and those never within the horizon (bounded by it, no query of their
+    own); extra_t_s / extra_q_rad: the queries between samples (the check's sub-steps and
+    bisection), times [s] (M,) and stacked states [rad] (M, n); failure: why it
+    is not certified (empty when it is); fail_time_s: where to repair."""
+
+    certified: bool
+    margin_m: float
+    horizon_m: float
+    certified_min_m: float
+    pair: str
+    at_s: float
+    pairs: tuple[PairBound, ...]
+    pairs_total: int
+    pairs_far: int
+    far_pairs_min_m: float
+    sample_queries: int
+    extra_t_s: np.ndarray
+    extra_q_rad: np.ndarray
+    spec: UncertaintySpec
+    payload_reach_m: float
+    model_hash: str
+    failure: str = ""
+    fail_time_s: float | None = None
+    elapsed_s: float = 0.0
+    uncertified_attempts: int = 0  # earlier retimed paths of this plan that failed (then repaired)
+
+    @property
+    def n_extra_queries(self) -> int:
+        return int(self.extra_t_s.size)
+
+    def as_dict(self) -> dict:
+        return {"certified": self.certified, "margin_m": self.margin_m, "horizon_m": self.horizon_m,
+                "certified_min_m": round(self.certified_min_m, 7), "pair": self.pair,
+                "at_s": round(self.at_s, 6), "pairs_total": self.pairs_total,
+                "pairs_far": self.pairs_far,
+                "far_pairs_min_m": round(self.far_pairs_min_m, 7) if math.isfinite(self.far_pairs_min_m) else None,
+                "sample_queries": self.sample_queries,
+                "extra_queries": [{"t_s": float(t), "q_rad": q.tolist()}
+                                  for t, q in zip(self.extra_t_s, self.extra_q_rad, strict=True)],
+                "pairs": [p.as_dict() for p in self.pairs], "uncertainty": self.spec.as_dict(),
+                "payload_reach_m": self.payload_reach_m, "model_hash": self.model_hash,
+                "failure": self.failure, "fail_time_s": self.fail_time_s,
+                "uncertified_attempts": self.uncertified_attempts,
+                "method": "seed 003 multi-sample Lipschitz envelope, per pair, exact minimum"}
+
+
+# ----------------------------------------------------------------------------- certify
+
+QueryFn = Callable[[np.ndarray], np.ndarray]
+
+
+def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                    accel: np.ndarray, vmax: np.ndarray, query: QueryFn,
+                    evaluate: Callable[[np.ndarray], np.ndarray] | None, margin_m: float, horizon_m: float,
+                    config: CertificateConfig, model_hash_hex: str,
+                    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> PlanClearanceCertificate:
+    """Certify one stacked trajectory (t (N,), q and qd (N, n)) of the moving arms.
+
+    query(q) -> (P,) distances of every pair at stacked q (``horizon_m`` for far pairs);
+    evaluate(times) -> (M, n) stacked q at those times (for bisection; None: none); initial:
+    distances already measured (times (M,) including every sample time, states (M, n),
+    distances (P, M)), e.g. by the planner's final check, used instead of new queries
+    (the states between samples become listed queries of the certificate). Pairs never
+    within the horizon at a sample get the closed-form two-sample bound
+    (horizon - tol - L_k dt_k / 2 on the worst segment) and no further work."""
+    started = time.perf_counter()
+    t = np.asarray(t, float)
+    q = np.asarray(q, float)
+    spec = config.spec
+    theta = np.max(np.abs(q), axis=0)
+    world = geometry.pair_class == int(PairClass.ARM_WORLD)
+    movers = (geometry.radii > 0).any(axis=1).astype(float)
+    allowance_all = pair_allowances_m(geometry.radii, theta, world, movers, spec)
+    if initial is None:
+        qt0, qq0 = t, q
+        dist_all = np.stack([query(q[i]) for i in range(t.size)], axis=1)
+    else:
+        qt0, qq0, dist_all = (np.asarray(x, float) for x in initial)
+        if not set(t.tolist()) <= set(qt0.tolist()) or dist_all.shape != (geometry.g1.size, qt0.size):
+            raise PlannerConfigError("initial", (qt0.shape, dist_all.shape),
+                                     "query times including every sample time, distances (pairs, times)")
+    if t.size > 1:
+        speeds = segment_speed_bounds(t, np.asarray(qd, float), accel, vmax)  # (K, n)
+        gaps = _parent_segments(qt0, t)
+        # far pairs: sum_j r_pj max_gap(v_j dt) / 2 >= the largest two-query dip (no BLAS:
+        # OpenBLAS threads cost more than they save on these small products)
+        reach = np.max(speeds[gaps] * np.diff(qt0)[:, None], axis=0)  # (n,) [rad]
+        dip = (geometry.radii * reach[None, :]).sum(axis=1) / 2.0
+    else:
+        speeds = np.zeros((0, q.shape[1]))
+        dip = np.zeros(geometry.g1.size)
+    near_mask = np.any(dist_all < horizon_m, axis=1)
+    far_bound = horizon_m - spec.query_tolerance_m - dip - allowance_all
+    sampled_min = float(np.min(dist_all - spec.query_tolerance_m - allowance_all[:, None]))
+    active_mask = near_mask | (far_bound < max(margin_m, config.tighten_ratio * sampled_min))
+    active = np.flatnonzero(active_mask)
+    far = np.flatnonzero(~active_mask)  # bounded in closed form, no envelope of their own
+    far_min = float(far_bound[far].min()) if far.size else math.inf
+    sub = PairGeometry(geometry.g1[active], geometry.g2[active], geometry.pair_class[active],
+                       geometry.radii[active], geometry.index, geometry.names)
+    allowance, dist = allowance_all[active], dist_all[active]
+    seg_L = (sub.radii[:, None, :] * speeds[None, :, :]).sum(axis=2)  # (P_active, K) [m/s]
+    threshold = margin_m + allowance
+    P = active.size
+    qt, qq = list(qt0), list(qq0)
+    samples = set(t.tolist())
+    between = np.array([float(x) not in samples for x in qt0], bool) if initial is not None \
+        else np.zeros(qt0.size, bool)
+    extra_t, extra_q = [qt0[between]], [np.asarray(qq0)[between]]
+    failure, fail_t = "", None
+    for round_ in range(config.max_bisections + 1):
+        tt = np.asarray(qt)
+        lower = dist - spec.query_tolerance_m
+        below = lower < threshold[:, None]
+        if below.any():
+            p, i = np.unravel_index(int(np.argmax(np.where(below, threshold[:, None] - lower, -np.inf))),
+                                    below.shape)
+            failure = (f"{_pair_name(sub, p)} is {dist[p, i] * 1e3:.2f} mm apart at t={tt[i]:.4f} s, "
+                       f"below its threshold {threshold[p] * 1e3:.2f} mm")
+            fail_t = float(tt[i])
+            break
+        if tt.size == 1 or P == 0:
+            break
+        s = _arc(tt, t, seg_L)
+        val, _, _, _ = envelope_minima(s, lower)
+        bad = val < threshold[:, None]
+        target = config.tighten_ratio * float(np.min(lower - allowance[:, None]))
+        loose = (val - allowance[:, None]) < target  # tightening: never a failure
+        if not (bad.any() or (loose.any() and evaluate is not None and round_ < config.max_bisections)):
+            break
+        bad_segments = np.flatnonzero((bad | loose).any(axis=0))
+        if bad.any() and (evaluate is None or round_ == config.max_bisections):
+            bad_segments = np.flatnonzero(bad.any(axis=0))
+            k = int(bad_segments[0])
+            p = int(np.argmax(threshold - val[:, k]))
+            failure = (f"{_pair_name(sub, p)}: envelope {val[p, k] * 1e3:.2f} mm between "
+                       f"t={tt[k]:.4f} and {tt[k + 1]:.4f} s is below its threshold "
+                       f"{threshold[p] * 1e3:.2f} mm after {round_} bisection rounds")
+            fail_t = float((tt[k] + tt[k + 1]) / 2)
+            break
+        mids = (tt[bad_segments] + tt[bad_segments + 1]) / 2.0
+        new_q = list(np.asarray(evaluate(mids), float).reshape(mids.size, -1))
+        new_d = np.stack([query(x)[active] for x in new_q], axis=1)
+        extra_t.append(mids)
+        extra_q.append(np.array(new_q))
+        order = np.argsort(np.concatenate([tt, mids]), kind="stable")
+        qt = list(np.concatenate([tt, mids])[order])
+        merged = qq + new_q
+        qq = [merged[j] for j in order]
+        dist = np.concatenate([dist, new_d], axis=1)[:, order]
+    tt = np.asarray(qt)
+    order_e = np.argsort(np.concatenate(extra_t), kind="stable")
+    bounds = _pair_bounds(sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m)
+    best = bounds[0] if bounds else None
+    near_min = best.certified_min_m if best else math.inf
+    cmin = min(near_min, far_min)
+    if not math.isfinite(cmin):
+        cmin = horizon_m
+    return PlanClearanceCertificate(
+        certified=not failure, margin_m=margin_m, horizon_m=horizon_m, certified_min_m=float(cmin),
+        pair=best.pair if best and near_min <= far_min else "(a pair never within the horizon)",
+        at_s=best.at_s if best else float(t[0]), pairs=bounds,
+        pairs_total=int(geometry.g1.size), pairs_far=int(far.size), far_pairs_min_m=far_min,
+        sample_queries=int(t.size), extra_t_s=np.concatenate(extra_t)[order_e],
+        extra_q_rad=np.concatenate(extra_q).reshape(-1, q.shape[1])[order_e],
+        spec=spec, payload_reach_m=config.payload_reach_m, model_hash=model_hash_hex,
+        failure=failure, fail_time_s=fail_t, elapsed_s=time.perf_counter() - started)
+
+
+def _arc(query_t: np.ndarray, sample_t: np.ndarray, seg_L: np.ndarray) -> np.ndarray:
+    """(P, M) arc coordinate s = integral of each pair's L over the query times."""
+    ds = np.diff(query_t)[None, :] * seg_L[:, _parent_segments(query_t, sample_t)]
+    return np.concatenate([np.zeros((seg_L.shape[0], 1)), np.cumsum(ds, axis=1)], axis=1)
+
+
+def _parent_segments(query_t: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
+    """The 125 Hz segment holding each gap between consecutive query times."""
+    mid = (query_t[:-1] + query_t[1:]) / 2.0
+    return np.clip(np.searchsorted(sample_t, mid, side="right") - 1, 0, sample_t.size - 2)
+
+
+def _pair_name(geometry: PairGeometry, p: int) -> str:
+    cls = PairClass(int(geometry.pair_class[p])).name.lower()
+    return f"{geometry.names[geometry.g1[p]]} vs {geometry.names[geometry.g2[p]]} ({cls})"
+
+
+def _pair_bounds(geometry, tt, t, lower, seg_L, allowance, report_m) -> tuple[PairBound, ...]:
+    """Per pair, the certified minimum, where, and its active queries; pairs below
+    ``report_m`` (at least the lowest one), lowest first."""
+    P = lower.shape[0]
+    if P == 0:
+        return ()
+    if tt.size == 1:
+        val, at = lower[:, :1], np.full((P, 1), tt[0])
+        ia = ib = np.zeros((P, 1), int)
+    else:
+        s = _arc(tt, t, seg_L)
+        val, sc, ia, ib = envelope_minima(s, lower)
+        ds = np.diff(s, axis=1)
+        rate = np.where(ds > 0, (sc - s[:, :-1]) / np.where(ds > 0, ds, 1.0), 0.0)
+        at = tt[None, :-1] + rate * np.diff(tt)[None, :]
+    k = np.argmin(val, axis=1)
+    rows = np.arange(P)
+    cert = val[rows, k] - allowance
+    out = []
+    for p in np.argsort(cert, kind="stable"):
+        if cert[p] >= report_m and out:
+            break
+        kk = k[p]
+        out.append(PairBound(_pair_name(geometry, p), PairClass(int(geometry.pair_class[p])).name.lower(),
+                             float(cert[p]), float(val[p, kk]), float(at[p, kk]), float(allowance[p]),
+                             (float(tt[ia[p, kk]]), float(tt[ib[p, kk]]))))
+    return tuple(out)
+
+
+def mujoco_query(session, geometry: PairGeometry, horizon_m: float) -> QueryFn:
+    """Per-pair distances at stacked q from one mj_collision (horizon for far pairs)."""
+    P = geometry.g1.size
+
+    base = np.full(P, horizon_m)
+    index = geometry.index
+
+    def query(q: np.ndarray) -> np.ndarray:
+        d = session._collide(q)
+        out = base.copy()
+        if d.ncon:  # few contacts: a Python loop beats ufunc.at here
+            geom, dist = d.contact.geom, d.contact.dist
+            for k in range(d.ncon):
+                i = index[geom[k, 0], geom[k, 1]]
+                if i >= 0 and dist[k] < out[i]:
+                    out[i] = dist[k]
+        return out
+
+    return query
+
+
+def certify_group_path(group, moving: Sequence[str], t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                       evaluate: Callable[[np.ndarray], np.ndarray] | None,
+                       config: CertificateConfig | None = None,
+                       initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> PlanClearanceCertificate:
+    """Certify a stacked trajectory of ``group``'s ``moving`` arms against its reference state
+    (the ArmGroup's meter measures distances; its horizon is the cheap far-pair bound)."""
+    config = config or default_config()
+    moving = tuple(moving)
+    geometry = _group_geometry(group, moving, config.payload_reach_m)
+    session = group.meter.session(moving, group.reference_qpos)
+    horizon = group.meter.config.horizon_m
+    accel = np.concatenate([np.asarray(group.motion_limits(a).acceleration, float) for a in moving])
+    vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity, float) for a in moving])
+    return certify_samples(geometry, t, q, qd, accel, vmax, mujoco_query(session, geometry, horizon),
+                           evaluate, group.config.collision.margin_m, horizon, config,
+                           _hash_of(group.model), initial)
+
+
+_HASHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _hash_of(model: mujoco.MjModel) -> str:
+    try:
+        if model not in _HASHES:
+            _HASHES[model] = model_hash(model)
+        return _HASHES[model]
+    except TypeError:  # not weak-referenceable
+        return model_hash(model)
+
+
+def certify_plan_timed(group, plan, timed=None, config: CertificateConfig | None = None) -> PlanClearanceCertificate:
+    """Certify ``plan`` (a ``planners.plan.Plan`` of ``group``); ``timed`` (the TimedPath it
+    was sampled from) enables bisection queries between samples."""
+    moving = plan.moving
+    evaluate = None
+    if timed is not None:
+        def evaluate(x: np.ndarray) -> np.ndarray:
+            return timed.evaluate(np.asarray(x, float))[0]
+    return certify_group_path(group, moving, plan.t, plan.stacked("q"), plan.stacked("qd"),
+                              evaluate, config)
+
+
+
+class PairRecorder:
+    """Keeps every pair's distance at each state the planner's final check measures (read
+    from the contacts that check already computed: no query of its own)."""
+
+    def __init__(self, group, moving: Sequence[str], config: CertificateConfig | None = None):
+        config = config or default_config()
+        self.geometry = _group_geometry(group, tuple(moving), config.payload_reach_m)
+        self.horizon_m = group.meter.config.horizon_m
+        self.times: list[float] = []
+        self.states: list[np.ndarray] = []
+        self._hits: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def record(self, time_s: float, q: np.ndarray, session) -> None:
+        """Keep the pair distances of ``session``'s last check (made at stacked ``q``)."""
+        d = session._data()
+        if d.ncon:
+            geom = d.contact.geom
+            idx = self.geometry.index[geom[:, 0], geom[:, 1]]
+            keep = idx >= 0
+            self._hits.append((idx[keep], d.contact.dist[keep].copy()))
+        else:
+            self._hits.append((np.zeros(0, np.int64), np.zeros(0)))
+        self.times.append(float(time_s))
+        self.states.append(np.array(q, float))
+
+    def initial(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(times (M,), states (M, n), distances (P, M), capped at the horizon) or None."""
+        if not self.times:
+            return None
+        dist = np.full((self.geometry.g1.size, len(self.times)), self.horizon_m)
+        rows = np.concatenate([h[0] for h in self._hits])
+        cols = np.repeat(np.arange(len(self._hits)), [h[0].size for h in self._hits])
+        vals = np.concatenate([h[1] for h in self._hits])
+        np.minimum.at(dist, (rows, cols), vals)  # several contacts of one pair: the smallest
+        return np.array(self.times), np.array(self.states), dist
+
+
+def certify_timed(group, moving: Sequence[str], timed, config: CertificateConfig | None = None,
+                  recorder: PairRecorder | None = None) -> PlanClearanceCertificate:
+    """Certify a ``planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the group's
+    sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself;
+    ``recorder``: the distances the final check measured (reused, not queried again)."""
+    from planners.retime import sample_times
+
+    times = sample_times(timed.duration, group.config.rate_hz)
+    q, qd, _ = timed.evaluate(times)
+
+    def evaluate(x: np.ndarray) -> np.ndarray:
+        return timed.evaluate(np.asarray(x, float))[0]
+
+    initial = recorder.initial() if recorder is not None else None
+    return certify_group_path(group, moving, times, q, qd, evaluate, config, initial)

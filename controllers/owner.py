@@ -471,6 +471,12 @@ class ArmOwner:
         inp.target_acceleration = [0.0] * N
 
     def _finish_brake(self) -> None:
+        # Ruckig ends a brake a few ulps short of rest (|v| ~ 6e-17 rad/s); holding from that
+        # state, the position creeps by one ulp every ~0.5 s. A finished brake is at rest.
+        if all(abs(x) <= self.config.rest_velocity_rad_s for x in self._cmd_v.tolist()):
+            self._cmd_v, self._cmd_a = np.zeros(N), np.zeros(N)
+            self._inp.current_velocity = [0.0] * N
+            self._inp.current_acceleration = [0.0] * N
         self._set_hold_target(self._cmd_p)
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 

@@ -280,3 +280,78 @@ def judge_states(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarr
         if worst[0] < threshold_m:
             out.append((i, worst[1], worst[0]))
     return out
+
+
+# ------------------------------------------------------------------ targeted placements
+def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` uniformly random rotation matrices (n, 3, 3) from normalised Gaussian quaternions."""
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    w, x, y, z = q.T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], axis=-1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], axis=-1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], axis=-1),
+    ], axis=1)
+
+
+@dataclass
+class Placements:
+    """Poses of geom ``mover`` next to geom ``fixed`` (at the session's reference pose): positions
+    (n, 3) [m], rotations (n, 3, 3), and coal's signed distance at each (n,) [m]."""
+
+    mover: int
+    fixed: int
+    type_name: str
+    pos: np.ndarray
+    rot: np.ndarray
+    oracle_m: np.ndarray
+
+
+def targeted_placements(session: CheckSession, oracle: CoalOracle, mover: int, fixed: int, n: int,
+                        rng: np.random.Generator, targets_m: np.ndarray) -> Placements:
+    """``n`` poses of ``mover`` whose coal distance to ``fixed`` is near ``targets_m`` (n,) [m].
+
+    A random orientation and a random position within reach of ``fixed`` are drawn (in one
+    batch), then the mover is slid along coal's witness normal by the distance still missing
+    (exact when separated; approximate in penetration). The distance reported is coal's at the
+    final pose, so a target that was not met is still a true figure."""
+    oracle.set_qpos(session.reference_qpos)
+    fpose = (oracle.data.geom_xpos[fixed].copy(), oracle.data.geom_xmat[fixed].reshape(3, 3).copy())
+    model = oracle.model
+    rot = random_rotations(rng, n)
+    if int(model.geom_type[fixed]) == mujoco.mjtGeom.mjGEOM_PLANE:
+        tangent = rng.uniform(-0.5, 0.5, (n, 3)) * (1 - np.abs(fpose[1][:, 2]))
+        pos = fpose[0] + tangent + np.outer(rng.uniform(0.0, 1.0, n) * model.geom_rbound[mover], fpose[1][:, 2])
+    else:
+        reach = model.geom_rbound[mover] + model.geom_rbound[fixed]
+        pos = fpose[0] + rng.uniform(-reach, reach, (n, 3))
+    dist = np.empty(n)
+    s1, s2 = oracle.shapes[mover], oracle.shapes[fixed]
+    tf2 = coal.Transform3s(fpose[1], fpose[0])
+    req = coal.DistanceRequest()
+    for k in range(n):
+        res = coal.DistanceResult()
+        d0 = coal.distance(s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, res)
+        normal = np.asarray(res.normal, float)  # from the mover towards the fixed geom
+        if np.all(np.isfinite(normal)) and np.linalg.norm(normal) > 0.5:
+            pos[k] = pos[k] - (targets_m[k] - d0) * normal
+        dist[k] = coal.distance(s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, coal.DistanceResult())
+    return Placements(mover, fixed, pair_type(model, mover, fixed), pos, rot, dist)
+
+
+def checker_distances(session: CheckSession, placements: Placements) -> np.ndarray:
+    """The checker's distance [m] of the placed pair at each placement: MuJoCo's collision on
+    the checker's own model, filtered by its pair table (inf: not reported, i.e. free or not
+    checked)."""
+    model = session.model
+    data = mujoco.MjData(model)
+    data.qpos[:] = session.reference_qpos
+    key = tuple(sorted((placements.mover, placements.fixed)))
+    out = np.empty(len(placements.oracle_m))
+    for k in range(out.size):
+        mujoco.mj_kinematics(model, data)
+        _place_geom(model, data, placements.mover, placements.pos[k], placements.rot[k])
+        mujoco.mj_collision(model, data)
+        out[k] = _checker_distances(session, data).get(key, np.inf)
+    return out

@@ -256,30 +256,51 @@ def pair_table_types(table: GeomPairTable, model: mujoco.MjModel) -> set[str]:
     return {pair_type(model, a, b) for a, b in zip(g1.tolist(), g2.tolist(), strict=True)}
 
 
+def clearances(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
+               horizon_m: float = 0.05) -> tuple[np.ndarray, list[str]]:
+    """Coal's clearance [m] of each full-model state over the pairs ``table`` checks (any arm),
+    capped at ``horizon_m`` (pairs whose bounding spheres are further apart are not measured),
+    and the closest pair's names ("" when none is within the horizon)."""
+    g1s, g2s = (np.asarray(x) for x in np.nonzero(np.triu(table.table > 0)))
+    model = oracle.model
+    plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
+    has_plane = (model.geom_type[g1s] == plane) | (model.geom_type[g2s] == plane)
+    rsum = model.geom_rbound[g1s] + model.geom_rbound[g2s]
+    states = np.atleast_2d(qpos_states)
+    out, names = np.full(len(states), horizon_m), [""] * len(states)
+    for i, qpos in enumerate(states):
+        oracle.set_qpos(qpos)
+        xpos = oracle.data.geom_xpos
+        gap = np.linalg.norm(xpos[g1s] - xpos[g2s], axis=1) - rsum
+        for k in np.flatnonzero(has_plane | (gap < horizon_m)):
+            d = oracle.distance(int(g1s[k]), int(g2s[k]))
+            if d < out[i]:
+                out[i] = d
+                names[i] = f"{table.geom_names[g1s[k]]} vs {table.geom_names[g2s[k]]}"
+    return out, names
+
+
 def judge_states(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
                  threshold_m: float = 0.0) -> list[tuple[int, str, float]]:
     """Independent verdict on full-model states: for each state where some checked pair
     (any arm, ``table``'s policy) is closer than ``threshold_m`` by coal, (state index,
     pair, distance [m]) of its closest such pair."""
-    g1s, g2s = np.nonzero(np.triu(table.table > 0))
-    pairs = list(zip(g1s.tolist(), g2s.tolist(), strict=True))
-    planes = {g for g in range(oracle.model.ngeom) if int(oracle.model.geom_type[g]) == 0}
-    rbound = oracle.model.geom_rbound
-    out = []
-    for i, qpos in enumerate(np.atleast_2d(qpos_states)):
-        oracle.set_qpos(qpos)
-        xpos = oracle.data.geom_xpos
-        worst = (np.inf, "")
-        for g1, g2 in pairs:
-            if g1 not in planes and g2 not in planes and (
-                    np.linalg.norm(xpos[g1] - xpos[g2]) - rbound[g1] - rbound[g2] >= threshold_m):
-                continue
-            d = oracle.distance(g1, g2)
-            if d < worst[0]:
-                worst = (d, f"{table.geom_names[g1]} vs {table.geom_names[g2]}")
-        if worst[0] < threshold_m:
-            out.append((i, worst[1], worst[0]))
-    return out
+    dist, names = clearances(oracle, table, qpos_states, max(threshold_m, 0.0) + 1e-3)
+    return [(i, names[i], float(d)) for i, d in enumerate(dist) if d < threshold_m]
+
+
+def densify(states: np.ndarray, factor: int) -> np.ndarray:
+    """``states`` (N, n) with ``factor - 1`` evenly spaced joint-space states inserted between
+    consecutive rows: (factor * (N - 1) + 1, n)."""
+    states = np.atleast_2d(states)
+    if factor < 1:
+        raise ValueError(f"densify factor must be >= 1, got {factor!r}")
+    if factor == 1 or len(states) < 2:
+        return states.copy()
+    w = np.arange(factor) / factor
+    a, b = states[:-1], states[1:]
+    inner = a[:, None, :] + w[None, :, None] * (b - a)[:, None, :]
+    return np.vstack([inner.reshape(-1, states.shape[1]), states[-1:]])
 
 
 # ------------------------------------------------------------------ targeted placements

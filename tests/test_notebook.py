@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@pytest.fixture(autouse=True)
+def _kernel_imports_this_checkout(monkeypatch):
+    """The kernel runs in tmp_path: put this checkout first on its path, not whichever copy
+    the environment has installed."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 
 def test_headless_run_notebook_executes(tmp_path):

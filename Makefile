@@ -29,7 +29,7 @@ xvfb:
 	  else echo "xvfb not installed (not root or no apt-get): the viewer test will be skipped"; fi; }
 
 test: $(STAMP) xvfb
-	$(PY) -m ruff check twin controllers planners experiments tests
+	$(PY) -m ruff check twin controllers planners experiments tests models
 	$(PY) -m pytest
 
 stress: $(STAMP)
@@ -39,7 +39,7 @@ bench: $(STAMP)
 	$(PY) -m experiments.bench
 
 lint: $(STAMP)
-	$(PY) -m ruff check twin controllers planners experiments tests
+	$(PY) -m ruff check twin controllers planners experiments tests models
 
 clean:
 	rm -rf out .pytest_cache

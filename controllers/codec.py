@@ -41,7 +41,7 @@ two's-complement int16, big-endian like the position word, giving -128..+127.996
 drive units. The unit itself is unverified. The configured joint sign is applied to
 feedback position as to commands (drive frame -> joint frame).
 
-Pure numpy + stdlib: no mujoco, no bus. ``transport.py`` puts these frames on a wire.
+Pure numpy + stdlib (and the pure-data ``models.dimensions``): no mujoco, no bus. ``transport.py`` puts these frames on a wire.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from controllers.errors import (
     UnrepresentableCountError,
 )
 from controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+from models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 
 COUNTS_PER_DEGREE = 128
 RAD_PER_COUNT = math.radians(1.0 / COUNTS_PER_DEGREE)  # 0.000136354 rad
@@ -82,9 +83,6 @@ COMMAND_FRAME_LEN = 3
 FEEDBACK_FRAME_LEN = 8
 CURRENT_SCALE = 256  # current = int16(bytes 5-6) / 256, drive units (unverified)
 
-# OpenArm v10 joint limits [rad] (DESIGN.md reference facts), J1..J7.
-OPENARM_LOWER_RAD = (-1.396, -1.745, -1.571, 0.0, -1.571, -0.785, -1.571)
-OPENARM_UPPER_RAD = (3.491, 1.745, 1.571, 2.443, 1.571, 0.785, 1.571)
 
 
 # --------------------------------------------------------------------------- config
@@ -92,14 +90,15 @@ OPENARM_UPPER_RAD = (3.491, 1.745, 1.571, 2.443, 1.571, 0.785, 1.571)
 
 @dataclass(frozen=True)
 class CodecConfig:
-    """Per-joint sign (+1/-1, joint frame -> drive frame) and inclusive bounds [rad].
+    """Per-joint sign (+1/-1, joint frame -> drive frame) and inclusive bounds [rad]
+    (by default the joint bounds of ``models.dimensions``, OpenArm v10).
 
     Bounds may be infinite (no bound); they may not be NaN or out of order.
     """
 
     signs: tuple[int, ...] = (1,) * JOINTS_PER_ARM
-    lower_rad: tuple[float, ...] = OPENARM_LOWER_RAD
-    upper_rad: tuple[float, ...] = OPENARM_UPPER_RAD
+    lower_rad: tuple[float, ...] = ARM_LOWER_RAD
+    upper_rad: tuple[float, ...] = ARM_UPPER_RAD
 
     def __post_init__(self) -> None:
         for name in ("signs", "lower_rad", "upper_rad"):

@@ -3,7 +3,10 @@
 Every message names the offending value and the valid range, so a log line alone
 says what was wrong. Codec errors are also ``ValueError`` (bad input values);
 transport errors are not (they describe the bus, not the caller's data).
-Others may add their own classes here, deriving from ``RobTwinError``.
+Others may add their own classes here, deriving from ``RobTwinError``; the planners'
+(``planners.errors``) and the twin's errors derive from it too, so ``except RobTwinError``
+catches every error the project raises on purpose. An input error is also a ``ValueError``
+(an unknown name also a ``KeyError``) so that callers that catch those keep working.
 """
 
 from __future__ import annotations
@@ -11,6 +14,33 @@ from __future__ import annotations
 
 class RobTwinError(Exception):
     """Base of every error this project raises on purpose."""
+
+
+class UnknownNameError(RobTwinError, KeyError):
+    """A name that the model, the mapping or a registry does not define; lists the valid ones."""
+
+    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
+        self.kind, self.value, self.valid = kind, value, list(valid)
+        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, self.valid))}")
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return self.args[0]
+
+
+class InvalidValueError(RobTwinError, ValueError):
+    """A named field (a configuration value, an argument) whose value is not valid.
+
+    Carries ``field``, ``value`` and ``valid`` (the valid range or set, in words); the
+    message reads ``<subject >field=value is invalid; valid: ...``, where subclasses name
+    their subject (``"owner config"``, ``"codec config"``, ...).
+    """
+
+    subject = ""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        where = f"{self.subject} " if self.subject else ""
+        super().__init__(f"{where}{field}={value!r} is invalid; valid: {valid}")
 
 
 # --------------------------------------------------------------------------- codec
@@ -86,12 +116,10 @@ class UnrepresentableCountError(JointValueError):
         )
 
 
-class CodecConfigError(CodecError):
+class CodecConfigError(CodecError, InvalidValueError):
     """A codec configuration that cannot be used (wrong length, bounds not ordered)."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"codec config {field}={value!r} is invalid; valid: {valid}")
+    subject = "codec config"
 
 
 class FrameError(CodecError):
@@ -139,10 +167,10 @@ class TransportError(RobTwinError):
     """A CAN transport boundary failure (configuration, closed bus)."""
 
 
-class TransportConfigError(TransportError, ValueError):
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"transport config {field}={value!r} is invalid; valid: {valid}")
+class TransportConfigError(TransportError, InvalidValueError):
+    """A transport configuration value outside its valid range."""
+
+    subject = "transport config"
 
 
 class TransportClosedError(TransportError):
@@ -173,12 +201,10 @@ class NonFiniteTargetError(OwnerError, ValueError):
         super().__init__(f"target {field} joint {joint}: {value!r} is not finite")
 
 
-class OwnerConfigError(OwnerError, ValueError):
+class OwnerConfigError(OwnerError, InvalidValueError):
     """An owner / checker configuration value outside its valid range."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"owner config {field}={value!r} is invalid; valid: {valid}")
+    subject = "owner config"
 
 
 class OwnerStateError(OwnerError):
@@ -189,9 +215,7 @@ class OwnerStateError(OwnerError):
         super().__init__(f"owner cannot {operation} in mode {mode!r}; allowed in: {valid}")
 
 
-class SegmentError(RobTwinError, ValueError):
+class SegmentError(InvalidValueError):
     """A jerk segment that cannot be integrated (negative or non-finite duration)."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"jerk segment {field}={value!r} is invalid; valid: {valid}")
+    subject = "jerk segment"

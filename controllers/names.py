@@ -13,6 +13,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from controllers.errors import UnknownNameError
+
 JOINTS_PER_ARM = 7
 
 
@@ -31,17 +33,6 @@ class Arm(enum.Enum):
             return cls(str(value).lower())
         except ValueError:
             raise UnknownNameError("arm", value, [a.value for a in cls]) from None
-
-
-class UnknownNameError(KeyError):
-    """A name that the model or the mapping does not define; the message lists the valid ones."""
-
-    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
-        self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, valid))}")
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return self.args[0]
 
 
 @dataclass(frozen=True)

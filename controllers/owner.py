@@ -38,12 +38,9 @@ from controllers.mailbox import LatestTargetMailbox, MailboxCounts, OfferResult,
 from controllers.names import JOINTS_PER_ARM, Arm
 from controllers.publish import PublishOutcome, PublishReport, SamplePublisher
 from controllers.target import ArmTarget, as_joint_vector
+from models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 
 N = JOINTS_PER_ARM
-
-# OpenArm v10 joint bounds [rad] (DESIGN.md reference facts), J1..J7.
-OPENARM_LOWER = (-1.396, -1.745, -1.571, 0.0, -1.571, -0.785, -1.571)
-OPENARM_UPPER = (3.491, 1.745, 1.571, 2.443, 1.571, 0.785, 1.571)
 
 
 class LateTickAction(enum.Enum):
@@ -57,7 +54,7 @@ class OwnerConfig:
 
     period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
     max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets; late_tick_periods: a tick gap above this many periods is late;
+    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick gap above this many periods is late;
     feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
     per-sample limit check (float rounding only).
     """
@@ -66,8 +63,8 @@ class OwnerConfig:
     max_velocity: tuple[float, ...] = (0.3,) * N
     max_acceleration: tuple[float, ...] = (0.6,) * N
     max_jerk: tuple[float, ...] = (2.0,) * N
-    position_lower: tuple[float, ...] = OPENARM_LOWER
-    position_upper: tuple[float, ...] = OPENARM_UPPER
+    position_lower: tuple[float, ...] = ARM_LOWER_RAD
+    position_upper: tuple[float, ...] = ARM_UPPER_RAD
     late_tick_periods: float = 3.0
     late_tick_action: LateTickAction = LateTickAction.BRAKE
     require_feedback: bool = True

@@ -1,8 +1,10 @@
 """ROB's crossing goal pair: the hands swap sides in front of the chest.
 
 Shared by the ``crossing`` experiment (planner) and the ``sequential`` experiment
-(executor). ``rob_crossing_goals()`` returns the frozen pair; ``search_crossing_goals()``
-is the deterministic search that found it (re-run it to reproduce the numbers below).
+(executor). The frozen pair is data of the robot description (``models.poses``, with its
+figures; its start is the model's ``crossing_start`` keyframe); ``rob_crossing_goals()``
+returns it and ``search_crossing_goals()`` is the deterministic search that found it
+(re-run it to reproduce the numbers there).
 
 Search (seeded, joint space, bounded; ``search_crossing_goals``): per arm, uniform joint
 states whose TCP is near the chest midline (|y| < 15 cm), in front (x > 0.2 m) at 0.6..1.3
@@ -28,31 +30,17 @@ import mujoco
 import numpy as np
 
 from controllers.names import group_arms
-from models.loading import apply_home, load_scene
+from models import poses
+from models.loading import CROSSING_START_KEY, HOME_KEY, keyframe_state
 
 ARMS = group_arms()
 
-# Found by search_crossing_goals(seed=1) with its default budget (150,000 joint draws per
-# arm -> pools of 450 right / 444 left states; 4,000 start picks ranked by straight-line
-# arm-arm hits; the 40 best fully evaluated, 91 s on one core), rounded to 1e-4 rad.
-# Its figures (planner seed 0, simulated): planned separately and run in sync, 91 of 182
-# frames in contact (coal); the group plan bends a TCP 8.2 cm from the path the arm takes
-# alone (largest TCP detour from the straight line 8.2 cm); the group plan run one arm
-# after the other penetrates in 326 of 890 states. The previous pair (seed 0, first hit of
-# a side-swap search) scored 22 of 235 frames, 1.3 cm bend, 0 sequential hits.
-# The right hand starts right of the left one and each hand ends where the other started.
-CROSSING_START = {"right": (1.3478, -1.0388, -1.3575, 1.8563, -0.537, 0.5711, 0.1996),
-                  "left": (1.1135, -1.2749, -1.4083, 1.3621, 0.1736, 0.3888, 0.2503)}
-CROSSING_GOALS = {"right": (0.619, -1.3275, -1.1877, 1.3564, -0.5384, -0.3084, 0.3282),
-                  "left": (1.1068, -1.3433, -1.439, 1.6231, -0.0475, 0.0758, -0.0042)}
+CROSSING_START, CROSSING_GOALS = poses.CROSSING_START, poses.CROSSING_GOALS  # models.poses
 
 
 def rob_home():
-    """(scene model, home qpos): both arms at home, base at the origin."""
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    return m, d.qpos.copy()
+    """(scene model, home qpos): both arms at home (keyframe ``home``), base at the origin."""
+    return keyframe_state(HOME_KEY)
 
 
 def rob_crossing_goals() -> dict[str, np.ndarray]:
@@ -67,12 +55,9 @@ def rob_crossing_start() -> dict[str, np.ndarray]:
 
 
 def crossing_start_qpos() -> tuple[mujoco.MjModel, np.ndarray]:
-    """(scene model, full qpos): home with both arms at the crossing start."""
-    m, qpos = rob_home()
-    for a, q in rob_crossing_start().items():
-        qpos[[m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j)]
-              for j in ARMS[a]]] = q
-    return m, qpos
+    """(scene model, full qpos): both arms at the crossing start (keyframe
+    ``crossing_start``)."""
+    return keyframe_state(CROSSING_START_KEY)
 
 
 # ------------------------------------------------------------------------- search

@@ -32,6 +32,7 @@ from controllers.publish import PublishOutcome
 from controllers.transport import CanTransport, TransportConfig
 from experiments.output import markdown_table, write_experiment
 from experiments.registry import experiment
+from models import dimensions as D
 
 ALT_SIGNS = (1, -1, 1, -1, 1, -1, 1)
 SIGN_SETS = (ALT_SIGNS, tuple(-s for s in ALT_SIGNS))  # every joint sees both signs
@@ -106,8 +107,8 @@ def rejected_just_outside() -> int:
 def quantization_sweep(seed: int = 0) -> dict:
     """30,001 evenly spaced positions over each joint's OpenArm bounds for each sign
     (420,014 checks), plus 100,000 random in-bound samples from ``seed``."""
-    lo = np.asarray(codec.OPENARM_LOWER_RAD)
-    hi = np.asarray(codec.OPENARM_UPPER_RAD)
+    lo = np.asarray(D.ARM_LOWER_RAD)
+    hi = np.asarray(D.ARM_UPPER_RAD)
     grid = np.linspace(lo, hi, SWEEP_POINTS_PER_JOINT_SIGN)
     rng = np.random.default_rng(seed)
     random = rng.uniform(lo, hi, size=(100_000, JOINTS_PER_ARM))

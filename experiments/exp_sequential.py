@@ -20,7 +20,6 @@ clearance.png under out/experiments/sequential/.
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 
 from controllers.names import Arm, group_arms
@@ -28,7 +27,7 @@ from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from experiments.judging import JUDGE_HORIZON_M, FreshJudge
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
-from models.loading import arm_actuator_indices, arm_qpos_indices
+from models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
 from planners.group import ArmGroup, GroupConfig
 from planners.oracle import densify
 from twin.closed_loop import ClosedLoop, twin_owner_config
@@ -51,13 +50,11 @@ def planning_config() -> GroupConfig:
     return cfg
 
 
-def crossing_loop(start=START) -> ClosedLoop:
-    """A closed loop with the arms at ``start`` (servos commanded there), settled 0.2 s."""
+def crossing_loop(keyframe: str = CROSSING_START_KEY) -> ClosedLoop:
+    """A closed loop with the arms at the model's ``keyframe`` (servos commanded there),
+    settled 0.2 s."""
     tw = Twin(TwinConfig())
-    for arm, q in start.items():
-        tw.data.qpos[arm_qpos_indices(tw.model, arm)] = q
-        tw.data.ctrl[arm_actuator_indices(tw.model, arm)] = q
-    mujoco.mj_forward(tw.model, tw.data)
+    apply_keyframe(tw.model, tw.data, keyframe)
     loop = ClosedLoop(twin=tw)
     loop.run_for(0.2)
     return loop

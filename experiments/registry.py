@@ -11,9 +11,19 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from controllers.names import UnknownNameError
+from controllers.errors import RobTwinError, UnknownNameError
 
 ExperimentFn = Callable[..., dict]
+
+
+class DuplicateRegistrationError(RobTwinError, ValueError):
+    """Two different functions registered under one experiment name."""
+
+    def __init__(self, name: str, first: Callable, second: Callable):
+        self.name = name
+        super().__init__(f"experiment {name!r} is registered twice ({first.__module__}."
+                         f"{first.__qualname__} and {second.__module__}.{second.__qualname__}); "
+                         "valid: one function per name")
 _EXPERIMENTS: dict[str, ExperimentFn] = {}
 _BENCHMARKS: dict[str, Callable[[], dict]] = {}
 _loaded = False
@@ -24,7 +34,7 @@ def experiment(name: str):
 
     def wrap(fn: ExperimentFn) -> ExperimentFn:
         if name in _EXPERIMENTS and _EXPERIMENTS[name] is not fn:
-            raise ValueError(f"experiment {name!r} registered twice")
+            raise DuplicateRegistrationError(name, _EXPERIMENTS[name], fn)
         _EXPERIMENTS[name] = fn
         return fn
 

@@ -19,38 +19,85 @@ from dataclasses import dataclass
 from controllers.names import JOINTS_PER_ARM
 
 
-@dataclass(frozen=True)
-class JointSpec:
-    """One arm joint: origin in the parent link frame [m], axis, limits and drive."""
+@dataclass(frozen=True, kw_only=True)
+class DriveSpec:
+    """The motor class a group of arm joints shares (speed, torque, servo, rotor)."""
 
-    origin: tuple[float, float, float]
-    axis: tuple[float, float, float]
-    lower: float  # [rad]
-    upper: float  # [rad]
     velocity_limit: float  # motor no-load speed [rad/s]
     effort_limit: float  # peak torque [Nm]
     kp: float  # position-servo stiffness [Nm/rad]
     kv: float  # servo damping [Nm s/rad]
     armature: float  # reflected rotor inertia [kg m^2]
     damping: float  # joint viscous friction [Nm s/rad]
+
+
+# OPENARM: no-load speeds 16.75 / 5.45 / 20.94 rad/s and peak torques 40 / 27 / 7 Nm for
+# J1-2 / J3-4 / J5-7. ASSUMED: servo gains, armature, damping.
+SHOULDER_DRIVE = DriveSpec(velocity_limit=16.75, effort_limit=40.0, kp=400.0, kv=25.0,
+                           armature=0.08, damping=0.5)  # J1-2
+ELBOW_DRIVE = DriveSpec(velocity_limit=5.45, effort_limit=27.0, kp=250.0, kv=15.0,
+                        armature=0.05, damping=0.4)  # J3-4
+WRIST_DRIVE = DriveSpec(velocity_limit=20.94, effort_limit=7.0, kp=60.0, kv=2.5,
+                        armature=0.01, damping=0.1)  # J5-7
+DRIVE_GROUPS: dict[str, DriveSpec] = {
+    "shoulder": SHOULDER_DRIVE, "elbow": ELBOW_DRIVE, "wrist": WRIST_DRIVE}
+
+
+def _from_drive(field: str) -> property:
+    """A JointSpec attribute read from its drive group (``spec.kp`` is ``spec.drive.kp``)."""
+    return property(lambda self: getattr(self.drive, field), doc=f"``drive.{field}``")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JointSpec:
+    """One arm joint: origin in the parent link frame [m], axis, limits, drive and link."""
+
+    origin: tuple[float, float, float]
+    axis: tuple[float, float, float]
+    lower: float  # [rad]
+    upper: float  # [rad]
+    drive: DriveSpec
     link_mass: float  # mass of the link this joint moves [kg]
     link_radius: float  # collision capsule radius of that link [m]
 
+    @property
+    def drive_group(self) -> str:
+        """The name of this joint's drive group (a default class of the model)."""
+        return next(name for name, d in DRIVE_GROUPS.items() if d is self.drive)
 
-# OPENARM: joint origins and axes (DESIGN.md "Reference facts"); limits [rad];
-# no-load speeds 16.75 / 5.45 / 20.94 rad/s and peak torques 40 / 27 / 7 Nm for
-# J1-2 / J3-4 / J5-7. ASSUMED: servo gains, armature, damping, link masses (sum 5.6 kg
-# plus the 0.4 kg hand = 6.0 kg, OPENARM "arm mass about 6 kg"), capsule radii.
+    velocity_limit = _from_drive("velocity_limit")
+    effort_limit = _from_drive("effort_limit")
+    kp = _from_drive("kp")
+    kv = _from_drive("kv")
+    armature = _from_drive("armature")
+    damping = _from_drive("damping")
+
+
+# OPENARM: joint origins and axes (DESIGN.md "Reference facts"), position limits [rad].
+# ASSUMED: link masses (sum 5.6 kg plus the 0.4 kg hand = 6.0 kg, OPENARM "arm mass about
+# 6 kg"), capsule radii.
 ARM_JOINTS: tuple[JointSpec, ...] = (
-    JointSpec((0.0, 0.0, 0.0625), (0, 0, 1), -1.396, 3.491, 16.75, 40.0, 400.0, 25.0, 0.08, 0.5, 1.10, 0.045),
-    JointSpec((-0.0301, 0.0, 0.06), (-1, 0, 0), -1.745, 1.745, 16.75, 40.0, 400.0, 25.0, 0.08, 0.5, 1.00, 0.045),
-    JointSpec((0.0301, 0.0, 0.06625), (0, 0, 1), -1.571, 1.571, 5.45, 27.0, 250.0, 15.0, 0.05, 0.4, 1.00, 0.042),
-    JointSpec((0.0, 0.0315, 0.15375), (0, 1, 0), 0.0, 2.443, 5.45, 27.0, 250.0, 15.0, 0.05, 0.4, 0.90, 0.040),
-    JointSpec((0.0, -0.0315, 0.0955), (0, 0, 1), -1.571, 1.571, 20.94, 7.0, 60.0, 2.5, 0.01, 0.1, 0.70, 0.035),
-    JointSpec((0.0375, 0.0, 0.1205), (1, 0, 0), -0.785, 0.785, 20.94, 7.0, 60.0, 2.5, 0.01, 0.1, 0.50, 0.033),
-    JointSpec((-0.0375, 0.0, 0.0), (0, 1, 0), -1.571, 1.571, 20.94, 7.0, 60.0, 2.5, 0.01, 0.1, 0.40, 0.030),
+    JointSpec(origin=(0.0, 0.0, 0.0625), axis=(0, 0, 1), lower=-1.396, upper=3.491,
+              drive=SHOULDER_DRIVE, link_mass=1.10, link_radius=0.045),
+    JointSpec(origin=(-0.0301, 0.0, 0.06), axis=(-1, 0, 0), lower=-1.745, upper=1.745,
+              drive=SHOULDER_DRIVE, link_mass=1.00, link_radius=0.045),
+    JointSpec(origin=(0.0301, 0.0, 0.06625), axis=(0, 0, 1), lower=-1.571, upper=1.571,
+              drive=ELBOW_DRIVE, link_mass=1.00, link_radius=0.042),
+    JointSpec(origin=(0.0, 0.0315, 0.15375), axis=(0, 1, 0), lower=0.0, upper=2.443,
+              drive=ELBOW_DRIVE, link_mass=0.90, link_radius=0.040),
+    JointSpec(origin=(0.0, -0.0315, 0.0955), axis=(0, 0, 1), lower=-1.571, upper=1.571,
+              drive=WRIST_DRIVE, link_mass=0.70, link_radius=0.035),
+    JointSpec(origin=(0.0375, 0.0, 0.1205), axis=(1, 0, 0), lower=-0.785, upper=0.785,
+              drive=WRIST_DRIVE, link_mass=0.50, link_radius=0.033),
+    JointSpec(origin=(-0.0375, 0.0, 0.0), axis=(0, 1, 0), lower=-1.571, upper=1.571,
+              drive=WRIST_DRIVE, link_mass=0.40, link_radius=0.030),
 )
 assert len(ARM_JOINTS) == JOINTS_PER_ARM
+
+# The joint position bounds [rad], J1..J7: the one source the owner (``controllers.owner``),
+# the codec (``controllers.codec``), the simulated drives and the model all read.
+ARM_LOWER_RAD: tuple[float, ...] = tuple(j.lower for j in ARM_JOINTS)
+ARM_UPPER_RAD: tuple[float, ...] = tuple(j.upper for j in ARM_JOINTS)
 
 FLANGE_OFFSET = (0.0, 0.0205, 0.0)  # OPENARM: J7 frame -> flange
 HAND_OFFSET = (0.0, -0.025, 0.1001)  # OPENARM: flange -> hand frame

@@ -1,4 +1,4 @@
-"""Load ROB's MuJoCo scene and its Pinocchio twin, and apply the home pose."""
+"""Load ROB's MuJoCo scene and its Pinocchio twin; apply a keyframe (``home``, ...)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import numpy as np
 from controllers import names as N
 from controllers.names import Arm, UnknownNameError
 
-from . import dimensions as D
 from .build import MODEL_DIR
 
 SCENE_PATH = MODEL_DIR / "scene.xml"
@@ -51,10 +50,39 @@ def arm_actuator_indices(model: mujoco.MjModel, arm: Arm | str) -> np.ndarray:
     return np.array([actuator_index(model, n) for n in N.arm_actuators(arm)])
 
 
-def apply_home(model: mujoco.MjModel, data: mujoco.MjData) -> None:
-    """Put both arms in the home pose, servos commanded there too; then mj_forward."""
-    home = np.array(D.HOME_ARM_POSE)
+HOME_KEY = "home"
+CROSSING_START_KEY = "crossing_start"
+
+
+def keyframe_index(model: mujoco.MjModel, name: str) -> int:
+    """Index of keyframe ``name`` (``models.poses.KEYFRAMES``); UnknownNameError lists them."""
+    kid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, name)
+    if kid < 0:
+        raise UnknownNameError("keyframe", name, [model.key(i).name for i in range(model.nkey)])
+    return kid
+
+
+def apply_keyframe(model: mujoco.MjModel, data: mujoco.MjData, name: str = HOME_KEY) -> None:
+    """Put both arms at keyframe ``name``, their servos commanded there too; then mj_forward.
+
+    Only the arms' joints and servos are set; the rest of ``data`` is left as it is."""
+    key = model.key(keyframe_index(model, name))
     for arm in Arm:
-        data.qpos[arm_qpos_indices(model, arm)] = home
-        data.ctrl[arm_actuator_indices(model, arm)] = home
+        qi, ai = arm_qpos_indices(model, arm), arm_actuator_indices(model, arm)
+        data.qpos[qi] = key.qpos[qi]
+        data.ctrl[ai] = key.ctrl[ai]
     mujoco.mj_forward(model, data)
+
+
+def apply_home(model: mujoco.MjModel, data: mujoco.MjData) -> None:
+    """Put both arms in the home pose (keyframe ``home``), servos commanded there too."""
+    apply_keyframe(model, data, HOME_KEY)
+
+
+def keyframe_state(name: str = HOME_KEY) -> tuple[mujoco.MjModel, np.ndarray]:
+    """(scene model, full qpos): the scene with both arms at keyframe ``name``, base at the
+    origin (``home``: ROB at home; ``crossing_start``: the start of the crossing pair)."""
+    model = load_scene()
+    data = mujoco.MjData(model)
+    apply_keyframe(model, data, name)
+    return model, data.qpos.copy()

@@ -8,41 +8,29 @@ Others may add their own classes here, deriving from ``PlannerError``.
 
 from __future__ import annotations
 
-from controllers.errors import RobTwinError
+from controllers.errors import InvalidValueError, RobTwinError, UnknownNameError
 
 
 class PlannerError(RobTwinError):
     """Base of every error the planners layer raises on purpose."""
 
 
-class KinematicsInputError(PlannerError, ValueError):
+class KinematicsInputError(PlannerError, InvalidValueError):
     """A joint vector, torso angle, pose or trajectory the kinematics services refuse."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"{field}={value!r} is invalid; valid: {valid}")
 
-
-class PlannerConfigError(PlannerError, ValueError):
+class PlannerConfigError(PlannerError, InvalidValueError):
     """A kinematics / IK / goal-check configuration value outside its valid range."""
 
-    def __init__(self, field: str, value: object, valid: str):
-        self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"planner config {field}={value!r} is invalid; valid: {valid}")
+    subject = "planner config"
 
 
 # ------------------------------------------------- arm groups, planning, retiming (issue 7)
 
 
-class GroupNameError(PlannerError, KeyError):
-    """An arm, joint or geom name the group or the model does not define; lists the valid ones."""
-
-    def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
-        self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, self.valid))}")
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return self.args[0]
+class GroupNameError(PlannerError, UnknownNameError):
+    """An arm, joint or geom name the group or the model does not define; lists the valid ones
+    (``UnknownNameError`` raised by the planners layer)."""
 
 
 class GoalInputError(PlannerError, ValueError):

@@ -8,11 +8,16 @@ import mujoco
 import numpy as np
 
 from controllers.names import group_arms
-from experiments.crossing_goals import rob_home  # noqa: F401 (re-exported to the tests)
+from models.loading import HOME_KEY, keyframe_state
 
 STAND_PATH = Path(__file__).parent / "models" / "two_arm_stand.xml"
 STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}
 ROB_ARMS = group_arms()
+
+
+def rob_home():
+    """(scene model, full qpos): ROB at the model's ``home`` keyframe."""
+    return keyframe_state(HOME_KEY)
 
 
 def rob_home_group():

@@ -39,6 +39,7 @@ from controllers.errors import (
     UnrepresentableCountError,
 )
 from controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+from models import dimensions as D
 
 DEG = math.pi / 180
 ALT = (1, -1, 1, -1, 1, -1, 1)
@@ -322,8 +323,8 @@ def test_just_outside_domain_rejected_every_joint(count, sign):
 def quantization_sweep() -> tuple[int, float]:
     """30,001 evenly spaced positions over each joint's bounds, each sign: 420,014 checks
     (the seed's figure). Returns (checks, max |rad - decode(encode(rad))|)."""
-    lo = np.asarray(codec.OPENARM_LOWER_RAD)
-    hi = np.asarray(codec.OPENARM_UPPER_RAD)
+    lo = np.asarray(D.ARM_LOWER_RAD)
+    hi = np.asarray(D.ARM_UPPER_RAD)
     grid = np.linspace(lo, hi, 30_001)  # (30001, 7)
     worst, n = 0.0, 0
     for signs in (ALT, tuple(-s for s in ALT)):

@@ -176,3 +176,37 @@ def test_pinocchio_tcp_agrees_with_mujoco_on_1000_random_configurations():
 
 def test_scene_path_exists():
     assert SCENE_PATH.is_file() and ROBOT_PATH.is_file()
+
+
+def test_keyframes_hold_the_named_poses_and_apply_home_uses_them():
+    from models import poses
+    from models.loading import apply_home, keyframe_index
+
+    m = load_scene()
+    assert [m.key(i).name for i in range(m.nkey)] == list(poses.KEYFRAMES)
+    for name, arm_poses in poses.KEYFRAMES.items():
+        key = m.key(keyframe_index(m, name))
+        for side, q in arm_poses.items():
+            idx = [m.jnt_qposadr[m.joint(j).id] for j in N.arm_joints(side)]
+            np.testing.assert_array_equal(key.qpos[idx], q)
+            np.testing.assert_array_equal(key.ctrl[[m.actuator(a).id for a in N.arm_actuators(side)]], q)
+    d = mujoco.MjData(m)
+    apply_home(m, d)
+    np.testing.assert_array_equal(d.qpos, m.key("home").qpos)
+
+
+def test_unknown_keyframe_names_the_valid_ones():
+    from controllers.errors import RobTwinError
+    from models.loading import keyframe_index
+
+    with pytest.raises(RobTwinError, match="unknown keyframe 'nap'; valid: home, crossing_start"):
+        keyframe_index(load_scene(), "nap")
+
+
+def test_the_left_arm_is_the_attached_right_arm_mirrored():
+    m = load_scene()
+    for j in range(1, 8):
+        r, left = m.joint(N.arm_joint(Arm.RIGHT, j)), m.joint(N.arm_joint(Arm.LEFT, j))
+        np.testing.assert_array_equal(m.jnt_range[r.id], m.jnt_range[left.id])
+        np.testing.assert_array_equal(m.jnt_axis[left.id], -(np.diag([1, -1, 1]) @ m.jnt_axis[r.id]))
+        np.testing.assert_array_equal(m.dof_armature[r.dofadr], m.dof_armature[left.dofadr])

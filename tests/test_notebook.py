@@ -1,4 +1,4 @@
-"""The narrative notebook executes end to end."""
+"""The narrative notebooks execute end to end, against this checkout's packages."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ NOTEBOOKS = ROOT / "notebooks"
 
 @pytest.fixture(autouse=True)
 def _kernel_imports_this_checkout(monkeypatch):
-    """The kernel runs in tmp_path: put this checkout first on its path, not whichever copy
-    the environment has installed."""
+    """The kernel runs in a temporary folder: put this checkout first on its path (not an
+    installed copy of the packages)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 

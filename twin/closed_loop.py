@@ -36,6 +36,7 @@ from controllers.transport import TransportConfig
 from models import dimensions as D
 
 from .drive import DriveConfig
+from .errors import TwinInputError
 from .faults import FaultSchedule, FaultSpec
 from .motor_bank import MotorBank
 from .twin import Twin, TwinConfig
@@ -57,8 +58,8 @@ def twin_owner_config(period_s: float = 0.005) -> OwnerConfig:
         max_velocity=(1.0,) * N_JOINTS,
         max_acceleration=(3.0,) * N_JOINTS,
         max_jerk=(30.0,) * N_JOINTS,
-        position_lower=tuple(s.lower for s in D.ARM_JOINTS),
-        position_upper=tuple(s.upper for s in D.ARM_JOINTS),
+        position_lower=D.ARM_LOWER_RAD,
+        position_upper=D.ARM_UPPER_RAD,
         feedback_timeout_s=0.2,
         tracking_error_rad=0.15,
     )
@@ -85,11 +86,10 @@ class ClosedLoopConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.feedback_rate_hz <= 200.0:
-            raise ValueError(f"feedback_rate_hz must be in (0, 200] Hz, got {self.feedback_rate_hz!r}")
+            raise TwinInputError("feedback_rate_hz", self.feedback_rate_hz, "(0, 200] Hz")
         if abs(1.0 / self.owner_rate_hz - self.owner.period_s) > 1e-12:
-            raise ValueError(
-                f"owner_rate_hz {self.owner_rate_hz!r} disagrees with the owner period "
-                f"{self.owner.period_s!r} s")
+            raise TwinInputError("owner_rate_hz", self.owner_rate_hz,
+                                 f"1 / owner.period_s = {1.0 / self.owner.period_s!r} Hz")
 
 
 def default_config() -> ClosedLoopConfig:
@@ -186,7 +186,7 @@ class ClosedLoop:
         (``twin.scheduler.remove(name)`` ends the stream)."""
         arm = Arm.parse(arm)
         if not (rate_hz > 0 and np.isfinite(rate_hz)):
-            raise ValueError(f"target rate must be a finite rate > 0 Hz, got {rate_hz!r}")
+            raise TwinInputError("rate_hz", rate_hz, "a finite rate > 0 Hz")
         period, state = 1.0 / rate_hz, {"next": self.time, "sent": 0}
         name = f"targets/{arm.value}/{len(self.twin.scheduler.tasks)}"
 

@@ -29,13 +29,14 @@ import math
 from dataclasses import dataclass
 
 from controllers.codec import CodecConfig, Frame, count_to_rad, encode_feedback
+from controllers.errors import RobTwinError
 
 STATUS_ENABLED = 0x01  # powered and answering
 STATUS_TIMEOUT = 0x02  # holding: no valid command for command_timeout_s
 STATUS_LIMIT = 0x04  # the last command was clamped to the drive's limits
 STATUS_FOLLOWING = 0x08  # |setpoint - position| above following_error_rad
 
-class DriveConfigError(ValueError):
+class DriveConfigError(RobTwinError, ValueError):
     """A drive configuration value out of its valid range (the message names both)."""
 
 

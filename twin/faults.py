@@ -29,6 +29,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
+from controllers.errors import RobTwinError
 from controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError
 
 
@@ -52,7 +53,7 @@ WIRE_FAULTS = frozenset({
 })
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(RobTwinError, ValueError):
     """A malformed fault description; the message names the field and what is valid."""
 
 

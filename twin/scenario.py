@@ -29,6 +29,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from controllers.errors import RobTwinError
 from controllers.names import Arm
 from models import dimensions as D
 from models.loading import joint_qpos_index
@@ -40,7 +41,7 @@ from .twin import Twin, TwinConfig
 from .video import RenderUnavailable, VideoRecorder
 
 
-class ScenarioError(ValueError):
+class ScenarioError(RobTwinError, ValueError):
     """A malformed scenario file; the message names the field and what is valid."""
 
 

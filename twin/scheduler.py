@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from controllers.errors import RobTwinError
 
-class SchedulerError(ValueError):
+
+class SchedulerError(RobTwinError, ValueError):
     """A task period that is not a positive whole number of physics steps."""
 
 

@@ -8,13 +8,15 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from controllers.errors import RobTwinError
 from controllers.names import Arm
 from models.loading import apply_home, arm_actuator_indices, arm_qpos_indices, load_scene
 
+from .errors import TwinInputError
 from .scheduler import Scheduler
 
 
-class ThreadOwnershipError(RuntimeError):
+class ThreadOwnershipError(RobTwinError, RuntimeError):
     """An MjData used from a thread that does not own it (DESIGN.md: one thread per MjData)."""
 
 
@@ -67,7 +69,8 @@ class Twin:
         """Command the seven servos of ``arm`` to ``q`` [rad] (clipped to ctrlrange)."""
         q = np.asarray(q, float)
         if q.shape != (7,) or not np.all(np.isfinite(q)):
-            raise ValueError(f"arm target must be 7 finite radians, got shape {q.shape}: {q}")
+            raise TwinInputError(f"{getattr(arm, 'value', arm)} arm target", q.tolist(),
+                                 "7 finite values [rad]")
         idx = self.arm_ctrl[arm]
         lo, hi = self.model.actuator_ctrlrange[idx].T
         self.data.ctrl[idx] = np.clip(q, lo, hi)

@@ -8,8 +8,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from controllers.errors import RobTwinError
 
-class RenderUnavailable(RuntimeError):
+
+class RenderUnavailable(RobTwinError, RuntimeError):
     """No OpenGL context could be made (no EGL/OSMesa/display); the message says why."""
 
 

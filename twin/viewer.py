@@ -19,10 +19,11 @@ import sys
 import threading
 import time
 
+from controllers.errors import RobTwinError
 from controllers.names import Arm
 
 
-class NoDisplayError(RuntimeError):
+class NoDisplayError(RobTwinError, RuntimeError):
     """No X11/Wayland display: the interactive viewer cannot open."""
 
 

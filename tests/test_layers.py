@@ -1,0 +1,86 @@
+"""The layers import only downwards: each import runs in a fresh interpreter and the test
+asserts which top-level packages stay out of ``sys.modules``.
+
+models (pure data) / controllers -> planners -> twin -> experiments; ``twin.cli`` reaches
+``experiments`` only through the registry, when an experiment is run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CASES = [
+    ("import controllers", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    ("from controllers import ArmOwner, CanTransport, SyncExecutor, ArmTarget, CodecConfig",
+     {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    ("import controllers.owner, controllers.codec, controllers.executor, controllers.transport",
+     {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    ("import models.dimensions, models.poses", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    ("import models.loading, models.build", {"planners", "twin", "experiments"}),
+    ("import planners; from planners import ArmGroup, JointGoal, PoseGoal", {"twin", "experiments"}),
+    ("import twin", {"mujoco", "experiments"}),
+    ("from twin import Twin, ClosedLoop, run_scenario, rehearse; import twin.cli, twin.viewer",
+     {"experiments"}),
+]
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(("statement", "kept_out"), CASES, ids=[c[0] for c in CASES])
+def test_layer_keeps_upper_layers_out(statement, kept_out):
+    assert _loaded_after(statement) & kept_out == set()
+
+
+def test_cli_reaches_experiments_only_through_the_registry():
+    code = ("import sys, twin.cli\n"
+            "before = 'experiments' in sys.modules\n"
+            "twin.cli.main(['experiment', '--list'])\n"
+            "print(before, 'experiments.registry' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False True"
+
+
+def test_every_error_the_project_defines_derives_from_the_one_base():
+    code = (
+        "import importlib, inspect, json, pkgutil\n"
+        "from controllers.errors import RobTwinError\n"
+        "bad = []\n"
+        "for pkg in ('controllers', 'models', 'planners', 'twin'):\n"
+        "    root = importlib.import_module(pkg)\n"
+        "    for info in pkgutil.walk_packages(root.__path__, prefix=pkg + '.'):\n"
+        "        mod = importlib.import_module(info.name)\n"
+        "        for name, cls in inspect.getmembers(mod, inspect.isclass):\n"
+        "            if (cls.__module__ == mod.__name__ and issubclass(cls, BaseException)\n"
+        "                    and not name.startswith('_') and not issubclass(cls, RobTwinError)):\n"
+        "                bad.append(f'{mod.__name__}.{name}')\n"
+        "print(json.dumps(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_entry_points_export_what_they_list_and_name_the_choices_for_anything_else():
+    import controllers
+    import models
+    import twin
+
+    for package in (controllers, models, twin):
+        assert package.__all__ == sorted(package.__all__) and dir(package) == package.__all__
+        for name in package.__all__:
+            assert getattr(package, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'ArmOwnr'; its public names: .*ArmOwner"):
+        controllers.ArmOwnr  # noqa: B018

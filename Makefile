@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test stress bench lint clean chromium
+.PHONY: setup demo test stress bench lint clean chromium xvfb
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,17 @@ chromium:
 demo: $(STAMP)
 	$(VENV)/bin/rob-twin demo
 
-test: $(STAMP) chromium
+# The viewer tests need a virtual X server (Debian package xvfb): installed here when make
+# runs as root with apt-get; otherwise those tests are skipped (with their reason).
+xvfb:
+	@command -v xvfb-run >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -q xvfb >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q xvfb >/dev/null 2>&1; } || \
+	    echo "xvfb could not be installed: the viewer tests will be skipped"; \
+	  else echo "xvfb not installed (not root or no apt-get): the viewer tests will be skipped"; fi; }
+
+test: $(STAMP) chromium xvfb
 	$(PY) -m ruff check twin controllers planners experiments tests models
 	$(PY) -m pytest
 

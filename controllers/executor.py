@@ -96,11 +96,13 @@ def default_config() -> ExecutorConfig:
 class ExecutorHooks:
     """Deterministic interleaving points (tests): ``on_stamp(start_s)`` after the stamp;
     ``thread_started(arm)`` first thing in an arm's real-time thread; ``before_submit(arm,
-    target)`` between building a target and offering it to the owner."""
+    target)`` between building a target and offering it to the owner;
+    ``waiting_for_stamp(arm, now_s)`` when an arm's real-time thread waits for the stamp."""
 
     on_stamp: Callable[[float], None] | None = None
     thread_started: Callable[[Arm], None] | None = None
     before_submit: Callable[[Arm, ArmTarget], None] | None = None
+    waiting_for_stamp: Callable[[Arm, float], None] | None = None
 
 
 @dataclass
@@ -376,16 +378,29 @@ class SyncExecutor:
     def _arm_thread(self, ex: Execution, arm: Arm) -> None:
         if self.hooks.thread_started:
             self.hooks.thread_started(arm)
-        period = self.owners[arm].config.period_s
+        owner = self.owners[arm]
+        period = owner.config.period_s
+        # Nothing of the plan may reach the owner before the shared stamp. The owner's tick
+        # times are only estimated here (a late real-time tick re-phases them), so the first
+        # target is offered once the clock itself has reached the stamp, and only after
+        # passing the owner's barrier (commanded_state): a tick that read its clock before
+        # the stamp has then finished, and any tick that takes the target reads it later.
+        while not ex.cancel_event.is_set() and not ex.done:
+            now = self.clock.now()
+            if now >= ex.start_s:
+                break
+            if self.hooks.waiting_for_stamp:
+                self.hooks.waiting_for_stamp(arm, now)
+            if ex.cancel_event.wait(min(ex.start_s - now, period)):
+                return
+        owner.commanded_state()
         while not ex.cancel_event.is_set() and not ex.done:
             tick = ex.next_tick(arm, self.clock.now())
-            if tick >= ex.start_s - 1e-9:  # the first target is for the first tick >= stamp
-                if not ex.feed(arm, tick):
-                    break
-                ex.poll(arm)
+            if not ex.feed(arm, tick):
+                break
+            ex.poll(arm)
             # wake shortly after that tick: the next target lands before the following one
-            wake = max(tick, ex.start_s - period) + 0.25 * period
-            wait = wake - self.clock.now()
+            wait = tick + 0.25 * period - self.clock.now()
             if wait > 0 and ex.cancel_event.wait(wait):
                 break
 

@@ -99,7 +99,7 @@ def trap_figures(model, start_qpos: np.ndarray, goals, seed: int = 0) -> TrapFig
     )
     from planners.group import ArmGroup
 
-    n_sep, frames, sep_states = separate_sync_collisions(model, start_qpos, goals, seed)
+    n_sep, frames, sep_states, _ = separate_sync_collisions(model, start_qpos, goals, seed)
     group = ArmGroup(model, ARMS)
     group.set_qpos(start_qpos)
     r = group.plan(goals, seed=seed)

@@ -133,11 +133,13 @@ def quantization_sweep(seed: int = 0) -> dict:
 
 
 def virtual_bus_check() -> dict:
-    """One sample through CanTransport onto a virtual bus, read back by a peer."""
+    """One sample through CanTransport onto a virtual bus, read back by a peer. The transport
+    runs on a frozen clock: this checks the frames, not the wall-clock publish deadline (which
+    a loaded machine can miss, turning the report UNCERTAIN)."""
     channel = f"exp-codec-{uuid.uuid4().hex}"
     sample = np.array([0.1, -0.2, 0.3, 0.4, -0.5, 0.6, -0.7])
     with can.Bus(interface="virtual", channel=channel) as peer, \
-            CanTransport(TransportConfig(channel=channel)) as tr:
+            CanTransport(TransportConfig(channel=channel), clock=lambda: 0.0) as tr:
         report = tr.publish_sample(sample)
         got = []
         while (m := peer.recv(timeout=0)) is not None:

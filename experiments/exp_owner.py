@@ -11,6 +11,7 @@ import threading
 from dataclasses import replace
 
 import numpy as np
+import ruckig
 from ruckig import InputParameter, OutputParameter, Result, Ruckig, Trajectory
 
 from controllers.clock import SimClock
@@ -117,7 +118,7 @@ def inconsistent_seed(seed: int = 0) -> dict:
             "duration_s": round(traj.duration, 6), "samples": len(sampled),
         })
     result = {
-        "experiment": "inconsistent-seed", "ruckig": "0.19.4", "loop_period_s": 0.005, "cases": cases,
+        "experiment": "inconsistent-seed", "ruckig": ruckig.__version__, "loop_period_s": 0.005, "cases": cases,
         "note": "sampled = 5 ms Ruckig update loop; exact = extremum checker over the profile's jerk "
                 "segments; the seed's figures come from ruckig 0.9.2.",
     }
@@ -326,19 +327,23 @@ def _reject(name, injected, make, expect: RejectReason) -> dict:
 
 
 def _brake(name, injected, inject, expect_mode: Mode, config=None) -> dict:
+    """frames_after: samples published after the event that still tracked the old plan
+    (published in mode TRACKING) instead of braking; counted from the tick reports."""
     rig = _moving_rig(config)
     inject(rig)
     reps, n = _after(rig, 300)
     a = np.array([r.accelerations_rad_s2 for r in reps])
-    ok = rig.owner.mode is expect_mode and np.abs(a).max() <= 0.6 + 1e-9
+    tracking_after = sum(1 for r in reps if r.published and r.mode is Mode.TRACKING)
+    ok = rig.owner.mode is expect_mode and np.abs(a).max() <= 0.6 + 1e-9 and tracking_after == 0
     return {"case": name, "injected": injected, "outcome": f"braked to {rig.owner.mode.value}",
-            "as_expected": bool(ok), "frames_after": 0, "brake_frames_computed_after_event": n}
+            "as_expected": bool(ok), "frames_after": tracking_after, "brake_frames_computed_after_event": n}
 
 
 @experiment("faults")
 def faults(seed: int = 0) -> dict:
     """Fault matrix: frames_after counts stale frames (computed before the event) reaching the
-    bus after a stop, and any frame after a latched fault; both must be 0."""
+    bus after a stop, any frame after a latched fault, any new plan after a rejected target,
+    and any frame still tracking the old plan after a brake event; all must be 0."""
     cfg = default_config()
     rows = [_stop_race()]
     rows.append(_reject("sequence replay", "resubmit an already accepted sequence",
@@ -374,6 +379,23 @@ def faults(seed: int = 0) -> dict:
 
 # ------------------------------------------------------------------------ legacy-race
 
+def superseded_publications(plan_tags: list) -> int:
+    """Samples published for a superseded command after a newer command's first sample.
+
+    plan_tags: per published sample, in bus order, the increasing id of the command it was
+    computed for (legacy task id, owner target sequence; None before any command). A
+    sample whose id is older than one already seen on the bus is a stale write."""
+    newest, stale = None, 0
+    for tag in plan_tags:
+        if tag is None:
+            continue
+        if newest is not None and tag < newest:
+            stale += 1
+        newest = tag if newest is None else max(newest, tag)
+    return stale
+
+
+
 def _legacy_schedule() -> dict:
     in_window, resume = threading.Event(), threading.Event()
 
@@ -398,9 +420,11 @@ def _legacy_schedule() -> dict:
     stop_resume.set()
     w3.join(5.0)
     s = np.array([x for _, x in host.publish_log])
-    return {"stale_after_replacement": len(host.stale_publishes()),
+    before_stop = [tid for tid, _ in host.publish_log[:n_at_stop]]
+    return {"stale_after_replacement": superseded_publications(before_stop),
+            "stale_publishes_after_acceptance": len(host.stale_publishes()),
             "frames_after_stop": len(host.publish_log) - n_at_stop,
-            "writers": sorted({t for t, _ in host.publish_log}),
+            "writers": len({t for t, _ in host.publish_log}),
             "max_step": float(np.abs(np.diff(s, axis=0)).max())}
 
 
@@ -419,9 +443,23 @@ def _owner_schedule() -> dict:
             in_window.set()
             resume.wait(5.0)
 
-    rig = Rig(hooks=OwnerHooks(after_compute=after_compute, before_publish=before_publish))
+    plan = {"seq": None}  # the target sequence the owner's current plan heads for
+
+    def after_take(t):
+        plan["seq"] = t.sequence
+
+    rig = Rig(hooks=OwnerHooks(after_take=after_take, after_compute=after_compute, before_publish=before_publish))
     pub_flags = []
-    rig.pub.on_publish = lambda p: pub_flags.append(flags["stopped"])
+    pub_plans = []  # per published sample: the target it was computed for
+    pub_writers = []  # per published sample: the trajectory generator that computed it
+    stop_at = {"n": None}
+
+    def on_publish(p):
+        pub_flags.append(flags["stopped"])
+        pub_plans.append(plan["seq"])
+        pub_writers.append(id(rig.owner._otg))
+
+    rig.pub.on_publish = on_publish
     rig.submit(0.5)
     rig.step(5)
     hold["on"] = True
@@ -442,6 +480,7 @@ def _owner_schedule() -> dict:
         flags["stopped"] = True
 
     st = threading.Thread(target=stopper)
+    stop_at["n"] = len(pub_plans)
     st.start()
     resume.set()
     th.join(5.0)
@@ -449,14 +488,20 @@ def _owner_schedule() -> dict:
     rig.step(200)
     stale = sum(1 for c, p in zip(tags, pub_flags, strict=True) if p and not c)
     s = np.array(rig.pub.samples)
-    return {"replacement_accepted": accepted, "stale_after_replacement": 0, "frames_after_stop_stale": stale,
-            "writers": 1, "max_step": float(np.abs(np.diff(s, axis=0)).max()),
+    return {"replacement_accepted": accepted,
+            "stale_after_replacement": superseded_publications(pub_plans[:stop_at["n"]]),
+            "frames_after_stop_stale": stale, "writers": len(set(pub_writers)),
+            "max_step": float(np.abs(np.diff(s, axis=0)).max()),
             "brake_frames_after_stop": sum(pub_flags)}
 
 
 @experiment("legacy-race")
 def legacy_race(seed: int = 0) -> dict:
-    """Legacy detached workers (study model) vs the owner under the same forced schedule."""
+    """Legacy detached workers (study model) vs the owner under the same forced schedule.
+
+    stale_after_replacement: samples of a superseded command published after its
+    replacement's first sample; writers: distinct trajectory generators whose samples reached
+    the bus (legacy: one worker per task; owner: its Ruckig instance), both observed."""
     legacy, owner = _legacy_schedule(), _owner_schedule()
     result = {"experiment": "legacy-race", "legacy": legacy, "owner": owner,
               "legacy_stale_writes": legacy["stale_after_replacement"] + legacy["frames_after_stop"],
@@ -515,7 +560,9 @@ def extremum(seed: int = 0, n_traj: int = 250, n_samples: int = 301) -> dict:
             if gap > 1e-9:
                 ruckig_extrema_misses += 1
                 ruckig_worst = max(ruckig_worst, gap)
-    zj = segment_extrema([JerkSegment(1.0, 0.0, 1.0, -2.0, 0.0)])
+    zj_segments = [JerkSegment(1.0, 0.0, 1.0, -2.0, 0.0)]
+    zj = segment_extrema(zj_segments)
+    zj_endpoint_max = max(state_at(zj_segments, 0.0)[0], state_at(zj_segments, 1.0)[0])
     result = {
         "experiment": "extremum", "seed": seed, "trajectories": n_traj, "joint_state_observations": obs,
         "seed_observations": 526750, "max_state_mismatch": worst_state, "samples_enclosed": bool(enclosed),
@@ -523,7 +570,7 @@ def extremum(seed: int = 0, n_traj: int = 250, n_samples: int = 301) -> dict:
         "ruckig_position_extrema_narrower_joints": ruckig_extrema_misses,
         "ruckig_position_extrema_worst_gap_rad": ruckig_worst,
         "zero_jerk_case": {"v0": 1.0, "a0": -2.0, "j": 0.0, "duration_s": 1.0, "p_max_exact": zj.p_max,
-                           "t_p_max_s": zj.t_p_max, "endpoint_max": 0.0},
+                           "t_p_max_s": zj.t_p_max, "endpoint_max": zj_endpoint_max},
     }
     rows = [{k: v for k, v in result.items() if not isinstance(v, dict)}]
     return write_experiment("extremum", result, markdown_table(rows))

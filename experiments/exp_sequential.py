@@ -11,8 +11,9 @@ synchronized executor:
     start, then the left runs (how the peer's ROS layer ran multi-arm plans);
 (b) synchronized: both arms from one shared start stamp.
 
-Every ``every``-th published commanded state (both arms at the same owner tick) is judged
-by an independent CollisionChecker built on a fresh copy of the model (a state
+Every published commanded state (both arms at the same 200 Hz owner tick) and one
+joint-space state between consecutive ones (400 Hz, denser than the planner's own 250 Hz
+check) is judged by coal on a freshly loaded model (``experiments.judging``; a state
 collides when some judged pair penetrates). Writes result.json, report.md and
 clearance.png under out/experiments/sequential/.
 """
@@ -23,19 +24,20 @@ import numpy as np
 
 from controllers.names import Arm, group_arms
 from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
+from experiments.judging import JUDGE_HORIZON_M, FreshJudge
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
-from models.loading import CROSSING_START_KEY, apply_keyframe, load_scene
-from planners.collision import CollisionChecker, CollisionConfig
+from models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
 from planners.group import ArmGroup, GroupConfig
+from planners.oracle import densify
 from twin.closed_loop import ClosedLoop, twin_owner_config
-from twin.execution import clearance_along, execute_arrays, executed_states, plan_arrays
+from twin.execution import execute_arrays, executed_states, plan_arrays
 from twin.twin import Twin, TwinConfig
 
 ARMS = group_arms()
 START = {a: tuple(rob_crossing_start()[a.value]) for a in Arm}  # [rad], shared with crossing
 GOAL = {a: tuple(rob_crossing_goals()[a.value]) for a in Arm}
-JUDGE_HORIZON_M = 0.05
+EXECUTED_DENSITY = 2  # judged states per published owner tick: 400 Hz vs the planner's 250 Hz
 
 
 def planning_config() -> GroupConfig:
@@ -67,14 +69,15 @@ def plan_crossing(loop: ClosedLoop, seed: int = 0):
     return group, plan
 
 
-def judge(model_qpos: np.ndarray):
-    """An independent judge: a CollisionChecker on a fresh model measuring up to 5 cm. Its
-    pair table uses the planner's 5 mm margin (pairs that touch at the reference pose, such
-    as a closed gripper's two fingers, are not judged); a state collides when a judged
-    pair penetrates (distance < 0)."""
-    fresh = load_scene()
-    checker = CollisionChecker(fresh, ARMS, CollisionConfig(margin_m=0.005, horizon_m=JUDGE_HORIZON_M))
-    return checker.session(tuple(ARMS), model_qpos)
+def judged_states(model, reference: np.ndarray, states) -> np.ndarray:
+    """Full-model states to judge: the reference qpos with both arms' commanded states written
+    in, ``EXECUTED_DENSITY`` times as dense as published."""
+    idx = {a: arm_qpos_indices(model, a) for a in Arm}
+    stacked = densify(np.hstack([states[a] for a in Arm]), EXECUTED_DENSITY)
+    out = np.repeat(reference[None, :], len(stacked), axis=0)
+    out[:, idx[Arm.RIGHT]] = stacked[:, :7]
+    out[:, idx[Arm.LEFT]] = stacked[:, 7:]
+    return out
 
 
 def run_sequential(plan):
@@ -132,34 +135,38 @@ def _plot(path, series) -> None:
     plt.close(fig)
 
 
-def run(seed: int = 0, every: int = 4, write: bool = True) -> dict:
+def run(seed: int = 0, write: bool = True, n_seeds: int = 1) -> dict:
     loop = crossing_loop()
     try:
         group, plan = plan_crossing(loop, seed)
         reference = loop.twin.data.qpos.copy()
+        model = loop.twin.model
     finally:
         loop.close()
-    session = judge(reference)
+    judge = FreshJudge()
     start = np.concatenate([START[a] for a in Arm])
     goal = np.concatenate([GOAL[a] for a in Arm])
     straight = start + (goal - start) * np.linspace(0, 1, 120)[:, None]
-    straight_hits = int(sum(session.clearance(q).distance_m < 0 for q in straight))
+    straight_full = judged_states(model, reference, {Arm.RIGHT: straight[:, :7], Arm.LEFT: straight[:, 7:]})
+    straight_hits = int((judge.clearances(straight_full[::EXECUTED_DENSITY])[0] < 0).sum())
 
     s_stamps, s_states, s_reps = run_sequential(plan)
     y_stamps, y_states, y_rep = run_synchronized(plan)
     s_t0 = s_reps[0].start_s
     s_stamps, s_states = _window(s_stamps, s_states, s_t0, s_reps[1].start_s + plan.duration_s + 0.05)
     y_stamps, y_states = _window(y_stamps, y_states, y_rep.start_s, y_rep.start_s + plan.duration_s + 0.05)
-    s_clear = clearance_along(session, {a: s_states[a] for a in Arm}, every)
-    y_clear = clearance_along(session, {a: y_states[a] for a in Arm}, every)
+    s_clear = judge.clearances(judged_states(model, reference, s_states))[0]
+    y_clear = judge.clearances(judged_states(model, reference, y_states))[0]
     result = {
         "plan_duration_s": plan.duration_s,
         "plan_min_clearance_m": plan.min_clearance.distance_m,
         "straight_interpolation_colliding_states": straight_hits,
         "straight_interpolation_states": len(straight),
-        "check_every": every,
+        "judged_per_published_state": EXECUTED_DENSITY,
         "sequential_colliding_states": int((s_clear < 0).sum()),
         "sequential_states": int(s_clear.size),
+        "sequential_colliding_published_states": int((s_clear[::EXECUTED_DENSITY] < 0).sum()),
+        "sequential_published_states": int(s_stamps.size),
         "sequential_duration_s": float(s_stamps[-1] - s_stamps[0]),
         "sequential_min_clearance_m": float(s_clear.min()),
         "sequential_outcomes": [r.outcome.value for r in s_reps],
@@ -171,24 +178,54 @@ def run(seed: int = 0, every: int = 4, write: bool = True) -> dict:
         "start_skew_s": y_rep.start_skew_s,
         "max_start_offset_s": y_rep.max_start_offset_s,
         "max_tracking_deviation_rad": y_rep.max_deviation_rad,
-        "judge": "CollisionChecker on a fresh load_scene() copy; colliding = distance < 0 m",
+        "judge": "coal on a freshly loaded model (experiments/judging.py): every published 200 Hz "
+                 "state and one state between consecutive ones (400 Hz >= the planner's 250 Hz); "
+                 "colliding = distance < 0 m; clearances capped at the 5 cm horizon",
         "seed": seed,
     }
+    if n_seeds > 1:
+        result["seed_distribution"] = seed_distribution(range(seed, seed + n_seeds))
     if write:
         folder = OUT_DIR / "experiments" / "sequential"
         _plot(folder / "clearance.png", [
-            ("sequential (right, then left)", s_stamps[::every] - s_stamps[0], s_clear),
-            ("synchronized (one start stamp)", y_stamps[::every] - y_stamps[0], y_clear)])
+            ("sequential (right, then left)", s_stamps - s_stamps[0], s_clear[::EXECUTED_DENSITY]),
+            ("synchronized (one start stamp)", y_stamps - y_stamps[0], y_clear[::EXECUTED_DENSITY])])
         result["plot"] = str(folder / "clearance.png")
         rows = [{"execution": k, "colliding": result[f"{k}_colliding_states"],
                  "states": result[f"{k}_states"], "min clearance [mm]":
                  round(result[f"{k}_min_clearance_m"] * 1e3, 2),
                  "duration [s]": round(result[f"{k}_duration_s"], 3)}
                 for k in ("sequential", "synchronized")]
-        return write_experiment("sequential", result, markdown_table(rows))
+        md = markdown_table(rows)
+        if n_seeds > 1:
+            d = result["seed_distribution"]["summary"]["sequential_colliding_fraction"]
+            md += (f"\nsequential colliding fraction over {n_seeds} planner seeds: median "
+                   f"{d['median']} (range {d['min']} .. {d['max']})\n")
+        return write_experiment("sequential", result, md)
     return result
 
 
+def seed_distribution(seeds: range) -> dict:
+    """The seed-dependent figures over planner ``seeds`` (about 12 s each): the fraction of
+    judged states in contact run one arm after the other, and synchronized; median and range."""
+    per_seed = []
+    for s in seeds:
+        r = run(s, write=False)
+        per_seed.append({"seed": s,
+                         "sequential_colliding_fraction": r["sequential_colliding_states"] / r["sequential_states"],
+                         "synchronized_colliding_states": r["synchronized_colliding_states"],
+                         "synchronized_min_clearance_m": r["synchronized_min_clearance_m"]})
+    summary = {}
+    for k in ("sequential_colliding_fraction", "synchronized_colliding_states", "synchronized_min_clearance_m"):
+        v = np.array([row[k] for row in per_seed], float)
+        summary[k] = {"median": round(float(np.median(v)), 4), "min": round(float(v.min()), 4),
+                      "max": round(float(v.max()), 4)}
+    return {"planner_seeds": [seeds.start, seeds.stop - 1], "n_seeds": len(per_seed),
+            "summary": summary, "per_seed": per_seed}
+
+
 @experiment("sequential")
-def sequential(seed: int = 0) -> dict:
-    return run(seed)
+def sequential(seed: int = 0, n_seeds: int = 1) -> dict:
+    """The frozen example at planner ``seed``; with ``n_seeds`` > 1 also the distribution over
+    planner seeds ``seed`` .. ``seed + n_seeds - 1`` (about 12 s per seed)."""
+    return run(seed, n_seeds=n_seeds)

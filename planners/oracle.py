@@ -256,27 +256,123 @@ def pair_table_types(table: GeomPairTable, model: mujoco.MjModel) -> set[str]:
     return {pair_type(model, a, b) for a, b in zip(g1.tolist(), g2.tolist(), strict=True)}
 
 
+def clearances(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
+               horizon_m: float = 0.05) -> tuple[np.ndarray, list[str]]:
+    """Coal's clearance [m] of each full-model state over the pairs ``table`` checks (any arm),
+    capped at ``horizon_m`` (pairs whose bounding spheres are further apart are not measured),
+    and the closest pair's names ("" when none is within the horizon)."""
+    g1s, g2s = (np.asarray(x) for x in np.nonzero(np.triu(table.table > 0)))
+    model = oracle.model
+    plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
+    has_plane = (model.geom_type[g1s] == plane) | (model.geom_type[g2s] == plane)
+    rsum = model.geom_rbound[g1s] + model.geom_rbound[g2s]
+    states = np.atleast_2d(qpos_states)
+    out, names = np.full(len(states), horizon_m), [""] * len(states)
+    for i, qpos in enumerate(states):
+        oracle.set_qpos(qpos)
+        xpos = oracle.data.geom_xpos
+        gap = np.linalg.norm(xpos[g1s] - xpos[g2s], axis=1) - rsum
+        for k in np.flatnonzero(has_plane | (gap < horizon_m)):
+            d = oracle.distance(int(g1s[k]), int(g2s[k]))
+            if d < out[i]:
+                out[i] = d
+                names[i] = f"{table.geom_names[g1s[k]]} vs {table.geom_names[g2s[k]]}"
+    return out, names
+
+
 def judge_states(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
                  threshold_m: float = 0.0) -> list[tuple[int, str, float]]:
     """Independent verdict on full-model states: for each state where some checked pair
     (any arm, ``table``'s policy) is closer than ``threshold_m`` by coal, (state index,
     pair, distance [m]) of its closest such pair."""
-    g1s, g2s = np.nonzero(np.triu(table.table > 0))
-    pairs = list(zip(g1s.tolist(), g2s.tolist(), strict=True))
-    planes = {g for g in range(oracle.model.ngeom) if int(oracle.model.geom_type[g]) == 0}
-    rbound = oracle.model.geom_rbound
-    out = []
-    for i, qpos in enumerate(np.atleast_2d(qpos_states)):
-        oracle.set_qpos(qpos)
-        xpos = oracle.data.geom_xpos
-        worst = (np.inf, "")
-        for g1, g2 in pairs:
-            if g1 not in planes and g2 not in planes and (
-                    np.linalg.norm(xpos[g1] - xpos[g2]) - rbound[g1] - rbound[g2] >= threshold_m):
-                continue
-            d = oracle.distance(g1, g2)
-            if d < worst[0]:
-                worst = (d, f"{table.geom_names[g1]} vs {table.geom_names[g2]}")
-        if worst[0] < threshold_m:
-            out.append((i, worst[1], worst[0]))
+    dist, names = clearances(oracle, table, qpos_states, max(threshold_m, 0.0) + 1e-3)
+    return [(i, names[i], float(d)) for i, d in enumerate(dist) if d < threshold_m]
+
+
+def densify(states: np.ndarray, factor: int) -> np.ndarray:
+    """``states`` (N, n) with ``factor - 1`` evenly spaced joint-space states inserted between
+    consecutive rows: (factor * (N - 1) + 1, n)."""
+    states = np.atleast_2d(states)
+    if factor < 1:
+        raise ValueError(f"densify factor must be >= 1, got {factor!r}")
+    if factor == 1 or len(states) < 2:
+        return states.copy()
+    w = np.arange(factor) / factor
+    a, b = states[:-1], states[1:]
+    inner = a[:, None, :] + w[None, :, None] * (b - a)[:, None, :]
+    return np.vstack([inner.reshape(-1, states.shape[1]), states[-1:]])
+
+
+# ------------------------------------------------------------------ targeted placements
+def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` uniformly random rotation matrices (n, 3, 3) from normalised Gaussian quaternions."""
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    w, x, y, z = q.T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], axis=-1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], axis=-1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], axis=-1),
+    ], axis=1)
+
+
+@dataclass
+class Placements:
+    """Poses of geom ``mover`` next to geom ``fixed`` (at the session's reference pose): positions
+    (n, 3) [m], rotations (n, 3, 3), and coal's signed distance at each (n,) [m]."""
+
+    mover: int
+    fixed: int
+    type_name: str
+    pos: np.ndarray
+    rot: np.ndarray
+    oracle_m: np.ndarray
+
+
+def targeted_placements(session: CheckSession, oracle: CoalOracle, mover: int, fixed: int, n: int,
+                        rng: np.random.Generator, targets_m: np.ndarray) -> Placements:
+    """``n`` poses of ``mover`` whose coal distance to ``fixed`` is near ``targets_m`` (n,) [m].
+
+    A random orientation and a random position within reach of ``fixed`` are drawn (in one
+    batch), then the mover is slid along coal's witness normal by the distance still missing
+    (exact when separated; approximate in penetration). The distance reported is coal's at the
+    final pose, so a target that was not met is still a true figure."""
+    oracle.set_qpos(session.reference_qpos)
+    fpose = (oracle.data.geom_xpos[fixed].copy(), oracle.data.geom_xmat[fixed].reshape(3, 3).copy())
+    model = oracle.model
+    rot = random_rotations(rng, n)
+    if int(model.geom_type[fixed]) == mujoco.mjtGeom.mjGEOM_PLANE:
+        tangent = rng.uniform(-0.5, 0.5, (n, 3)) * (1 - np.abs(fpose[1][:, 2]))
+        pos = fpose[0] + tangent + np.outer(rng.uniform(0.0, 1.0, n) * model.geom_rbound[mover], fpose[1][:, 2])
+    else:
+        reach = model.geom_rbound[mover] + model.geom_rbound[fixed]
+        pos = fpose[0] + rng.uniform(-reach, reach, (n, 3))
+    dist = np.empty(n)
+    s1, s2 = oracle.shapes[mover], oracle.shapes[fixed]
+    tf2 = coal.Transform3s(fpose[1], fpose[0])
+    req = coal.DistanceRequest()
+    for k in range(n):
+        res = coal.DistanceResult()
+        d0 = coal.distance(s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, res)
+        normal = np.asarray(res.normal, float)  # from the mover towards the fixed geom
+        if np.all(np.isfinite(normal)) and np.linalg.norm(normal) > 0.5:
+            pos[k] = pos[k] - (targets_m[k] - d0) * normal
+        dist[k] = coal.distance(s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, coal.DistanceResult())
+    return Placements(mover, fixed, pair_type(model, mover, fixed), pos, rot, dist)
+
+
+def checker_distances(session: CheckSession, placements: Placements) -> np.ndarray:
+    """The checker's distance [m] of the placed pair at each placement: MuJoCo's collision on
+    the checker's own model, filtered by its pair table (inf: not reported, i.e. free or not
+    checked)."""
+    model = session.model
+    data = mujoco.MjData(model)
+    data.qpos[:] = session.reference_qpos
+    key = tuple(sorted((placements.mover, placements.fixed)))
+    out = np.empty(len(placements.oracle_m))
+    for k in range(out.size):
+        mujoco.mj_kinematics(model, data)
+        _place_geom(model, data, placements.mover, placements.pos[k], placements.rot[k])
+        mujoco.mj_collision(model, data)
+        out[k] = _checker_distances(session, data).get(key, np.inf)
     return out

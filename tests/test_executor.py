@@ -227,6 +227,49 @@ def test_bus_off_on_right_stops_left_in_the_closed_loop():
 # ----------------------------------------------------------------------- real time (threads)
 
 
+def test_no_target_reaches_an_owner_before_the_shared_stamp():
+    """The arm threads estimate the owner's next tick from the last one they saw; an estimate
+    past the stamp while the clock is still before it must not release the first target (an
+    owner that ticks earlier than estimated, as a late real-time owner re-phasing does, would
+    take it before the stamp). Time is a SimClock the test moves; hooks order everything."""
+    pair = Pair()
+    stamped, positioned, both_submitted = threading.Event(), threading.Event(), threading.Event()
+    waiting = {a: threading.Event() for a in Arm}
+    submitted_at = {}
+
+    def before_submit(arm, target):
+        submitted_at.setdefault(arm, pair.clock.now())
+        if len(submitted_at) == 2:
+            both_submitted.set()
+
+    hooks = ExecutorHooks(on_stamp=lambda s: stamped.set(), thread_started=lambda a: positioned.wait(5.0),
+                          before_submit=before_submit,
+                          waiting_for_stamp=lambda arm, now: waiting[arm].set())
+    executor = pair.executor(hooks=hooks, lead_time_s=0.1)
+    result = {}
+    runner = threading.Thread(target=lambda: result.setdefault("rep", executor.run_realtime(arrays(), 5.0)))
+    runner.start()
+    try:
+        assert stamped.wait(5.0)
+        ex = executor.current
+        pair.clock.advance(ex.start_s - 0.001 - pair.clock.now())
+        for arm, owner in pair.owners.items():  # the last ticks seen: 1 ms before the stamp
+            ex.observe(arm, owner.tick())
+        assert all(ex.next_tick(a, pair.clock.now()) > ex.start_s for a in Arm)
+        positioned.set()
+        assert all(waiting[a].wait(5.0) for a in Arm)  # both threads wait for the stamp ...
+        assert submitted_at == {}  # ... having offered nothing
+        pair.clock.advance(0.001)
+        assert both_submitted.wait(5.0)
+        assert all(t >= ex.start_s for t in submitted_at.values()), (submitted_at, ex.start_s)
+    finally:
+        positioned.set()
+        if executor.current is not None:
+            executor.current.abort("test over")
+        runner.join(5.0)
+    assert result["rep"].reason == "test over"
+
+
 # Real threads on a shared 2-core machine (CI) can be descheduled for tens of ms: these
 # tests are about the shared stamp and the cancel, so late ticks only brake much later,
 # and timing bounds are loose (the lockstep tests above hold the tight ones).

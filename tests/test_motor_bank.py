@@ -80,7 +80,9 @@ def test_drive_decodes_golden_frames_independently_of_the_encoder(loop):
         assert drives.counters.malformed_frames == 1
         assert drives.drives[4].command_rad == pytest.approx(one_deg_up[4])
         loop.run_for(0.5)
-        assert loop.measured(R)[5] == pytest.approx(np.radians(1.0), abs=0.01)
+        # the servo has settled the 1 deg step to the codec's resolution after 0.5 s (measured
+        # 0.84 count short, the same for every seed: the sim is deterministic)
+        assert loop.measured(R)[5] == pytest.approx(np.radians(1.0), abs=RAD_PER_COUNT)
     finally:
         bus.shutdown()
 
@@ -94,8 +96,11 @@ def test_feedback_rate_and_content(rate_hz):
         fb = lp.drivers[R].transport.latest_feedback
         q = lp.measured(R)
         tau = lp.twin.data.actuator_force[ad.actuators]
+        # feedback = the angle at the frame's sample time, truncated to counts (< 1 count),
+        # plus the motion since that sample: the settling arm moves < 1e-3 rad/s at t = 1 s and
+        # a 20 Hz frame is <= 50 ms old, < 0.4 count (measured worst 1.004 counts, joint 3)
         for j in range(1, 8):
-            assert abs(fb[j].position_rad - q[j - 1]) <= RAD_PER_COUNT * 1.01 + 0.01
+            assert abs(fb[j].position_rad - q[j - 1]) <= 1.4 * RAD_PER_COUNT
             assert fb[j].status & STATUS_ENABLED
         # current = torque * amps_per_nm (ASSUMED torque constant), quantized to 1/256
         cur = np.array([fb[j].current for j in range(1, 8)])

@@ -37,13 +37,34 @@ def test_fault_matrix_and_legacy_race():
     assert f["all_as_expected"] and f["max_frames_after"] == 0 and len(f["cases"]) == 11
     lr = exp_owner.legacy_race()
     assert lr["legacy_stale_writes"] >= 2 and lr["owner_stale_writes"] == 0
+    # both halves are observed: the legacy host's workers interleave, the owner's do not
+    assert lr["legacy"]["stale_after_replacement"] >= 1 and lr["legacy"]["writers"] >= 3
+    assert lr["owner"]["stale_after_replacement"] == 0 and lr["owner"]["writers"] == 1
+    assert lr["owner"]["replacement_accepted"] and lr["owner"]["brake_frames_after_stop"] > 0
+
+
+def test_superseded_publication_count_sees_an_old_command_after_its_replacement():
+    assert exp_owner.superseded_publications([None, 1, 1, 2, 2, 3]) == 0
+    assert exp_owner.superseded_publications([1, 1, 2, 1, 2]) == 1
+    assert exp_owner.superseded_publications([1, 2, 3, 1, 2]) == 2
+
+
+def test_brake_case_counts_frames_that_keep_tracking_after_the_event():
+    """A brake case whose event the owner ignores (nothing injected) reports the frames that
+    kept tracking the old plan, and is not as expected."""
+    ok = exp_owner._brake("revoked", "lease revoked", lambda r: r.owner.revoke_authority(), exp_owner.Mode.HOLD)
+    assert ok["as_expected"] and ok["frames_after"] == 0
+    ignored = exp_owner._brake("nothing", "no event", lambda r: None, exp_owner.Mode.HOLD)
+    assert not ignored["as_expected"] and ignored["frames_after"] > 0
 
 
 def test_extremum_validation_small():
     r = exp_owner.extremum(n_traj=6)
     assert r["joint_state_observations"] == 6 * 7 * 301
     assert r["samples_enclosed"] and r["max_state_mismatch"] < 1e-12
-    assert r["zero_jerk_case"]["p_max_exact"] == pytest.approx(0.25)
+    zj = r["zero_jerk_case"]
+    assert zj["p_max_exact"] == pytest.approx(0.25) and zj["t_p_max_s"] == pytest.approx(0.5)
+    assert zj["endpoint_max"] == pytest.approx(0.0, abs=1e-15)  # the interior maximum beats both ends
 
 
 def test_wire_replay_short_run_through_transport_and_bus():

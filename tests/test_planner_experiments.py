@@ -18,18 +18,26 @@ def out_dir(tmp_path, monkeypatch):
 
 
 def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
-    r = exp_crossing.run(seed=0)
-    for key in ("separate_colliding_frames", "separate_frames", "group_colliding_samples",
-                "group_samples", "min_clearance_m", "max_detour_m", "max_bend_from_separate_m"):
+    r = exp_crossing.run(seed=0, n_seeds=2)
+    for key in ("separate_colliding_frames", "separate_frames", "group_colliding_states",
+                "group_judged_states", "group_samples", "min_clearance_m", "max_detour_m",
+                "max_bend_from_separate_m"):
         assert key in r
     assert r["hardware_io"] is False
     assert r["separate_colliding_frames"] > 0  # the trap is real ...
     # ... and strong (the frozen pair: 91 of 182 frames, the group bends a hand 8.2 cm)
     assert r["separate_colliding_frames"] >= 0.3 * r["separate_frames"]
     assert r["max_bend_from_separate_m"] >= 0.05
-    assert r["group_colliding_samples"] == 0 and r["group_samples"] > 100
-    assert r["min_clearance_m"] >= 0.005
-    # between the samples too: seed 003's envelope certifies the margin, never above the truth
+    assert r["group_colliding_states"] == 0 and r["group_samples"] > 100
+    # coal judges at least twice as densely as the planner checks (sample + one sub-step)
+    assert r["group_judged_states"] >= 4 * (r["group_samples"] - 1)
+    assert r["min_clearance_m"] >= 0.005 and r["group_coal_min_clearance_m"] >= 0.005 - 1e-4
+    dist = r["seed_distribution"]  # the seed-dependent figures as a distribution, seed 0 in it
+    assert dist["n_seeds"] == 2 and dist["per_seed"][0]["seed"] == 0
+    assert dist["per_seed"][0]["max_bend_from_separate_m"] == pytest.approx(r["max_bend_from_separate_m"], abs=1e-4)
+    bend = dist["summary"]["max_bend_from_separate_m"]
+    assert bend["min"] <= bend["median"] <= bend["max"]
+    # between the samples too: seed 003's envelope certifies separation, never above a sample
     cert = r["certificate"]
     assert cert["certified"] and 0.005 <= cert["continuous_lower_bound_m"] <= r["true_min_clearance_m"]
     assert r["certified_over_true"] >= 0.8

@@ -8,9 +8,13 @@ import json
 import pytest
 
 from controllers.names import UnknownNameError
+from controllers.owner import ArmOwner
+from controllers.publish import PublishOutcome
+from controllers.transport import CanTransport
 from twin.cli import main
-from twin.closed_loop import ClosedLoopConfig
+from twin.closed_loop import ClosedLoopConfig, twin_owner_config
 from twin.faults import FaultSpec
+from twin.motor_bank import default_drive_configs
 from twin.rehearsal import GATES, RehearsalConfig, rehearse, write_report
 
 
@@ -88,3 +92,66 @@ def test_cli_rehearse_json(capsys, tmp_path):
                "--out", str(tmp_path)])
     assert rc == 1 and json.loads(capsys.readouterr().out)["passed"] is False
     assert main(["rehearse", "--faults", "[{\"kind\": \"nope\"}]"]) == 2
+
+
+# Each gate below is run alone with the fault it guards against, and must fail on the
+# figure that measures that fault (one gate, short runs: about a second each).
+
+def _gate(rep: dict) -> dict:
+    assert rep["passed"] is False and len(rep["gates"]) == 1
+    return rep["gates"][0]
+
+
+def test_drives_without_a_command_timeout_fail_the_stopping_gate():
+    """With the bus down or the owner gone only the drives' own timeout can hold the arm."""
+    drives = tuple(dataclasses.replace(d, command_timeout_s=1e9) for d in default_drive_configs())
+    gate = _gate(rehearse(_with(drives=drives), ["stopping"]))
+    cases = {c["case"]: c for c in gate["cases"]}
+    assert cases["stop while moving"]["passed"] is True  # the owner still brakes
+    for name in ("stop under bus-off", "owner loss"):
+        assert cases[name]["passed"] is False and cases[name]["time_to_drive_hold_s"] is None
+
+
+def test_lax_feedback_supervision_fails_the_feedback_gate():
+    """A host whose feedback timeout and tracking threshold are far too lax latches too late
+    (frozen feedback) or never (a stalled joint)."""
+    lax = dataclasses.replace(twin_owner_config(), feedback_timeout_s=1.0, tracking_error_rad=1.0)
+    gate = _gate(rehearse(_with(owner=lax), ["feedback"]))
+    cases = {c["case"]: c for c in gate["cases"]}
+    for name in ("frozen feedback, all joints", "frozen feedback, joint 3"):
+        c = cases[name]
+        assert c["passed"] is False and c["latched"] == "stale_feedback"
+        assert c["time_to_latch_s"] > c["bound_s"] == 0.3
+    stall = cases["stalled joint 4 while moving"]
+    assert stall["passed"] is False and stall["latched"] is None and stall["frames_after_latch"] > 0
+
+
+def test_a_retrying_transport_fails_the_output_uncertainty_gate(monkeypatch):
+    """A transport that sends a sample again after a partial or uncertain write."""
+    send_once = CanTransport.publish_sample
+
+    def send_with_one_retry(self, positions_rad):
+        rep = send_once(self, positions_rad)
+        return rep if rep.outcome is PublishOutcome.ACCEPTED else send_once(self, positions_rad)
+
+    monkeypatch.setattr(CanTransport, "publish_sample", send_with_one_retry)
+    gate = _gate(rehearse(gates=["output_uncertainty"]))
+    assert [c["publish_attempts_to_latch"] for c in gate["cases"]] == [2, 2]
+    assert not any(c["passed"] for c in gate["cases"])
+
+
+def test_replanning_from_rest_at_each_retarget_fails_the_moving_retargets_gate(monkeypatch):
+    """The legacy hazard: a new target re-seeds the plan at zero velocity and acceleration
+    instead of the coherent commanded state, a discontinuity at every moving retarget."""
+    retarget = ArmOwner._retarget
+
+    def retarget_from_rest(self, tgt):
+        retarget(self, tgt)
+        self._inp.current_velocity = [0.0] * 7
+        self._inp.current_acceleration = [0.0] * 7
+
+    monkeypatch.setattr(ArmOwner, "_retarget", retarget_from_rest)
+    cfg = RehearsalConfig(retarget_rates_hz=(60.0,), retarget_duration_s=1.0)
+    gate = _gate(rehearse(cfg, ["moving_retargets"]))
+    row = gate["rates"][0]
+    assert row["passed"] is False and "limit_violation" in row["faults"]

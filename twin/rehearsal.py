@@ -60,7 +60,9 @@ class RehearsalConfig:
     of the moving-retargets gate; retarget_duration_s: simulated seconds per rate;
     signature_tolerance_rad: allowed error of each joint's signature move [rad];
     stop_margin_rad: servo-lag allowance on top of the braking distance [rad];
-    bus_budget: the bus and rates of the bus-budget gate (``twin.bus_budget``)."""
+    bus_budget: the bus and rates of the bus-budget gate (``twin.bus_budget``);
+    stale_feedback_latch_max_s: the longest a host may take to latch frozen feedback [s], a
+    requirement of its own so that a host configured with a lax timeout fails the gate."""
 
     base: ClosedLoopConfig = field(default_factory=ClosedLoopConfig)
     retarget_rates_hz: tuple[float, ...] = (20.0, 60.0, 90.0, 120.0)
@@ -68,6 +70,7 @@ class RehearsalConfig:
     signature_tolerance_rad: float = 0.01
     stop_margin_rad: float = 0.05
     bus_budget: BusBudgetConfig = field(default_factory=BusBudgetConfig)
+    stale_feedback_latch_max_s: float = 0.3
 
 
 def default_config() -> RehearsalConfig:
@@ -262,7 +265,7 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
             bound = v * timeout + cfg.stop_margin_rad
             ok = bool(held and t_hold <= timeout + 0.3 and np.all(travel <= bound))
             cases.append({"case": name, "passed": ok, "owner_fault": _fault(lp, Arm.RIGHT),
-                          "drive_timeout_s": timeout, "time_to_drive_hold_s": _r(t_hold, 4),
+                          "drive_timeout_s": timeout, "time_to_drive_hold_s": _r(t_hold, 4) if held else None,
                           "measured_travel_rad": [_r(x, 4) for x in travel], "travel_bound_rad": _r(bound, 4)})
     return GateResult("stopping", all(c["passed"] for c in cases), {"cases": cases},
                       "Stop while moving brakes within the configured limits (travel within the "
@@ -292,7 +295,8 @@ def _fault(lp: ClosedLoop, arm: Arm) -> str | None:
 def gate_feedback(cfg: RehearsalConfig) -> GateResult:
     base = cfg.base
     fb_period = 1.0 / base.feedback_rate_hz
-    stale_bound = base.owner.feedback_timeout_s + fb_period + 2 * base.owner.period_s
+    stale_bound = min(base.owner.feedback_timeout_s + fb_period + 2 * base.owner.period_s,
+                      cfg.stale_feedback_latch_max_s)
     cases = []
     for name, spec, expect, bound in (
         ("frozen feedback, all joints", FaultSpec("feedback_freeze", "right", at=0.5),

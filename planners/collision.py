@@ -69,6 +69,7 @@ class Clearance:
         return self.distance_m >= margin_m
 
 
+_NOTHING_NEAR = Clearance(math.inf, None)
 ARM_CONTYPE, ARM_CONAFFINITY = 1, 3  # arms collide with arms (bit 0) and others (bit 1)
 OTHER_CONTYPE, OTHER_CONAFFINITY = 2, 1  # others collide with arms only
 
@@ -169,6 +170,7 @@ class CheckSession:
         self.reference_qpos.flags.writeable = False
         self.checked = checker.pairs.checked_table(moving)
         self._local = threading.local()
+        self._pairs: dict[tuple[int, int], GeomPair] = {}
         self.checks = 0
 
     def _data(self) -> mujoco.MjData:
@@ -201,16 +203,23 @@ class CheckSession:
         """Smallest checked distance within the horizon at stacked ``q`` and its pair."""
         d = self._collide(q)
         if d.ncon == 0:
-            return Clearance(math.inf, None)
+            return _NOTHING_NEAR
         con = d.contact
         geom = con.geom
-        near = np.flatnonzero(self.checked[geom[:, 0], geom[:, 1]])
-        if near.size == 0:
-            return Clearance(math.inf, None)
-        dist = con.dist[near]
-        k = int(np.argmin(dist))
-        g1, g2 = geom[near[k]]
-        return Clearance(float(dist[k]), self.checker.pairs.pair(g1, g2))
+        near = self.checked[geom[:, 0], geom[:, 1]]
+        if not near.any():
+            return _NOTHING_NEAR
+        dist = np.where(near, con.dist, np.inf)
+        k = int(dist.argmin())  # the first smallest among checked pairs, as before
+        return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
+
+    def _pair(self, g1: int, g2: int) -> GeomPair:
+        """The (cached) GeomPair of two geoms."""
+        key = (g1, g2) if g1 < g2 else (g2, g1)
+        pair = self._pairs.get(key)
+        if pair is None:
+            pair = self._pairs[key] = self.checker.pairs.pair(*key)
+        return pair
 
     def full_qpos(self, q: np.ndarray) -> np.ndarray:
         """The full model qpos of stacked ``q`` (reference elsewhere)."""

@@ -213,6 +213,38 @@ class CheckSession:
         k = int(dist.argmin())  # the first smallest among checked pairs, as before
         return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
 
+    def sweep(self, states: np.ndarray) -> tuple[int, int, Clearance]:
+        """Check the rows of ``states`` (stacked configurations) in order, stopping at the
+        first within the margin. Returns (index of that state or -1, index of the state
+        with the smallest clearance so far (first of equals; -1 when nothing was within
+        the horizon), its Clearance, or the hit's when there is a hit). Same figures as
+        calling ``clearance`` per row, without building a Clearance per state."""
+        d = self._data()
+        m, index, checked, margin = self.model, self.index, self.checked, self.margin
+        best, best_i, best_pair = math.inf, -1, (0, 0)
+        for i in range(states.shape[0]):
+            d.qpos[index] = states[i]
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_collision(m, d)
+            self.checks += 1
+            if d.ncon == 0:
+                continue
+            con = d.contact
+            geom = con.geom
+            near = checked[geom[:, 0], geom[:, 1]]
+            if not near.any():
+                continue
+            dist = np.where(near, con.dist, np.inf)
+            k = int(dist.argmin())
+            dk = float(dist[k])
+            if dk < margin:
+                return i, i, Clearance(dk, self._pair(int(geom[k, 0]), int(geom[k, 1])))
+            if dk < best:
+                best, best_i, best_pair = dk, i, (int(geom[k, 0]), int(geom[k, 1]))
+        if best_i < 0:
+            return -1, -1, _NOTHING_NEAR
+        return -1, best_i, Clearance(best, self._pair(*best_pair))
+
     def _pair(self, g1: int, g2: int) -> GeomPair:
         """The (cached) GeomPair of two geoms."""
         key = (g1, g2) if g1 < g2 else (g2, g1)

@@ -361,16 +361,12 @@ class ArmGroup:
     def _check_timed(self, timed: TimedPath, meter: CheckSession):
         """Check samples and sub-steps in time order; return (hit or None, clearance record,
         states checked). A hit is (time, Clearance)."""
-        margin = self.config.collision.margin_m
         dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
-        best, best_t = Clearance(math.inf, None), None
-        for i in range(dense.size):
-            c = meter.clearance(q[i])
-            if c.distance_m < best.distance_m:
-                best, best_t = c, float(dense[i])
-            if c.distance_m < margin:
-                return (float(dense[i]), c), None, i + 1
+        hit_i, best_i, best = meter.sweep(q)
+        if hit_i >= 0:
+            return (float(dense[hit_i]), best), None, hit_i + 1
+        best_t = float(dense[best_i]) if best_i >= 0 else None
         horizon = self.config.clearance_horizon_m
         if best.pair is None:
             record = ClearanceRecord(horizon, None, None, True)

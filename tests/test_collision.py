@@ -151,3 +151,25 @@ def test_zero_margin_group_plans():
     g.set_qpos(home)
     r = g.plan({a: g.arm_q(a) + 0.2 for a in g.arm_names})
     assert r.ok, r.reason
+
+
+def test_sweep_matches_clearance_per_state(rob):
+    m, home, _ = rob
+    meter = CollisionChecker(m, ROB_ARMS, CollisionConfig(margin_m=0.005, horizon_m=0.02))
+    s = meter.session(["right", "left"], home)
+    q0 = np.concatenate([home[meter.arm_qpos[a]] for a in ("right", "left")])
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        states = q0 + np.cumsum(rng.normal(0.0, 0.05, (40, 14)), axis=0)
+        per_state = [s.clearance(q) for q in states]
+        hit, best_i, best = s.sweep(states)
+        hits = [i for i, c in enumerate(per_state) if c.distance_m < 0.005]
+        assert hit == (hits[0] if hits else -1)
+        upto = per_state[: hit + 1] if hit >= 0 else per_state
+        dists = [c.distance_m for c in upto]
+        if hit >= 0:
+            assert best == per_state[hit]
+        elif np.isfinite(min(dists)):
+            assert best_i == int(np.argmin(dists)) and best == per_state[best_i]
+        else:
+            assert best_i == -1 and best.pair is None

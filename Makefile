@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test stress bench lint clean
+.PHONY: setup demo test stress bench lint clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,10 +15,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The teleop browser test drives Debian's chromium; install it when missing and root,
+# otherwise that test skips and says why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq chromium) || echo "chromium not installed (not root or apt failed): the teleop browser test will skip"; }
+
 demo: $(STAMP)
 	$(VENV)/bin/rob-twin demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m ruff check twin controllers planners experiments tests models
 	$(PY) -m pytest
 

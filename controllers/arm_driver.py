@@ -13,7 +13,12 @@ the simulated motor bank. Per control period ``tick()``:
 
 Feedback is forwarded only when every joint has been heard from and the oldest
 receive time moved forward: a repeated observation never refreshes the age.
-No mujoco here.
+
+``tick()`` never raises: a transport that fails to read (closed, a bus error) and an
+observation the owner refuses are counted (``feedback_read_errors``,
+``feedback_refused``, with the last message) and the owner is ticked anyway, so its
+stale-feedback supervision trips within ``feedback_timeout_s``; a publish that fails is
+the owner's to latch. No mujoco here.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from controllers.clock import Clock
-from controllers.errors import TransportConfigError
+from controllers.errors import OwnerConfigError, RobTwinError, TransportConfigError, describe
 from controllers.names import JOINTS_PER_ARM, Arm
 from controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
 from controllers.transport import CanTransport, TransportConfig
@@ -31,6 +36,12 @@ class ArmDriver:
     """An ``ArmOwner`` wired to its ``CanTransport`` (the transport is its publisher)."""
 
     def __init__(self, owner: ArmOwner, transport: CanTransport):
+        if not isinstance(owner, ArmOwner):
+            raise OwnerConfigError("owner", owner, "an ArmOwner")
+        if not all(callable(getattr(transport, m, None)) for m in ("poll_feedback", "publish_sample", "close")) \
+                or not hasattr(getattr(transport, "config", None), "arm"):
+            raise TransportConfigError("transport", transport,
+                                       "a transport (CanTransport or alike: poll_feedback, publish_sample, config.arm)")
         if owner.arm is not transport.config.arm:
             raise TransportConfigError(
                 "transport.config.arm", transport.config.arm.value,
@@ -42,6 +53,9 @@ class ArmDriver:
         self._foreign_seen = 0
         self._feedback_frames_seen = -1
         self.feedback_forwarded = 0
+        self.feedback_refused = 0  # observations the owner refused (FeedbackError...)
+        self.feedback_read_errors = 0  # poll_feedback raised (closed transport, bus error)
+        self.last_error = ""
 
     @classmethod
     def create(
@@ -57,6 +71,10 @@ class ArmDriver:
 
         clock: the injected time base [s] shared by owner and transport."""
         arm = Arm.parse(arm)
+        if not callable(getattr(clock, "now", None)):
+            raise OwnerConfigError("clock", clock, "an object with now() -> float [s]")
+        if transport_config is not None and not isinstance(transport_config, TransportConfig):
+            raise TransportConfigError("transport_config", transport_config, "a TransportConfig or None")
         tcfg = transport_config or TransportConfig(arm=arm)
         transport = CanTransport(tcfg, bus=bus, clock=clock.now)
         owner = ArmOwner(arm, transport, clock, initial_positions_rad, owner_config)
@@ -90,16 +108,27 @@ class ArmDriver:
         if pos is None:
             return False
         stamp = min(self.transport.feedback_received_at.values())
-        if stamp <= self._forwarded_stamp:
+        if not stamp > self._forwarded_stamp:  # NaN-safe
             return False
-        self.owner.observe_feedback(pos, stamp)
+        try:
+            recorded = self.owner.observe_feedback(pos, stamp)
+        except RobTwinError as err:  # refused: nothing recorded, the age keeps growing
+            self.feedback_refused += 1
+            self.last_error = str(err)
+            return False
         self._forwarded_stamp = stamp
+        if not recorded:
+            return False
         self.feedback_forwarded += 1
         return True
 
     def tick(self) -> TickReport:
-        """One control period: read feedback, forward it, tick the owner."""
-        self.transport.poll_feedback()
+        """One control period: read feedback, forward it, tick the owner. Never raises."""
+        try:
+            self.transport.poll_feedback()
+        except Exception as err:  # noqa: BLE001 - counted; feedback supervision trips on the age
+            self.feedback_read_errors += 1
+            self.last_error = f"poll_feedback raised {type(err).__name__}: {describe(str(err))}"
         foreign = self.transport.counters.foreign_command_frames
         if foreign > self._foreign_seen:
             self._foreign_seen = foreign

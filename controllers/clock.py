@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Protocol
 
+from controllers.checks import finite_real
 from controllers.errors import OwnerConfigError
 
 
@@ -24,7 +25,7 @@ class SimClock:
     """Lockstep clock advanced explicitly by the twin's scheduler (thread-safe)."""
 
     def __init__(self, start_s: float = 0.0):
-        self._t = float(start_s)
+        self._t = _seconds("start_s", start_s)
         self._lock = threading.Lock()
 
     def now(self) -> float:
@@ -32,19 +33,21 @@ class SimClock:
             return self._t
 
     def advance(self, dt_s: float) -> float:
-        """Move time forward by ``dt_s`` >= 0 [s]; return the new time [s]."""
-        if not dt_s >= 0.0:
+        """Move time forward by a finite ``dt_s`` >= 0 [s]; return the new time [s]."""
+        dt = _seconds("dt_s", dt_s)
+        if not dt >= 0.0:
             raise OwnerConfigError("dt_s", dt_s, ">= 0 s (simulated time never runs backwards)")
         with self._lock:
-            self._t += float(dt_s)
+            self._t += dt
             return self._t
 
     def set(self, t_s: float) -> None:
-        """Jump to ``t_s`` [s], which must not be earlier than now."""
+        """Jump to a finite ``t_s`` [s], which must not be earlier than now."""
+        t = _seconds("t_s", t_s)
         with self._lock:
-            if t_s < self._t:
+            if not t >= self._t:
                 raise OwnerConfigError("t_s", t_s, f">= current time {self._t!r} s")
-            self._t = float(t_s)
+            self._t = t
 
 
 class MonotonicClock:
@@ -52,3 +55,7 @@ class MonotonicClock:
 
     def now(self) -> float:
         return time.monotonic()
+
+
+def _seconds(field: str, value: object) -> float:
+    return finite_real(value, field, "a finite number of seconds", OwnerConfigError)

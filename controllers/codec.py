@@ -41,12 +41,21 @@ two's-complement int16, big-endian like the position word, giving -128..+127.996
 drive units. The unit itself is unverified. The configured joint sign is applied to
 feedback position as to commands (drive frame -> joint frame).
 
+Input types: every entry point takes real numbers only. A str (``"0.1"`` is not parsed),
+a bool (True is not one radian), a complex value (its imaginary part would be dropped), an
+object array, frame data that is not a byte sequence (a bare int ``8`` would otherwise
+become eight zero bytes) and a CAN id that is not an integer (145.0 would match 0x91) are
+typed errors (``CodecTypeError``, ``FrameDataError``, ``UnknownFrameIdError``), never a
+silent conversion or a raw ``TypeError``.
+
 Pure numpy + stdlib (and the pure-data ``models.dimensions``): no mujoco, no bus. ``transport.py`` puts these frames on a wire.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -55,7 +64,9 @@ import numpy as np
 
 from controllers.errors import (
     CodecConfigError,
+    CodecTypeError,
     FeedbackRangeError,
+    FrameDataError,
     FrameLengthError,
     InvalidSignError,
     JointBoundError,
@@ -102,13 +113,25 @@ class CodecConfig:
 
     def __post_init__(self) -> None:
         for name in ("signs", "lower_rad", "upper_rad"):
-            value = tuple(getattr(self, name))
+            raw = getattr(self, name)
+            if isinstance(raw, (str, bytes)) or not hasattr(raw, "__iter__"):
+                raise CodecConfigError(name, raw, f"{JOINTS_PER_ARM} values, one per joint")
+            value = tuple(raw)
             if len(value) != JOINTS_PER_ARM:
                 raise CodecConfigError(name, value, f"{JOINTS_PER_ARM} values, one per joint")
             object.__setattr__(self, name, value)
         for j, s in enumerate(self.signs, start=1):
-            if isinstance(s, bool) or s not in (1, -1):
+            if not _is_real(s) or s not in (1, -1):
                 raise InvalidSignError(j, s)
+        object.__setattr__(self, "signs", tuple(int(s) for s in self.signs))
+        for name in ("lower_rad", "upper_rad"):
+            for x in getattr(self, name):
+                if not _is_real(x):
+                    raise CodecConfigError(name, getattr(self, name), "real numbers [rad] (inf allowed)")
+            try:
+                object.__setattr__(self, name, tuple(float(x) for x in getattr(self, name)))
+            except OverflowError:
+                raise CodecConfigError(name, getattr(self, name), "numbers within float range") from None
         for j, (lo, hi) in enumerate(zip(self.lower_rad, self.upper_rad, strict=True), start=1):
             if math.isnan(lo) or math.isnan(hi) or lo > hi:
                 raise CodecConfigError(
@@ -133,16 +156,97 @@ def default_config() -> CodecConfig:
     return CodecConfig()
 
 
+# ------------------------------------------------------------------- input types
+
+_REAL_KINDS = "iuf"  # numpy kinds of real numbers (bool "b", complex "c", str "U" refused)
+
+
+def _is_real(x: object) -> bool:
+    """A real number that is not a bool (numpy reals included)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
+_DEFAULT_CONFIG = CodecConfig()  # frozen: shared by every call that passes no config
+
+
+def _config(config: object) -> CodecConfig:
+    if config is None:
+        return _DEFAULT_CONFIG
+    if not isinstance(config, CodecConfig):
+        raise CodecConfigError("config", config, "a CodecConfig or None")
+    return config
+
+
+def _real_array(values: object, field: str, kinds: str = _REAL_KINDS) -> np.ndarray:
+    """``values`` as a numpy array of real numbers; CodecTypeError for bools (also inside a
+    list), strings, complex values and objects, SampleShapeError for ragged nesting."""
+    if isinstance(values, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in values):
+        raise CodecTypeError(field, values, "real numbers (a bool is not a number here)")
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError, OverflowError) as err:  # ragged nesting
+        raise SampleShapeError((), JOINTS_PER_ARM) from err
+    if arr.dtype.kind not in kinds:
+        raise CodecTypeError(field, values, f"real numbers (got dtype {arr.dtype})")
+    return arr
+
+
+def _real_scalar(joint: int, value: object) -> float:
+    """``value`` as a float [rad]; NonFiniteValueError (naming the joint) for NaN, inf, an
+    int beyond float range, and for anything that is not a real number: a bool, a str
+    (never parsed), a complex value, None."""
+    if not _is_real(value):
+        raise NonFiniteValueError(joint, value)  # type: ignore[arg-type]
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        raise NonFiniteValueError(joint, value) from None  # type: ignore[arg-type]
+    if not math.isfinite(x):
+        raise NonFiniteValueError(joint, x)
+    return x
+
+
+def _integer(field: str, value: object) -> int:
+    """``value`` as an int (numpy integers too); CodecTypeError for bools, floats, str."""
+    if isinstance(value, (bool, np.bool_)):
+        raise CodecTypeError(field, value, "an integer (not a bool)")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise CodecTypeError(field, value, "an integer") from None
+
+
+def _frame_id(arbitration_id: object, valid: tuple[int, ...]) -> int:
+    """``arbitration_id`` if it is an integer among ``valid``; UnknownFrameIdError else
+    (a float, a str, None or a bool is never a CAN id, even when it compares equal)."""
+    if isinstance(arbitration_id, (bool, np.bool_)):
+        raise UnknownFrameIdError(arbitration_id, valid)
+    try:
+        can_id = operator.index(arbitration_id)  # type: ignore[arg-type]
+    except TypeError:
+        raise UnknownFrameIdError(arbitration_id, valid) from None
+    if can_id not in valid:
+        raise UnknownFrameIdError(arbitration_id, valid)
+    return can_id
+
+
 # ---------------------------------------------------------------- vectorized core
 
 
 def check_signs(signs: np.ndarray | Sequence[int] | int) -> np.ndarray:
     """Return ``signs`` as int64; raise InvalidSignError (joint = flat index + 1) otherwise."""
-    arr = np.asarray(signs)
-    bad = ~np.isin(arr, (1, -1)) | (arr.dtype == bool)
+    try:
+        arr = np.asarray(signs)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidSignError(1, signs) from None
+    if arr.dtype.kind not in _REAL_KINDS:
+        bad = np.ones(arr.shape, dtype=bool)
+    else:
+        bad = ~np.isin(arr, (1, -1))
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
-        raise InvalidSignError(i % JOINTS_PER_ARM + 1, arr.ravel()[i].item())
+        item = arr.ravel()[i]
+        raise InvalidSignError(i % JOINTS_PER_ARM + 1, item.item() if isinstance(item, np.generic) else item)
     return arr.astype(np.int64)
 
 
@@ -151,7 +255,7 @@ def truncate_counts(x: np.ndarray | float) -> np.ndarray:
 
     Returns float64 with integral values (NaN/inf pass through).
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = _real_array(x, "counts").astype(np.float64)
     nearest = np.rint(x)
     with np.errstate(invalid="ignore"):
         snap = np.abs(x - nearest) <= TRUNCATION_TOLERANCE_COUNTS
@@ -160,14 +264,15 @@ def truncate_counts(x: np.ndarray | float) -> np.ndarray:
 
 def rad_to_counts_float(rad: np.ndarray | float, signs: np.ndarray | int = 1) -> np.ndarray:
     """radians -> degrees -> sign -> truncated counts, as float64 (no range checks)."""
-    rad = np.asarray(rad, dtype=np.float64)
+    rad = _real_array(rad, "rad").astype(np.float64)
+    signs = check_signs(signs) if not isinstance(signs, np.ndarray) or signs.dtype != np.int64 else signs
     with np.errstate(invalid="ignore", over="ignore"):
         return truncate_counts(np.degrees(rad) * np.asarray(signs) * COUNTS_PER_DEGREE)
 
 
 def is_representable(counts: np.ndarray | float) -> np.ndarray:
     """True where ``counts`` is an integer in MIN_COUNT..MAX_COUNT (exact round trip)."""
-    c = np.asarray(counts, dtype=np.float64)
+    c = _real_array(counts, "counts").astype(np.float64)
     with np.errstate(invalid="ignore"):
         return (c >= MIN_COUNT) & (c <= MAX_COUNT) & (c == np.trunc(c))
 
@@ -177,7 +282,7 @@ def counts_to_words(counts: np.ndarray | int, joint: int | None = None) -> np.nd
 
     ``joint`` only labels the error; for a (..., 7) array the column names the joint.
     """
-    c = np.asarray(counts)
+    c = _real_array(counts, "counts")
     ok = is_representable(c)
     if not np.all(ok):
         i = int(np.flatnonzero(~ok.ravel())[0])
@@ -192,7 +297,13 @@ def counts_to_words(counts: np.ndarray | int, joint: int | None = None) -> np.nd
 
 def words_to_counts(words: np.ndarray | int) -> np.ndarray:
     """16-bit words -> signed counts (int64): ``w`` if ``w <= 0x8000`` else ``w - 65535``."""
-    w = np.asarray(words).astype(np.int64)
+    raw = _real_array(words, "words", "iu")  # integers only: a float word is a caller bug
+    try:
+        w = raw.astype(np.int64)
+    except OverflowError:
+        raise CodecConfigError("word", words, "0..0xFFFF") from None
+    if raw.dtype.kind == "u" and np.any(raw > WORD_MAX):  # uint64 beyond int64 wraps negative
+        raise CodecConfigError("word", raw[raw > WORD_MAX].ravel()[0].item(), "0..0xFFFF")
     if np.any((w < 0) | (w > WORD_MAX)):
         raise CodecConfigError("word", w[(w < 0) | (w > WORD_MAX)].ravel()[0].item(), "0..0xFFFF")
     return np.where(w <= POSITIVE_WORD_MAX, w, w - NEGATIVE_OFFSET)
@@ -200,6 +311,8 @@ def words_to_counts(words: np.ndarray | int) -> np.ndarray:
 
 def word_to_count(word: int) -> int:
     """Scalar ``words_to_counts`` for one 16-bit word (hot path: one frame at a time)."""
+    if type(word) is not int:
+        word = _integer("word", word)
     if not 0 <= word <= WORD_MAX:
         raise CodecConfigError("word", word, "0..0xFFFF")
     return word if word <= POSITIVE_WORD_MAX else word - NEGATIVE_OFFSET
@@ -207,13 +320,19 @@ def word_to_count(word: int) -> int:
 
 def count_to_rad(count: int, sign: int = 1) -> float:
     """Scalar ``counts_to_rad``: the same arithmetic, bit for bit, without numpy."""
+    if type(count) is not int:  # the per-frame path passes ints: keep it cheap
+        count = _integer("count", count)
+    if not MIN_COUNT - 1 <= count <= MAX_COUNT:  # -32767 decodes nowhere but is a number
+        raise UnrepresentableCountError(None, count, MIN_COUNT, MAX_COUNT)
+    if type(sign) is not int and not _is_real(sign) or sign not in (1, -1):
+        raise InvalidSignError(1, sign)
     return math.radians(count / COUNTS_PER_DEGREE) * sign
 
 
 def counts_to_rad(counts: np.ndarray | int, signs: np.ndarray | int = 1) -> np.ndarray:
     """Counts (drive frame) -> joint-frame radians: ``sign * radians(count / 128)``."""
-    c = np.asarray(counts, dtype=np.float64)
-    return np.radians(c / COUNTS_PER_DEGREE) * np.asarray(signs)
+    c = _real_array(counts, "counts").astype(np.float64)
+    return np.radians(c / COUNTS_PER_DEGREE) * check_signs(signs)
 
 
 def encode_positions(rad: np.ndarray, config: CodecConfig | None = None) -> np.ndarray:
@@ -223,13 +342,14 @@ def encode_positions(rad: np.ndarray, config: CodecConfig | None = None) -> np.n
     the first failing sample. Checks per joint, in order: finite, within the joint
     bounds (inclusive, joint frame), representable count.
     """
-    config = config or default_config()
+    config = _config(config)
+    raw = _real_array(rad, "positions_rad")
+    if raw.ndim not in (1, 2) or raw.shape[-1] != JOINTS_PER_ARM:
+        raise SampleShapeError(raw.shape, JOINTS_PER_ARM)
     try:
-        arr = np.asarray(rad, dtype=np.float64)
-    except (TypeError, ValueError) as err:  # ragged, strings, complex
-        raise SampleShapeError(np.shape(np.asarray(rad, dtype=object)), JOINTS_PER_ARM) from err
-    if arr.ndim not in (1, 2) or arr.shape[-1] != JOINTS_PER_ARM:
-        raise SampleShapeError(arr.shape, JOINTS_PER_ARM)
+        arr = raw.astype(np.float64)
+    except OverflowError:
+        raise CodecTypeError("positions_rad", rad, "numbers within float range") from None
     lower = np.asarray(config.lower_rad)
     upper = np.asarray(config.upper_rad)
     counts = rad_to_counts_float(arr, config.signs_array)
@@ -263,20 +383,9 @@ def _check_joint(joint: int) -> int:
     return int(joint)
 
 
-def _finite(joint: int, value: object) -> float:
-    """``value`` as a finite float [rad]; NonFiniteValueError for NaN, inf or non-numbers."""
-    try:
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise NonFiniteValueError(joint, value) from None  # type: ignore[arg-type]
-    if not math.isfinite(x):
-        raise NonFiniteValueError(joint, x)
-    return x
-
-
 def hex_bytes(data: bytes) -> str:
     """``b'\\x40\\x00\\x80'`` -> ``"40 00 80"``."""
-    return " ".join(f"{b:02X}" for b in data)
+    return " ".join(f"{b:02X}" for b in _byte_sequence(None, data))
 
 
 class Frame(NamedTuple):
@@ -294,9 +403,16 @@ class Frame(NamedTuple):
 
 
 def command_frame(joint: int, word: int, count: int) -> Frame:
+    """The 3-byte command frame of ``joint`` carrying ``word`` (0..0xFFFF) for ``count``."""
     j = _check_joint(joint)
-    data = bytes((POSITION_OPCODE, (int(word) >> 8) & 0xFF, int(word) & 0xFF))
-    return Frame(j, COMMAND_IDS[j - 1], data, int(count))
+    word = _integer("word", word)
+    if not 0 <= word <= WORD_MAX:  # never mask a wider value into 16 bits
+        raise CodecConfigError("word", word, "0..0xFFFF")
+    count = _integer("count", count)
+    if not MIN_COUNT <= count <= MAX_COUNT:
+        raise UnrepresentableCountError(j, count, MIN_COUNT, MAX_COUNT)
+    data = bytes((POSITION_OPCODE, word >> 8, word & 0xFF))
+    return Frame(j, COMMAND_IDS[j - 1], data, count)
 
 
 def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConfig | None = None
@@ -308,14 +424,16 @@ def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConf
     (finite, bounds, representable; the lowest failing joint is named). The tests
     prove the two agree on every representable count and on random samples.
     """
-    config = config or default_config()
-    arr = np.asarray(positions_rad)
+    config = config if type(config) is CodecConfig else _config(config)
+    arr = positions_rad if type(positions_rad) is np.ndarray else _real_array(positions_rad, "positions_rad")
     if arr.shape != (JOINTS_PER_ARM,):
         raise SampleShapeError(arr.shape, JOINTS_PER_ARM)
+    if arr.dtype.kind not in _REAL_KINDS:
+        raise CodecTypeError("positions_rad", positions_rad, f"real numbers (got dtype {arr.dtype})")
     try:
         values = arr.astype(np.float64).tolist()
-    except (TypeError, ValueError) as err:  # strings, objects
-        raise SampleShapeError(arr.shape, JOINTS_PER_ARM) from err
+    except OverflowError as err:
+        raise CodecTypeError("positions_rad", positions_rad, "numbers within float range") from err
     frames = []
     for j, (x, lo, hi, sign) in enumerate(
         zip(values, config.lower_rad, config.upper_rad, config.signs, strict=True), start=1
@@ -350,10 +468,10 @@ def _truncate_count(x: float) -> int:
 
 def encode_joint(joint: int, position_rad: float, config: CodecConfig | None = None) -> Frame:
     """Encode one joint's position [rad] into its 3-byte command frame."""
-    config = config or default_config()
+    config = _config(config)
     j = _check_joint(joint)
     k = j - 1
-    value = _finite(j, position_rad)
+    value = _real_scalar(j, position_rad)
     lo, hi = config.lower_rad[k], config.upper_rad[k]
     if not lo <= value <= hi:
         raise JointBoundError(j, value, lo, hi)
@@ -370,12 +488,37 @@ class DecodedCommand:
     word: int
 
 
+def _byte_sequence(arbitration_id: object, data: object) -> bytes:
+    """``data`` as bytes: bytes, bytearray, memoryview, or a sequence (list, tuple, integer
+    array) of ints 0..255. FrameDataError for anything else: a str, a bare int (``bytes(8)``
+    would make eight zero bytes), a float, bools, values beyond a byte."""
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(data)
+    if isinstance(data, memoryview):
+        return data.tobytes()
+    if isinstance(data, np.ndarray):
+        if data.ndim != 1 or data.dtype.kind not in "iu" or (data.size and (data.min() < 0 or data.max() > 255)):
+            raise FrameDataError(arbitration_id, data)
+        return bytes(data.astype(np.uint8).tolist())
+    if not isinstance(data, (list, tuple)):
+        raise FrameDataError(arbitration_id, data)
+    out = []
+    for b in data:
+        if isinstance(b, (bool, np.bool_)):
+            raise FrameDataError(arbitration_id, data)
+        try:
+            v = operator.index(b)
+        except TypeError:
+            raise FrameDataError(arbitration_id, data) from None
+        if not 0 <= v <= 255:
+            raise FrameDataError(arbitration_id, data)
+        out.append(v)
+    return bytes(out)
+
+
 def _data_bytes(arbitration_id: int, data: bytes | bytearray | Sequence[int], n: int) -> bytes:
-    """``data`` as bytes of length ``n``; FrameLengthError otherwise."""
-    try:
-        raw = bytes(data)
-    except (TypeError, ValueError) as err:  # not a byte sequence: no valid length
-        raise FrameLengthError(arbitration_id, -1, n) from err
+    """``data`` as bytes of length ``n``; FrameDataError / FrameLengthError otherwise."""
+    raw = _byte_sequence(arbitration_id, data)
     if len(raw) != n:
         raise FrameLengthError(arbitration_id, len(raw), n)
     return raw
@@ -384,9 +527,8 @@ def _data_bytes(arbitration_id: int, data: bytes | bytearray | Sequence[int], n:
 def decode_command(arbitration_id: int, data: bytes | Sequence[int],
                    config: CodecConfig | None = None) -> DecodedCommand:
     """Decode a 3-byte position command (used to read a second writer's frames)."""
-    config = config or default_config()
-    if arbitration_id not in COMMAND_IDS:
-        raise UnknownFrameIdError(arbitration_id, COMMAND_IDS)
+    config = _config(config)
+    arbitration_id = _frame_id(arbitration_id, COMMAND_IDS)
     raw = _data_bytes(arbitration_id, data, COMMAND_FRAME_LEN)
     if raw[0] != POSITION_OPCODE:
         raise OpcodeError(arbitration_id, raw[0], POSITION_OPCODE)
@@ -421,9 +563,8 @@ class JointFeedback:
 def decode_feedback(arbitration_id: int, data: bytes | Sequence[int],
                     config: CodecConfig | None = None) -> JointFeedback:
     """Decode an 8-byte feedback frame on 0x91..0x97. Any 8 bytes decode."""
-    config = config or default_config()
-    if arbitration_id not in FEEDBACK_IDS:
-        raise UnknownFrameIdError(arbitration_id, FEEDBACK_IDS)
+    config = config if type(config) is CodecConfig else _config(config)
+    arbitration_id = _frame_id(arbitration_id, FEEDBACK_IDS)
     raw = _data_bytes(arbitration_id, data, FEEDBACK_FRAME_LEN)
     j = FEEDBACK_IDS.index(arbitration_id) + 1
     pos_word = (raw[1] << 8) | raw[2]
@@ -458,14 +599,20 @@ def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
     (a simulated arm may report an overshoot); it must be representable. ``current``
     [drive units] is rounded to the nearest 1/256 and must fit int16.
     """
-    config = config or default_config()
+    config = _config(config)
     j = _check_joint(joint)
-    value = _finite(j, position_rad)
+    value = _real_scalar(j, position_rad)
     count = _checked_count(math.degrees(value) * config.signs[j - 1] * COUNTS_PER_DEGREE, j)
     word = count if count >= 0 else count + NEGATIVE_OFFSET
-    cur = float(current)
+    if not _is_real(current):
+        raise FeedbackRangeError(j, "current", current, -0x8000 / CURRENT_SCALE, 0x7FFF / CURRENT_SCALE)
+    try:
+        cur = float(current)
+    except OverflowError:
+        cur = math.inf
     cur_lo, cur_hi = -0x8000 / CURRENT_SCALE, 0x7FFF / CURRENT_SCALE
-    cur_counts = round(cur * CURRENT_SCALE) if math.isfinite(cur) else None
+    # finite and near the range first: round() of an overflowing product would raise
+    cur_counts = round(cur * CURRENT_SCALE) if math.isfinite(cur) and abs(cur) <= 256.0 else None
     if cur_counts is None or not -0x8000 <= cur_counts <= 0x7FFF:
         raise FeedbackRangeError(j, "current", current, cur_lo, cur_hi)
     cur_word = cur_counts & 0xFFFF

@@ -11,9 +11,51 @@ catches every error the project raises on purpose. An input error is also a ``Va
 
 from __future__ import annotations
 
+import operator
+
+MAX_VALUE_CHARS = 400  # longer reprs are cut in messages
+
 
 class RobTwinError(Exception):
     """Base of every error this project raises on purpose."""
+
+
+def describe(value: object) -> str:
+    """``repr(value)`` for an error message; never raises (a repr that fails, or an int too
+    long for ``repr``, is described by its type) and cuts very long reprs."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - formatting an error must never raise
+        text = f"<unprintable {type(value).__name__}>"
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[:MAX_VALUE_CHARS] + f"... ({type(value).__name__})"
+    return text
+
+
+def _s(value: object) -> str:
+    """``value`` itself when it is a str, else ``describe(value)`` (never raises)."""
+    return value if isinstance(value, str) else describe(value)
+
+
+def hex_id(value: object, width: int = 2) -> str:
+    """A CAN id as ``0x91``; anything that is not an integer (a float, a string, None, a
+    bool) as its repr, so a bad id is named, never re-raised."""
+    if isinstance(value, bool):
+        return describe(value)
+    try:
+        n = operator.index(value)  # int, numpy integers
+    except TypeError:
+        return describe(value)
+    text = f"0x{n:0{width}X}" if n >= 0 else f"-0x{-n:0{width}X}"
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def shape_of(shape: object) -> tuple:
+    """``shape`` as a tuple for messages; a non-iterable is kept as a one-element tuple."""
+    try:
+        return tuple(shape)  # type: ignore[arg-type]
+    except TypeError:
+        return (shape,)
 
 
 class UnknownNameError(RobTwinError, KeyError):
@@ -21,7 +63,7 @@ class UnknownNameError(RobTwinError, KeyError):
 
     def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
         self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {kind} {value!r}; valid: {', '.join(map(str, self.valid))}")
+        super().__init__(f"unknown {_s(kind)} {describe(value)}; valid: {', '.join(map(_s, self.valid))}")
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return self.args[0]
@@ -40,7 +82,7 @@ class InvalidValueError(RobTwinError, ValueError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         where = f"{self.subject} " if self.subject else ""
-        super().__init__(f"{where}{field}={value!r} is invalid; valid: {valid}")
+        super().__init__(f"{where}{_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 # --------------------------------------------------------------------------- codec
@@ -54,8 +96,8 @@ class SampleShapeError(CodecError):
     """A sample that is not exactly seven joint values."""
 
     def __init__(self, shape: tuple[int, ...], expected: int):
-        self.shape, self.expected = tuple(shape), expected
-        super().__init__(f"sample shape {self.shape} is not ({expected},): need one value per joint")
+        self.shape, self.expected = shape_of(shape), expected
+        super().__init__(f"sample shape {_s(self.shape)} is not ({_s(expected)},): need one value per joint")
 
 
 class JointNumberError(CodecError):
@@ -63,7 +105,7 @@ class JointNumberError(CodecError):
 
     def __init__(self, joint: object, n_joints: int):
         self.joint, self.n_joints = joint, n_joints
-        super().__init__(f"joint number {joint!r} is outside 1..{n_joints}")
+        super().__init__(f"joint number {describe(joint)} is outside 1..{_s(n_joints)}")
 
 
 class JointValueError(CodecError):
@@ -77,14 +119,14 @@ class JointValueError(CodecError):
 class NonFiniteValueError(JointValueError):
     def __init__(self, joint: int, value: float):
         super().__init__(
-            joint, value, "finite", f"joint {joint}: position {value!r} rad is not a finite number"
+            joint, value, "finite", f"joint {_s(joint)}: position {describe(value)} rad is not a finite number"
         )
 
 
 class InvalidSignError(JointValueError):
     def __init__(self, joint: int, value: object):
         super().__init__(
-            joint, value, (-1, 1), f"joint {joint}: sign {value!r} is not +1 or -1"
+            joint, value, (-1, 1), f"joint {_s(joint)}: sign {describe(value)} is not +1 or -1"
         )
 
 
@@ -96,8 +138,8 @@ class JointBoundError(JointValueError):
             joint,
             value,
             (lower, upper),
-            f"joint {joint}: position {value!r} rad is outside the joint bounds "
-            f"[{lower!r}, {upper!r}] rad",
+            f"joint {_s(joint)}: position {describe(value)} rad is outside the joint bounds "
+            f"[{describe(lower)}, {describe(upper)}] rad",
         )
 
 
@@ -105,14 +147,14 @@ class UnrepresentableCountError(JointValueError):
     """A count whose wire word would not decode back to the same count."""
 
     def __init__(self, joint: int | None, value: object, lower: int, upper: int, note: str = ""):
-        where = f"joint {joint}: " if joint is not None else ""
-        extra = f" ({note})" if note else ""
+        where = f"joint {_s(joint)}: " if joint is not None else ""
+        extra = f" ({_s(note)})" if note else ""
         super().__init__(
             joint if joint is not None else 0,
             value,
             (lower, upper),
-            f"{where}count {value!r} (1/128 deg) has no exact round trip on the wire; "
-            f"representable counts are {lower}..{upper}{extra}",
+            f"{where}count {describe(value)} (1/128 deg) has no exact round trip on the wire; "
+            f"representable counts are {_s(lower)}..{_s(upper)}{extra}",
         )
 
 
@@ -130,14 +172,38 @@ class UnknownFrameIdError(FrameError):
     def __init__(self, arbitration_id: int, valid: tuple[int, ...]):
         self.arbitration_id, self.valid = arbitration_id, tuple(valid)
         ids = ", ".join(f"0x{i:02X}" for i in self.valid)
-        super().__init__(f"CAN id 0x{arbitration_id:X} is not one of {ids}")
+        super().__init__(f"CAN id {hex_id(arbitration_id, 1)} is not one of {ids}")
+
+
+class FrameDataError(FrameError):
+    """Frame data that is not a byte sequence (bytes, bytearray, memoryview, or a sequence
+    of ints 0..255; a str, a bool, a bare int or a float are refused)."""
+
+    def __init__(self, arbitration_id: object, data: object):
+        self.arbitration_id, self.data = arbitration_id, data
+        super().__init__(
+            f"frame on CAN id {hex_id(arbitration_id, 1)}: data {describe(data)} "
+            f"({type(data).__name__}) is not a byte sequence; valid: bytes, bytearray, "
+            "memoryview or a sequence of ints 0..255"
+        )
+
+
+class CodecTypeError(CodecError, TypeError):
+    """An argument of the wrong type (a str, bool or complex where a real number or an
+    integer is needed): ``field``, ``value``, ``valid``."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(
+            f"codec {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; valid: {_s(valid)}"
+        )
 
 
 class FrameLengthError(FrameError):
     def __init__(self, arbitration_id: int, length: int, expected: int):
         self.arbitration_id, self.length, self.expected = arbitration_id, length, expected
         super().__init__(
-            f"frame on CAN id 0x{arbitration_id:X} has {length} data bytes; expected {expected}"
+            f"frame on CAN id {hex_id(arbitration_id, 1)} has {_s(length)} data bytes; expected {_s(expected)}"
         )
 
 
@@ -145,7 +211,7 @@ class OpcodeError(FrameError):
     def __init__(self, arbitration_id: int, opcode: int, expected: int):
         self.arbitration_id, self.opcode, self.expected = arbitration_id, opcode, expected
         super().__init__(
-            f"frame on CAN id 0x{arbitration_id:X} has opcode 0x{opcode:02X}; "
+            f"frame on CAN id {hex_id(arbitration_id, 1)} has opcode {hex_id(opcode)}; "
             f"expected 0x{expected:02X}"
         )
 
@@ -156,7 +222,7 @@ class FeedbackRangeError(CodecError):
     def __init__(self, joint: int, field: str, value: object, lower: object, upper: object):
         self.joint, self.field, self.value, self.bound = joint, field, value, (lower, upper)
         super().__init__(
-            f"joint {joint}: feedback {field} {value!r} is outside {lower!r}..{upper!r}"
+            f"joint {_s(joint)}: feedback {_s(field)} {describe(value)} is outside {describe(lower)}..{describe(upper)}"
         )
 
 
@@ -189,16 +255,54 @@ class TargetShapeError(OwnerError, ValueError):
     """A target vector that is not one finite value per joint."""
 
     def __init__(self, field: str, shape: tuple[int, ...], expected: int):
-        self.field, self.shape, self.expected = field, tuple(shape), expected
+        self.field, self.shape, self.expected = field, shape_of(shape), expected
         super().__init__(
-            f"target {field} has shape {self.shape}; expected ({expected},) finite values [rad-based units]"
+            f"target {_s(field)} has shape {_s(self.shape)}; expected ({_s(expected)},) finite values [rad-based units]"
         )
 
 
 class NonFiniteTargetError(OwnerError, ValueError):
     def __init__(self, field: str, joint: int, value: float):
         self.field, self.joint, self.value = field, joint, value
-        super().__init__(f"target {field} joint {joint}: {value!r} is not finite")
+        super().__init__(f"target {_s(field)} joint {_s(joint)}: {describe(value)} is not finite")
+
+
+class TargetTypeError(OwnerError, TypeError):
+    """A target (or one of its fields) of the wrong type: a sequence that is not an
+    integer, a bool where a number is needed, a lease that is not a Lease..."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(
+            f"target {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; valid: {_s(valid)}"
+        )
+
+
+class TargetRefusedError(OwnerError, ValueError):
+    """Why ``ArmOwner.submit`` refused a target. Returned in ``OfferResult.error`` (a refusal
+    is an answer, not an exception); ``raise_if_refused()`` raises it.
+
+    reason: the mailbox ``RejectReason``; field: what was wrong (``velocity_rad_s``...);
+    joint: 1-based joint or None; value: the offending value; valid: the valid range."""
+
+    def __init__(self, reason: object, field: str, value: object, valid: str,
+                 joint: int | None = None):
+        self.reason, self.field, self.value, self.valid, self.joint = reason, field, value, valid, joint
+        where = f" joint {_s(joint)}" if joint is not None else ""
+        code = getattr(reason, "value", reason)
+        super().__init__(
+            f"target refused ({_s(code)}): {_s(field)}{where}={describe(value)}; valid: {_s(valid)}"
+        )
+
+
+class FeedbackError(OwnerError, ValueError):
+    """A feedback observation the owner refuses (its stamp is not a finite time on the
+    owner's clock, or lies in the future beyond the stated tolerance). The observation is
+    dropped: the feedback age keeps growing, so stale-feedback supervision still trips."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"feedback {_s(field)}={describe(value)} is invalid; valid: {_s(valid)}")
 
 
 class OwnerConfigError(OwnerError, InvalidValueError):
@@ -212,7 +316,7 @@ class OwnerStateError(OwnerError):
 
     def __init__(self, operation: str, mode: str, valid: str):
         self.operation, self.mode, self.valid = operation, mode, valid
-        super().__init__(f"owner cannot {operation} in mode {mode!r}; allowed in: {valid}")
+        super().__init__(f"owner cannot {_s(operation)} in mode {describe(mode)}; allowed in: {_s(valid)}")
 
 
 class SegmentError(InvalidValueError):

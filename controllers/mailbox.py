@@ -17,7 +17,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from controllers.target import ArmTarget
+from controllers.errors import TargetRefusedError, TargetTypeError
+from controllers.target import ArmTarget, as_integer
 
 
 class RejectReason(enum.Enum):
@@ -29,13 +30,25 @@ class RejectReason(enum.Enum):
     LEASE_UNKNOWN = "lease_unknown"
     LEASE_EXPIRED = "lease_expired"
     OUT_OF_BOUNDS = "out_of_bounds"  # a joint outside the configured position bounds
+    VELOCITY_LIMIT = "velocity_limit"  # target velocity beyond the owner's limit (or bound to pass it)
+    ACCELERATION_LIMIT = "acceleration_limit"  # target acceleration beyond the owner's limit
+    NOT_EXECUTABLE = "not_executable"  # any other target state the trajectory generator refuses
 
 
 @dataclass(frozen=True)
 class OfferResult:
+    """accepted, or ``reason`` plus ``error`` (a ``TargetRefusedError`` whose message names
+    the value and the valid range); ``replaced``: an older pending target was overwritten."""
+
     accepted: bool
     reason: RejectReason | None = None
-    replaced: bool = False  # an older pending target was overwritten
+    replaced: bool = False
+    error: TargetRefusedError | None = field(default=None, compare=False)
+
+    def raise_if_refused(self) -> None:
+        """Raise ``error`` when the target was refused (for callers that want exceptions)."""
+        if not self.accepted:
+            raise self.error or TargetRefusedError(self.reason, "target", None, "see reason")
 
 
 @dataclass(frozen=True)
@@ -63,29 +76,44 @@ class LatestTargetMailbox:
     def __init__(self, generation: int = 1):
         self._lock = threading.Lock()
         self._slot: ArmTarget | None = None
-        self._generation = generation
+        self._generation = as_integer(generation, "generation")
         self._last_sequence: int | None = None
         self._open = True
         self._n = Counter()
         self._reasons: Counter = Counter()
 
     # ------------------------------------------------------------------ producer side
-    def offer(self, target: ArmTarget, precheck: RejectReason | None = None) -> OfferResult:
-        """Put ``target`` in the slot unless rejected; ``precheck`` is a reason found by the caller."""
+    def offer(self, target: ArmTarget,
+              precheck: RejectReason | TargetRefusedError | None = None) -> OfferResult:
+        """Put ``target`` in the slot unless rejected; ``precheck`` is a refusal found by the
+        caller (a reason, or the error that explains it). TargetTypeError (nothing counted)
+        when ``target`` is not an ArmTarget."""
+        if not isinstance(target, ArmTarget):
+            raise TargetTypeError("target", target, "an ArmTarget")
         with self._lock:
             self._n["submitted"] += 1
-            reason = precheck
+            error = precheck if isinstance(precheck, TargetRefusedError) else None
+            reason = precheck.reason if error is not None else precheck
             if reason is None:
                 if not self._open:
                     reason = RejectReason.CLOSED
+                    error = TargetRefusedError(reason, "mailbox", "closed",
+                                               "an open mailbox (the owner is stopped or faulted: reset first)")
                 elif target.generation != self._generation:
                     reason = RejectReason.FOREIGN_GENERATION
+                    error = TargetRefusedError(reason, "generation", target.generation,
+                                               f"the current generation {self._generation}")
                 elif self._last_sequence is not None and target.sequence <= self._last_sequence:
                     reason = RejectReason.STALE_SEQUENCE
+                    error = TargetRefusedError(reason, "sequence", target.sequence,
+                                               f"> {self._last_sequence} (the last accepted in "
+                                               f"generation {self._generation})")
             if reason is not None:
                 self._n["rejected"] += 1
                 self._reasons[reason.value] += 1
-                return OfferResult(False, reason)
+                if error is None:
+                    error = TargetRefusedError(reason, "target", target.sequence, "see reason")
+                return OfferResult(False, reason, error=error)
             self._n["accepted"] += 1
             self._last_sequence = target.sequence
             replaced = self._slot is not None
@@ -114,6 +142,7 @@ class LatestTargetMailbox:
 
     def open(self, generation: int) -> None:
         """Accept targets of ``generation`` again; sequence tracking restarts."""
+        generation = as_integer(generation, "generation")
         with self._lock:
             self._discard_locked()
             self._generation = generation

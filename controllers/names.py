@@ -29,8 +29,10 @@ class Arm(enum.Enum):
         """Parse ``"right"``/``"left"`` (any case) or an Arm; raise UnknownNameError otherwise."""
         if isinstance(value, Arm):
             return value
+        if not isinstance(value, str):  # a number, None, a bool: never str() it into a name
+            raise UnknownNameError("arm", value, [a.value for a in cls])
         try:
-            return cls(str(value).lower())
+            return cls(value.lower())
         except ValueError:
             raise UnknownNameError("arm", value, [a.value for a in cls]) from None
 

@@ -17,11 +17,30 @@ is published; pending targets discarded; ``reset()`` gives a new generation).
 
 Measured feedback (``observe_feedback``) is only an observation: it is supervised for
 age and tracking error and never substituted for commanded velocity/acceleration.
+
+Bad input cannot switch supervision off, and the tick never raises:
+
+- ``submit`` refuses, with a typed reason (``OfferResult.reason`` and ``.error``, a
+  ``TargetRefusedError`` naming the value and the valid range; nothing changes), every
+  target the owner cannot execute: wrong arm, a position outside the bounds, a target
+  velocity or acceleration beyond the limits (or one that the trajectory generator would
+  refuse: it is asked at submit, never first at the tick), a lease that is not valid.
+  Malformed targets never get that far (``ArmTarget`` types every field).
+- ``observe_feedback`` accepts only a finite stamp on the owner's clock, no later than
+  now + ``feedback_future_tolerance_s``; anything else raises ``FeedbackError`` and is
+  dropped, so the feedback age keeps growing and STALE_FEEDBACK still trips. An
+  observation older than the newest one is ignored (counted), never used.
+- The tick checks its own inputs: a clock reading that is not finite or runs backwards
+  latches INVALID_CLOCK; every supervision comparison is written so that a NaN trips it.
+  A publisher that raises latches UNCERTAIN_OUTPUT (a frame may be out); anything else
+  that raises inside the tick latches INTERNAL_ERROR. A latched fault publishes nothing.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+import numbers
 import threading
 import time
 from collections import deque
@@ -29,15 +48,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
+from controllers.checks import finite_real
 from controllers.clock import Clock
-from controllers.errors import OwnerConfigError, OwnerStateError
+from controllers.errors import (
+    FeedbackError,
+    OwnerConfigError,
+    OwnerStateError,
+    TargetRefusedError,
+    TargetTypeError,
+    describe,
+)
 from controllers.lease import Lease, LeaseAuthority, LeaseStatus
 from controllers.mailbox import LatestTargetMailbox, MailboxCounts, OfferResult, RejectReason
 from controllers.names import JOINTS_PER_ARM, Arm
 from controllers.publish import PublishOutcome, PublishReport, SamplePublisher
 from controllers.target import ArmTarget, as_joint_vector
+from controllers.target_limits import TargetStateCheck
 from models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 
 N = JOINTS_PER_ARM
@@ -56,7 +84,10 @@ class OwnerConfig:
     max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
     targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick gap above this many periods is late;
     feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
-    per-sample limit check (float rounding only).
+    per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
+    rest_velocity_rad_s [rad/s]; feedback_future_tolerance_s: how far a feedback stamp
+    may lie ahead of the owner's clock [s] (clock-read jitter between threads; at most
+    ``feedback_timeout_s``). Every value is a finite real number (bools refused).
     """
 
     period_s: float = 0.005
@@ -72,14 +103,25 @@ class OwnerConfig:
     tracking_error_rad: float = 0.05
     limit_tolerance: float = 1e-9
     rest_velocity_rad_s: float = 1e-9  # |v| below this on every joint counts as at rest
+    feedback_future_tolerance_s: float = 0.001
 
     def __post_init__(self) -> None:
-        if not self.period_s > 0:
-            raise OwnerConfigError("period_s", self.period_s, "> 0 s")
+        for name in ("period_s", "late_tick_periods", "feedback_timeout_s", "tracking_error_rad",
+                     "limit_tolerance", "rest_velocity_rad_s", "feedback_future_tolerance_s"):
+            finite_real(getattr(self, name), name, "a finite number", OwnerConfigError)
         for name in ("max_velocity", "max_acceleration", "max_jerk", "position_lower", "position_upper"):
             vals = getattr(self, name)
-            if len(vals) != N:
+            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != N:
                 raise OwnerConfigError(name, vals, f"{N} per-joint values")
+            for x in vals:
+                finite_real(x, name, f"{N} finite per-joint numbers", OwnerConfigError)
+            object.__setattr__(self, name, tuple(float(x) for x in vals))
+        if not isinstance(self.late_tick_action, LateTickAction):
+            raise OwnerConfigError("late_tick_action", self.late_tick_action, f"one of {[a.value for a in LateTickAction]}")
+        if not isinstance(self.require_feedback, bool):
+            raise OwnerConfigError("require_feedback", self.require_feedback, "True or False")
+        if not self.period_s > 0:
+            raise OwnerConfigError("period_s", self.period_s, "> 0 s")
         for name in ("max_velocity", "max_acceleration", "max_jerk"):
             if not all(np.isfinite(x) and x > 0 for x in getattr(self, name)):
                 raise OwnerConfigError(name, getattr(self, name), "finite values > 0")
@@ -91,6 +133,13 @@ class OwnerConfig:
             raise OwnerConfigError("feedback_timeout_s", self.feedback_timeout_s, "> 0 s")
         if not self.tracking_error_rad > 0:
             raise OwnerConfigError("tracking_error_rad", self.tracking_error_rad, "> 0 rad")
+        if not 0 <= self.limit_tolerance <= 1e-6:
+            raise OwnerConfigError("limit_tolerance", self.limit_tolerance, "0..1e-6 (float rounding only)")
+        if not self.rest_velocity_rad_s >= 0:
+            raise OwnerConfigError("rest_velocity_rad_s", self.rest_velocity_rad_s, ">= 0 rad/s")
+        if not 0 <= self.feedback_future_tolerance_s <= self.feedback_timeout_s:
+            raise OwnerConfigError("feedback_future_tolerance_s", self.feedback_future_tolerance_s,
+                                   f"0..feedback_timeout_s ({self.feedback_timeout_s} s)")
 
 
 def default_config() -> OwnerConfig:
@@ -118,6 +167,8 @@ class FaultKind(enum.Enum):
     FOREIGN_WRITER = "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
     TORQUE_LIMIT = "torque_limit"  # a feed-forward torque beyond the motor's limit (never clipped)
     DRIVE_ERROR = "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
+    INVALID_CLOCK = "invalid_clock"  # the clock read NaN/inf or ran backwards: no time-based check holds
+    INTERNAL_ERROR = "internal_error"  # something raised inside the tick (a hook, a bug): contained
 
 
 class BrakeCause(enum.Enum):
@@ -172,6 +223,8 @@ class OwnerStats:
     dropped_at_take: int = 0
     refused_outputs: int = 0
     faults: list = field(default_factory=list)
+    feedback_refused: int = 0  # observations refused (bad stamp or positions): FeedbackError raised
+    feedback_out_of_order: int = 0  # observations older than the newest one: ignored
 
 
 class ArmOwner:
@@ -194,6 +247,17 @@ class ArmOwner:
         lease_authority: LeaseAuthority | None = None,
     ):
         self.arm = Arm.parse(arm)
+        if config is not None and not isinstance(config, OwnerConfig):
+            raise OwnerConfigError("config", config, "an OwnerConfig (or None for default_config())")
+        if not callable(getattr(publisher, "publish_sample", None)):
+            raise OwnerConfigError("publisher", publisher, "an object with publish_sample(positions_rad)")
+        if not callable(getattr(clock, "now", None)):
+            raise OwnerConfigError("clock", clock, "an object with now() -> float [s]")
+        finite_real(clock.now(), "clock.now()", "a finite time [s]", OwnerConfigError)
+        if hooks is not None and not isinstance(hooks, OwnerHooks):
+            raise OwnerConfigError("hooks", hooks, "an OwnerHooks or None")
+        if lease_authority is not None and not isinstance(lease_authority, LeaseAuthority):
+            raise OwnerConfigError("lease_authority", lease_authority, "a LeaseAuthority or None")
         self.config = config or default_config()
         self._pub = publisher
         # torque-capable drives take the whole coherent state (controllers.publish.StatePublisher)
@@ -220,7 +284,9 @@ class ArmOwner:
         self._fb_lock = threading.Lock()
         self._fb: tuple[np.ndarray, float] | None = None
         self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=256)
-        self._start(as_joint_vector(initial_positions_rad, "initial_positions_rad"))
+        self._target_check = TargetStateCheck(c)
+        self._start(self._within_bounds(as_joint_vector(initial_positions_rad, "initial_positions_rad"),
+                                        "initial_positions_rad"))
 
     # ----------------------------------------------------------------- set-up / state
     def _start(self, p0: np.ndarray) -> None:
@@ -247,6 +313,15 @@ class ArmOwner:
         self._tick_index = 0
         self._history.clear()
         self._history.append((self._started_s, p0.copy()))
+
+    def _within_bounds(self, p: np.ndarray, field: str) -> np.ndarray:
+        """``p`` [rad] if every joint is within the position bounds; OwnerConfigError else."""
+        out = (p < self._lo) | (p > self._hi)
+        if out.any():
+            j = int(np.flatnonzero(out)[0])
+            raise OwnerConfigError(f"{field} joint {j + 1}", float(p[j]),
+                                   f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad (the position bounds)")
+        return p
 
     def _set_hold_target(self, p: np.ndarray) -> None:
         self._inp.control_interface = ControlInterface.Position
@@ -277,22 +352,61 @@ class ArmOwner:
 
     # ----------------------------------------------------------------- producer side
     def submit(self, target: ArmTarget) -> OfferResult:
-        """Offer ``target`` to the latest-target slot (thread-safe, never blocks on a tick)."""
-        pre: RejectReason | None = None
-        if target.arm is not self.arm:
-            pre = RejectReason.WRONG_ARM
-        elif np.any(target.positions_rad < self._lo) or np.any(target.positions_rad > self._hi):
-            pre = RejectReason.OUT_OF_BOUNDS
-        else:
-            pre = _lease_reason(self.authority.status(target.lease))
-        return self.mailbox.offer(target, pre)
+        """Offer ``target`` to the latest-target slot (thread-safe, never blocks on a tick).
 
-    def observe_feedback(self, positions_rad, stamp_s: float) -> None:
-        """Record a measured position sample [rad] taken at ``stamp_s`` [s, owner clock]."""
-        p = as_joint_vector(positions_rad, "feedback positions_rad")
+        A target the owner cannot execute is refused here (``OfferResult.reason`` and
+        ``.error``), never accepted and then failed at the tick. TargetTypeError when
+        ``target`` is not an ArmTarget (nothing is counted)."""
+        if not isinstance(target, ArmTarget):
+            raise TargetTypeError("target", target, "an ArmTarget")
+        return self.mailbox.offer(target, self._refusal(target))
+
+    def _refusal(self, target: ArmTarget) -> TargetRefusedError | None:
+        """Why ``target`` cannot be executed (checked in this order), or None."""
+        if target.arm is not self.arm:
+            return TargetRefusedError(RejectReason.WRONG_ARM, "arm", target.arm.value,
+                                      f"{self.arm.value!r} (this owner's arm)")
+        p = target.positions_rad
+        if np.any(p < self._lo) or np.any(p > self._hi):
+            j = int(np.flatnonzero((p < self._lo) | (p > self._hi))[0])
+            return TargetRefusedError(RejectReason.OUT_OF_BOUNDS, "positions_rad", float(p[j]),
+                                      f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad", joint=j + 1)
+        if target.velocity_rad_s is not None or target.acceleration_rad_s2 is not None:
+            bad = self._target_check.refusal(target.velocity_rad_s, target.acceleration_rad_s2)
+            if bad is not None:
+                return bad
+        reason = _lease_reason(self.authority.status(target.lease))
+        if reason is not None:
+            return TargetRefusedError(reason, "lease", target.lease,
+                                      "the current, unexpired lease granted by this owner")
+        return None
+
+    def observe_feedback(self, positions_rad, stamp_s: float) -> bool:
+        """Record a measured position sample [rad] taken at ``stamp_s`` [s, owner clock].
+
+        Returns True when recorded, False when older than the newest observation (ignored,
+        counted in ``stats.feedback_out_of_order``). Raises FeedbackError for a stamp that
+        is not a finite real number or lies more than ``feedback_future_tolerance_s`` after
+        the owner's clock, and the typed target-vector errors for bad positions; a refused
+        observation changes nothing, so the feedback age keeps growing."""
+        tol = self.config.feedback_future_tolerance_s
+        try:
+            stamp = finite_real(stamp_s, "stamp_s", "a finite time [s] on the owner's clock", FeedbackError)
+            p = as_joint_vector(positions_rad, "feedback positions_rad")
+            now = self._clock.now()
+            if not stamp <= now + tol:  # NaN-safe: an unreadable clock refuses too
+                raise FeedbackError("stamp_s", stamp_s, f"<= now ({describe(now)} s) + {tol} s "
+                                    "(feedback_future_tolerance_s): a stamp from the future")
+        except Exception:
+            with self._fb_lock:
+                self.stats.feedback_refused += 1
+            raise
         with self._fb_lock:
-            if self._fb is None or stamp_s >= self._fb[1]:
-                self._fb = (p, float(stamp_s))
+            if self._fb is None or stamp >= self._fb[1]:
+                self._fb = (p, stamp)
+                return True
+            self.stats.feedback_out_of_order += 1
+            return False
 
     # ----------------------------------------------------------------- control
     def stop(self) -> None:
@@ -328,11 +442,14 @@ class ArmOwner:
             if self.mode not in (Mode.FAULTED, Mode.STOPPED, Mode.HOLD):
                 raise OwnerStateError("reset", self.mode.value, "faulted, stopped, hold")
             if positions_rad is not None:
-                p0 = as_joint_vector(positions_rad, "reset positions_rad")
+                p0 = self._within_bounds(as_joint_vector(positions_rad, "reset positions_rad"),
+                                         "reset positions_rad")
             else:
                 with self._fb_lock:
                     fb = self._fb
                 p0 = fb[0].copy() if fb is not None else self._cmd_p.copy()
+                p0 = self._within_bounds(p0, "reset position (latest feedback; pass positions_rad)")
+            finite_real(self._clock.now(), "clock.now()", "a finite time [s]", OwnerConfigError)
             self.authority.revoke()
             self._start(p0)  # mode TRACKING at rest, so the new generation opens the mailbox
             with self._fb_lock:
@@ -343,7 +460,11 @@ class ArmOwner:
         """Latch a fault found outside the tick (a second writer on the bus, say).
 
         Takes the ownership barrier: once this returns nothing more is published until
-        ``reset()``. A fault already latched is kept (the first cause is the one reported)."""
+        ``reset()``. A fault already latched is kept (the first cause is the one reported).
+        OwnerConfigError (nothing latched) for a kind that is not a FaultKind."""
+        if not isinstance(kind, FaultKind):
+            raise OwnerConfigError("kind", kind, f"a FaultKind, one of {[k.value for k in FaultKind]}")
+        reason = reason if isinstance(reason, str) else describe(reason)
         with self._own:
             if self.mode is not Mode.FAULTED:
                 self._latch(kind, reason, self._clock.now(), time.perf_counter(), 0.0)
@@ -359,17 +480,39 @@ class ArmOwner:
 
     # ----------------------------------------------------------------- the tick
     def tick(self) -> TickReport:
-        """Run one control period: supervise, take, compute, check, publish."""
-        with self._own:
-            return self._tick_locked()
+        """Run one control period: supervise, take, compute, check, publish.
 
-    def _tick_locked(self) -> TickReport:
-        t0 = time.perf_counter()
+        Never raises: whatever goes wrong inside is latched as a fault and reported."""
+        with self._own:
+            t0 = time.perf_counter()
+            try:
+                return self._tick_locked(t0)
+            except Exception as err:  # noqa: BLE001 - the tick must never raise
+                return self._contain(err, t0)
+
+    def _contain(self, err: Exception, t0: float) -> TickReport:
+        """Latch INTERNAL_ERROR for an exception raised inside the tick (a fault already
+        latched is kept). Uses the last valid tick stamp: the clock may be the culprit."""
+        now = self._last_tick_s if self._last_tick_s is not None else self._started_s
+        why = f"{type(err).__name__} inside the tick: {describe(str(err))}; nothing more is published until reset"
+        if self.mode is Mode.FAULTED:
+            return self._report(now, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0)
+        return self._latch(FaultKind.INTERNAL_ERROR, why, now, t0, 0.0)
+
+    def _tick_locked(self, t0: float) -> TickReport:
         now = self._clock.now()
         self._tick_index += 1
         self.stats.ticks += 1
         c = self.config
-        gap = 0.0 if self._last_tick_s is None else (now - self._last_tick_s) / c.period_s
+        last = self._last_tick_s
+        if isinstance(now, bool) or not isinstance(now, numbers.Real) or not math.isfinite(now) \
+                or (last is not None and not now >= last):
+            stamp = last if last is not None else self._started_s
+            if self.mode is Mode.FAULTED:
+                return self._report(stamp, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0)
+            return self._latch(FaultKind.INVALID_CLOCK, f"clock read {describe(now)} after {describe(last)} s: "
+                               "not a finite, non-decreasing time", stamp, t0, 0.0)
+        gap = 0.0 if last is None else (now - last) / c.period_s
         self._last_tick_s = now
         new_plan, moving, seq, reason = False, False, None, ""
 
@@ -377,7 +520,7 @@ class ArmOwner:
             return self._report(now, False, None, False, None, False, self.fault_reason, t0, 0.0, gap)
 
         # 1. supervision
-        if gap > c.late_tick_periods:
+        if not gap <= c.late_tick_periods:
             if c.late_tick_action is LateTickAction.FAULT:
                 return self._latch(FaultKind.LATE_TICK, f"tick gap {gap:.2f} periods > {c.late_tick_periods}", now, t0, gap)
             if self.mode is Mode.TRACKING:
@@ -410,7 +553,11 @@ class ArmOwner:
                         self.hooks.after_take(tgt)
 
         # 3. compute and check
-        res = self._otg.update(self._inp, self._out)
+        try:
+            res = self._otg.update(self._inp, self._out)
+        except RuckigError as err:  # submit refuses what Ruckig would; this is the last guard
+            detail = " ".join(str(err).split())[:160]
+            return self._latch(FaultKind.PLANNER_ERROR, f"ruckig raised: {detail}", now, t0, gap)
         ruckig_s = self._out.calculation_duration * 1e-6
         if res not in (Result.Working, Result.Finished):
             return self._latch(FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s)
@@ -427,10 +574,17 @@ class ArmOwner:
         # 4. publish; only ACCEPTED advances the coherent commanded state
         if self.hooks.before_publish:
             self.hooks.before_publish(p)
-        if self._publish_state is not None:
-            rep = self._publish_state(p, v, a)
-        else:
-            rep = self._pub.publish_sample(p)
+        try:
+            if self._publish_state is not None:
+                rep = self._publish_state(p, v, a)
+            else:
+                rep = self._pub.publish_sample(p)
+        except Exception as err:  # noqa: BLE001 - a frame may be on the bus: never guess "not sent"
+            return self._latch(FaultKind.UNCERTAIN_OUTPUT, f"publisher raised {type(err).__name__}: "
+                               f"{describe(str(err))}; never retried", now, t0, gap, ruckig_s, PublishOutcome.UNCERTAIN)
+        if not isinstance(getattr(rep, "outcome", None), PublishOutcome):
+            return self._latch(FaultKind.UNCERTAIN_OUTPUT, f"publisher returned {describe(rep)}, not a "
+                               "PublishReport; never retried", now, t0, gap, ruckig_s, PublishOutcome.UNCERTAIN)
         if self.hooks.after_publish:
             self.hooks.after_publish(rep)
         if rep.outcome is PublishOutcome.ACCEPTED:
@@ -477,6 +631,13 @@ class ArmOwner:
         inp.target_acceleration = [0.0] * N
 
     def _finish_brake(self) -> None:
+        # Ruckig reports the brake Finished: velocity and acceleration are zero; what is
+        # left is float residue (1e-17), on which a hold at the same position can make
+        # Ruckig raise ("error in step 2"). Continue from exact zeros.
+        self._inp.current_velocity = [0.0] * N
+        self._inp.current_acceleration = [0.0] * N
+        self._cmd_v = np.zeros(N)
+        self._cmd_a = np.zeros(N)
         self._set_hold_target(self._cmd_p)
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 
@@ -509,7 +670,7 @@ class ArmOwner:
             ("step", [abs(x - y) for x, y in zip(pl, cmd_p, strict=True)], self._lim_step),
         ):
             for j, (val, lim) in enumerate(zip(vals, lims, strict=True)):
-                if val > lim + tol:
+                if not val <= lim + tol:  # NaN-safe
                     return f"joint {j + 1}: {name} {val!r} exceeds limit {lim!r}"
         return ""
 
@@ -518,12 +679,15 @@ class ArmOwner:
         with self._fb_lock:
             fb = self._fb
         if fb is None:
-            if c.require_feedback and now - self._started_s > c.feedback_timeout_s:
+            if c.require_feedback and not now - self._started_s <= c.feedback_timeout_s:
                 return FaultKind.STALE_FEEDBACK, f"no feedback for {now - self._started_s:.4f} s > {c.feedback_timeout_s} s"
             return None
         pos, stamp = fb
         age = now - stamp
-        if c.require_feedback and age > c.feedback_timeout_s:
+        if c.require_feedback and not -c.feedback_future_tolerance_s <= age <= c.feedback_timeout_s:
+            if age < 0:  # only a clock that ran backwards gets here (stamps are checked on entry)
+                return FaultKind.STALE_FEEDBACK, (f"feedback stamp {age:.4f} s in the future "
+                                                  f"(tolerance {c.feedback_future_tolerance_s} s)")
             return FaultKind.STALE_FEEDBACK, f"feedback age {age:.4f} s > {c.feedback_timeout_s} s"
         ref = self._history[0][1]
         for s, q in reversed(self._history):
@@ -533,7 +697,7 @@ class ArmOwner:
         # plain floats on 7 joints; the largest error, first joint on a tie (like argmax)
         err = [abs(x - y) for x, y in zip(pos.tolist(), ref.tolist(), strict=True)]
         worst = max(err)
-        if worst > c.tracking_error_rad:
+        if not worst <= c.tracking_error_rad:  # NaN-safe
             j = err.index(worst)
             return FaultKind.TRACKING_ERROR, f"joint {j + 1}: tracking error {worst:.4f} rad > {c.tracking_error_rad} rad"
         return None
@@ -559,16 +723,27 @@ class ArmOwner:
 
         Meant for a dedicated thread with a real clock (``MonotonicClock``); deadlines
         are absolute, so a slow tick does not shift later ones (a missed one shows up
-        as ``gap_periods`` in the next report)."""
+        as ``gap_periods`` in the next report).
+
+        A failing ``on_report`` cannot end the loop (the arm would be left unsupervised): it
+        latches INTERNAL_ERROR and the loop keeps ticking; an unreadable clock waits one
+        period (the tick latches INVALID_CLOCK)."""
         dt = self.config.period_s
         deadline = self._clock.now()
         while not stop_event.is_set():
             rep = self.tick()
             if on_report:
-                on_report(rep)
+                try:
+                    on_report(rep)
+                except Exception as err:  # noqa: BLE001 - the loop outlives its observer
+                    self.latch_fault(FaultKind.INTERNAL_ERROR,
+                                     f"on_report raised {type(err).__name__}: {describe(str(err))}")
             deadline += dt
             wait = deadline - self._clock.now()
-            if wait > 0:
+            if not math.isfinite(wait):
+                stop_event.wait(dt)
+                deadline = self._clock.now()
+            elif wait > 0:
                 stop_event.wait(wait)
             else:
                 deadline = self._clock.now()
@@ -576,6 +751,10 @@ class ArmOwner:
 
 def start_realtime_thread(owner: ArmOwner, on_report=None) -> tuple[threading.Thread, threading.Event]:
     """Start ``owner.run_realtime`` in a daemon thread; set the event and join to end it."""
+    if not isinstance(owner, ArmOwner):
+        raise OwnerConfigError("owner", owner, "an ArmOwner")
+    if on_report is not None and not callable(on_report):
+        raise OwnerConfigError("on_report", on_report, "a callable(TickReport) or None")
     ev = threading.Event()
     th = threading.Thread(target=owner.run_realtime, args=(ev, on_report), name=f"owner-{owner.arm.value}", daemon=True)
     th.start()

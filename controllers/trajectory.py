@@ -1,7 +1,8 @@
 """A multi-arm timed trajectory as plain arrays on one shared time base (no mujoco).
 
 ``MultiArmTrajectory.from_arrays({arm: (t, q, qd, qdd)})`` validates what an executor is
-handed: every arm on the *same* time base ``t`` [s] (finite, strictly increasing), q [rad],
+handed: every arm on the *same* time base ``t`` [s] (finite, strictly increasing; a single
+sample is a zero-length plan, duration 0: hold where you are), q [rad],
 qd [rad/s], qdd [rad/s^2] each (N, 7) and finite. Caller mistakes raise typed errors that
 name the arm and the field. ``sample(arm, tau)`` evaluates one arm at plan time ``tau``
 [s from the first sample] with a quintic Hermite between samples (q, qd, qdd match the
@@ -60,8 +61,8 @@ class MultiArmTrajectory:
             if not isinstance(value, (tuple, list)) or len(value) != 4:
                 raise TrajectoryError(arm, "arrays", type(value).__name__, "a tuple (t, q, qd, qdd)")
             t = _array(arm, "t", value[0], 1)
-            if t.size < 2:
-                raise TrajectoryError(arm, "t", t.size, ">= 2 samples")
+            if t.size < 1:
+                raise TrajectoryError(arm, "t", t.size, ">= 1 sample (one sample: a zero-length plan)")
             if not np.all(np.diff(t) > 0):
                 k = int(np.argmin(np.diff(t)))
                 raise TrajectoryError(arm, "t", f"t[{k + 1}]={t[k + 1]!r} after t[{k}]={t[k]!r}",

@@ -47,6 +47,7 @@ from pathlib import Path
 import can
 import numpy as np
 
+from controllers.checks import finite_real
 from controllers.codec import (
     CodecConfig,
     DecodedCommand,
@@ -80,10 +81,24 @@ class TransportConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arm", Arm.parse(self.arm))
-        if not (self.publish_deadline_s > 0):
+        # finite: an infinite publication deadline would switch the late-publish check off
+        d = finite_real(self.publish_deadline_s, "publish_deadline_s", "a finite number > 0 s",
+                        TransportConfigError)
+        if not d > 0:
             raise TransportConfigError("publish_deadline_s", self.publish_deadline_s, "> 0 s")
-        if self.send_timeout_s is not None and not (self.send_timeout_s >= 0):
-            raise TransportConfigError("send_timeout_s", self.send_timeout_s, ">= 0 s or None")
+        if self.send_timeout_s is not None:
+            t = finite_real(self.send_timeout_s, "send_timeout_s", "a finite number >= 0 s or None",
+                            TransportConfigError)
+            if not t >= 0:
+                raise TransportConfigError("send_timeout_s", self.send_timeout_s, ">= 0 s or None")
+        if not isinstance(self.late_is_uncertain, bool):
+            raise TransportConfigError("late_is_uncertain", self.late_is_uncertain, "True or False")
+        if not isinstance(self.interface, str) or not self.interface:
+            raise TransportConfigError("interface", self.interface, "a python-can interface name (str)")
+        if self.channel is not None and not isinstance(self.channel, str):
+            raise TransportConfigError("channel", self.channel, "a channel name (str) or None")
+        if not isinstance(self.codec, CodecConfig):
+            raise TransportConfigError("codec", self.codec, "a CodecConfig")
 
     @property
     def resolved_channel(self) -> str:
@@ -200,7 +215,7 @@ class CanTransport:
             if self._logger is not None:
                 self._log(msg, rx=False)
         duration = self.clock() - start
-        if duration > self.config.publish_deadline_s:
+        if not duration <= self.config.publish_deadline_s:  # NaN-safe: an unreadable clock is late
             self.counters.deadline_misses += 1
             outcome = (PublishOutcome.UNCERTAIN if self.config.late_is_uncertain
                        else PublishOutcome.ACCEPTED)
@@ -231,7 +246,12 @@ class CanTransport:
     # ------------------------------------------------------------------- input
 
     def poll_feedback(self, max_frames: int | None = None) -> int:
-        """Handle every frame already waiting (non-blocking); return how many were read."""
+        """Handle every frame already waiting (non-blocking); return how many were read.
+
+        max_frames: None (all waiting) or an int >= 0; TransportConfigError otherwise."""
+        if max_frames is not None and (isinstance(max_frames, bool) or not isinstance(max_frames, int)
+                                       or max_frames < 0):
+            raise TransportConfigError("max_frames", max_frames, "None or an int >= 0")
         self._check_open()
         n = 0
         while max_frames is None or n < max_frames:

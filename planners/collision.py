@@ -31,7 +31,13 @@ import mujoco
 import numpy as np
 
 from planners.errors import GoalInputError, PlannerConfigError
-from planners.geom_pairs import GeomPair, GeomPairTable, joint_qpos_addresses, weak_pairs
+from planners.geom_pairs import (
+    GeomPair,
+    GeomPairTable,
+    joint_qpos_addresses,
+    validate_arms,
+    weak_pairs,
+)
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,7 @@ class CollisionChecker:
                  config: CollisionConfig | None = None):
         self.config = config or default_config()
         self.source_model = model
+        arms = validate_arms(arms)
         self.pairs = GeomPairTable(model, arms, self.config.margin_m)
         self.weak_pairs = weak_pairs(model, self.pairs)
         if self.weak_pairs:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from planners.errors import GroupNameError
+from planners.errors import GroupNameError, PlannerConfigError
 
 TOUCHING_TOLERANCE_M = 1e-6  # reference distance that counts as touching at any margin [m]
 BODY_OWNER = -1
@@ -80,6 +80,39 @@ def joint_qpos_addresses(model: mujoco.MjModel, joints: Sequence[str]) -> np.nda
     return np.array(out, dtype=np.int64)
 
 
+def validate_arms(arms: object) -> dict[str, tuple[str, ...]]:
+    """``arms`` (arm name -> joint names in chain order) as a dict of tuples, or a typed error:
+    PlannerConfigError for a mapping that is not one, an arm name that is not a non-empty str,
+    a joint list that is a str (it would be iterated letter by letter) or empty, a joint name
+    that is not a str, and a joint named twice (in one arm or across arms: two arms moving
+    one joint would fight over it). GroupNameError for no arm at all. Names are checked
+    against the model by ``joint_qpos_addresses``."""
+    if not isinstance(arms, Mapping):
+        raise PlannerConfigError("arms", arms, "a mapping arm name -> joint names")
+    if not arms:
+        raise GroupNameError("arm", None, ["at least one arm"])
+    owner: dict[str, str] = {}
+    out: dict[str, tuple[str, ...]] = {}
+    for arm, joints in arms.items():
+        if not isinstance(arm, str) or not arm:
+            raise PlannerConfigError("arm name", arm, "a non-empty str")
+        if isinstance(joints, (str, bytes)) or not isinstance(joints, (Sequence, np.ndarray)):
+            raise PlannerConfigError(f"arms[{arm!r}]", joints,
+                                     "a list of joint names in chain order (not a str, not a set)")
+        joints = tuple(joints)
+        if not joints:
+            raise PlannerConfigError(f"arms[{arm!r}]", list(joints), "at least one joint name")
+        for j in joints:
+            if not isinstance(j, str):
+                raise PlannerConfigError(f"arms[{arm!r}] joint", j, "a joint name (str)")
+            if j in owner:
+                where = "twice in this arm" if owner[j] == arm else f"already in arm {owner[j]!r}"
+                raise PlannerConfigError(f"arms[{arm!r}] joint", j, f"a joint not used elsewhere ({where})")
+            owner[j] = arm
+        out[arm] = joints
+    return out
+
+
 def _subtree_bodies(model: mujoco.MjModel, root: int) -> set[int]:
     bodies = {root}
     for b in range(root + 1, model.nbody):  # children always have larger ids
@@ -113,8 +146,7 @@ class GeomPairTable:
 
     def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
                  margin_m: float = 0.005):
-        if not arms:
-            raise GroupNameError("arm", None, ["at least one arm"])
+        arms = validate_arms(arms)
         self.arm_names = tuple(arms)
         self.geom_names = tuple(model.geom(i).name or f"geom#{i}" for i in range(model.ngeom))
         self.arm_bodies: list[set[int]] = []

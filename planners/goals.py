@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from planners.errors import GoalUnreachableError  # noqa: F401  (re-exported)
+from planners.errors import (
+    GoalInputError,
+    GoalUnreachableError,  # noqa: F401  (re-exported)
+)
 
 if TYPE_CHECKING:
     from planners.group import ArmGroup
@@ -35,7 +38,18 @@ class JointGoal:
     positions: tuple[float, ...]
 
     def __init__(self, positions: Sequence[float] | np.ndarray):
-        object.__setattr__(self, "positions", tuple(float(x) for x in np.ravel(positions)))
+        """GoalInputError for anything but real numbers (a str is never parsed, a bool is
+        not a radian, a complex value is not cast)."""
+        if isinstance(positions, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in positions):
+            raise GoalInputError("*", "JointGoal positions", positions, "real numbers [rad] (not bools)")
+        try:
+            raw = np.asarray(positions)
+        except (TypeError, ValueError):
+            raise GoalInputError("*", "JointGoal positions", positions, "real numbers [rad]") from None
+        if raw.dtype.kind not in "iuf":
+            raise GoalInputError("*", "JointGoal positions", positions,
+                                 f"real numbers [rad] (got dtype {raw.dtype})")
+        object.__setattr__(self, "positions", tuple(float(x) for x in raw.ravel()))
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,7 @@ def raw_candidates(goal: Goal, group: ArmGroup, arm: str, start: np.ndarray) -> 
         return [np.array(goal.positions)]
     if isinstance(goal, JointGoalSet):
         return [np.array(c.positions) for c in goal.candidates]
+    # plain vectors and resolver candidates are typed and shaped by the group's validation
     if isinstance(goal, GoalResolver):
-        return [np.asarray(c, dtype=float) for c in goal.joint_candidates(group, arm, start)]
-    return [np.asarray(goal, dtype=float)]
+        return list(goal.joint_candidates(group, arm, start))
+    return [goal]

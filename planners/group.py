@@ -23,6 +23,16 @@ later repair end at the same colliding state); a repair spans from the nearest w
 before the hit that is free to the nearest one after it, keeps the search padding
 whenever the padded re-plan succeeds, and shortcuts the re-planned span.
 
+A goal equal to the start (every moving arm already there, within 1e-12 rad) is a
+zero-length plan: one sample at t = 0, at rest, after the start is checked; nothing is
+searched or timed.
+
+Wall-time budget: ``GroupConfig.time_budget_s`` (or ``plan(..., time_budget_s=...)``)
+bounds the planning wall time [s]. The search, the shortcutting, the final check and the
+repairs look at the deadline as they go; past it ``plan`` returns a TIMEOUT result that
+names the stage. Without a budget nothing looks at the clock, so the same seed gives the
+same plan as before.
+
 Units: radians, seconds, metres.
 """
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -62,7 +73,8 @@ class GroupConfig:
     edge checks keep the margin); when the padded search fails, it is retried unpadded
     (and repairs still try padded first); certify: also bound the clearance between the
     samples (``planners.certificate``, seed 003; about 30 ms a plan) into
-    ``Plan.certificate``."""
+    ``Plan.certificate``; time_budget_s: wall time [s] a ``plan`` call may take (None: no
+    limit), overridable per call."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
     clearance_horizon_m: float = 0.02
@@ -78,8 +90,10 @@ class GroupConfig:
     max_goal_resamples: int = 3
     search_padding_m: float = 0.002
     certify: bool = False
+    time_budget_s: float | None = None
 
     def __post_init__(self) -> None:
+        _check_budget("time_budget_s", self.time_budget_s)
         if not self.clearance_horizon_m >= self.collision.margin_m:
             raise PlannerConfigError("clearance_horizon_m", self.clearance_horizon_m,
                                      f">= margin ({self.collision.margin_m} m)")
@@ -94,6 +108,16 @@ class GroupConfig:
             raise PlannerConfigError("max_goal_resamples", self.max_goal_resamples, ">= 0")
         if self.max_goal_combinations < 1:
             raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
+
+
+def _check_budget(field: str, value: object) -> float | None:
+    """None or a finite real number of seconds > 0; PlannerConfigError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not (math.isfinite(value) and value > 0):
+        raise PlannerConfigError(field, value, "None (no limit) or a finite number of seconds > 0")
+    return float(value)
 
 
 def default_config() -> GroupConfig:
@@ -112,6 +136,11 @@ class ArmGroup:
     def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
                  config: GroupConfig | None = None,
                  limits: Mapping[str, JointLimits] | None = None):
+        if config is not None and not isinstance(config, GroupConfig):
+            raise PlannerConfigError("config", config, "a GroupConfig or None")
+        if limits is not None and (not isinstance(limits, Mapping) or not all(
+                isinstance(v, JointLimits) for v in limits.values())):
+            raise PlannerConfigError("limits", limits, "a mapping arm name -> JointLimits")
         self.config = config or default_config()
         self.model = model
         self.checker = CollisionChecker(model, arms, self.config.collision)
@@ -124,7 +153,7 @@ class ArmGroup:
         self._qpos = {a: self.checker.arm_qpos[a] for a in self.arm_names}
         self._limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for a in self.arm_names:
-            ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in arms[a]]
+            ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.checker.arm_joints[a]]
             lo = np.where(model.jnt_limited[ids] > 0, model.jnt_range[ids, 0], -math.pi)
             hi = np.where(model.jnt_limited[ids] > 0, model.jnt_range[ids, 1], math.pi)
             self._limits[a] = (lo.astype(float), hi.astype(float))
@@ -159,10 +188,16 @@ class ArmGroup:
         return self._dyn_limits[self._arm(arm)]
 
     def set_qpos(self, qpos: np.ndarray) -> None:
-        """Set the whole reference state (full model qpos)."""
-        qpos = np.asarray(qpos, dtype=float)
+        """Set the whole reference state (full model qpos): nq finite real numbers."""
+        raw = np.asarray(qpos)
+        if raw.dtype.kind not in "iuf":
+            raise GoalInputError("*", "qpos", qpos, f"({self.model.nq},) real numbers (got dtype {raw.dtype})")
+        qpos = raw.astype(float)
         if qpos.shape != (self.model.nq,):
             raise GoalInputError("*", "qpos shape", qpos.shape, f"({self.model.nq},)")
+        if not np.all(np.isfinite(qpos)):
+            k = int(np.flatnonzero(~np.isfinite(qpos))[0])
+            raise GoalInputError("*", f"qpos[{k}]", float(qpos[k]), "a finite number")
         self.reference_qpos = qpos.copy()
 
     def set_arm(self, arm: str, q: Sequence[float] | np.ndarray) -> None:
@@ -182,10 +217,15 @@ class ArmGroup:
 
     def _validated(self, arm: str, q, what: str) -> np.ndarray:
         n = len(self._qpos[arm])
+        if isinstance(q, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in q):
+            raise GoalInputError(arm, f"{what} value", q, f"{n} numbers [rad] (not bools)")
         try:
-            q = np.asarray(q, dtype=float)
+            raw = np.asarray(q)
         except (TypeError, ValueError):
             raise GoalInputError(arm, f"{what} value", q, f"{n} numbers [rad]") from None
+        if raw.dtype.kind not in "iuf":  # str, bool, complex, objects: never converted
+            raise GoalInputError(arm, f"{what} value", q, f"{n} real numbers [rad] (got dtype {raw.dtype})")
+        q = raw.astype(float)
         if q.shape != (n,):
             raise GoalInputError(arm, f"{what} shape", q.shape, f"({n},) joint positions [rad]")
         lo, hi = self._limits[arm]
@@ -210,18 +250,39 @@ class ArmGroup:
         return session.clearance(q)
 
     # -------------------------------------------------------------------- plan
-    def plan(self, goals: Mapping[str, Goal], seed: int = 0) -> PlanResult:
+    def plan(self, goals: Mapping[str, Goal], seed: int = 0,
+             time_budget_s: float | None = None) -> PlanResult:
         """Plan the arms named in ``goals`` to their goals from their commanded poses.
 
         goals: arm -> JointGoal, JointGoalSet, a joint vector, or a goal resolver (see
-        ``planners.goals``); seed: the search's random seed (same seed, same plan).
-        Raises GroupNameError / GoalInputError for caller mistakes; planning failures
-        come back as a PlanResult with a PlanStatus and a reason.
+        ``planners.goals``); seed: the search's random seed, an int >= 0 (same seed, same
+        plan); time_budget_s: wall time allowed [s] (default ``config.time_budget_s``; None:
+        no limit). Raises GroupNameError / GoalInputError / PlannerConfigError for caller
+        mistakes; planning failures (TIMEOUT included) come back as a PlanResult with a
+        PlanStatus and a reason.
         """
         t_all = time.perf_counter()
         stages: dict[str, float] = {}
+        if not isinstance(goals, Mapping):
+            raise GoalInputError("*", "goals", goals, f"a mapping arm -> goal, arms from {self.arm_names}")
         if not goals:
             raise GoalInputError("*", "goals", dict(goals), f"at least one of {self.arm_names}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise PlannerConfigError("seed", seed, "an integer >= 0")
+        budget = _check_budget("time_budget_s", time_budget_s)
+        budget = self.config.time_budget_s if budget is None else budget
+        deadline = None if budget is None else t_all + budget
+
+        def timeout(stage: str) -> PlanResult:
+            spent = time.perf_counter() - t_all
+            stages["total"] = spent
+            return PlanResult(PlanStatus.TIMEOUT, reason=(
+                f"wall-time budget {budget} s exhausted during {stage} after {spent:.4f} s"),
+                stage_times_s=stages)
+
+        def late() -> bool:
+            return deadline is not None and time.perf_counter() > deadline
+
         for a in goals:
             self._arm(a)
         moving = tuple(a for a in self.arm_names if a in goals)
@@ -233,6 +294,8 @@ class ArmGroup:
             stages["goals"] = time.perf_counter() - t0
             return PlanResult(PlanStatus.GOAL_UNREACHABLE, reason=str(err), stage_times_s=stages)
         stages["goals"] = time.perf_counter() - t0
+        if late():
+            return timeout("goals")
         session = self.checker.session(moving, self.reference_qpos)
         meter = self.meter.session(moving, self.reference_qpos)
         margin = self.config.collision.margin_m
@@ -244,31 +307,42 @@ class ArmGroup:
                 f"start is {at_start.distance_m * 1e3:.1f} mm from collision "
                 f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"), pair=at_start.pair,
                 stage_times_s=stages)
-        goal, failure, resamples = self._pick_goal(moving, goals, candidates, meter)
+        goal, failure, resamples = self._pick_goal(moving, goals, candidates, meter, deadline)
         stages["goals"] += time.perf_counter() - t0
         if goal is None:
+            if failure is None:
+                return timeout("goals")
             failure.stage_times_s.update(stages)
             return failure
+        if float(np.max(np.abs(goal - start))) <= 1e-12:
+            return self._zero_length(moving, start, at_start, seed, resamples, stages, t_all)
+        if late():
+            return timeout("goals")
 
         rng = np.random.default_rng(seed)
         lower = np.concatenate([self._limits[a][0] for a in moving])
         upper = np.concatenate([self._limits[a][1] for a in moving])
         t0 = time.perf_counter()
         padded = self.padded.session(moving, self.reference_qpos)
-        found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng, self.config.search)
+        found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng, self.config.search,
+                                   deadline_s=deadline)
         plain = session
-        if found.path is None:
+        if found.path is None and not found.timed_out:
             found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng,
-                                       self.config.search)
-        else:
+                                       self.config.search, deadline_s=deadline)
+        elif found.path is not None:
             session = padded
         stages["search"] = time.perf_counter() - t0
+        if found.timed_out:
+            return timeout("search")
         if found.path is None:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=stages)
         t0 = time.perf_counter()
         path = search.shortcut(found.path, session.is_free, rng, self.config.search.shortcut_rounds,
-                               self.config.search.edge_step_rad)
+                               self.config.search.edge_step_rad, deadline_s=deadline)
         stages["shortcut"] = time.perf_counter() - t0
+        if late():
+            return timeout("shortcut")
 
         limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
         stages["retime"] = stages["check"] = 0.0
@@ -278,19 +352,25 @@ class ArmGroup:
             timed = time_path(path, limits)
             stages["retime"] += time.perf_counter() - t0
             t0 = time.perf_counter()
-            hit, record, checked = self._check_timed(timed, meter)
+            hit, record, checked = self._check_timed(timed, meter, deadline)
             stages["check"] += time.perf_counter() - t0
+            if checked < 0:
+                return timeout("check")
             if hit is None:
                 break
             if repairs == 0:
-                before = self._count_colliding(timed, meter)
+                before = self._count_colliding(timed, meter, deadline)
+                if before < 0:
+                    return timeout("check")
             if repairs >= self.config.max_repairs:
                 return PlanResult(PlanStatus.CHECK_FAILED, reason=(
                     f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
                     f"segment repairs: {hit[1]}"), pair=hit[1].pair, stage_times_s=stages)
             t0 = time.perf_counter()
-            path = self._repair(timed, hit[0], (padded, plain), meter, rng, (lower, upper))
+            path = self._repair(timed, hit[0], (padded, plain), meter, rng, (lower, upper), deadline)
             stages["search"] += time.perf_counter() - t0
+            if late():
+                return timeout("repair")
             repairs += 1
             if path is None:
                 return PlanResult(PlanStatus.CHECK_FAILED, reason=(
@@ -315,16 +395,38 @@ class ArmGroup:
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 
     # ---------------------------------------------------------------- helpers
+    def _zero_length(self, moving, start: np.ndarray, at_start: Clearance, seed: int,
+                     resamples: int, stages: dict, t_all: float) -> PlanResult:
+        """The plan of a goal equal to the start: one sample at t = 0, at rest."""
+        arms, col = {}, 0
+        for a in moving:
+            n = len(self._qpos[a])
+            q = start[None, col:col + n].copy()
+            arms[a] = ArmTrajectory(a, self.checker.arm_joints[a], q, np.zeros_like(q), np.zeros_like(q))
+            col += n
+        horizon = self.config.clearance_horizon_m
+        record = (ClearanceRecord(horizon, None, None, True) if at_start.pair is None
+                  else ClearanceRecord(at_start.distance_m, 0.0, at_start.pair, False))
+        plan = Plan(np.zeros(1), self.config.rate_hz, arms, start[None, :].copy(), record, stages,
+                    1, 0, seed, resamples, 0)
+        if self.config.certify:
+            t0 = time.perf_counter()
+            plan = replace(plan, certificate=certify_plan(self, plan))
+            stages["certify"] = time.perf_counter() - t0
+        stages["total"] = time.perf_counter() - t_all
+        return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
+
     def _candidates(self, arm: str, goal: Goal) -> list[np.ndarray]:
         raw = raw_candidates(goal, self, arm, self.arm_q(arm))
         if not raw:
             raise GoalInputError(arm, "goal", goal, "at least one candidate joint vector")
         return [self._validated(arm, c, "goal") for c in raw]
 
-    def _pick_goal(self, moving, goals, candidates, meter: CheckSession):
+    def _pick_goal(self, moving, goals, candidates, meter: CheckSession, deadline: float | None = None):
         """First combination of candidates (in preference order) that is free; when none
         is, resampling goals are asked for more candidates (``max_goal_resamples`` rounds).
-        Returns (goal or None, failure or None, resample rounds used)."""
+        Returns (goal or None, failure or None, resample rounds used); (None, None, n)
+        when ``deadline`` (``time.perf_counter()``) passed first."""
         first: Clearance | None = None
         lists = {a: list(candidates[a]) for a in moving}
         tried: set[tuple[int, ...]] = set()
@@ -334,6 +436,8 @@ class ArmGroup:
             for combo in itertools.product(*(range(len(lists[a])) for a in moving)):
                 if combo in tried or len(tried) >= self.config.max_goal_combinations:
                     continue
+                if deadline is not None and time.perf_counter() > deadline:
+                    return None, None, resamples
                 tried.add(combo)
                 q = np.concatenate([lists[a][k] for a, k in zip(moving, combo, strict=True)])
                 c = meter.clearance(q)
@@ -358,15 +462,21 @@ class ArmGroup:
             f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
             f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair), resamples
 
-    def _check_timed(self, timed: TimedPath, meter: CheckSession):
+    def _check_timed(self, timed: TimedPath, meter: CheckSession, deadline: float | None = None):
         """Check samples and sub-steps in time order; return (hit or None, clearance record,
-        states checked). A hit is (time, Clearance)."""
+        states checked). A hit is (time, Clearance). States checked is -1 when ``deadline``
+        (``time.perf_counter()``) passed first (looked at every 32 states)."""
         dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
-        hit_i, best_i, best = meter.sweep(q)
-        if hit_i >= 0:
-            return (float(dense[hit_i]), best), None, hit_i + 1
-        best_t = float(dense[best_i]) if best_i >= 0 else None
+        best, best_t = Clearance(math.inf, None), None
+        for lo in range(0, dense.size, 32):
+            if deadline is not None and time.perf_counter() > deadline:
+                return None, None, -1
+            hit_i, best_i, c = meter.sweep(q[lo:lo + 32])
+            if hit_i >= 0:
+                return (float(dense[lo + hit_i]), c), None, lo + hit_i + 1
+            if best_i >= 0 and c.distance_m < best.distance_m:
+                best, best_t = c, float(dense[lo + best_i])
         horizon = self.config.clearance_horizon_m
         if best.pair is None:
             record = ClearanceRecord(horizon, None, None, True)
@@ -374,11 +484,17 @@ class ArmGroup:
             record = ClearanceRecord(best.distance_m, best_t, best.pair, False)
         return None, record, dense.size
 
-    def _count_colliding(self, timed: TimedPath, meter: CheckSession) -> int:
-        """Retimed states (samples and sub-steps) of ``timed`` within the margin."""
+    def _count_colliding(self, timed: TimedPath, meter: CheckSession, deadline: float | None = None) -> int:
+        """Retimed states (samples and sub-steps) of ``timed`` within the margin; -1 when
+        ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
         margin = self.config.collision.margin_m
         q, _, _ = timed.evaluate(self._dense_times(timed.duration))
-        return sum(1 for row in q if meter.clearance(row).distance_m < margin)
+        n = 0
+        for i, row in enumerate(q):
+            if deadline is not None and i % 32 == 0 and time.perf_counter() > deadline:
+                return -1
+            n += meter.clearance(row).distance_m < margin
+        return n
 
     def _dense_times(self, duration: float) -> np.ndarray:
         times = sample_times(duration, self.config.rate_hz)
@@ -386,7 +502,8 @@ class ArmGroup:
         dense = (times[:-1, None] + np.arange(k)[None, :] / (k * self.config.rate_hz)).ravel()
         return np.append(dense, times[-1])
 
-    def _repair(self, timed: TimedPath, t_hit: float, sessions, meter: CheckSession, rng, box):
+    def _repair(self, timed: TimedPath, t_hit: float, sessions, meter: CheckSession, rng, box,
+                deadline: float | None = None):
         """Re-plan the span around the segment that holds ``t_hit`` at a finer edge step.
 
         The span runs from the nearest waypoint at or before the segment that is free at the
@@ -406,9 +523,11 @@ class ArmGroup:
         fine = replace(self.config.search, edge_step_rad=step)
         for session in sessions:
             found = search.rrt_connect(pts[lo], pts[hi], box[0], box[1], session.is_free, rng,
-                                       fine, try_direct=False)
+                                       fine, try_direct=False, deadline_s=deadline)
             if found.path is not None:
                 span = search.shortcut(found.path, session.is_free, rng,
-                                       self.config.search.shortcut_rounds // 2, step)
+                                       self.config.search.shortcut_rounds // 2, step, deadline_s=deadline)
                 return pts[:lo] + span + pts[hi + 1:]
+            if found.timed_out:
+                return None
         return None

@@ -28,6 +28,7 @@ class PlanStatus(enum.Enum):
     NO_PATH = "no_path"  # the search gave up
     CHECK_FAILED = "check_failed"  # retimed samples still collide after the allowed repairs
     GOAL_UNREACHABLE = "goal_unreachable"  # a goal resolver (IK of a pose) found no candidate
+    TIMEOUT = "timeout"  # the wall-time budget ran out before a checked plan was found
 
 
 @dataclass(frozen=True)

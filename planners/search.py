@@ -12,6 +12,7 @@ Units: radians.
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,19 +104,24 @@ class _Tree:
 @dataclass
 class SearchResult:
     """path: list of stacked states from start to goal (None when not found);
-    iterations: sampling rounds used; nodes: states in both trees."""
+    iterations: sampling rounds used; nodes: states in both trees; timed_out: the search
+    stopped at its wall-clock deadline."""
 
     path: list[np.ndarray] | None
     iterations: int
     nodes: int
     reason: str = ""
+    timed_out: bool = False
 
 
 def rrt_connect(start: np.ndarray, goal: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                 is_free: StateCheck, rng: np.random.Generator,
-                config: SearchConfig | None = None, try_direct: bool = True) -> SearchResult:
+                config: SearchConfig | None = None, try_direct: bool = True,
+                deadline_s: float | None = None) -> SearchResult:
     """RRT-Connect between free states ``start`` and ``goal`` in the box [lower, upper]
-    (first the straight motion, unless ``try_direct`` is False)."""
+    (first the straight motion, unless ``try_direct`` is False). ``deadline_s``: a
+    ``time.perf_counter()`` instant after which the search gives up (``timed_out``);
+    checked once per sampling round, so it costs no random draws (same seed, same path)."""
     cfg = config or default_config()
     start, goal = np.asarray(start, float), np.asarray(goal, float)
     if try_direct and motion_is_free(start, goal, is_free, cfg.edge_step_rad):
@@ -135,6 +141,9 @@ def rrt_connect(start: np.ndarray, goal: np.ndarray, lower: np.ndarray, upper: n
         return ("reached" if reached else "advanced"), tree.add(q_new, near)
 
     for it in range(1, cfg.max_iterations + 1):
+        if deadline_s is not None and time.perf_counter() > deadline_s:
+            return SearchResult(None, it - 1, trees[0].n + trees[1].n,
+                                "wall-time budget exhausted during the search", timed_out=True)
         a, b = trees
         status, i_new = extend(a, rng.uniform(lower, upper))
         if status != "trapped":
@@ -161,12 +170,15 @@ def path_length(path: list[np.ndarray]) -> float:
 
 
 def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generator,
-             rounds: int, step_rad: float) -> list[np.ndarray]:
+             rounds: int, step_rad: float, deadline_s: float | None = None) -> list[np.ndarray]:
     """Shorten ``path`` by joining random points of it with straight checked motions (the
     new waypoints themselves checked), then drop every waypoint whose neighbours see each
-    other. Ends stay fixed."""
+    other. Ends stay fixed. Past ``deadline_s`` (``time.perf_counter()``) no more rounds
+    run (the path stays valid, only less short)."""
     path = [np.asarray(p, float) for p in path]
     for _ in range(rounds):
+        if deadline_s is not None and time.perf_counter() > deadline_s:
+            break
         if len(path) < 3:
             break
         seg = np.array([np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)])

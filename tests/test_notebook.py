@@ -33,3 +33,13 @@ def test_dual_arm_crossing_notebook_executes(tmp_path):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "ArmGroup plan: 0 of" in text and "synchronized: 0 of" in text
     assert any(o.get("output_type") == "display_data" for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_collision_study_notebook_executes(tmp_path):
+    nb = nbformat.read(NOTEBOOKS / "collision_study.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "arms.0='middle' is invalid" in text and "12 of 12 tasks" in text
+    assert "same as stored: True" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
+    assert len(images) == 3 and all("image/png" in o["data"] for o in images)

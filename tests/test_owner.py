@@ -310,3 +310,19 @@ def test_a_sample_past_a_position_bound_latches_instead_of_publishing():
     assert "joint 7: position" in rig.owner.fault_reason and "outside the bounds" in rig.owner.fault_reason
     assert np.array(rig.pub.samples)[:, 6].max() <= upper[6] + CFG.limit_tolerance
     assert not reps[-1].published
+
+
+@pytest.mark.parametrize("event", ["stop", "revoke"])
+def test_a_finished_brake_holds_an_exact_constant(event):
+    """Ruckig ends a brake a few ulps short of rest; the held arm must not creep from there:
+    every sample after the brake is bit-identical and the commanded velocity exactly 0."""
+    rig = Rig()
+    rig.submit(0.5)
+    rig.step(107)  # a brake from here ends at |v| = 2.8e-17 rad/s before the hold's fix
+    rig.owner.stop() if event == "stop" else rig.owner.revoke_authority()
+    reps = rig.step(1000)
+    held = [k for k, r in enumerate(reps) if r.mode in (Mode.STOPPED, Mode.HOLD)]
+    assert held and held[0] < 400
+    tail = np.array(rig.pub.samples[-(len(reps) - held[0]):])
+    assert np.ptp(tail, axis=0).max() == 0.0
+    assert all(not r.velocities_rad_s.any() and not r.accelerations_rad_s2.any() for r in reps[held[0]:])

@@ -101,3 +101,11 @@ def test_the_demo_refuses_no_target(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--no-video", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["refused_targets"] == {"right": {}, "left": {}} and summary["passed"] is True
+    # the demo's contrast: the separately planned arms touch, the group plan does not
+    crossing = summary["crossing"]
+    assert crossing["separate_colliding_frames"] > 0
+    assert crossing["separate_colliding_frames"] <= crossing["separate_frames"]
+    assert crossing["group_colliding_samples"] == 0 and crossing["group_samples"] > 100
+    assert crossing["group_outcome"] == "completed" and crossing["start_skew_s"] is not None
+    assert summary["plans"][0]["outcome"] == "completed"
+    assert "crossing (simulated)" in (tmp_path / "demo" / "summary.md").read_text()

@@ -1,4 +1,5 @@
-"""``rob-twin`` command line: demo, run, experiment, view, rehearse.
+"""``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host, study,
+sweep.
 
 Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
 steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
@@ -23,10 +24,13 @@ from pathlib import Path
 from controllers.errors import RobTwinError
 from controllers.names import ROBOTS
 
+from .cli_scale import add_commands as add_scale_commands
+
+QUALITY_CHOICES = ("auto", "fast", "full")  # twin.render_quality.CHOICES (mujoco-free here)
+
 # A command registered with json_result=True returns its exit code and the one object
 # main() prints under --json; other commands return an exit code and print for themselves.
 CommandResult = tuple[int, dict]
-
 
 
 class UsageError(RobTwinError):
@@ -44,10 +48,13 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from controllers.names import UnknownNameError
 
+    from .bus_timing import BusTimingConfigError
+    from .recording import RecordingError
     from .run_folder import RunFolderError
     from .scenario_schema import ScenarioError
 
-    return (UsageError, ScenarioError, RunFolderError, UnknownNameError)
+    return (UsageError, ScenarioError, RunFolderError, UnknownNameError, BusTimingConfigError,
+            RecordingError)
 
 
 def _say(args: argparse.Namespace) -> Callable[..., None]:
@@ -80,17 +87,52 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
 # --------------------------------------------------------------------------- run / demo
 
 
-def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
+def _bus_timing(args: argparse.Namespace):
+    """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
+    from .bus_timing import parse_bus_spec
+
+    return parse_bus_spec(getattr(args, "bus", "off"))
+
+
+def _bus_budget(args: argparse.Namespace):
+    """The bus-budget gate's settings from ``--bus`` and ``--command-rate`` (worst-case
+    stuffing unless the spec says otherwise)."""
+    import dataclasses
+
+    from .bus_budget import BusBudgetConfig
+    from .bus_timing import BusTimingConfigError, parse_bus_spec
+    from .can_bits import Stuffing
+
+    bus = parse_bus_spec(args.bus)
+    if bus is None:
+        raise BusTimingConfigError("the bus budget needs a bus: --bus off is not valid here")
+    bus = dataclasses.replace(bus, stuffing=Stuffing.EXACT if args.exact_stuffing else Stuffing.WORST)
+    return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
+
+
+def _run_and_report(sc, args: argparse.Namespace, hooks: dict | None = None,
+                    extra: Callable[[], dict] | None = None) -> CommandResult:
     """Prepare the run folder (checked and marked ``running`` before anything runs), run
     ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
-    scenario did not expect, 130/143 when interrupted."""
+    scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
+    ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
+    sections, asked for after the run."""
     from .interrupts import EXIT_CODES, stop_requests
+    from .recording import check_format
     from .report import summarize
     from .run_folder import RunFolder
     from .scenario import run_scenario
     from .verdict import unexpected
 
     say = _say(args)
+    bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
+    traffic = getattr(args, "record_can", None)
+    if traffic:
+        check_format(traffic)
+    if getattr(args, "quality", None) is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, quality=args.quality)
     with stop_requests() as stop:  # from before the folder is marked running
         folder = RunFolder.prepare(args.out, sc.name,
                                    stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
@@ -98,9 +140,11 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
             result = run_scenario(
                 sc, out_dir=folder.path, record=not args.no_video,
                 can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
-                on_progress=lambda figures: folder.write_status("running", **figures))
+                on_progress=lambda figures: folder.write_status("running", **figures),
+                bus_timing=bus, traffic_path=traffic, **(hooks or {}))
             problems = unexpected(result, sc.expect) if result.status == "completed" else []
-            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump())
+            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump(),
+                                extra=extra() if extra is not None else None)
         except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
             folder.write_status("interrupted", stopped_by="SIGINT (twice)",
                                 note="stopped at once; no figures were kept")
@@ -122,6 +166,14 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
     say(f"summary: {folder.file('summary.md')} and summary.json; plot: {summary['plot']}")
     if args.can_log:
         say(f"bus traffic: {folder.file('can')}/*.log (python-can canutils format)")
+    if summary.get("bus_plot"):
+        for b in summary["bus"].values():
+            c = b["command_to_drive_latency"]
+            say(f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
+                f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}")
+        say(f"bus plot: {summary['bus_plot']}")
+    if traffic:
+        say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
     say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     for line in problems:
         say(f"UNEXPECTED: {line}")
@@ -129,14 +181,30 @@ def _run_and_report(sc, args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
+    """ROB: the crossing pair, separately planned (replayed, colliding) then planned
+    together and executed (``twin.crossing_demo``); openarm: both arms through keyframes."""
     import dataclasses
 
-    from .scenario import demo_scenario
-
-    sc = demo_scenario()
     if args.robot != "rob":
-        sc = dataclasses.replace(sc, name=f"demo_{args.robot}", robot=args.robot)
-    return _run_and_report(sc, args)
+        from .scenario import demo_scenario
+
+        sc = dataclasses.replace(demo_scenario(), name=f"demo_{args.robot}", robot=args.robot)
+        return _run_and_report(sc, args)
+    from . import crossing_demo as cd
+
+    say = _say(args)
+    say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
+    contrast = cd.separate_contrast()
+    say(f"separately planned: {contrast.colliding_frames} of {len(contrast.states)} samples "
+        "in contact; now both arms planned together and executed through the owners")
+    planners: list = []
+    hooks = {"prelude": lambda rec: cd.film_contrast(rec, contrast),
+             "captions": lambda now, planner: cd.group_captions(now, planner, contrast),
+             "on_planner": planners.append}
+    sc = cd.crossing_demo_scenario()
+    return _run_and_report(sc, args, hooks,
+                           extra=lambda: {"crossing": cd.demo_figures(
+                               contrast, planners[0] if planners else None)})
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
@@ -159,9 +227,19 @@ def _cmd_run(args: argparse.Namespace) -> CommandResult:
 
 def _cmd_view(args: argparse.Namespace) -> int:
     from .viewer import NoDisplayError, view
+    from .viewer_keys import key_code
 
+    presses = []
+    for item in args.press or ():
+        at, _, name = item.partition(":")
+        try:
+            presses.append((float(at), key_code(name)))
+        except ValueError:
+            raise UsageError(f"--press {item!r}: expected SECONDS:KEY, e.g. 1.5:F8") from None
     try:
-        return view(args.scenario)
+        return view(args.scenario, max_wall_s=args.seconds, presses=presses,
+                    screenshot=args.screenshot, report=args.report, quality=args.quality,
+                    max_sim_s=args.sim_seconds)
     except NoDisplayError as err:
         print(f"rob-twin view: {err}", file=sys.stderr)
         return 3
@@ -202,16 +280,152 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
             raise UnknownNameError("gate", gate, list(gates))
     out = Path(args.out)
     RunFolder.check_writable(out)  # before the gates run, not after
-    report = rehearse(cfg, args.gate or None, progress=not args.json)
+    report = rehearse(dataclasses.replace(cfg, bus_budget=_bus_budget(args)), args.gate or None,
+                      progress=not args.json)
     jp, mp = write_report(report, out)
     if not args.json:
         for g in report["gates"]:
             print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
+            if not g["passed"] and g.get("detail"):
+                print(f"      {g['detail']}")
         print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
     return (0 if report["passed"] else 1), report
 
 
+# --------------------------------------------------------------------------- bank / host / replay
+
+
+def _channels(text: str | None, default: dict) -> dict:
+    """'right=CAN10,left=CAN11' -> {'right': 'CAN10', 'left': 'CAN11'}."""
+    if not text:
+        return default
+    out = {}
+    for part in text.split(","):
+        arm, sep, ch = part.partition("=")
+        if not sep or not ch:
+            raise ValueError(f"--channels wants ARM=CHANNEL[,ARM=CHANNEL], got {part!r}")
+        out[arm.strip()] = ch.strip()
+    return out
+
+
+def _cmd_bank(args: argparse.Namespace) -> int:
+    from controllers.names import BUS_MAPPING, Arm, UnknownNameError
+
+    from .bank_process import BankConfig, BankError, BankProcess
+    from .recording import RecordingError
+    from .socketcand import SocketcandError
+
+    try:
+        by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
+        channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
+        cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
+                         control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
+                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file,
+                         record_path=args.record_can, max_lag_s=args.max_lag)
+        final = BankProcess(cfg).run()
+    except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
+        print(f"rob-twin bank: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
+    return 0
+
+
+def _cmd_host(args: argparse.Namespace) -> int:
+    from controllers.names import BUS_MAPPING, Arm
+
+    from .host_process import HostConfig, HostError, run_host
+
+    try:
+        cfg = HostConfig(interface=args.interface, host=args.host, port=args.port,
+                         channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+                         arms=tuple(args.arm or ("right", "left")), seconds=args.seconds,
+                         stream=args.stream, stop_after_s=args.stop_after, ping_hz=args.ping_hz)
+        report = run_host(cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True))
+    except (HostError, ValueError) as err:
+        print(f"rob-twin host: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(report))
+    return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
+
+
+def _play_onto(args: argparse.Namespace, rec) -> int:
+    """Play the recording's host frames onto a live interface (a bank, a real bus)."""
+    from .host_process import HostConfig, HostError, open_bus
+    from .recording import RecordingError
+    from .replay import play_onto
+
+    numbers = sorted({f.bus for f in rec.frames})
+    chans = _channels(args.channels, {str(n): f"CAN{n}" for n in numbers})
+    buses = {}
+    try:
+        cfg = HostConfig(interface=args.onto, host=args.host, port=args.port)
+        for n in numbers:
+            buses[n] = open_bus(cfg, chans.get(str(n), f"CAN{n}"))
+        sent = play_onto(rec, buses, speed=args.speed, deadline_s=args.seconds)
+    except (HostError, RecordingError, ValueError) as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    finally:
+        for bus in buses.values():
+            bus.shutdown()
+    print(f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .recording import RecordingError
+    from .replay import read_recording, replay
+
+    try:
+        rec = read_recording(args.recording)
+    except RecordingError as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
+    if args.onto:
+        return _play_onto(args, rec)
+    try:
+        result = replay(rec, seconds=args.seconds)
+    except RecordingError as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    summary = {"hardware_io": False, "evidence_class": "simulated", "recording": str(rec.path),
+               **result.summary()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
+    np_path = out / "replay_qpos.npz"
+    import numpy as np
+
+    np.savez_compressed(np_path, times=result.times, qpos=result.qpos)
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s simulated in "
+          f"{summary['wall_s']} s wall; drive feedback {result.feedback_frames} frames, "
+          f"{result.feedback_mismatches} differ from the recording")
+    print(f"report: {out / 'replay.json'}, trajectory: {np_path} (simulated; hardware_io: false)")
+    return 0 if result.feedback_mismatches == 0 else 1
+
+
 # --------------------------------------------------------------------------- parser
+
+
+def _cmd_teleop(args: argparse.Namespace) -> int:
+    from .scenario import ScenarioError
+    from .teleop.app import run_teleop
+
+    try:
+        return run_teleop(args.scenario, port=args.port, lan=args.lan, cert_dir=args.cert_dir,
+                          seconds=args.seconds, viewer=False if args.no_viewer else None,
+                          camera_hz=args.camera_hz)
+    except ScenarioError as err:
+        print(f"rob-twin teleop: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"rob-twin teleop: cannot serve on port {args.port}: {err}", file=sys.stderr)
+        return 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,9 +443,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-video", action="store_true")
     demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
     demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    demo.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                      help="video render quality (default: fast on a software GL renderer, "
+                           "full on a GPU)")
     demo.add_argument("--robot", choices=ROBOTS, default="rob",
                       help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
                            "compensation at 500 Hz)")
+    demo.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+                     "(frames arrive instantly); +worst for worst-case stuffing")
+    demo.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
+                     "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
     demo.set_defaults(func=_cmd_demo, json_result=True)
     run = sub.add_parser("run", help="run a scenario file headless",
                          description="Run a scenario file headless; outputs go to OUT/NAME/. "
@@ -243,6 +464,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
     run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
+    run.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+                     "(frames arrive instantly); +worst for worst-case stuffing")
+    run.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
+                     "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
+    run.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                     help="override the scenario's video render 'quality'")
     run.set_defaults(func=_cmd_run, json_result=True)
     reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -256,10 +483,79 @@ def build_parser() -> argparse.ArgumentParser:
     reh.add_argument("--robot", choices=ROBOTS, default="rob",
                      help="openarm: the Damiao profile (register agreement, enable sequence, "
                           "gravity compensation, torque limit, CAN timeout, and the shared gates)")
+    reh.add_argument("--bus", default="1M", help="bus of the bus_budget gate: 1M (default), 500k, "
+                     "250k, fd:1M/5M ... (worst-case stuffing)")
+    reh.add_argument("--exact-stuffing", action="store_true",
+                     help="budget with the stuffing of typical payloads instead of the worst case")
+    reh.add_argument("--command-rate", type=float, default=None,
+                     help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)")
     reh.set_defaults(func=_cmd_rehearse, json_result=True)
+    rep = sub.add_parser("replay", help="feed a bus recording as the host's commands into a fresh "
+                         "lockstep twin (exit 1 if the drives' feedback differs from the recording)")
+    rep.add_argument("recording", help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)")
+    rep.add_argument("--seconds", type=float, default=None, help="replay only this much simulated time")
+    rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
+    rep.add_argument("--onto", metavar="INTERFACE", help="play the host frames onto a live python-can "
+                     "interface instead (socketcand: a running rob-twin bank; socketcan: vcan0 ...)")
+    rep.add_argument("--host", default="127.0.0.1", help="socketcand server for --onto")
+    rep.add_argument("--port", type=int, default=29536, help="socketcand port for --onto")
+    rep.add_argument("--channels", help="BUS=CHANNEL,... for --onto (default 10=CAN10,11=CAN11)")
+    rep.add_argument("--speed", type=float, default=1.0, help="x real time for --onto")
+    rep.set_defaults(func=_cmd_replay)
+    bank = sub.add_parser("bank", help="the simulated drives + MuJoCo in real time, served on named "
+                          "buses (socketcand on 127.0.0.1, or SocketCAN)")
+    bank.add_argument("--interface", default="socketcand", choices=("socketcand", "socketcan"))
+    bank.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1 only)")
+    bank.add_argument("--port", type=int, default=29536, help="socketcand port (0: any free port)")
+    bank.add_argument("--control-port", type=int, default=0, help="JSON control port (0: any free port)")
+    bank.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
+    bank.add_argument("--feedback-rate", type=float, default=100.0, help="drive feedback rate [Hz]")
+    bank.add_argument("--seed", type=int, default=0)
+    bank.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until shutdown)")
+    bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
+    bank.add_argument("--max-lag", type=float, default=1.0,
+                      help="stop with an error when this many seconds behind real time (default 1)")
+    bank.add_argument("--record-can", metavar="FILE", help="record all traffic the drives see and "
+                      "send (.log, .asc, .blf, .mf4; wall-clock timestamps)")
+    bank.set_defaults(func=_cmd_bank)
+    host = sub.add_parser("host", help="ROB's host stack (owners, codec, transport) against a bank "
+                          "over a real interface (exit 1 if an owner latched a fault)")
+    host.add_argument("--interface", default="socketcand", help="python-can interface (default socketcand)")
+    host.add_argument("--host", default="127.0.0.1")
+    host.add_argument("--port", type=int, default=29536)
+    host.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
+    host.add_argument("--arm", action="append", help="drive only this arm (repeatable)")
+    host.add_argument("--seconds", type=float, default=3.0)
+    host.add_argument("--stream", default="wave", choices=("wave", "hold"))
+    host.add_argument("--stop-after", type=float, default=None, help="call Stop after this many seconds")
+    host.add_argument("--ping-hz", type=float, default=0.0, help="round-trip probes per second")
+    host.set_defaults(func=_cmd_host)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
+    view.add_argument("--seconds", type=float, default=None,
+                      help="close after this many wall seconds (default: when the window closes)")
+    view.add_argument("--sim-seconds", type=float, default=None,
+                      help="close once this much simulated time has run")
+    view.add_argument("--press", action="append", metavar="SECONDS:KEY",
+                      help="press KEY (F8, F9, F10, F11, F12, Insert, Home, End) at this "
+                           "simulated time, as if typed (repeatable)")
+    view.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
+                      help="render quality (default: the scenario's; auto: fast on a software GL renderer)")
+    view.add_argument("--screenshot", help="PNG of the display taken just before closing")
+    view.add_argument("--report", help="write what the session did (owner modes, bus frames) as JSON")
     view.set_defaults(func=_cmd_view)
+    tele = sub.add_parser("teleop", help="teleoperate both arms from a browser or WebXR headset "
+                          "(real-time closed loop + one server for page, websocket and telemetry)")
+    tele.add_argument("scenario", nargs="?", help="scenario file: initial state and faults (default: demo)")
+    tele.add_argument("--port", type=int, default=8765, help="port of page, websocket and telemetry (default 8765)")
+    tele.add_argument("--lan", action="store_true",
+                      help="bind every interface, HTTPS only (self-signed certificate made on first use)")
+    tele.add_argument("--cert-dir", help="where the --lan certificate lives (default ~/.cache/rob-twin/teleop)")
+    tele.add_argument("--seconds", type=float, default=float("inf"), help="stop after this many seconds")
+    tele.add_argument("--no-viewer", action="store_true", help="headless even when a display exists")
+    tele.add_argument("--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)")
+    tele.set_defaults(func=_cmd_teleop)
+    add_scale_commands(sub)
     return parser
 
 

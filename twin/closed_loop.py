@@ -37,10 +37,12 @@ from controllers.target import ArmTarget
 from controllers.transport import TransportConfig
 from models import dimensions as D
 
+from .bus_timing import BusTimingConfig
 from .drive import DriveConfig
 from .errors import TwinInputError
 from .faults import FaultSchedule, FaultSpec
 from .motor_bank import MotorBank
+from .timed_bus import BusTimingLayer
 from .twin import Twin, TwinConfig
 from .wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
 
@@ -76,7 +78,9 @@ class ClosedLoopConfig:
     client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
     robot: "rob" (Amber position drives) or "openarm" (Damiao MIT drives with gravity
     compensation, ``twin.damiao_loop``; ``twin.damiao_loop.openarm_config()`` gives its
-    500 Hz owners)."""
+    500 Hz owners); bus_timing: play every frame through a simulated CAN bus
+    (``twin.bus_timing``: frame durations, arbitration, queues); None (default) delivers
+    frames instantly."""
 
     seed: int = 0
     owner_rate_hz: float = 200.0
@@ -90,6 +94,7 @@ class ClosedLoopConfig:
     faults: tuple[FaultSpec, ...] = ()
     robot: str = "rob"
     damiao: object | None = None  # openarm only: twin.damiao_loop.DamiaoOptions (None: defaults)
+    bus_timing: BusTimingConfig | None = None
 
     def __post_init__(self) -> None:
         if self.robot not in ROBOTS:
@@ -130,12 +135,23 @@ class ClosedLoop:
         other = {Arm.RIGHT: Arm.LEFT, Arm.LEFT: Arm.RIGHT}
         wiring = {self.channels[arm]: (other[arm] if cfg.swap_wiring else arm) for arm in Arm}
         self.bank = self._make_bank(wiring)
+        self.bus_timing: BusTimingLayer | None = None
+        if cfg.bus_timing is not None:
+            self.bus_timing = BusTimingLayer(cfg.bus_timing, self.clock.now, self.twin.time)
+            for ch, ad in self.bank.buses.items():
+                ad.bus = self.bus_timing.bank_bus(ch, ad.bus)
         rng = np.random.default_rng(cfg.seed)
         self.wires: dict[Arm, FaultInjectingBus] = {}
         self.drivers: dict[Arm, ArmDriver] = {}
         for arm in Arm:
-            wire = FaultInjectingBus(open_virtual(self.channels[arm]), arm, self.clock.now,
-                                     self.faults, rng, first_command_id=self.first_command_id)
+            ch = self.channels[arm]
+            host = open_virtual(ch)
+            if self.bus_timing is not None:
+                host = self.bus_timing.host_bus(ch, host)
+            wire = FaultInjectingBus(host, arm, self.clock.now, self.faults, rng,
+                                     first_command_id=self.first_command_id)
+            if self.bus_timing is not None:
+                wire.on_wire_fault = self.bus_timing.wire_fault_sink(ch)
             self.wires[arm] = wire
             self.drivers[arm] = self._make_driver(arm, wire)
         self._leases: dict[Arm, Lease | None] = {arm: None for arm in Arm}
@@ -172,6 +188,8 @@ class ClosedLoop:
     # ------------------------------------------------------------------ tasks
     def _service_bus(self, now: float) -> None:
         self.clock.set(now)
+        if self.bus_timing is not None:
+            self.bus_timing.advance(now)
         for wire in self.wires.values():
             if wire.held:
                 wire.pump(now)
@@ -266,6 +284,10 @@ class ClosedLoop:
     @property
     def time(self) -> float:
         return self.twin.time
+
+    def bus_report(self) -> dict | None:
+        """Per bus: load and latency histograms (simulated); None when timing is off."""
+        return self.bus_timing.report() if self.bus_timing is not None else None
 
     # ------------------------------------------------------------------ running
     def run_for(self, seconds: float) -> None:

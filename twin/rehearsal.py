@@ -28,6 +28,7 @@ from controllers.owner import FaultKind as OwnerFault
 from controllers.owner import Mode
 from models import dimensions as D
 
+from .bus_budget import BusBudgetConfig, gate_bus_budget
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec
 from .report import EVIDENCE
@@ -58,13 +59,15 @@ class RehearsalConfig:
     """base: the closed loop every gate starts from; retarget_rates_hz: target input rates
     of the moving-retargets gate; retarget_duration_s: simulated seconds per rate;
     signature_tolerance_rad: allowed error of each joint's signature move [rad];
-    stop_margin_rad: servo-lag allowance on top of the braking distance [rad]."""
+    stop_margin_rad: servo-lag allowance on top of the braking distance [rad];
+    bus_budget: the bus and rates of the bus-budget gate (``twin.bus_budget``)."""
 
     base: ClosedLoopConfig = field(default_factory=ClosedLoopConfig)
     retarget_rates_hz: tuple[float, ...] = (20.0, 60.0, 90.0, 120.0)
     retarget_duration_s: float = 2.0
     signature_tolerance_rad: float = 0.01
     stop_margin_rad: float = 0.05
+    bus_budget: BusBudgetConfig = field(default_factory=BusBudgetConfig)
 
 
 def default_config() -> RehearsalConfig:
@@ -403,6 +406,7 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "feedback": gate_feedback,
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,
+    "bus_budget": gate_bus_budget,
 }
 
 

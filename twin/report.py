@@ -43,11 +43,22 @@ def joint_plot(result: RunResult, path: Path) -> Path:
     return path
 
 
+def _bus_plot(result: RunResult, out_dir: Path) -> str | None:
+    if not result.bus:
+        return None
+    from .bus_plot import bus_plot
+
+    return str(bus_plot(result.bus, result.bus_latencies_s, out_dir / "bus.png",
+                        f"Simulated CAN buses during {result.scenario!r} (hardware_io: false)"))
+
+
 def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = None,
-              expect: dict | None = None) -> dict:
+              expect: dict | None = None, extra: dict | None = None) -> dict:
     """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
-    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration."""
+    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration;
+    ``extra``: further sections ({name: {figure: value}}), each a table of its own.
+    With bus timing on, ``bus.png`` and a table of the simulated buses too."""
     out_dir.mkdir(parents=True, exist_ok=True)
     err = {a: (float(np.max(np.abs(result.commanded[a] - result.measured[a])))
                if len(result.commanded[a]) else None) for a in result.commanded}
@@ -75,6 +86,9 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         "plans": result.plans,
         **({"base": result.base} if getattr(result, "base", None) else {}),
         "plot": str(joint_plot(result, out_dir / "joints.png")),
+        "bus": result.bus if result.bus is not None else "bus timing off: frames arrive instantly",
+        "bus_plot": _bus_plot(result, out_dir),
+        **(extra or {}),
     }
     lines = [
         f"# Run `{result.scenario}` (simulated): {result.status}"
@@ -87,7 +101,11 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in problems] + [""]
     lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()
-              if k not in EVIDENCE and k not in ("pipeline", "plans", "unexpected", "expect")]
+              if k not in EVIDENCE
+              and k not in ("pipeline", "plans", "unexpected", "expect", "bus", *(extra or {}))]
+    for name, figs in (extra or {}).items():
+        lines += ["", f"{name} (simulated):", "", "| figure | value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in figs.items()]
     lines += ["", "Owners -> codec -> CAN -> simulated drives, per arm:", "",
               "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
               "|---|" + "---|" * len(next(iter(result.pipeline.values()), {}))]
@@ -98,6 +116,16 @@ def summarize(result: RunResult, out_dir: Path, problems: list[str] | None = Non
         lines += ["", "Planned moves (ArmGroup, executed in sync through the owners):", "",
                   "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(row.get(c, "")) for c in cols) + " |" for row in result.plans]
+    if result.bus:
+        lines += ["", "Simulated CAN buses (load, latencies p50/p99/max in us):", "",
+                  "| bus | config | load | frames | lost | error frames | queueing | command->drive | feedback |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for b in result.bus.values():
+            lat = [b[k] for k in ("queue_latency", "command_to_drive_latency", "feedback_latency")]
+            lines.append(f"| {b['bus']} | {b['config']} | {b['load']:.3f} | {b['frames']} | "
+                         f"{b['frames_lost']} | {b['error_frames']} | " + " | ".join(
+                             f"{x['p50_us']}/{x['p99_us']}/{x['max_us']}" for x in lat) + " |")
+        lines += ["", "![buses](bus.png)"]
     lines += ["", "![joints](joints.png)", ""]
     write_atomic(out_dir / "summary.md", "\n".join(lines))
     write_json_atomic(out_dir / "summary.json", summary)  # last: its status says the run is over

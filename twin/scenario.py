@@ -10,6 +10,7 @@ A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.j
      "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
      "cameras": ["overview"], "fps": 30, "frame_size": [640, 480], "robot": "rob",
      "base": [{"t": 0.5, "v": -0.3}, {"t": 3.0, "v": 0.0, "omega": 0.0}],
+     "quality": "auto",
      "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
                 "owner_faults": {"left": ["partial_output"]}}}
 
@@ -27,7 +28,8 @@ not both. ``base`` steps drive ROB's tracked base (``twin.scenario_base``: forwa
 ``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
 scans are written next to the summary). ``robot`` picks the robot and its drive family: ``"rob"`` (default, Amber
 position drives) or ``"openarm"`` (Damiao MIT drives with gravity compensation,
-``twin.damiao_loop``). The run counts the targets each owner refused (per reason), the
+``twin.damiao_loop``). ``quality`` is the video's render quality (``twin.render_quality``:
+``fast``, ``full``, or ``auto``, fast on a software GL renderer). The run counts the targets each owner refused (per reason), the
 plan steps that failed and the owner faults that latched; ``expect`` declares which of
 those the scenario means to provoke (``twin.verdict``). Recorded output lands in
 ``out/<name>/``.
@@ -50,8 +52,10 @@ from controllers.names import Arm
 from models import dimensions as D
 from models.loading import joint_qpos_index
 
+from .bus_timing import BusTimingConfig
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .faults import FaultSpec
+from .recording import TrafficRecorder
 from .scenario_base import BaseScript, BaseStep
 from .scenario_plans import PlanRunner, PlanStep
 from .scenario_schema import (
@@ -95,6 +99,7 @@ class Scenario:
     expect: Expect = field(default_factory=Expect)
     robot: str = "rob"
     base: list[BaseStep] = field(default_factory=list)  # tracked-base drive steps
+    quality: str = "auto"
 
     @classmethod
     def from_dict(cls, raw: object, source: str = "scenario") -> Scenario:
@@ -112,7 +117,7 @@ class Scenario:
             faults=[FaultSpec.from_model(f) for f in m.faults],
             plans=[PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
                    for p in m.plans],
-            expect=m.expect, robot=m.robot,
+            expect=m.expect, robot=m.robot, quality=m.quality,
             base=sorted((BaseStep(b.t, b.v, b.omega) for b in m.base), key=lambda b: b.t),
         )
 
@@ -238,20 +243,26 @@ class RunResult:
     stopped_by: str | None = None
     refused_targets: dict[str, dict[str, int]] = field(default_factory=dict)
     base: dict = field(default_factory=dict)
+    bus: dict | None = None  # per-bus timing figures (None: bus timing off)
+    bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
 
 
-def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None) -> ClosedLoop:
-    """The closed loop of ``sc``: its seed, initial joint values and faults."""
+def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None,
+                  bus_timing: BusTimingConfig | None = None) -> ClosedLoop:
+    """The closed loop of ``sc``: its seed, initial joint values and faults; with
+    ``bus_timing`` every frame goes through a simulated CAN bus (``twin.bus_timing``)."""
     if sc.robot == "openarm":
         from models.openarm import load_openarm_scene
 
         from .damiao_loop import openarm_config
 
         twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
-        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
+        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
+                                bus_timing=bus_timing)
     else:
         twin = Twin(TwinConfig(seed=sc.seed))
-        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir)
+        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
+                                  bus_timing=bus_timing)
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
@@ -268,7 +279,8 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
         return None, "no output folder to write the video to"
     try:
         return VideoRecorder(twin.model, sc.cameras[0], fps=sc.fps, width=sc.frame_size[0],
-                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4"), None
+                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4",
+                             quality=sc.quality), None
     except (RenderUnavailable, OSError, RuntimeError) as err:  # no GL, no ffmpeg, no disk
         return None, f"{type(err).__name__}: {err}"
 
@@ -276,7 +288,11 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
 def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
                  can_log_dir: Path | str | None = None, should_stop: StopCheck | None = None,
                  on_progress: Callable[[dict], None] | None = None,
-                 progress_every_s: float = 1.0) -> RunResult:
+                 progress_every_s: float = 1.0, bus_timing: BusTimingConfig | None = None,
+                 traffic_path: Path | str | None = None,
+                 prelude: Callable[[VideoRecorder], None] | None = None,
+                 captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
+                 on_planner: Callable[[PlanRunner], None] | None = None) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives.
 
     Its first camera is streamed, frame by frame as rendered, to ``out_dir/<name>.mp4``
@@ -285,8 +301,14 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     files, simulated timestamps). ``should_stop`` is polled after every video frame's
     worth of physics: a reason ends the run early with status ``interrupted``.
     ``on_progress`` gets ``{"simulated_s", "frames"}`` every ``progress_every_s`` wall
-    seconds."""
-    loop = scenario_loop(sc, can_log_dir)
+    seconds. ``bus_timing``: play every frame through a simulated CAN bus (figures in
+    ``RunResult.bus``); ``traffic_path``: record all bus traffic there (``twin.recording``:
+    .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``). ``prelude`` gets the
+    recorder before the physics starts (to film what comes first); ``captions(now,
+    planner)`` gives the lines burned into each frame; ``on_planner`` gets the scenario's
+    PlanRunner once it exists."""
+    loop = scenario_loop(sc, can_log_dir, bus_timing)
+    traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
     twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
     by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
@@ -316,7 +338,13 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
     done, stopped_by = 0, None
     try:
         planner = PlanRunner(loop, sc.plans) if sc.plans else None
+        if planner is not None and on_planner is not None:
+            on_planner(planner)
         recorder, reason = _open_recorder(sc, twin, out_dir, record)
+        if recorder is not None and prelude is not None:
+            t2 = time.perf_counter()
+            prelude(recorder)
+            render_s += time.perf_counter() - t2
         while done < total:
             if should_stop is not None and (stopped_by := should_stop()) is not None:
                 break
@@ -328,7 +356,7 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
             if recorder is not None:
                 t2 = time.perf_counter()
                 try:
-                    recorder.capture(twin.data)
+                    recorder.capture(twin.data, captions(twin.time, planner) if captions else None)
                 except OSError as err:  # the encoder died: keep simulating, say why
                     reason = f"video encoder failed after {recorder.frames} frames: {err}"
                     recorder.close()
@@ -352,6 +380,10 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         if planner is not None:
             planner.close("the run was interrupted" if stopped_by else "the scenario ended")
         pipeline = _pipeline_figures(loop)
+        bus = loop.bus_report()
+        latencies = loop.bus_timing.latencies() if loop.bus_timing is not None else {}
+        if traffic is not None:
+            traffic.close()
         loop.close()
     return RunResult(
         scenario=sc.name,
@@ -371,6 +403,8 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
         stopped_by=stopped_by,
         refused_targets={a.value: dict(sorted(c.items())) for a, c in loop.refused.items()},
         base=base.summary(out_dir) if base is not None else {},
+        bus=bus,
+        bus_latencies_s=latencies,
     )
 
 

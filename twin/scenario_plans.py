@@ -14,7 +14,7 @@ is still running waits for it. Each step's outcome lands in the run summary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -53,7 +53,9 @@ class PlanRunner:
         self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock,
                                      loop_executor_config(loop))
         self.results: list[dict] = []
+        self.executed: list[tuple[PlanStep, object]] = []  # (step, planners Plan) started
         self._next = 0
+        self._last: PlanStep | None = None
         self._active: tuple[Execution, dict] | None = None
         loop.twin.scheduler.add("plans", loop.config.owner_rate_hz, self._task)
 
@@ -80,6 +82,7 @@ class PlanRunner:
         except ValueError as err:  # a goal outside the joint limits, a wrong shape
             self.results.append({**row, "status": "invalid_goal", "reason": str(err)})
             return
+        self._last = step
         row["status"] = result.status.value
         if not result.ok:
             self.results.append({**row, "reason": result.reason})
@@ -88,6 +91,7 @@ class PlanRunner:
         row.update({"plan_duration_s": round(plan.duration_s, 4),
                     "plan_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
                     "planning_s": round(plan.stage_times_s["total"], 4)})
+        self.executed.append((step, plan))
         ex = self.executor.begin(plan_arrays(plan))
         if ex.done:  # acquisition failed: every arm released
             self._finish(ex, row)
@@ -104,6 +108,50 @@ class PlanRunner:
                     "max_deviation_rad": round(rep.max_deviation_rad, 6)})
         self.results.append(row)
         self._active = None
+
+    # ------------------------------------------------------------- live control
+    def run_next_now(self) -> PlanStep | None:
+        """Start the next step at the next tick instead of at its time (after the plan now
+        executing, if any); None when no step is left."""
+        if self._next >= len(self.steps):
+            return None
+        step = self.steps[self._next] = replace(self.steps[self._next], t=0.0)
+        return step
+
+    def replan(self, seed: int | None = None) -> PlanStep | None:
+        """Plan the last started step again from where the arms are now, with ``seed``
+        (default: its seed + 1), at the next tick; None when no step was started yet."""
+        if self._last is None:
+            return None
+        step = replace(self._last, t=0.0, seed=self._last.seed + 1 if seed is None else seed)
+        self.steps.insert(self._next, step)
+        return step
+
+    def abort_active(self, why: str) -> bool:
+        """Abort the plan executing now (its row says ``why``); False when none is."""
+        if self._active is None:
+            return False
+        ex, row = self._active
+        ex.abort(why)
+        self._finish(ex, row)
+        return True
+
+    def status(self, now: float) -> dict:
+        """What the planner is doing at ``now`` [s]: ``state`` (``executing``, ``waiting``
+        for a step's time, ``idle`` with no step left), the step number, the active or
+        last plan's clearance [m], its progress (0..1) and the last finished row."""
+        out: dict = {"steps": len(self.steps), "next_step": self._next,
+                     "last": self.results[-1] if self.results else None}
+        if self._active is not None:
+            ex, row = self._active
+            duration = max(row.get("plan_duration_s", 0.0), 1e-9)
+            out.update(state="executing", step=self._next, clearance_m=row.get("plan_min_clearance_m"),
+                       progress=min(1.0, max(0.0, (now - row["started_s"]) / duration)))
+        elif self._next < len(self.steps):
+            out.update(state="waiting", step=self._next + 1, at_s=self.steps[self._next].t)
+        else:
+            out.update(state="idle")
+        return out
 
     def close(self, why: str = "the scenario ended") -> None:
         """End of the run (``why``: what ended it): report a plan still executing as

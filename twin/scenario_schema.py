@@ -367,6 +367,10 @@ class ScenarioFile(_Strict):
         "(gravity compensation at 500 Hz)")
     base: list[BaseStep] = Field(default_factory=list, description=(
         "tracked-base drive steps (robot 'rob' only); the lidars run and merge while it drives"))
+    quality: Literal["auto", "fast", "full"] = Field(
+        default="auto", description="video render quality: fast (no shadows, reflections or "
+        "multisampling; suits a software GL renderer), full (the model's own settings), auto "
+        "(fast on a software GL renderer, full on a GPU)")
 
     @field_validator("initial")
     @classmethod

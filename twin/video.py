@@ -10,15 +10,24 @@ import numpy as np
 
 from controllers.errors import RobTwinError
 
+from .captions import burn_captions
+from .render_quality import apply_scene_flags, offscreen_settings, resolve_quality
+
 
 class RenderUnavailable(RobTwinError, RuntimeError):
     """No OpenGL context could be made (no EGL/OSMesa/display); the message says why."""
 
 
-def make_renderer(model: mujoco.MjModel, width: int = 640, height: int = 480) -> mujoco.Renderer:
+def make_renderer(model: mujoco.MjModel, width: int = 640, height: int = 480,
+                  quality: str = "full") -> mujoco.Renderer:
+    """An offscreen renderer of ``width`` x ``height`` pixels at ``quality`` (``fast`` or
+    ``full``, ``twin.render_quality``)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
-        return mujoco.Renderer(model, height, width)
+        with offscreen_settings(model, quality, width, height):
+            renderer = mujoco.Renderer(model, height, width)
+        apply_scene_flags(renderer.scene, quality)
+        return renderer
     except Exception as err:  # mujoco raises plain Exceptions for GL failures
         raise RenderUnavailable(
             f"no GL backend for offscreen rendering (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): {err}"
@@ -31,16 +40,18 @@ class VideoRecorder:
     With ``path`` the frames go straight to ffmpeg (imageio-ffmpeg, libx264), nothing is
     kept in memory. The file is a fragmented MP4 with a keyframe every second: if the
     process dies, the frames encoded so far stay playable. ``frames`` counts the frames
-    sent; without ``path`` frames are only rendered (``capture`` returns them)."""
+    sent; without ``path`` frames are only rendered (``capture`` returns them).
+    ``quality``: ``fast``, ``full`` or ``auto``/None (``twin.render_quality``)."""
 
     def __init__(self, model: mujoco.MjModel, camera: str, fps: int = 30, width: int = 640,
-                 height: int = 480, path: Path | None = None):
+                 height: int = 480, path: Path | None = None, quality: str | None = None):
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
             from controllers.names import UnknownNameError
 
             raise UnknownNameError("camera", camera, [model.camera(i).name for i in range(model.ncam)])
-        self.camera, self.fps, self.size = camera, fps, (width, height)
-        self.renderer = make_renderer(model, width, height)
+        self.model, self.camera, self.fps, self.size = model, camera, fps, (width, height)
+        self.quality = resolve_quality(quality)
+        self.renderer = make_renderer(model, width, height, self.quality)
         self.frames = 0
         self.path: Path | None = None
         self._encoder = None
@@ -66,10 +77,13 @@ class VideoRecorder:
         encoder.send(None)  # starts ffmpeg
         self._encoder, self.path = encoder, path
 
-    def capture(self, data: mujoco.MjData) -> np.ndarray:
-        """Render one frame (height x width x 3, uint8) and send it to the encoder."""
+    def capture(self, data: mujoco.MjData, captions: list[str] | None = None) -> np.ndarray:
+        """Render one frame (height x width x 3, uint8), burn ``captions`` (lines of text,
+        top left) into it and send it to the encoder."""
         self.renderer.update_scene(data, camera=self.camera, scene_option=self.options)
         frame = self.renderer.render()
+        if captions:
+            frame = burn_captions(frame, captions)
         if self._encoder is not None:
             self._encoder.send(np.ascontiguousarray(frame))
         self.frames += 1

@@ -97,6 +97,8 @@ class FaultInjectingBus(can.BusABC):
         self.delayed = 0
         self.refused = 0
         self.timed_out = 0
+        # the bus timing layer, when on: told of frames destroyed on the wire and of bus-off
+        self.on_wire_fault: Callable[[str, can.Message], None] | None = None
         super().__init__(channel=inner.channel_info)
         self.channel_info = f"fault-injecting {inner.channel_info}"
 
@@ -120,6 +122,8 @@ class FaultInjectingBus(can.BusABC):
         if f:
             if f.first(FaultKind.BUS_OFF, arm, now):
                 self.refused += 1
+                if self.on_wire_fault is not None:
+                    self.on_wire_fault("bus_off", msg)
                 raise can.CanOperationError("bus-off (injected): the controller refuses to send")
             spec = f.first(FaultKind.PARTIAL_BATCH, arm, now)
             if spec and k >= spec.params["accept_frames"]:
@@ -134,6 +138,8 @@ class FaultInjectingBus(can.BusABC):
             spec = f.first(FaultKind.DROP, arm, now)
             if spec and self._rng.random() < spec.params["probability"]:
                 self.dropped += 1
+                if self.on_wire_fault is not None:
+                    self.on_wire_fault("drop", msg)
                 return  # the controller accepted it; the wire lost it
             spec = f.first(FaultKind.DELAY, arm, now)
             if spec:

@@ -1,0 +1,125 @@
+"""Regression sweep: run every scenario of a folder (in parallel processes, no video),
+compare each run's figures with its baseline (``DIR/baselines/NAME.json``), report what
+changed. ``update=True`` writes the baselines instead (keeping their tolerances).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from controllers.errors import RobTwinError
+from experiments.output import markdown_table, write_json
+from experiments.sweep.figures import DEFAULT_TOLERANCE, compare, run_figures
+
+
+class SweepInputError(RobTwinError, ValueError):
+    """A sweep folder that holds no scenarios (or does not exist)."""
+
+
+def run_one(path: str, out_dir: str) -> dict:
+    """Run scenario ``path`` headless (no video): {"name", "figures", "wall_s"} or {"error"}."""
+    from twin.report import summarize
+    from twin.scenario import Scenario, run_scenario
+
+    t0 = time.perf_counter()
+    name = Path(path).stem
+    try:
+        sc = Scenario.load(path)
+        name = sc.name
+        result = run_scenario(sc, out_dir=Path(out_dir) / sc.name, record=False, progress=False)
+        summary = summarize(result, Path(out_dir) / sc.name)
+        return {"name": name, "figures": run_figures(summary), "wall_s": time.perf_counter() - t0}
+    except Exception as err:  # a scenario that cannot run is a regression, not a crash
+        return {"name": name, "error": f"{type(err).__name__}: {err}", "wall_s": time.perf_counter() - t0}
+
+
+def scenario_files(folder: Path) -> list[Path]:
+    """The scenario files of ``folder`` (``*.json``, JSON schemas left out)."""
+    if not folder.is_dir():
+        raise SweepInputError(f"sweep folder {str(folder)!r} does not exist; valid: a folder of scenario .json files")
+    files = sorted(f for f in folder.glob("*.json") if not f.name.endswith(".schema.json"))
+    if not files:
+        raise SweepInputError(f"sweep folder {str(folder)!r} holds no *.json scenario; valid: a folder of scenario files")
+    return files
+
+
+def run_all(files: list[Path], out_dir: Path, workers: int | None, progress: bool) -> list[dict]:
+    """Run the scenarios, ``workers`` at a time (1: in this process)."""
+    from experiments.study.backends import default_workers
+
+    workers = min(workers or default_workers(), len(files))
+    bar = tqdm(total=len(files), unit="scenario", desc="sweep", disable=not progress, file=sys.stderr)
+    results = []
+    try:
+        if workers <= 1:
+            for f in files:
+                results.append(run_one(str(f), str(out_dir)))
+                bar.update(1)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                futures = {pool.submit(run_one, str(f), str(out_dir)): f for f in files}
+                for fut in cf.as_completed(futures):
+                    try:
+                        results.append(fut.result())
+                    except Exception as err:  # the worker process died
+                        results.append({"name": futures[fut].stem, "error": f"worker died: {err}", "wall_s": 0.0})
+                    bar.update(1)
+    finally:
+        bar.close()
+    return sorted(results, key=lambda r: r["name"])
+
+
+def _baseline_path(baselines: Path, name: str) -> Path:
+    return baselines / f"{name}.json"
+
+
+def run_sweep(folder: Path, *, baselines: Path | None = None, out_dir: Path = Path("out/sweep"),
+              workers: int | None = None, update: bool = False, progress: bool = True) -> dict:
+    """Run and compare (or ``update`` the baselines); return the stamped report (``passed``)."""
+    folder = Path(folder)
+    baselines = Path(baselines or folder / "baselines")
+    files = scenario_files(folder)
+    t0 = time.perf_counter()
+    results = run_all(files, out_dir, workers, progress)
+    wall_s = time.perf_counter() - t0
+    rows, changes = [], []
+    for r in results:
+        path = _baseline_path(baselines, r["name"])
+        stored = json.loads(path.read_text()) if path.is_file() else None
+        if "error" in r:
+            verdict, n_changed = "RUN FAILED", 1
+            changes.append({"scenario": r["name"], "figure": "(run)", "baseline": "ran",
+                            "now": r["error"], "allowed": "exact"})
+        elif update:
+            tolerances = (stored or {}).get("tolerances", {"default": DEFAULT_TOLERANCE})
+            write_json(path, {"scenario": r["name"], "tolerances": tolerances, "figures": r["figures"]})
+            verdict, n_changed = "baseline written", 0
+        elif stored is None:
+            verdict, n_changed = "NO BASELINE", 1
+            changes.append({"scenario": r["name"], "figure": "(baseline)", "baseline": "(absent)",
+                            "now": f"run --update-baselines to write {path}", "allowed": "exact"})
+        else:
+            diff = compare(stored["figures"], r["figures"], stored.get("tolerances", {}))
+            changes += [{"scenario": r["name"], **d} for d in diff]
+            verdict, n_changed = ("REGRESSION" if diff else "ok"), len(diff)
+        rows.append({"scenario": r["name"], "figures": len(r.get("figures", {})),
+                     "changed": n_changed, "wall_s": round(r["wall_s"], 2), "verdict": verdict})
+    passed = not changes
+    table_md = markdown_table(rows) + ("\nWhat changed:\n\n" + markdown_table(
+        changes, ["scenario", "figure", "baseline", "now", "allowed"]) if changes else "")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md = out_dir / "sweep.md"
+    md.write_text(f"# Sweep of `{folder}` (simulated)\n\nhardware_io: false.\n\n{table_md}")
+    return write_json(out_dir / "sweep.json", {
+        "folder": str(folder), "baselines": str(baselines), "scenarios": len(results),
+        "workers": workers, "wall_s": round(wall_s, 3), "passed": passed,
+        "verdict": "PASS" if passed else "REGRESSION", "updated": update,
+        "rows": rows, "changes": changes, "table_md": table_md, "report": str(md)})

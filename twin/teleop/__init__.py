@@ -1,0 +1,12 @@
+"""Teleoperation of both arms from a browser or a WebXR headset, through the arm owners.
+
+Public entry points: ``TeleopApp`` (closed loop + server), ``TeleopController`` (input
+frames -> clutch -> safety filter -> owners), ``parse_message`` (the wire protocol).
+"""
+
+from .app import AppConfig, TeleopApp
+from .controller import TeleopConfig, TeleopController
+from .messages import PROTOCOL_VERSION, TeleopMessageError, parse_message
+
+__all__ = ["AppConfig", "PROTOCOL_VERSION", "TeleopApp", "TeleopConfig", "TeleopController",
+           "TeleopMessageError", "parse_message"]

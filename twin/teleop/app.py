@@ -1,0 +1,272 @@
+"""``rob-twin teleop``: the closed loop in real time plus the teleop server.
+
+Threads: the *loop thread* owns the Twin (physics, owners' ticks, buses, the head
+camera, the grippers, the MuJoCo viewer when a display exists); the *server thread*
+owns the teleop controller (clutches, IK, safety filter), the websocket clients and
+the telemetry. They meet only through the owners' thread-safe API (``submit``,
+``commanded_state``, ``release``, ``reset``) and plain value reads.
+
+The scenario gives the initial state and the faults; its keyframes and plans are not
+streamed (the operator drives).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from controllers.names import Arm, gripper_actuator, group_arms
+from planners.collision import CollisionChecker, CollisionConfig
+
+from .controller import TeleopConfig, TeleopController
+from .safety import ArmSafetyFilter, SafetyConfig
+from .server import ServerConfig, TeleopServer
+from .telemetry import TelemetrySource
+
+CLEARANCE_HORIZON_M = 0.10  # telemetry reports clearances up to 10 cm
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """scenario: a scenario file (None: the demo scenario's initial state); camera_hz:
+    head-camera JPEG rate [Hz] (0: off); camera_size: (width, height) [px]; viewer: open
+    the MuJoCo viewer (None: when a display exists)."""
+
+    scenario: str | None = None
+    server: ServerConfig = field(default_factory=ServerConfig)
+    teleop: TeleopConfig = field(default_factory=TeleopConfig)
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    camera_hz: float = 2.0
+    camera_size: tuple[int, int] = (320, 240)
+    viewer: bool | None = None
+
+
+class HeadCamera:
+    """Renders the head camera as JPEG in the loop thread; ``latest()`` from any thread.
+
+    Rendering runs on the loop thread (it owns the MjData), so a slow renderer would stall
+    physics and the owners' ticks: a probe render at start-up that takes longer than
+    ``budget_s`` turns the camera off, and telemetry says why (software EGL on a loaded
+    2-core machine took 0.5-0.8 s per frame)."""
+
+    def __init__(self, model, data, size: tuple[int, int], budget_s: float = 0.03):
+        self.reason = "starting"
+        self._latest: tuple[int, bytes] | None = None
+        self._seq = 0
+        self._renderer = None
+        try:
+            import mujoco
+
+            from controllers.names import HEAD_CAMERA
+            self._renderer = mujoco.Renderer(model, size[1], size[0])
+            self._camera = HEAD_CAMERA
+            self.render(data)  # warm-up (context, textures)
+            t0 = time.perf_counter()
+            self.render(data)
+            took = time.perf_counter() - t0
+        except Exception as err:  # no GL: telemetry says why, the rest runs
+            self.close()
+            self.reason = f"head camera off: rendering unavailable ({type(err).__name__}: {err})"
+            return
+        if took > budget_s:
+            self.close()
+            self.reason = (f"head camera off: one frame took {took * 1e3:.0f} ms to render, over the "
+                           f"{budget_s * 1e3:.0f} ms budget of the loop thread (no GPU rendering here?)")
+        else:
+            self.reason = f"ok ({took * 1e3:.1f} ms per frame)"
+
+    def render(self, data) -> None:
+        if self._renderer is None:
+            return
+        import io
+
+        from PIL import Image
+
+        self._renderer.update_scene(data, camera=self._camera)
+        buf = io.BytesIO()
+        Image.fromarray(self._renderer.render()).save(buf, format="JPEG", quality=70)
+        self._seq += 1
+        self._latest = (self._seq, buf.getvalue())
+
+    def latest(self) -> tuple[int, bytes] | None:
+        return self._latest
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+class TeleopApp:
+    """The whole teleop session. ``start()`` runs the loop in a background thread (tests,
+    benchmarks); ``run()`` runs it in the calling thread (the CLI)."""
+
+    def __init__(self, config: AppConfig | None = None, ssl_context=None):
+        self.config = config or AppConfig()
+        self.ssl_context = ssl_context
+        self.loop = None
+        self.controller: TeleopController | None = None
+        self.server: TeleopServer | None = None
+        self.camera: HeadCamera | None = None
+        self.frame_times_s: list[float] = []  # loop-thread compute time per frame [s]
+        self.frame_gaps_s: list[float] = []  # wall time between frames [s]
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        from twin.scenario import Scenario, demo_scenario, scenario_loop
+
+        sc = Scenario.load(self.config.scenario) if self.config.scenario else demo_scenario()
+        self.loop = loop = scenario_loop(sc)
+        model = loop.twin.model
+        checker = CollisionChecker(model, group_arms())
+        meter = CollisionChecker(model, group_arms(), CollisionConfig(horizon_m=CLEARANCE_HORIZON_M))
+        reference = loop.twin.data.qpos.copy()
+        torso = _torso_angle(loop)
+        moving = tuple(a.value for a in Arm)
+        owners = {arm: loop.drivers[arm].owner for arm in Arm}
+        filters = {arm: ArmSafetyFilter(arm, checker.session(moving, reference),
+                                        np.array(loop.config.owner.max_acceleration), torso,
+                                        self.config.safety) for arm in Arm}
+        self.controller = TeleopController(owners, filters, self.config.teleop)
+        if self.config.camera_hz > 0:
+            self.camera = HeadCamera(model, loop.twin.data, self.config.camera_size)
+        source = TelemetrySource(loop, self.controller, meter.session(moving, reference), self.camera)
+        self.server = TeleopServer(self.controller, source, self.config.server, self.ssl_context)
+        self._gripper_ctrl = {arm: _actuator_id(model, gripper_actuator(arm)) for arm in Arm}
+        self._gripper_open = {arm: float(model.actuator_ctrlrange[i][1]) for arm, i in self._gripper_ctrl.items()}
+
+    def _on_frame(self, handle=None) -> bool:
+        t0 = time.perf_counter()
+        if self.frame_times_s:
+            self.frame_gaps_s.append(t0 - self._last_frame)
+        self._last_frame = t0
+        data = self.loop.twin.data
+        for arm, h in self.controller.hands.items():  # trigger closes the gripper
+            data.ctrl[self._gripper_ctrl[arm]] = self._gripper_open[arm] * (1.0 - h.gripper)
+        if self.camera is not None and self.loop.time >= self._next_camera:
+            self._next_camera = self.loop.time + 1.0 / self.config.camera_hz
+            self.camera.render(data)
+        if handle is not None:
+            handle.sync()
+            if not handle.is_running():
+                return False
+        self.frame_times_s.append(time.perf_counter() - t0)
+        return not self._stop.is_set()
+
+    def _serve(self, seconds: float, handle=None) -> None:
+        self._next_camera = 0.0
+        self._last_frame = time.perf_counter()
+        self.server.start()
+        self._ready.set()
+        try:
+            self.loop.run_realtime(seconds, lambda: self._on_frame(handle))
+        finally:
+            self.server.stop()
+            if self.camera is not None:
+                self.camera.close()
+            self.loop.close()
+
+    # ------------------------------------------------------------------ running
+    def run(self, seconds: float = float("inf")) -> None:
+        """Build and run in the calling thread (with the viewer when configured)."""
+        self._build()
+        viewer = self.config.viewer
+        if viewer is None:
+            viewer = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+        if not viewer:
+            self._serve(seconds)
+            return
+        import mujoco.viewer
+
+        with mujoco.viewer.launch_passive(self.loop.twin.model, self.loop.twin.data) as handle:
+            self._serve(seconds, handle)
+
+    def start(self, timeout_s: float = 60.0) -> TeleopApp:
+        """Build and run in a background thread; returns when the server listens."""
+
+        def target() -> None:
+            try:
+                self._build()
+                self._serve(float("inf"))
+            except BaseException as err:
+                self._error = err
+                self._ready.set()
+
+        self._thread = threading.Thread(target=target, name="teleop-loop", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise TimeoutError(f"teleop app did not start within {timeout_s} s")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10.0)
+
+    def __enter__(self) -> TeleopApp:
+        return self if self._thread is not None else self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _actuator_id(model, name: str) -> int:
+    import mujoco
+
+    return int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name))
+
+
+def _torso_angle(loop) -> float:
+    from controllers.names import TORSO_JOINT
+    from models.loading import joint_qpos_index
+
+    return float(loop.twin.data.qpos[joint_qpos_index(loop.twin.model, TORSO_JOINT)])
+
+
+def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
+    return replace(config, server=replace(config.server, host=host, port=port))
+
+
+def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
+               cert_dir: str | None = None, seconds: float = float("inf"),
+               viewer: bool | None = None, camera_hz: float = 2.0) -> int:
+    """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``)."""
+    ssl_context, host = None, "127.0.0.1"
+    if lan:
+        from .certs import DEFAULT_CERT_DIR, ensure_certificate, lan_addresses, server_ssl_context
+
+        cert = ensure_certificate(cert_dir or DEFAULT_CERT_DIR)
+        ssl_context, host = server_ssl_context(cert), "0.0.0.0"
+        print(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
+        print(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
+        addrs = lan_addresses()
+    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz), host, port)
+    app = TeleopApp(cfg, ssl_context)
+
+    def announce() -> None:
+        app._ready.wait()
+        url = app.server.url
+        print(f"teleop: operator page {url}  watcher page {url}watch  (simulated; hardware_io: false)")
+        if lan:
+            for a in addrs:
+                print(f"  on the LAN: https://{a}:{app.server.port}/  (accept the self-signed certificate)")
+        print("  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        app.run(seconds)
+    except KeyboardInterrupt:
+        pass
+    counts = dict(app.controller.counts) if app.controller else {}
+    print(f"teleop ended: {counts}")
+    return 0

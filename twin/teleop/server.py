@@ -1,0 +1,271 @@
+"""One server, one port: the page, its websocket (``/ws``) and the telemetry stream.
+
+Runs an asyncio event loop (``websockets``) in its own thread. Static assets are served
+from this package's ``static/`` folder by ``process_request`` (no CDN, nothing fetched
+at run time). Per client: a hello within ``hello_timeout_s``, frames of at most
+``MAX_FRAME_BYTES`` (larger ones are dropped and counted; above ``max_message_bytes``
+the library closes the socket), a token-bucket rate limit (excess frames dropped and
+counted), a keepalive ping (a client that stops reading is closed after
+``ping_timeout_s``; for the operator that is a socket loss: both hands brake).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import mimetypes
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from .controller import TeleopController
+from .messages import (
+    MAX_FRAME_BYTES,
+    Hello,
+    InputFrame,
+    ResetRequest,
+    TeleopMessageError,
+    encode,
+    parse_message,
+)
+from .telemetry import TelemetryHub, TelemetrySource
+
+STATIC_DIR = Path(__file__).parent / "static"
+ROUTES = {"/": "index.html", "/watch": "watch.html"}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """host/port: where to bind (port 0: any free port); rate_hz/burst: per-client input
+    token bucket [frames/s, frames]; telemetry_hz [Hz]; poll_hz: staleness checks [Hz];
+    hello_timeout_s, ping_interval_s, ping_timeout_s [s]; max_message_bytes: the library's
+    hard cap (closes the socket); send_buffer_bytes: a small kernel send buffer makes a
+    slow client's writes block early, so it gets fresh values rather than a backlog."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    rate_hz: float = 150.0
+    burst: int = 30
+    telemetry_hz: float = 30.0
+    poll_hz: float = 200.0
+    hello_timeout_s: float = 2.0
+    ping_interval_s: float = 1.0
+    ping_timeout_s: float = 2.0
+    max_message_bytes: int = 65536
+    send_buffer_bytes: int | None = None  # per-client kernel send buffer (None: the OS default)
+
+
+def default_config() -> ServerConfig:
+    return ServerConfig()
+
+
+class TokenBucket:
+    def __init__(self, rate_hz: float, burst: int):
+        self.rate, self.burst = rate_hz, float(burst)
+        self.tokens, self.t = float(burst), time.monotonic()
+
+    def allow(self, now: float) -> bool:
+        self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
+        self.t = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+def _static_response(path: str) -> Response:
+    name = ROUTES.get(path) or (path[len("/static/"):] if path.startswith("/static/") else None)
+    files = {p.name: p for p in STATIC_DIR.iterdir() if p.is_file()} if STATIC_DIR.is_dir() else {}
+    if name not in files:
+        body = f"not found: {path}; pages: / (operator), /watch (watcher)\n".encode()
+        return Response(404, "Not Found", Headers({"Content-Type": "text/plain; charset=utf-8",
+                                                    "Content-Length": str(len(body))}), body)
+    body = files[name].read_bytes()
+    ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    if name.endswith(".js"):
+        ctype = "text/javascript"
+    if ctype.startswith("text/"):
+        ctype += "; charset=utf-8"
+    return Response(200, HTTPStatus.OK.phrase, Headers({
+        "Content-Type": ctype, "Content-Length": str(len(body)), "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff"}), body)
+
+
+class TeleopServer:
+    """The asyncio server thread; ``start()`` returns once the port is bound."""
+
+    def __init__(self, controller: TeleopController, source: TelemetrySource,
+                 config: ServerConfig | None = None, ssl_context: ssl.SSLContext | None = None):
+        self.config = config or default_config()
+        self.controller = controller
+        self.source = source
+        self.ssl_context = ssl_context
+        self.hub: TelemetryHub | None = None
+        self.counts = controller.counts  # server-side drops share the controller's counters
+        self.port: int | None = None
+        self._ids = itertools.count(1)
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self.telemetry_log: list[float] = []  # publish stamps [s] (monotonic)
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.ssl_context else "http"
+        host = self.config.host if self.config.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"{scheme}://{host}:{self.port}/"
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http", "ws", 1) + "ws"
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        self._thread = threading.Thread(target=self._run, name="teleop-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise TimeoutError(f"teleop server did not start within {timeout_s} s")
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def call(self, fn) -> None:
+        """Run ``fn()`` on the server's thread (thread-safe, does not wait)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(fn)
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as err:  # reported to start()'s caller
+            self._error = err
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self.hub = TelemetryHub()
+        c = self.config
+        async with serve(self._handler, c.host, c.port, ssl=self.ssl_context,
+                         process_request=self._process_request, compression=None,
+                         max_size=c.max_message_bytes, ping_interval=c.ping_interval_s,
+                         ping_timeout=c.ping_timeout_s, close_timeout=1.0) as server:
+            self.port = server.sockets[0].getsockname()[1]
+            tasks = [asyncio.create_task(self._poll_task()), asyncio.create_task(self._telemetry_task())]
+            self._ready.set()
+            await self._stop.wait()
+            for t in tasks:
+                t.cancel()
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/ws":
+            return None
+        return _static_response(path)
+
+    async def _poll_task(self) -> None:
+        period = 1.0 / self.config.poll_hz
+        while True:
+            self.controller.poll()
+            await asyncio.sleep(period)
+
+    async def _telemetry_task(self) -> None:
+        period = 1.0 / self.config.telemetry_hz
+        deadline = time.monotonic()
+        while True:
+            text = self.source.telemetry()
+            self.telemetry_log.append(time.monotonic())
+            self.hub.fanout("telemetry", text)
+            cam = self.source.camera_frame()
+            if cam is not None:
+                self.hub.fanout("camera", cam)
+            deadline += period
+            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+
+    async def _sender(self, ws: ServerConnection, slot) -> None:
+        try:
+            while True:
+                for text in await slot.take():
+                    await ws.send(text)
+                    slot.sent += 1
+        except ConnectionClosed:
+            pass
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        client = f"client-{next(self._ids)}"
+        counts = self.counts
+        if self.config.send_buffer_bytes:
+            sock = ws.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
+        try:
+            first = await asyncio.wait_for(ws.recv(), self.config.hello_timeout_s)
+            hello = parse_message(first)
+            if not isinstance(hello, Hello):
+                raise TeleopMessageError("type", "input before hello", "hello first")
+        except (TimeoutError, TeleopMessageError) as err:
+            counts["refused_handshakes"] += 1
+            await ws.close(1008, f"expected a hello frame: {err}"[:120])
+            return
+        except ConnectionClosed:
+            return
+        role = self.controller.hello(client, hello)
+        try:
+            await ws.send(encode("welcome", client=client, role=role, session=hello.session,
+                                 limits={"max_frame_bytes": MAX_FRAME_BYTES, "rate_hz": self.config.rate_hz,
+                                         "input_timeout_s": self.controller.config.input_timeout_s,
+                                         "operator_ttl_s": self.controller.config.operator_ttl_s}))
+        except ConnectionClosed:
+            self.controller.disconnect(client)
+            return
+        slot = self.hub.add(client)
+        sender = asyncio.create_task(self._sender(ws, slot))
+        bucket = TokenBucket(self.config.rate_hz, self.config.burst)
+        try:
+            async for raw in ws:
+                received = time.monotonic()
+                if not bucket.allow(received):
+                    counts["rate_dropped"] += 1
+                    continue
+                if len(raw) > MAX_FRAME_BYTES:
+                    counts["oversize_dropped"] += 1
+                    slot.put("error", encode("error", reason=f"frame of {len(raw)} bytes > {MAX_FRAME_BYTES}"))
+                    continue
+                try:
+                    msg = parse_message(raw)
+                except TeleopMessageError as err:
+                    counts["malformed"] += 1
+                    slot.put("error", encode("error", reason=str(err)))
+                    continue
+                if isinstance(msg, InputFrame):
+                    why = self.controller.handle_input(client, msg, received)
+                    if why:
+                        slot.put("refused", encode("refused", reason=why))
+                elif isinstance(msg, Hello):
+                    role = self.controller.hello(client, msg)
+                    slot.put("welcome", encode("welcome", client=client, role=role, session=msg.session))
+                elif isinstance(msg, ResetRequest):
+                    why = self.controller.reset(client, msg)
+                    slot.put("reset", encode("reset", arm=msg.arm.value, ok=not why, reason=why))
+        except ConnectionClosed:
+            pass
+        finally:
+            sender.cancel()
+            self.hub.remove(client)
+            self.controller.disconnect(client)

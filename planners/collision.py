@@ -24,7 +24,7 @@ import copy
 import math
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -75,6 +75,7 @@ class Clearance:
         return self.distance_m >= margin_m
 
 
+_NOTHING_NEAR = Clearance(math.inf, None)
 ARM_CONTYPE, ARM_CONAFFINITY = 1, 3  # arms collide with arms (bit 0) and others (bit 1)
 OTHER_CONTYPE, OTHER_CONAFFINITY = 2, 1  # others collide with arms only
 
@@ -179,6 +180,7 @@ class CheckSession:
         self.reference_qpos.flags.writeable = False
         self.checked = checker.pairs.checked_table(moving)
         self._local = threading.local()
+        self._pairs: dict[tuple[int, int], GeomPair] = {}
         self.checks = 0
 
     def _data(self) -> mujoco.MjData:
@@ -211,16 +213,60 @@ class CheckSession:
         """Smallest checked distance within the horizon at stacked ``q`` and its pair."""
         d = self._collide(q)
         if d.ncon == 0:
-            return Clearance(math.inf, None)
+            return _NOTHING_NEAR
         con = d.contact
         geom = con.geom
-        near = np.flatnonzero(self.checked[geom[:, 0], geom[:, 1]])
-        if near.size == 0:
-            return Clearance(math.inf, None)
-        dist = con.dist[near]
-        k = int(np.argmin(dist))
-        g1, g2 = geom[near[k]]
-        return Clearance(float(dist[k]), self.checker.pairs.pair(g1, g2))
+        near = self.checked[geom[:, 0], geom[:, 1]]
+        if not near.any():
+            return _NOTHING_NEAR
+        dist = np.where(near, con.dist, np.inf)
+        k = int(dist.argmin())  # the first smallest among checked pairs, as before
+        return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
+
+    def sweep(self, states: np.ndarray,
+              on_state: Callable[[int], None] | None = None) -> tuple[int, int, Clearance]:
+        """Check the rows of ``states`` (stacked configurations) in order, stopping at the
+        first within the margin. Returns (index of that state or -1, index of the state
+        with the smallest clearance so far (first of equals; -1 when nothing was within
+        the horizon), its Clearance, or the hit's when there is a hit). Same figures as
+        calling ``clearance`` per row, without building a Clearance per state.
+        ``on_state(i)`` is called right after row i's collision pass (its contacts are in
+        this session's data), e.g. to record every pair's distance for a certificate."""
+        d = self._data()
+        m, index, checked, margin = self.model, self.index, self.checked, self.margin
+        best, best_i, best_pair = math.inf, -1, (0, 0)
+        for i in range(states.shape[0]):
+            d.qpos[index] = states[i]
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_collision(m, d)
+            self.checks += 1
+            if on_state is not None:
+                on_state(i)
+            if d.ncon == 0:
+                continue
+            con = d.contact
+            geom = con.geom
+            near = checked[geom[:, 0], geom[:, 1]]
+            if not near.any():
+                continue
+            dist = np.where(near, con.dist, np.inf)
+            k = int(dist.argmin())
+            dk = float(dist[k])
+            if dk < margin:
+                return i, i, Clearance(dk, self._pair(int(geom[k, 0]), int(geom[k, 1])))
+            if dk < best:
+                best, best_i, best_pair = dk, i, (int(geom[k, 0]), int(geom[k, 1]))
+        if best_i < 0:
+            return -1, -1, _NOTHING_NEAR
+        return -1, best_i, Clearance(best, self._pair(*best_pair))
+
+    def _pair(self, g1: int, g2: int) -> GeomPair:
+        """The (cached) GeomPair of two geoms."""
+        key = (g1, g2) if g1 < g2 else (g2, g1)
+        pair = self._pairs.get(key)
+        if pair is None:
+            pair = self._pairs[key] = self.checker.pairs.pair(*key)
+        return pair
 
     def full_qpos(self, q: np.ndarray) -> np.ndarray:
         """The full model qpos of stacked ``q`` (reference elsewhere)."""

@@ -14,6 +14,8 @@ Allowed pairs (never checked), each with its reason:
 - ``excluded``: a ``<contact><exclude>`` of the model;
 - ``touching at reference``: two geoms of one arm, at most two weld bodies apart, that are
   within the margin at the model's reference configuration ``qpos0`` (gripper fingers);
+  pairs within ``TOUCHING_TOLERANCE_M`` count at every margin, 0 included (closed
+  fingers sit 1e-17 m apart: contacts of the reference pose stay allowed);
 - ``no arm``: neither geom belongs to an arm (body-body, body-world, world-world pairs
   cannot change while only arm joints move).
 """
@@ -29,6 +31,7 @@ import numpy as np
 
 from planners.errors import GroupNameError, PlannerConfigError
 
+TOUCHING_TOLERANCE_M = 1e-6  # reference distance that counts as touching at any margin [m]
 BODY_OWNER = -1
 WORLD_OWNER = -2
 
@@ -212,7 +215,9 @@ class GeomPairTable:
         return ""
 
     def _touching_at_reference(self, model: mujoco.MjModel, margin_m: float) -> set[frozenset]:
-        """Same-arm geom pairs at most two weld bodies apart within the margin at qpos0."""
+        """Same-arm geom pairs at most two weld bodies apart within the margin (at least
+        ``TOUCHING_TOLERANCE_M``) at qpos0."""
+        within_m = max(margin_m, TOUCHING_TOLERANCE_M)
         probe = mujoco.MjData(model)
         mujoco.mj_kinematics(model, probe)
         out = set()
@@ -223,8 +228,8 @@ class GeomPairTable:
                 b1, b2 = int(model.geom_bodyid[g1]), int(model.geom_bodyid[g2])
                 if _weld_distance(model, b1, b2) > 2:
                     continue
-                dist = mujoco.mj_geomDistance(model, probe, g1, g2, margin_m, None)
-                if dist < margin_m:
+                dist = mujoco.mj_geomDistance(model, probe, g1, g2, within_m, None)
+                if dist < within_m:
                     out.add(frozenset((g1, g2)))
         return out
 

@@ -493,20 +493,20 @@ class ArmGroup:
         states checked). A hit is (time, Clearance). ``recorder`` keeps every pair's
         distance at each checked state for the certificate. States checked is -1 when
         ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
-        margin = self.config.collision.margin_m
         dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
         best, best_t = Clearance(math.inf, None), None
-        for i in range(dense.size):
-            if deadline is not None and i % 32 == 0 and time.perf_counter() > deadline:
+        for lo in range(0, dense.size, 32):
+            if deadline is not None and time.perf_counter() > deadline:
                 return None, None, -1
-            c = meter.clearance(q[i])
-            if recorder is not None:
-                recorder.record(float(dense[i]), q[i], meter)
-            if c.distance_m < best.distance_m:
-                best, best_t = c, float(dense[i])
-            if c.distance_m < margin:
-                return (float(dense[i]), c), None, i + 1
+            chunk = q[lo:lo + 32]
+            on_state = None if recorder is None else (
+                lambda i, lo=lo, chunk=chunk: recorder.record(float(dense[lo + i]), chunk[i], meter))
+            hit_i, best_i, c = meter.sweep(chunk, on_state)
+            if hit_i >= 0:
+                return (float(dense[lo + hit_i]), c), None, lo + hit_i + 1
+            if best_i >= 0 and c.distance_m < best.distance_m:
+                best, best_t = c, float(dense[lo + best_i])
         horizon = self.config.clearance_horizon_m
         if best.pair is None:
             record = ClearanceRecord(horizon, None, None, True)

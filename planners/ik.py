@@ -47,7 +47,12 @@ class IKConfig:
     max_joint_step_rad: continuity mode's default bound on |q - seed| per joint [rad];
     continuity_substeps: SE3 sub-step counts tried in turn by ``solve_continuous``;
     nudge_rad: size of the deterministic nudge of an exact seed towards mid-range [rad];
-    rng_seed: seed of the solver's random restarts (reproducible runs); lm: local solve.
+    rng_seed: seed of the solver's random restarts (reproducible runs); lm: local solve;
+    seed_table_size: joint vectors (seeded, uniform within the limits, shared by solvers of
+    the same arm) whose TCP poses in the torso frame are tabled; table_seeds: how many of
+    the tabled vectors nearest the target (position [m] plus ``TABLE_ROTATION_WEIGHT_M``
+    x rotation-matrix difference) start the local solves of an unseeded ``solve`` before
+    the random restarts (0: random restarts only).
     """
 
     position_tolerance_m: float = 1e-6
@@ -59,8 +64,13 @@ class IKConfig:
     nudge_rad: float = 1e-3
     rng_seed: int = 0
     lm: LMSettings = field(default_factory=LMSettings)
+    seed_table_size: int = 4096
+    table_seeds: int = 4
 
     def __post_init__(self) -> None:
+        for name in ("seed_table_size", "table_seeds"):
+            if getattr(self, name) < 0:
+                raise PlannerConfigError(name, getattr(self, name), ">= 0")
         for name in ("position_tolerance_m", "orientation_tolerance_rad"):
             if not 0.0 < getattr(self, name) <= 1e-2:
                 raise PlannerConfigError(name, getattr(self, name), "0 < tolerance <= 1e-2")
@@ -133,6 +143,8 @@ class IKSolver:
         self.config = config or default_config()
         self.rng = np.random.default_rng(self.config.rng_seed)
         self._reach = _reach_bound(kin)
+        if self.config.table_seeds and self.config.seed_table_size:
+            _seed_table(kin, self.config.seed_table_size)  # built once per arm and process
 
     # ---------------------------------------------------------------- public
     def solve(
@@ -151,7 +163,7 @@ class IKSolver:
         run = _Run(self, target, torso, seed, t0)
         if (early := run.reach_check()) is not None:
             return early
-        starts = [] if seed is None else [seed, self._nudged(seed)]
+        starts = self._table_starts(target, torso) if seed is None else [seed, self._nudged(seed)]
         while run.attempts < self.config.max_attempts and len(run.found) < n_solutions:
             q0 = starts.pop(0) if starts else self.rng.uniform(self.kin.lower, self.kin.upper)
             run.try_local(q0)
@@ -204,12 +216,51 @@ class IKSolver:
         return run.result(IKStatus.NOT_CONVERGED)
 
     # --------------------------------------------------------------- helpers
+    def _table_starts(self, target: pin.SE3, torso: float) -> list[np.ndarray]:
+        """The ``table_seeds`` tabled joint vectors whose TCP pose (torso frame) is nearest
+        ``target`` at ``torso`` (the torso placement is in ``kin.data`` after reach_check)."""
+        cfg = self.config
+        if cfg.table_seeds == 0 or cfg.seed_table_size == 0:
+            return []
+        qs, pos, rot = _seed_table(self.kin, cfg.seed_table_size)
+        self.kin.pose_of(_full(torso, np.zeros(7)))
+        local = self.kin.data.oMi[TORSO_JOINT_ID].actInv(target)
+        w = TABLE_ROTATION_WEIGHT_M
+        score = ((pos - local.translation) ** 2).sum(axis=1) + \
+            (w * w) * ((rot - local.rotation.reshape(9)) ** 2).sum(axis=1)
+        k = min(cfg.table_seeds, len(qs))
+        best = np.argpartition(score, k - 1)[:k]
+        return [qs[i].copy() for i in best[np.argsort(score[best])]]
+
     def _nudged(self, seed: np.ndarray) -> np.ndarray:
         """The seed moved ``nudge_rad`` towards the middle of every joint's range."""
         mid = 0.5 * (self.kin.lower + self.kin.upper)
         return np.clip(
             seed + self.config.nudge_rad * np.sign(mid - seed), self.kin.lower, self.kin.upper
         )
+
+
+TORSO_JOINT_ID = 1  # Pinocchio joint id of the torso yaw in the reduced model
+TABLE_ROTATION_WEIGHT_M = 0.1  # metres per unit of rotation-matrix difference in the table score
+TABLE_RNG_SEED = 12345
+_SEED_TABLES: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _seed_table(kin: ArmKinematics, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(joint vectors, TCP positions, TCP rotations as 9-vectors) in the torso frame for
+    ``size`` seeded uniform joint vectors of ``kin``'s arm; built once per arm and limits."""
+    key = (kin.arm, size, kin.lower.tobytes(), kin.upper.tobytes())
+    table = _SEED_TABLES.get(key)
+    if table is None:
+        rng = np.random.default_rng(TABLE_RNG_SEED)
+        qs = rng.uniform(kin.lower, kin.upper, (size, kin.lower.size))
+        pos, rot = np.empty((size, 3)), np.empty((size, 9))
+        for i, q in enumerate(qs):
+            p = kin.pose_of(_full(0.0, q))
+            local = kin.data.oMi[TORSO_JOINT_ID].actInv(p)
+            pos[i], rot[i] = local.translation, local.rotation.reshape(9)
+        table = _SEED_TABLES[key] = (qs, pos, rot)
+    return table
 
 
 def _full(torso: float, q: np.ndarray) -> np.ndarray:

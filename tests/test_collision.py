@@ -129,3 +129,50 @@ def test_thin_primitive_box_is_flagged():
         ch = CollisionChecker(m, {"arm": ["j1"]})
     assert ch.weak_pairs and "thin primitive box" in ch.weak_pairs[0][1]
     assert any("prefer mesh" in str(w.message) for w in caught)
+
+
+def test_zero_margin_keeps_reference_contacts_allowed_and_still_finds_penetrations(rob):
+    m, home, _ = rob
+    ch = CollisionChecker(m, ROB_ARMS, CollisionConfig(margin_m=0.0, horizon_m=0.0))
+    reasons = {(a.name1, a.name2): a.reason for a in ch.pairs.allowed}
+    assert reasons[("right/finger_a_geom", "right/finger_b_geom")] == "touching at reference"
+    s = ch.session(["right", "left"], home)
+    q = np.concatenate([home[ch.arm_qpos[a]] for a in ("right", "left")])
+    assert s.is_free(q)  # closed fingers 1e-17 m apart do not block the home pose
+    rng = np.random.default_rng(5)
+    ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for a in ("right", "left") for j in ROB_ARMS[a]]
+    lo, hi = m.jnt_range[ids].T
+    hits = sum(not s.is_free(rng.uniform(lo, hi)) for _ in range(100))
+    assert hits > 10  # penetrations are still reported at margin 0
+
+
+def test_zero_margin_group_plans():
+    from planners.group import ArmGroup, GroupConfig
+
+    m, home = rob_home()
+    g = ArmGroup(m, ROB_ARMS, GroupConfig(collision=CollisionConfig(0.0, 0.0)))
+    g.set_qpos(home)
+    r = g.plan({a: g.arm_q(a) + 0.2 for a in g.arm_names})
+    assert r.ok, r.reason
+
+
+def test_sweep_matches_clearance_per_state(rob):
+    m, home, _ = rob
+    meter = CollisionChecker(m, ROB_ARMS, CollisionConfig(margin_m=0.005, horizon_m=0.02))
+    s = meter.session(["right", "left"], home)
+    q0 = np.concatenate([home[meter.arm_qpos[a]] for a in ("right", "left")])
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        states = q0 + np.cumsum(rng.normal(0.0, 0.05, (40, 14)), axis=0)
+        per_state = [s.clearance(q) for q in states]
+        hit, best_i, best = s.sweep(states)
+        hits = [i for i, c in enumerate(per_state) if c.distance_m < 0.005]
+        assert hit == (hits[0] if hits else -1)
+        upto = per_state[: hit + 1] if hit >= 0 else per_state
+        dists = [c.distance_m for c in upto]
+        if hit >= 0:
+            assert best == per_state[hit]
+        elif np.isfinite(min(dists)):
+            assert best_i == int(np.argmin(dists)) and best == per_state[best_i]
+        else:
+            assert best_i == -1 and best.pair is None

@@ -89,7 +89,7 @@ def _case(draw):
     return np.array(p0), np.array(a0), p, v, a
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_case())
 def test_fast_check_never_passes_what_the_full_path_would_refuse_or_snap(case):
     p0, a0, p, v, a = case
@@ -103,7 +103,7 @@ def test_fast_check_never_passes_what_the_full_path_would_refuse_or_snap(case):
         assert fast  # inside the open bounds and clean: the shortcut is taken
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-0.4, 0.4), min_size=7, max_size=7))
 def test_fast_check_passes_plain_samples(offset):
     """Inside the bounds, within one period's step, at rest: the fast path takes it."""

@@ -136,15 +136,17 @@ class MotorBank:
     # ------------------------------------------------------------------ per step
     def service(self, now: float, dt: float) -> None:
         """Apply faults, decode waiting commands, advance setpoints, write the servos."""
+        faults, data = bool(self.faults), self.data
         for ad in self.buses.values():
-            if self.faults:
+            if faults:
                 self._apply_drive_faults(ad, now)
                 self._second_writer(ad, now)
-            while (msg := ad.bus.recv(timeout=0)) is not None:
+            recv = ad.bus.recv
+            while (msg := recv(timeout=0)) is not None:
                 self._handle(ad, msg, now)
             if ad.powered:
-                q = self.data.qpos[ad.qpos_at].tolist()
-                self.data.ctrl[ad.ctrl_at] = [
+                q = data.qpos[ad.qpos_at].tolist()
+                data.ctrl[ad.ctrl_at] = [
                     drv.update(now, dt, qk) for drv, qk in zip(ad.drives, q, strict=True)]
 
     def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:

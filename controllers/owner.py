@@ -373,7 +373,10 @@ class ArmOwner:
             return TargetRefusedError(RejectReason.WRONG_ARM, "arm", target.arm.value,
                                       f"{self.arm.value!r} (this owner's arm)")
         p = target.positions_rad
-        if np.any(p < self._lo) or np.any(p > self._hi):
+        # plain floats first (a target is finite: ArmTarget checked it); numpy decides
+        # and names the joint whenever that quick look is not plainly inside
+        inside = all(lo <= x <= hi for x, lo, hi in zip(p.tolist(), self._lo_l, self._hi_l, strict=True))
+        if not inside and (np.any(p < self._lo) or np.any(p > self._hi)):
             j = int(np.flatnonzero((p < self._lo) | (p > self._hi))[0])
             return TargetRefusedError(RejectReason.OUT_OF_BOUNDS, "positions_rad", float(p[j]),
                                       f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad", joint=j + 1)
@@ -785,10 +788,13 @@ def start_realtime_thread(owner: ArmOwner, on_report=None) -> tuple[threading.Th
     return th, ev
 
 
+_LEASE_REASONS = {
+    LeaseStatus.VALID: None,
+    LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
+    LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
+    LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
+}
+
+
 def _lease_reason(st: LeaseStatus) -> RejectReason | None:
-    return {
-        LeaseStatus.VALID: None,
-        LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
-        LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
-        LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
-    }[st]
+    return _LEASE_REASONS[st]

@@ -20,16 +20,20 @@ def _channel() -> str:
     return f"test-lockstep-{uuid.uuid4().hex}"
 
 
-def _msg(i: int) -> can.Message:
-    return can.Message(timestamp=0.001 * i, arbitration_id=0x11 + i % 7, data=bytes((0x40, i, 0)),
-                       is_extended_id=False, is_rx=False)
+def _msg(i: int, varied: bool = False) -> can.Message:
+    """Frame ``i``; ``varied``: every few frames extended, remote or an error frame."""
+    remote = varied and i % 5 == 2
+    return can.Message(timestamp=0.001 * i, arbitration_id=0x11 + i % 7,
+                       data=None if remote else bytes((0x40, i, 0)), dlc=3 if remote else None,
+                       is_extended_id=varied and i % 3 == 1, is_remote_frame=remote,
+                       is_error_frame=varied and i % 7 == 3, is_rx=False)
 
 
 def test_every_other_bus_gets_its_own_copy_in_order():
     ch = _channel()
     tx, rx1, rx2 = open_virtual(ch), open_virtual(ch), open_virtual(ch)
     try:
-        sent = [_msg(i) for i in range(20)]
+        sent = [_msg(i, varied=True) for i in range(20)]
         for m in sent:
             tx.send(m)
         for rx in (rx1, rx2):
@@ -37,6 +41,12 @@ def test_every_other_bus_gets_its_own_copy_in_order():
             assert [(m.arbitration_id, bytes(m.data), m.timestamp) for m in got] == \
                    [(m.arbitration_id, bytes(m.data), m.timestamp) for m in sent]
             assert all(m.is_rx and m.channel == ch for m in got)
+            # every field python-can's VirtualBus would set on its copy
+            fields = ("timestamp", "arbitration_id", "is_extended_id", "is_remote_frame",
+                      "is_error_frame", "dlc", "is_fd", "bitrate_switch", "error_state_indicator")
+            for m, s in zip(got, sent, strict=True):
+                assert [getattr(m, f) for f in fields] == [getattr(s, f) for f in fields]
+                assert type(m.data) is bytearray and m.data == s.data
             assert rx.recv(timeout=0) is None
             assert rx.queue.unfinished_tasks == len(sent)  # put()'s accounting kept
         assert got[0] is not sent[0]

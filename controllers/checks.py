@@ -15,6 +15,10 @@ import numpy as np
 
 def finite_real(value: object, field: str, valid: str, error: type) -> float:
     """``value`` as a finite float; ``error(field, value, valid)`` otherwise."""
+    if type(value) is float:  # the common case, without the ABC checks below
+        if math.isfinite(value):
+            return value
+        raise error(field, value, valid)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise error(field, value, valid)
     x = float(value)

@@ -43,7 +43,7 @@ class SimClock:
 
     def set(self, t_s: float) -> None:
         """Jump to a finite ``t_s`` [s], which must not be earlier than now."""
-        t = _seconds("t_s", t_s)
+        t = finite_real(t_s, "t_s", _SECONDS, OwnerConfigError)
         with self._lock:
             if not t >= self._t:
                 raise OwnerConfigError("t_s", t_s, f">= current time {self._t!r} s")
@@ -57,5 +57,8 @@ class MonotonicClock:
         return time.monotonic()
 
 
+_SECONDS = "a finite number of seconds"
+
+
 def _seconds(field: str, value: object) -> float:
-    return finite_real(value, field, "a finite number of seconds", OwnerConfigError)
+    return finite_real(value, field, _SECONDS, OwnerConfigError)

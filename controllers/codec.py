@@ -163,6 +163,9 @@ _REAL_KINDS = "iuf"  # numpy kinds of real numbers (bool "b", complex "c", str "
 
 def _is_real(x: object) -> bool:
     """A real number that is not a bool (numpy reals included)."""
+    t = type(x)
+    if t is float or t is int:  # the per-frame path: no ABC check (a bool's type is bool)
+        return True
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
@@ -219,6 +222,8 @@ def _integer(field: str, value: object) -> int:
 def _frame_id(arbitration_id: object, valid: tuple[int, ...]) -> int:
     """``arbitration_id`` if it is an integer among ``valid``; UnknownFrameIdError else
     (a float, a str, None or a bool is never a CAN id, even when it compares equal)."""
+    if type(arbitration_id) is int and arbitration_id in valid:  # the per-frame path
+        return arbitration_id
     if isinstance(arbitration_id, (bool, np.bool_)):
         raise UnknownFrameIdError(arbitration_id, valid)
     try:
@@ -376,6 +381,8 @@ def encode_positions(rad: np.ndarray, config: CodecConfig | None = None) -> np.n
 
 
 def _check_joint(joint: int) -> int:
+    if type(joint) is int and 1 <= joint <= JOINTS_PER_ARM:  # the per-frame path
+        return joint
     if isinstance(joint, bool) or not isinstance(joint, (int, np.integer)):
         raise JointNumberError(joint, JOINTS_PER_ARM)
     if not 1 <= int(joint) <= JOINTS_PER_ARM:
@@ -431,7 +438,7 @@ def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConf
     if arr.dtype.kind not in _REAL_KINDS:
         raise CodecTypeError("positions_rad", positions_rad, f"real numbers (got dtype {arr.dtype})")
     try:
-        values = arr.astype(np.float64).tolist()
+        values = arr.tolist() if arr.dtype.char == "d" else arr.astype(np.float64).tolist()
     except OverflowError as err:
         raise CodecTypeError("positions_rad", positions_rad, "numbers within float range") from err
     frames = []
@@ -442,7 +449,17 @@ def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConf
             raise NonFiniteValueError(j, x)
         if not lo <= x <= hi:
             raise JointBoundError(j, x, float(lo), float(hi))
-        count = _checked_count(math.degrees(x) * sign * COUNTS_PER_DEGREE, j)
+        scaled = math.degrees(x) * sign * COUNTS_PER_DEGREE
+        # _checked_count inlined for a value inside the wire range; anything else goes
+        # through it (and raises there, naming the count)
+        if MIN_COUNT - 1 < scaled < MAX_COUNT + 1:  # finite and near the range
+            count = round(scaled)  # half to even, like np.rint (_truncate_count)
+            if not abs(scaled - count) <= TRUNCATION_TOLERANCE_COUNTS:
+                count = math.trunc(scaled)
+            if not MIN_COUNT <= count <= MAX_COUNT:
+                count = _checked_count(scaled, j)
+        else:
+            count = _checked_count(scaled, j)
         word = count if count >= 0 else count + NEGATIVE_OFFSET
         frames.append(Frame(j, COMMAND_IDS[j - 1],
                             bytes((POSITION_OPCODE, word >> 8, word & 0xFF)), count))
@@ -527,7 +544,7 @@ def _data_bytes(arbitration_id: int, data: bytes | bytearray | Sequence[int], n:
 def decode_command(arbitration_id: int, data: bytes | Sequence[int],
                    config: CodecConfig | None = None) -> DecodedCommand:
     """Decode a 3-byte position command (used to read a second writer's frames)."""
-    config = _config(config)
+    config = config if type(config) is CodecConfig else _config(config)
     arbitration_id = _frame_id(arbitration_id, COMMAND_IDS)
     raw = _data_bytes(arbitration_id, data, COMMAND_FRAME_LEN)
     if raw[0] != POSITION_OPCODE:
@@ -585,6 +602,8 @@ def decode_feedback(arbitration_id: int, data: bytes | Sequence[int],
 
 
 def _byte_field(joint: int, name: str, value: int, upper: int) -> int:
+    if type(value) is int and 0 <= value <= upper:  # the per-frame path
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= upper:
         raise FeedbackRangeError(joint, name, value, 0, upper)
     return int(value)
@@ -599,7 +618,7 @@ def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
     (a simulated arm may report an overshoot); it must be representable. ``current``
     [drive units] is rounded to the nearest 1/256 and must fit int16.
     """
-    config = _config(config)
+    config = config if type(config) is CodecConfig else _config(config)
     j = _check_joint(joint)
     value = _real_scalar(j, position_rad)
     count = _checked_count(math.degrees(value) * config.signs[j - 1] * COUNTS_PER_DEGREE, j)

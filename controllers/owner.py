@@ -281,6 +281,12 @@ class ArmOwner:
         self._lim_a = [float(x) for x in c.max_acceleration]
         self._lim_j = [float(x) + 1e-6 for x in c.max_jerk]
         self._lim_step = [float(x) * c.period_s for x in c.max_velocity]
+        # the per-tick fast check (``_sample_ok``): each limit with the tolerance added,
+        # exactly the ``lim + tol`` that ``_check`` compares against, one tuple per joint
+        tol = c.limit_tolerance
+        self._fast_limits = tuple(zip(
+            self._lo_l, self._hi_l, [x + tol for x in self._lim_v], [x + tol for x in self._lim_a],
+            [x + tol for x in self._lim_j], [x + tol for x in self._lim_step], strict=True))
         self._fb_lock = threading.Lock()
         self._fb: tuple[np.ndarray, float] | None = None
         self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=256)
@@ -367,7 +373,10 @@ class ArmOwner:
             return TargetRefusedError(RejectReason.WRONG_ARM, "arm", target.arm.value,
                                       f"{self.arm.value!r} (this owner's arm)")
         p = target.positions_rad
-        if np.any(p < self._lo) or np.any(p > self._hi):
+        # plain floats first (a target is finite: ArmTarget checked it); numpy decides
+        # and names the joint whenever that quick look is not plainly inside
+        inside = all(lo <= x <= hi for x, lo, hi in zip(p.tolist(), self._lo_l, self._hi_l, strict=True))
+        if not inside and (np.any(p < self._lo) or np.any(p > self._hi)):
             j = int(np.flatnonzero((p < self._lo) | (p > self._hi))[0])
             return TargetRefusedError(RejectReason.OUT_OF_BOUNDS, "positions_rad", float(p[j]),
                                       f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad", joint=j + 1)
@@ -505,8 +514,8 @@ class ArmOwner:
         self.stats.ticks += 1
         c = self.config
         last = self._last_tick_s
-        if isinstance(now, bool) or not isinstance(now, numbers.Real) or not math.isfinite(now) \
-                or (last is not None and not now >= last):
+        if (type(now) is not float and (isinstance(now, bool) or not isinstance(now, numbers.Real))) \
+                or not math.isfinite(now) or (last is not None and not now >= last):
             stamp = last if last is not None else self._started_s
             if self.mode is Mode.FAULTED:
                 return self._report(stamp, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0)
@@ -561,15 +570,18 @@ class ArmOwner:
         ruckig_s = self._out.calculation_duration * 1e-6
         if res not in (Result.Working, Result.Finished):
             return self._latch(FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s)
-        p = np.array(self._out.new_position)
-        v = np.array(self._out.new_velocity)
-        a = np.array(self._out.new_acceleration)
-        p, snapped = self._onto_bounds(p)
-        if self.hooks.after_compute:
-            self.hooks.after_compute(p)
-        bad = self._check(p, v, a)
-        if bad:
-            return self._latch(FaultKind.LIMIT_VIOLATION, bad, now, t0, gap, ruckig_s)
+        out = self._out
+        pl, vl, al = out.new_position, out.new_velocity, out.new_acceleration
+        p, v, a = np.array(pl), np.array(vl), np.array(al)
+        if self.hooks.after_compute is None and self._sample_ok(pl, vl, al):
+            snapped = False  # every joint inside its bounds and limits: nothing to snap
+        else:  # the full path: snap float excursions, run the hook, name what is wrong
+            p, snapped = self._onto_bounds(p)
+            if self.hooks.after_compute:
+                self.hooks.after_compute(p)
+            bad = self._check(p, v, a)
+            if bad:
+                return self._latch(FaultKind.LIMIT_VIOLATION, bad, now, t0, gap, ruckig_s)
 
         # 4. publish; only ACCEPTED advances the coherent commanded state
         if self.hooks.before_publish:
@@ -653,6 +665,21 @@ class ArmOwner:
         if np.max(np.abs(inside - p)) > self.config.limit_tolerance:
             return p, False
         return inside, True
+
+    def _sample_ok(self, pl: list, vl: list, al: list) -> bool:
+        """True when the sample (plain floats) is inside every position bound and passes
+        every limit of ``_check``; False sends the tick down the full path (``_onto_bounds``,
+        ``_check``), which decides and names the failure. Every comparison is NaN-safe
+        (a NaN fails it), and passing here implies passing there: ``lo <= x <= hi`` leaves
+        nothing to snap and lies within ``lo - tol .. hi + tol``, and the other four are
+        ``_check``'s own comparisons against the same ``lim + tol``."""
+        dt = self.config.period_s
+        for x, v, a, a0, p0, (lo, hi, vmax, amax, jmax, smax) in zip(
+                pl, vl, al, self._cmd_a.tolist(), self._cmd_p.tolist(), self._fast_limits, strict=True):
+            if not (lo <= x <= hi and abs(v) <= vmax and abs(a) <= amax
+                    and abs(a - a0) / dt <= jmax and abs(x - p0) <= smax):
+                return False
+        return True
 
     def _check(self, p: np.ndarray, v: np.ndarray, a: np.ndarray) -> str:
         """The per-sample limit check (plain floats: it runs every tick)."""
@@ -761,10 +788,13 @@ def start_realtime_thread(owner: ArmOwner, on_report=None) -> tuple[threading.Th
     return th, ev
 
 
+_LEASE_REASONS = {
+    LeaseStatus.VALID: None,
+    LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
+    LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
+    LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
+}
+
+
 def _lease_reason(st: LeaseStatus) -> RejectReason | None:
-    return {
-        LeaseStatus.VALID: None,
-        LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
-        LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
-        LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
-    }[st]
+    return _LEASE_REASONS[st]

@@ -14,6 +14,7 @@ is an ``Arm`` (or its name) and ``lease`` a ``Lease`` or None.
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -42,9 +43,8 @@ def as_joint_vector(values, field: str, n: int = JOINTS_PER_ARM) -> np.ndarray:
     arr = np.array(raw, dtype=float)  # a private copy
     if arr.shape != (n,):
         raise TargetShapeError(field, arr.shape, n)
-    finite = np.isfinite(arr)
-    if not finite.all():  # name the first non-finite joint
-        j = int(np.argmin(finite))
+    if not all(map(math.isfinite, arr.tolist())):  # name the first non-finite joint
+        j = int(np.argmin(np.isfinite(arr)))
         raise NonFiniteTargetError(field, j + 1, float(arr[j]))
     arr.setflags(write=False)
     return arr

@@ -33,7 +33,7 @@ def _stats(us: np.ndarray) -> dict:
 
 @benchmark("owner")
 def run(n_ticks: int = 4000) -> dict:
-    out = {"hardware_io": False, "period_s": 0.005, "retarget_every_ticks": 3}
+    out = {"hardware_io": False, "period_s": 0.005, "retarget_every_ticks": 3, "target_median_us": 15.0}
     for arm in Arm:
         clock = SimClock()
         owner = ArmOwner(arm, _NullPublisher(), clock, np.full(7, 0.3), OwnerConfig(require_feedback=False))

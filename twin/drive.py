@@ -117,19 +117,33 @@ class SimulatedDrive:
     def update(self, now: float, dt: float, position_rad: float) -> float:
         """Advance by ``dt`` [s] with the joint at ``position_rad`` [rad]; return the servo
         target [rad, joint frame]: the shaped setpoint plus the integral correction."""
+        # Runs 14,000 times per simulated second: locals and conditional clamps instead of
+        # attribute round trips and min(max()) calls; the same float operations in the same
+        # order (each clamp is ``min(max(x, -lim), lim)`` spelled out, NaN included).
         c = self.config
-        self.timed_out = now - self.last_command_s > c.command_timeout_s
-        goal = self._ramped if self.timed_out else self.command_rad
+        timed_out = self.timed_out = now - self.last_command_s > c.command_timeout_s
+        ramped = self._ramped
         step = c.max_velocity_rad_s * dt
-        self._ramped += min(max(goal - self._ramped, -step), step)
-        if c.lag_s > 0:
-            self.setpoint_rad += (self._ramped - self.setpoint_rad) * (dt / (c.lag_s + dt))
+        d = (ramped if timed_out else self.command_rad) - ramped
+        if -step > d:
+            d = -step
+        if step < d:
+            d = step
+        ramped = self._ramped = ramped + d
+        lag = c.lag_s
+        if lag > 0:
+            sp = self.setpoint_rad
+            sp = self.setpoint_rad = sp + (ramped - sp) * (dt / (lag + dt))
         else:
-            self.setpoint_rad = self._ramped
+            sp = self.setpoint_rad = ramped
         lim = c.integral_limit_rad
-        self._integral += c.integral_gain * (self.setpoint_rad - position_rad) * dt
-        self._integral = min(max(self._integral, -lim), lim)
-        return self.setpoint_rad + self._integral
+        i = self._integral + c.integral_gain * (sp - position_rad) * dt
+        if -lim > i:
+            i = -lim
+        if lim < i:
+            i = lim
+        self._integral = i
+        return sp + i
 
     def hold_at(self, q: float) -> None:
         """Re-seed the setpoint chain at ``q`` [rad] (after power returns)."""

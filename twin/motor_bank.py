@@ -98,6 +98,9 @@ class MotorBank:
                  configs: tuple[DriveConfig, ...] | None = None,
                  log_dir: Path | str | None = None, log_suffix: str = ".log", now: float = 0.0):
         self.model, self.data = model, data
+        # views of the joint and control arrays, fetched once: the bindings build a new
+        # array object on every attribute read, and service() runs every physics step
+        self._qpos, self._ctrl = data.qpos, data.ctrl
         self.faults = faults if faults is not None else FaultSchedule()
         configs = configs or default_drive_configs()
         if len(configs) != JOINTS_PER_ARM:
@@ -136,15 +139,17 @@ class MotorBank:
     # ------------------------------------------------------------------ per step
     def service(self, now: float, dt: float) -> None:
         """Apply faults, decode waiting commands, advance setpoints, write the servos."""
+        faults, qpos, ctrl = bool(self.faults), self._qpos, self._ctrl
         for ad in self.buses.values():
-            if self.faults:
+            if faults:
                 self._apply_drive_faults(ad, now)
                 self._second_writer(ad, now)
-            while (msg := ad.bus.recv(timeout=0)) is not None:
+            recv = ad.bus.recv
+            while (msg := recv(timeout=0)) is not None:
                 self._handle(ad, msg, now)
             if ad.powered:
-                q = self.data.qpos[ad.qpos_at].tolist()
-                self.data.ctrl[ad.ctrl_at] = [
+                q = qpos[ad.qpos_at].tolist()
+                ctrl[ad.ctrl_at] = [
                     drv.update(now, dt, qk) for drv, qk in zip(ad.drives, q, strict=True)]
 
     def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:
@@ -171,7 +176,7 @@ class MotorBank:
             q = d.qpos[ad.qpos]
             tau = d.actuator_force[ad.actuators]
             for k, drv in enumerate(ad.drives):
-                if any(s.hits_joint(drv.joint) for s in frozen):
+                if frozen and any(s.hits_joint(drv.joint) for s in frozen):
                     continue
                 fr = drv.feedback_frame(float(q[k]), float(tau[k]))
                 msg = can.Message(timestamp=now, arbitration_id=fr.arbitration_id, data=fr.data,

@@ -66,7 +66,8 @@ class Scheduler:
         return [t for t in self.tasks if self.step_count % t.every_steps == 0]
 
     def run_due(self) -> None:
-        now, k = self.time, self.step_count
+        k = self.step_count
+        now = k * self.dt  # self.time, without the property call (every physics step)
         for task in self.tasks:
             if k % task.every_steps == 0:
                 task.fn(now)

@@ -37,7 +37,10 @@ class LockstepVirtualBus(VirtualBus):
     and a non-blocking ``recv(timeout=0)`` skips ``BusABC``'s polling loop. The twin
     moves about 3,000 frames per simulated second. ``recv(timeout=0)`` on the
     (unbounded) rx queue pops under the queue's own mutex, skipping ``get_nowait``'s
-    condition bookkeeping (there is never a sender waiting for room)."""
+    condition bookkeeping (there is never a sender waiting for room). Sending to an
+    unbounded queue appends under the queue's mutex and wakes a receiver only when one
+    is blocked in ``recv(timeout > 0)`` (``Queue.put`` would take the ``not_full``
+    condition and notify every time)."""
 
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         self._check_if_open()
@@ -46,12 +49,15 @@ class LockstepVirtualBus(VirtualBus):
         for q in self.channel:
             if q is self.queue and not self.receive_own_messages:
                 continue
+            # positional (python-can 4.6's order; tests/test_lockstep_bus.py checks every
+            # field): a third cheaper than keywords, 3,000 frames per simulated second
             copy = can.Message(
-                timestamp=stamp, arbitration_id=msg.arbitration_id,
-                is_extended_id=msg.is_extended_id, is_remote_frame=msg.is_remote_frame,
-                is_error_frame=msg.is_error_frame, dlc=msg.dlc, data=data,
-                channel=self.channel_id, is_rx=q is not self.queue,
+                stamp, msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame,
+                msg.is_error_frame, self.channel_id, msg.dlc, data, False, q is not self.queue,
             )
+            if q.maxsize <= 0 and type(q) is queue.Queue:  # unbounded: put() never blocks or raises
+                _append(q, copy)
+                continue
             try:
                 q.put(copy, block=True, timeout=timeout)
             except queue.Full:
@@ -65,6 +71,20 @@ class LockstepVirtualBus(VirtualBus):
             with q.mutex:  # Queue.get_nowait's lock; unbounded: no sender waits on not_full
                 return q.queue.popleft() if q.queue else None
         return super().recv(timeout)
+
+
+def _append(q: queue.Queue, item: can.Message) -> None:
+    """``q.put(item)`` for an unbounded queue: the same state change under the same mutex.
+
+    The ``not_empty`` condition is notified only when a receiver waits on it (its waiter
+    list is read under the mutex that ``wait`` registers under, so no wake-up is lost);
+    without CPython's ``_waiters`` it is notified every time, as ``put`` does."""
+    with q.mutex:
+        q.queue.append(item)
+        q.unfinished_tasks += 1
+        cond = q.not_empty
+        if getattr(cond, "_waiters", True):
+            cond.notify()
 
 
 def open_virtual(channel: str) -> can.BusABC:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -105,9 +106,13 @@ class TeleopApp:
     """The whole teleop session. ``start()`` runs the loop in a background thread (tests,
     benchmarks); ``run()`` runs it in the calling thread (the CLI)."""
 
-    def __init__(self, config: AppConfig | None = None, ssl_context=None):
+    def __init__(self, config: AppConfig | None = None, ssl_context=None,
+                 clock: Callable[[], float] = time.monotonic):
+        """clock: the teleop controller's and server's time base [s] (input stamps, input
+        staleness, operator lease, rate limit); tests inject one they advance themselves."""
         self.config = config or AppConfig()
         self.ssl_context = ssl_context
+        self.clock = clock
         self.loop = None
         self.controller: TeleopController | None = None
         self.server: TeleopServer | None = None
@@ -135,7 +140,7 @@ class TeleopApp:
         filters = {arm: ArmSafetyFilter(arm, checker.session(moving, reference),
                                         np.array(loop.config.owner.max_acceleration), torso,
                                         self.config.safety) for arm in Arm}
-        self.controller = TeleopController(owners, filters, self.config.teleop)
+        self.controller = TeleopController(owners, filters, self.config.teleop, now=self.clock)
         if self.config.camera_hz > 0:
             self.camera = HeadCamera(model, loop.twin.data, self.config.camera_size)
         source = TelemetrySource(loop, self.controller, meter.session(moving, reference), self.camera)

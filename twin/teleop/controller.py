@@ -94,7 +94,9 @@ class TeleopController:
         self.session: str | None = None  # the operator's session id
         self.last_seq: int | None = None
         self._target_seq = 0
-        self.brake_log: list[tuple[Arm, str, float]] = []  # (arm, reason, monotonic time)
+        self.brake_log: list[tuple[Arm, str, float]] = []  # (arm, reason, time on ``now``) [s]
+        # (arm, last input stamp, brake stamp) per staleness brake, both on ``now`` [s]
+        self.staleness_log: list[tuple[Arm, float, float]] = []
         self.submit_log: list[tuple[float, float]] = []  # (receive time, submit time) [s]
         self.record_latency = False
 
@@ -248,6 +250,7 @@ class TeleopController:
         for arm, h in self.hands.items():
             if h.clutch.engaged and now - h.last_input_s > self.config.input_timeout_s:
                 self.counts["staleness_brakes"] += 1
+                self.staleness_log.append((arm, h.last_input_s, now))
                 self._stop_hand(arm, f"input stale for {now - h.last_input_s:.3f} s "
                                      f"(> {self.config.input_timeout_s} s): braking")
         if self.session is not None and self.lease.holder() is None:

@@ -244,8 +244,11 @@ def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
 
 def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
                cert_dir: str | None = None, seconds: float = float("inf"),
-               viewer: bool | None = None, camera_hz: float = 2.0) -> int:
-    """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``)."""
+               viewer: bool | None = None, camera_hz: float = 2.0,
+               input_timeout_s: float | None = None) -> int:
+    """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``);
+    ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s)."""
+    teleop = TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
     ssl_context, host = None, "127.0.0.1"
     if lan:
         from .certs import DEFAULT_CERT_DIR, ensure_certificate, lan_addresses, server_ssl_context
@@ -255,7 +258,7 @@ def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
         print(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
         print(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
         addrs = lan_addresses()
-    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz), host, port)
+    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz, teleop=teleop), host, port)
     app = TeleopApp(cfg, ssl_context)
 
     def announce() -> None:

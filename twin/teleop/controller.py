@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from controllers.errors import RobTwinError
 from controllers.lease import Lease
 from controllers.names import Arm
 from controllers.owner import ArmOwner, Mode
@@ -36,6 +37,11 @@ from .clutch import ClutchConfig, ClutchEvent, HandClutch
 from .messages import Hello, InputFrame, ResetRequest
 from .safety import ArmSafetyFilter
 from .session import OperatorLease
+
+
+class TeleopConfigError(RobTwinError, ValueError):
+    """A teleop setting out of its valid range."""
+
 
 NO_OP_STEP_RAD = 1e-9  # a target this close to a resting commanded state is not sent [rad]
 
@@ -54,7 +60,7 @@ class TeleopConfig:
     def __post_init__(self) -> None:
         for name in ("operator_ttl_s", "input_timeout_s", "owner_lease_s"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
+                raise TeleopConfigError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
 
 
 def default_config() -> TeleopConfig:

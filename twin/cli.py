@@ -348,7 +348,7 @@ def _cmd_host(args: argparse.Namespace) -> int:
 
 def _play_onto(args: argparse.Namespace, rec) -> int:
     """Play the recording's host frames onto a live interface (a bank, a real bus)."""
-    from .host_process import HostConfig, HostError, open_bus
+    from .host_process import HostConfig, HostError, close_bus, open_bus
     from .recording import RecordingError
     from .replay import play_onto
 
@@ -365,7 +365,7 @@ def _play_onto(args: argparse.Namespace, rec) -> int:
         return 2
     finally:
         for bus in buses.values():
-            bus.shutdown()
+            close_bus(bus)
     print(f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})")
     return 0
 

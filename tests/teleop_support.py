@@ -1,9 +1,17 @@
-"""Shared helpers of the teleop tests: a running app on 127.0.0.1 and a scripted client."""
+"""Shared helpers of the teleop tests: a running app on 127.0.0.1 and a scripted client.
+
+The app's teleop clock (input stamps, staleness, operator lease, rate limit) is a
+``ManualClock`` unless a test asks for the real one: ``replay`` sends one frame, waits
+until the server has handled it, then advances the clock by one period. What the
+controller decides then depends on the trace, not on how the two cores were shared.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 
 from twin.teleop.app import AppConfig, TeleopApp, with_port
 from twin.teleop.controller import TeleopConfig
@@ -15,11 +23,43 @@ TEST_INPUT_TIMEOUT_S = 0.4
 TEST_TELEOP = TeleopConfig(input_timeout_s=TEST_INPUT_TIMEOUT_S, operator_ttl_s=3.0, owner_lease_s=1.5)
 
 
-def start_app(**overrides) -> TeleopApp:
-    """A teleop app on a free 127.0.0.1 port, camera off unless asked for."""
+WAIT_S = 20.0  # bound on every wait for the server (a stalled server fails the test, slowly)
+
+
+class ManualClock:
+    """A time base [s] that moves only when the test advances it; read from any thread."""
+
+    def __init__(self, start_s: float = 1000.0):
+        self._t = start_s
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._t
+
+    def advance(self, dt_s: float) -> float:
+        with self._lock:
+            self._t += dt_s
+            return self._t
+
+
+def start_app(real_clock: bool = False, **overrides) -> TeleopApp:
+    """A teleop app on a free 127.0.0.1 port, camera off unless asked for; its teleop clock
+    is a ``ManualClock`` (``app.clock``) unless ``real_clock``."""
     overrides.setdefault("teleop", TEST_TELEOP)
     cfg = with_port(AppConfig(camera_hz=overrides.pop("camera_hz", 0.0), **overrides), "127.0.0.1", 0)
-    return TeleopApp(cfg).start()
+    return TeleopApp(cfg, clock=time.monotonic if real_clock else ManualClock()).start()
+
+
+async def handled(app, session: str, seq: int) -> None:
+    """Until the server has handled input frame ``seq`` of ``session`` (and so every frame
+    sent before it on that socket); the client's event loop keeps running meanwhile."""
+    await asyncio.to_thread(app.server.progress.wait_input, session, seq, WAIT_S)
+
+
+async def closed(app, client_id: str) -> None:
+    """Until the server has finished with ``client_id`` (its socket is closed)."""
+    await asyncio.to_thread(app.server.progress.wait_closed, client_id, WAIT_S)
 
 
 def hello(session: str, role: str = "operator") -> str:
@@ -37,7 +77,7 @@ def frame(session: str, seq: int, **hands) -> str:
                        "t_ms": seq * 11.1, "hands": hands})
 
 
-async def recv_until(ws, kind: str, timeout_s: float = 2.0) -> dict:
+async def recv_until(ws, kind: str, timeout_s: float = WAIT_S) -> dict:
     """The next message of type ``kind``."""
     async def loop():
         while True:
@@ -66,11 +106,18 @@ def circle_trace(n: int, center=(0.2, 1.2, -0.3), radius_m: float = 0.03, grip_a
     return out
 
 
-async def replay(ws, session: str, trace, seq: int = 0, period_s: float = 1 / 90, arm: str = "right") -> int:
-    """Send ``trace`` [(position, grip)] as input frames for ``arm``; returns the last seq."""
+async def replay(app, ws, session: str, trace, seq: int = 0, period_s: float = 1 / 90,
+                 arm: str = "right") -> int:
+    """Send ``trace`` [(position, grip)] as input frames for ``arm``, one per ``period_s``:
+    each frame is handled by the server before the (manual) clock moves on by ``period_s``.
+    The physics runs in real time, so the frames are paced in wall time too. Returns the
+    last seq."""
     for pos, grip in trace:
         seq += 1
         await ws.send(frame(session, seq, **{arm: hand(pos, grip)}))
+        await handled(app, session, seq)
+        if isinstance(app.clock, ManualClock):
+            app.clock.advance(period_s)
         await asyncio.sleep(period_s)
     return seq
 

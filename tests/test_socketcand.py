@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import can
@@ -74,3 +75,53 @@ def test_a_taken_port_is_a_typed_error():
     with SocketcandServer(["CANT3"], port=0) as srv:
         with pytest.raises(SocketcandError, match="cannot bind"):
             SocketcandServer(["CANT4"], port=srv.port).start()
+
+
+class _StalledServer(SocketcandServer):
+    """A server whose reading thread stalls on the first client frame until ``gate`` opens
+    (a bank process starved of CPU)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+
+    def _from_client(self, client, text):
+        self.gate.wait(10.0)
+        super()._from_client(client, text)
+
+
+@pytest.mark.parametrize("graceful", [True, False])
+def test_closing_a_client_loses_no_frame_the_server_has_not_read_yet(graceful):
+    from twin.host_process import close_bus
+
+    frames = 600  # ~15 kB: more than the server takes in one read
+    with _StalledServer(["CANT3"], port=0) as srv:
+        bank_side = can.Bus(interface="virtual", channel="CANT3", receive_own_messages=False)
+        client = can.Bus(interface="socketcand", channel="CANT3", host="127.0.0.1", port=srv.port)
+        stats = srv.stats["CANT3"]
+        try:
+            time.sleep(0.1)  # past the server's first-frame delay for new clients
+            for _ in range(5):  # frames for the client that it never reads
+                bank_side.send(can.Message(arbitration_id=0x93, data=bytes(8), is_extended_id=False))
+            deadline = time.monotonic() + 10.0
+            while stats.frames_to_clients < 5 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            for k in range(frames):
+                client.send(can.Message(arbitration_id=0x11, data=k.to_bytes(2, "big"), is_extended_id=False))
+            if graceful:
+                threading.Timer(0.3, srv.gate.set).start()  # the server resumes while the client closes
+                close_bus(client)
+            else:
+                client.shutdown()  # closed with unread input: the kernel resets the connection
+                time.sleep(0.1)
+                srv.gate.set()
+            while stats.clients and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            srv.gate.set()
+            bank_side.shutdown()
+        assert stats.clients == 0
+        if graceful:
+            assert stats.frames_from_clients == frames
+        else:  # the failure close_bus prevents: the reset dropped what the server had not read
+            assert stats.frames_from_clients < frames

@@ -48,7 +48,10 @@ def teleop_server():
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "teleop", "--no-viewer", "--port", "0"],
+    # the page's input stream must survive a loaded 2-core machine (a stalled renderer or
+    # server thread): the staleness brake, tested on its own in test_teleop_ws.py, gets 1 s
+    proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "teleop", "--no-viewer", "--port", "0",
+                             "--input-timeout", "1.0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             cwd=Path(__file__).resolve().parent.parent)
     lines: queue.Queue[str] = queue.Queue()

@@ -10,10 +10,13 @@ import json
 import numpy as np
 from teleop_support import (
     TEST_INPUT_TIMEOUT_S,
+    WAIT_S,
     circle_trace,
     client,
+    closed,
     frame,
     hand,
+    handled,
     hello,
     recv_until,
     replay,
@@ -40,10 +43,10 @@ def test_trace_moves_arm_release_holds_with_fresh_generation():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("trace"))
                 assert (await recv_until(ws, "welcome"))["role"] == "operator"
-                seq = await replay(ws, "trace", circle_trace(95))
+                seq = await replay(app, ws, "trace", circle_trace(95))
                 assert app.controller.hands[Arm.RIGHT].clutch.engaged
                 moved = float(np.max(np.abs(_cmd(app) - q0)))
-                await replay(ws, "trace", [((0.23, 1.2, -0.3), 0.0)] * 3, seq)  # grip released
+                await replay(app, ws, "trace", [((0.23, 1.2, -0.3), 0.0)] * 3, seq)  # grip released
                 return moved
 
         moved = run(go())
@@ -61,13 +64,13 @@ def test_stale_and_out_of_order_frames_are_dropped_and_counted():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("seq"))
                 await recv_until(ws, "welcome")
-                seq = await replay(ws, "seq", circle_trace(20))
+                seq = await replay(app, ws, "seq", circle_trace(20))
                 q = _cmd(app)
                 # a replayed old frame with a far-away pose would be a jump if it were applied
                 await ws.send(frame("seq", seq - 5, right=hand((0.9, 0.2, 0.4), 1.0)))
                 await ws.send(frame("seq", seq, right=hand((0.9, 0.2, 0.4), 1.0)))
                 refused = await recv_until(ws, "refused")
-                await asyncio.sleep(0.03)
+                await handled(app, "seq", seq)
                 assert app.controller.hands[Arm.RIGHT].clutch.engaged  # the stale jump was not applied
                 return q, refused
 
@@ -85,21 +88,21 @@ def test_pose_jump_and_tracking_loss_disengage_until_fresh_press():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("jump"))
                 await recv_until(ws, "welcome")
-                seq = await replay(ws, "jump", circle_trace(15))
+                seq = await replay(app, ws, "jump", circle_trace(15))
                 assert app.controller.hands[Arm.RIGHT].clutch.engaged
                 gen = owner.generation
-                seq = await replay(ws, "jump", [((0.4, 1.2, -0.3), 1.0)], seq)  # 17 cm teleport
+                seq = await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)], seq)  # 17 cm teleport
                 hand_state = app.controller.hands[Arm.RIGHT]
                 assert not hand_state.clutch.engaged and "pose jump" in hand_state.clutch.last_reason
                 assert owner.generation == gen + 1
-                seq = await replay(ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 5, seq)  # still held
+                seq = await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 5, seq)  # still held
                 assert not hand_state.clutch.engaged
-                seq = await replay(ws, "jump", [((0.4, 1.2, -0.3), 0.0), ((0.4, 1.2, -0.3), 1.0)], seq)
+                seq = await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 0.0), ((0.4, 1.2, -0.3), 1.0)], seq)
                 assert hand_state.clutch.engaged  # fresh press
                 await ws.send(frame("jump", seq + 1, right=hand((0.4, 1.2, -0.3), 1.0, tracked=False)))
-                await asyncio.sleep(0.05)
+                await handled(app, "jump", seq + 1)
                 assert not hand_state.clutch.engaged and "tracking lost" in hand_state.clutch.last_reason
-                await replay(ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 3, seq + 1)
+                await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 3, seq + 1)
                 assert not hand_state.clutch.engaged
 
         run(go())
@@ -108,24 +111,39 @@ def test_pose_jump_and_tracking_loss_disengage_until_fresh_press():
 
 
 def test_dropout_brakes_the_arm_and_needs_a_fresh_press():
-    with start_app() as app:
-        owner = app.controller.owners[Arm.RIGHT]
+    # the staleness brake is a wall-clock bound: the real clock here, and the bound is
+    # measured on the server's own stamps (last input handled -> brake), not the test's
+    with start_app(real_clock=True) as app:
+        owner, ctl = app.controller.owners[Arm.RIGHT], app.controller
 
         async def go():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("drop"))
                 await recv_until(ws, "welcome")
-                seq = await replay(ws, "drop", circle_trace(40))
+                seq = 0
+                for pos, grip in circle_trace(5, grip_after=1):  # open, press, move: back to back
+                    seq += 1
+                    await ws.send(frame("drop", seq, right=hand(pos, grip)))
+                await handled(app, "drop", seq)
                 gen = owner.generation
-                await asyncio.sleep(TEST_INPUT_TIMEOUT_S + 0.3)  # a dropout past the input timeout
+                assert ctl.hands[Arm.RIGHT].clutch.engaged and ctl.counts["engagements"] == 1
+                last_input_s = ctl.hands[Arm.RIGHT].last_input_s
+                # a dropout: nothing more is sent until the server brakes on its own
+                await asyncio.to_thread(app.server.progress.wait_for,
+                                        lambda: ctl.counts["staleness_brakes"] >= 1, "a staleness brake", WAIT_S)
                 assert owner.generation == gen + 1 and owner.mode in (Mode.BRAKING, Mode.HOLD)
-                await replay(ws, "drop", circle_trace(10, grip_after=0), seq)  # grip still held
-                assert not app.controller.hands[Arm.RIGHT].clutch.engaged
+                await replay(app, ws, "drop", circle_trace(10, grip_after=0), seq)  # grip still held
+                assert not ctl.hands[Arm.RIGHT].clutch.engaged
+                return last_input_s
 
-        run(go())
-        assert app.controller.counts["staleness_brakes"] == 1
-        arm, reason, _ = app.controller.brake_log[0]
+        last_input_s = run(go())
+        assert ctl.counts["staleness_brakes"] == 1
+        arm, reason, _ = ctl.brake_log[0]
         assert arm is Arm.RIGHT and "input stale" in reason
+        [(arm, stale_from_s, brake_s)] = ctl.staleness_log
+        assert arm is Arm.RIGHT and stale_from_s == last_input_s  # braked on the dropout after the last frame
+        # never before the timeout; within 0.3 s after it (the server polls at 200 Hz)
+        assert TEST_INPUT_TIMEOUT_S < brake_s - stale_from_s <= TEST_INPUT_TIMEOUT_S + 0.3, brake_s - stale_from_s
 
 
 def test_second_operator_is_a_watcher_until_the_lease_is_free():
@@ -134,7 +152,7 @@ def test_second_operator_is_a_watcher_until_the_lease_is_free():
             async with client(app.server.ws_url) as first:
                 await first.send(hello("one"))
                 assert (await recv_until(first, "welcome"))["role"] == "operator"
-                seq = await replay(first, "one", circle_trace(10))
+                seq = await replay(app, first, "one", circle_trace(10))
                 async with client(app.server.ws_url) as second:
                     await second.send(hello("two"))
                     assert (await recv_until(second, "welcome"))["role"] == "watcher"
@@ -142,9 +160,9 @@ def test_second_operator_is_a_watcher_until_the_lease_is_free():
                     assert "watcher" in (await recv_until(second, "refused"))["reason"]
                     telemetry = await recv_until(second, "telemetry")  # watchers get telemetry
                     assert telemetry["teleop"]["hands"]["right"]["engaged"]
-                    await replay(first, "one", circle_trace(5, grip_after=0), seq)
+                    await replay(app, first, "one", circle_trace(5, grip_after=0), seq)
                     await first.close()  # operator socket lost: both hands brake, lease free
-                    await asyncio.sleep(0.05)
+                    await closed(app, "client-1")
                     assert not app.controller.hands[Arm.RIGHT].clutch.engaged
                     assert app.controller.counts["operator_socket_losses"] == 1
                     await second.send(hello("two"))
@@ -175,19 +193,19 @@ def test_client_that_stops_reading_does_not_stall_control_and_is_closed():
 
                 reader = asyncio.create_task(read_good())
                 before = app.controller.counts["targets_submitted"]
-                seq = await replay(op, "op", circle_trace(140))  # 1.5 s of input
+                seq = await replay(app, op, "op", circle_trace(140))  # 1.5 s of input
                 submitted = app.controller.counts["targets_submitted"] - before
                 reader.cancel()
-                await replay(op, "op", [((0.2, 1.2, -0.3), 0.0)], seq)
-            await asyncio.sleep(0.1)
-            closed = stalled.state.name
+                await replay(app, op, "op", [((0.2, 1.2, -0.3), 0.0)], seq)
+                await closed(app, "client-1")  # the keepalive timeout closed the client that stopped reading
+                closed_while_others_open = list(app.server.progress.closed)
             await stalled.close()
-            return submitted, frames, closed
+            return submitted, frames, closed_while_others_open
 
-        submitted, frames, closed = run(go())
+        submitted, frames, closed_ids = run(go())
         assert submitted >= 100  # control went on: the applied frames became targets
         assert frames >= 10
-        assert closed  # the keepalive timeout closed the client that stopped reading
+        assert closed_ids == ["client-1"]  # only the stalled client; the operator and the reader stayed
 
 
 def test_malformed_oversize_and_flooding_frames_are_dropped_and_counted():
@@ -205,16 +223,20 @@ def test_malformed_oversize_and_flooding_frames_are_dropped_and_counted():
                 assert "finite" in (await recv_until(ws, "error"))["reason"]
                 await ws.send("x" * 5000)
                 assert "5000 bytes" in (await recv_until(ws, "error"))["reason"]
-                for i in range(200):  # a flood far above 150 frames/s
+                for i in range(200):  # a flood at one instant of the server's clock
                     await ws.send(frame("bad", 10 + i, right=hand((0.2, 1.2, -0.3), 0.0)))
-                await asyncio.sleep(0.1)
+                progress = app.server.progress
+                await asyncio.to_thread(progress.wait_for, lambda: progress.messages_handled >= 204,
+                                        "204 messages", WAIT_S)
+                app.clock.advance(1.0)  # the bucket refills
                 await ws.send(hello("bad"))
                 return (await recv_until(ws, "welcome"))["role"]
 
         assert run(go()) == "operator"  # still connected, still the operator
         c = app.controller.counts
         assert c["malformed"] == 3 and c["oversize_dropped"] == 1
-        assert c["rate_dropped"] >= 100 and c["frames_applied"] <= 100
+        # the burst of 30 tokens: 4 spent on the bad frames above, 26 on the flood, the rest dropped
+        assert c["rate_dropped"] == 200 - 26 and c["frames_applied"] == 26
 
 
 def test_tls_with_a_generated_certificate(tmp_path):
@@ -275,18 +297,18 @@ def test_an_owner_fault_while_engaged_disengages_and_needs_a_reset():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("fault"))
                 await recv_until(ws, "welcome")
-                seq = await replay(ws, "fault", circle_trace(12))
+                seq = await replay(app, ws, "fault", circle_trace(12))
                 gen = owner.generation
                 owner.latch_fault(FaultKind.TRACKING_ERROR, "injected by the test")
-                seq = await replay(ws, "fault", circle_trace(3, grip_after=0), seq)
+                seq = await replay(app, ws, "fault", circle_trace(3, grip_after=0), seq)
                 h = app.controller.hands[Arm.RIGHT]
                 assert not h.clutch.engaged and "faulted" in h.last_reject
-                seq = await replay(ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
+                seq = await replay(app, ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
                 assert not h.clutch.engaged and "reset needed" in h.last_reject  # no engage while faulted
                 await ws.send(json.dumps({"v": 1, "type": "reset", "session": "fault", "arm": "right"}))
                 assert (await recv_until(ws, "reset"))["ok"]
                 assert owner.generation > gen and owner.mode is not Mode.FAULTED
-                await replay(ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
+                await replay(app, ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
                 assert h.clutch.engaged
 
         run(go())

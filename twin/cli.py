@@ -351,7 +351,7 @@ def _cmd_host(args: argparse.Namespace) -> int:
 
 def _play_onto(args: argparse.Namespace, rec) -> int:
     """Play the recording's host frames onto a live interface (a bank, a real bus)."""
-    from .host_process import HostConfig, HostError, open_bus
+    from .host_process import HostConfig, HostError, close_bus, open_bus
     from .recording import RecordingError
     from .replay import play_onto
 
@@ -368,7 +368,7 @@ def _play_onto(args: argparse.Namespace, rec) -> int:
         return 2
     finally:
         for bus in buses.values():
-            bus.shutdown()
+            close_bus(bus)
     print(f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})")
     return 0
 
@@ -435,12 +435,13 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
 def _cmd_teleop(args: argparse.Namespace) -> int:
     from .scenario import ScenarioError
     from .teleop.app import run_teleop
+    from .teleop.controller import TeleopConfigError
 
     try:
         return run_teleop(args.scenario, port=args.port, lan=args.lan, cert_dir=args.cert_dir,
                           seconds=args.seconds, viewer=False if args.no_viewer else None,
-                          camera_hz=args.camera_hz)
-    except ScenarioError as err:
+                          camera_hz=args.camera_hz, input_timeout_s=args.input_timeout)
+    except (ScenarioError, TeleopConfigError) as err:
         print(f"rob-twin teleop: {err}", file=sys.stderr)
         return 2
     except OSError as err:
@@ -580,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     tele.add_argument("--seconds", type=float, default=float("inf"), help="stop after this many seconds")
     tele.add_argument("--no-viewer", action="store_true", help="headless even when a display exists")
     tele.add_argument("--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)")
+    tele.add_argument("--input-timeout", type=float, default=None, metavar="SECONDS",
+                      help="input age that brakes an engaged arm (default 0.1 s; raise it for a slow "
+                           "network or a loaded machine)")
     tele.set_defaults(func=_cmd_teleop)
     add_scale_commands(sub)
     return parser

@@ -227,7 +227,34 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
         for drv in drivers.values():
             drv.close()
         for bus in buses.values():
-            bus.shutdown()
+            close_bus(bus)
+
+
+def close_bus(bus: can.BusABC, drain_timeout_s: float = 2.0) -> None:
+    """Shut ``bus`` down without losing the frames it sent.
+
+    A TCP socket closed while frames from its peer sit unread in it is reset (RST), not
+    closed, and the reset makes the peer's kernel drop what it has received but not yet
+    handed to its application: on a loaded machine the last frames a host or a replay
+    sent to the bank vanished. For a socketcand bus the sending side is half-closed
+    first; the server reads everything, then closes its side, and meanwhile what it
+    still sends is read and dropped (at most ``drain_timeout_s`` [s])."""
+    inner = bus._inner if isinstance(bus, PongTap) else bus
+    sock = getattr(inner, "_SocketCanDaemonBus__socket", None)  # python-can keeps it private
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + drain_timeout_s
+            while (left := deadline - time.monotonic()) > 0:
+                sock.settimeout(min(left, 0.2))
+                try:
+                    if not sock.recv(65536):
+                        break  # the server read everything and closed its side
+                except TimeoutError:
+                    continue
+        except OSError:
+            pass  # already closed or reset: nothing more to save
+    bus.shutdown()
 
 
 class PongTap(can.BusABC):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -105,9 +106,13 @@ class TeleopApp:
     """The whole teleop session. ``start()`` runs the loop in a background thread (tests,
     benchmarks); ``run()`` runs it in the calling thread (the CLI)."""
 
-    def __init__(self, config: AppConfig | None = None, ssl_context=None):
+    def __init__(self, config: AppConfig | None = None, ssl_context=None,
+                 clock: Callable[[], float] = time.monotonic):
+        """clock: the teleop controller's and server's time base [s] (input stamps, input
+        staleness, operator lease, rate limit); tests inject one they advance themselves."""
         self.config = config or AppConfig()
         self.ssl_context = ssl_context
+        self.clock = clock
         self.loop = None
         self.controller: TeleopController | None = None
         self.server: TeleopServer | None = None
@@ -135,7 +140,7 @@ class TeleopApp:
         filters = {arm: ArmSafetyFilter(arm, checker.session(moving, reference),
                                         np.array(loop.config.owner.max_acceleration), torso,
                                         self.config.safety) for arm in Arm}
-        self.controller = TeleopController(owners, filters, self.config.teleop)
+        self.controller = TeleopController(owners, filters, self.config.teleop, now=self.clock)
         if self.config.camera_hz > 0:
             self.camera = HeadCamera(model, loop.twin.data, self.config.camera_size)
         source = TelemetrySource(loop, self.controller, meter.session(moving, reference), self.camera)
@@ -239,8 +244,11 @@ def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
 
 def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
                cert_dir: str | None = None, seconds: float = float("inf"),
-               viewer: bool | None = None, camera_hz: float = 2.0) -> int:
-    """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``)."""
+               viewer: bool | None = None, camera_hz: float = 2.0,
+               input_timeout_s: float | None = None) -> int:
+    """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``);
+    ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s)."""
+    teleop = TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
     ssl_context, host = None, "127.0.0.1"
     if lan:
         from .certs import DEFAULT_CERT_DIR, ensure_certificate, lan_addresses, server_ssl_context
@@ -250,7 +258,7 @@ def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
         print(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
         print(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
         addrs = lan_addresses()
-    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz), host, port)
+    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz, teleop=teleop), host, port)
     app = TeleopApp(cfg, ssl_context)
 
     def announce() -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from controllers.errors import RobTwinError
 from controllers.lease import Lease
 from controllers.names import Arm
 from controllers.owner import ArmOwner, Mode
@@ -36,6 +37,11 @@ from .clutch import ClutchConfig, ClutchEvent, HandClutch
 from .messages import Hello, InputFrame, ResetRequest
 from .safety import ArmSafetyFilter
 from .session import OperatorLease
+
+
+class TeleopConfigError(RobTwinError, ValueError):
+    """A teleop setting out of its valid range."""
+
 
 NO_OP_STEP_RAD = 1e-9  # a target this close to a resting commanded state is not sent [rad]
 
@@ -54,7 +60,7 @@ class TeleopConfig:
     def __post_init__(self) -> None:
         for name in ("operator_ttl_s", "input_timeout_s", "owner_lease_s"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
+                raise TeleopConfigError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
 
 
 def default_config() -> TeleopConfig:
@@ -94,7 +100,9 @@ class TeleopController:
         self.session: str | None = None  # the operator's session id
         self.last_seq: int | None = None
         self._target_seq = 0
-        self.brake_log: list[tuple[Arm, str, float]] = []  # (arm, reason, monotonic time)
+        self.brake_log: list[tuple[Arm, str, float]] = []  # (arm, reason, time on ``now``) [s]
+        # (arm, last input stamp, brake stamp) per staleness brake, both on ``now`` [s]
+        self.staleness_log: list[tuple[Arm, float, float]] = []
         self.submit_log: list[tuple[float, float]] = []  # (receive time, submit time) [s]
         self.record_latency = False
 
@@ -248,6 +256,7 @@ class TeleopController:
         for arm, h in self.hands.items():
             if h.clutch.engaged and now - h.last_input_s > self.config.input_timeout_s:
                 self.counts["staleness_brakes"] += 1
+                self.staleness_log.append((arm, h.last_input_s, now))
                 self._stop_hand(arm, f"input stale for {now - h.last_input_s:.3f} s "
                                      f"(> {self.config.input_timeout_s} s): braking")
         if self.session is not None and self.lease.holder() is None:

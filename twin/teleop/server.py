@@ -37,6 +37,7 @@ from .messages import (
     encode,
     parse_message,
 )
+from .progress import ServerProgress
 from .telemetry import TelemetryHub, TelemetrySource
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -69,9 +70,11 @@ def default_config() -> ServerConfig:
 
 
 class TokenBucket:
-    def __init__(self, rate_hz: float, burst: int):
+    """rate_hz [tokens/s], burst [tokens]; ``now_s``: the start time on the caller's clock [s]."""
+
+    def __init__(self, rate_hz: float, burst: int, now_s: float):
         self.rate, self.burst = rate_hz, float(burst)
-        self.tokens, self.t = float(burst), time.monotonic()
+        self.tokens, self.t = float(burst), now_s
 
     def allow(self, now: float) -> bool:
         self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
@@ -119,6 +122,7 @@ class TeleopServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self.telemetry_log: list[float] = []  # publish stamps [s] (monotonic)
+        self.progress = ServerProgress()  # what this thread has handled, for others to wait on
 
     @property
     def url(self) -> str:
@@ -183,6 +187,7 @@ class TeleopServer:
         period = 1.0 / self.config.poll_hz
         while True:
             self.controller.poll()
+            self.progress.poll_done()
             await asyncio.sleep(period)
 
     async def _telemetry_task(self) -> None:
@@ -236,36 +241,48 @@ class TeleopServer:
             return
         slot = self.hub.add(client)
         sender = asyncio.create_task(self._sender(ws, slot))
-        bucket = TokenBucket(self.config.rate_hz, self.config.burst)
+        now = self.controller.now  # stamps, staleness and the rate limit share the controller's clock
+        bucket = TokenBucket(self.config.rate_hz, self.config.burst, now())
         try:
             async for raw in ws:
-                received = time.monotonic()
-                if not bucket.allow(received):
-                    counts["rate_dropped"] += 1
-                    continue
-                if len(raw) > MAX_FRAME_BYTES:
-                    counts["oversize_dropped"] += 1
-                    slot.put("error", encode("error", reason=f"frame of {len(raw)} bytes > {MAX_FRAME_BYTES}"))
-                    continue
-                try:
-                    msg = parse_message(raw)
-                except TeleopMessageError as err:
-                    counts["malformed"] += 1
-                    slot.put("error", encode("error", reason=str(err)))
-                    continue
+                msg = self._handle_message(client, raw, now(), bucket, slot)
                 if isinstance(msg, InputFrame):
-                    why = self.controller.handle_input(client, msg, received)
-                    if why:
-                        slot.put("refused", encode("refused", reason=why))
-                elif isinstance(msg, Hello):
-                    role = self.controller.hello(client, msg)
-                    slot.put("welcome", encode("welcome", client=client, role=role, session=msg.session))
-                elif isinstance(msg, ResetRequest):
-                    why = self.controller.reset(client, msg)
-                    slot.put("reset", encode("reset", arm=msg.arm.value, ok=not why, reason=why))
+                    self.progress.message_handled(msg.session, msg.seq)
+                else:
+                    self.progress.message_handled()
         except ConnectionClosed:
             pass
         finally:
             sender.cancel()
             self.hub.remove(client)
             self.controller.disconnect(client)
+            self.progress.client_closed(client)
+
+    def _handle_message(self, client: str, raw, received: float, bucket: TokenBucket, slot):
+        """One inbound message: rate limit, size, parse, apply; returns the parsed message
+        (None when it was dropped)."""
+        counts = self.counts
+        if not bucket.allow(received):
+            counts["rate_dropped"] += 1
+            return None
+        if len(raw) > MAX_FRAME_BYTES:
+            counts["oversize_dropped"] += 1
+            slot.put("error", encode("error", reason=f"frame of {len(raw)} bytes > {MAX_FRAME_BYTES}"))
+            return None
+        try:
+            msg = parse_message(raw)
+        except TeleopMessageError as err:
+            counts["malformed"] += 1
+            slot.put("error", encode("error", reason=str(err)))
+            return None
+        if isinstance(msg, InputFrame):
+            why = self.controller.handle_input(client, msg, received)
+            if why:
+                slot.put("refused", encode("refused", reason=why))
+        elif isinstance(msg, Hello):
+            role = self.controller.hello(client, msg)
+            slot.put("welcome", encode("welcome", client=client, role=role, session=msg.session))
+        elif isinstance(msg, ResetRequest):
+            why = self.controller.reset(client, msg)
+            slot.put("reset", encode("reset", arm=msg.arm.value, ok=not why, reason=why))
+        return msg

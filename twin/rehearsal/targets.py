@@ -1,0 +1,24 @@
+"""The rehearsal's target paths around home (simulated; rad)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from models import dimensions as D
+
+HOME = np.array(D.HOME_ARM_POSE)
+
+
+def wave_source(k: int) -> Callable[[float], np.ndarray]:
+    """A smooth per-joint target path around home (0.25 rad, 0.3-0.5 Hz): arm ``k``."""
+    freq = 0.3 + 0.03 * np.arange(7)
+    phase = 0.7 * np.arange(7) + k
+
+    def source(t: float) -> np.ndarray:
+        return HOME + 0.25 * np.sin(2 * math.pi * freq * t + phase) * np.array(
+            [1, 1, 1, -1, 1, 0.5, 1]) - 0.25 * np.sin(phase) * np.array([1, 1, 1, -1, 1, 0.5, 1])
+
+    return source

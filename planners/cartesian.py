@@ -259,7 +259,8 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
                                 qdd[:, col:col + m])
         col += m
     stages["total"] = time.perf_counter() - t_all
-    plan = Plan(times, group.config.rate_hz, arms, waypoints, record, stages, checked, 0, 0)
+    plan = Plan(t=times, rate_hz=group.config.rate_hz, arms=arms, waypoints=waypoints,
+                min_clearance=record, stage_times_s=stages, checked_states=checked, repairs=0, seed=0)
     return CartesianResult(CartesianStatus.SUCCESS, plan, None, deviation, scale)
 
 

@@ -36,13 +36,14 @@ from experiments.crossing_goals import (  # noqa: E402
 )
 from experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
 from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
-from experiments.registry import experiment  # noqa: E402
+from experiments.registry import experiment
 from models.loading import load_scene  # noqa: E402
 from planners.geom_pairs import GeomPairTable  # noqa: E402
 from planners.group import ArmGroup  # noqa: E402
 from planners.kinematics import ArmKinematics  # noqa: E402
 from planners.oracle import CoalOracle, densify, judge_states  # noqa: E402
 from planners.separate import separate_plans, sync_states  # noqa: E402
+from twin.report import save_png  # noqa: E402
 
 MARGIN = 0.005
 TOL = 1e-4
@@ -171,9 +172,7 @@ def plot(paths: dict, path) -> None:
                 ax.invert_xaxis()
     axes[0, 0].legend(loc="best", fontsize=8, title="o start, s goal", title_fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(fig, path, dpi=100)
 
 
 DISTRIBUTION_KEYS = ("separate_colliding_fraction", "separate_dense_colliding_fraction",

@@ -38,6 +38,7 @@ from twin.closed_loop import ClosedLoop
 from twin.damiao_loop import DamiaoOptions, openarm_config
 from twin.gravity import PinocchioGravity
 from twin.rehearsal import wave_source
+from twin.report import save_png
 from twin.scenario import Scenario, run_scenario
 from twin.twin import Twin, TwinConfig
 
@@ -146,9 +147,7 @@ def _plot(traces: dict, path: Path) -> Path:
     fig.suptitle("Damiao MIT drives holding under gravity (OpenArm kp/kd), RNEA feed-forward "
                  "on vs off - simulated")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_png(fig, path, dpi=90)
     return path
 
 

@@ -10,16 +10,9 @@ from ruckig import InputParameter, OutputParameter, Ruckig
 from controllers.clock import SimClock
 from controllers.names import Arm
 from controllers.owner import ArmOwner, OwnerConfig
-from controllers.publish import PublishOutcome, PublishReport
 from controllers.target import ArmTarget
+from experiments.owner_rig import NullPublisher
 from experiments.registry import benchmark
-
-_OK = PublishReport(PublishOutcome.ACCEPTED, tuple(range(1, 8)))
-
-
-class _NullPublisher:
-    def publish_sample(self, positions_rad):
-        return _OK
 
 
 def _targets(n: int, k: int) -> np.ndarray:
@@ -36,7 +29,7 @@ def run(n_ticks: int = 4000) -> dict:
     out = {"hardware_io": False, "period_s": 0.005, "retarget_every_ticks": 3, "target_median_us": 15.0}
     for arm in Arm:
         clock = SimClock()
-        owner = ArmOwner(arm, _NullPublisher(), clock, np.full(7, 0.3), OwnerConfig(require_feedback=False))
+        owner = ArmOwner(arm, NullPublisher(), clock, np.full(7, 0.3), OwnerConfig(require_feedback=False))
         lease = owner.grant_lease("bench", 1e9)
         us = []
         for k in range(n_ticks):

@@ -20,8 +20,6 @@ Simulated: ``hardware_io: false``.
 
 from __future__ import annotations
 
-import copy
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -38,12 +36,14 @@ from experiments.crossing_goals import (  # noqa: E402
 )
 from experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
 from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
-from experiments.registry import experiment  # noqa: E402
+from experiments.registry import experiment
 from models.loading import load_scene  # noqa: E402
 from planners.geom_pairs import GeomPairTable  # noqa: E402
 from planners.group import ArmGroup  # noqa: E402
 from planners.kinematics import ArmKinematics  # noqa: E402
 from planners.oracle import CoalOracle, densify, judge_states  # noqa: E402
+from planners.separate import separate_plans, sync_states  # noqa: E402
+from twin.report import save_png  # noqa: E402
 
 MARGIN = 0.005
 TOL = 1e-4
@@ -54,47 +54,11 @@ def _judge(states: np.ndarray, threshold: float):
     return judge_states(CoalOracle(m), GeomPairTable(m, ARMS), states, threshold)
 
 
-def without_arm(model, arm: str):
-    """A model copy where ``arm``'s geoms collide with nothing (it cannot be an obstacle)."""
-    m = copy.deepcopy(model)
-    table = GeomPairTable(model, ARMS)
-    geoms = table.arm_geoms(arm)
-    m.geom_contype[geoms] = 0
-    m.geom_conaffinity[geoms] = 0
-    return m
-
-
-def separate_plans(model, home, goals, seed: int = 0):
-    """{arm: Plan}: each arm planned alone by a one-arm group on a model copy where the
-    other arm cannot collide (it ignores the other arm entirely)."""
-    plans = {}
-    for a in ARMS:
-        other = next(b for b in ARMS if b != a)
-        g = ArmGroup(without_arm(model, other), ARMS)
-        g.set_qpos(home)
-        plans[a] = g.plan({a: goals[a]}, seed=seed).unwrap()
-    return plans
-
-
-def sync_states(home, plans) -> np.ndarray:
-    """Full qpos of both separate plans run from one start stamp (shorter holds its end);
-    ``home``: the full start qpos."""
-    n = max(p.t.size for p in plans.values())
-    out = np.repeat(home[None, :], n, axis=0)
-    m, _ = rob_home()
-    g = ArmGroup(m, ARMS)
-    for a, p in plans.items():
-        q = p.arms[a].q
-        q = np.vstack([q, np.repeat(q[-1:], n - len(q), axis=0)])
-        out[:, g.checker.arm_qpos[a]] = q
-    return out
-
-
 def separate_sync_collisions(model, home, goals, seed: int = 0):
     """(colliding frames, frames, states, dense verdict) of the separately planned arms run
     in sync: frames at 125 Hz, and the dense verdict at ``judge_factor(1)`` states per frame
     interval (the group's planner checks one sub-step per interval)."""
-    states = sync_states(home, separate_plans(model, home, goals, seed))
+    states = sync_states(rob_home()[0], home, separate_plans(model, home, goals, seed))
     hits = _judge(states, 0.0)
     dense = FreshJudge().verdict(densify(states, judge_factor(1)), 0.0)
     return len({i for i, _, _ in hits}), len(states), states, dense
@@ -208,9 +172,7 @@ def plot(paths: dict, path) -> None:
                 ax.invert_xaxis()
     axes[0, 0].legend(loc="best", fontsize=8, title="o start, s goal", title_fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(fig, path, dpi=100)
 
 
 DISTRIBUTION_KEYS = ("separate_colliding_fraction", "separate_dense_colliding_fraction",

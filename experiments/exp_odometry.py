@@ -24,6 +24,7 @@ from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
 from twin.base_drive import BaseDrive, place_base
 from twin.odometry import MocapStream, Mounting, Odometry, OdometryConfig, position_errors
+from twin.report import save_png
 from twin.twin import Twin
 
 STRAIGHT_M = 5.5
@@ -92,9 +93,7 @@ def plot(runs: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path, dpi=110)
 
 
 @experiment("odometry")

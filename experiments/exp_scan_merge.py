@@ -20,6 +20,7 @@ from experiments.registry import experiment
 from twin.base_drive import BaseDrive, place_base
 from twin.lidar import LidarPair
 from twin.odometry import base_pose
+from twin.report import save_png
 from twin.scan_merge import (
     PoseHistory,
     ScanMerger,
@@ -99,9 +100,7 @@ def plot(run: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8, loc="lower left")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(fig, path, dpi=100)
 
 
 @experiment("scan-merge")

@@ -32,6 +32,7 @@ from planners.group import ArmGroup, GroupConfig
 from planners.oracle import densify
 from twin.closed_loop import ClosedLoop, twin_owner_config
 from twin.execution import execute_arrays, executed_states, plan_arrays
+from twin.report import save_png
 from twin.twin import Twin, TwinConfig
 
 ARMS = group_arms()
@@ -130,9 +131,7 @@ def _plot(path, series) -> None:
     ax.set_title("Crossing plan: sequential vs synchronized execution (hardware_io: false)")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path, dpi=110)
 
 
 def run(seed: int = 0, write: bool = True, n_seeds: int = 1) -> dict:

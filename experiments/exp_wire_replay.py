@@ -26,7 +26,7 @@ from controllers.names import COMMAND_IDS, JOINTS_PER_ARM, Arm
 from controllers.owner import default_config
 from controllers.target import ArmTarget
 from controllers.transport import TransportConfig
-from experiments.exp_owner import _target_stream
+from experiments.exp_replay import target_stream
 from experiments.output import markdown_table, write_experiment
 from experiments.registry import experiment
 
@@ -40,7 +40,7 @@ def run_wire_replay(seed: int = 0, ticks: int = 6_000, target_rate_hz: float = 6
     cfg = dataclasses.replace(default_config(), feedback_timeout_s=2.5 / feedback_rate_hz)
     dt = cfg.period_s
     duration = ticks * dt
-    stream = _target_stream(seed, target_rate_hz, duration, settle_s)
+    stream = target_stream(seed, target_rate_hz, duration, settle_s)
     channel = f"wire-replay-{uuid.uuid4().hex}"
     clock = SimClock()
     peer = can.Bus(interface="virtual", channel=channel, receive_own_messages=False)

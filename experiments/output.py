@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from twin.report import EVIDENCE
+from twin.report import EVIDENCE, markdown_table
+
+__all__ = ["OUT_DIR", "markdown_table", "stamp", "write_experiment", "write_json"]
 
 OUT_DIR = Path("out")
 
@@ -42,16 +44,6 @@ def write_json(path: Path, result: dict) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
     return data
-
-
-def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
-    """A GitHub-flavoured Markdown table of ``rows`` (list of dicts)."""
-    if not rows:
-        return "(no rows)\n"
-    columns = columns or list(rows[0])
-    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
-    body = "".join("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n" for r in rows)
-    return head + body
 
 
 def write_experiment(name: str, result: dict, table_md: str = "") -> dict:

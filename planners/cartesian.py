@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import enum
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -55,6 +54,7 @@ from planners.plan import ArmTrajectory, Plan
 from planners.pose import as_pose
 from planners.pose_goals import group_torso
 from planners.retime import JointLimits, ScalarProfile, limit_report, sample_times
+from planners.timing import StageTimer
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
     """Lockstep straight-line TCP paths of the arms in ``targets`` (base-frame poses) from
     their commanded poses; ``torso`` [rad] defaults to the group's reference torso."""
     cfg = config or default_config()
-    t_all = time.perf_counter()
+    timer = StageTimer()
     if not targets:
         raise GoalInputError("*", "targets", dict(targets), f"at least one of {group.arm_names}")
     for a in targets:
@@ -193,40 +193,38 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
     n = max(2, math.ceil(reach))
     meter = group.meter.session(moving, group.reference_qpos)
     margin = group.config.collision.margin_m
-    stages: dict[str, float] = {}
+    stages = timer.stages
 
     def fail(status, k, arm, reason, pair=None):
         return CartesianResult(status, failure=CartesianFailure(status, k, n + 1, k / n, arm,
                                                                 reason, pair))
 
-    t0 = time.perf_counter()
-    rows, q = [], dict(q0)
-    for k in range(n + 1):
-        if k > 0:
-            for a in moving:
-                r = solvers[a].solve_continuous(interpolate(start[a], goal[a], k / n), q[a], torso,
-                                                cfg.max_joint_step_rad)
-                if not r.ok:
-                    status = (CartesianStatus.JOINT_JUMP if r.status.value == "joint_jump"
-                              else CartesianStatus.IK_FAILED)
-                    return fail(status, k, a, f"IK at sample {k}/{n} (s={k / n:.3f}) of {a}: "
-                                              f"{r.status.value}: {r.message}")
-                q[a] = r.q
-        row = np.concatenate([q[a] for a in moving])
-        c = meter.clearance(row)
-        if not c.is_free(margin):
-            status = CartesianStatus.START_IN_COLLISION if k == 0 else CartesianStatus.COLLISION
-            return fail(status, k, _arm_of(group, c.pair, moving),
-                        f"sample {k}/{n} (s={k / n:.3f}) is {c.distance_m * 1e3:.2f} mm from "
-                        f"collision (margin {margin * 1e3:.1f} mm): {c.pair}", c.pair)
-        rows.append(row)
-    stages["ik"] = time.perf_counter() - t0
+    with timer.stage("ik"):
+        rows, q = [], dict(q0)
+        for k in range(n + 1):
+            if k > 0:
+                for a in moving:
+                    r = solvers[a].solve_continuous(interpolate(start[a], goal[a], k / n), q[a], torso,
+                                                    cfg.max_joint_step_rad)
+                    if not r.ok:
+                        status = (CartesianStatus.JOINT_JUMP if r.status.value == "joint_jump"
+                                  else CartesianStatus.IK_FAILED)
+                        return fail(status, k, a, f"IK at sample {k}/{n} (s={k / n:.3f}) of {a}: "
+                                                  f"{r.status.value}: {r.message}")
+                    q[a] = r.q
+            row = np.concatenate([q[a] for a in moving])
+            c = meter.clearance(row)
+            if not c.is_free(margin):
+                status = CartesianStatus.START_IN_COLLISION if k == 0 else CartesianStatus.COLLISION
+                return fail(status, k, _arm_of(group, c.pair, moving),
+                            f"sample {k}/{n} (s={k / n:.3f}) is {c.distance_m * 1e3:.2f} mm from "
+                            f"collision (margin {margin * 1e3:.1f} mm): {c.pair}", c.pair)
+            rows.append(row)
 
-    t0 = time.perf_counter()
-    waypoints = np.array(rows)
-    limits = JointLimits.stack([group.motion_limits(a) for a in moving])
-    path, scale = _timed(waypoints, limits, group.config.rate_hz, cfg)
-    stages["retime"] = time.perf_counter() - t0
+    with timer.stage("retime"):
+        waypoints = np.array(rows)
+        limits = JointLimits.stack([group.motion_limits(a) for a in moving])
+        path, scale = _timed(waypoints, limits, group.config.rate_hz, cfg)
     if path is None:
         return fail(CartesianStatus.LIMITS, n, None,
                     f"joint limits still exceeded after {cfg.max_time_scalings} slow-downs")
@@ -239,9 +237,8 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
         return fail(CartesianStatus.LIMITS, k, arm, reason)
     qs = np.clip(qs, lo, hi)
 
-    t0 = time.perf_counter()
-    hit, record, checked = group._check_timed(path, meter)
-    stages["check"] = time.perf_counter() - t0
+    with timer.stage("check"):
+        hit, record, checked = group._check_timed(path, meter)
     if hit is not None:
         k = int(round(float(path.profile.evaluate(np.array([hit[0]]))[0][0]) * n))
         return fail(CartesianStatus.COLLISION, k, _arm_of(group, hit[1].pair, moving),
@@ -258,8 +255,9 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
         arms[a] = ArmTrajectory(a, group.joint_names(a), qs[:, col:col + m], qd[:, col:col + m],
                                 qdd[:, col:col + m])
         col += m
-    stages["total"] = time.perf_counter() - t_all
-    plan = Plan(times, group.config.rate_hz, arms, waypoints, record, stages, checked, 0, 0)
+    timer.total()
+    plan = Plan(t=times, rate_hz=group.config.rate_hz, arms=arms, waypoints=waypoints,
+                min_clearance=record, stage_times_s=stages, checked_states=checked, repairs=0, seed=0)
     return CartesianResult(CartesianStatus.SUCCESS, plan, None, deviation, scale)
 
 

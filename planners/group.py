@@ -64,6 +64,7 @@ from planners.pair_certificate import (
 from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from planners.retime import JointLimits, TimedPath, sample_times, time_path
 from planners.search import SearchConfig
+from planners.timing import StageTimer
 
 
 @dataclass(frozen=True)
@@ -278,8 +279,8 @@ class ArmGroup:
         mistakes; planning failures (TIMEOUT included) come back as a PlanResult with a
         PlanStatus and a reason.
         """
-        t_all = time.perf_counter()
-        stages: dict[str, float] = {}
+        timer = StageTimer()
+        stages = timer.stages
         if not isinstance(goals, Mapping):
             raise GoalInputError("*", "goals", goals, f"a mapping arm -> goal, arms from {self.arm_names}")
         if not goals:
@@ -288,11 +289,10 @@ class ArmGroup:
             raise PlannerConfigError("seed", seed, "an integer >= 0")
         budget = _check_budget("time_budget_s", time_budget_s)
         budget = self.config.time_budget_s if budget is None else budget
-        deadline = None if budget is None else t_all + budget
+        deadline = None if budget is None else timer.start_s + budget
 
         def timeout(stage: str) -> PlanResult:
-            spent = time.perf_counter() - t_all
-            stages["total"] = spent
+            spent = timer.total()
             return PlanResult(PlanStatus.TIMEOUT, reason=(
                 f"wall-time budget {budget} s exhausted during {stage} after {spent:.4f} s"),
                 stage_times_s=stages)
@@ -304,60 +304,60 @@ class ArmGroup:
             self._arm(a)
         moving = tuple(a for a in self.arm_names if a in goals)
         start = np.concatenate([self._validated(a, self.arm_q(a), "start") for a in moving])
-        t0 = time.perf_counter()
-        try:
-            candidates = {a: self._candidates(a, goals[a]) for a in moving}
-        except GoalUnreachableError as err:
-            stages["goals"] = time.perf_counter() - t0
-            return PlanResult(PlanStatus.GOAL_UNREACHABLE, reason=str(err), stage_times_s=stages)
-        stages["goals"] = time.perf_counter() - t0
+        unreachable = None
+        with timer.stage("goals"):
+            try:
+                candidates = {a: self._candidates(a, goals[a]) for a in moving}
+            except GoalUnreachableError as err:
+                unreachable = err
+        if unreachable is not None:
+            return PlanResult(PlanStatus.GOAL_UNREACHABLE, reason=str(unreachable), stage_times_s=stages)
         if late():
             return timeout("goals")
         session = self.checker.session(moving, self.reference_qpos)
         meter = self.meter.session(moving, self.reference_qpos)
         margin = self.config.collision.margin_m
 
-        t0 = time.perf_counter()
-        at_start = meter.clearance(start)
-        if not at_start.is_free(margin):
+        with timer.stage("goals"):
+            at_start = meter.clearance(start)
+            start_free = at_start.is_free(margin)
+            if start_free:
+                goal, failure, resamples = self._pick_goal(moving, goals, candidates, meter, deadline)
+        if not start_free:
             return PlanResult(PlanStatus.START_IN_COLLISION, reason=(
                 f"start is {at_start.distance_m * 1e3:.1f} mm from collision "
                 f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"), pair=at_start.pair,
                 stage_times_s=stages)
-        goal, failure, resamples = self._pick_goal(moving, goals, candidates, meter, deadline)
-        stages["goals"] += time.perf_counter() - t0
         if goal is None:
             if failure is None:
                 return timeout("goals")
             failure.stage_times_s.update(stages)
             return failure
         if float(np.max(np.abs(goal - start))) <= 1e-12:
-            return self._zero_length(moving, start, at_start, seed, resamples, stages, t_all)
+            return self._zero_length(moving, start, at_start, seed, resamples, timer)
         if late():
             return timeout("goals")
 
         rng = np.random.default_rng(seed)
         lower = np.concatenate([self._limits[a][0] for a in moving])
         upper = np.concatenate([self._limits[a][1] for a in moving])
-        t0 = time.perf_counter()
-        padded = self.padded.session(moving, self.reference_qpos)
-        found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng, self.config.search,
-                                   deadline_s=deadline)
-        plain = session
-        if found.path is None and not found.timed_out:
-            found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng,
+        with timer.stage("search"):
+            padded = self.padded.session(moving, self.reference_qpos)
+            found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng,
                                        self.config.search, deadline_s=deadline)
-        elif found.path is not None:
-            session = padded
-        stages["search"] = time.perf_counter() - t0
+            plain = session
+            if found.path is None and not found.timed_out:
+                found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng,
+                                           self.config.search, deadline_s=deadline)
+            elif found.path is not None:
+                session = padded
         if found.timed_out:
             return timeout("search")
         if found.path is None:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=stages)
-        t0 = time.perf_counter()
-        path = search.shortcut(found.path, session.is_free, rng, self.config.search.shortcut_rounds,
-                               self.config.search.edge_step_rad, deadline_s=deadline)
-        stages["shortcut"] = time.perf_counter() - t0
+        with timer.stage("shortcut"):
+            path = search.shortcut(found.path, session.is_free, rng, self.config.search.shortcut_rounds,
+                                   self.config.search.edge_step_rad, deadline_s=deadline)
         if late():
             return timeout("shortcut")
 
@@ -365,19 +365,16 @@ class ArmGroup:
         stages["retime"] = stages["check"] = 0.0
         repairs = before = uncertified = 0
         while True:
-            t0 = time.perf_counter()
-            timed = time_path(path, limits)
-            stages["retime"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            recorder = PairRecorder(self, moving, self.config.certificate)
-            hit, record, checked = self._check_timed(timed, meter, recorder, deadline)
-            stages["check"] += time.perf_counter() - t0
+            with timer.stage("retime"):
+                timed = time_path(path, limits)
+            with timer.stage("check"):
+                recorder = PairRecorder(self, moving, self.config.certificate)
+                hit, record, checked = self._check_timed(timed, meter, recorder, deadline)
             if checked < 0:
                 return timeout("check")
             if hit is None:
-                t0 = time.perf_counter()
-                cert = certify_timed(self, moving, timed, self.config.certificate, recorder)
-                stages["certify"] = stages.get("certify", 0.0) + time.perf_counter() - t0
+                with timer.stage("certify"):
+                    cert = certify_timed(self, moving, timed, self.config.certificate, recorder)
                 if cert.certified:
                     cert = replace(cert, uncertified_attempts=uncertified)
                     break
@@ -395,9 +392,8 @@ class ArmGroup:
                 return PlanResult(PlanStatus.CHECK_FAILED, reason=(
                     f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
                     f"segment repairs: {hit[1]}"), pair=hit[1].pair, stage_times_s=stages)
-            t0 = time.perf_counter()
-            path = self._repair(timed, hit[0], (padded, plain), meter, rng, (lower, upper), deadline)
-            stages["search"] += time.perf_counter() - t0
+            with timer.stage("search"):
+                path = self._repair(timed, hit[0], (padded, plain), meter, rng, (lower, upper), deadline)
             if late():
                 return timeout("repair")
             repairs += 1
@@ -415,14 +411,16 @@ class ArmGroup:
             arms[a] = ArmTrajectory(a, self.checker.arm_joints[a], q[:, col:col + n],
                                     qd[:, col:col + n], qdd[:, col:col + n])
             col += n
-        plan = Plan(times, self.config.rate_hz, arms, timed.waypoints, record, stages, checked,
-                    repairs, seed, resamples, before, certificate=cert)
-        stages["total"] = time.perf_counter() - t_all
+        plan = Plan(t=times, rate_hz=self.config.rate_hz, arms=arms, waypoints=timed.waypoints,
+                    min_clearance=record, stage_times_s=stages, checked_states=checked,
+                    repairs=repairs, seed=seed, goal_resamples=resamples,
+                    colliding_before_repair=before, certificate=cert)
+        timer.total()
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 
     # ---------------------------------------------------------------- helpers
     def _zero_length(self, moving, start: np.ndarray, at_start: Clearance, seed: int,
-                     resamples: int, stages: dict, t_all: float) -> PlanResult:
+                     resamples: int, timer: StageTimer) -> PlanResult:
         """The plan of a goal equal to the start: one sample at t = 0, at rest."""
         arms, col = {}, 0
         for a in moving:
@@ -433,13 +431,14 @@ class ArmGroup:
         horizon = self.config.clearance_horizon_m
         record = (ClearanceRecord(horizon, None, None, True) if at_start.pair is None
                   else ClearanceRecord(at_start.distance_m, 0.0, at_start.pair, False))
-        plan = Plan(np.zeros(1), self.config.rate_hz, arms, start[None, :].copy(), record, stages,
-                    1, 0, seed, resamples, 0)
-        t0 = time.perf_counter()  # every plan carries its certificate, a still one too
-        plan = replace(plan, certificate=certify_plan_timed(self, plan, None, self.config.certificate))
-        stages["certify"] = time.perf_counter() - t0
-        stages["total"] = time.perf_counter() - t_all
-        return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
+        plan = Plan(t=np.zeros(1), rate_hz=self.config.rate_hz, arms=arms,
+                    waypoints=start[None, :].copy(), min_clearance=record,
+                    stage_times_s=timer.stages, checked_states=1, repairs=0, seed=seed,
+                    goal_resamples=resamples, colliding_before_repair=0)
+        with timer.stage("certify"):  # every plan carries its certificate, a still one too
+            plan = replace(plan, certificate=certify_plan_timed(self, plan, None, self.config.certificate))
+        timer.total()
+        return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=timer.stages)
 
     def _candidates(self, arm: str, goal: Goal) -> list[np.ndarray]:
         raw = raw_candidates(goal, self, arm, self.arm_q(arm))

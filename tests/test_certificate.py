@@ -17,6 +17,15 @@ from planners.goals import JointGoal
 from planners.group import ArmGroup
 
 
+def _group_at_home() -> ArmGroup:
+    """A two-arm group on a fresh scene, its state at the home keyframe."""
+    m = load_scene()
+    d = mujoco.MjData(m)
+    apply_home(m, d)
+    group = ArmGroup(m, group_arms())
+    group.set_qpos(d.qpos.copy())
+    return group
+
 def test_seed_003_worked_example():
     """Queries at 0, 1, 2 s: [5,7], [6,8], [5,7] mm, L = 4 mm/s -> 3.5 mm at 0.375 s."""
     c = certify([0, 1, 2], [5, 6, 5], [7, 8, 7], 4.0)
@@ -84,11 +93,7 @@ def test_chain_radii_bound_every_geom_point_in_random_configurations():
 
 
 def test_a_real_plan_is_certified_between_its_samples():
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    group = ArmGroup(m, group_arms())
-    group.set_qpos(d.qpos.copy())
+    group = _group_at_home()
     home = np.array(D.HOME_ARM_POSE)
     goal = home + np.array([0.3, 0.2, 0.0, -0.3, 0.2, 0.1, 0.2])
     plan = group.plan({"right": JointGoal(goal), "left": JointGoal(home + np.array([-0.2, 0.1, 0.2, -0.2, -0.1, 0.1, 0.3]))}, seed=0).unwrap()
@@ -99,11 +104,7 @@ def test_a_real_plan_is_certified_between_its_samples():
 
 
 def test_every_plan_the_group_returns_carries_a_certificate():
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    group = ArmGroup(m, group_arms())
-    group.set_qpos(d.qpos.copy())
+    group = _group_at_home()
     home = np.array(D.HOME_ARM_POSE)
     plan = group.plan({"right": JointGoal(home + 0.2)}, seed=1).unwrap()
     cert = plan.certificate

@@ -11,11 +11,11 @@ import threading
 
 import numpy as np
 import pytest
-from test_owner_support import RecordingPublisher, Rig
+from test_owner_support import RecordingPublisher, Rig, held_tick_stop_race
 
 from controllers.clock import MonotonicClock
 from controllers.names import Arm
-from controllers.owner import ArmOwner, Mode, OwnerConfig, OwnerHooks, start_realtime_thread
+from controllers.owner import ArmOwner, Mode, OwnerConfig, start_realtime_thread
 from controllers.target import ArmTarget
 
 STRESS = os.environ.get("ROB_TWIN_STRESS") == "1"
@@ -23,44 +23,14 @@ STRESS = os.environ.get("ROB_TWIN_STRESS") == "1"
 
 @pytest.mark.stress
 def test_stop_waits_for_in_flight_sample_and_nothing_stale_follows():
-    computed = threading.Event()
-    release = threading.Event()
-    events: list[str] = []
-    state = {"hold": False}
-
-    def after_compute(p):
-        events.append("computed")
-        if state["hold"]:
-            state["hold"] = False
-            computed.set()
-            assert release.wait(5.0)
-
-    rig = Rig(hooks=OwnerHooks(after_compute=after_compute))
-    rig.pub.on_publish = lambda p: events.append("published")
-    rig.submit(0.5)
-    rig.step(20)
-    events.clear()
-    state["hold"] = True
-    ticker = threading.Thread(target=rig.step, args=(1,))
-    ticker.start()
-    assert computed.wait(5.0)  # the tick holds the barrier with a computed, unpublished sample
-
-    def stopper():
-        rig.owner.stop()
-        events.append("stop_returned")
-
-    st = threading.Thread(target=stopper)
-    st.start()
-    st.join(0.05)  # bounded: stop must still be blocked on the barrier
-    assert "stop_returned" not in events
-    release.set()
-    ticker.join(5.0)
-    st.join(5.0)
-    assert events == ["computed", "published", "stop_returned"]
+    log = held_tick_stop_race(Rig(), first_target=0.5, warmup_ticks=20, ticks_after=5, probe_s=0.05)
+    assert not log.stop_returned_while_held  # stop blocked on the barrier while the sample was held
+    names = [name for name, _ in log.events]
+    assert names[:3] == ["computed", "published", "stop_returned"]
     # every later sample is a brake sample computed after stop returned
-    reps = rig.step(5)
-    assert all(r.mode in (Mode.BRAKING, Mode.STOPPED) for r in reps)
-    assert events[3:] == ["computed", "published"] * 5
+    assert names[3:] == ["computed", "published"] * 5
+    assert all(done for _, done in log.events[3:])
+    assert log.rig.owner.mode in (Mode.BRAKING, Mode.STOPPED)
 
 
 @pytest.mark.stress

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import experiments.output as output
-from experiments import exp_owner
+from controllers.owner import Mode
+from experiments import exp_extremum, exp_faults, exp_inconsistent_seed, exp_legacy_race, exp_replay
 
 
 @pytest.fixture(autouse=True)
@@ -14,7 +15,7 @@ def _tmp_out(tmp_path, monkeypatch):
 
 
 def test_inconsistent_seed_reproduces_table():
-    r = exp_owner.inconsistent_seed()
+    r = exp_inconsistent_seed.inconsistent_seed()
     assert r["hardware_io"] is False
     by = {(c["v0"], c["a0"]): c for c in r["cases"]}
     assert by[(0.2, 0.0)]["min_position_sampled"] == pytest.approx(0.34, abs=1e-6)
@@ -25,17 +26,17 @@ def test_inconsistent_seed_reproduces_table():
 
 
 def test_short_replay_within_bounds_and_converges():
-    r = exp_owner.run_replay(0, 60.0, duration_s=10.0, settle_s=5.0)
+    r = exp_replay.run_replay(0, 60.0, duration_s=10.0, settle_s=5.0)
     assert r["samples"] == 2000 and r["targets"] == 600 and r["moving_retargets"] > 400
-    for key, bound in exp_owner.BOUNDS.items():
+    for key, bound in exp_replay.BOUNDS.items():
         assert r[key] <= bound + 1e-9, key
     assert r["final_error"] < 1e-9 and r["faults"] == 0 and r["mailbox_balanced"]
 
 
 def test_fault_matrix_and_legacy_race():
-    f = exp_owner.faults()
+    f = exp_faults.faults()
     assert f["all_as_expected"] and f["max_frames_after"] == 0 and len(f["cases"]) == 11
-    lr = exp_owner.legacy_race()
+    lr = exp_legacy_race.legacy_race()
     assert lr["legacy_stale_writes"] >= 2 and lr["owner_stale_writes"] == 0
     # both halves are observed: the legacy host's workers interleave, the owner's do not
     assert lr["legacy"]["stale_after_replacement"] >= 1 and lr["legacy"]["writers"] >= 3
@@ -44,22 +45,22 @@ def test_fault_matrix_and_legacy_race():
 
 
 def test_superseded_publication_count_sees_an_old_command_after_its_replacement():
-    assert exp_owner.superseded_publications([None, 1, 1, 2, 2, 3]) == 0
-    assert exp_owner.superseded_publications([1, 1, 2, 1, 2]) == 1
-    assert exp_owner.superseded_publications([1, 2, 3, 1, 2]) == 2
+    assert exp_legacy_race.superseded_publications([None, 1, 1, 2, 2, 3]) == 0
+    assert exp_legacy_race.superseded_publications([1, 1, 2, 1, 2]) == 1
+    assert exp_legacy_race.superseded_publications([1, 2, 3, 1, 2]) == 2
 
 
 def test_brake_case_counts_frames_that_keep_tracking_after_the_event():
     """A brake case whose event the owner ignores (nothing injected) reports the frames that
     kept tracking the old plan, and is not as expected."""
-    ok = exp_owner._brake("revoked", "lease revoked", lambda r: r.owner.revoke_authority(), exp_owner.Mode.HOLD)
+    ok = exp_faults._brake("revoked", "lease revoked", lambda r: r.owner.revoke_authority(), Mode.HOLD)
     assert ok["as_expected"] and ok["frames_after"] == 0
-    ignored = exp_owner._brake("nothing", "no event", lambda r: None, exp_owner.Mode.HOLD)
+    ignored = exp_faults._brake("nothing", "no event", lambda r: None, Mode.HOLD)
     assert not ignored["as_expected"] and ignored["frames_after"] > 0
 
 
 def test_extremum_validation_small():
-    r = exp_owner.extremum(n_traj=6)
+    r = exp_extremum.extremum(n_traj=6)
     assert r["joint_state_observations"] == 6 * 7 * 301
     assert r["samples_enclosed"] and r["max_state_mismatch"] < 1e-12
     zj = r["zero_jerk_case"]

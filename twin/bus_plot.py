@@ -35,7 +35,7 @@ def bus_plot(report: dict, latencies_s: dict, path: Path, title: str = "") -> Pa
         ax.grid(alpha=0.3)
     fig.suptitle(title or "Simulated CAN buses (hardware_io: false)", fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    from .report import save_png
+
+    save_png(fig, path, dpi=90)
     return path

@@ -12,7 +12,6 @@ samples, both judged by coal on a fresh model copy). Simulated: ``hardware_io: f
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import mujoco
@@ -22,8 +21,8 @@ from controllers.names import group_arms
 from models import poses
 from models.loading import CROSSING_START_KEY, keyframe_state, load_scene
 from planners.geom_pairs import GeomPairTable
-from planners.group import ArmGroup
 from planners.oracle import CoalOracle, judge_states
+from planners.separate import separate_plans, sync_states
 
 from .scenario import Scenario
 from .scenario_plans import PlanRunner
@@ -51,40 +50,6 @@ def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
                    "seed": 0}],
         "cameras": ["front"], "fps": 20, "frame_size": [480, 360], "quality": "auto",
     }, source="the demo scenario")
-
-
-def without_arm(model: mujoco.MjModel, arm: str) -> mujoco.MjModel:
-    """A model copy where ``arm``'s geoms collide with nothing (it cannot be an obstacle)."""
-    m = copy.deepcopy(model)
-    geoms = GeomPairTable(model, ARMS).arm_geoms(arm)
-    m.geom_contype[geoms] = 0
-    m.geom_conaffinity[geoms] = 0
-    return m
-
-
-def separate_plans(model: mujoco.MjModel, start_qpos: np.ndarray, goals: dict[str, np.ndarray],
-                   seed: int = 0) -> dict:
-    """{arm: Plan}: each arm planned alone by a one-arm group on a model copy where the
-    other arm cannot collide (it ignores the other arm entirely)."""
-    plans = {}
-    for a in ARMS:
-        other = next(b for b in ARMS if b != a)
-        g = ArmGroup(without_arm(model, other), ARMS)
-        g.set_qpos(start_qpos)
-        plans[a] = g.plan({a: goals[a]}, seed=seed).unwrap()
-    return plans
-
-
-def sync_states(model: mujoco.MjModel, start_qpos: np.ndarray, plans: dict) -> np.ndarray:
-    """(N, nq) full states of separate plans run from one start stamp (the shorter one
-    holds its end)."""
-    n = max(p.t.size for p in plans.values())
-    out = np.repeat(start_qpos[None, :], n, axis=0)
-    g = ArmGroup(model, ARMS)
-    for a, p in plans.items():
-        q = p.arms[a].q
-        out[:, g.checker.arm_qpos[a]] = np.vstack([q, np.repeat(q[-1:], n - len(q), axis=0)])
-    return out
 
 
 def judge(states: np.ndarray, threshold_m: float) -> list[tuple[int, str, float]]:

@@ -43,7 +43,7 @@ from planners.kinematics import Payload
 
 from .closed_loop import ClosedLoop, ClosedLoopConfig
 from .damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
-from .rehearsal import (
+from .rehearsal.gates import (
     ARMS,
     GateResult,
     RehearsalConfig,

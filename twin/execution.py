@@ -127,6 +127,9 @@ def run_plan(loop: ClosedLoop, group: ArmGroup, plan: Plan,
     session = group.meter.session(tuple(a.value for a in Arm), group.reference_qpos)
     clear = clearance_along(session, states)
     margin = group.config.collision.margin_m
-    return ExecutedPlan(report, stamps, states, clear, int((clear < margin).sum()),
-                        int((clear < 0).sum()), float(clear.min()) if clear.size else np.inf,
-                        report.max_deviation_rad, report.start_skew_s, report.max_start_offset_s)
+    return ExecutedPlan(report=report, stamps_s=stamps, states=states, clearance_m=clear,
+                        below_margin=int((clear < margin).sum()), colliding=int((clear < 0).sum()),
+                        min_clearance_m=float(clear.min()) if clear.size else np.inf,
+                        max_deviation_rad=report.max_deviation_rad,
+                        start_skew_s=report.start_skew_s,
+                        max_start_offset_s=report.max_start_offset_s)

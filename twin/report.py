@@ -18,6 +18,37 @@ EVIDENCE = {
 }
 
 
+def json_default(value):
+    """For ``json.dumps(default=...)``: numpy scalars and arrays as numbers, anything else as text."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table of ``rows`` (list of dicts); columns: those of the first row."""
+    if not rows:
+        return "(no rows)\n"
+    columns = columns or list(rows[0])
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    body = "".join("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n" for r in rows)
+    return head + body
+
+
+def save_png(fig, path: Path, dpi: int = 90) -> Path:
+    """Save a matplotlib figure atomically (temporary file, then rename) and close it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=dpi, format="png")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
 def joint_plot(result: RunResult, path: Path) -> Path:
     import matplotlib
 
@@ -35,12 +66,7 @@ def joint_plot(result: RunResult, path: Path) -> Path:
     axes[0].set_title("Owner-commanded (dashed) vs simulated (solid) joint angles, via CAN - simulated")
     axes[1].set_xlabel("simulated time [s]")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=90, format="png")
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return save_png(fig, path)
 
 
 def _bus_plot(result: RunResult, out_dir: Path) -> str | None:

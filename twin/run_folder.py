@@ -57,8 +57,9 @@ def write_atomic(path: Path, text: str) -> Path:
     return path
 
 
-def write_json_atomic(path: Path, obj: object) -> Path:
-    return write_atomic(path, json.dumps(obj, indent=2, default=str) + "\n")
+def write_json_atomic(path: Path, obj: object, default=str) -> Path:
+    """``obj`` as indented JSON; ``default`` turns what JSON cannot hold into what it can."""
+    return write_atomic(path, json.dumps(obj, indent=2, default=default) + "\n")
 
 
 def _probe(path: Path) -> None:

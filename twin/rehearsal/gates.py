@@ -1,39 +1,25 @@
-"""Pre-commissioning rehearsal: the gates the seeds list before real motors are streamed.
-
-Each gate builds fresh closed loops (``twin.closed_loop``) from one base configuration,
-provokes what it must check, and returns a verdict with measured figures (simulated
-seconds, radians). A base configuration carrying a wiring or installation fault
-(swapped buses, a wrong sign, a second writer) must make the matching gate fail:
-the tests prove each gate can fail. Nothing here touches hardware (hardware_io: false).
-
-Gates (seed 000 "Integration requirement", seed 001 section 4):
-exclusive_output, units_and_references, stopping, feedback, output_uncertainty,
-moving_retargets.
+"""The rehearsal gates: each builds fresh closed loops (``twin.closed_loop``) from one base
+configuration, provokes what it must check, and returns a verdict with measured figures
+(simulated seconds, radians). Nothing here touches hardware (hardware_io: false).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from controllers.names import Arm, tcp_site
 from controllers.owner import FaultKind as OwnerFault
 from controllers.owner import Mode
-from models import dimensions as D
 
-from .bus_budget import BusBudgetConfig, gate_bus_budget
-from .closed_loop import ClosedLoop, ClosedLoopConfig
-from .faults import FaultSpec
-from .report import EVIDENCE
+from ..bus_budget import BusBudgetConfig, gate_bus_budget
+from ..closed_loop import ClosedLoop, ClosedLoopConfig
+from ..faults import FaultSpec
+from .targets import HOME, wave_source
 
-HOME = np.array(D.HOME_ARM_POSE)
 ARMS = (Arm.RIGHT, Arm.LEFT)
 # A move that is unique per joint (+0.02 rad * j): any swapped joint, arm or sign shows.
 SIGNATURE_MOVE = 0.02 * np.arange(1, 8)
@@ -391,20 +377,6 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
                       "error below the owner's threshold")
 
 
-def wave_source(k: int) -> Callable[[float], np.ndarray]:
-    """A smooth per-joint target path around home (0.25 rad, 0.3-0.5 Hz): arm ``k``."""
-    freq = 0.3 + 0.03 * np.arange(7)
-    phase = 0.7 * np.arange(7) + k
-    gain = np.array([1, 1, 1, -1, 1, 0.5, 1])
-    start = 0.25 * np.sin(phase) * gain  # subtracted: the path starts at HOME
-    omega = 2 * math.pi * freq
-
-    def source(t: float) -> np.ndarray:
-        return HOME + 0.25 * np.sin(omega * t + phase) * gain - start
-
-    return source
-
-
 GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "exclusive_output": gate_exclusive_output,
     "units_and_references": gate_units_and_references,
@@ -419,114 +391,7 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
     """The gate profile of the base configuration's robot (Damiao: ``twin.damiao_rehearsal``)."""
     if cfg.base.robot == "openarm":
-        from .damiao_rehearsal import DAMIAO_GATES
+        from ..damiao_rehearsal import DAMIAO_GATES
 
         return DAMIAO_GATES
     return GATES
-
-
-def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
-             progress: bool = False) -> dict:
-    """Run the gates (all by default); return the report dict (``hardware_io: false``)."""
-    from controllers.names import UnknownNameError
-
-    cfg = cfg or default_config()
-    table = gates_for(cfg)
-    names = gates or list(table)
-    for n in names:
-        if n not in table:
-            raise UnknownNameError("gate", n, list(table))
-    results = []
-    for i, n in enumerate(names, 1):
-        if progress:
-            print(f"[rehearse] {i}/{len(names)} {n} ...", file=sys.stderr, flush=True)
-        res = table[n](cfg)
-        if progress:
-            print(f"[rehearse] {n}: {'PASS' if res.passed else 'FAIL'}", file=sys.stderr, flush=True)
-        results.append(res.as_dict())
-    return {**EVIDENCE, "report": "pre-commissioning rehearsal (simulated)",
-            "passed": all(r["passed"] for r in results), "gates": results,
-            "base_config": {"seed": cfg.base.seed, "owner_rate_hz": cfg.base.owner_rate_hz,
-                            "feedback_rate_hz": cfg.base.feedback_rate_hz,
-                            "swap_wiring": cfg.base.swap_wiring, "robot": cfg.base.robot,
-                            "faults": [dataclasses.asdict(f) | {"kind": f.kind.value, "arm": f.arm.value}
-                                       for f in cfg.base.faults]}}
-
-
-def stop_plot(report: dict, path: Path) -> Path | None:
-    """Joint angles of the RIGHT arm around a Stop while moving (PNG); None without a trace."""
-    gate = next((g for g in report["gates"] if g["name"] == "stopping"), None)
-    trace = gate and gate["cases"][0].get("trace")
-    if not trace or not trace["t_s"]:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    t = np.array(trace["t_s"])
-    cmd, meas = np.array(trace["commanded_rad"]), np.array(trace["measured_rad"])
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for j in range(cmd.shape[1]):
-        line = ax.plot(t, cmd[:, j] - cmd[0, j], "--", lw=1)[0]
-        ax.plot(t, meas[:, j] - cmd[0, j], color=line.get_color(), lw=1.5, label=f"j{j + 1}")
-    ax.axvline(0.0, color="k", lw=0.8)
-    ax.text(0.005, ax.get_ylim()[1] * 0.9, "stop()", fontsize=9)
-    ax.set_xlabel("simulated time after stop() [s]")
-    ax.set_ylabel("travel from the stop pose [rad]")
-    ax.set_title("Stop while moving: owner-commanded (dashed) vs simulated (solid) - simulated")
-    ax.legend(ncol=7, fontsize=8, loc="lower right")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
-
-
-def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
-    """``rehearsal.json``, ``rehearsal.md`` and ``stopping.png`` under ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    plot = stop_plot(report, out / "stopping.png")
-    jp, mp = out / "rehearsal.json", out / "rehearsal.md"
-    jp.write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
-    lines = ["# Pre-commissioning rehearsal (simulated)", "",
-             f"hardware_io: false. {EVIDENCE['note']} A passing gate here is a rehearsal, "
-             "not a commissioning result: every gate must be repeated on the physical arms.", "",
-             f"Overall: **{'PASS' if report['passed'] else 'FAIL'}**", "",
-             "| gate | verdict | requirement |", "|---|---|---|"]
-    lines += [f"| {g['name']} | {'PASS' if g['passed'] else 'FAIL'} | {g['requirement']} |"
-              for g in report["gates"]]
-    if plot is not None:
-        lines += ["", f"![stop while moving]({plot.name})"]
-    for g in report["gates"]:
-        lines += ["", f"## {g['name']}: {'PASS' if g['passed'] else 'FAIL'}", ""]
-        if g.get("detail"):
-            lines += [g["detail"], ""]
-        for key in ("cases", "rates", "joints"):
-            if key in g:
-                lines += [_md_table(g[key]), ""]
-        for key, val in g.items():
-            if key not in ("name", "passed", "requirement", "detail", "cases", "rates", "joints", "limits"):
-                lines.append(f"- {key}: {val}")
-    mp.write_text("\n".join(lines) + "\n")
-    return jp, mp
-
-
-def _md_table(rows: list[dict]) -> str:
-    cols: list[str] = []
-    for r in rows:
-        cols += [c for c in r if c not in cols]
-    cols = [c for c in cols if c != "trace"]
-    head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
-    return head + "".join("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |\n" for r in rows)
-
-
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, float) and math.isinf(o):
-        return "inf"
-    return str(o)

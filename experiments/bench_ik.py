@@ -10,7 +10,7 @@
 4. Call times [us] of the public API (input validation included) and of the raw
    Pinocchio calls underneath.
 
-Targets (issue 6): success >= 99.5 %, errors <= 1e-6 m and 1e-6 rad. Simulated figures.
+Targets: success >= 99.5 %, errors <= 1e-6 m and 1e-6 rad. Simulated figures.
 """
 
 from __future__ import annotations

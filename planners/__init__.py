@@ -1,4 +1,4 @@
-# Issue 6: kinematics, IK, goal checks; issue 7: ArmGroup (joint/pose goals, lockstep
+# Kinematics, IK, goal checks; ArmGroup (joint/pose goals, lockstep
 # Cartesian paths), collision checks, plans. Each module has its own default_config().
 from planners.cartesian import (
     CartesianConfig,

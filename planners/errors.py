@@ -25,7 +25,7 @@ class PlannerConfigError(PlannerError, InvalidValueError):
     subject = "planner config"
 
 
-# ------------------------------------------------- arm groups, planning, retiming (issue 7)
+# ------------------------------------------------- arm groups, planning, retiming
 
 
 class GroupNameError(PlannerError, UnknownNameError):

@@ -35,7 +35,7 @@ from models.loading import arm_actuator_indices, arm_qpos_indices
 
 from .damiao_drive import DamiaoDrive, DamiaoDriveConfig
 from .faults import FaultKind, FaultSchedule
-from .motor_bank import STALL_FRICTION_NM
+from .motor_bank import STALL_FRICTION_NM, BankBuses
 from .wire import open_virtual
 
 
@@ -72,7 +72,7 @@ class DamiaoArmDrives:
     encoder_offset_rad: tuple[float, ...] = (0.0,) * JOINTS_PER_ARM
 
 
-class DamiaoBank:
+class DamiaoBank(BankBuses):
     """All Damiao drives of the twin; model/data belong to the stepping thread.
 
     wiring: {channel: arm on that bus}; configs: the seven drives of an arm."""
@@ -94,26 +94,12 @@ class DamiaoBank:
             drives = [DamiaoDrive(j, configs[j - 1]) for j in range(1, JOINTS_PER_ARM + 1)]
             for d in drives:
                 d.last_command_s = now
-            logger = None
-            if log_dir is not None:
-                path = Path(log_dir) / f"{channel.replace('/', '_')}{log_suffix}"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                logger = can.Logger(str(path))
+            logger = self._open_logger(log_dir, channel, log_suffix)
             self.buses[channel] = DamiaoArmDrives(
                 channel, arm, open_virtual(channel), drives, arm_qpos_indices(model, arm), dof,
                 arm_actuator_indices(model, arm), logger=logger)
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
-
-    def drives_of(self, arm: Arm | str) -> DamiaoArmDrives:
-        arm = Arm.parse(arm)
-        for ad in self.buses.values():
-            if ad.arm is arm:
-                return ad
-        raise UnknownNameError("arm on the bank's buses", arm.value, list(self.wiring().values()))
-
-    def wiring(self) -> dict[str, str]:
-        return {ch: ad.arm.value for ch, ad in self.buses.items()}
 
     # ------------------------------------------------------------------ injection
     def set_supply_v(self, arm: Arm | str, volts: float, joints: tuple[int, ...] = ()) -> None:
@@ -207,16 +193,10 @@ class DamiaoBank:
                 self.model.dof_frictionloss[dof] = STALL_FRICTION_NM if jam else self._friction[dof]
 
     def _second_writer(self, ad: DamiaoArmDrives, now: float) -> None:
-        spec = self.faults.first(FaultKind.SECOND_WRITER, ad.arm, now)
+        spec = self._second_writer_due(ad, now)
         if spec is None:
             return
         ch = ad.channel
-        if ch not in self._writers:
-            self._writers[ch] = open_virtual(ch)
-            self._writer_next[ch] = now
-        if now + 1e-12 < self._writer_next[ch]:
-            return
-        self._writer_next[ch] = now + 1.0 / spec.params["rate_hz"]
         for drv in ad.drives:
             m = drv.config.motor
             hold = MitCommand(spec.params["position_rad"], 0.0, 20.0, 1.0, 0.0)
@@ -227,10 +207,5 @@ class DamiaoBank:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        for ad in self.buses.values():
-            if ad.logger is not None:
-                ad.logger.stop()
-            ad.bus.shutdown()
-        for bus in self._writers.values():
-            bus.shutdown()
+        self._close_buses()
         self.model.dof_frictionloss[:] = self._friction

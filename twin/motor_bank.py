@@ -87,7 +87,57 @@ def _contiguous(idx: np.ndarray) -> slice | np.ndarray:
     return idx
 
 
-class MotorBank:
+class BankBuses:
+    """The bus plumbing every drive bank shares (Amber ``MotorBank``, ``DamiaoBank``):
+    ``buses`` maps a channel to that arm's drives (``.arm``, ``.channel``, ``.bus``,
+    ``.logger``); a second writer's virtual buses; bus loggers."""
+
+    buses: dict
+
+    @staticmethod
+    def _open_logger(log_dir: Path | str | None, channel: str, log_suffix: str):
+        """A python-can logger for ``channel``'s traffic under ``log_dir`` (None: no log)."""
+        if log_dir is None:
+            return None
+        path = Path(log_dir) / f"{channel.replace('/', '_')}{log_suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return can.Logger(str(path))
+
+    def drives_of(self, arm: Arm | str):
+        arm = Arm.parse(arm)
+        for ad in self.buses.values():
+            if ad.arm is arm:
+                return ad
+        raise UnknownNameError("arm on the bank's buses", arm.value, list(self.wiring().values()))
+
+    def wiring(self) -> dict[str, str]:
+        return {ch: ad.arm.value for ch, ad in self.buses.items()}
+
+    def _second_writer_due(self, ad, now: float):
+        """The SECOND_WRITER fault spec when its writer should send on ``ad``'s bus now
+        (at its ``rate_hz``), else None; opens the writer's bus on first use."""
+        spec = self.faults.first(FaultKind.SECOND_WRITER, ad.arm, now)
+        if spec is None:
+            return None
+        ch = ad.channel
+        if ch not in self._writers:
+            self._writers[ch] = open_virtual(ch)
+            self._writer_next[ch] = now
+        if now + 1e-12 < self._writer_next[ch]:
+            return None
+        self._writer_next[ch] = now + 1.0 / spec.params["rate_hz"]
+        return spec
+
+    def _close_buses(self) -> None:
+        for ad in self.buses.values():
+            if ad.logger is not None:
+                ad.logger.stop()
+            ad.bus.shutdown()
+        for bus in self._writers.values():
+            bus.shutdown()
+
+
+class MotorBank(BankBuses):
     """All drives of the twin. model/data: the twin's (owned by the stepping thread).
 
     wiring: {channel: arm whose drives sit on that bus}; faults: the run's schedule;
@@ -116,25 +166,11 @@ class MotorBank:
             q0 = data.qpos[qpos]
             drives = [SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
                       for j in range(1, JOINTS_PER_ARM + 1)]
-            logger = None
-            if log_dir is not None:
-                path = Path(log_dir) / f"{channel.replace('/', '_')}{log_suffix}"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                logger = can.Logger(str(path))
+            logger = self._open_logger(log_dir, channel, log_suffix)
             self.buses[channel] = ArmDrives(channel, arm, open_virtual(channel), drives, qpos, dof,
                                             arm_actuator_indices(model, arm), logger=logger)
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
-
-    def drives_of(self, arm: Arm | str) -> ArmDrives:
-        arm = Arm.parse(arm)
-        for ad in self.buses.values():
-            if ad.arm is arm:
-                return ad
-        raise UnknownNameError("arm on the bank's buses", arm.value, list(self.wiring().values()))
-
-    def wiring(self) -> dict[str, str]:
-        return {ch: ad.arm.value for ch, ad in self.buses.items()}
 
     # ------------------------------------------------------------------ per step
     def service(self, now: float, dt: float) -> None:
@@ -221,16 +257,10 @@ class MotorBank:
                 m.actuator_biasprm[a, :3] = 0.0
 
     def _second_writer(self, ad: ArmDrives, now: float) -> None:
-        spec = self.faults.first(FaultKind.SECOND_WRITER, ad.arm, now)
+        spec = self._second_writer_due(ad, now)
         if spec is None:
             return
         ch = ad.channel
-        if ch not in self._writers:
-            self._writers[ch] = open_virtual(ch)
-            self._writer_next[ch] = now
-        if now + 1e-12 < self._writer_next[ch]:
-            return
-        self._writer_next[ch] = now + 1.0 / spec.params["rate_hz"]
         pos = np.clip(np.full(JOINTS_PER_ARM, spec.params["position_rad"]),
                       [d.config.lower_rad for d in ad.drives], [d.config.upper_rad for d in ad.drives])
         for fr in encode_sample(pos, DRIVE_FRAME):
@@ -240,12 +270,7 @@ class MotorBank:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        for ad in self.buses.values():
-            if ad.logger is not None:
-                ad.logger.stop()
-            ad.bus.shutdown()
-        for bus in self._writers.values():
-            bus.shutdown()
+        self._close_buses()
         self.model.actuator_gainprm[:, 0] = self._gain
         self.model.actuator_biasprm[:, :3] = self._bias
         self.model.dof_frictionloss[:] = self._friction

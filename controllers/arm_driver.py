@@ -38,13 +38,19 @@ class ArmDriver:
     def __init__(self, owner: ArmOwner, transport: CanTransport):
         if not isinstance(owner, ArmOwner):
             raise OwnerConfigError("owner", owner, "an ArmOwner")
-        if not all(callable(getattr(transport, m, None)) for m in ("poll_feedback", "publish_sample", "close")) \
-                or not hasattr(getattr(transport, "config", None), "arm"):
-            raise TransportConfigError("transport", transport,
-                                       "a transport (CanTransport or alike: poll_feedback, publish_sample, config.arm)")
+        if not all(
+            callable(getattr(transport, m, None))
+            for m in ("poll_feedback", "publish_sample", "close")
+        ) or not hasattr(getattr(transport, "config", None), "arm"):
+            raise TransportConfigError(
+                "transport",
+                transport,
+                "a transport (CanTransport or alike: poll_feedback, publish_sample, config.arm)",
+            )
         if owner.arm is not transport.config.arm:
             raise TransportConfigError(
-                "transport.config.arm", transport.config.arm.value,
+                "transport.config.arm",
+                transport.config.arm.value,
                 f"the owner's arm {owner.arm.value!r}",
             )
         self.owner = owner
@@ -74,7 +80,9 @@ class ArmDriver:
         if not callable(getattr(clock, "now", None)):
             raise OwnerConfigError("clock", clock, "an object with now() -> float [s]")
         if transport_config is not None and not isinstance(transport_config, TransportConfig):
-            raise TransportConfigError("transport_config", transport_config, "a TransportConfig or None")
+            raise TransportConfigError(
+                "transport_config", transport_config, "a TransportConfig or None"
+            )
         tcfg = transport_config or TransportConfig(arm=arm)
         transport = CanTransport(tcfg, bus=bus, clock=clock.now)
         owner = ArmOwner(arm, transport, clock, initial_positions_rad, owner_config)
@@ -136,7 +144,9 @@ class ArmDriver:
             self.owner.latch_fault(
                 FaultKind.FOREIGN_WRITER,
                 f"second writer on the bus: {foreign} frame(s) on our command ids, last on "
-                f"0x{f.arbitration_id:02X}" if f else f"second writer: {foreign} frame(s)",
+                f"0x{f.arbitration_id:02X}"
+                if f
+                else f"second writer: {foreign} frame(s)",
             )
         self.forward_feedback()
         return self.owner.tick()

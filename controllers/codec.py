@@ -95,7 +95,6 @@ FEEDBACK_FRAME_LEN = 8
 CURRENT_SCALE = 256  # current = int16(bytes 5-6) / 256, drive units (unverified)
 
 
-
 # --------------------------------------------------------------------------- config
 
 
@@ -127,11 +126,15 @@ class CodecConfig:
         for name in ("lower_rad", "upper_rad"):
             for x in getattr(self, name):
                 if not _is_real(x):
-                    raise CodecConfigError(name, getattr(self, name), "real numbers [rad] (inf allowed)")
+                    raise CodecConfigError(
+                        name, getattr(self, name), "real numbers [rad] (inf allowed)"
+                    )
             try:
                 object.__setattr__(self, name, tuple(float(x) for x in getattr(self, name)))
             except OverflowError:
-                raise CodecConfigError(name, getattr(self, name), "numbers within float range") from None
+                raise CodecConfigError(
+                    name, getattr(self, name), "numbers within float range"
+                ) from None
         for j, (lo, hi) in enumerate(zip(self.lower_rad, self.upper_rad, strict=True), start=1):
             if math.isnan(lo) or math.isnan(hi) or lo > hi:
                 raise CodecConfigError(
@@ -251,7 +254,9 @@ def check_signs(signs: np.ndarray | Sequence[int] | int) -> np.ndarray:
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
         item = arr.ravel()[i]
-        raise InvalidSignError(i % JOINTS_PER_ARM + 1, item.item() if isinstance(item, np.generic) else item)
+        raise InvalidSignError(
+            i % JOINTS_PER_ARM + 1, item.item() if isinstance(item, np.generic) else item
+        )
     return arr.astype(np.int64)
 
 
@@ -270,7 +275,11 @@ def truncate_counts(x: np.ndarray | float) -> np.ndarray:
 def rad_to_counts_float(rad: np.ndarray | float, signs: np.ndarray | int = 1) -> np.ndarray:
     """radians -> degrees -> sign -> truncated counts, as float64 (no range checks)."""
     rad = _real_array(rad, "rad").astype(np.float64)
-    signs = check_signs(signs) if not isinstance(signs, np.ndarray) or signs.dtype != np.int64 else signs
+    signs = (
+        check_signs(signs)
+        if not isinstance(signs, np.ndarray) or signs.dtype != np.int64
+        else signs
+    )
     with np.errstate(invalid="ignore", over="ignore"):
         return truncate_counts(np.degrees(rad) * np.asarray(signs) * COUNTS_PER_DEGREE)
 
@@ -422,8 +431,9 @@ def command_frame(joint: int, word: int, count: int) -> Frame:
     return Frame(j, COMMAND_IDS[j - 1], data, count)
 
 
-def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConfig | None = None
-                  ) -> tuple[Frame, ...]:
+def encode_sample(
+    positions_rad: np.ndarray | Sequence[float], config: CodecConfig | None = None
+) -> tuple[Frame, ...]:
     """Encode one seven-joint sample [rad] into seven command frames, all or nothing.
 
     The per-sample hot path (the owner calls it every tick): a scalar loop with the
@@ -432,11 +442,17 @@ def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConf
     prove the two agree on every representable count and on random samples.
     """
     config = config if type(config) is CodecConfig else _config(config)
-    arr = positions_rad if type(positions_rad) is np.ndarray else _real_array(positions_rad, "positions_rad")
+    arr = (
+        positions_rad
+        if type(positions_rad) is np.ndarray
+        else _real_array(positions_rad, "positions_rad")
+    )
     if arr.shape != (JOINTS_PER_ARM,):
         raise SampleShapeError(arr.shape, JOINTS_PER_ARM)
     if arr.dtype.kind not in _REAL_KINDS:
-        raise CodecTypeError("positions_rad", positions_rad, f"real numbers (got dtype {arr.dtype})")
+        raise CodecTypeError(
+            "positions_rad", positions_rad, f"real numbers (got dtype {arr.dtype})"
+        )
     try:
         values = arr.tolist() if arr.dtype.char == "d" else arr.astype(np.float64).tolist()
     except OverflowError as err:
@@ -461,8 +477,9 @@ def encode_sample(positions_rad: np.ndarray | Sequence[float], config: CodecConf
         else:
             count = _checked_count(scaled, j)
         word = count if count >= 0 else count + NEGATIVE_OFFSET
-        frames.append(Frame(j, COMMAND_IDS[j - 1],
-                            bytes((POSITION_OPCODE, word >> 8, word & 0xFF)), count))
+        frames.append(
+            Frame(j, COMMAND_IDS[j - 1], bytes((POSITION_OPCODE, word >> 8, word & 0xFF)), count)
+        )
     return tuple(frames)
 
 
@@ -514,7 +531,11 @@ def _byte_sequence(arbitration_id: object, data: object) -> bytes:
     if isinstance(data, memoryview):
         return data.tobytes()
     if isinstance(data, np.ndarray):
-        if data.ndim != 1 or data.dtype.kind not in "iu" or (data.size and (data.min() < 0 or data.max() > 255)):
+        if (
+            data.ndim != 1
+            or data.dtype.kind not in "iu"
+            or (data.size and (data.min() < 0 or data.max() > 255))
+        ):
             raise FrameDataError(arbitration_id, data)
         return bytes(data.astype(np.uint8).tolist())
     if not isinstance(data, (list, tuple)):
@@ -541,8 +562,9 @@ def _data_bytes(arbitration_id: int, data: bytes | bytearray | Sequence[int], n:
     return raw
 
 
-def decode_command(arbitration_id: int, data: bytes | Sequence[int],
-                   config: CodecConfig | None = None) -> DecodedCommand:
+def decode_command(
+    arbitration_id: int, data: bytes | Sequence[int], config: CodecConfig | None = None
+) -> DecodedCommand:
     """Decode a 3-byte position command (used to read a second writer's frames)."""
     config = config if type(config) is CodecConfig else _config(config)
     arbitration_id = _frame_id(arbitration_id, COMMAND_IDS)
@@ -577,8 +599,9 @@ class JointFeedback:
         return FEEDBACK_IDS[self.joint - 1]
 
 
-def decode_feedback(arbitration_id: int, data: bytes | Sequence[int],
-                    config: CodecConfig | None = None) -> JointFeedback:
+def decode_feedback(
+    arbitration_id: int, data: bytes | Sequence[int], config: CodecConfig | None = None
+) -> JointFeedback:
     """Decode an 8-byte feedback frame on 0x91..0x97. Any 8 bytes decode."""
     config = config if type(config) is CodecConfig else _config(config)
     arbitration_id = _frame_id(arbitration_id, FEEDBACK_IDS)
@@ -604,14 +627,25 @@ def decode_feedback(arbitration_id: int, data: bytes | Sequence[int],
 def _byte_field(joint: int, name: str, value: int, upper: int) -> int:
     if type(value) is int and 0 <= value <= upper:  # the per-frame path
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= upper:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not 0 <= value <= upper
+    ):
         raise FeedbackRangeError(joint, name, value, 0, upper)
     return int(value)
 
 
-def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
-                    current: float = 0.0, diagnostic: int = 0, status: int = 0,
-                    config: CodecConfig | None = None) -> Frame:
+def encode_feedback(
+    joint: int,
+    position_rad: float,
+    *,
+    velocity_raw: int = 0,
+    current: float = 0.0,
+    diagnostic: int = 0,
+    status: int = 0,
+    config: CodecConfig | None = None,
+) -> Frame:
     """Build the 8-byte feedback frame a drive would send (the inverse of decode_feedback).
 
     Position [rad, joint frame] is truncated like a command but NOT bounds-checked
@@ -624,7 +658,9 @@ def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
     count = _checked_count(math.degrees(value) * config.signs[j - 1] * COUNTS_PER_DEGREE, j)
     word = count if count >= 0 else count + NEGATIVE_OFFSET
     if not _is_real(current):
-        raise FeedbackRangeError(j, "current", current, -0x8000 / CURRENT_SCALE, 0x7FFF / CURRENT_SCALE)
+        raise FeedbackRangeError(
+            j, "current", current, -0x8000 / CURRENT_SCALE, 0x7FFF / CURRENT_SCALE
+        )
     try:
         cur = float(current)
     except OverflowError:
@@ -636,11 +672,16 @@ def encode_feedback(joint: int, position_rad: float, *, velocity_raw: int = 0,
         raise FeedbackRangeError(j, "current", current, cur_lo, cur_hi)
     cur_word = cur_counts & 0xFFFF
     vel = _byte_field(j, "velocity_raw", velocity_raw, 0xFFFF)
-    data = bytes((
-        _byte_field(j, "diagnostic", diagnostic, 0xFF),
-        word >> 8, word & 0xFF,
-        vel >> 8, vel & 0xFF,
-        cur_word >> 8, cur_word & 0xFF,
-        _byte_field(j, "status", status, 0xFF),
-    ))
+    data = bytes(
+        (
+            _byte_field(j, "diagnostic", diagnostic, 0xFF),
+            word >> 8,
+            word & 0xFF,
+            vel >> 8,
+            vel & 0xFF,
+            cur_word >> 8,
+            cur_word & 0xFF,
+            _byte_field(j, "status", status, 0xFF),
+        )
+    )
     return Frame(j, FEEDBACK_IDS[j - 1], data, int(count))

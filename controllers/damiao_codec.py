@@ -81,8 +81,11 @@ class Scaling:
     def __post_init__(self) -> None:
         for name in ("pmax_rad", "vmax_rad_s", "tmax_nm"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                    math.isfinite(v) and v > 0):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not (math.isfinite(v) and v > 0)
+            ):
                 raise DamiaoScalingError(name, v)
             object.__setattr__(self, name, float(v))
 
@@ -113,8 +116,9 @@ class Scaling:
 # ------------------------------------------------------------------ scalar mapping
 
 
-def to_code(x: object, lo: float, hi: float, bits: int, field: str = "value",
-            joint: int | None = None) -> int:
+def to_code(
+    x: object, lo: float, hi: float, bits: int, field: str = "value", joint: int | None = None
+) -> int:
     """``x`` in [lo, hi] -> code 0..2^bits-1, truncating; DamiaoFieldError otherwise."""
     try:
         v = float(x)  # type: ignore[arg-type]
@@ -160,11 +164,18 @@ class MitCodes(NamedTuple):
 
 
 def pack_mit(c: MitCodes) -> bytes:
-    return bytes((
-        c.q >> 8, c.q & 0xFF,
-        c.dq >> 4, ((c.dq & 0xF) << 4) | (c.kp >> 8), c.kp & 0xFF,
-        c.kd >> 4, ((c.kd & 0xF) << 4) | (c.tau >> 8), c.tau & 0xFF,
-    ))
+    return bytes(
+        (
+            c.q >> 8,
+            c.q & 0xFF,
+            c.dq >> 4,
+            ((c.dq & 0xF) << 4) | (c.kp >> 8),
+            c.kp & 0xFF,
+            c.kd >> 4,
+            ((c.kd & 0xF) << 4) | (c.tau >> 8),
+            c.tau & 0xFF,
+        )
+    )
 
 
 def unpack_mit(data: bytes) -> MitCodes:
@@ -279,8 +290,16 @@ class MotorState(NamedTuple):
             return None
 
 
-def encode_state(esc_id: int, status: int, q_rad: float, dq_rad_s: float, tau_nm: float,
-                 t_mos_c: int, t_rotor_c: int, scaling: Scaling) -> bytes:
+def encode_state(
+    esc_id: int,
+    status: int,
+    q_rad: float,
+    dq_rad_s: float,
+    tau_nm: float,
+    t_mos_c: int,
+    t_rotor_c: int,
+    scaling: Scaling,
+) -> bytes:
     """The 8-byte state frame a drive sends; every field checked (DamiaoFieldError)."""
     _check_int("esc_id", esc_id, 1, MAX_STD_ID)
     _check_int("status", status, 0, STATUS_MAX)
@@ -290,10 +309,18 @@ def encode_state(esc_id: int, status: int, q_rad: float, dq_rad_s: float, tau_nm
     q = to_code(q_rad, -s.pmax_rad, s.pmax_rad, Q_BITS, "feedback q [rad]")
     dq = to_code(dq_rad_s, -s.vmax_rad_s, s.vmax_rad_s, SMALL_BITS, "feedback dq [rad/s]")
     tau = to_code(tau_nm, -s.tmax_nm, s.tmax_nm, SMALL_BITS, "feedback tau [Nm]")
-    return bytes((
-        (status << 4) | (esc_id & 0xF), q >> 8, q & 0xFF,
-        dq >> 4, ((dq & 0xF) << 4) | (tau >> 8), tau & 0xFF, t_mos_c, t_rotor_c,
-    ))
+    return bytes(
+        (
+            (status << 4) | (esc_id & 0xF),
+            q >> 8,
+            q & 0xFF,
+            dq >> 4,
+            ((dq & 0xF) << 4) | (tau >> 8),
+            tau & 0xFF,
+            t_mos_c,
+            t_rotor_c,
+        )
+    )
 
 
 def decode_state(data: bytes, scaling: Scaling) -> MotorState:
@@ -304,11 +331,13 @@ def decode_state(data: bytes, scaling: Scaling) -> MotorState:
     dq = (d[3] << 4) | (d[4] >> 4)
     tau = ((d[4] & 0xF) << 8) | d[5]
     return MotorState(
-        status=d[0] >> 4, id_nibble=d[0] & 0xF,
+        status=d[0] >> 4,
+        id_nibble=d[0] & 0xF,
         q_rad=from_code(q, -s.pmax_rad, s.pmax_rad, Q_BITS),
         dq_rad_s=from_code(dq, -s.vmax_rad_s, s.vmax_rad_s, SMALL_BITS),
         tau_nm=from_code(tau, -s.tmax_nm, s.tmax_nm, SMALL_BITS),
-        t_mos_c=d[6], t_rotor_c=d[7],
+        t_mos_c=d[6],
+        t_rotor_c=d[7],
     )
 
 
@@ -340,8 +369,9 @@ class Register(enum.IntEnum):
 
 
 REGISTER_NAMES = {r.value: r.name for r in Register}
-INTEGER_REGISTERS = frozenset({Register.MST_ID, Register.ESC_ID, Register.TIMEOUT,
-                               Register.CTRL_MODE})
+INTEGER_REGISTERS = frozenset(
+    {Register.MST_ID, Register.ESC_ID, Register.TIMEOUT, Register.CTRL_MODE}
+)
 TIMEOUT_UNIT_S = 50e-6  # one TIMEOUT register count [s] (Seeed wiki)
 CTRL_MODE_MIT = 1
 UINT32_MAX = 0xFFFFFFFF
@@ -362,8 +392,12 @@ def check_register_value(rid: Register, value: object) -> int | float:
     """A value the register can hold, or DamiaoFieldError (names the register and its range)."""
     name = f"register {rid.name}"
     if rid in INTEGER_REGISTERS:
-        lo, hi = {Register.MST_ID: (1, MAX_STD_ID), Register.ESC_ID: (1, MAX_STD_ID),
-                  Register.TIMEOUT: (0, UINT32_MAX), Register.CTRL_MODE: (1, 4)}[rid]
+        lo, hi = {
+            Register.MST_ID: (1, MAX_STD_ID),
+            Register.ESC_ID: (1, MAX_STD_ID),
+            Register.TIMEOUT: (0, UINT32_MAX),
+            Register.CTRL_MODE: (1, 4),
+        }[rid]
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise DamiaoFieldError(name, value, lo, hi)
         return int(value)
@@ -405,7 +439,9 @@ def encode_register_read(esc_id: int, rid: int) -> bytes:
 
 def encode_register_write(esc_id: int, rid: int, value: int | float) -> bytes:
     r = register(rid)
-    return _register_head(esc_id, RegisterOp.WRITE, r) + _value_bytes(r, check_register_value(r, value))
+    return _register_head(esc_id, RegisterOp.WRITE, r) + _value_bytes(
+        r, check_register_value(r, value)
+    )
 
 
 def encode_register_reply(esc_id: int, op: RegisterOp, rid: int, value: int | float) -> bytes:
@@ -434,8 +470,9 @@ def decode_register_frame(data: bytes) -> RegisterFrame:
     if op in (RegisterOp.SAVE, RegisterOp.REFRESH):
         return RegisterFrame(esc_id, op, d[3], None, raw)
     r = register(d[3])
-    value: int | float = (struct.unpack("<I", raw)[0] if r in INTEGER_REGISTERS
-                          else struct.unpack("<f", raw)[0])
+    value: int | float = (
+        struct.unpack("<I", raw)[0] if r in INTEGER_REGISTERS else struct.unpack("<f", raw)[0]
+    )
     return RegisterFrame(esc_id, op, int(r), value, raw)
 
 
@@ -444,8 +481,13 @@ def looks_like_register_reply(data: bytes, esc_id: int) -> bool:
 
     State frames and register replies share the MST id; the host tells them apart by
     what it asked (openarm_can switches a callback mode). This is the shape half."""
-    return (len(data) == FRAME_LEN and data[0] == (esc_id & 0xFF) and data[1] == esc_id >> 8
-            and data[2] in (RegisterOp.READ, RegisterOp.WRITE) and data[3] in REGISTER_NAMES)
+    return (
+        len(data) == FRAME_LEN
+        and data[0] == (esc_id & 0xFF)
+        and data[1] == esc_id >> 8
+        and data[2] in (RegisterOp.READ, RegisterOp.WRITE)
+        and data[3] in REGISTER_NAMES
+    )
 
 
 # --------------------------------------------------------------------------- helpers

@@ -37,10 +37,16 @@ class DamiaoArmDriver(ArmDriver):
         self.bring_up_report: BringUpReport | None = None
 
     @classmethod
-    def create_damiao(cls, arm: Arm | str, clock: Clock, initial_positions_rad,
-                      owner_config: OwnerConfig | None = None,
-                      transport_config: DamiaoTransportConfig | None = None, bus=None,
-                      gravity: GravityModel | None = None) -> DamiaoArmDriver:
+    def create_damiao(
+        cls,
+        arm: Arm | str,
+        clock: Clock,
+        initial_positions_rad,
+        owner_config: OwnerConfig | None = None,
+        transport_config: DamiaoTransportConfig | None = None,
+        bus=None,
+        gravity: GravityModel | None = None,
+    ) -> DamiaoArmDriver:
         """Build the transport (on ``bus`` if given) and an owner publishing through it."""
         arm = Arm.parse(arm)
         tcfg = transport_config or DamiaoTransportConfig(arm=arm)

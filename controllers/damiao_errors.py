@@ -16,12 +16,15 @@ class DamiaoCodecError(CodecError):
 class DamiaoFieldError(DamiaoCodecError):
     """A field value outside its wire range (or not finite): never clamped."""
 
-    def __init__(self, field: str, value: object, lower: float, upper: float,
-                 joint: int | None = None):
+    def __init__(
+        self, field: str, value: object, lower: float, upper: float, joint: int | None = None
+    ):
         self.field, self.value, self.bound, self.joint = field, value, (lower, upper), joint
         where = f"joint {joint}: " if joint is not None else ""
-        super().__init__(f"{where}{field} {value!r} is outside [{lower!r}, {upper!r}] "
-                         "(finite values only; never clamped)")
+        super().__init__(
+            f"{where}{field} {value!r} is outside [{lower!r}, {upper!r}] "
+            "(finite values only; never clamped)"
+        )
 
 
 class DamiaoScalingError(DamiaoCodecError):
@@ -38,9 +41,11 @@ class ReservedPatternError(DamiaoCodecError):
     def __init__(self, data: bytes, joint: int | None = None):
         self.data = bytes(data)
         where = f"joint {joint}: " if joint is not None else ""
-        super().__init__(f"{where}MIT payload {self.data.hex(' ').upper()} equals a reserved "
-                         "special command (FF FF FF FF FF FF FF FB..FE); change q, dq, kp, kd "
-                         "or tau by one step")
+        super().__init__(
+            f"{where}MIT payload {self.data.hex(' ').upper()} equals a reserved "
+            "special command (FF FF FF FF FF FF FF FB..FE); change q, dq, kp, kd "
+            "or tau by one step"
+        )
 
 
 class DamiaoFrameError(DamiaoCodecError):

@@ -46,7 +46,15 @@ MOTORS: dict[str, MotorLimits] = {m.model: m for m in (DM8009, DM4340, DM4310)}
 
 # OpenArm v10 joint -> motor (openarm_can calibration script, openarm_ros2
 # ``v10_simple_hardware.hpp``): J1-J2 DM8009, J3-J4 DM4340, J5-J7 DM4310.
-OPENARM_ARM_MOTORS: tuple[MotorLimits, ...] = (DM8009, DM8009, DM4340, DM4340, DM4310, DM4310, DM4310)
+OPENARM_ARM_MOTORS: tuple[MotorLimits, ...] = (
+    DM8009,
+    DM8009,
+    DM4340,
+    DM4340,
+    DM4310,
+    DM4310,
+    DM4310,
+)
 assert len(OPENARM_ARM_MOTORS) == JOINTS_PER_ARM
 
 # OpenArm addressing: command (ESC) id 0x01..0x07, reply (MST) id = ESC + 0x10.

@@ -85,8 +85,13 @@ GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7
 Clock = Callable[[], float]
 N = JOINTS_PER_ARM
 SCALING_REGISTERS = (Register.PMAX, Register.VMAX, Register.TMAX)
-BRING_UP_REGISTERS = (*SCALING_REGISTERS, Register.ESC_ID, Register.MST_ID,
-                      Register.CTRL_MODE, Register.TIMEOUT)
+BRING_UP_REGISTERS = (
+    *SCALING_REGISTERS,
+    Register.ESC_ID,
+    Register.MST_ID,
+    Register.CTRL_MODE,
+    Register.TIMEOUT,
+)
 
 
 @dataclass(frozen=True)
@@ -115,18 +120,22 @@ class DamiaoTransportConfig:
         object.__setattr__(self, "arm", Arm.parse(self.arm))
         for name in ("motors", "kp", "kd", "esc_ids", "mst_ids"):
             if len(getattr(self, name)) != N:
-                raise DamiaoTransportError(f"transport config {name} needs {N} values, got "
-                                           f"{len(getattr(self, name))}")
+                raise DamiaoTransportError(
+                    f"transport config {name} needs {N} values, got {len(getattr(self, name))}"
+                )
         if self.scalings is not None and len(self.scalings) != N:
             raise DamiaoTransportError(f"transport config scalings needs {N} values")
         for j, (kp, kd) in enumerate(zip(self.kp, self.kd, strict=True), start=1):
             if not (0.0 <= kp <= KP_MAX and 0.0 <= kd <= KD_MAX):
-                raise DamiaoTransportError(f"joint {j}: gains kp {kp!r}, kd {kd!r} outside "
-                                           f"[0, {KP_MAX}] and [0, {KD_MAX}]")
+                raise DamiaoTransportError(
+                    f"joint {j}: gains kp {kp!r}, kd {kd!r} outside [0, {KP_MAX}] and [0, {KD_MAX}]"
+                )
         if self.timeout_s is not None and not 0.0 <= self.timeout_s <= 0xFFFFFFFF * TIMEOUT_UNIT_S:
             raise DamiaoTransportError(f"timeout_s {self.timeout_s!r} is invalid; valid: >= 0 s")
         if not self.publish_deadline_s > 0:
-            raise DamiaoTransportError(f"publish_deadline_s {self.publish_deadline_s!r}; valid: > 0 s")
+            raise DamiaoTransportError(
+                f"publish_deadline_s {self.publish_deadline_s!r}; valid: > 0 s"
+            )
 
     @property
     def resolved_channel(self) -> str:
@@ -134,8 +143,11 @@ class DamiaoTransportConfig:
 
     @property
     def host_scalings(self) -> tuple[Scaling, ...]:
-        return self.scalings if self.scalings is not None else tuple(
-            Scaling.of(m) for m in self.motors)
+        return (
+            self.scalings
+            if self.scalings is not None
+            else tuple(Scaling.of(m) for m in self.motors)
+        )
 
     @property
     def timeout_counts(self) -> int | None:
@@ -201,27 +213,43 @@ class BringUpReport:
         parts = self.mismatches + [f"no reply: {m}" for m in self.missing]
         bad = {j: s for j, s in self.statuses.items() if s != Status.ENABLED}
         if bad:
-            parts.append("not enabled: " + ", ".join(
-                f"joint {j} status 0x{s:X}" for j, s in sorted(bad.items())))
+            parts.append(
+                "not enabled: "
+                + ", ".join(f"joint {j} status 0x{s:X}" for j, s in sorted(bad.items()))
+            )
         return "; ".join(parts)
 
 
-_OUTCOME_COUNTER = {PublishOutcome.ACCEPTED: "accepted", PublishOutcome.PARTIAL: "partial",
-                    PublishOutcome.UNCERTAIN: "uncertain", PublishOutcome.REFUSED: "refused"}
+_OUTCOME_COUNTER = {
+    PublishOutcome.ACCEPTED: "accepted",
+    PublishOutcome.PARTIAL: "partial",
+    PublishOutcome.UNCERTAIN: "uncertain",
+    PublishOutcome.REFUSED: "refused",
+}
 
 
 class DamiaoTransport:
     """One arm's Damiao boundary. Not thread-safe: the owner's thread calls it."""
 
-    def __init__(self, config: DamiaoTransportConfig | None = None, *,
-                 bus: can.BusABC | None = None, clock: Clock = time.monotonic,
-                 gravity: GravityModel | None = None):
+    def __init__(
+        self,
+        config: DamiaoTransportConfig | None = None,
+        *,
+        bus: can.BusABC | None = None,
+        clock: Clock = time.monotonic,
+        gravity: GravityModel | None = None,
+    ):
         self.config = cfg = config or DamiaoTransportConfig()
         self.clock = clock
         self.gravity = gravity
         self._own_bus = bus is None
-        self.bus = bus if bus is not None else can.Bus(
-            interface=cfg.interface, channel=cfg.resolved_channel, receive_own_messages=False)
+        self.bus = (
+            bus
+            if bus is not None
+            else can.Bus(
+                interface=cfg.interface, channel=cfg.resolved_channel, receive_own_messages=False
+            )
+        )
         self.scalings = cfg.host_scalings
         self._peak = [m.peak_torque_nm for m in cfg.motors]
         self._kp, self._kd = list(cfg.kp), list(cfg.kd)
@@ -250,29 +278,46 @@ class DamiaoTransport:
             return np.zeros(N)
         return np.asarray(self.gravity(np.asarray(positions_rad, dtype=float)), dtype=float)
 
-    def publish_state(self, positions_rad: np.ndarray, velocities_rad_s: np.ndarray,
-                      accelerations_rad_s2: np.ndarray) -> PublishReport:
+    def publish_state(
+        self,
+        positions_rad: np.ndarray,
+        velocities_rad_s: np.ndarray,
+        accelerations_rad_s2: np.ndarray,
+    ) -> PublishReport:
         """Encode seven MIT frames from the coherent sample (all or nothing) and send them."""
         self._check_open()
         self.counters.samples += 1
         start = self.clock()
         if self.config.require_enable and not self.enabled:
-            return self._finish(PublishReport(
-                PublishOutcome.REFUSED, fault_kind="drive_error",
-                reason="drives not enabled: the enable sequence (bring_up) has not passed"))
+            return self._finish(
+                PublishReport(
+                    PublishOutcome.REFUSED,
+                    fault_kind="drive_error",
+                    reason="drives not enabled: the enable sequence (bring_up) has not passed",
+                )
+            )
         try:
             tau = self.feedforward(positions_rad)
         except Exception as err:  # the model refused the state: nothing is sent
             self.counters.encode_errors += 1
-            return self._finish(PublishReport(PublishOutcome.REFUSED,
-                                              reason=f"gravity model: {err}",
-                                              extra={"error": type(err).__name__}))
+            return self._finish(
+                PublishReport(
+                    PublishOutcome.REFUSED,
+                    reason=f"gravity model: {err}",
+                    extra={"error": type(err).__name__},
+                )
+            )
         bad = self._torque_violation(tau)
         if bad:
             self.counters.torque_refusals += 1
-            return self._finish(PublishReport(PublishOutcome.REFUSED, reason=bad,
-                                              fault_kind="torque_limit",
-                                              extra={"feedforward_nm": tau.tolist()}))
+            return self._finish(
+                PublishReport(
+                    PublishOutcome.REFUSED,
+                    reason=bad,
+                    fault_kind="torque_limit",
+                    extra={"feedforward_nm": tau.tolist()},
+                )
+            )
         self.last_feedforward_nm = tau
         p = np.asarray(positions_rad, dtype=float).tolist()
         v = np.asarray(velocities_rad_s, dtype=float).tolist()
@@ -283,8 +328,13 @@ class DamiaoTransport:
                 frames.append((self.config.esc_ids[k], encode_mit(cmd, self.scalings[k], k + 1)))
         except (DamiaoCodecError, IndexError) as err:
             self.counters.encode_errors += 1
-            return self._finish(PublishReport(PublishOutcome.REFUSED, reason=f"encode: {err}",
-                                              extra={"error": type(err).__name__}))
+            return self._finish(
+                PublishReport(
+                    PublishOutcome.REFUSED,
+                    reason=f"encode: {err}",
+                    extra={"error": type(err).__name__},
+                )
+            )
         return self._finish(self._send_batch(frames, start))
 
     def _torque_violation(self, tau: np.ndarray) -> str:
@@ -292,9 +342,11 @@ class DamiaoTransport:
             return f"gravity model returned shape {tau.shape}; expected ({N},) torques [Nm]"
         for j, (t, peak) in enumerate(zip(tau.tolist(), self._peak, strict=True), start=1):
             if not (math.isfinite(t) and abs(t) <= peak):
-                return (f"joint {j}: feed-forward torque {t!r} Nm is outside the motor's limit "
-                        f"[{-peak!r}, {peak!r}] Nm ({self.config.motors[j - 1].model}); "
-                        "not clipped, not sent")
+                return (
+                    f"joint {j}: feed-forward torque {t!r} Nm is outside the motor's limit "
+                    f"[{-peak!r}, {peak!r}] Nm ({self.config.motors[j - 1].model}); "
+                    "not clipped, not sent"
+                )
         return ""
 
     def _send_batch(self, frames: list[tuple[int, bytes]], start: float) -> PublishReport:
@@ -316,20 +368,39 @@ class DamiaoTransport:
         duration = self.clock() - start
         if duration > self.config.publish_deadline_s:
             self.counters.deadline_misses += 1
-            outcome = (PublishOutcome.UNCERTAIN if self.config.late_is_uncertain
-                       else PublishOutcome.ACCEPTED)
-            return PublishReport(outcome, tuple(sent), reason=f"deadline missed: batch took "
-                                 f"{duration:.6f} s > {self.config.publish_deadline_s:.6f} s",
-                                 frames_sent=len(sent), duration_s=duration,
-                                 extra={"deadline_missed": True})
-        return PublishReport(PublishOutcome.ACCEPTED, tuple(sent), frames_sent=len(sent),
-                             duration_s=duration, extra={"deadline_missed": False})
+            outcome = (
+                PublishOutcome.UNCERTAIN
+                if self.config.late_is_uncertain
+                else PublishOutcome.ACCEPTED
+            )
+            return PublishReport(
+                outcome,
+                tuple(sent),
+                reason=f"deadline missed: batch took "
+                f"{duration:.6f} s > {self.config.publish_deadline_s:.6f} s",
+                frames_sent=len(sent),
+                duration_s=duration,
+                extra={"deadline_missed": True},
+            )
+        return PublishReport(
+            PublishOutcome.ACCEPTED,
+            tuple(sent),
+            frames_sent=len(sent),
+            duration_s=duration,
+            extra={"deadline_missed": False},
+        )
 
-    def _fail(self, outcome: PublishOutcome, sent: list[int], start: float, k: int,
-              err: BaseException) -> PublishReport:
-        return PublishReport(outcome, tuple(sent), reason=f"{type(err).__name__} sending joint "
-                             f"{k + 1}: {err}", frames_sent=len(sent),
-                             duration_s=self.clock() - start, extra={"error": type(err).__name__})
+    def _fail(
+        self, outcome: PublishOutcome, sent: list[int], start: float, k: int, err: BaseException
+    ) -> PublishReport:
+        return PublishReport(
+            outcome,
+            tuple(sent),
+            reason=f"{type(err).__name__} sending joint {k + 1}: {err}",
+            frames_sent=len(sent),
+            duration_s=self.clock() - start,
+            extra={"error": type(err).__name__},
+        )
 
     def _finish(self, report: PublishReport) -> PublishReport:
         name = _OUTCOME_COUNTER[report.outcome]
@@ -363,8 +434,10 @@ class DamiaoTransport:
 
     def _send_raw(self, arb: int, data: bytes) -> None:
         self._check_open()
-        self.bus.send(can.Message(arbitration_id=arb, data=data, is_extended_id=False),
-                      timeout=self.config.send_timeout_s)
+        self.bus.send(
+            can.Message(arbitration_id=arb, data=data, is_extended_id=False),
+            timeout=self.config.send_timeout_s,
+        )
         self.counters.frames_sent += 1
 
     # ------------------------------------------------------------------- input
@@ -410,11 +483,14 @@ class DamiaoTransport:
             return None
         if st.id_nibble != esc & 0xF:
             self.counters.feedback_errors += 1
-            self.last_feedback_error = (f"state frame on 0x{arb:X} names motor nibble "
-                                        f"0x{st.id_nibble:X}; expected 0x{esc & 0xF:X}")
+            self.last_feedback_error = (
+                f"state frame on 0x{arb:X} names motor nibble "
+                f"0x{st.id_nibble:X}; expected 0x{esc & 0xF:X}"
+            )
             return None
-        fb = DamiaoFeedback(j, st.q_rad, st.dq_rad_s, st.tau_nm, st.status, st.t_mos_c,
-                            st.t_rotor_c)
+        fb = DamiaoFeedback(
+            j, st.q_rad, st.dq_rad_s, st.tau_nm, st.status, st.t_mos_c, st.t_rotor_c
+        )
         self.counters.feedback_frames += 1
         self.latest_feedback[j] = fb
         self.feedback_received_at[j] = now
@@ -450,8 +526,11 @@ class DamiaoTransport:
         rep.missing = [f"joint {j} {Register(r).name}" for j, r in sorted(self._pending)]
         self._pending.clear()
         for j in range(1, N + 1):
-            rep.registers[j] = {r.name: self.registers[(j, r)] for r in BRING_UP_REGISTERS
-                                if (j, r) in self.registers}
+            rep.registers[j] = {
+                r.name: self.registers[(j, r)]
+                for r in BRING_UP_REGISTERS
+                if (j, r) in self.registers
+            }
         rep.mismatches = self.register_mismatches(counts)
         if rep.missing or rep.mismatches:
             return rep
@@ -480,10 +559,14 @@ class DamiaoTransport:
         out = []
         for j in range(1, N + 1):
             s = self.scalings[j - 1]
-            expected = {Register.PMAX: s.pmax_rad, Register.VMAX: s.vmax_rad_s,
-                        Register.TMAX: s.tmax_nm, Register.ESC_ID: self.config.esc_ids[j - 1],
-                        Register.MST_ID: self.config.mst_ids[j - 1],
-                        Register.CTRL_MODE: CTRL_MODE_MIT}
+            expected = {
+                Register.PMAX: s.pmax_rad,
+                Register.VMAX: s.vmax_rad_s,
+                Register.TMAX: s.tmax_nm,
+                Register.ESC_ID: self.config.esc_ids[j - 1],
+                Register.MST_ID: self.config.mst_ids[j - 1],
+                Register.CTRL_MODE: CTRL_MODE_MIT,
+            }
             if timeout_counts is not None:
                 expected[Register.TIMEOUT] = timeout_counts
             for rid, want in expected.items():

@@ -63,7 +63,9 @@ class UnknownNameError(RobTwinError, KeyError):
 
     def __init__(self, kind: str, value: object, valid: list[str] | tuple[str, ...]):
         self.kind, self.value, self.valid = kind, value, list(valid)
-        super().__init__(f"unknown {_s(kind)} {describe(value)}; valid: {', '.join(map(_s, self.valid))}")
+        super().__init__(
+            f"unknown {_s(kind)} {describe(value)}; valid: {', '.join(map(_s, self.valid))}"
+        )
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return self.args[0]
@@ -97,7 +99,9 @@ class SampleShapeError(CodecError):
 
     def __init__(self, shape: tuple[int, ...], expected: int):
         self.shape, self.expected = shape_of(shape), expected
-        super().__init__(f"sample shape {_s(self.shape)} is not ({_s(expected)},): need one value per joint")
+        super().__init__(
+            f"sample shape {_s(self.shape)} is not ({_s(expected)},): need one value per joint"
+        )
 
 
 class JointNumberError(CodecError):
@@ -119,7 +123,10 @@ class JointValueError(CodecError):
 class NonFiniteValueError(JointValueError):
     def __init__(self, joint: int, value: float):
         super().__init__(
-            joint, value, "finite", f"joint {_s(joint)}: position {describe(value)} rad is not a finite number"
+            joint,
+            value,
+            "finite",
+            f"joint {_s(joint)}: position {describe(value)} rad is not a finite number",
         )
 
 
@@ -285,9 +292,16 @@ class TargetRefusedError(OwnerError, ValueError):
     reason: the mailbox ``RejectReason``; field: what was wrong (``velocity_rad_s``...);
     joint: 1-based joint or None; value: the offending value; valid: the valid range."""
 
-    def __init__(self, reason: object, field: str, value: object, valid: str,
-                 joint: int | None = None):
-        self.reason, self.field, self.value, self.valid, self.joint = reason, field, value, valid, joint
+    def __init__(
+        self, reason: object, field: str, value: object, valid: str, joint: int | None = None
+    ):
+        self.reason, self.field, self.value, self.valid, self.joint = (
+            reason,
+            field,
+            value,
+            valid,
+            joint,
+        )
         where = f" joint {_s(joint)}" if joint is not None else ""
         code = getattr(reason, "value", reason)
         super().__init__(
@@ -316,7 +330,9 @@ class OwnerStateError(OwnerError):
 
     def __init__(self, operation: str, mode: str, valid: str):
         self.operation, self.mode, self.valid = operation, mode, valid
-        super().__init__(f"owner cannot {_s(operation)} in mode {describe(mode)}; allowed in: {_s(valid)}")
+        super().__init__(
+            f"owner cannot {_s(operation)} in mode {describe(mode)}; allowed in: {_s(valid)}"
+        )
 
 
 class SegmentError(InvalidValueError):

@@ -70,8 +70,14 @@ class ExecutorConfig:
     holder: str = "executor"
 
     def __post_init__(self) -> None:
-        for name in ("lead_time_s", "lease_s", "start_tolerance_rad", "rest_tolerance_rad_s",
-                     "final_tolerance_rad", "settle_timeout_s"):
+        for name in (
+            "lead_time_s",
+            "lease_s",
+            "start_tolerance_rad",
+            "rest_tolerance_rad_s",
+            "final_tolerance_rad",
+            "settle_timeout_s",
+        ):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
                 raise TrajectoryError(None, f"config.{name}", v, "finite and > 0")
@@ -197,14 +203,27 @@ class Execution:
         with self._lock:
             st.last_tick_s = report.stamp_s
             if report.published:
-                st.rows.append((report.stamp_s, report.positions_rad, report.velocities_rad_s,
-                                report.accelerations_rad_s2))
+                st.rows.append(
+                    (
+                        report.stamp_s,
+                        report.positions_rad,
+                        report.velocities_rad_s,
+                        report.accelerations_rad_s2,
+                    )
+                )
             if report.new_plan and st.first_planned_s is None and st.sent:
                 st.first_planned_s = report.stamp_s
         if self.done:
             return
-        self._supervise(arm, report.stamp_s, report.mode, report.reason, report.fault,
-                        report.positions_rad, report.velocities_rad_s)
+        self._supervise(
+            arm,
+            report.stamp_s,
+            report.mode,
+            report.reason,
+            report.fault,
+            report.positions_rad,
+            report.velocities_rad_s,
+        )
 
     def on_tick(self, arm: Arm, report: TickReport) -> None:
         """Lockstep hook (``ClosedLoop.on_tick``): observe, then feed the next tick."""
@@ -236,19 +255,29 @@ class Execution:
             self._finish(Outcome.FAULTED, arm, f"{arm.value} owner faulted ({kind}): {reason}")
             return
         if mode in (Mode.BRAKING, Mode.STOPPED) or (mode is Mode.HOLD and st.sent):
-            self._finish(Outcome.FAULTED, arm, f"{arm.value} owner left tracking ({mode.value})"
-                         + (f": {reason}" if reason else ""))
+            self._finish(
+                Outcome.FAULTED,
+                arm,
+                f"{arm.value} owner left tracking ({mode.value})"
+                + (f": {reason}" if reason else ""),
+            )
             return
         if st.sent_final and now >= self.end_s - 1e-9:
             q_end = self.trajectory.arms[arm].q[-1]
-            st.arrived = bool(np.max(np.abs(p - q_end)) <= self.config.final_tolerance_rad
-                              and np.max(np.abs(v)) <= self.config.rest_tolerance_rad_s)
+            st.arrived = bool(
+                np.max(np.abs(p - q_end)) <= self.config.final_tolerance_rad
+                and np.max(np.abs(v)) <= self.config.rest_tolerance_rad_s
+            )
         if all(a.arrived for a in self._arms.values()):
             self._finish(Outcome.COMPLETED, None, "every arm arrived at its last sample")
         elif now > self.end_s + self.config.settle_timeout_s:
             late = [a.value for a, s in self._arms.items() if not s.arrived]
-            self._finish(Outcome.CANCELLED, arm, f"{', '.join(late)} not at the last sample "
-                         f"{self.config.settle_timeout_s} s after the plan's end")
+            self._finish(
+                Outcome.CANCELLED,
+                arm,
+                f"{', '.join(late)} not at the last sample "
+                f"{self.config.settle_timeout_s} s after the plan's end",
+            )
 
     # ------------------------------------------------------------------ ending
     def abort(self, reason: str = "aborted") -> None:
@@ -283,8 +312,15 @@ class Execution:
             outcome = self._outcome or (Outcome.CANCELLED, "still running", None)
             rows = {a: list(s.rows) for a, s in self._arms.items()}
         arms = {a: self._arm_report(a, rows[a]) for a in self._arms}
-        return ExecutionReport(outcome[0], outcome[1], outcome[2], self.start_s,
-                               self.trajectory.duration_s, arms, self.acquisition)
+        return ExecutionReport(
+            outcome[0],
+            outcome[1],
+            outcome[2],
+            self.start_s,
+            self.trajectory.duration_s,
+            arms,
+            self.acquisition,
+        )
 
     def _arm_report(self, arm: Arm, rows: list) -> ArmReport:
         st = self._arms[arm]
@@ -299,11 +335,20 @@ class Execution:
         window = (stamps >= start - 1e-9) & (stamps <= self.end_s + self.config.settle_timeout_s)
         dev = np.abs(p[window] - planned[window]).max(axis=1) if window.any() else np.zeros(0)
         first = st.first_planned_s
-        return ArmReport(arm, stamps, p, v, a, planned, first,
-                         None if first is None else first - start,
-                         float(dev.max()) if dev.size else 0.0,
-                         float(np.sqrt(np.mean(dev ** 2))) if dev.size else 0.0,
-                         st.sent, st.rejected)
+        return ArmReport(
+            arm,
+            stamps,
+            p,
+            v,
+            a,
+            planned,
+            first,
+            None if first is None else first - start,
+            float(dev.max()) if dev.size else 0.0,
+            float(np.sqrt(np.mean(dev**2))) if dev.size else 0.0,
+            st.sent,
+            st.rejected,
+        )
 
 
 class SyncExecutor:
@@ -312,8 +357,13 @@ class SyncExecutor:
     owners: arm -> its ArmOwner; clock: the owners' time base (SimClock in lockstep,
     MonotonicClock in real time); config: ``default_config()``; hooks: test points."""
 
-    def __init__(self, owners: Mapping[Arm | str, ArmOwner], clock: Clock,
-                 config: ExecutorConfig | None = None, hooks: ExecutorHooks | None = None):
+    def __init__(
+        self,
+        owners: Mapping[Arm | str, ArmOwner],
+        clock: Clock,
+        config: ExecutorConfig | None = None,
+        hooks: ExecutorHooks | None = None,
+    ):
         self.owners = {Arm.parse(a): o for a, o in owners.items()}
         self.clock = clock
         self.config = config or default_config()
@@ -325,22 +375,33 @@ class SyncExecutor:
 
         Raises TrajectoryError / UnknownNameError for malformed input. An acquisition
         failure comes back as a finished Execution with outcome ACQUISITION_FAILED."""
-        traj = (trajectory if isinstance(trajectory, MultiArmTrajectory)
-                else MultiArmTrajectory.from_arrays(trajectory))
+        traj = (
+            trajectory
+            if isinstance(trajectory, MultiArmTrajectory)
+            else MultiArmTrajectory.from_arrays(trajectory)
+        )
         for arm, s in traj.arms.items():
             for k, what in ((0, "first"), (-1, "last")):
                 v = float(np.max(np.abs(s.qd[k])))
                 if v > self.config.rest_tolerance_rad_s:
-                    raise TrajectoryError(arm, f"qd[{k}]", v, f"the {what} sample at rest "
-                                          f"(|qd| <= {self.config.rest_tolerance_rad_s} rad/s)")
+                    raise TrajectoryError(
+                        arm,
+                        f"qd[{k}]",
+                        v,
+                        f"the {what} sample at rest "
+                        f"(|qd| <= {self.config.rest_tolerance_rad_s} rad/s)",
+                    )
         ex = Execution(self, traj)
         self.current = ex
         failure = self._acquire(ex)
         if failure is not None:
             ex.acquisition = failure
             ex.start_s = None
-            ex._finish(Outcome.ACQUISITION_FAILED, failure.arm,
-                       f"{failure.arm.value}: {failure.kind.value}: {failure.reason}")
+            ex._finish(
+                Outcome.ACQUISITION_FAILED,
+                failure.arm,
+                f"{failure.arm.value}: {failure.kind.value}: {failure.reason}",
+            )
             return ex
         ex.start_s = self.clock.now() + self.config.lead_time_s
         if self.hooks.on_stamp:
@@ -362,13 +423,20 @@ class SyncExecutor:
         ex = self.begin(trajectory)
         if ex.done:
             return ex.report()
-        threads = [threading.Thread(target=self._arm_thread, args=(ex, arm),
-                                    name=f"exec-{arm.value}", daemon=True) for arm in ex.arms]
+        threads = [
+            threading.Thread(
+                target=self._arm_thread, args=(ex, arm), name=f"exec-{arm.value}", daemon=True
+            )
+            for arm in ex.arms
+        ]
         for th in threads:
             th.start()
         c = self.config
-        limit = timeout_s if timeout_s is not None else (
-            c.lead_time_s + ex.trajectory.duration_s + c.settle_timeout_s + 1.0)
+        limit = (
+            timeout_s
+            if timeout_s is not None
+            else (c.lead_time_s + ex.trajectory.duration_s + c.settle_timeout_s + 1.0)
+        )
         if not ex.wait(limit):
             ex.abort(f"real-time execution exceeded {limit:.3f} s")
         for th in threads:
@@ -440,25 +508,32 @@ class SyncExecutor:
     def _check(self, arm: Arm, traj: MultiArmTrajectory) -> AcquisitionFailure | None:
         owner = self.owners.get(arm)
         if owner is None:
-            return AcquisitionFailure(arm, AcquireReason.NO_OWNER,
-                                      f"no owner; owners: {[a.value for a in self.owners]}")
+            return AcquisitionFailure(
+                arm, AcquireReason.NO_OWNER, f"no owner; owners: {[a.value for a in self.owners]}"
+            )
         if owner.mode not in (Mode.TRACKING, Mode.HOLD):
             extra = f" ({owner.fault.value}: {owner.fault_reason})" if owner.fault else ""
-            return AcquisitionFailure(arm, AcquireReason.NOT_ACCEPTING,
-                                      f"owner is {owner.mode.value}{extra}")
+            return AcquisitionFailure(
+                arm, AcquireReason.NOT_ACCEPTING, f"owner is {owner.mode.value}{extra}"
+            )
         p, v, _ = owner.commanded_state()
         c = self.config
         if np.max(np.abs(v)) > c.rest_tolerance_rad_s:
-            return AcquisitionFailure(arm, AcquireReason.MOVING,
-                                      f"commanded |v| {np.max(np.abs(v)):.4g} rad/s > "
-                                      f"{c.rest_tolerance_rad_s} rad/s")
+            return AcquisitionFailure(
+                arm,
+                AcquireReason.MOVING,
+                f"commanded |v| {np.max(np.abs(v)):.4g} rad/s > {c.rest_tolerance_rad_s} rad/s",
+            )
         s = traj.arms[arm]
         err = np.abs(p - s.q[0])
         j = int(np.argmax(err))
         if err[j] > c.start_tolerance_rad:
-            return AcquisitionFailure(arm, AcquireReason.START_MISMATCH,
-                                      f"joint {j + 1}: commanded {p[j]:.5f} rad vs first sample "
-                                      f"{s.q[0][j]:.5f} rad (tolerance {c.start_tolerance_rad})")
+            return AcquisitionFailure(
+                arm,
+                AcquireReason.START_MISMATCH,
+                f"joint {j + 1}: commanded {p[j]:.5f} rad vs first sample "
+                f"{s.q[0][j]:.5f} rad (tolerance {c.start_tolerance_rad})",
+            )
         why = _limit_violation(owner, traj.t, s, c.limit_tolerance)
         return None if why is None else AcquisitionFailure(arm, AcquireReason.LIMITS, why)
 
@@ -471,9 +546,12 @@ class _Refused(Exception):
 def _limit_violation(owner: ArmOwner, t: np.ndarray, s, tol: float) -> str | None:
     cfg = owner.config
     lo, hi = np.array(cfg.position_lower), np.array(cfg.position_upper)
-    checks = [("position below lower bound", lo - s.q, 0.0), ("position above upper bound", s.q - hi, 0.0),
-              ("velocity", np.abs(s.qd) - np.array(cfg.max_velocity), 0.0),
-              ("acceleration", np.abs(s.qdd) - np.array(cfg.max_acceleration), 0.0)]
+    checks = [
+        ("position below lower bound", lo - s.q, 0.0),
+        ("position above upper bound", s.q - hi, 0.0),
+        ("velocity", np.abs(s.qd) - np.array(cfg.max_velocity), 0.0),
+        ("acceleration", np.abs(s.qdd) - np.array(cfg.max_acceleration), 0.0),
+    ]
     if t.size > 1:
         jerk = np.abs(np.diff(s.qdd, axis=0)) / np.diff(t)[:, None]
         checks.append(("jerk", jerk - np.array(cfg.max_jerk), 0.0))
@@ -482,7 +560,9 @@ def _limit_violation(owner: ArmOwner, t: np.ndarray, s, tol: float) -> str | Non
         bad = np.argwhere(excess > tol * scale)
         if bad.size:
             k, j = (int(x) for x in bad[0])
-            return f"joint {j + 1} sample {k}: {name} exceeds the owner's limit by {excess[k, j]:.4g}"
+            return (
+                f"joint {j + 1} sample {k}: {name} exceeds the owner's limit by {excess[k, j]:.4g}"
+            )
     return None
 
 

@@ -134,7 +134,11 @@ def segments_from_profile(profile, horizon_s: float | None = None) -> list[JerkS
     """One DoF of a Ruckig ``Profile``: brake phases, seven phases, then a zero-jerk tail
     (final v, a held) up to ``horizon_s`` [s] when the profile ends earlier."""
     brake = profile.brake
-    phases = [(d, j) for d, j in zip(brake.t, brake.j, strict=True) if d > 0.0] if brake.duration > 0 else []
+    phases = (
+        [(d, j) for d, j in zip(brake.t, brake.j, strict=True) if d > 0.0]
+        if brake.duration > 0
+        else []
+    )
     if phases:
         p0, v0, a0 = brake.p[0], brake.v[0], brake.a[0]
     else:

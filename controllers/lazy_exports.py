@@ -9,7 +9,9 @@ import importlib
 from collections.abc import Callable
 
 
-def lazy_exports(package: str, modules: dict[str, tuple[str, ...]]) -> tuple[list[str], Callable, Callable]:
+def lazy_exports(
+    package: str, modules: dict[str, tuple[str, ...]]
+) -> tuple[list[str], Callable, Callable]:
     """``(__all__, __getattr__, __dir__)`` for ``package``: ``modules`` maps each module to the
     public names it provides."""
     exports = {name: module for module, names in modules.items() for name in names}
@@ -18,8 +20,10 @@ def lazy_exports(package: str, modules: dict[str, tuple[str, ...]]) -> tuple[lis
         try:
             module = exports[name]
         except KeyError:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}; "
-                                 f"its public names: {', '.join(sorted(exports))}") from None
+            raise AttributeError(
+                f"module {package!r} has no attribute {name!r}; "
+                f"its public names: {', '.join(sorted(exports))}"
+            ) from None
         return getattr(importlib.import_module(module), name)
 
     def __dir__() -> list[str]:

@@ -30,7 +30,9 @@ class RejectReason(enum.Enum):
     LEASE_UNKNOWN = "lease_unknown"
     LEASE_EXPIRED = "lease_expired"
     OUT_OF_BOUNDS = "out_of_bounds"  # a joint outside the configured position bounds
-    VELOCITY_LIMIT = "velocity_limit"  # target velocity beyond the owner's limit (or bound to pass it)
+    VELOCITY_LIMIT = (
+        "velocity_limit"  # target velocity beyond the owner's limit (or bound to pass it)
+    )
     ACCELERATION_LIMIT = "acceleration_limit"  # target acceleration beyond the owner's limit
     NOT_EXECUTABLE = "not_executable"  # any other target state the trajectory generator refuses
 
@@ -83,8 +85,9 @@ class LatestTargetMailbox:
         self._reasons: Counter = Counter()
 
     # ------------------------------------------------------------------ producer side
-    def offer(self, target: ArmTarget,
-              precheck: RejectReason | TargetRefusedError | None = None) -> OfferResult:
+    def offer(
+        self, target: ArmTarget, precheck: RejectReason | TargetRefusedError | None = None
+    ) -> OfferResult:
         """Put ``target`` in the slot unless rejected; ``precheck`` is a refusal found by the
         caller (a reason, or the error that explains it). TargetTypeError (nothing counted)
         when ``target`` is not an ArmTarget."""
@@ -97,17 +100,29 @@ class LatestTargetMailbox:
             if reason is None:
                 if not self._open:
                     reason = RejectReason.CLOSED
-                    error = TargetRefusedError(reason, "mailbox", "closed",
-                                               "an open mailbox (the owner is stopped or faulted: reset first)")
+                    error = TargetRefusedError(
+                        reason,
+                        "mailbox",
+                        "closed",
+                        "an open mailbox (the owner is stopped or faulted: reset first)",
+                    )
                 elif target.generation != self._generation:
                     reason = RejectReason.FOREIGN_GENERATION
-                    error = TargetRefusedError(reason, "generation", target.generation,
-                                               f"the current generation {self._generation}")
+                    error = TargetRefusedError(
+                        reason,
+                        "generation",
+                        target.generation,
+                        f"the current generation {self._generation}",
+                    )
                 elif self._last_sequence is not None and target.sequence <= self._last_sequence:
                     reason = RejectReason.STALE_SEQUENCE
-                    error = TargetRefusedError(reason, "sequence", target.sequence,
-                                               f"> {self._last_sequence} (the last accepted in "
-                                               f"generation {self._generation})")
+                    error = TargetRefusedError(
+                        reason,
+                        "sequence",
+                        target.sequence,
+                        f"> {self._last_sequence} (the last accepted in "
+                        f"generation {self._generation})",
+                    )
             if reason is not None:
                 self._n["rejected"] += 1
                 self._reasons[reason.value] += 1
@@ -165,6 +180,12 @@ class LatestTargetMailbox:
         with self._lock:
             n = self._n
             return MailboxCounts(
-                n["submitted"], n["accepted"], n["rejected"], n["replaced"], n["taken"],
-                n["discarded"], 0 if self._slot is None else 1, dict(self._reasons),
+                n["submitted"],
+                n["accepted"],
+                n["rejected"],
+                n["replaced"],
+                n["taken"],
+                n["discarded"],
+                0 if self._slot is None else 1,
+                dict(self._reasons),
             )

@@ -106,10 +106,23 @@ class OwnerConfig:
     feedback_future_tolerance_s: float = 0.001
 
     def __post_init__(self) -> None:
-        for name in ("period_s", "late_tick_periods", "feedback_timeout_s", "tracking_error_rad",
-                     "limit_tolerance", "rest_velocity_rad_s", "feedback_future_tolerance_s"):
+        for name in (
+            "period_s",
+            "late_tick_periods",
+            "feedback_timeout_s",
+            "tracking_error_rad",
+            "limit_tolerance",
+            "rest_velocity_rad_s",
+            "feedback_future_tolerance_s",
+        ):
             finite_real(getattr(self, name), name, "a finite number", OwnerConfigError)
-        for name in ("max_velocity", "max_acceleration", "max_jerk", "position_lower", "position_upper"):
+        for name in (
+            "max_velocity",
+            "max_acceleration",
+            "max_jerk",
+            "position_lower",
+            "position_upper",
+        ):
             vals = getattr(self, name)
             if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != N:
                 raise OwnerConfigError(name, vals, f"{N} per-joint values")
@@ -117,7 +130,11 @@ class OwnerConfig:
                 finite_real(x, name, f"{N} finite per-joint numbers", OwnerConfigError)
             object.__setattr__(self, name, tuple(float(x) for x in vals))
         if not isinstance(self.late_tick_action, LateTickAction):
-            raise OwnerConfigError("late_tick_action", self.late_tick_action, f"one of {[a.value for a in LateTickAction]}")
+            raise OwnerConfigError(
+                "late_tick_action",
+                self.late_tick_action,
+                f"one of {[a.value for a in LateTickAction]}",
+            )
         if not isinstance(self.require_feedback, bool):
             raise OwnerConfigError("require_feedback", self.require_feedback, "True or False")
         if not self.period_s > 0:
@@ -125,8 +142,14 @@ class OwnerConfig:
         for name in ("max_velocity", "max_acceleration", "max_jerk"):
             if not all(np.isfinite(x) and x > 0 for x in getattr(self, name)):
                 raise OwnerConfigError(name, getattr(self, name), "finite values > 0")
-        if not all(lo < hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)):
-            raise OwnerConfigError("position_lower/upper", (self.position_lower, self.position_upper), "lower < upper per joint")
+        if not all(
+            lo < hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)
+        ):
+            raise OwnerConfigError(
+                "position_lower/upper",
+                (self.position_lower, self.position_upper),
+                "lower < upper per joint",
+            )
         if not self.late_tick_periods >= 1.0:
             raise OwnerConfigError("late_tick_periods", self.late_tick_periods, ">= 1 period")
         if not self.feedback_timeout_s > 0:
@@ -134,12 +157,17 @@ class OwnerConfig:
         if not self.tracking_error_rad > 0:
             raise OwnerConfigError("tracking_error_rad", self.tracking_error_rad, "> 0 rad")
         if not 0 <= self.limit_tolerance <= 1e-6:
-            raise OwnerConfigError("limit_tolerance", self.limit_tolerance, "0..1e-6 (float rounding only)")
+            raise OwnerConfigError(
+                "limit_tolerance", self.limit_tolerance, "0..1e-6 (float rounding only)"
+            )
         if not self.rest_velocity_rad_s >= 0:
             raise OwnerConfigError("rest_velocity_rad_s", self.rest_velocity_rad_s, ">= 0 rad/s")
         if not 0 <= self.feedback_future_tolerance_s <= self.feedback_timeout_s:
-            raise OwnerConfigError("feedback_future_tolerance_s", self.feedback_future_tolerance_s,
-                                   f"0..feedback_timeout_s ({self.feedback_timeout_s} s)")
+            raise OwnerConfigError(
+                "feedback_future_tolerance_s",
+                self.feedback_future_tolerance_s,
+                f"0..feedback_timeout_s ({self.feedback_timeout_s} s)",
+            )
 
 
 def default_config() -> OwnerConfig:
@@ -164,10 +192,16 @@ class FaultKind(enum.Enum):
     LATE_TICK = "late_tick"
     PLANNER_ERROR = "planner_error"
     LIMIT_VIOLATION = "limit_violation"
-    FOREIGN_WRITER = "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
+    FOREIGN_WRITER = (
+        "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
+    )
     TORQUE_LIMIT = "torque_limit"  # a feed-forward torque beyond the motor's limit (never clipped)
-    DRIVE_ERROR = "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
-    INVALID_CLOCK = "invalid_clock"  # the clock read NaN/inf or ran backwards: no time-based check holds
+    DRIVE_ERROR = (
+        "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
+    )
+    INVALID_CLOCK = (
+        "invalid_clock"  # the clock read NaN/inf or ran backwards: no time-based check holds
+    )
     INTERNAL_ERROR = "internal_error"  # something raised inside the tick (a hook, a bug): contained
 
 
@@ -248,9 +282,13 @@ class ArmOwner:
     ):
         self.arm = Arm.parse(arm)
         if config is not None and not isinstance(config, OwnerConfig):
-            raise OwnerConfigError("config", config, "an OwnerConfig (or None for default_config())")
+            raise OwnerConfigError(
+                "config", config, "an OwnerConfig (or None for default_config())"
+            )
         if not callable(getattr(publisher, "publish_sample", None)):
-            raise OwnerConfigError("publisher", publisher, "an object with publish_sample(positions_rad)")
+            raise OwnerConfigError(
+                "publisher", publisher, "an object with publish_sample(positions_rad)"
+            )
         if not callable(getattr(clock, "now", None)):
             raise OwnerConfigError("clock", clock, "an object with now() -> float [s]")
         finite_real(clock.now(), "clock.now()", "a finite time [s]", OwnerConfigError)
@@ -284,15 +322,27 @@ class ArmOwner:
         # the per-tick fast check (``_sample_ok``): each limit with the tolerance added,
         # exactly the ``lim + tol`` that ``_check`` compares against, one tuple per joint
         tol = c.limit_tolerance
-        self._fast_limits = tuple(zip(
-            self._lo_l, self._hi_l, [x + tol for x in self._lim_v], [x + tol for x in self._lim_a],
-            [x + tol for x in self._lim_j], [x + tol for x in self._lim_step], strict=True))
+        self._fast_limits = tuple(
+            zip(
+                self._lo_l,
+                self._hi_l,
+                [x + tol for x in self._lim_v],
+                [x + tol for x in self._lim_a],
+                [x + tol for x in self._lim_j],
+                [x + tol for x in self._lim_step],
+                strict=True,
+            )
+        )
         self._fb_lock = threading.Lock()
         self._fb: tuple[np.ndarray, float] | None = None
         self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=256)
         self._target_check = TargetStateCheck(c)
-        self._start(self._within_bounds(as_joint_vector(initial_positions_rad, "initial_positions_rad"),
-                                        "initial_positions_rad"))
+        self._start(
+            self._within_bounds(
+                as_joint_vector(initial_positions_rad, "initial_positions_rad"),
+                "initial_positions_rad",
+            )
+        )
 
     # ----------------------------------------------------------------- set-up / state
     def _start(self, p0: np.ndarray) -> None:
@@ -325,8 +375,11 @@ class ArmOwner:
         out = (p < self._lo) | (p > self._hi)
         if out.any():
             j = int(np.flatnonzero(out)[0])
-            raise OwnerConfigError(f"{field} joint {j + 1}", float(p[j]),
-                                   f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad (the position bounds)")
+            raise OwnerConfigError(
+                f"{field} joint {j + 1}",
+                float(p[j]),
+                f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad (the position bounds)",
+            )
         return p
 
     def _set_hold_target(self, p: np.ndarray) -> None:
@@ -370,24 +423,36 @@ class ArmOwner:
     def _refusal(self, target: ArmTarget) -> TargetRefusedError | None:
         """Why ``target`` cannot be executed (checked in this order), or None."""
         if target.arm is not self.arm:
-            return TargetRefusedError(RejectReason.WRONG_ARM, "arm", target.arm.value,
-                                      f"{self.arm.value!r} (this owner's arm)")
+            return TargetRefusedError(
+                RejectReason.WRONG_ARM,
+                "arm",
+                target.arm.value,
+                f"{self.arm.value!r} (this owner's arm)",
+            )
         p = target.positions_rad
         # plain floats first (a target is finite: ArmTarget checked it); numpy decides
         # and names the joint whenever that quick look is not plainly inside
-        inside = all(lo <= x <= hi for x, lo, hi in zip(p.tolist(), self._lo_l, self._hi_l, strict=True))
+        inside = all(
+            lo <= x <= hi for x, lo, hi in zip(p.tolist(), self._lo_l, self._hi_l, strict=True)
+        )
         if not inside and (np.any(p < self._lo) or np.any(p > self._hi)):
             j = int(np.flatnonzero((p < self._lo) | (p > self._hi))[0])
-            return TargetRefusedError(RejectReason.OUT_OF_BOUNDS, "positions_rad", float(p[j]),
-                                      f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad", joint=j + 1)
+            return TargetRefusedError(
+                RejectReason.OUT_OF_BOUNDS,
+                "positions_rad",
+                float(p[j]),
+                f"[{self._lo_l[j]!r}, {self._hi_l[j]!r}] rad",
+                joint=j + 1,
+            )
         if target.velocity_rad_s is not None or target.acceleration_rad_s2 is not None:
             bad = self._target_check.refusal(target.velocity_rad_s, target.acceleration_rad_s2)
             if bad is not None:
                 return bad
         reason = _lease_reason(self.authority.status(target.lease))
         if reason is not None:
-            return TargetRefusedError(reason, "lease", target.lease,
-                                      "the current, unexpired lease granted by this owner")
+            return TargetRefusedError(
+                reason, "lease", target.lease, "the current, unexpired lease granted by this owner"
+            )
         return None
 
     def observe_feedback(self, positions_rad, stamp_s: float) -> bool:
@@ -400,12 +465,18 @@ class ArmOwner:
         observation changes nothing, so the feedback age keeps growing."""
         tol = self.config.feedback_future_tolerance_s
         try:
-            stamp = finite_real(stamp_s, "stamp_s", "a finite time [s] on the owner's clock", FeedbackError)
+            stamp = finite_real(
+                stamp_s, "stamp_s", "a finite time [s] on the owner's clock", FeedbackError
+            )
             p = as_joint_vector(positions_rad, "feedback positions_rad")
             now = self._clock.now()
             if not stamp <= now + tol:  # NaN-safe: an unreadable clock refuses too
-                raise FeedbackError("stamp_s", stamp_s, f"<= now ({describe(now)} s) + {tol} s "
-                                    "(feedback_future_tolerance_s): a stamp from the future")
+                raise FeedbackError(
+                    "stamp_s",
+                    stamp_s,
+                    f"<= now ({describe(now)} s) + {tol} s "
+                    "(feedback_future_tolerance_s): a stamp from the future",
+                )
         except Exception:
             with self._fb_lock:
                 self.stats.feedback_refused += 1
@@ -451,8 +522,9 @@ class ArmOwner:
             if self.mode not in (Mode.FAULTED, Mode.STOPPED, Mode.HOLD):
                 raise OwnerStateError("reset", self.mode.value, "faulted, stopped, hold")
             if positions_rad is not None:
-                p0 = self._within_bounds(as_joint_vector(positions_rad, "reset positions_rad"),
-                                         "reset positions_rad")
+                p0 = self._within_bounds(
+                    as_joint_vector(positions_rad, "reset positions_rad"), "reset positions_rad"
+                )
             else:
                 with self._fb_lock:
                     fb = self._fb
@@ -472,7 +544,9 @@ class ArmOwner:
         ``reset()``. A fault already latched is kept (the first cause is the one reported).
         OwnerConfigError (nothing latched) for a kind that is not a FaultKind."""
         if not isinstance(kind, FaultKind):
-            raise OwnerConfigError("kind", kind, f"a FaultKind, one of {[k.value for k in FaultKind]}")
+            raise OwnerConfigError(
+                "kind", kind, f"a FaultKind, one of {[k.value for k in FaultKind]}"
+            )
         reason = reason if isinstance(reason, str) else describe(reason)
         with self._own:
             if self.mode is not Mode.FAULTED:
@@ -505,7 +579,9 @@ class ArmOwner:
         now = self._last_tick_s if self._last_tick_s is not None else self._started_s
         why = f"{type(err).__name__} inside the tick: {describe(str(err))}; nothing more is published until reset"
         if self.mode is Mode.FAULTED:
-            return self._report(now, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0)
+            return self._report(
+                now, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
+            )
         return self._latch(FaultKind.INTERNAL_ERROR, why, now, t0, 0.0)
 
     def _tick_locked(self, t0: float) -> TickReport:
@@ -514,24 +590,46 @@ class ArmOwner:
         self.stats.ticks += 1
         c = self.config
         last = self._last_tick_s
-        if (type(now) is not float and (isinstance(now, bool) or not isinstance(now, numbers.Real))) \
-                or not math.isfinite(now) or (last is not None and not now >= last):
+        if (
+            (
+                type(now) is not float
+                and (isinstance(now, bool) or not isinstance(now, numbers.Real))
+            )
+            or not math.isfinite(now)
+            or (last is not None and not now >= last)
+        ):
             stamp = last if last is not None else self._started_s
             if self.mode is Mode.FAULTED:
-                return self._report(stamp, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0)
-            return self._latch(FaultKind.INVALID_CLOCK, f"clock read {describe(now)} after {describe(last)} s: "
-                               "not a finite, non-decreasing time", stamp, t0, 0.0)
+                return self._report(
+                    stamp, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
+                )
+            return self._latch(
+                FaultKind.INVALID_CLOCK,
+                f"clock read {describe(now)} after {describe(last)} s: "
+                "not a finite, non-decreasing time",
+                stamp,
+                t0,
+                0.0,
+            )
         gap = 0.0 if last is None else (now - last) / c.period_s
         self._last_tick_s = now
         new_plan, moving, seq, reason = False, False, None, ""
 
         if self.mode is Mode.FAULTED:
-            return self._report(now, False, None, False, None, False, self.fault_reason, t0, 0.0, gap)
+            return self._report(
+                now, False, None, False, None, False, self.fault_reason, t0, 0.0, gap
+            )
 
         # 1. supervision
         if not gap <= c.late_tick_periods:
             if c.late_tick_action is LateTickAction.FAULT:
-                return self._latch(FaultKind.LATE_TICK, f"tick gap {gap:.2f} periods > {c.late_tick_periods}", now, t0, gap)
+                return self._latch(
+                    FaultKind.LATE_TICK,
+                    f"tick gap {gap:.2f} periods > {c.late_tick_periods}",
+                    now,
+                    t0,
+                    gap,
+                )
             if self.mode is Mode.TRACKING:
                 self._begin_brake(BrakeCause.LATE_TICK)
                 reason = f"late tick ({gap:.2f} periods): braking"
@@ -569,7 +667,9 @@ class ArmOwner:
             return self._latch(FaultKind.PLANNER_ERROR, f"ruckig raised: {detail}", now, t0, gap)
         ruckig_s = self._out.calculation_duration * 1e-6
         if res not in (Result.Working, Result.Finished):
-            return self._latch(FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s)
+            return self._latch(
+                FaultKind.PLANNER_ERROR, f"ruckig returned {res}", now, t0, gap, ruckig_s
+            )
         out = self._out
         pl, vl, al = out.new_position, out.new_velocity, out.new_acceleration
         p, v, a = np.array(pl), np.array(vl), np.array(al)
@@ -592,11 +692,25 @@ class ArmOwner:
             else:
                 rep = self._pub.publish_sample(p)
         except Exception as err:  # noqa: BLE001 - a frame may be on the bus: never guess "not sent"
-            return self._latch(FaultKind.UNCERTAIN_OUTPUT, f"publisher raised {type(err).__name__}: "
-                               f"{describe(str(err))}; never retried", now, t0, gap, ruckig_s, PublishOutcome.UNCERTAIN)
+            return self._latch(
+                FaultKind.UNCERTAIN_OUTPUT,
+                f"publisher raised {type(err).__name__}: {describe(str(err))}; never retried",
+                now,
+                t0,
+                gap,
+                ruckig_s,
+                PublishOutcome.UNCERTAIN,
+            )
         if not isinstance(getattr(rep, "outcome", None), PublishOutcome):
-            return self._latch(FaultKind.UNCERTAIN_OUTPUT, f"publisher returned {describe(rep)}, not a "
-                               "PublishReport; never retried", now, t0, gap, ruckig_s, PublishOutcome.UNCERTAIN)
+            return self._latch(
+                FaultKind.UNCERTAIN_OUTPUT,
+                f"publisher returned {describe(rep)}, not a PublishReport; never retried",
+                now,
+                t0,
+                gap,
+                ruckig_s,
+                PublishOutcome.UNCERTAIN,
+            )
         if self.hooks.after_publish:
             self.hooks.after_publish(rep)
         if rep.outcome is PublishOutcome.ACCEPTED:
@@ -608,25 +722,70 @@ class ArmOwner:
             self.stats.published += 1
             if self.mode is Mode.BRAKING and res is Result.Finished:
                 self._finish_brake()
-            return self._report(now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap)
+            return self._report(
+                now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap
+            )
         if rep.outcome is PublishOutcome.REFUSED:
             self.stats.refused_outputs += 1
             if rep.fault_kind:  # a refusal the publisher says must latch, not brake
-                return self._latch(FaultKind(rep.fault_kind), f"output refused: {rep.reason}", now, t0, gap, ruckig_s, rep.outcome)
+                return self._latch(
+                    FaultKind(rep.fault_kind),
+                    f"output refused: {rep.reason}",
+                    now,
+                    t0,
+                    gap,
+                    ruckig_s,
+                    rep.outcome,
+                )
             if self.mode is Mode.TRACKING:
                 self._begin_brake(BrakeCause.OUTPUT_REFUSED)
-                return self._report(now, False, rep.outcome, new_plan, seq, moving, f"output refused ({rep.reason}): braking", t0, ruckig_s, gap)
-            return self._latch(FaultKind.BLOCKED_BRAKING_PATH, f"publisher refused while {self.mode.value}: {rep.reason}", now, t0, gap, ruckig_s, rep.outcome)
-        kind = FaultKind.PARTIAL_OUTPUT if rep.outcome is PublishOutcome.PARTIAL else FaultKind.UNCERTAIN_OUTPUT
-        return self._latch(kind, f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; never retried", now, t0, gap, ruckig_s, rep.outcome)
+                return self._report(
+                    now,
+                    False,
+                    rep.outcome,
+                    new_plan,
+                    seq,
+                    moving,
+                    f"output refused ({rep.reason}): braking",
+                    t0,
+                    ruckig_s,
+                    gap,
+                )
+            return self._latch(
+                FaultKind.BLOCKED_BRAKING_PATH,
+                f"publisher refused while {self.mode.value}: {rep.reason}",
+                now,
+                t0,
+                gap,
+                ruckig_s,
+                rep.outcome,
+            )
+        kind = (
+            FaultKind.PARTIAL_OUTPUT
+            if rep.outcome is PublishOutcome.PARTIAL
+            else FaultKind.UNCERTAIN_OUTPUT
+        )
+        return self._latch(
+            kind,
+            f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; never retried",
+            now,
+            t0,
+            gap,
+            ruckig_s,
+            rep.outcome,
+        )
 
     # ----------------------------------------------------------------- helpers
     def _retarget(self, tgt: ArmTarget) -> None:
         inp = self._inp
         inp.control_interface = ControlInterface.Position
         inp.target_position = tgt.positions_rad.tolist()
-        inp.target_velocity = [0.0] * N if tgt.velocity_rad_s is None else tgt.velocity_rad_s.tolist()
-        inp.target_acceleration = [0.0] * N if tgt.acceleration_rad_s2 is None else tgt.acceleration_rad_s2.tolist()
+        inp.target_velocity = (
+            [0.0] * N if tgt.velocity_rad_s is None else tgt.velocity_rad_s.tolist()
+        )
+        inp.target_acceleration = (
+            [0.0] * N if tgt.acceleration_rad_s2 is None else tgt.acceleration_rad_s2.tolist()
+        )
         self._active = tgt
         self.mode = Mode.TRACKING
 
@@ -675,9 +834,15 @@ class ArmOwner:
         ``_check``'s own comparisons against the same ``lim + tol``."""
         dt = self.config.period_s
         for x, v, a, a0, p0, (lo, hi, vmax, amax, jmax, smax) in zip(
-                pl, vl, al, self._cmd_a.tolist(), self._cmd_p.tolist(), self._fast_limits, strict=True):
-            if not (lo <= x <= hi and abs(v) <= vmax and abs(a) <= amax
-                    and abs(a - a0) / dt <= jmax and abs(x - p0) <= smax):
+            pl, vl, al, self._cmd_a.tolist(), self._cmd_p.tolist(), self._fast_limits, strict=True
+        ):
+            if not (
+                lo <= x <= hi
+                and abs(v) <= vmax
+                and abs(a) <= amax
+                and abs(a - a0) / dt <= jmax
+                and abs(x - p0) <= smax
+            ):
                 return False
         return True
 
@@ -693,7 +858,11 @@ class ArmOwner:
         for name, vals, lims in (
             ("velocity", [abs(x) for x in vl], self._lim_v),
             ("acceleration", [abs(x) for x in al], self._lim_a),
-            ("discrete jerk", [abs(x - y) / dt for x, y in zip(al, cmd_a, strict=True)], self._lim_j),
+            (
+                "discrete jerk",
+                [abs(x - y) / dt for x, y in zip(al, cmd_a, strict=True)],
+                self._lim_j,
+            ),
             ("step", [abs(x - y) for x, y in zip(pl, cmd_p, strict=True)], self._lim_step),
         ):
             for j, (val, lim) in enumerate(zip(vals, lims, strict=True)):
@@ -707,14 +876,19 @@ class ArmOwner:
             fb = self._fb
         if fb is None:
             if c.require_feedback and not now - self._started_s <= c.feedback_timeout_s:
-                return FaultKind.STALE_FEEDBACK, f"no feedback for {now - self._started_s:.4f} s > {c.feedback_timeout_s} s"
+                return (
+                    FaultKind.STALE_FEEDBACK,
+                    f"no feedback for {now - self._started_s:.4f} s > {c.feedback_timeout_s} s",
+                )
             return None
         pos, stamp = fb
         age = now - stamp
         if c.require_feedback and not -c.feedback_future_tolerance_s <= age <= c.feedback_timeout_s:
             if age < 0:  # only a clock that ran backwards gets here (stamps are checked on entry)
-                return FaultKind.STALE_FEEDBACK, (f"feedback stamp {age:.4f} s in the future "
-                                                  f"(tolerance {c.feedback_future_tolerance_s} s)")
+                return FaultKind.STALE_FEEDBACK, (
+                    f"feedback stamp {age:.4f} s in the future "
+                    f"(tolerance {c.feedback_future_tolerance_s} s)"
+                )
             return FaultKind.STALE_FEEDBACK, f"feedback age {age:.4f} s > {c.feedback_timeout_s} s"
         ref = self._history[0][1]
         for s, q in reversed(self._history):
@@ -726,7 +900,10 @@ class ArmOwner:
         worst = max(err)
         if not worst <= c.tracking_error_rad:  # NaN-safe
             j = err.index(worst)
-            return FaultKind.TRACKING_ERROR, f"joint {j + 1}: tracking error {worst:.4f} rad > {c.tracking_error_rad} rad"
+            return (
+                FaultKind.TRACKING_ERROR,
+                f"joint {j + 1}: tracking error {worst:.4f} rad > {c.tracking_error_rad} rad",
+            )
         return None
 
     def _latch(self, kind, why, now, t0, gap, ruckig_s=0.0, outcome=None) -> TickReport:
@@ -737,15 +914,32 @@ class ArmOwner:
         self._active = None
         return self._report(now, False, outcome, False, None, False, why, t0, ruckig_s, gap)
 
-    def _report(self, now, published, outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap) -> TickReport:
+    def _report(
+        self, now, published, outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap
+    ) -> TickReport:
         return TickReport(
-            self._tick_index, now, self.mode, published, outcome, new_plan, seq, moving,
-            self._cmd_p.copy(), self._cmd_v.copy(), self._cmd_a.copy(),
-            self.fault, reason, time.perf_counter() - t0, ruckig_s, gap,
+            self._tick_index,
+            now,
+            self.mode,
+            published,
+            outcome,
+            new_plan,
+            seq,
+            moving,
+            self._cmd_p.copy(),
+            self._cmd_v.copy(),
+            self._cmd_a.copy(),
+            self.fault,
+            reason,
+            time.perf_counter() - t0,
+            ruckig_s,
+            gap,
         )
 
     # ----------------------------------------------------------------- real time
-    def run_realtime(self, stop_event: threading.Event, on_report: Callable[[TickReport], None] | None = None) -> None:
+    def run_realtime(
+        self, stop_event: threading.Event, on_report: Callable[[TickReport], None] | None = None
+    ) -> None:
         """Tick every ``period_s`` on this owner's clock until ``stop_event`` is set.
 
         Meant for a dedicated thread with a real clock (``MonotonicClock``); deadlines
@@ -763,8 +957,10 @@ class ArmOwner:
                 try:
                     on_report(rep)
                 except Exception as err:  # noqa: BLE001 - the loop outlives its observer
-                    self.latch_fault(FaultKind.INTERNAL_ERROR,
-                                     f"on_report raised {type(err).__name__}: {describe(str(err))}")
+                    self.latch_fault(
+                        FaultKind.INTERNAL_ERROR,
+                        f"on_report raised {type(err).__name__}: {describe(str(err))}",
+                    )
             deadline += dt
             wait = deadline - self._clock.now()
             if not math.isfinite(wait):
@@ -776,14 +972,21 @@ class ArmOwner:
                 deadline = self._clock.now()
 
 
-def start_realtime_thread(owner: ArmOwner, on_report=None) -> tuple[threading.Thread, threading.Event]:
+def start_realtime_thread(
+    owner: ArmOwner, on_report=None
+) -> tuple[threading.Thread, threading.Event]:
     """Start ``owner.run_realtime`` in a daemon thread; set the event and join to end it."""
     if not isinstance(owner, ArmOwner):
         raise OwnerConfigError("owner", owner, "an ArmOwner")
     if on_report is not None and not callable(on_report):
         raise OwnerConfigError("on_report", on_report, "a callable(TickReport) or None")
     ev = threading.Event()
-    th = threading.Thread(target=owner.run_realtime, args=(ev, on_report), name=f"owner-{owner.arm.value}", daemon=True)
+    th = threading.Thread(
+        target=owner.run_realtime,
+        args=(ev, on_report),
+        name=f"owner-{owner.arm.value}",
+        daemon=True,
+    )
     th.start()
     return th, ev
 

@@ -53,6 +53,9 @@ class StatePublisher(Protocol):
     ``publish_sample`` with the same Ruckig sample's position [rad], velocity [rad/s]
     and acceleration [rad/s^2]."""
 
-    def publish_state(self, positions_rad: np.ndarray, velocities_rad_s: np.ndarray,
-                      accelerations_rad_s2: np.ndarray) -> PublishReport:
-        ...
+    def publish_state(
+        self,
+        positions_rad: np.ndarray,
+        velocities_rad_s: np.ndarray,
+        accelerations_rad_s2: np.ndarray,
+    ) -> PublishReport: ...

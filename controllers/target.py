@@ -75,7 +75,9 @@ class ArmTarget:
             if not isinstance(self.arm, str):
                 raise TargetTypeError("arm", self.arm, f"an Arm or one of {[a.value for a in Arm]}")
             object.__setattr__(self, "arm", Arm.parse(self.arm))
-        object.__setattr__(self, "positions_rad", as_joint_vector(self.positions_rad, "positions_rad"))
+        object.__setattr__(
+            self, "positions_rad", as_joint_vector(self.positions_rad, "positions_rad")
+        )
         for name in ("velocity_rad_s", "acceleration_rad_s2"):
             val = getattr(self, name)
             if val is not None:

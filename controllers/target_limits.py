@@ -42,7 +42,11 @@ class TargetStateCheck:
         self._half_inv_j = [0.5 / j for j in self._j]
         self._otg = Ruckig(N, config.period_s)
         inp = InputParameter(N)
-        inp.max_velocity, inp.max_acceleration, inp.max_jerk = list(self._v), list(self._a), list(self._j)
+        inp.max_velocity, inp.max_acceleration, inp.max_jerk = (
+            list(self._v),
+            list(self._a),
+            list(self._j),
+        )
         inp.control_interface = ControlInterface.Position
         inp.current_position = [0.0] * N
         inp.current_velocity = [0.0] * N
@@ -51,8 +55,9 @@ class TargetStateCheck:
         self._inp = inp
         self._lock = threading.Lock()
 
-    def refusal(self, velocity_rad_s: np.ndarray | None,
-                acceleration_rad_s2: np.ndarray | None) -> TargetRefusedError | None:
+    def refusal(
+        self, velocity_rad_s: np.ndarray | None, acceleration_rad_s2: np.ndarray | None
+    ) -> TargetRefusedError | None:
         """Why this target state cannot be executed, or None (vectors already finite, (7,))."""
         vel = [0.0] * N if velocity_rad_s is None else velocity_rad_s.tolist()
         acc = [0.0] * N if acceleration_rad_s2 is None else acceleration_rad_s2.tolist()
@@ -65,19 +70,35 @@ class TargetStateCheck:
                 break
         if ok:
             return self._ruckig_refusal(vel, acc)
-        for k, (v, a, vmax, amax, jmax) in enumerate(zip(vel, acc, self._v, self._a, self._j, strict=True)):
+        for k, (v, a, vmax, amax, jmax) in enumerate(
+            zip(vel, acc, self._v, self._a, self._j, strict=True)
+        ):
             if not abs(a) <= amax:
-                return TargetRefusedError(RejectReason.ACCELERATION_LIMIT, "acceleration_rad_s2", a,
-                                          f"|a| <= {amax!r} rad/s^2 (the owner's max_acceleration)", joint=k + 1)
+                return TargetRefusedError(
+                    RejectReason.ACCELERATION_LIMIT,
+                    "acceleration_rad_s2",
+                    a,
+                    f"|a| <= {amax!r} rad/s^2 (the owner's max_acceleration)",
+                    joint=k + 1,
+                )
             if not abs(v) <= vmax:
-                return TargetRefusedError(RejectReason.VELOCITY_LIMIT, "velocity_rad_s", v,
-                                          f"|v| <= {vmax!r} rad/s (the owner's max_velocity)", joint=k + 1)
+                return TargetRefusedError(
+                    RejectReason.VELOCITY_LIMIT,
+                    "velocity_rad_s",
+                    v,
+                    f"|v| <= {vmax!r} rad/s (the owner's max_velocity)",
+                    joint=k + 1,
+                )
             passed = v + a * a / (2.0 * jmax) if a < 0 else v - a * a / (2.0 * jmax) if a > 0 else v
             if not abs(passed) <= vmax:
                 return TargetRefusedError(
-                    RejectReason.VELOCITY_LIMIT, "velocity_rad_s", v,
+                    RejectReason.VELOCITY_LIMIT,
+                    "velocity_rad_s",
+                    v,
                     f"|v -/+ a^2/(2 max_jerk)| <= {vmax!r} rad/s: with a={a!r} rad/s^2 the arm passes "
-                    f"{passed!r} rad/s before arriving (the owner's max_velocity)", joint=k + 1)
+                    f"{passed!r} rad/s before arriving (the owner's max_velocity)",
+                    joint=k + 1,
+                )
         return self._ruckig_refusal(vel, acc)  # float rounding between the two forms
 
     def _ruckig_refusal(self, vel: list[float], acc: list[float]) -> TargetRefusedError | None:
@@ -89,11 +110,17 @@ class TargetStateCheck:
             try:
                 ok = self._otg.validate_input(inp, False, True)
             except RuckigError as err:
-                return TargetRefusedError(RejectReason.NOT_EXECUTABLE, "target state",
-                                          {"velocity_rad_s": vel, "acceleration_rad_s2": acc},
-                                          f"a state Ruckig accepts ({str(err).strip()})")
+                return TargetRefusedError(
+                    RejectReason.NOT_EXECUTABLE,
+                    "target state",
+                    {"velocity_rad_s": vel, "acceleration_rad_s2": acc},
+                    f"a state Ruckig accepts ({str(err).strip()})",
+                )
         if not ok:
-            return TargetRefusedError(RejectReason.NOT_EXECUTABLE, "target state",
-                                      {"velocity_rad_s": vel, "acceleration_rad_s2": acc},
-                                      "a state Ruckig accepts (validate_input returned False)")
+            return TargetRefusedError(
+                RejectReason.NOT_EXECUTABLE,
+                "target state",
+                {"velocity_rad_s": vel, "acceleration_rad_s2": acc},
+                "a state Ruckig accepts (validate_input returned False)",
+            )
         return None

@@ -59,23 +59,37 @@ class MultiArmTrajectory:
             if arm in arms:
                 raise TrajectoryError(arm, "arms", key, "each arm once")
             if not isinstance(value, (tuple, list)) or len(value) != 4:
-                raise TrajectoryError(arm, "arrays", type(value).__name__, "a tuple (t, q, qd, qdd)")
+                raise TrajectoryError(
+                    arm, "arrays", type(value).__name__, "a tuple (t, q, qd, qdd)"
+                )
             t = _array(arm, "t", value[0], 1)
             if t.size < 1:
-                raise TrajectoryError(arm, "t", t.size, ">= 1 sample (one sample: a zero-length plan)")
+                raise TrajectoryError(
+                    arm, "t", t.size, ">= 1 sample (one sample: a zero-length plan)"
+                )
             if not np.all(np.diff(t) > 0):
                 k = int(np.argmin(np.diff(t)))
-                raise TrajectoryError(arm, "t", f"t[{k + 1}]={t[k + 1]!r} after t[{k}]={t[k]!r}",
-                                      "strictly increasing times [s]")
+                raise TrajectoryError(
+                    arm,
+                    "t",
+                    f"t[{k + 1}]={t[k + 1]!r} after t[{k}]={t[k]!r}",
+                    "strictly increasing times [s]",
+                )
             if base is None:
                 base = t
             elif t.shape != base.shape or not np.allclose(t, base, rtol=0, atol=1e-9):
-                raise TrajectoryError(arm, "t", f"{t.size} samples to {t[-1]!r} s",
-                                      "the same time base as every other arm (one shared t)")
+                raise TrajectoryError(
+                    arm,
+                    "t",
+                    f"{t.size} samples to {t[-1]!r} s",
+                    "the same time base as every other arm (one shared t)",
+                )
             mats = [_array(arm, f, v, 2) for f, v in zip(FIELDS[1:], value[1:], strict=True)]
             for f, m in zip(FIELDS[1:], mats, strict=True):
                 if m.shape != (t.size, JOINTS_PER_ARM):
-                    raise TrajectoryError(arm, f"{f} shape", m.shape, f"({t.size}, {JOINTS_PER_ARM})")
+                    raise TrajectoryError(
+                        arm, f"{f} shape", m.shape, f"({t.size}, {JOINTS_PER_ARM})"
+                    )
             arms[arm] = ArmSamples(*mats)
         t0 = base - base[0]
         t0.setflags(write=False)
@@ -100,10 +114,14 @@ class MultiArmTrajectory:
         v0, v1 = s.qd[k] * h, s.qd[k + 1] * h
         a0, a1 = s.qdd[k] * h * h, s.qdd[k + 1] * h * h
         dp = p1 - p0
-        c = (p0, v0, a0 / 2,
-             10 * dp - 6 * v0 - 4 * v1 - (3 * a0 - a1) / 2,
-             -15 * dp + 8 * v0 + 7 * v1 + (3 * a0 - 2 * a1) / 2,
-             6 * dp - 3 * v0 - 3 * v1 - (a0 - a1) / 2)
+        c = (
+            p0,
+            v0,
+            a0 / 2,
+            10 * dp - 6 * v0 - 4 * v1 - (3 * a0 - a1) / 2,
+            -15 * dp + 8 * v0 + 7 * v1 + (3 * a0 - 2 * a1) / 2,
+            6 * dp - 3 * v0 - 3 * v1 - (a0 - a1) / 2,
+        )
         q = c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * c[5]))))
         qd = c[1] + x * (2 * c[2] + x * (3 * c[3] + x * (4 * c[4] + x * 5 * c[5])))
         qdd = 2 * c[2] + x * (6 * c[3] + x * (12 * c[4] + x * 20 * c[5]))

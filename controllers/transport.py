@@ -82,19 +82,29 @@ class TransportConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "arm", Arm.parse(self.arm))
         # finite: an infinite publication deadline would switch the late-publish check off
-        d = finite_real(self.publish_deadline_s, "publish_deadline_s", "a finite number > 0 s",
-                        TransportConfigError)
+        d = finite_real(
+            self.publish_deadline_s,
+            "publish_deadline_s",
+            "a finite number > 0 s",
+            TransportConfigError,
+        )
         if not d > 0:
             raise TransportConfigError("publish_deadline_s", self.publish_deadline_s, "> 0 s")
         if self.send_timeout_s is not None:
-            t = finite_real(self.send_timeout_s, "send_timeout_s", "a finite number >= 0 s or None",
-                            TransportConfigError)
+            t = finite_real(
+                self.send_timeout_s,
+                "send_timeout_s",
+                "a finite number >= 0 s or None",
+                TransportConfigError,
+            )
             if not t >= 0:
                 raise TransportConfigError("send_timeout_s", self.send_timeout_s, ">= 0 s or None")
         if not isinstance(self.late_is_uncertain, bool):
             raise TransportConfigError("late_is_uncertain", self.late_is_uncertain, "True or False")
         if not isinstance(self.interface, str) or not self.interface:
-            raise TransportConfigError("interface", self.interface, "a python-can interface name (str)")
+            raise TransportConfigError(
+                "interface", self.interface, "a python-can interface name (str)"
+            )
         if self.channel is not None and not isinstance(self.channel, str):
             raise TransportConfigError("channel", self.channel, "a channel name (str) or None")
         if not isinstance(self.codec, CodecConfig):
@@ -151,15 +161,24 @@ _OUTCOME_COUNTER = {
 class CanTransport:
     """One arm's CAN boundary. Not thread-safe: one owner thread calls it."""
 
-    def __init__(self, config: TransportConfig | None = None, *,
-                 bus: can.BusABC | None = None, clock: Clock = time.monotonic):
+    def __init__(
+        self,
+        config: TransportConfig | None = None,
+        *,
+        bus: can.BusABC | None = None,
+        clock: Clock = time.monotonic,
+    ):
         self.config = config or default_config()
         self.clock = clock
         self._own_bus = bus is None
-        self.bus = bus if bus is not None else can.Bus(
-            interface=self.config.interface,
-            channel=self.config.resolved_channel,
-            receive_own_messages=False,
+        self.bus = (
+            bus
+            if bus is not None
+            else can.Bus(
+                interface=self.config.interface,
+                channel=self.config.resolved_channel,
+                receive_own_messages=False,
+            )
         )
         self._logger: can.Listener | None = (
             can.Logger(str(self.config.log_path)) if self.config.log_path is not None else None
@@ -183,33 +202,55 @@ class CanTransport:
             frames = encode_sample(positions_rad, self.config.codec)
         except CodecError as err:
             self.counters.encode_errors += 1
-            return self._finish(PublishReport(
-                PublishOutcome.REFUSED, reason=f"encode: {err}", extra={"error": type(err).__name__}
-            ))
+            return self._finish(
+                PublishReport(
+                    PublishOutcome.REFUSED,
+                    reason=f"encode: {err}",
+                    extra={"error": type(err).__name__},
+                )
+            )
         bus, timeout = self.bus, self.config.send_timeout_s
         sent: list[int] = []
         for k, frame in enumerate(frames):
-            msg = can.Message(arbitration_id=frame.arbitration_id, data=frame.data,
-                              is_extended_id=False, is_rx=False)
+            msg = can.Message(
+                arbitration_id=frame.arbitration_id,
+                data=frame.data,
+                is_extended_id=False,
+                is_rx=False,
+            )
             try:
                 bus.send(msg, timeout=timeout)
             except (can.CanTimeoutError, TimeoutError) as err:
-                return self._finish(self._report(
-                    PublishOutcome.UNCERTAIN, sent, start,
-                    f"timeout sending joint {frame.joint} (0x{frame.arbitration_id:02X}): {err}",
-                    err,
-                ))
+                return self._finish(
+                    self._report(
+                        PublishOutcome.UNCERTAIN,
+                        sent,
+                        start,
+                        f"timeout sending joint {frame.joint} (0x{frame.arbitration_id:02X}): {err}",
+                        err,
+                    )
+                )
             except can.CanError as err:
                 outcome = PublishOutcome.REFUSED if k == 0 else PublishOutcome.PARTIAL
-                return self._finish(self._report(
-                    outcome, sent, start,
-                    f"bus refused joint {frame.joint} (0x{frame.arbitration_id:02X}): {err}", err,
-                ))
+                return self._finish(
+                    self._report(
+                        outcome,
+                        sent,
+                        start,
+                        f"bus refused joint {frame.joint} (0x{frame.arbitration_id:02X}): {err}",
+                        err,
+                    )
+                )
             except Exception as err:  # unknown state of frame k: never guess "not sent"
-                return self._finish(self._report(
-                    PublishOutcome.UNCERTAIN, sent, start,
-                    f"unexpected {type(err).__name__} sending joint {frame.joint}: {err}", err,
-                ))
+                return self._finish(
+                    self._report(
+                        PublishOutcome.UNCERTAIN,
+                        sent,
+                        start,
+                        f"unexpected {type(err).__name__} sending joint {frame.joint}: {err}",
+                        err,
+                    )
+                )
             sent.append(frame.joint)
             self.counters.frames_sent += 1
             if self._logger is not None:
@@ -217,24 +258,47 @@ class CanTransport:
         duration = self.clock() - start
         if not duration <= self.config.publish_deadline_s:  # NaN-safe: an unreadable clock is late
             self.counters.deadline_misses += 1
-            outcome = (PublishOutcome.UNCERTAIN if self.config.late_is_uncertain
-                       else PublishOutcome.ACCEPTED)
-            return self._finish(PublishReport(
-                outcome, tuple(sent),
-                reason=f"deadline missed: batch took {duration:.6f} s > "
-                       f"{self.config.publish_deadline_s:.6f} s",
-                frames_sent=len(sent), duration_s=duration, extra={"deadline_missed": True},
-            ))
-        return self._finish(PublishReport(
-            PublishOutcome.ACCEPTED, tuple(sent), frames_sent=len(sent), duration_s=duration,
-            extra={"deadline_missed": False},
-        ))
+            outcome = (
+                PublishOutcome.UNCERTAIN
+                if self.config.late_is_uncertain
+                else PublishOutcome.ACCEPTED
+            )
+            return self._finish(
+                PublishReport(
+                    outcome,
+                    tuple(sent),
+                    reason=f"deadline missed: batch took {duration:.6f} s > "
+                    f"{self.config.publish_deadline_s:.6f} s",
+                    frames_sent=len(sent),
+                    duration_s=duration,
+                    extra={"deadline_missed": True},
+                )
+            )
+        return self._finish(
+            PublishReport(
+                PublishOutcome.ACCEPTED,
+                tuple(sent),
+                frames_sent=len(sent),
+                duration_s=duration,
+                extra={"deadline_missed": False},
+            )
+        )
 
-    def _report(self, outcome: PublishOutcome, sent: list[int], start: float, reason: str,
-                err: BaseException) -> PublishReport:
+    def _report(
+        self,
+        outcome: PublishOutcome,
+        sent: list[int],
+        start: float,
+        reason: str,
+        err: BaseException,
+    ) -> PublishReport:
         return PublishReport(
-            outcome, tuple(sent), reason=reason, frames_sent=len(sent),
-            duration_s=self.clock() - start, extra={"error": type(err).__name__},
+            outcome,
+            tuple(sent),
+            reason=reason,
+            frames_sent=len(sent),
+            duration_s=self.clock() - start,
+            extra={"error": type(err).__name__},
         )
 
     def _finish(self, report: PublishReport) -> PublishReport:
@@ -249,8 +313,9 @@ class CanTransport:
         """Handle every frame already waiting (non-blocking); return how many were read.
 
         max_frames: None (all waiting) or an int >= 0; TransportConfigError otherwise."""
-        if max_frames is not None and (isinstance(max_frames, bool) or not isinstance(max_frames, int)
-                                       or max_frames < 0):
+        if max_frames is not None and (
+            isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 0
+        ):
             raise TransportConfigError("max_frames", max_frames, "None or an int >= 0")
         self._check_open()
         n = 0
@@ -276,8 +341,9 @@ class CanTransport:
                 decoded = decode_command(msg.arbitration_id, msg.data, self.config.codec)
             except CodecError:
                 decoded = None
-            self.last_foreign_frame = ForeignFrame(msg.arbitration_id, bytes(msg.data), now,
-                                                   decoded)
+            self.last_foreign_frame = ForeignFrame(
+                msg.arbitration_id, bytes(msg.data), now, decoded
+            )
             return None
         if msg.arbitration_id not in FEEDBACK_IDS:
             self.counters.other_frames += 1
@@ -312,9 +378,13 @@ class CanTransport:
             return
         entry = can.Message(
             timestamp=msg.timestamp if rx and msg.timestamp else time.time(),
-            arbitration_id=msg.arbitration_id, is_extended_id=msg.is_extended_id,
-            is_remote_frame=msg.is_remote_frame, is_error_frame=msg.is_error_frame,
-            data=bytes(msg.data), is_rx=rx, channel=self.config.resolved_channel,
+            arbitration_id=msg.arbitration_id,
+            is_extended_id=msg.is_extended_id,
+            is_remote_frame=msg.is_remote_frame,
+            is_error_frame=msg.is_error_frame,
+            data=bytes(msg.data),
+            is_rx=rx,
+            channel=self.config.resolved_channel,
         )
         self._logger.on_message_received(entry)
 

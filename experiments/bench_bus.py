@@ -37,8 +37,12 @@ from twin.replay import read_recording, replay
 
 ROUNDS = 4
 SECONDS = 2.0
-BUSES = {"classic 1 Mbit/s": "1M", "classic 500 kbit/s": "500k", "classic 250 kbit/s": "250k",
-         "CAN FD 1/5 Mbit/s": "fd:1M/5M"}
+BUSES = {
+    "classic 1 Mbit/s": "1M",
+    "classic 500 kbit/s": "500k",
+    "classic 250 kbit/s": "250k",
+    "CAN FD 1/5 Mbit/s": "fd:1M/5M",
+}
 
 
 def _loop(bus: BusTimingConfig | None, feedback_hz: float = 20.0) -> ClosedLoop:
@@ -70,9 +74,13 @@ def timing_cost() -> dict:
             on.append(_cpu_rate(BusTimingConfig(), fb))
         off_m, on_m = sorted(off)[len(off) // 2], sorted(on)[len(on) // 2]
         out[f"feedback_{int(fb)}hz"] = {
-            "sim_s_per_cpu_s_off": round(off_m, 3), "sim_s_per_cpu_s_on": round(on_m, 3),
-            "cost_ratio_on_over_off": round(off_m / on_m, 3), "rounds": ROUNDS,
-            "aim": "<= 1.3", "meets_aim": off_m / on_m <= 1.3}
+            "sim_s_per_cpu_s_off": round(off_m, 3),
+            "sim_s_per_cpu_s_on": round(on_m, 3),
+            "cost_ratio_on_over_off": round(off_m / on_m, 3),
+            "rounds": ROUNDS,
+            "aim": "<= 1.3",
+            "meets_aim": off_m / on_m <= 1.3,
+        }
     return out
 
 
@@ -85,22 +93,44 @@ def rob_configuration() -> dict:
             rep = lp.bus_report()
             faults = [lp.drivers[a].owner.fault.value for a in Arm if lp.drivers[a].owner.fault]
         b = rep["CAN10"]
-        budget = bus_budget(BusBudgetConfig(bus=BusTimingConfig(
-            bitrate_bps=bus.bitrate_bps, frame_format=bus.frame_format,
-            data_bitrate_bps=bus.data_bitrate_bps, stuffing=Stuffing.WORST)), 200.0, 20.0)
+        budget = bus_budget(
+            BusBudgetConfig(
+                bus=BusTimingConfig(
+                    bitrate_bps=bus.bitrate_bps,
+                    frame_format=bus.frame_format,
+                    data_bitrate_bps=bus.data_bitrate_bps,
+                    stuffing=Stuffing.WORST,
+                )
+            ),
+            200.0,
+            20.0,
+        )
         rows[label] = {
             "closed_loop_exact_stuffing": {
-                "load": b["load"], "command_to_drive_p50_us": b["command_to_drive_latency"]["p50_us"],
+                "load": b["load"],
+                "command_to_drive_p50_us": b["command_to_drive_latency"]["p50_us"],
                 "command_to_drive_p99_us": b["command_to_drive_latency"]["p99_us"],
                 "command_to_drive_max_us": b["command_to_drive_latency"]["max_us"],
-                "queue_p99_us": b["queue_latency"]["p99_us"], "frames": b["frames"],
-                "owner_faults": faults},
-            "budget_worst_case": {k: budget[k] for k in (
-                "offered_load", "worst_command_to_drive_us", "bound_command_to_drive_us",
-                "simulated_max_command_to_drive_us", "fits")},
+                "queue_p99_us": b["queue_latency"]["p99_us"],
+                "frames": b["frames"],
+                "owner_faults": faults,
+            },
+            "budget_worst_case": {
+                k: budget[k]
+                for k in (
+                    "offered_load",
+                    "worst_command_to_drive_us",
+                    "bound_command_to_drive_us",
+                    "simulated_max_command_to_drive_us",
+                    "fits",
+                )
+            },
         }
-    return {"configuration": "per bus: 7 joints x 200 Hz position commands (3 bytes) + 7 x 20 Hz "
-                             "feedback (8 bytes); closed loop streams a wave at 60 Hz", "buses": rows}
+    return {
+        "configuration": "per bus: 7 joints x 200 Hz position commands (3 bytes) + 7 x 20 Hz "
+        "feedback (8 bytes); closed loop streams a wave at 60 Hz",
+        "buses": rows,
+    }
 
 
 def two_process(seconds: float = 5.0) -> dict:
@@ -109,19 +139,43 @@ def two_process(seconds: float = 5.0) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         ready = Path(tmp) / "ready.json"
-        proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "bank", "--port", "0",
-                                 "--ready-file", str(ready), "--seconds", "120"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "MUJOCO_GL": "egl"})
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "twin.cli",
+                "bank",
+                "--port",
+                "0",
+                "--ready-file",
+                str(ready),
+                "--seconds",
+                "120",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MUJOCO_GL": "egl"},
+        )
         try:
             deadline = time.monotonic() + 90
             while not ready.exists():
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    return {"error": f"bank did not start: {proc.stderr.read() if proc.poll() is not None else 'timeout'}"}
+                    return {
+                        "error": f"bank did not start: {proc.stderr.read() if proc.poll() is not None else 'timeout'}"
+                    }
                 time.sleep(0.1)
             info = json.loads(ready.read_text())
-            rep = run_host(HostConfig(port=info["socketcand_port"], seconds=seconds, stream="wave",
-                                      ping_hz=100.0, publish_deadline_s=0.25, feedback_timeout_s=1.0))
+            rep = run_host(
+                HostConfig(
+                    port=info["socketcand_port"],
+                    seconds=seconds,
+                    stream="wave",
+                    ping_hz=100.0,
+                    publish_deadline_s=0.25,
+                    feedback_timeout_s=1.0,
+                )
+            )
             status = control(info["control_port"], {"cmd": "status"})
             control(info["control_port"], {"cmd": "shutdown"})
             proc.wait(timeout=20)
@@ -129,13 +183,17 @@ def two_process(seconds: float = 5.0) -> dict:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
-    return {"link": "socketcand on 127.0.0.1, bank paced in real time (100 Hz feedback)",
-            "seconds": seconds, "host_rate_hz": rep["rate_hz"],
-            "tick_jitter_us": rep["tick_jitter"], "ping_round_trip_us": rep["ping_round_trip"],
-            "bank_max_lag_s": status.get("max_lag_s"),
-            "owner_faults": {a: x["fault"] for a, x in rep["arms"].items()},
-            "note": "ping: host -> socketcand -> bank step loop (1 ms physics, 2 steps a wake) -> "
-                    "host; on a shared 2-core machine"}
+    return {
+        "link": "socketcand on 127.0.0.1, bank paced in real time (100 Hz feedback)",
+        "seconds": seconds,
+        "host_rate_hz": rep["rate_hz"],
+        "tick_jitter_us": rep["tick_jitter"],
+        "ping_round_trip_us": rep["ping_round_trip"],
+        "bank_max_lag_s": status.get("max_lag_s"),
+        "owner_faults": {a: x["fault"] for a, x in rep["arms"].items()},
+        "note": "ping: host -> socketcand -> bank step loop (1 ms physics, 2 steps a wake) -> "
+        "host; on a shared 2-core machine",
+    }
 
 
 def replay_speed(seconds: float = 60.0) -> dict:
@@ -152,15 +210,23 @@ def replay_speed(seconds: float = 60.0) -> dict:
             read_s = time.perf_counter() - t0
             res = replay(recording)
             total = read_s + res.wall_s
-            out[suffix] = {"frames_in_file": len(recording.frames), "host_frames_fed": res.frames_fed,
-                           "read_s": round(read_s, 3), "resimulate_s": round(res.wall_s, 3),
-                           "frames_per_s_read_and_resimulated": round(len(recording.frames) / total, 1),
-                           "feedback_mismatches": res.feedback_mismatches,
-                           "simulated_s": round(res.simulated_s, 3)}
+            out[suffix] = {
+                "frames_in_file": len(recording.frames),
+                "host_frames_fed": res.frames_fed,
+                "read_s": round(read_s, 3),
+                "resimulate_s": round(res.wall_s, 3),
+                "frames_per_s_read_and_resimulated": round(len(recording.frames) / total, 1),
+                "feedback_mismatches": res.feedback_mismatches,
+                "simulated_s": round(res.simulated_s, 3),
+            }
     return out
 
 
 @benchmark("bus")
 def run() -> dict:
-    return {"timing_layer_cost": timing_cost(), "rob_configuration": rob_configuration(),
-            "two_process_loopback": two_process(), "replay_60s": replay_speed()}
+    return {
+        "timing_layer_cost": timing_cost(),
+        "rob_configuration": rob_configuration(),
+        "two_process_loopback": two_process(),
+        "replay_60s": replay_speed(),
+    }

@@ -68,15 +68,30 @@ def plan_figures(budget_s: float = SOUNDNESS_BUDGET_S, max_plans: int = MAX_PLAN
             oracle = oracle_by_group.setdefault(id(g), CoalOracle(g.model))
             true_min, _ = true_min_clearance(g, p, oracle)
             st = p.stage_times_s
-            rows.append({"plan": name, "certified_min_m": c.certified_min_m, "true_min_m": true_min,
-                         "horizon_m": c.horizon_m, "certify_s": st.get("certify", 0.0), "total_s": st["total"],
-                         "check_s": st.get("check", 0.0), "first_try": c.uncertified_attempts == 0,
-                         "queries_between": c.n_extra_queries, "samples": c.sample_queries})
+            rows.append(
+                {
+                    "plan": name,
+                    "certified_min_m": c.certified_min_m,
+                    "true_min_m": true_min,
+                    "horizon_m": c.horizon_m,
+                    "certify_s": st.get("certify", 0.0),
+                    "total_s": st["total"],
+                    "check_s": st.get("check", 0.0),
+                    "first_try": c.uncertified_attempts == 0,
+                    "queries_between": c.n_extra_queries,
+                    "samples": c.sample_queries,
+                }
+            )
             if true_min < c.certified_min_m - 1e-7:
-                counter.append({"plan": name, "true_min_m": true_min, "certified_min_m": c.certified_min_m})
+                counter.append(
+                    {"plan": name, "true_min_m": true_min, "certified_min_m": c.certified_min_m}
+                )
         done = sum(statuses.values())
         if done % 50 == 0:
-            print(f"[bench certificate] {done} plans, {time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                f"[bench certificate] {done} plans, {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
         if done >= max_plans or time.perf_counter() - started > budget_s:
             break
     share = np.array([r["certify_s"] / r["total_s"] for r in rows])
@@ -85,31 +100,55 @@ def plan_figures(budget_s: float = SOUNDNESS_BUDGET_S, max_plans: int = MAX_PLAN
     margin = 0.005
     eligible = [r for r in rows if r["true_min_m"] >= margin + COMPLETENESS_SLACK_M]
     return {
-        "plans_attempted": sum(statuses.values()), "statuses": statuses, "plans_checked": len(rows),
+        "plans_attempted": sum(statuses.values()),
+        "statuses": statuses,
+        "plans_checked": len(rows),
         "goal_sampling": "the crossing plan, then " + SAMPLING,
-        "soundness": {"counterexamples": len(counter), "examples": counter[:5],
-                      "judge": "coal every 1 ms along the samples' linear interpolation, every checked pair"},
-        "cost": {"certify_share_median": round(float(np.median(share)), 4) if rows else None,
-                 "certify_share_p95": round(float(np.percentile(share, 95)), 4) if rows else None,
-                 "certify_share_of_total_time": round(sum(r["certify_s"] for r in rows)
-                                                      / max(sum(r["total_s"] for r in rows), 1e-12), 4),
-                 "certify_ms_median": round(1e3 * float(np.median([r["certify_s"] for r in rows])), 2)
-                 if rows else None,
-                 "plan_ms_median": round(1e3 * float(np.median([r["total_s"] for r in rows])), 2) if rows else None,
-                 "note": "the check's pair-distance recording is inside the 'check' stage"},
-        "tightness": {"plans": len(inside),
-                      "certified_over_true_median": round(float(np.median(ratio)), 3) if inside else None,
-                      "certified_over_true_p5": round(float(np.percentile(ratio, 5)), 3) if inside else None,
-                      "crossing": next((round(r["certified_min_m"] / r["true_min_m"], 3) for r in rows
-                                        if r["plan"] == "crossing"), None),
-                      "scope": "plans whose true minimum is inside the 20 mm measuring horizon"},
-        "completeness": {"eligible_plans": len(eligible),
-                         "certified_first_try": sum(1 for r in eligible if r["first_try"]),
-                         "share": round(sum(1 for r in eligible if r["first_try"]) / len(eligible), 4)
-                         if eligible else None,
-                         "uncertified_failures": statuses.get("uncertified", 0),
-                         "rule": f"true clearance >= margin + {COMPLETENESS_SLACK_M * 1e3:.0f} mm"},
-        "queries_between_samples_median": float(np.median([r["queries_between"] for r in rows])) if rows else None,
+        "soundness": {
+            "counterexamples": len(counter),
+            "examples": counter[:5],
+            "judge": "coal every 1 ms along the samples' linear interpolation, every checked pair",
+        },
+        "cost": {
+            "certify_share_median": round(float(np.median(share)), 4) if rows else None,
+            "certify_share_p95": round(float(np.percentile(share, 95)), 4) if rows else None,
+            "certify_share_of_total_time": round(
+                sum(r["certify_s"] for r in rows) / max(sum(r["total_s"] for r in rows), 1e-12), 4
+            ),
+            "certify_ms_median": round(1e3 * float(np.median([r["certify_s"] for r in rows])), 2)
+            if rows
+            else None,
+            "plan_ms_median": round(1e3 * float(np.median([r["total_s"] for r in rows])), 2)
+            if rows
+            else None,
+            "note": "the check's pair-distance recording is inside the 'check' stage",
+        },
+        "tightness": {
+            "plans": len(inside),
+            "certified_over_true_median": round(float(np.median(ratio)), 3) if inside else None,
+            "certified_over_true_p5": round(float(np.percentile(ratio, 5)), 3) if inside else None,
+            "crossing": next(
+                (
+                    round(r["certified_min_m"] / r["true_min_m"], 3)
+                    for r in rows
+                    if r["plan"] == "crossing"
+                ),
+                None,
+            ),
+            "scope": "plans whose true minimum is inside the 20 mm measuring horizon",
+        },
+        "completeness": {
+            "eligible_plans": len(eligible),
+            "certified_first_try": sum(1 for r in eligible if r["first_try"]),
+            "share": round(sum(1 for r in eligible if r["first_try"]) / len(eligible), 4)
+            if eligible
+            else None,
+            "uncertified_failures": statuses.get("uncertified", 0),
+            "rule": f"true clearance >= margin + {COMPLETENESS_SLACK_M * 1e3:.0f} mm",
+        },
+        "queries_between_samples_median": float(np.median([r["queries_between"] for r in rows]))
+        if rows
+        else None,
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
 
@@ -130,13 +169,23 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
     local = np.concatenate([np.zeros((1, 3)), np.eye(3), -np.eye(3)])  # centre + 6 sphere points
     # same-arm pairs: the frame of the deepest common ancestor body of the two geoms
     table = g.checker.pairs
-    self_pairs = [(int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(table.table == 1, 1)), strict=True)]
+    self_pairs = [
+        (int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(table.table == 1, 1)), strict=True)
+    ]
     anc = [_common_ancestor(m, int(m.geom_bodyid[a]), int(m.geom_bodyid[b])) for a, b in self_pairs]
     self_geom = np.array([gg for (a, b) in self_pairs for gg in (a, b)], int)
     self_anc = np.array([c for c in anc for _ in range(2)], int)
-    self_radii = np.stack([np.where([radii[j, gg] > 0 and not _moves_body(m, joints[j], c)
-                                     for j in range(len(joints))], radii[:, gg], 0.0)
-                           for gg, c in zip(self_geom, self_anc, strict=True)], axis=1)  # (n, S)
+    self_radii = np.stack(
+        [
+            np.where(
+                [radii[j, gg] > 0 and not _moves_body(m, joints[j], c) for j in range(len(joints))],
+                radii[:, gg],
+                0.0,
+            )
+            for gg, c in zip(self_geom, self_anc, strict=True)
+        ],
+        axis=1,
+    )  # (n, S)
     rng = np.random.default_rng(seed)
     q = rng.uniform(lo, hi)
     violations, worst, checked = 0, -np.inf, 0
@@ -159,13 +208,19 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
             bx[i], bm[i] = d.xpos, d.xmat.reshape(-1, 3, 3)
         dq = np.abs(np.diff(qs, axis=0))  # (k-1, n)
         # world frame, every arm geom
-        pts = gx[:, geoms, None, :] + np.einsum("kgij,pj->kgpi", gm[:, geoms], local) * rb[None, :, None, None]
+        pts = (
+            gx[:, geoms, None, :]
+            + np.einsum("kgij,pj->kgpi", gm[:, geoms], local) * rb[None, :, None, None]
+        )
         move = np.linalg.norm(np.diff(pts, axis=0), axis=-1).max(axis=-1)  # (k-1, G)
         bound = dq @ radii[:, geoms]
         excess = move - bound
         # same-arm pairs in the common ancestor's frame, bound = joints below it only
         sg, sc = self_geom, self_anc
-        p_world = gx[:, sg, None, :] + np.einsum("kgij,pj->kgpi", gm[:, sg], local) * m.geom_rbound[sg][None, :, None, None]
+        p_world = (
+            gx[:, sg, None, :]
+            + np.einsum("kgij,pj->kgpi", gm[:, sg], local) * m.geom_rbound[sg][None, :, None, None]
+        )
         p_local = np.einsum("kgji,kgpj->kgpi", bm[:, sc], p_world - bx[:, sc, None, :])
         mv = np.linalg.norm(np.diff(p_local, axis=0), axis=-1).max(axis=-1)  # (k-1, S)
         excess = np.concatenate([excess, mv - dq @ self_radii], axis=1)
@@ -173,11 +228,16 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
         worst = max(worst, float(excess.max()))
         checked += k - 1
         q = qs[-1]
-    return {"configuration_pairs": checked, "violations": violations,
-            "largest_excess_m": worst, "geoms": int(geoms.size), "same_arm_pairs": len(self_pairs),
-            "points_per_geom": int(local.shape[0]),
-            "walk_steps_rad": "N(0, s) per joint, s in {0.005, 0.05, 0.5}, clipped to the limits",
-            "elapsed_s": round(time.perf_counter() - started, 1)}
+    return {
+        "configuration_pairs": checked,
+        "violations": violations,
+        "largest_excess_m": worst,
+        "geoms": int(geoms.size),
+        "same_arm_pairs": len(self_pairs),
+        "points_per_geom": int(local.shape[0]),
+        "walk_steps_rad": "N(0, s) per joint, s in {0.005, 0.05, 0.5}, clipped to the limits",
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
 
 
 def _common_ancestor(m, b1: int, b2: int) -> int:

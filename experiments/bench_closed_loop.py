@@ -30,9 +30,13 @@ def _closed_loop_rtf(seconds: float) -> tuple[float, float, dict]:
         c0, t0 = time.thread_time(), time.perf_counter()
         loop.run_for(seconds)
         cpu, wall = time.thread_time() - c0, time.perf_counter() - t0
-        figs = {a.value: {"published": loop.drivers[a].owner.stats.published,
-                          "fault": loop.drivers[a].owner.fault and loop.drivers[a].owner.fault.value}
-                for a in Arm}
+        figs = {
+            a.value: {
+                "published": loop.drivers[a].owner.stats.published,
+                "fault": loop.drivers[a].owner.fault and loop.drivers[a].owner.fault.value,
+            }
+            for a in Arm
+        }
     return seconds / cpu, seconds / wall, figs
 
 
@@ -59,14 +63,19 @@ def run() -> dict:
     lo, bare = float(np.median(loop_rtf)), float(np.median(bare_rtf))
     return {
         "what": "simulated seconds per wall second; both arms streaming 60 Hz targets through "
-                "owners (200 Hz), codec, python-can virtual buses and the motor bank (1 kHz "
-                "physics, 20 Hz feedback)",
-        "rounds": ROUNDS, "simulated_s_per_round": SECONDS,
-        "closed_loop_rtf_median": round(lo, 2), "bare_mj_step_rtf_median": round(bare, 2),
-        "closed_loop_cost_vs_bare": round(bare / lo, 2), "target_cost_vs_bare": 2.5,
+        "owners (200 Hz), codec, python-can virtual buses and the motor bank (1 kHz "
+        "physics, 20 Hz feedback)",
+        "rounds": ROUNDS,
+        "simulated_s_per_round": SECONDS,
+        "closed_loop_rtf_median": round(lo, 2),
+        "bare_mj_step_rtf_median": round(bare, 2),
+        "closed_loop_cost_vs_bare": round(bare / lo, 2),
+        "target_cost_vs_bare": 2.5,
         "clock": "thread CPU time",
         "closed_loop_rtf_all": [round(x, 2) for x in loop_rtf],
         "bare_mj_step_rtf_all": [round(x, 2) for x in bare_rtf],
-        "wall_clock_cost_vs_bare_median": round(float(np.median(bare_wall)) / float(np.median(loop_wall)), 2),
+        "wall_clock_cost_vs_bare_median": round(
+            float(np.median(bare_wall)) / float(np.median(loop_wall)), 2
+        ),
         "owners": figs,
     }

@@ -57,7 +57,10 @@ POSES = {
 
 def _pct(x: list[float]) -> dict:
     a = np.array(x) * 1e6
-    return {"median_us": round(float(np.median(a)), 2), "p99_us": round(float(np.percentile(a, 99)), 2)}
+    return {
+        "median_us": round(float(np.median(a)), 2),
+        "p99_us": round(float(np.percentile(a, 99)), 2),
+    }
 
 
 def host_cost() -> dict:
@@ -73,16 +76,29 @@ def host_cost() -> dict:
         tau = gravity(q)
         t1 = time.thread_time_ns()
         for k in range(7):
-            encode_mit(MitCommand(float(q[k]), 0.0, OPENARM_KP[k], OPENARM_KD[k],
-                                  float(np.clip(tau[k], -scalings[k].tmax_nm, scalings[k].tmax_nm))),
-                       scalings[k], k + 1)
+            encode_mit(
+                MitCommand(
+                    float(q[k]),
+                    0.0,
+                    OPENARM_KP[k],
+                    OPENARM_KD[k],
+                    float(np.clip(tau[k], -scalings[k].tmax_nm, scalings[k].tmax_nm)),
+                ),
+                scalings[k],
+                k + 1,
+            )
         t2 = time.thread_time_ns()
         rnea.append((t1 - t0) * 1e-9)
         enc.append((t2 - t1) * 1e-9)
         both.append((t2 - t0) * 1e-9)
-    return {"samples": SAMPLES, "rnea_gravity": _pct(rnea), "encode_7_mit_frames": _pct(enc),
-            "rnea_plus_encode": _pct(both), "clock": "thread CPU time",
-            "share_of_500hz_tick_median": round(float(np.median(both)) / 0.002, 4)}
+    return {
+        "samples": SAMPLES,
+        "rnea_gravity": _pct(rnea),
+        "encode_7_mit_frames": _pct(enc),
+        "rnea_plus_encode": _pct(both),
+        "clock": "thread CPU time",
+        "share_of_500hz_tick_median": round(float(np.median(both)) / 0.002, 4),
+    }
 
 
 def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> dict:
@@ -105,18 +121,23 @@ def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> d
         final = np.abs(lp.measured(Arm.RIGHT) - q0)
         fault = lp.drivers[Arm.RIGHT].owner.fault
         ff = lp.drivers[Arm.RIGHT].transport.last_feedforward_nm
-    return {"max_error_rad": round(worst, 5), "final_error_rad": round(float(final.max()), 5),
-            "final_per_joint_rad": [round(float(x), 5) for x in final],
-            "feedforward_nm": [round(float(x), 3) for x in ff],
-            "owner_fault": fault.value if fault else None}
+    return {
+        "max_error_rad": round(worst, 5),
+        "final_error_rad": round(float(final.max()), 5),
+        "final_per_joint_rad": [round(float(x), 5) for x in final],
+        "feedforward_nm": [round(float(x), 3) for x in ff],
+        "owner_fault": fault.value if fault else None,
+    }
 
 
 def holding(plot_path: Path | None = None) -> dict:
     out, traces = {}, {}
     for name, q in POSES.items():
         on, off = [], []
-        out[name] = {"with_compensation": _hold(q, True, on),
-                     "without_compensation": _hold(q, False, off)}
+        out[name] = {
+            "with_compensation": _hold(q, True, on),
+            "without_compensation": _hold(q, False, off),
+        }
         traces[name] = (on, off)
     if plot_path is not None:
         out["plot"] = str(_plot(traces, plot_path))
@@ -136,16 +157,24 @@ def _plot(traces: dict, path: Path) -> Path:
             t = np.array([x[0] for x in series])
             dev = np.array([x[1] for x in series])
             for j in range(7):
-                ax.plot(t - t[0], dev[:, j], style, lw=1.2, color=f"C{j}",
-                        label=f"j{j + 1}" if style == "-" else None)
+                ax.plot(
+                    t - t[0],
+                    dev[:, j],
+                    style,
+                    lw=1.2,
+                    color=f"C{j}",
+                    label=f"j{j + 1}" if style == "-" else None,
+                )
             ax.plot([], [], style, color="k", label=label)
         ax.set_title(name)
         ax.set_xlabel("simulated time [s]")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("joint deviation from start [rad]")
     axes[-1].legend(fontsize=7, ncol=2, loc="lower right")
-    fig.suptitle("Damiao MIT drives holding under gravity (OpenArm kp/kd), RNEA feed-forward "
-                 "on vs off - simulated")
+    fig.suptitle(
+        "Damiao MIT drives holding under gravity (OpenArm kp/kd), RNEA feed-forward "
+        "on vs off - simulated"
+    )
     fig.tight_layout()
     save_png(fig, path, dpi=90)
     return path
@@ -155,16 +184,21 @@ def _tracking(robot: str) -> dict:
     sc = dataclasses.replace(Scenario.load(WAVE), robot=robot)
     res = run_scenario(sc, record=False, progress=False)
     err = np.abs(res.commanded["right"] - res.measured["right"])
-    return {"max_error_rad": round(float(err.max()), 5),
-            "rms_error_rad": round(float(np.sqrt((err ** 2).mean())), 5),
-            "per_joint_max_rad": [round(float(x), 5) for x in err.max(axis=0)],
-            "owner_fault": res.pipeline["right"]["owner_fault"],
-            "samples_published": res.pipeline["right"]["samples_published"]}
+    return {
+        "max_error_rad": round(float(err.max()), 5),
+        "rms_error_rad": round(float(np.sqrt((err**2).mean())), 5),
+        "per_joint_max_rad": [round(float(x), 5) for x in err.max(axis=0)],
+        "owner_fault": res.pipeline["right"]["owner_fault"],
+        "samples_published": res.pipeline["right"]["samples_published"],
+    }
 
 
 def tracking() -> dict:
-    return {"scenario": "wave (right arm, 5 s)", "amber_position_drives_rob": _tracking("rob"),
-            "damiao_mit_drives_openarm": _tracking("openarm")}
+    return {
+        "scenario": "wave (right arm, 5 s)",
+        "amber_position_drives_rob": _tracking("rob"),
+        "damiao_mit_drives_openarm": _tracking("openarm"),
+    }
 
 
 def _loop_rtf() -> tuple[float, float]:
@@ -187,18 +221,27 @@ def _loop_rtf() -> tuple[float, float]:
 def loop_cost() -> dict:
     loop, bare = zip(*(_loop_rtf() for _ in range(ROUNDS)), strict=True)
     lo, b = float(np.median(loop)), float(np.median(bare))
-    return {"what": "simulated s per CPU s: both arms streaming 60 Hz wave targets through 500 Hz "
-                    "owners, RNEA feed-forward, MIT codec, virtual buses, Damiao bank (1 kHz "
-                    "physics, one reply per frame)",
-            "rounds": ROUNDS, "simulated_s_per_round": LOOP_S,
-            "damiao_loop_rtf_median": round(lo, 2), "bare_mj_step_rtf_median": round(b, 2),
-            "damiao_loop_cost_vs_bare": round(b / lo, 2),
-            "damiao_loop_rtf_all": [round(x, 2) for x in loop],
-            "bare_mj_step_rtf_all": [round(x, 2) for x in bare], "clock": "thread CPU time"}
+    return {
+        "what": "simulated s per CPU s: both arms streaming 60 Hz wave targets through 500 Hz "
+        "owners, RNEA feed-forward, MIT codec, virtual buses, Damiao bank (1 kHz "
+        "physics, one reply per frame)",
+        "rounds": ROUNDS,
+        "simulated_s_per_round": LOOP_S,
+        "damiao_loop_rtf_median": round(lo, 2),
+        "bare_mj_step_rtf_median": round(b, 2),
+        "damiao_loop_cost_vs_bare": round(b / lo, 2),
+        "damiao_loop_rtf_all": [round(x, 2) for x in loop],
+        "bare_mj_step_rtf_all": [round(x, 2) for x in bare],
+        "clock": "thread CPU time",
+    }
 
 
 @benchmark("damiao")
 def run() -> dict:
-    return {"gravity_compensation_rate_hz": 500.0, "host_cost_per_arm_per_tick": host_cost(),
-            "holding_error_three_poses": holding(OUT_DIR / "bench" / "damiao_holding.png"), "wave_tracking_both_families": tracking(),
-            "closed_loop_cost": loop_cost()}
+    return {
+        "gravity_compensation_rate_hz": 500.0,
+        "host_cost_per_arm_per_tick": host_cost(),
+        "holding_error_three_poses": holding(OUT_DIR / "bench" / "damiao_holding.png"),
+        "wave_tracking_both_families": tracking(),
+        "closed_loop_cost": loop_cost(),
+    }

@@ -25,9 +25,16 @@ DURATION_S = 0.2
 
 def fault_list(n: int) -> list[dict]:
     """``n`` drop windows of 1 us spread over the run, alternating arms."""
-    return [{"kind": "drop", "arm": "right" if i % 2 else "left",
-             "at": round(DURATION_S * i / max(n, 1), 9), "duration": 1e-6, "probability": 0.5}
-            for i in range(n)]
+    return [
+        {
+            "kind": "drop",
+            "arm": "right" if i % 2 else "left",
+            "at": round(DURATION_S * i / max(n, 1), 9),
+            "duration": 1e-6,
+            "probability": 0.5,
+        }
+        for i in range(n)
+    ]
 
 
 class _ScanSchedule(FaultSchedule):
@@ -57,15 +64,23 @@ def run() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
             path = Path(tmp) / f"faults_{n}.json"
-            path.write_text(json.dumps({"name": f"faults_{n}", "duration": DURATION_S,
-                                        "faults": fault_list(n)}))
+            path.write_text(
+                json.dumps({"name": f"faults_{n}", "duration": DURATION_S, "faults": fault_list(n)})
+            )
             t0 = time.perf_counter()
             sc = scenario_module.Scenario.load(path)
             load_s = time.perf_counter() - t0
-            row = {"faults": n, "file_bytes": path.stat().st_size, "load_s": round(load_s, 3),
-                   "run_s": round(_timed_run(sc, scan=False), 3)}
+            row = {
+                "faults": n,
+                "file_bytes": path.stat().st_size,
+                "load_s": round(load_s, 3),
+                "run_s": round(_timed_run(sc, scan=False), 3),
+            }
             if n in SCAN_SIZES:
                 row["scan_run_s"] = round(_timed_run(sc, scan=True), 3)
             rows.append(row)
-    return {"simulated_s": DURATION_S, "rows": rows,
-            "timing_note": "wall-clock seconds on the machine that ran the benchmark; simulated run"}
+    return {
+        "simulated_s": DURATION_S,
+        "rows": rows,
+        "timing_note": "wall-clock seconds on the machine that ran the benchmark; simulated run",
+    }

@@ -21,15 +21,26 @@ def _targets(n: int, k: int) -> np.ndarray:
 
 
 def _stats(us: np.ndarray) -> dict:
-    return {"median_us": float(np.median(us)), "p99_us": float(np.percentile(us, 99)), "n": int(us.size)}
+    return {
+        "median_us": float(np.median(us)),
+        "p99_us": float(np.percentile(us, 99)),
+        "n": int(us.size),
+    }
 
 
 @benchmark("owner")
 def run(n_ticks: int = 4000) -> dict:
-    out = {"hardware_io": False, "period_s": 0.005, "retarget_every_ticks": 3, "target_median_us": 15.0}
+    out = {
+        "hardware_io": False,
+        "period_s": 0.005,
+        "retarget_every_ticks": 3,
+        "target_median_us": 15.0,
+    }
     for arm in Arm:
         clock = SimClock()
-        owner = ArmOwner(arm, NullPublisher(), clock, np.full(7, 0.3), OwnerConfig(require_feedback=False))
+        owner = ArmOwner(
+            arm, NullPublisher(), clock, np.full(7, 0.3), OwnerConfig(require_feedback=False)
+        )
         lease = owner.grant_lease("bench", 1e9)
         us = []
         for k in range(n_ticks):

@@ -42,16 +42,22 @@ def _check_cost(m, home, n=20000) -> dict:
     for _ in range(n):
         s.is_free(q)
     check = (time.perf_counter() - t0) / n
-    return {"bare_kinematics_collision_us": round(bare * 1e6, 2), "check_us": round(check * 1e6, 2),
-            "check_vs_bare": round(check / bare, 3), "at": "home pose, both arms moving"}
+    return {
+        "bare_kinematics_collision_us": round(bare * 1e6, 2),
+        "check_us": round(check * 1e6, 2),
+        "check_vs_bare": round(check / bare, 3),
+        "at": "home pose, both arms moving",
+    }
 
 
 def _times(times_s: list[float], prefix: str) -> dict:
     t = np.array(times_s) * 1e3
     if t.size == 0:
         return {f"{prefix}_ms_median": None, f"{prefix}_ms_p95": None}
-    return {f"{prefix}_ms_median": round(float(np.median(t)), 1),
-            f"{prefix}_ms_p95": round(float(np.percentile(t, 95)), 1)}
+    return {
+        f"{prefix}_ms_median": round(float(np.median(t)), 1),
+        f"{prefix}_ms_p95": round(float(np.percentile(t, 95)), 1),
+    }
 
 
 def _group(m, home) -> ArmGroup:
@@ -73,10 +79,15 @@ def _study(m, home, n_pairs=30, seed=0) -> dict:
             clearances.append(r.plan.min_clearance.distance_m)
             tp = toppra_retime(r.plan.waypoints, g.config.velocity, g.config.acceleration)
             versus.append((r.plan.duration_s, tp))
-    return {"pairs": n_pairs, "success": len(clearances), "statuses": statuses,
-            **_times(times, "plan_retime_check"),
-            "min_clearance_m_min": round(float(min(clearances)), 4) if clearances else None,
-            "goal_sampling": SAMPLING, "retiming_vs_toppra": _versus(versus, g.config.jerk)}
+    return {
+        "pairs": n_pairs,
+        "success": len(clearances),
+        "statuses": statuses,
+        **_times(times, "plan_retime_check"),
+        "min_clearance_m_min": round(float(min(clearances)), 4) if clearances else None,
+        "goal_sampling": SAMPLING,
+        "retiming_vs_toppra": _versus(versus, g.config.jerk),
+    }
 
 
 def _versus(pairs: list, jerk_limit: float) -> dict:
@@ -90,12 +101,13 @@ def _versus(pairs: list, jerk_limit: float) -> dict:
         "toppra_max_discrete_jerk": round(max(tp["max_discrete_jerk"] for _, tp in pairs), 1),
         "jerk_limit": jerk_limit,
         "toppra_max_deviation_from_checked_path_rad": float(
-            max(tp["max_deviation_from_checked_path_rad"] for _, tp in pairs)),
+            max(tp["max_deviation_from_checked_path_rad"] for _, tp in pairs)
+        ),
         "note": "same waypoints, velocity and acceleration limits; TOPP-RA is faster but its "
-                "bang-bang acceleration breaks the jerk limit (ours holds it by construction); "
-                "with several waypoints its spline also leaves the collision-checked straight "
-                "segments (tests/test_toppra_baseline.py), which these mostly one-segment "
-                "plans do not show",
+        "bang-bang acceleration breaks the jerk limit (ours holds it by construction); "
+        "with several waypoints its spline also leaves the collision-checked straight "
+        "segments (tests/test_toppra_baseline.py), which these mostly one-segment "
+        "plans do not show",
     }
 
 
@@ -106,18 +118,24 @@ def _pose_goals(m, home, n_pairs=20, seed=0) -> dict:
     targets = pose_targets(g, goal_pairs(g, n_pairs, np.random.default_rng(seed)))
     times, statuses, resamples = [], {}, 0
     for i, pair in enumerate(targets):
-        goals = {a: PoseGoal(t, ik_config=replace(ik_default(), rng_seed=i))
-                 for a, t in pair.items()}
+        goals = {
+            a: PoseGoal(t, ik_config=replace(ik_default(), rng_seed=i)) for a, t in pair.items()
+        }
         t0 = time.perf_counter()
         r = g.plan(goals, seed=i)
         times.append(time.perf_counter() - t0)
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
         if r.ok:
             resamples += r.plan.goal_resamples
-    return {"pairs": n_pairs, "success": statuses.get("success", 0), "statuses": statuses,
-            **_times(times, "ik_plan_retime_check"), "goal_resample_rounds": resamples,
-            "targets": "TCP poses of the joint goal pairs (" + SAMPLING + "), seed "
-                       f"{seed}; PoseGoal defaults (4 candidates, IK rng_seed = pair index)"}
+    return {
+        "pairs": n_pairs,
+        "success": statuses.get("success", 0),
+        "statuses": statuses,
+        **_times(times, "ik_plan_retime_check"),
+        "goal_resample_rounds": resamples,
+        "targets": "TCP poses of the joint goal pairs (" + SAMPLING + "), seed "
+        f"{seed}; PoseGoal defaults (4 candidates, IK rng_seed = pair index)",
+    }
 
 
 def _cartesian(m, home, n=20, seed=0) -> dict:
@@ -132,10 +150,15 @@ def _cartesian(m, home, n=20, seed=0) -> dict:
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
         if r.ok:
             ok_times.append(dt)
-    return {"requests": n, "success": len(ok_times), "statuses": statuses,
-            **_times(times, "all_requests"), **_times(ok_times, "successful"),
-            "targets": "both TCPs from home, mirrored: forward 0..10 cm, outward -5..+5 cm, "
-                       f"up -5..+15 cm, turn 0..0.3 rad about z; seed {seed}"}
+    return {
+        "requests": n,
+        "success": len(ok_times),
+        "statuses": statuses,
+        **_times(times, "all_requests"),
+        **_times(ok_times, "successful"),
+        "targets": "both TCPs from home, mirrored: forward 0..10 cm, outward -5..+5 cm, "
+        f"up -5..+15 cm, turn 0..0.3 rad about z; seed {seed}",
+    }
 
 
 def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
@@ -144,12 +167,20 @@ def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
     ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for a in ARMS for j in ARMS[a]]
     rng = np.random.default_rng(seed)
     by_configs = Agreement(ch.config.margin_m, 1e-4)
-    agreement_on_configs(s, CoalOracle(load_scene()), rng.uniform(m.jnt_range[ids, 0], m.jnt_range[ids, 1],
-                                                                  (configs, len(ids))), by_configs)
+    agreement_on_configs(
+        s,
+        CoalOracle(load_scene()),
+        rng.uniform(m.jnt_range[ids, 0], m.jnt_range[ids, 1], (configs, len(ids))),
+        by_configs,
+    )
     by_placements = Agreement(ch.config.margin_m, 1e-4)
     agreement_on_placements(s, CoalOracle(load_scene()), placements, rng, by_placements)
-    return {"random_configs": configs, "placements_per_type": placements,
-            "on_configs": by_configs.as_dict(), "on_placements": by_placements.as_dict()}
+    return {
+        "random_configs": configs,
+        "placements_per_type": placements,
+        "on_configs": by_configs.as_dict(),
+        "on_placements": by_placements.as_dict(),
+    }
 
 
 @benchmark("planner")
@@ -160,11 +191,16 @@ def run() -> dict:
     home = d.qpos.copy()
     from experiments.hard_problems import groups
 
-    return {"model": "models/rob/scene.xml", "collision_check": _check_cost(m, home),
-            "collision_check_random": _check_cost_random(m, home),
-            "dual_arm_study": _study(m, home),
-            **{f"hard_{name}": _hard(name, g) for name, g in groups().items()}, "pose_goal_pairs": _pose_goals(m, home),
-            "lockstep_cartesian": _cartesian(m, home), "oracle_agreement": _oracle(m, home)}
+    return {
+        "model": "models/rob/scene.xml",
+        "collision_check": _check_cost(m, home),
+        "collision_check_random": _check_cost_random(m, home),
+        "dual_arm_study": _study(m, home),
+        **{f"hard_{name}": _hard(name, g) for name, g in groups().items()},
+        "pose_goal_pairs": _pose_goals(m, home),
+        "lockstep_cartesian": _cartesian(m, home),
+        "oracle_agreement": _oracle(m, home),
+    }
 
 
 def _hard(name: str, group: ArmGroup) -> dict:
@@ -192,8 +228,16 @@ def _hard(name: str, group: ArmGroup) -> dict:
         start = np.concatenate([p.start[a] for a in moving])
         goal = np.concatenate([p.goal[a] for a in moving])
         t0 = time.perf_counter()
-        b = plan_baseline(session, start, goal, lower, upper, group.config.velocity,
-                          group.config.acceleration, seed=i)
+        b = plan_baseline(
+            session,
+            start,
+            goal,
+            lower,
+            upper,
+            group.config.velocity,
+            group.config.acceleration,
+            seed=i,
+        )
         t_base = time.perf_counter() - t0
         ours_t.append(t_ours)
         base_t.append(t_base)
@@ -204,33 +248,55 @@ def _hard(name: str, group: ArmGroup) -> dict:
             ours_dur.append(r.plan.duration_s)
         if b.ok:
             base_dur.append(b.duration_s)
-        rows.append({"kind": p.kind, "ours_status": r.status.value, "ours_ms": round(t_ours * 1e3, 1),
-                     "baseline_ok": b.ok, "baseline_ms": round(t_base * 1e3, 1),
-                     "ours_duration_s": round(r.plan.duration_s, 3) if r.ok else None,
-                     "baseline_duration_s": round(b.duration_s, 3) if b.ok else None,
-                     "baseline_reason": b.reason})
+        rows.append(
+            {
+                "kind": p.kind,
+                "ours_status": r.status.value,
+                "ours_ms": round(t_ours * 1e3, 1),
+                "baseline_ok": b.ok,
+                "baseline_ms": round(t_base * 1e3, 1),
+                "ours_duration_s": round(r.plan.duration_s, 3) if r.ok else None,
+                "baseline_duration_s": round(b.duration_s, 3) if b.ok else None,
+                "baseline_reason": b.reason,
+            }
+        )
     group.set_qpos(reference)
     rt = np.array(ratios)
-    both = np.array([ratios[k] for k, row in enumerate(rows)
-                     if row["baseline_ok"] and row["ours_status"] == "success"])
-    return {"problems": len(problems), "kinds": sorted({p.kind for p in problems}),
-            "ours": {"success": ours_ok, **_times(ours_t, "plan_retime_check"),
-                     "path_duration_s_median": _median(ours_dur)},
-            "baseline": {"success": base_ok, **_times(base_t, "plan_retime_check"),
-                         "path_duration_s_median": _median(base_dur),
-                         "what": "experiments.rrt_baseline: stacked-joint RRT-Connect, edge checks "
-                                 "every 0.1 rad, shortcut smoothing, TOPP-RA, every 125 Hz sample "
-                                 "checked; same CheckSession.is_free"},
-            "time_ratio_baseline_over_ours_median": round(float(np.median(rt)), 2),
-            "time_ratio_baseline_over_ours_p95": round(float(np.percentile(rt, 95)), 2),
-            "time_ratio_baseline_over_ours_p5": round(float(np.percentile(rt, 5)), 2),
-            "time_ratio_on_problems_both_solved_median":
-                round(float(np.median(both)), 2) if both.size else None,
-            "problems_both_solved": int(both.size),
-            "ratio_note": "time ratios per problem over all problems (failures included, at the "
-                          "time they took to fail); the baseline fails mostly at its checked "
-                          "125 Hz samples: TOPP-RA's spline leaves the 0.1 rad-checked segments",
-            "per_problem": rows}
+    both = np.array(
+        [
+            ratios[k]
+            for k, row in enumerate(rows)
+            if row["baseline_ok"] and row["ours_status"] == "success"
+        ]
+    )
+    return {
+        "problems": len(problems),
+        "kinds": sorted({p.kind for p in problems}),
+        "ours": {
+            "success": ours_ok,
+            **_times(ours_t, "plan_retime_check"),
+            "path_duration_s_median": _median(ours_dur),
+        },
+        "baseline": {
+            "success": base_ok,
+            **_times(base_t, "plan_retime_check"),
+            "path_duration_s_median": _median(base_dur),
+            "what": "experiments.rrt_baseline: stacked-joint RRT-Connect, edge checks "
+            "every 0.1 rad, shortcut smoothing, TOPP-RA, every 125 Hz sample "
+            "checked; same CheckSession.is_free",
+        },
+        "time_ratio_baseline_over_ours_median": round(float(np.median(rt)), 2),
+        "time_ratio_baseline_over_ours_p95": round(float(np.percentile(rt, 95)), 2),
+        "time_ratio_baseline_over_ours_p5": round(float(np.percentile(rt, 5)), 2),
+        "time_ratio_on_problems_both_solved_median": round(float(np.median(both)), 2)
+        if both.size
+        else None,
+        "problems_both_solved": int(both.size),
+        "ratio_note": "time ratios per problem over all problems (failures included, at the "
+        "time they took to fail); the baseline fails mostly at its checked "
+        "125 Hz samples: TOPP-RA's spline leaves the 0.1 rad-checked segments",
+        "per_problem": rows,
+    }
 
 
 def _median(values: list[float]):
@@ -242,7 +308,9 @@ def _check_cost_random(m, home, n=5000, seed=2) -> dict:
     ch = CollisionChecker(m, ARMS)
     s = ch.session(["right", "left"], home)
     ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for a in ARMS for j in ARMS[a]]
-    qs = np.random.default_rng(seed).uniform(m.jnt_range[ids, 0], m.jnt_range[ids, 1], (n, len(ids)))
+    qs = np.random.default_rng(seed).uniform(
+        m.jnt_range[ids, 0], m.jnt_range[ids, 1], (n, len(ids))
+    )
     d = mujoco.MjData(m)
     d.qpos[:] = home
     index = s.index
@@ -256,9 +324,12 @@ def _check_cost_random(m, home, n=5000, seed=2) -> dict:
     for q in qs:
         s.is_free(q)
     check = (time.perf_counter() - t0) / n
-    return {"bare_kinematics_collision_us": round(bare * 1e6, 2), "check_us": round(check * 1e6, 2),
-            "check_vs_bare": round(check / bare, 3),
-            "at": f"{n} uniformly random configurations of both arms (seed {seed})"}
+    return {
+        "bare_kinematics_collision_us": round(bare * 1e6, 2),
+        "check_us": round(check * 1e6, 2),
+        "check_vs_bare": round(check / bare, 3),
+        "at": f"{n} uniformly random configurations of both arms (seed {seed})",
+    }
 
 
 @benchmark("planner_hard")
@@ -270,6 +341,10 @@ def run_hard() -> dict:
     d = mujoco.MjData(m)
     apply_home(m, d)
     home = d.qpos.copy()
-    return {"collision_check": _check_cost(m, home), "collision_check_random": _check_cost_random(m, home),
-            **{f"hard_{name}": _hard(name, g) for name, g in groups().items()},
-            "hardware_io": False, "simulated": True}
+    return {
+        "collision_check": _check_cost(m, home),
+        "collision_check_random": _check_cost_random(m, home),
+        **{f"hard_{name}": _hard(name, g) for name, g in groups().items()},
+        "hardware_io": False,
+        "simulated": True,
+    }

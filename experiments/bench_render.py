@@ -57,30 +57,47 @@ def demo_wall_s() -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "twin.cli", "demo", "--json", "--out", tmp],
-                             cwd=ROOT, capture_output=True, text=True, timeout=600,
-                             env=dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")))
+        run = subprocess.run(
+            [sys.executable, "-m", "twin.cli", "demo", "--json", "--out", tmp],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")),
+        )
         wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     summary = json.loads(run.stdout) if run.stdout.strip() else {}
-    return {"demo_wall_s": round(wall, 2), "demo_cpu_s": round(cpu, 2),
-            "demo_exit_code": run.returncode,
-            "demo_run_wall_s": summary.get("wall_s"), "demo_frames": summary.get("frames"),
-            "demo_render_fps": summary.get("render_fps"),
-            "demo_simulated_s": summary.get("simulated_s")}
+    return {
+        "demo_wall_s": round(wall, 2),
+        "demo_cpu_s": round(cpu, 2),
+        "demo_exit_code": run.returncode,
+        "demo_run_wall_s": summary.get("wall_s"),
+        "demo_frames": summary.get("frames"),
+        "demo_render_fps": summary.get("render_fps"),
+        "demo_simulated_s": summary.get("simulated_s"),
+    }
 
 
 @benchmark("render")
 def run() -> dict:
     from twin.render_quality import gl_renderer_name, resolve_quality
 
-    fps = {q: {f"{w}x{h}": round(frames_per_s(q, w, h, FRAMES[q]), 2) for w, h in SIZES}
-           for q in FRAMES}
-    return {**EVIDENCE, "gl_renderer": gl_renderer_name(), "auto_quality": resolve_quality("auto"),
-            "cpu_count": os.cpu_count(), "frames_per_s": fps,
-            "fast_over_full": {k: round(fps["fast"][k] / fps["full"][k], 1) for k in fps["fast"]},
-            **demo_wall_s(),
-            "demo_target_wall_s": 25.0, "load_average_1min": round(os.getloadavg()[0], 2),
-            "context": "wall times on a shared machine vary with its load; the demo's before "
-                    "figure (keyframe wave, 640x480, shadows and reflections) was 56-112 s"}
+    fps = {
+        q: {f"{w}x{h}": round(frames_per_s(q, w, h, FRAMES[q]), 2) for w, h in SIZES}
+        for q in FRAMES
+    }
+    return {
+        **EVIDENCE,
+        "gl_renderer": gl_renderer_name(),
+        "auto_quality": resolve_quality("auto"),
+        "cpu_count": os.cpu_count(),
+        "frames_per_s": fps,
+        "fast_over_full": {k: round(fps["fast"][k] / fps["full"][k], 1) for k in fps["fast"]},
+        **demo_wall_s(),
+        "demo_target_wall_s": 25.0,
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "context": "wall times on a shared machine vary with its load; the demo's before "
+        "figure (keyframe wave, 640x480, shadows and reflections) was 56-112 s",
+    }

@@ -46,6 +46,7 @@ def _revolution_costs() -> dict:
                 fn(*args)
                 key = len(unit.scans) + len(unit._pending)
                 per_rev[key] = per_rev.get(key, 0.0) + time.thread_time() - c0
+
             return wrapper
 
         unit._cast = timed(unit._cast)
@@ -62,11 +63,16 @@ def _revolution_costs() -> dict:
         gid, dist = np.zeros(n, np.int32), np.zeros(n)
         c0 = time.thread_time()
         for _ in range(50):
-            mujoco.mj_multiRay(twin.model, d, d.site_xpos[site], dirs, None, True, -1, gid, dist, None, n, 13.0)
+            mujoco.mj_multiRay(
+                twin.model, d, d.site_xpos[site], dirs, None, True, -1, gid, dist, None, n, 13.0
+            )
         one_call = (time.thread_time() - c0) / 50
-        figures[name] = {"revolution_cost_median_ms": 1000 * float(np.median(costs)),
-                         "calls_per_revolution": unit.calls / max(1, len(unit.scans)),
-                         "beams": n, "one_call_per_revolution_ms": 1000 * one_call}
+        figures[name] = {
+            "revolution_cost_median_ms": 1000 * float(np.median(costs)),
+            "calls_per_revolution": unit.calls / max(1, len(unit.scans)),
+            "beams": n,
+            "one_call_per_revolution_ms": 1000 * one_call,
+        }
     merges = []
     mounts = mounts_from_model(twin.model)
     front, back = pair.units["front"].scans, pair.units["back"].scans
@@ -80,13 +86,20 @@ def _revolution_costs() -> dict:
 
 
 def _env_rate(sensors: tuple[str, ...]) -> float:
-    env = RobEnv(EnvConfig(control_rate_hz=20.0, time_limit_s=ENV_STEPS / 20.0 + 1.0, sensors=sensors))
+    env = RobEnv(
+        EnvConfig(control_rate_hz=20.0, time_limit_s=ENV_STEPS / 20.0 + 1.0, sensors=sensors)
+    )
     spec = env.action_spec()
     rng = np.random.default_rng(0)
     ts = env.reset()
-    home = np.concatenate([ts.observation["commanded/right"], ts.observation["commanded/left"], [0.0, 0.0]])
+    home = np.concatenate(
+        [ts.observation["commanded/right"], ts.observation["commanded/left"], [0.0, 0.0]]
+    )
     span = (spec.maximum - spec.minimum) * 0.1
-    actions = [np.clip(home + rng.uniform(-span, span), spec.minimum, spec.maximum) for _ in range(ENV_STEPS)]
+    actions = [
+        np.clip(home + rng.uniform(-span, span), spec.minimum, spec.maximum)
+        for _ in range(ENV_STEPS)
+    ]
     c0 = time.thread_time()
     for a in actions:
         env.step(a)
@@ -111,19 +124,35 @@ def _bare_loop_rate() -> float:
 @benchmark("sensing")
 def run() -> dict:
     lidar = _revolution_costs()
-    errors = {name: merge_run(speed, SECONDS)["figures"] for name, speed in (("still", 0.0), ("0.5 m/s", 0.5))}
+    errors = {
+        name: merge_run(speed, SECONDS)["figures"]
+        for name, speed in (("still", 0.0), ("0.5 m/s", 0.5))
+    }
     bare = _bare_loop_rate()
     env_full = _env_rate(("feedback", "commanded", "modes", "base", "scan"))
     env_no_scan = _env_rate(("feedback", "commanded", "modes", "base"))
     return {
         "lidar": lidar,
-        "merged_scan_error": {k: {f: v[f] for f in ("angular_error_median_rad", "angular_error_p99_rad",
-                                                    "range_error_median_m", "range_error_p99_m",
-                                                    "robot_hits_seen", "robot_hits_kept")}
-                              for k, v in errors.items()},
-        "env_steps_per_cpu_s": {"with_scan": env_full, "without_scan": env_no_scan,
-                                "bare_closed_loop_periods": bare,
-                                "env_cost_vs_bare": bare / env_full},
+        "merged_scan_error": {
+            k: {
+                f: v[f]
+                for f in (
+                    "angular_error_median_rad",
+                    "angular_error_p99_rad",
+                    "range_error_median_m",
+                    "range_error_p99_m",
+                    "robot_hits_seen",
+                    "robot_hits_kept",
+                )
+            }
+            for k, v in errors.items()
+        },
+        "env_steps_per_cpu_s": {
+            "with_scan": env_full,
+            "without_scan": env_no_scan,
+            "bare_closed_loop_periods": bare,
+            "env_cost_vs_bare": bare / env_full,
+        },
         "control_rate_hz": 20.0,
         "method": "CPU time of this thread; one env step = 50 physics steps (20 Hz)",
     }

@@ -45,8 +45,13 @@ def _pct(values, q) -> float | None:
 
 
 def _hand(pos, grip: float) -> dict:
-    return {"tracked": True, "position": [float(x) for x in pos], "orientation": [0.0, 0.0, 0.0, 1.0],
-            "grip": grip, "trigger": 0.0}
+    return {
+        "tracked": True,
+        "position": [float(x) for x in pos],
+        "orientation": [0.0, 0.0, 0.0, 1.0],
+        "grip": grip,
+        "trigger": 0.0,
+    }
 
 
 def _start(**server) -> TeleopApp:
@@ -56,8 +61,15 @@ def _start(**server) -> TeleopApp:
 
 def _clients(app: TeleopApp, seconds: float, watchers: int = 0, stalled: bool = False) -> dict:
     """Run the scripted clients in their own process (they must not share our GIL)."""
-    cmd = [sys.executable, "-m", "experiments.teleop_clients", app.server.ws_url, str(seconds),
-           "--watchers", str(watchers)] + (["--stalled"] if stalled else [])
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.teleop_clients",
+        app.server.ws_url,
+        str(seconds),
+        "--watchers",
+        str(watchers),
+    ] + (["--stalled"] if stalled else [])
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -74,9 +86,15 @@ def receive_to_submit(seconds: float = 3.0) -> dict:
         app.controller.record_latency = True
         _clients(app, seconds)
         lat = _latency_ms(app)
-        return {"frames_per_s": RATE_HZ, "hands": 2, "samples": len(lat), "p50_ms": _pct(lat, 50),
-                "p99_ms": _pct(lat, 99), "max_ms": _pct(lat, 100),
-                "counts": dict(app.controller.counts)}
+        return {
+            "frames_per_s": RATE_HZ,
+            "hands": 2,
+            "samples": len(lat),
+            "p50_ms": _pct(lat, 50),
+            "p99_ms": _pct(lat, 99),
+            "max_ms": _pct(lat, 100),
+            "counts": dict(app.controller.counts),
+        }
     finally:
         app.stop()
 
@@ -85,17 +103,24 @@ def _at_rest(owner) -> bool:
     from controllers.owner import Mode
 
     _, v, a = owner.commanded_state()
-    return owner.mode in (Mode.HOLD, Mode.TRACKING) and float(np.max(np.abs(v))) <= 1e-12 and float(
-        np.max(np.abs(a))) <= 1e-9
+    return (
+        owner.mode in (Mode.HOLD, Mode.TRACKING)
+        and float(np.max(np.abs(v))) <= 1e-12
+        and float(np.max(np.abs(a))) <= 1e-9
+    )
 
 
 def reclutch(n: int = 200, seed: int = 0) -> dict:
     """Random controller poses, press, hold still, release; a real move every 4th time."""
     loop = ClosedLoop()
-    session = CollisionChecker(loop.twin.model, group_arms()).session(("right", "left"), loop.twin.data.qpos.copy())
+    session = CollisionChecker(loop.twin.model, group_arms()).session(
+        ("right", "left"), loop.twin.data.qpos.copy()
+    )
     accel = np.array(loop.config.owner.max_acceleration)
     filters = {arm: ArmSafetyFilter(arm, session, accel) for arm in Arm}
-    ctl = TeleopController({arm: loop.drivers[arm].owner for arm in Arm}, filters, now=lambda: loop.time)
+    ctl = TeleopController(
+        {arm: loop.drivers[arm].owner for arm in Arm}, filters, now=lambda: loop.time
+    )
     ctl.hello("bench", Hello("s", "operator"))
     owner = loop.drivers[Arm.RIGHT].owner
     rng = np.random.default_rng(seed)
@@ -104,8 +129,16 @@ def reclutch(n: int = 200, seed: int = 0) -> dict:
     def send(pos, quat, grip):
         nonlocal seq
         seq += 1
-        text = json.dumps({"v": 1, "type": "input", "session": "s", "seq": seq, "t_ms": 0.0,
-                           "hands": {"right": {**_hand(pos, grip), "orientation": list(quat)}}})
+        text = json.dumps(
+            {
+                "v": 1,
+                "type": "input",
+                "session": "s",
+                "seq": seq,
+                "t_ms": 0.0,
+                "hands": {"right": {**_hand(pos, grip), "orientation": list(quat)}},
+            }
+        )
         ctl.handle_input("bench", parse_message(text), loop.time)
         loop.run_for(1.0 / RATE_HZ)
         ctl.poll()
@@ -128,9 +161,15 @@ def reclutch(n: int = 200, seed: int = 0) -> dict:
             send(pos, quat, 0.0)
     finally:
         loop.close()
-    return {"reclutches": n, "engagements": ctl.counts["engagements"], "max_joint_change_rad": max(changes),
-            "mean_joint_change_rad": float(np.mean(changes)), "aim_rad": 1e-6,
-            "met": max(changes) <= 1e-6, "counts": dict(ctl.counts)}
+    return {
+        "reclutches": n,
+        "engagements": ctl.counts["engagements"],
+        "max_joint_change_rad": max(changes),
+        "mean_joint_change_rad": float(np.mean(changes)),
+        "aim_rad": 1e-6,
+        "met": max(changes) <= 1e-6,
+        "counts": dict(ctl.counts),
+    }
 
 
 def staleness_brake(trials: int = 8) -> dict:
@@ -139,10 +178,16 @@ def staleness_brake(trials: int = 8) -> dict:
         lat_cmd, lat_mode = [], []
         for k in range(trials):
             asyncio.run(_drop_once(app, f"drop{k}", lat_cmd, lat_mode))
-        return {"trials": trials, "input_timeout_s": app.controller.config.input_timeout_s,
-                "last_input_to_brake_command_ms": {"p50": _pct(lat_cmd, 50), "max": _pct(lat_cmd, 100)},
-                "last_input_to_owner_braking_ms": {"p50": _pct(lat_mode, 50), "max": _pct(lat_mode, 100)},
-                "staleness_brakes": app.controller.counts["staleness_brakes"]}
+        return {
+            "trials": trials,
+            "input_timeout_s": app.controller.config.input_timeout_s,
+            "last_input_to_brake_command_ms": {"p50": _pct(lat_cmd, 50), "max": _pct(lat_cmd, 100)},
+            "last_input_to_owner_braking_ms": {
+                "p50": _pct(lat_mode, 50),
+                "max": _pct(lat_mode, 100),
+            },
+            "staleness_brakes": app.controller.counts["staleness_brakes"],
+        }
     finally:
         app.stop()
 
@@ -176,10 +221,16 @@ async def _drop_once(app: TeleopApp, session: str, lat_cmd: list, lat_mode: list
 def telemetry_fanout(watchers: int = 10, seconds: float = 3.0) -> dict:
     app = _start()
     try:
-        lat = _clients(app, seconds, watchers)["telemetry_latencies_ms"][watchers * 5:]
-        return {"watchers": watchers, "rate_hz": app.config.server.telemetry_hz, "samples": len(lat),
-                "per_watcher_per_s": round(len(lat) / watchers / seconds, 1),
-                "p50_ms": _pct(lat, 50), "p99_ms": _pct(lat, 99), "max_ms": _pct(lat, 100)}
+        lat = _clients(app, seconds, watchers)["telemetry_latencies_ms"][watchers * 5 :]
+        return {
+            "watchers": watchers,
+            "rate_hz": app.config.server.telemetry_hz,
+            "samples": len(lat),
+            "per_watcher_per_s": round(len(lat) / watchers / seconds, 1),
+            "p50_ms": _pct(lat, 50),
+            "p99_ms": _pct(lat, 99),
+            "max_ms": _pct(lat, 100),
+        }
     finally:
         app.stop()
 
@@ -192,12 +243,16 @@ def control_with_stalled_watcher(seconds: float = 3.0) -> dict:
             app.controller.record_latency = True
             n0 = len(app.frame_gaps_s)
             _clients(app, seconds, stalled=stalled)
-            gaps = [g * 1e3 for g in app.frame_gaps_s[n0 + 20:]]
-            work = [w * 1e3 for w in app.frame_times_s[n0 + 20:]]
+            gaps = [g * 1e3 for g in app.frame_gaps_s[n0 + 20 :]]
+            work = [w * 1e3 for w in app.frame_times_s[n0 + 20 :]]
             lat = _latency_ms(app)
             closed = app.server.hub.closed if app.server.hub else []
             out[label] = {
-                "loop_frame_period_ms": {"nominal": 10.0, "p50": _pct(gaps, 50), "p99": _pct(gaps, 99)},
+                "loop_frame_period_ms": {
+                    "nominal": 10.0,
+                    "p50": _pct(gaps, 50),
+                    "p99": _pct(gaps, 99),
+                },
                 "loop_frame_work_ms_p99": _pct(work, 99),
                 "receive_to_submit_ms": {"p50": _pct(lat, 50), "p99": _pct(lat, 99)},
                 "targets_submitted": app.controller.counts["targets_submitted"],

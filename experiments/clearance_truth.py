@@ -23,15 +23,21 @@ def dense_states(plan, step_s: float = 0.001) -> tuple[np.ndarray, np.ndarray]:
     return dense_t, np.column_stack([np.interp(dense_t, t, q[:, j]) for j in range(q.shape[1])])
 
 
-def true_min_clearance(group, plan, oracle: CoalOracle | None = None, step_s: float = 0.001,
-                       horizon_m: float | None = None) -> tuple[float, np.ndarray]:
+def true_min_clearance(
+    group,
+    plan,
+    oracle: CoalOracle | None = None,
+    step_s: float = 0.001,
+    horizon_m: float | None = None,
+) -> tuple[float, np.ndarray]:
     """(smallest clearance over all checked pairs [m], per-pair minima (P,) [m]), each capped
     at ``horizon_m`` (default: the certificate's horizon)."""
     horizon = horizon_m or plan.certificate.horizon_m
     geo = _group_geometry(group, plan.moving, plan.certificate.payload_reach_m)
     _, states = dense_states(plan, step_s)
     idx = np.concatenate([group.checker.arm_qpos[a] for a in plan.moving])
-    d, _ = coal_pair_distances(oracle or CoalOracle(group.model), geo, group.reference_qpos, idx,
-                               states, horizon)
+    d, _ = coal_pair_distances(
+        oracle or CoalOracle(group.model), geo, group.reference_qpos, idx, states, horizon
+    )
     per_pair = d.min(axis=1)
     return float(per_pair.min()) if per_pair.size else horizon, per_pair

@@ -110,9 +110,14 @@ def trap_figures(model, start_qpos: np.ndarray, goals, seed: int = 0) -> TrapFig
     seq = sequential_states(group, r.plan)
     meter = group.meter.session(tuple(ARMS), group.reference_qpos)
     hits = sum(meter.clearance(q).distance_m < 0 for q in seq)
-    return TrapFigures(n_sep, frames, max(max_detour(paths).values()),
-                       max(bend_from(paths, tcp_paths(sep_states, model)).values()),
-                       int(hits), len(seq))
+    return TrapFigures(
+        n_sep,
+        frames,
+        max(max_detour(paths).values()),
+        max(bend_from(paths, tcp_paths(sep_states, model)).values()),
+        int(hits),
+        len(seq),
+    )
 
 
 def sequential_states(group, plan) -> np.ndarray:
@@ -134,8 +139,12 @@ def _pool(group, kin, rng, draws: int) -> dict[str, list[np.ndarray]]:
             lo, hi = group.joint_limits(a)
             q = np.round(rng.uniform(lo, hi), 4)
             p = kin[a].tcp_pose(q).translation
-            if abs(p[1]) < 0.15 and p[0] > 0.2 and 0.6 < p[2] < 1.3 and \
-                    group.clearance({a: q}).distance_m >= 0.01:
+            if (
+                abs(p[1]) < 0.15
+                and p[0] > 0.2
+                and 0.6 < p[2] < 1.3
+                and group.clearance({a: q}).distance_m >= 0.01
+            ):
                 pool[a].append(q)
     return pool
 
@@ -149,8 +158,13 @@ def _arm_arm_hits(meter, states) -> int:
     return n
 
 
-def search_crossing_goals(seed: int = 1, draws: int = 150000, quads: int = 4000,
-                          finalists: int = 40, verbose: bool = False):
+def search_crossing_goals(
+    seed: int = 1,
+    draws: int = 150000,
+    quads: int = 4000,
+    finalists: int = 40,
+    verbose: bool = False,
+):
     """Bounded deterministic search for the strongest crossing trap (hands swap places).
 
     1. pool: ``draws`` uniform joint draws per arm (``_pool``);
@@ -182,8 +196,9 @@ def search_crossing_goals(seed: int = 1, draws: int = 150000, quads: int = 4000,
         i, j = int(rng.integers(len(pool["right"]))), int(rng.integers(len(pool["left"])))
         k = int(np.argmin(np.linalg.norm(tcp["right"] - tcp["left"][j], axis=1)))
         l_ = int(np.argmin(np.linalg.norm(tcp["left"] - tcp["right"][i], axis=1)))
-        if (i, j, k, l_) in seen or not (tcp["right"][i][1] < tcp["left"][j][1]
-                                         and tcp["right"][k][1] > tcp["left"][l_][1]):
+        if (i, j, k, l_) in seen or not (
+            tcp["right"][i][1] < tcp["left"][j][1] and tcp["right"][k][1] > tcp["left"][l_][1]
+        ):
             continue
         seen.add((i, j, k, l_))
         s = np.concatenate([pool["right"][i], pool["left"][j]])
@@ -191,8 +206,11 @@ def search_crossing_goals(seed: int = 1, draws: int = 150000, quads: int = 4000,
         if min(meter.clearance(s).distance_m, meter.clearance(g).distance_m) < 0.01:
             continue
         mid = np.concatenate([g[:7], s[7:]])  # right at its goal, left at its start
-        hits = (_arm_arm_hits(meter, s + fr * (g - s)) + _arm_arm_hits(meter, s + fr * (mid - s))
-                + _arm_arm_hits(meter, mid + fr * (g - mid)))
+        hits = (
+            _arm_arm_hits(meter, s + fr * (g - s))
+            + _arm_arm_hits(meter, s + fr * (mid - s))
+            + _arm_arm_hits(meter, mid + fr * (g - mid))
+        )
         ranked.append((-hits, n, s, g))
     ranked.sort(key=lambda t: t[:2])
     best, evaluated = None, []

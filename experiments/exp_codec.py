@@ -138,8 +138,10 @@ def virtual_bus_check() -> dict:
     a loaded machine can miss, turning the report UNCERTAIN)."""
     channel = f"exp-codec-{uuid.uuid4().hex}"
     sample = np.array([0.1, -0.2, 0.3, 0.4, -0.5, 0.6, -0.7])
-    with can.Bus(interface="virtual", channel=channel) as peer, \
-            CanTransport(TransportConfig(channel=channel), clock=lambda: 0.0) as tr:
+    with (
+        can.Bus(interface="virtual", channel=channel) as peer,
+        CanTransport(TransportConfig(channel=channel), clock=lambda: 0.0) as tr,
+    ):
         report = tr.publish_sample(sample)
         got = []
         while (m := peer.recv(timeout=0)) is not None:
@@ -162,9 +164,11 @@ def figures(seed: int = 0) -> dict:
         "raw 0x8000 decodes": int(words_to_counts(0x8000)),
         "raw 0xFFFF decodes": int(words_to_counts(0xFFFF)),
         "max count +32768 sent as": encode_joint(
-            1, MAX_COUNT * RAD_PER_COUNT, default_config().unbounded()).hex,
+            1, MAX_COUNT * RAD_PER_COUNT, default_config().unbounded()
+        ).hex,
         "min count -32766 sent as": encode_joint(
-            1, MIN_COUNT * RAD_PER_COUNT, default_config().unbounded()).hex,
+            1, MIN_COUNT * RAD_PER_COUNT, default_config().unbounded()
+        ).hex,
         "count -32767": "rejected (0x8000 would decode +32768: sign flip)",
     }
     return {
@@ -197,18 +201,36 @@ def figures(seed: int = 0) -> dict:
 def run(seed: int = 0) -> dict:
     result = figures(seed)
     rows = [
-        {"figure": "full-domain round trips", "ours": f"{result['sweep_round_trips']:,}",
-         "seed": f"{SEED['full_domain_round_trips']:,}",
-         "note": "+1 count per (joint, sign); likely +32768, see below"},
-        {"figure": "quantization-sweep checks", "ours": f"{result['quantization_sweep_checks']:,}",
-         "seed": f"{SEED['quantization_sweep_checks']:,}", "note": "30,001 points x 7 x 2"},
-        {"figure": "max quantization error [rad]",
-         "ours": f"{result['max_quantization_error_rad']:.9f}",
-         "seed": f"{SEED['max_quantization_error_rad']:.9f}", "note": "< 1 count = 0.000136354"},
-        {"figure": "16-bit words checked", "ours": f"{result['words_checked']:,}", "seed": "-",
-         "note": "not round-tripping: " + ", ".join(result["words_not_round_tripping"])},
-        {"figure": "owner replay frames", "ours": "experiment wire-replay",
-         "seed": f"{SEED['replay_frames']:,}", "note": "owner -> codec -> virtual bus"},
+        {
+            "figure": "full-domain round trips",
+            "ours": f"{result['sweep_round_trips']:,}",
+            "seed": f"{SEED['full_domain_round_trips']:,}",
+            "note": "+1 count per (joint, sign); likely +32768, see below",
+        },
+        {
+            "figure": "quantization-sweep checks",
+            "ours": f"{result['quantization_sweep_checks']:,}",
+            "seed": f"{SEED['quantization_sweep_checks']:,}",
+            "note": "30,001 points x 7 x 2",
+        },
+        {
+            "figure": "max quantization error [rad]",
+            "ours": f"{result['max_quantization_error_rad']:.9f}",
+            "seed": f"{SEED['max_quantization_error_rad']:.9f}",
+            "note": "< 1 count = 0.000136354",
+        },
+        {
+            "figure": "16-bit words checked",
+            "ours": f"{result['words_checked']:,}",
+            "seed": "-",
+            "note": "not round-tripping: " + ", ".join(result["words_not_round_tripping"]),
+        },
+        {
+            "figure": "owner replay frames",
+            "ours": "experiment wire-replay",
+            "seed": f"{SEED['replay_frames']:,}",
+            "note": "owner -> codec -> virtual bus",
+        },
     ]
     ex = "".join(f"- {k}: `{v}`\n" for k, v in result["examples"].items())
     table = (

@@ -87,9 +87,12 @@ def max_detour(paths: dict[str, np.ndarray]) -> dict[str, float]:
 def bend_from(paths: dict[str, np.ndarray], alone: dict[str, np.ndarray]) -> dict[str, float]:
     """Largest distance [m] of each TCP path from the path of the same arm planned alone
     (each point to the nearest point of the other polyline's samples)."""
-    return {a: float(np.max(np.min(np.linalg.norm(p[:, None, :] - alone[a][None, :, :],
-                                                      axis=2), axis=1)))
-            for a, p in paths.items()}
+    return {
+        a: float(
+            np.max(np.min(np.linalg.norm(p[:, None, :] - alone[a][None, :, :], axis=2), axis=1))
+        )
+        for a, p in paths.items()
+    }
 
 
 def figures(seed: int = 0) -> tuple[dict, dict]:
@@ -104,7 +107,8 @@ def figures(seed: int = 0) -> tuple[dict, dict]:
     states = group.full_qpos(plan)
     verdict = FreshJudge().verdict(
         plan_states(group.reference_qpos, group.checker.arm_qpos, plan, group.config.substeps),
-        MARGIN - TOL)
+        MARGIN - TOL,
+    )
     paths = {"separate": tcp_paths(sep_states, model), "group": tcp_paths(states, model)}
     detour = max_detour(paths["group"])
     cert = plan.certificate  # every plan carries one
@@ -123,8 +127,8 @@ def figures(seed: int = 0) -> tuple[dict, dict]:
         "group_samples": int(plan.t.size),
         "group_coal_min_clearance_m": round(verdict["min_clearance_m"], 5),
         "group_judge": f"coal on a freshly loaded model, distance < {MARGIN - TOL} m, at "
-                       f"{judge_factor(group.config.substeps)} states per 125 Hz interval plus "
-                       "the plan's waypoints",
+        f"{judge_factor(group.config.substeps)} states per 125 Hz interval plus "
+        "the plan's waypoints",
         "min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
         "min_clearance_pair": str(plan.min_clearance.pair),
         "max_detour_m": round(max(detour.values()), 4),
@@ -134,11 +138,15 @@ def figures(seed: int = 0) -> tuple[dict, dict]:
         "certified_min_clearance_m": round(cert.certified_min_m, 5),
         "true_min_clearance_m": round(true_min, 5),
         "certified_over_true": round(cert.certified_min_m / true_min, 3) if true_min > 0 else None,
-        "certificate": {"continuous_lower_bound_m": round(cert.certified_min_m, 5),
-                        "pair": cert.pair, "at_s": round(cert.at_s, 4), "certified": cert.certified,
-                        "queries_between_samples": cert.n_extra_queries,
-                        "true_judge": "coal every 1 ms along the samples' interpolation",
-                        "method": "seed 003 Lipschitz envelope per pair, exact minimum"},
+        "certificate": {
+            "continuous_lower_bound_m": round(cert.certified_min_m, 5),
+            "pair": cert.pair,
+            "at_s": round(cert.at_s, 4),
+            "certified": cert.certified,
+            "queries_between_samples": cert.n_extra_queries,
+            "true_judge": "coal every 1 ms along the samples' interpolation",
+            "method": "seed 003 Lipschitz envelope per pair, exact minimum",
+        },
         "group_duration_s": round(plan.duration_s, 3),
         "group_plan_time_s": round(plan.stage_times_s["total"], 3),
         "repairs": plan.repairs,
@@ -175,16 +183,23 @@ def plot(paths: dict, path) -> None:
     save_png(fig, path, dpi=100)
 
 
-DISTRIBUTION_KEYS = ("separate_colliding_fraction", "separate_dense_colliding_fraction",
-                     "max_bend_from_separate_m", "max_detour_m", "min_clearance_m",
-                     "group_colliding_states")
+DISTRIBUTION_KEYS = (
+    "separate_colliding_fraction",
+    "separate_dense_colliding_fraction",
+    "max_bend_from_separate_m",
+    "max_detour_m",
+    "min_clearance_m",
+    "group_colliding_states",
+)
 
 
 def _headline(fig: dict) -> dict:
-    return {"separate_colliding_fraction": fig["separate_colliding_frames"] / fig["separate_frames"],
-            "separate_dense_colliding_fraction":
-                fig["separate_colliding_dense_states"] / fig["separate_dense_states"],
-            **{k: fig[k] for k in DISTRIBUTION_KEYS[2:]}}
+    return {
+        "separate_colliding_fraction": fig["separate_colliding_frames"] / fig["separate_frames"],
+        "separate_dense_colliding_fraction": fig["separate_colliding_dense_states"]
+        / fig["separate_dense_states"],
+        **{k: fig[k] for k in DISTRIBUTION_KEYS[2:]},
+    }
 
 
 def seed_distribution(seeds: range) -> dict:
@@ -194,12 +209,20 @@ def seed_distribution(seeds: range) -> dict:
     summary = {}
     for k in DISTRIBUTION_KEYS:
         v = np.array([row[k] for row in per_seed], float)
-        summary[k] = {"median": round(float(np.median(v)), 4), "min": round(float(v.min()), 4),
-                      "max": round(float(v.max()), 4)}
-    return {"planner_seeds": [seeds.start, seeds.stop - 1], "n_seeds": len(per_seed),
-            "summary": summary,
-            "per_seed": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
-                         for row in per_seed]}
+        summary[k] = {
+            "median": round(float(np.median(v)), 4),
+            "min": round(float(v.min()), 4),
+            "max": round(float(v.max()), 4),
+        }
+    return {
+        "planner_seeds": [seeds.start, seeds.stop - 1],
+        "n_seeds": len(per_seed),
+        "summary": summary,
+        "per_seed": [
+            {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
+            for row in per_seed
+        ],
+    }
 
 
 @experiment("crossing")
@@ -213,31 +236,57 @@ def run(seed: int = 0, n_seeds: int = 10) -> dict:
     plot(paths, png)
     fig["plot"] = str(png)
     rows = [
-        {"figure": "separate plans run in sync: colliding frames",
-         "ours": f"{fig['separate_colliding_frames']} of {fig['separate_frames']}",
-         "seed": "58 of 210"},
-        {"figure": "ArmGroup plan: colliding states (coal, fresh model, 4 per sample interval)",
-         "ours": f"{fig['group_colliding_states']} of {fig['group_judged_states']}", "seed": "0"},
+        {
+            "figure": "separate plans run in sync: colliding frames",
+            "ours": f"{fig['separate_colliding_frames']} of {fig['separate_frames']}",
+            "seed": "58 of 210",
+        },
+        {
+            "figure": "ArmGroup plan: colliding states (coal, fresh model, 4 per sample interval)",
+            "ours": f"{fig['group_colliding_states']} of {fig['group_judged_states']}",
+            "seed": "0",
+        },
         {"figure": "min clearance [m]", "ours": fig["min_clearance_m"], "seed": ">= 0.005"},
-        {"figure": "certified clearance between samples [m]",
-         "ours": fig["certified_min_clearance_m"], "seed": "-"},
-        {"figure": "true clearance (coal every 1 ms) [m]", "ours": fig["true_min_clearance_m"],
-         "seed": "-"},
-        {"figure": "largest TCP bend from the alone-planned path [m]",
-         "ours": fig["max_bend_from_separate_m"], "seed": "~0.16 (gripper bent around)"},
-        {"figure": "largest TCP detour from the straight line [m]", "ours": fig["max_detour_m"],
-         "seed": "-"},
+        {
+            "figure": "certified clearance between samples [m]",
+            "ours": fig["certified_min_clearance_m"],
+            "seed": "-",
+        },
+        {
+            "figure": "true clearance (coal every 1 ms) [m]",
+            "ours": fig["true_min_clearance_m"],
+            "seed": "-",
+        },
+        {
+            "figure": "largest TCP bend from the alone-planned path [m]",
+            "ours": fig["max_bend_from_separate_m"],
+            "seed": "~0.16 (gripper bent around)",
+        },
+        {
+            "figure": "largest TCP detour from the straight line [m]",
+            "ours": fig["max_detour_m"],
+            "seed": "-",
+        },
     ]
     dist = fig.get("seed_distribution")
     if dist:
-        names = {"separate_colliding_fraction": "separate plans in sync: colliding fraction",
-                 "max_bend_from_separate_m": "largest TCP bend [m]",
-                 "min_clearance_m": "group plan min clearance [m]",
-                 "group_colliding_states": "group plan colliding states (coal)"}
+        names = {
+            "separate_colliding_fraction": "separate plans in sync: colliding fraction",
+            "max_bend_from_separate_m": "largest TCP bend [m]",
+            "min_clearance_m": "group plan min clearance [m]",
+            "group_colliding_states": "group plan colliding states (coal)",
+        }
         for k, label in names.items():
             d = dist["summary"][k]
-            rows.append({"figure": f"{label}, over {dist['n_seeds']} planner seeds",
-                         "ours": f"median {d['median']} (range {d['min']} .. {d['max']})",
-                         "seed": "-"})
-    return write_experiment("crossing", fig, markdown_table(rows, ["figure", "ours", "seed"])
-                            + "\n![TCP paths](tcp_paths.png)\n")
+            rows.append(
+                {
+                    "figure": f"{label}, over {dist['n_seeds']} planner seeds",
+                    "ours": f"median {d['median']} (range {d['min']} .. {d['max']})",
+                    "seed": "-",
+                }
+            )
+    return write_experiment(
+        "crossing",
+        fig,
+        markdown_table(rows, ["figure", "ours", "seed"]) + "\n![TCP paths](tcp_paths.png)\n",
+    )

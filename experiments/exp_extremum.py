@@ -39,15 +39,20 @@ def extremum(seed: int = 0, n_traj: int = 250, n_samples: int = 301) -> dict:
         segs = segments_from_trajectory(traj)
         ext = [segment_extrema(s) for s in segs]
         braked += sum(pr.brake.duration > 0 for pr in traj.profiles[0])
-        unequal += sum(abs(sum(pr.t) + pr.brake.duration - traj.duration) > 1e-9 for pr in traj.profiles[0])
+        unequal += sum(
+            abs(sum(pr.t) + pr.brake.duration - traj.duration) > 1e-9 for pr in traj.profiles[0]
+        )
         for t in np.linspace(0.0, traj.duration, n_samples):
             p, v, a = traj.at_time(t)
             for d in range(7):
                 q = state_at(segs[d], t)
                 worst_state = max(worst_state, abs(q[0] - p[d]), abs(q[1] - v[d]), abs(q[2] - a[d]))
                 e = ext[d]
-                enclosed &= (e.p_min - 1e-12 <= p[d] <= e.p_max + 1e-12 and e.v_min - 1e-12 <= v[d] <= e.v_max + 1e-12
-                             and e.a_min - 1e-12 <= a[d] <= e.a_max + 1e-12)
+                enclosed &= (
+                    e.p_min - 1e-12 <= p[d] <= e.p_max + 1e-12
+                    and e.v_min - 1e-12 <= v[d] <= e.v_max + 1e-12
+                    and e.a_min - 1e-12 <= a[d] <= e.a_max + 1e-12
+                )
                 obs += 1
         for d, pe in enumerate(traj.position_extrema):
             gap = max(pe.min - ext[d].p_min, ext[d].p_max - pe.max)
@@ -58,13 +63,26 @@ def extremum(seed: int = 0, n_traj: int = 250, n_samples: int = 301) -> dict:
     zj = segment_extrema(zj_segments)
     zj_endpoint_max = max(state_at(zj_segments, 0.0)[0], state_at(zj_segments, 1.0)[0])
     result = {
-        "experiment": "extremum", "seed": seed, "trajectories": n_traj, "joint_state_observations": obs,
-        "seed_observations": 526750, "max_state_mismatch": worst_state, "samples_enclosed": bool(enclosed),
-        "joints_with_brake_phase": braked, "joints_with_unequal_tail": unequal,
+        "experiment": "extremum",
+        "seed": seed,
+        "trajectories": n_traj,
+        "joint_state_observations": obs,
+        "seed_observations": 526750,
+        "max_state_mismatch": worst_state,
+        "samples_enclosed": bool(enclosed),
+        "joints_with_brake_phase": braked,
+        "joints_with_unequal_tail": unequal,
         "ruckig_position_extrema_narrower_joints": ruckig_extrema_misses,
         "ruckig_position_extrema_worst_gap_rad": ruckig_worst,
-        "zero_jerk_case": {"v0": 1.0, "a0": -2.0, "j": 0.0, "duration_s": 1.0, "p_max_exact": zj.p_max,
-                           "t_p_max_s": zj.t_p_max, "endpoint_max": zj_endpoint_max},
+        "zero_jerk_case": {
+            "v0": 1.0,
+            "a0": -2.0,
+            "j": 0.0,
+            "duration_s": 1.0,
+            "p_max_exact": zj.p_max,
+            "t_p_max_s": zj.t_p_max,
+            "endpoint_max": zj_endpoint_max,
+        },
     }
     rows = [{k: v for k, v in result.items() if not isinstance(v, dict)}]
     return write_experiment("extremum", result, markdown_table(rows))

@@ -22,7 +22,11 @@ def inconsistent_seed(seed: int = 0) -> dict:
     cases = []
     for (v0, a0), seed_min in SEED_TABLE.items():
         inp = InputParameter(1)
-        inp.current_position, inp.current_velocity, inp.current_acceleration = [J6_START], [v0], [a0]
+        inp.current_position, inp.current_velocity, inp.current_acceleration = (
+            [J6_START],
+            [v0],
+            [a0],
+        )
         inp.target_position = [J6_TARGET]
         inp.max_velocity, inp.max_acceleration, inp.max_jerk = [vmax], [amax], [jmax]
         traj = Trajectory(1)
@@ -34,15 +38,25 @@ def inconsistent_seed(seed: int = 0) -> dict:
             sampled.append(out.new_position[0])
             out.pass_to_input(inp)
         sampled.append(out.new_position[0])
-        cases.append({
-            "v0": v0, "a0": a0, "min_position_seed_0_9_2": seed_min,
-            "min_position_sampled": round(min(sampled), 6), "min_position_exact": round(ext.p_min, 6),
-            "t_min_exact_s": round(ext.t_p_min, 6), "ruckig_position_extrema_min": round(traj.position_extrema[0].min, 6),
-            "duration_s": round(traj.duration, 6), "samples": len(sampled),
-        })
+        cases.append(
+            {
+                "v0": v0,
+                "a0": a0,
+                "min_position_seed_0_9_2": seed_min,
+                "min_position_sampled": round(min(sampled), 6),
+                "min_position_exact": round(ext.p_min, 6),
+                "t_min_exact_s": round(ext.t_p_min, 6),
+                "ruckig_position_extrema_min": round(traj.position_extrema[0].min, 6),
+                "duration_s": round(traj.duration, 6),
+                "samples": len(sampled),
+            }
+        )
     result = {
-        "experiment": "inconsistent-seed", "ruckig": ruckig.__version__, "loop_period_s": 0.005, "cases": cases,
+        "experiment": "inconsistent-seed",
+        "ruckig": ruckig.__version__,
+        "loop_period_s": 0.005,
+        "cases": cases,
         "note": "sampled = 5 ms Ruckig update loop; exact = extremum checker over the profile's jerk "
-                "segments; the seed's figures come from ruckig 0.9.2.",
+        "segments; the seed's figures come from ruckig 0.9.2.",
     }
     return write_experiment("inconsistent-seed", result, markdown_table(cases))

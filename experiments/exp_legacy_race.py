@@ -29,7 +29,6 @@ def superseded_publications(plan_tags: list) -> int:
     return stale
 
 
-
 def _legacy_schedule() -> dict:
     in_window, resume = threading.Event(), threading.Event()
 
@@ -38,7 +37,9 @@ def _legacy_schedule() -> dict:
             in_window.set()
             resume.wait(5.0)
 
-    host = LegacyHost(RecordingPublisher(detailed=False), hooks=LegacyHooks(between_check_and_write=between))
+    host = LegacyHost(
+        RecordingPublisher(detailed=False), hooks=LegacyHooks(between_check_and_write=between)
+    )
     _, w1 = host.position_task(np.full(7, 0.5), max_steps=50)
     in_window.wait(5.0)
     _, w2 = host.position_task(np.full(7, -0.5), max_steps=3)
@@ -46,7 +47,9 @@ def _legacy_schedule() -> dict:
     resume.set()
     w1.join(5.0)
     stop_gate, stop_resume = threading.Event(), threading.Event()
-    host.hooks.between_check_and_write = lambda tid, step: (stop_gate.set(), stop_resume.wait(5.0)) if step == 2 else None
+    host.hooks.between_check_and_write = lambda tid, step: (
+        (stop_gate.set(), stop_resume.wait(5.0)) if step == 2 else None
+    )
     _, w3 = host.position_task(np.full(7, 0.2), max_steps=4)
     stop_gate.wait(5.0)
     host.stop()
@@ -55,11 +58,13 @@ def _legacy_schedule() -> dict:
     w3.join(5.0)
     s = np.array([x for _, x in host.publish_log])
     before_stop = [tid for tid, _ in host.publish_log[:n_at_stop]]
-    return {"stale_after_replacement": superseded_publications(before_stop),
-            "stale_publishes_after_acceptance": len(host.stale_publishes()),
-            "frames_after_stop": len(host.publish_log) - n_at_stop,
-            "writers": len({t for t, _ in host.publish_log}),
-            "max_step": float(np.abs(np.diff(s, axis=0)).max())}
+    return {
+        "stale_after_replacement": superseded_publications(before_stop),
+        "stale_publishes_after_acceptance": len(host.stale_publishes()),
+        "frames_after_stop": len(host.publish_log) - n_at_stop,
+        "writers": len({t for t, _ in host.publish_log}),
+        "max_step": float(np.abs(np.diff(s, axis=0)).max()),
+    }
 
 
 def _owner_schedule() -> dict:
@@ -82,7 +87,11 @@ def _owner_schedule() -> dict:
     def after_take(t):
         plan["seq"] = t.sequence
 
-    rig = experiment_rig(hooks=OwnerHooks(after_take=after_take, after_compute=after_compute, before_publish=before_publish))
+    rig = experiment_rig(
+        hooks=OwnerHooks(
+            after_take=after_take, after_compute=after_compute, before_publish=before_publish
+        )
+    )
     pub_flags = []
     pub_plans = []  # per published sample: the target it was computed for
     pub_writers = []  # per published sample: the trajectory generator that computed it
@@ -122,11 +131,14 @@ def _owner_schedule() -> dict:
     rig.step(200)
     stale = sum(1 for c, p in zip(tags, pub_flags, strict=True) if p and not c)
     s = np.array(rig.pub.samples)
-    return {"replacement_accepted": accepted,
-            "stale_after_replacement": superseded_publications(pub_plans[:stop_at["n"]]),
-            "frames_after_stop_stale": stale, "writers": len(set(pub_writers)),
-            "max_step": float(np.abs(np.diff(s, axis=0)).max()),
-            "brake_frames_after_stop": sum(pub_flags)}
+    return {
+        "replacement_accepted": accepted,
+        "stale_after_replacement": superseded_publications(pub_plans[: stop_at["n"]]),
+        "frames_after_stop_stale": stale,
+        "writers": len(set(pub_writers)),
+        "max_step": float(np.abs(np.diff(s, axis=0)).max()),
+        "brake_frames_after_stop": sum(pub_flags),
+    }
 
 
 @experiment("legacy-race")
@@ -137,12 +149,24 @@ def legacy_race(seed: int = 0) -> dict:
     replacement's first sample; writers: distinct trajectory generators whose samples reached
     the bus (legacy: one worker per task; owner: its Ruckig instance), both observed."""
     legacy, owner = _legacy_schedule(), _owner_schedule()
-    result = {"experiment": "legacy-race", "legacy": legacy, "owner": owner,
-              "legacy_stale_writes": legacy["stale_after_replacement"] + legacy["frames_after_stop"],
-              "owner_stale_writes": owner["stale_after_replacement"] + owner["frames_after_stop_stale"],
-              "note": "legacy = experiments/legacy_host.py, a model for study only"}
-    rows = [{"system": "legacy", **{k: legacy[k] for k in ("stale_after_replacement", "max_step")},
-             "stale_after_stop": legacy["frames_after_stop"]},
-            {"system": "owner", **{k: owner[k] for k in ("stale_after_replacement", "max_step")},
-             "stale_after_stop": owner["frames_after_stop_stale"]}]
+    result = {
+        "experiment": "legacy-race",
+        "legacy": legacy,
+        "owner": owner,
+        "legacy_stale_writes": legacy["stale_after_replacement"] + legacy["frames_after_stop"],
+        "owner_stale_writes": owner["stale_after_replacement"] + owner["frames_after_stop_stale"],
+        "note": "legacy = experiments/legacy_host.py, a model for study only",
+    }
+    rows = [
+        {
+            "system": "legacy",
+            **{k: legacy[k] for k in ("stale_after_replacement", "max_step")},
+            "stale_after_stop": legacy["frames_after_stop"],
+        },
+        {
+            "system": "owner",
+            **{k: owner[k] for k in ("stale_after_replacement", "max_step")},
+            "stale_after_stop": owner["frames_after_stop_stale"],
+        },
+    ]
     return write_experiment("legacy-race", result, markdown_table(rows))

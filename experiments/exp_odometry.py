@@ -49,8 +49,10 @@ def drive_run(kind: str, seed: int, spin_s: float = 60.0) -> dict:
         place_base(twin, -2.5, 0.0, 0.0)
     drive = BaseDrive(twin)
     mocap = MocapStream(twin, rate_hz=100.0)
-    estimators = {name: Odometry(twin, drive, cfg, seed=seed + i)
-                  for i, (name, cfg) in enumerate(ESTIMATES.items())}
+    estimators = {
+        name: Odometry(twin, drive, cfg, seed=seed + i)
+        for i, (name, cfg) in enumerate(ESTIMATES.items())
+    }
     if kind == "straight":
         drive.command(STRAIGHT_SPEED_M_S, 0.0)
         twin.run_for(STRAIGHT_M / STRAIGHT_SPEED_M_S)
@@ -64,9 +66,12 @@ def drive_run(kind: str, seed: int, spin_s: float = 60.0) -> dict:
     for name, odo in estimators.items():
         err = position_errors(odo.track, truth)
         yaw_err = odo.track[-1, 3] - truth[-1, 3]
-        out["estimates"][name] = {"track": odo.track, "final_error_m": float(err[-1]),
-                                  "max_error_m": float(err.max()),
-                                  "final_yaw_error_rad": math.remainder(float(yaw_err), 2 * math.pi)}
+        out["estimates"][name] = {
+            "track": odo.track,
+            "final_error_m": float(err[-1]),
+            "max_error_m": float(err.max()),
+            "final_yaw_error_rad": math.remainder(float(yaw_err), 2 * math.pi),
+        }
     turned = np.unwrap(truth[:, 3])
     out["travelled_m"] = float(np.sum(np.hypot(np.diff(truth[:, 1]), np.diff(truth[:, 2]))))
     out["turned_rad"] = float(turned[-1] - turned[0])
@@ -98,23 +103,37 @@ def plot(runs: dict, path: Path) -> None:
 
 @experiment("odometry")
 def run(seed: int = 0, spin_s: float = 60.0) -> dict:
-    runs = {"straight 5.5 m": drive_run("straight", seed),
-            "spin in place": drive_run("spin", seed, spin_s)}
+    runs = {
+        "straight 5.5 m": drive_run("straight", seed),
+        "spin in place": drive_run("spin", seed, spin_s),
+    }
     png = OUT_DIR / "experiments" / "odometry" / "tracks.png"
     plot(runs, png)
     result = {"plot": str(png), "spin_s": spin_s, "runs": {}}
     rows = []
-    seed_fig = {"straight 5.5 m": "within 0.74 m (mounting missing)",
-                "spin in place": "155 m off (mounting missing); within 5 mm once fixed and tuned"}
+    seed_fig = {
+        "straight 5.5 m": "within 0.74 m (mounting missing)",
+        "spin in place": "155 m off (mounting missing); within 5 mm once fixed and tuned",
+    }
     for kind, r in runs.items():
         result["runs"][kind] = {
-            "travelled_m": r["travelled_m"], "turned_rad": r["turned_rad"],
-            "estimates": {n: {k: v for k, v in e.items() if k != "track"}
-                          for n, e in r["estimates"].items()}}
+            "travelled_m": r["travelled_m"],
+            "turned_rad": r["turned_rad"],
+            "estimates": {
+                n: {k: v for k, v in e.items() if k != "track"} for n, e in r["estimates"].items()
+            },
+        }
         for name, e in r["estimates"].items():
-            rows.append({"run": kind, "estimator": name, "final error [m]": f"{e['final_error_m']:.4f}",
-                         "max error [m]": f"{e['max_error_m']:.4f}",
-                         "final yaw error [rad]": f"{e['final_yaw_error_rad']:.3f}", "seed 002": seed_fig[kind]})
+            rows.append(
+                {
+                    "run": kind,
+                    "estimator": name,
+                    "final error [m]": f"{e['final_error_m']:.4f}",
+                    "max error [m]": f"{e['max_error_m']:.4f}",
+                    "final yaw error [rad]": f"{e['final_yaw_error_rad']:.3f}",
+                    "seed 002": seed_fig[kind],
+                }
+            )
     spin = runs["spin in place"]
     result["spin_commanded_rad_s"] = SPIN_RATE_RAD_S
     result["spin_achieved_rad_s"] = spin["turned_rad"] / (spin_s + 1.0)
@@ -127,11 +146,24 @@ def run(seed: int = 0, spin_s: float = 60.0) -> dict:
         "integrated as travel, at about omega * 0.22 m per second); with the mounting stated the "
         "spin stays within millimetres. Tread odometry alone cannot see the treads' "
         f"sideways slip: commanded {SPIN_RATE_RAD_S} rad/s, the base turned at "
-        f"{result['spin_achieved_rad_s']:.3f} rad/s.\n\n![tracks](tracks.png)\n")
-    return write_experiment("odometry", result,
-                            markdown_table(rows, ["run", "estimator", "final error [m]",
-                                                  "max error [m]", "final yaw error [rad]", "seed 002"])
-                            + note)
+        f"{result['spin_achieved_rad_s']:.3f} rad/s.\n\n![tracks](tracks.png)\n"
+    )
+    return write_experiment(
+        "odometry",
+        result,
+        markdown_table(
+            rows,
+            [
+                "run",
+                "estimator",
+                "final error [m]",
+                "max error [m]",
+                "final yaw error [rad]",
+                "seed 002",
+            ],
+        )
+        + note,
+    )
 
 
 if __name__ == "__main__":

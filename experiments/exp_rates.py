@@ -21,8 +21,10 @@ def _burst(n: int = 1000) -> int:
 
 def concurrent_submissions(n_total: int = 100_000, n_threads: int = 8) -> dict:
     rig = experiment_rig(OwnerConfig(require_feedback=False))
-    per = [[rig.target(0.001 * (s % 100), seq=s) for s in range(i + 1, n_total + 1, n_threads)]
-           for i in range(n_threads)]
+    per = [
+        [rig.target(0.001 * (s % 100), seq=s) for s in range(i + 1, n_total + 1, n_threads)]
+        for i in range(n_threads)
+    ]
     start = threading.Barrier(n_threads)
 
     def worker(batch):
@@ -37,21 +39,47 @@ def concurrent_submissions(n_total: int = 100_000, n_threads: int = 8) -> dict:
         t.join()
     c = rig.owner.mailbox_counts()
     plans = sum(r.new_plan for r in rig.step(3))
-    return {"submitted": c.submitted, "threads": n_threads, "accepted": c.accepted,
-            "replaced": c.replaced, "rejected": c.rejected_by_reason, "pending_slots": c.pending,
-            "balanced": c.balanced, "plans_after": plans}
+    return {
+        "submitted": c.submitted,
+        "threads": n_threads,
+        "accepted": c.accepted,
+        "replaced": c.replaced,
+        "rejected": c.rejected_by_reason,
+        "pending_slots": c.pending,
+        "balanced": c.balanced,
+        "plans_after": plans,
+    }
 
 
 @experiment("rates")
 def rates(seed: int = 0) -> dict:
     """Target input at 20/60/90/120 Hz (20 s each), the 1,000-target burst, 100,000 concurrent."""
-    per_rate = [run_replay(seed, hz, duration_s=20.0, settle_s=6.0) for hz in (20.0, 60.0, 90.0, 120.0)]
+    per_rate = [
+        run_replay(seed, hz, duration_s=20.0, settle_s=6.0) for hz in (20.0, 60.0, 90.0, 120.0)
+    ]
     conc = concurrent_submissions()
-    result = {"experiment": "rates", "seed": seed, "per_rate": per_rate, "burst_targets": 1000,
-              "burst_plans": _burst(1000), "concurrent": conc,
-              "concurrent_pending_slots": conc["pending_slots"]}
-    cols = ["rate_hz", "targets", "plans", "moving_retargets", "max_velocity", "max_acceleration",
-            "max_discrete_jerk", "max_step", "final_error"]
-    md = markdown_table(per_rate, cols) + f"\nburst of 1,000 -> {result['burst_plans']} plan(s); " \
+    result = {
+        "experiment": "rates",
+        "seed": seed,
+        "per_rate": per_rate,
+        "burst_targets": 1000,
+        "burst_plans": _burst(1000),
+        "concurrent": conc,
+        "concurrent_pending_slots": conc["pending_slots"],
+    }
+    cols = [
+        "rate_hz",
+        "targets",
+        "plans",
+        "moving_retargets",
+        "max_velocity",
+        "max_acceleration",
+        "max_discrete_jerk",
+        "max_step",
+        "final_error",
+    ]
+    md = (
+        markdown_table(per_rate, cols) + f"\nburst of 1,000 -> {result['burst_plans']} plan(s); "
         f"100,000 concurrent -> {conc['pending_slots']} pending slot(s), balanced={conc['balanced']}\n"
+    )
     return write_experiment("rates", result, md)

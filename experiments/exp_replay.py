@@ -31,7 +31,9 @@ def target_stream(seed: int, rate_hz: float, duration_s: float, settle_s: float)
     return out
 
 
-def run_replay(seed: int, rate_hz: float = 60.0, duration_s: float = 70.0, settle_s: float = 8.0) -> dict:
+def run_replay(
+    seed: int, rate_hz: float = 60.0, duration_s: float = 70.0, settle_s: float = 8.0
+) -> dict:
     cfg = default_config()
     stream = target_stream(seed, rate_hz, duration_s, settle_s)
     rig = experiment_rig(cfg, p0=stream[0][1])
@@ -50,32 +52,56 @@ def run_replay(seed: int, rate_hz: float = 60.0, duration_s: float = 70.0, settl
     pub = np.array(rig.pub.samples)
     c = rig.owner.mailbox_counts()
     return {
-        "rate_hz": rate_hz, "samples": len(pub), "targets": k_target, "plans": rig.owner.stats.plans,
+        "rate_hz": rate_hz,
+        "samples": len(pub),
+        "targets": k_target,
+        "plans": rig.owner.stats.plans,
         "moving_retargets": rig.owner.stats.moving_retargets,
-        "max_velocity": float(np.abs(v).max()), "max_acceleration": float(np.abs(a).max()),
+        "max_velocity": float(np.abs(v).max()),
+        "max_acceleration": float(np.abs(a).max()),
         "max_discrete_jerk": float((np.abs(np.diff(a, axis=0)) / cfg.period_s).max()),
         "max_step": float(np.abs(np.diff(np.vstack([stream[0][1], pub]), axis=0)).max()),
         "final_error": float(np.abs(p[-1] - 0.1).max()),
-        "faults": len(rig.owner.stats.faults), "mailbox_balanced": c.balanced,
+        "faults": len(rig.owner.stats.faults),
+        "mailbox_balanced": c.balanced,
         "all_published": bool(all(r.published for r in reps)),
     }
 
 
-BOUNDS = {"max_velocity": 0.3, "max_acceleration": 0.6, "max_discrete_jerk": 2.0, "max_step": 0.0015}
+BOUNDS = {
+    "max_velocity": 0.3,
+    "max_acceleration": 0.6,
+    "max_discrete_jerk": 2.0,
+    "max_step": 0.0015,
+}
 
 
 @experiment("replay")
 def replay(seed: int = 0) -> dict:
     """Main 7-joint replay: 200 Hz output, 70 s, 4,200 targets at 60 Hz, final 0.1 rad."""
     r = run_replay(seed)
-    r.update({
-        "experiment": "replay", "seed": seed, "bounds": BOUNDS,
-        "within_bounds": all(r[k] <= b + 1e-9 for k, b in BOUNDS.items()),
-        "seed_figures": {"samples": 14000, "targets": 4200, "moving_retargets": 3898},
-        "moving_retarget_definition": "a target taken into the plan while any commanded joint velocity is nonzero",
-        "target_stream": "per-joint sinusoids (amplitude 0.15-0.3 rad, 0.05-0.15 Hz) for 62 s, then 0.1 rad for 8 s",
-    })
-    rows = [{"figure": k, "value": r[k], "bound": BOUNDS.get(k, "")} for k in
-            ("samples", "targets", "moving_retargets", "max_velocity", "max_acceleration",
-             "max_discrete_jerk", "max_step", "final_error")]
+    r.update(
+        {
+            "experiment": "replay",
+            "seed": seed,
+            "bounds": BOUNDS,
+            "within_bounds": all(r[k] <= b + 1e-9 for k, b in BOUNDS.items()),
+            "seed_figures": {"samples": 14000, "targets": 4200, "moving_retargets": 3898},
+            "moving_retarget_definition": "a target taken into the plan while any commanded joint velocity is nonzero",
+            "target_stream": "per-joint sinusoids (amplitude 0.15-0.3 rad, 0.05-0.15 Hz) for 62 s, then 0.1 rad for 8 s",
+        }
+    )
+    rows = [
+        {"figure": k, "value": r[k], "bound": BOUNDS.get(k, "")}
+        for k in (
+            "samples",
+            "targets",
+            "moving_retargets",
+            "max_velocity",
+            "max_acceleration",
+            "max_discrete_jerk",
+            "max_step",
+            "final_error",
+        )
+    ]
     return write_experiment("replay", r, markdown_table(rows))

@@ -41,7 +41,9 @@ def merge_run(speed_m_s: float, seconds: float = 3.0, seed: int = 0) -> dict:
     place_base(twin, *START_POSE)
     drive = BaseDrive(twin)
     history = PoseHistory()
-    twin.scheduler.add("history", 1000.0, lambda now: history.add(now, *base_pose(twin.model, twin.data)))
+    twin.scheduler.add(
+        "history", 1000.0, lambda now: history.add(now, *base_pose(twin.model, twin.data))
+    )
     pair = LidarPair(twin, seed=seed)
     merger = ScanMerger(mounts_from_model(twin.model)).attach(pair)
     if speed_m_s:
@@ -53,9 +55,13 @@ def merge_run(speed_m_s: float, seconds: float = 3.0, seed: int = 0) -> dict:
     ang = np.abs(np.concatenate([e["angular_error_rad"] for e in evs]))
     rng = np.abs(np.concatenate([e["range_error_m"] for e in evs]))
     return {
-        "twin": twin, "merged": merged, "mounts": mounts_from_model(twin.model),
+        "twin": twin,
+        "merged": merged,
+        "mounts": mounts_from_model(twin.model),
         "figures": {
-            "speed_m_s": speed_m_s, "merged_scans": len(merged), "unpaired_scans": merger.unpaired,
+            "speed_m_s": speed_m_s,
+            "merged_scans": len(merged),
+            "unpaired_scans": merger.unpaired,
             "returns_judged": int(len(ang)),
             "angular_error_median_rad": float(np.median(ang)),
             "angular_error_p99_rad": float(np.percentile(ang, 99)),
@@ -81,11 +87,24 @@ def plot(run: dict, path: Path) -> None:
     for ax, zoom in zip(axes, (None, 0.8), strict=True):
         for scan, colour in zip(m.scans, ("tab:blue", "tab:orange"), strict=True):
             p = scan_points(scan, run["mounts"][scan.unit])
-            ax.scatter(p[:, 0], p[:, 1], s=6, c=colour, label=f"{scan.unit} scan (stamp {scan.stamp_s:.3f} s)")
+            ax.scatter(
+                p[:, 0],
+                p[:, 1],
+                s=6,
+                c=colour,
+                label=f"{scan.unit} scan (stamp {scan.stamp_s:.3f} s)",
+            )
         ok = np.isfinite(m.ranges)
         a = m.angles_rad[ok]
-        ax.scatter(m.ranges[ok] * np.cos(a), m.ranges[ok] * np.sin(a), s=10, facecolors="none",
-                   edgecolors="k", linewidths=0.6, label=f"merged (stamp {m.stamp_s:.3f} s)")
+        ax.scatter(
+            m.ranges[ok] * np.cos(a),
+            m.ranges[ok] * np.sin(a),
+            s=10,
+            facecolors="none",
+            edgecolors="k",
+            linewidths=0.6,
+            label=f"merged (stamp {m.stamp_s:.3f} s)",
+        )
         (x0, x1), (y0, y1) = (-0.36, 0.36), (-0.36, 0.36)
         ax.plot([x0, x1, x1, x0, x0], [y0, y0, y1, y1, y0], "r--", lw=1, label="self-hit footprint")
         ax.set_aspect("equal")
@@ -112,17 +131,24 @@ def run(seed: int = 0, seconds: float = 3.0) -> dict:
     rows = []
     for name, r in runs.items():
         f = r["figures"]
-        rows.append({"base": name, "merged scans": f["merged_scans"],
-                     "angle err median / p99 [deg]": f"{math.degrees(f['angular_error_median_rad']):.2f} / "
-                                                     f"{math.degrees(f['angular_error_p99_rad']):.2f}",
-                     "range err median / p99 [mm]": f"{1000 * f['range_error_median_m']:.1f} / "
-                                                    f"{1000 * f['range_error_p99_m']:.1f}",
-                     "robot hits seen / kept": f"{f['robot_hits_seen']} / {f['robot_hits_kept']}",
-                     "world hits dropped": f["world_hits_dropped_as_robot"]})
-    note = ("\nSeed 002 gives no error figures for its merge; these are ours, against the "
-            "simulator's truth. The merge bins by the finer unit's resolution (half a bin, "
-            "0.45 deg, bounds the still angular error) and does not undo the base's motion "
-            "within a revolution (what moving adds).\n\n![scans](scans.png)\n")
+        rows.append(
+            {
+                "base": name,
+                "merged scans": f["merged_scans"],
+                "angle err median / p99 [deg]": f"{math.degrees(f['angular_error_median_rad']):.2f} / "
+                f"{math.degrees(f['angular_error_p99_rad']):.2f}",
+                "range err median / p99 [mm]": f"{1000 * f['range_error_median_m']:.1f} / "
+                f"{1000 * f['range_error_p99_m']:.1f}",
+                "robot hits seen / kept": f"{f['robot_hits_seen']} / {f['robot_hits_kept']}",
+                "world hits dropped": f["world_hits_dropped_as_robot"],
+            }
+        )
+    note = (
+        "\nSeed 002 gives no error figures for its merge; these are ours, against the "
+        "simulator's truth. The merge bins by the finer unit's resolution (half a bin, "
+        "0.45 deg, bounds the still angular error) and does not undo the base's motion "
+        "within a revolution (what moving adds).\n\n![scans](scans.png)\n"
+    )
     return write_experiment("scan-merge", result, markdown_table(rows) + note)
 
 

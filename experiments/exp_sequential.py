@@ -146,14 +146,20 @@ def run(seed: int = 0, write: bool = True, n_seeds: int = 1) -> dict:
     start = np.concatenate([START[a] for a in Arm])
     goal = np.concatenate([GOAL[a] for a in Arm])
     straight = start + (goal - start) * np.linspace(0, 1, 120)[:, None]
-    straight_full = judged_states(model, reference, {Arm.RIGHT: straight[:, :7], Arm.LEFT: straight[:, 7:]})
+    straight_full = judged_states(
+        model, reference, {Arm.RIGHT: straight[:, :7], Arm.LEFT: straight[:, 7:]}
+    )
     straight_hits = int((judge.clearances(straight_full[::EXECUTED_DENSITY])[0] < 0).sum())
 
     s_stamps, s_states, s_reps = run_sequential(plan)
     y_stamps, y_states, y_rep = run_synchronized(plan)
     s_t0 = s_reps[0].start_s
-    s_stamps, s_states = _window(s_stamps, s_states, s_t0, s_reps[1].start_s + plan.duration_s + 0.05)
-    y_stamps, y_states = _window(y_stamps, y_states, y_rep.start_s, y_rep.start_s + plan.duration_s + 0.05)
+    s_stamps, s_states = _window(
+        s_stamps, s_states, s_t0, s_reps[1].start_s + plan.duration_s + 0.05
+    )
+    y_stamps, y_states = _window(
+        y_stamps, y_states, y_rep.start_s, y_rep.start_s + plan.duration_s + 0.05
+    )
     s_clear = judge.clearances(judged_states(model, reference, s_states))[0]
     y_clear = judge.clearances(judged_states(model, reference, y_states))[0]
     result = {
@@ -178,28 +184,47 @@ def run(seed: int = 0, write: bool = True, n_seeds: int = 1) -> dict:
         "max_start_offset_s": y_rep.max_start_offset_s,
         "max_tracking_deviation_rad": y_rep.max_deviation_rad,
         "judge": "coal on a freshly loaded model (experiments/judging.py): every published 200 Hz "
-                 "state and one state between consecutive ones (400 Hz >= the planner's 250 Hz); "
-                 "colliding = distance < 0 m; clearances capped at the 5 cm horizon",
+        "state and one state between consecutive ones (400 Hz >= the planner's 250 Hz); "
+        "colliding = distance < 0 m; clearances capped at the 5 cm horizon",
         "seed": seed,
     }
     if n_seeds > 1:
         result["seed_distribution"] = seed_distribution(range(seed, seed + n_seeds))
     if write:
         folder = OUT_DIR / "experiments" / "sequential"
-        _plot(folder / "clearance.png", [
-            ("sequential (right, then left)", s_stamps - s_stamps[0], s_clear[::EXECUTED_DENSITY]),
-            ("synchronized (one start stamp)", y_stamps - y_stamps[0], y_clear[::EXECUTED_DENSITY])])
+        _plot(
+            folder / "clearance.png",
+            [
+                (
+                    "sequential (right, then left)",
+                    s_stamps - s_stamps[0],
+                    s_clear[::EXECUTED_DENSITY],
+                ),
+                (
+                    "synchronized (one start stamp)",
+                    y_stamps - y_stamps[0],
+                    y_clear[::EXECUTED_DENSITY],
+                ),
+            ],
+        )
         result["plot"] = str(folder / "clearance.png")
-        rows = [{"execution": k, "colliding": result[f"{k}_colliding_states"],
-                 "states": result[f"{k}_states"], "min clearance [mm]":
-                 round(result[f"{k}_min_clearance_m"] * 1e3, 2),
-                 "duration [s]": round(result[f"{k}_duration_s"], 3)}
-                for k in ("sequential", "synchronized")]
+        rows = [
+            {
+                "execution": k,
+                "colliding": result[f"{k}_colliding_states"],
+                "states": result[f"{k}_states"],
+                "min clearance [mm]": round(result[f"{k}_min_clearance_m"] * 1e3, 2),
+                "duration [s]": round(result[f"{k}_duration_s"], 3),
+            }
+            for k in ("sequential", "synchronized")
+        ]
         md = markdown_table(rows)
         if n_seeds > 1:
             d = result["seed_distribution"]["summary"]["sequential_colliding_fraction"]
-            md += (f"\nsequential colliding fraction over {n_seeds} planner seeds: median "
-                   f"{d['median']} (range {d['min']} .. {d['max']})\n")
+            md += (
+                f"\nsequential colliding fraction over {n_seeds} planner seeds: median "
+                f"{d['median']} (range {d['min']} .. {d['max']})\n"
+            )
         return write_experiment("sequential", result, md)
     return result
 
@@ -210,17 +235,33 @@ def seed_distribution(seeds: range) -> dict:
     per_seed = []
     for s in seeds:
         r = run(s, write=False)
-        per_seed.append({"seed": s,
-                         "sequential_colliding_fraction": r["sequential_colliding_states"] / r["sequential_states"],
-                         "synchronized_colliding_states": r["synchronized_colliding_states"],
-                         "synchronized_min_clearance_m": r["synchronized_min_clearance_m"]})
+        per_seed.append(
+            {
+                "seed": s,
+                "sequential_colliding_fraction": r["sequential_colliding_states"]
+                / r["sequential_states"],
+                "synchronized_colliding_states": r["synchronized_colliding_states"],
+                "synchronized_min_clearance_m": r["synchronized_min_clearance_m"],
+            }
+        )
     summary = {}
-    for k in ("sequential_colliding_fraction", "synchronized_colliding_states", "synchronized_min_clearance_m"):
+    for k in (
+        "sequential_colliding_fraction",
+        "synchronized_colliding_states",
+        "synchronized_min_clearance_m",
+    ):
         v = np.array([row[k] for row in per_seed], float)
-        summary[k] = {"median": round(float(np.median(v)), 4), "min": round(float(v.min()), 4),
-                      "max": round(float(v.max()), 4)}
-    return {"planner_seeds": [seeds.start, seeds.stop - 1], "n_seeds": len(per_seed),
-            "summary": summary, "per_seed": per_seed}
+        summary[k] = {
+            "median": round(float(np.median(v)), 4),
+            "min": round(float(v.min()), 4),
+            "max": round(float(v.max()), 4),
+        }
+    return {
+        "planner_seeds": [seeds.start, seeds.stop - 1],
+        "n_seeds": len(per_seed),
+        "summary": summary,
+        "per_seed": per_seed,
+    }
 
 
 @experiment("sequential")

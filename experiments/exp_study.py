@@ -45,21 +45,30 @@ def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:
         row = {"pair": i, "status": r.status.value, "time_ms": round(dt * 1e3, 1)}
         if r.ok:
             p = r.plan
-            v = judge.verdict(plan_states(g.reference_qpos, g.checker.arm_qpos, p, g.config.substeps),
-                              threshold)
+            v = judge.verdict(
+                plan_states(g.reference_qpos, g.checker.arm_qpos, p, g.config.substeps), threshold
+            )
             true_min, _ = true_min_clearance(g, p)
-            row.update(clearance_m=round(p.min_clearance.distance_m, 5), repairs=p.repairs,
-                       colliding_before=p.colliding_before_repair,
-                       colliding_after=v["colliding_states"], judged_states=v["judged_states"],
-                       coal_clearance_m=round(v["min_clearance_m"], 5),
-                       coal_pair=v["min_clearance_pair"],
-                       certified_m=round(p.certificate.certified_min_m, 5), true_m=round(true_min, 5))
+            row.update(
+                clearance_m=round(p.min_clearance.distance_m, 5),
+                repairs=p.repairs,
+                colliding_before=p.colliding_before_repair,
+                colliding_after=v["colliding_states"],
+                judged_states=v["judged_states"],
+                coal_clearance_m=round(v["min_clearance_m"], 5),
+                coal_pair=v["min_clearance_pair"],
+                certified_m=round(p.certificate.certified_min_m, 5),
+                true_m=round(true_min, 5),
+            )
         rows.append(row)
     ok = [r for r in rows if r["status"] == "success"]
     t = np.array([r["time_ms"] for r in rows])
     fig = {
-        "pairs": n_pairs, "seed": seed, "success": len(ok),
-        "success_rate": round(len(ok) / n_pairs, 3), "statuses": statuses,
+        "pairs": n_pairs,
+        "seed": seed,
+        "success": len(ok),
+        "success_rate": round(len(ok) / n_pairs, 3),
+        "statuses": statuses,
         "plan_time_ms_median": round(float(np.median(t)), 1),
         "plan_time_ms_p95": round(float(np.percentile(t, 95)), 1),
         "min_clearance_m": round(min(r["clearance_m"] for r in ok), 5) if ok else None,
@@ -71,13 +80,16 @@ def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:
         "plans_repaired": sum(1 for r in ok if r["repairs"] > 0),
         "certified_min_m": round(min(r["certified_m"] for r in ok), 5) if ok else None,
         "true_min_m": round(min(r["true_m"] for r in ok), 5) if ok else None,
-        "certified_over_true_median": round(float(np.median([r["certified_m"] / r["true_m"] for r in ok
-                                                             if r["true_m"] > 0])), 3) if ok else None,
+        "certified_over_true_median": round(
+            float(np.median([r["certified_m"] / r["true_m"] for r in ok if r["true_m"] > 0])), 3
+        )
+        if ok
+        else None,
         "true_judge": "coal every 1 ms along the samples' interpolation, capped at the 20 mm horizon",
         "goal_sampling": SAMPLING,
         "counting_note": "before: retimed samples and sub-steps within 5 mm on the first retimed path "
-                "(the planner's own count); after: delivered plans judged by coal on a fresh model "
-                "(samples, 3 states between consecutive samples, waypoints) below 4.9 mm",
+        "(the planner's own count); after: delivered plans judged by coal on a fresh model "
+        "(samples, 3 states between consecutive samples, waypoints) below 4.9 mm",
     }
     return fig, rows
 
@@ -95,7 +107,21 @@ def run(seed: int = 0, n_pairs: int = 50) -> dict:
     f.savefig(png, dpi=100)
     plt.close(f)
     fig["plot"] = str(png)
-    table = markdown_table(rows, ["pair", "status", "time_ms", "clearance_m", "certified_m", "true_m",
-                                  "repairs", "colliding_before", "colliding_after", "judged_states",
-                                  "coal_clearance_m", "coal_pair"])
+    table = markdown_table(
+        rows,
+        [
+            "pair",
+            "status",
+            "time_ms",
+            "clearance_m",
+            "certified_m",
+            "true_m",
+            "repairs",
+            "colliding_before",
+            "colliding_after",
+            "judged_states",
+            "coal_clearance_m",
+            "coal_pair",
+        ],
+    )
     return write_experiment("study", fig, table + "\n![times](plan_times.png)\n")

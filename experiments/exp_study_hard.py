@@ -33,21 +33,32 @@ def figures(seed: int = 0) -> tuple[dict, list[dict]]:
             dt = time.perf_counter() - t0
             times.append(dt * 1e3)
             statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
-            row = {"model": name, "problem": i, "kind": p.kind, "status": r.status.value,
-                   "time_ms": round(dt * 1e3, 1)}
+            row = {
+                "model": name,
+                "problem": i,
+                "kind": p.kind,
+                "status": r.status.value,
+                "time_ms": round(dt * 1e3, 1),
+            }
             if r.ok:
                 durations.append(r.plan.duration_s)
                 clearances.append(r.plan.min_clearance.distance_m)
-                row.update(duration_s=round(r.plan.duration_s, 3),
-                           clearance_m=round(r.plan.min_clearance.distance_m, 5))
+                row.update(
+                    duration_s=round(r.plan.duration_s, 3),
+                    clearance_m=round(r.plan.min_clearance.distance_m, 5),
+                )
             rows.append(row)
         group.set_qpos(reference)
         t = np.array(times)
-        fig[name] = {"problems": len(times), "success": len(durations), "statuses": statuses,
-                     "plan_time_ms_median": round(float(np.median(t)), 1),
-                     "plan_time_ms_p95": round(float(np.percentile(t, 95)), 1),
-                     "duration_s_median": round(float(np.median(durations)), 3) if durations else None,
-                     "min_clearance_m": round(min(clearances), 5) if clearances else None}
+        fig[name] = {
+            "problems": len(times),
+            "success": len(durations),
+            "statuses": statuses,
+            "plan_time_ms_median": round(float(np.median(t)), 1),
+            "plan_time_ms_p95": round(float(np.percentile(t, 95)), 1),
+            "duration_s_median": round(float(np.median(durations)), 3) if durations else None,
+            "min_clearance_m": round(min(clearances), 5) if clearances else None,
+        }
     fig["seed"] = seed
     return fig, rows
 
@@ -55,6 +66,7 @@ def figures(seed: int = 0) -> tuple[dict, list[dict]]:
 @experiment("study_hard")
 def run(seed: int = 0) -> dict:
     fig, rows = figures(seed)
-    table = markdown_table(rows, ["model", "problem", "kind", "status", "time_ms", "duration_s",
-                                  "clearance_m"])
+    table = markdown_table(
+        rows, ["model", "problem", "kind", "status", "time_ms", "duration_s", "clearance_m"]
+    )
     return write_experiment("study_hard", fig, table)

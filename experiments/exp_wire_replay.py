@@ -30,12 +30,22 @@ from experiments.exp_replay import target_stream
 from experiments.output import markdown_table, write_experiment
 from experiments.registry import experiment
 
-SEED = {"ticks": 6_000, "frames": 42_000, "moving_retargets": 1_358,
-        "max_quantization_error_rad": 0.000136344, "max_wire_step_rad": 0.00163625}
+SEED = {
+    "ticks": 6_000,
+    "frames": 42_000,
+    "moving_retargets": 1_358,
+    "max_quantization_error_rad": 0.000136344,
+    "max_wire_step_rad": 0.00163625,
+}
 
 
-def run_wire_replay(seed: int = 0, ticks: int = 6_000, target_rate_hz: float = 60.0,
-                    feedback_rate_hz: float = 20.0, settle_s: float = 8.0) -> dict:
+def run_wire_replay(
+    seed: int = 0,
+    ticks: int = 6_000,
+    target_rate_hz: float = 60.0,
+    feedback_rate_hz: float = 20.0,
+    settle_s: float = 8.0,
+) -> dict:
     """Run the owner for ``ticks`` 5 ms periods over a virtual bus; return the figures."""
     cfg = dataclasses.replace(default_config(), feedback_timeout_s=2.5 / feedback_rate_hz)
     dt = cfg.period_s
@@ -44,8 +54,9 @@ def run_wire_replay(seed: int = 0, ticks: int = 6_000, target_rate_hz: float = 6
     channel = f"wire-replay-{uuid.uuid4().hex}"
     clock = SimClock()
     peer = can.Bus(interface="virtual", channel=channel, receive_own_messages=False)
-    driver = ArmDriver.create(Arm.RIGHT, clock, stream[0][1], cfg,
-                              TransportConfig(arm=Arm.RIGHT, channel=channel))
+    driver = ArmDriver.create(
+        Arm.RIGHT, clock, stream[0][1], cfg, TransportConfig(arm=Arm.RIGHT, channel=channel)
+    )
     lease = driver.owner.grant_lease("wire-replay", duration + 1.0)
     fb_every = int(round(1.0 / (feedback_rate_hz * dt)))
     last = np.array(stream[0][1], float)  # what the peer last decoded, per joint
@@ -58,12 +69,16 @@ def run_wire_replay(seed: int = 0, ticks: int = 6_000, target_rate_hz: float = 6
             if k % fb_every == 0:  # ideal feedback: the last decoded command, 20 Hz
                 for j in range(1, JOINTS_PER_ARM + 1):
                     fr = encode_feedback(j, float(last[j - 1]))
-                    peer.send(can.Message(arbitration_id=fr.arbitration_id, data=fr.data,
-                                          is_extended_id=False))
+                    peer.send(
+                        can.Message(
+                            arbitration_id=fr.arbitration_id, data=fr.data, is_extended_id=False
+                        )
+                    )
             while k_target < len(stream) and stream[k_target][0] <= now + 1e-9:
                 seq += 1
-                driver.owner.submit(ArmTarget(Arm.RIGHT, stream[k_target][1], seq,
-                                              driver.owner.generation, lease))
+                driver.owner.submit(
+                    ArmTarget(Arm.RIGHT, stream[k_target][1], seq, driver.owner.generation, lease)
+                )
                 k_target += 1
             rep = driver.tick()
             if rep.published:
@@ -83,14 +98,18 @@ def run_wire_replay(seed: int = 0, ticks: int = 6_000, target_rate_hz: float = 6
     frames = int(np.sum(~np.isnan(dec)))
     o = driver.owner
     return {
-        "ticks": ticks, "targets": k_target, "samples_published": o.stats.published,
-        "frames": frames, "moving_retargets": o.stats.moving_retargets,
+        "ticks": ticks,
+        "targets": k_target,
+        "samples_published": o.stats.published,
+        "frames": frames,
+        "moving_retargets": o.stats.moving_retargets,
         "complete_samples": int(np.sum(np.all(~np.isnan(dec), axis=1))),
         "max_quantization_error_rad": float(np.nanmax(np.abs(dec - cmd))),
         "one_count_rad": RAD_PER_COUNT,
         "max_wire_step_rad": float(np.nanmax(np.abs(np.diff(dec, axis=0)))),
         "streaming_step_bound_rad": max(cfg.max_velocity) * dt,
-        "feedback_rate_hz": feedback_rate_hz, "feedback_forwarded": driver.feedback_forwarded,
+        "feedback_rate_hz": feedback_rate_hz,
+        "feedback_forwarded": driver.feedback_forwarded,
         "faults": [k.value for k, _ in o.stats.faults],
         "final_error_rad": float(np.abs(cmd[-1] - 0.1).max()),
     }
@@ -99,13 +118,24 @@ def run_wire_replay(seed: int = 0, ticks: int = 6_000, target_rate_hz: float = 6
 @experiment("wire-replay")
 def wire_replay(seed: int = 0) -> dict:
     r = run_wire_replay(seed)
-    r.update({
-        "experiment": "wire-replay", "seed": seed, "seed_figures": SEED,
-        "note": "frames on an in-process python-can virtual bus; our own target stream, so "
-                "moving_retargets differs from the seed's; max wire step <= streaming step "
-                "bound (v*dt = 0.0015 rad) + one count (0.000136 rad)",
-    })
-    rows = [{"figure": k, "ours": r[k], "seed": SEED.get(k, "")}
-            for k in ("ticks", "frames", "moving_retargets", "max_quantization_error_rad",
-                      "max_wire_step_rad")]
+    r.update(
+        {
+            "experiment": "wire-replay",
+            "seed": seed,
+            "seed_figures": SEED,
+            "note": "frames on an in-process python-can virtual bus; our own target stream, so "
+            "moving_retargets differs from the seed's; max wire step <= streaming step "
+            "bound (v*dt = 0.0015 rad) + one count (0.000136 rad)",
+        }
+    )
+    rows = [
+        {"figure": k, "ours": r[k], "seed": SEED.get(k, "")}
+        for k in (
+            "ticks",
+            "frames",
+            "moving_retargets",
+            "max_quantization_error_rad",
+            "max_wire_step_rad",
+        )
+    ]
     return write_experiment("wire-replay", r, markdown_table(rows))

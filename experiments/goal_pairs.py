@@ -17,8 +17,13 @@ from planners.pose_goals import group_torso
 SAMPLING = "home + N(0, 0.8 rad) per joint, clipped; each arm and the pair >= 10 mm free"
 
 
-def goal_pairs(group: ArmGroup, n: int, rng: np.random.Generator, sigma_rad: float = 0.8,
-               min_clearance_m: float = 0.01) -> list[dict[str, np.ndarray]]:
+def goal_pairs(
+    group: ArmGroup,
+    n: int,
+    rng: np.random.Generator,
+    sigma_rad: float = 0.8,
+    min_clearance_m: float = 0.01,
+) -> list[dict[str, np.ndarray]]:
     """``n`` pairs {arm: q}: per arm, its commanded q + N(0, sigma_rad) per joint clipped to
     the limits and free by ``min_clearance_m`` alone; the pair free by it together."""
     out: list[dict[str, np.ndarray]] = []
@@ -43,8 +48,9 @@ def pose_targets(group: ArmGroup, pairs: list[dict[str, np.ndarray]]) -> list[di
     return [{a: kin[a].tcp_pose(q, torso) for a, q in p.items()} for p in pairs]
 
 
-def cartesian_targets(group: ArmGroup, n: int, rng: np.random.Generator
-                      ) -> list[dict[str, pin.SE3]]:
+def cartesian_targets(
+    group: ArmGroup, n: int, rng: np.random.Generator
+) -> list[dict[str, pin.SE3]]:
     """``n`` lockstep requests: both TCPs move from their commanded poses by mirrored
     offsets (forward 0..10 cm, outward -5..+5 cm, up -5..+15 cm) and turn 0..0.3 rad about
     the vertical, mirrored (``right`` is the robot's right, -y)."""

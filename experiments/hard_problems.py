@@ -54,17 +54,24 @@ class HardProblem:
     goal: dict[str, np.ndarray]
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "start": {a: q.tolist() for a, q in self.start.items()},
-                "goal": {a: q.tolist() for a, q in self.goal.items()}}
+        return {
+            "kind": self.kind,
+            "start": {a: q.tolist() for a, q in self.start.items()},
+            "goal": {a: q.tolist() for a, q in self.goal.items()},
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> HardProblem:
-        return cls(d["kind"], {a: np.array(q, float) for a, q in d["start"].items()},
-                   {a: np.array(q, float) for a, q in d["goal"].items()})
+        return cls(
+            d["kind"],
+            {a: np.array(q, float) for a, q in d["start"].items()},
+            {a: np.array(q, float) for a, q in d["goal"].items()},
+        )
 
 
-def straight_collides(session: CheckSession, start: np.ndarray, goal: np.ndarray,
-                      step_rad: float = STRAIGHT_STEP_RAD) -> bool:
+def straight_collides(
+    session: CheckSession, start: np.ndarray, goal: np.ndarray, step_rad: float = STRAIGHT_STEP_RAD
+) -> bool:
     """True when a state of the straight motion (every ``step_rad`` per joint) is not free."""
     n = max(1, int(np.ceil(np.max(np.abs(goal - start)) / step_rad)))
     return any(not session.is_free(start + (goal - start) * (k / n)) for k in range(1, n))
@@ -77,8 +84,14 @@ class _Hands:
         m = group.model
         self.m, self.d = m, mujoco.MjData(m)
         self.index = np.concatenate([group.checker.arm_qpos[a] for a in moving])
-        self.bodies = [int(m.jnt_bodyid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT,
-                                                           group.joint_names(a)[-1])]) for a in moving]
+        self.bodies = [
+            int(
+                m.jnt_bodyid[
+                    mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, group.joint_names(a)[-1])
+                ]
+            )
+            for a in moving
+        ]
         self.reference = group.reference_qpos.copy()
 
     def __call__(self, q: np.ndarray) -> np.ndarray:
@@ -149,8 +162,13 @@ def generate(group: ArmGroup, per_kind: int, seed: int, pool_size: int = 1500) -
             if not straight_collides(session, qs, qg):
                 continue
             split = np.split(qs, [sizes[0]]), np.split(qg, [sizes[0]])
-            out.append(HardProblem(kind, dict(zip(moving, split[0], strict=True)),
-                                   dict(zip(moving, split[1], strict=True))))
+            out.append(
+                HardProblem(
+                    kind,
+                    dict(zip(moving, split[0], strict=True)),
+                    dict(zip(moving, split[1], strict=True)),
+                )
+            )
             got += 1
         print(f"[hard problems] {kind}: {got}/{per_kind}", file=sys.stderr, flush=True)
     return out
@@ -158,7 +176,9 @@ def generate(group: ArmGroup, per_kind: int, seed: int, pool_size: int = 1500) -
 
 def save(problems: list[HardProblem], name: str, note: str) -> Path:
     path = DATA_DIR / f"hard_problems_{name}.json"
-    path.write_text(json.dumps({"note": note, "problems": [p.as_dict() for p in problems]}, indent=1))
+    path.write_text(
+        json.dumps({"note": note, "problems": [p.as_dict() for p in problems]}, indent=1)
+    )
     return path
 
 
@@ -193,10 +213,14 @@ SEEDS = {"rob": 19, "stand": 20}
 def main() -> int:
     for name, group in groups().items():
         problems = generate(group, PER_KIND, SEEDS[name])
-        path = save(problems, name, f"experiments.hard_problems.generate(per_kind={PER_KIND}, "
-                                    f"seed={SEEDS[name]}): uniform start and goal within the "
-                                    f"limits, ends >= {MIN_END_CLEARANCE_M} m free, straight "
-                                    f"motion (every {STRAIGHT_STEP_RAD} rad) within the margin")
+        path = save(
+            problems,
+            name,
+            f"experiments.hard_problems.generate(per_kind={PER_KIND}, "
+            f"seed={SEEDS[name]}): uniform start and goal within the "
+            f"limits, ends >= {MIN_END_CLEARANCE_M} m free, straight "
+            f"motion (every {STRAIGHT_STEP_RAD} rad) within the margin",
+        )
         print(f"{len(problems)} problems -> {path}", file=sys.stderr)
     return 0
 

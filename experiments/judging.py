@@ -41,9 +41,13 @@ class FreshJudge:
         """Judged states, those below ``threshold_m`` [m], the smallest clearance and its pair."""
         dist, names = self.clearances(qpos_states)
         k = int(np.argmin(dist))
-        return {"judged_states": int(dist.size), "colliding_states": int((dist < threshold_m).sum()),
-                "threshold_m": threshold_m, "min_clearance_m": float(dist[k]),
-                "min_clearance_pair": names[k]}
+        return {
+            "judged_states": int(dist.size),
+            "colliding_states": int((dist < threshold_m).sum()),
+            "threshold_m": threshold_m,
+            "min_clearance_m": float(dist[k]),
+            "min_clearance_pair": names[k],
+        }
 
 
 def judge_factor(substeps: int) -> int:
@@ -51,8 +55,9 @@ def judge_factor(substeps: int) -> int:
     return DENSITY_OVER_PLANNER * (substeps + 1)
 
 
-def plan_states(reference_qpos: np.ndarray, arm_qpos: Mapping[str, np.ndarray], plan,
-                substeps: int) -> np.ndarray:
+def plan_states(
+    reference_qpos: np.ndarray, arm_qpos: Mapping[str, np.ndarray], plan, substeps: int
+) -> np.ndarray:
     """Full-model states of ``plan`` to judge: its samples densified ``judge_factor(substeps)``
     times, then its waypoints; ``arm_qpos``: arm -> qpos addresses in the model."""
     samples = np.hstack([plan.arms[a].q for a in plan.arms])
@@ -62,6 +67,6 @@ def plan_states(reference_qpos: np.ndarray, arm_qpos: Mapping[str, np.ndarray], 
     col = 0
     for a, traj in plan.arms.items():
         n = traj.q.shape[1]
-        out[:, arm_qpos[a]] = stacked[:, col:col + n]
+        out[:, arm_qpos[a]] = stacked[:, col : col + n]
         col += n
     return out

@@ -58,7 +58,9 @@ class LegacyHost:
         tid = self._ids
         self.active_task = tid  # "cancels" older workers by changing the flag only
         self.accepted_at[tid] = len(self.publish_log)
-        th = threading.Thread(target=self._worker, args=(tid, np.asarray(target, float), max_steps), daemon=True)
+        th = threading.Thread(
+            target=self._worker, args=(tid, np.asarray(target, float), max_steps), daemon=True
+        )
         th.start()
         return tid, th
 
@@ -76,7 +78,11 @@ class LegacyHost:
     def _worker(self, tid: int, target: np.ndarray, max_steps: int) -> None:
         otg, inp, out = Ruckig(self.n, self.dt), InputParameter(self.n), OutputParameter(self.n)
         p, v, a = self._seed()
-        inp.current_position, inp.current_velocity, inp.current_acceleration = p.tolist(), v.tolist(), a.tolist()
+        inp.current_position, inp.current_velocity, inp.current_acceleration = (
+            p.tolist(),
+            v.tolist(),
+            a.tolist(),
+        )
         inp.target_position = target.tolist()
         inp.max_velocity = [self.max_velocity] * self.n
         inp.max_acceleration = [self.max_acceleration] * self.n

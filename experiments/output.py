@@ -51,8 +51,7 @@ def write_experiment(name: str, result: dict, table_md: str = "") -> dict:
     folder = OUT_DIR / "experiments" / name
     data = write_json(folder / "result.json", result)
     md = (
-        f"# Experiment `{name}` (simulated)\n\n"
-        f"hardware_io: false. {EVIDENCE['note']}\n\n{table_md}"
+        f"# Experiment `{name}` (simulated)\n\nhardware_io: false. {EVIDENCE['note']}\n\n{table_md}"
     )
     (folder / "report.md").write_text(md)
     return data

@@ -48,8 +48,11 @@ class RecordingPublisher:
             self.on_publish(positions_rad)
         if not self.detailed:
             return PublishReport(outcome, ALL_JOINTS if outcome is PublishOutcome.ACCEPTED else ())
-        joints = ALL_JOINTS if outcome is PublishOutcome.ACCEPTED else (
-            (1, 2, 3) if outcome is PublishOutcome.PARTIAL else ())
+        joints = (
+            ALL_JOINTS
+            if outcome is PublishOutcome.ACCEPTED
+            else ((1, 2, 3) if outcome is PublishOutcome.PARTIAL else ())
+        )
         return PublishReport(outcome, joints, reason="scripted", frames_sent=len(joints))
 
     @property
@@ -86,28 +89,48 @@ class Rig:
         lease_s: the lease's duration, s.
     """
 
-    def __init__(self, config: OwnerConfig | None = None, hooks: OwnerHooks | None = None,
-                 p0=None, feedback: bool = True, *, feedback_from_published: bool = False,
-                 publisher: RecordingPublisher | None = None, lease_holder: str = "test",
-                 lease_s: float = 1e6):
+    def __init__(
+        self,
+        config: OwnerConfig | None = None,
+        hooks: OwnerHooks | None = None,
+        p0=None,
+        feedback: bool = True,
+        *,
+        feedback_from_published: bool = False,
+        publisher: RecordingPublisher | None = None,
+        lease_holder: str = "test",
+        lease_s: float = 1e6,
+    ):
         self.clock = SimClock()
         self.pub = RecordingPublisher() if publisher is None else publisher
-        self.owner = ArmOwner(Arm.RIGHT, self.pub, self.clock,
-                              np.zeros(7) if p0 is None else p0, config or default_config(), hooks)
+        self.owner = ArmOwner(
+            Arm.RIGHT,
+            self.pub,
+            self.clock,
+            np.zeros(7) if p0 is None else p0,
+            config or default_config(),
+            hooks,
+        )
         self.lease = self.owner.grant_lease(lease_holder, lease_s)
         self.seq = 0
         self.feedback = feedback
         self.feedback_from_published = feedback_from_published
         self.fb_offset = np.zeros(7)
 
-    def target(self, positions, seq: int | None = None, generation: int | None = None, lease="own",
-               **kw) -> ArmTarget:
+    def target(
+        self, positions, seq: int | None = None, generation: int | None = None, lease="own", **kw
+    ) -> ArmTarget:
         if seq is None:
             self.seq += 1
             seq = self.seq
-        return ArmTarget(Arm.RIGHT, _vec(positions), seq,
-                         self.owner.generation if generation is None else generation,
-                         self.lease if lease == "own" else lease, **kw)
+        return ArmTarget(
+            Arm.RIGHT,
+            _vec(positions),
+            seq,
+            self.owner.generation if generation is None else generation,
+            self.lease if lease == "own" else lease,
+            **kw,
+        )
 
     def submit(self, positions, **kw):
         return self.owner.submit(self.target(positions, **kw))
@@ -121,16 +144,27 @@ class Rig:
         reps = []
         for _ in range(n):
             if self.feedback:
-                self.owner.observe_feedback(self._feedback_positions() + self.fb_offset, self.clock.now())
+                self.owner.observe_feedback(
+                    self._feedback_positions() + self.fb_offset, self.clock.now()
+                )
             reps.append(self.owner.tick())
             self.clock.advance(self.owner.config.period_s)
         return reps
 
 
-def experiment_rig(config: OwnerConfig | None = None, hooks: OwnerHooks | None = None, p0=None) -> Rig:
+def experiment_rig(
+    config: OwnerConfig | None = None, hooks: OwnerHooks | None = None, p0=None
+) -> Rig:
     """The rig the owner experiments were recorded with (bare reports, published-sample feedback)."""
-    return Rig(config, hooks, p0, feedback_from_published=True,
-               publisher=RecordingPublisher(detailed=False), lease_holder="experiment", lease_s=1e9)
+    return Rig(
+        config,
+        hooks,
+        p0,
+        feedback_from_published=True,
+        publisher=RecordingPublisher(detailed=False),
+        lease_holder="experiment",
+        lease_s=1e9,
+    )
 
 
 @dataclass
@@ -149,8 +183,15 @@ class StopRaceLog:
         return [done for name, done in self.events if name == kind]
 
 
-def held_tick_stop_race(rig: Rig, *, first_target: float, warmup_ticks: int, ticks_after: int,
-                        probe_s: float = 0.0, timeout_s: float = 5.0) -> StopRaceLog:
+def held_tick_stop_race(
+    rig: Rig,
+    *,
+    first_target: float,
+    warmup_ticks: int,
+    ticks_after: int,
+    probe_s: float = 0.0,
+    timeout_s: float = 5.0,
+) -> StopRaceLog:
     """Move the rig, hold one tick between compute and publish, call stop() from another thread,
     release, then run ``ticks_after`` more ticks. probe_s > 0: wait that long for stop() while
     the sample is held, to see that it blocks."""

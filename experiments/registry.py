@@ -21,9 +21,13 @@ class DuplicateRegistrationError(RobTwinError, ValueError):
 
     def __init__(self, name: str, first: Callable, second: Callable):
         self.name = name
-        super().__init__(f"experiment {name!r} is registered twice ({first.__module__}."
-                         f"{first.__qualname__} and {second.__module__}.{second.__qualname__}); "
-                         "valid: one function per name")
+        super().__init__(
+            f"experiment {name!r} is registered twice ({first.__module__}."
+            f"{first.__qualname__} and {second.__module__}.{second.__qualname__}); "
+            "valid: one function per name"
+        )
+
+
 _EXPERIMENTS: dict[str, ExperimentFn] = {}
 _BENCHMARKS: dict[str, Callable[[], dict]] = {}
 _loaded = False

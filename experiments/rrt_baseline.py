@@ -108,15 +108,27 @@ def _toppra(waypoints: np.ndarray, velocity: float, acceleration: float):
     n = waypoints.shape[1]
     v, a = np.full(n, velocity), np.full(n, acceleration)
     inst = toppra.algorithm.TOPPRA(
-        [toppra.constraint.JointVelocityConstraint(np.vstack([-v, v]).T),
-         toppra.constraint.JointAccelerationConstraint(np.vstack([-a, a]).T)],
-        path, parametrizer="ParametrizeConstAccel")
+        [
+            toppra.constraint.JointVelocityConstraint(np.vstack([-v, v]).T),
+            toppra.constraint.JointAccelerationConstraint(np.vstack([-a, a]).T),
+        ],
+        path,
+        parametrizer="ParametrizeConstAccel",
+    )
     return inst.compute_trajectory(0, 0)
 
 
-def plan_baseline(session: CheckSession, start: np.ndarray, goal: np.ndarray, lower: np.ndarray,
-                  upper: np.ndarray, velocity: float, acceleration: float, seed: int,
-                  rate_hz: float = 125.0) -> BaselineResult:
+def plan_baseline(
+    session: CheckSession,
+    start: np.ndarray,
+    goal: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    velocity: float,
+    acceleration: float,
+    seed: int,
+    rate_hz: float = 125.0,
+) -> BaselineResult:
     """Plan, smooth, retime and check from ``start`` to ``goal`` (stacked, [rad])."""
     rng = np.random.default_rng(seed)
     is_free = session.is_free
@@ -135,6 +147,11 @@ def plan_baseline(session: CheckSession, start: np.ndarray, goal: np.ndarray, lo
     q = traj(t)
     for k, row in enumerate(q):
         if not is_free(row):
-            return BaselineResult(False, f"retimed sample at t={t[k]:.3f} s collides",
-                                  float(traj.duration), k + 1, len(path))
+            return BaselineResult(
+                False,
+                f"retimed sample at t={t[k]:.3f} s collides",
+                float(traj.duration),
+                k + 1,
+                len(path),
+            )
     return BaselineResult(True, "", float(traj.duration), len(t), len(path))

@@ -26,9 +26,16 @@ def input_frame(session: str, seq: int, t: float, grip: float) -> str:
     hands = {}
     for name, cx in (("right", 0.2), ("left", -0.2)):
         a = 2 * math.pi * 0.5 * t
-        hands[name] = {"tracked": True, "orientation": [0.0, 0.0, 0.0, 1.0], "grip": grip, "trigger": 0.0,
-                       "position": [cx + 0.03 * math.cos(a), 1.2, -0.3 + 0.03 * math.sin(a)]}
-    return json.dumps({"v": 1, "type": "input", "session": session, "seq": seq, "t_ms": t * 1e3, "hands": hands})
+        hands[name] = {
+            "tracked": True,
+            "orientation": [0.0, 0.0, 0.0, 1.0],
+            "grip": grip,
+            "trigger": 0.0,
+            "position": [cx + 0.03 * math.cos(a), 1.2, -0.3 + 0.03 * math.sin(a)],
+        }
+    return json.dumps(
+        {"v": 1, "type": "input", "session": session, "seq": seq, "t_ms": t * 1e3, "hands": hands}
+    )
 
 
 async def operate(url: str, seconds: float, session: str = "bench") -> int:

@@ -18,8 +18,9 @@ import toppra.constraint
 toppra.setup_logging("WARNING")
 
 
-def toppra_retime(waypoints: np.ndarray, velocity: float, acceleration: float,
-                  rate_hz: float = 125.0) -> dict:
+def toppra_retime(
+    waypoints: np.ndarray, velocity: float, acceleration: float, rate_hz: float = 125.0
+) -> dict:
     """Retime the polyline ``waypoints`` (K+1, n) [rad] with TOPP-RA under symmetric limits
     ``velocity`` [rad/s] and ``acceleration`` [rad/s^2]; figures of its 1/rate_hz samples."""
     w = np.asarray(waypoints, float)
@@ -30,16 +31,22 @@ def toppra_retime(waypoints: np.ndarray, velocity: float, acceleration: float,
     v = np.full(n, velocity)
     a = np.full(n, acceleration)
     inst = toppra.algorithm.TOPPRA(
-        [toppra.constraint.JointVelocityConstraint(np.vstack([-v, v]).T),
-         toppra.constraint.JointAccelerationConstraint(np.vstack([-a, a]).T)],
-        path, parametrizer="ParametrizeConstAccel")
+        [
+            toppra.constraint.JointVelocityConstraint(np.vstack([-v, v]).T),
+            toppra.constraint.JointAccelerationConstraint(np.vstack([-a, a]).T),
+        ],
+        path,
+        parametrizer="ParametrizeConstAccel",
+    )
     traj = inst.compute_trajectory(0, 0)
     t = np.arange(0.0, traj.duration, 1.0 / rate_hz)
     qdd = traj(t, 2)
     dense = path(np.linspace(0.0, 1.0, 1001))
-    return {"duration_s": float(traj.duration),
-            "max_discrete_jerk": float(np.abs(np.diff(qdd, axis=0)).max() * rate_hz),
-            "max_deviation_from_checked_path_rad": float(max(_to_polyline(p, w) for p in dense))}
+    return {
+        "duration_s": float(traj.duration),
+        "max_discrete_jerk": float(np.abs(np.diff(qdd, axis=0)).max() * rate_hz),
+        "max_deviation_from_checked_path_rad": float(max(_to_polyline(p, w) for p in dense)),
+    }
 
 
 def _to_polyline(p: np.ndarray, w: np.ndarray) -> float:

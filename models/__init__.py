@@ -14,8 +14,15 @@ Start here::
 from controllers.lazy_exports import lazy_exports
 
 _MODULES = {
-    "models.loading": ("load_scene", "load_pinocchio", "apply_home", "apply_keyframe",
-                       "keyframe_state", "SCENE_PATH", "ROBOT_PATH"),
+    "models.loading": (
+        "load_scene",
+        "load_pinocchio",
+        "apply_home",
+        "apply_keyframe",
+        "keyframe_state",
+        "SCENE_PATH",
+        "ROBOT_PATH",
+    ),
     "models.build": ("robot_spec", "scene_spec"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

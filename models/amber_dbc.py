@@ -42,8 +42,16 @@ POSITION_NOTE = (
 def amber_dbc() -> str:
     """The DBC text (ids from ``controllers.names``)."""
     drives = [f"DRIVE{j}" for j in range(1, JOINTS_PER_ARM + 1)]
-    out = ['VERSION "rob-twin Amber protocol 1"', "", "NS_ :", "", "BS_:", "",
-           "BU_: HOST " + " ".join(drives), ""]
+    out = [
+        'VERSION "rob-twin Amber protocol 1"',
+        "",
+        "NS_ :",
+        "",
+        "BS_:",
+        "",
+        "BU_: HOST " + " ".join(drives),
+        "",
+    ]
     for j in range(1, JOINTS_PER_ARM + 1):
         d = drives[j - 1]
         out += [
@@ -59,9 +67,11 @@ def amber_dbc() -> str:
             ' SG_ status : 63|8@0+ (1,0) [0|255] "" HOST',
             "",
         ]
-    out.append('CM_ "ROB arm bus (CAN10: RIGHT arm L-10, CAN11: LEFT arm R-11), Amber position '
-               'protocol as used by rob-twin. hardware_io: false: derived from the seeds, not '
-               'from a drive manual.";')
+    out.append(
+        'CM_ "ROB arm bus (CAN10: RIGHT arm L-10, CAN11: LEFT arm R-11), Amber position '
+        "protocol as used by rob-twin. hardware_io: false: derived from the seeds, not "
+        'from a drive manual.";'
+    )
     for j in range(1, JOINTS_PER_ARM + 1):
         out += [
             f'CM_ BO_ {COMMAND_IDS[j - 1]} "Position command of joint {j}: opcode 0x40 then the '
@@ -72,7 +82,7 @@ def amber_dbc() -> str:
             f'CM_ SG_ {FEEDBACK_IDS[j - 1]} velocity_raw "Units unverified on the real drive; '
             'the twin sends 0.";',
             f'CM_ SG_ {FEEDBACK_IDS[j - 1]} diagnostic "Opaque (the twin: a rolling counter).";',
-            f'CM_ SG_ {FEEDBACK_IDS[j - 1]} status "Raw status byte (the twin\'s bits: 0x01 '
+            f"CM_ SG_ {FEEDBACK_IDS[j - 1]} status \"Raw status byte (the twin's bits: 0x01 "
             'enabled, 0x02 timeout, 0x04 limit, 0x08 following error).";',
         ]
     return "\n".join(out) + "\n"

@@ -90,11 +90,16 @@ def _touching_excludes() -> list[tuple[str, str]]:
     """
     segs = _segments()
     arm = Arm.RIGHT
-    bodies = [N.arm_base_body(arm)] + [N.arm_link_body(arm, j) for j in range(1, 8)] + [N.hand_body(arm)]
+    bodies = (
+        [N.arm_base_body(arm)] + [N.arm_link_body(arm, j) for j in range(1, 8)] + [N.hand_body(arm)]
+    )
     radii = [D.ARM_JOINTS[0].link_radius] + [j.link_radius for j in D.ARM_JOINTS] + [0.035]
     lengths = [D.ARM_JOINTS[0].origin[2]] + [float(np.linalg.norm(s)) for s in segs]
-    return [(_local(bodies[k]), _local(bodies[k + 2])) for k in range(len(bodies) - 2)
-            if lengths[k + 1] < radii[k] + radii[k + 2] + 0.005]
+    return [
+        (_local(bodies[k]), _local(bodies[k + 2]))
+        for k in range(len(bodies) - 2)
+        if lengths[k + 1] < radii[k] + radii[k + 2] + 0.005
+    ]
 
 
 def _position_servo(act, *, kp: float, kv: float, force_limit: float | None = None) -> None:
@@ -141,26 +146,53 @@ def _add_capsule(body, cls, name: str, radius: float, fromto) -> None:
 def _add_hand(spec: mujoco.MjSpec, parent, classes) -> None:
     """The hand with its TCP site and two parallel fingers (symmetric: never mirrored)."""
     arm = Arm.RIGHT
-    hand = parent.add_body(name=_local(N.hand_body(arm)),
-                           pos=_g(np.array(D.FLANGE_OFFSET) + np.array(D.HAND_OFFSET)),
-                           explicitinertial=True, ipos=[0, 0, 0.01], mass=D.HAND_MASS,
-                           inertia=[4e-4, 4e-4, 3e-4])
-    _add_capsule(hand, classes["arm_link"], _local(f"{N.arm_prefix(arm)}palm"), 0.032,
-                 [0, -0.03, 0.0, 0, 0.03, 0.0])
-    tcp = hand.add_site(name=_local(N.tcp_site(arm)), pos=[0, 0, D.TCP_OFFSET_Z], rgba=[1, 0.5, 0, 1])
+    hand = parent.add_body(
+        name=_local(N.hand_body(arm)),
+        pos=_g(np.array(D.FLANGE_OFFSET) + np.array(D.HAND_OFFSET)),
+        explicitinertial=True,
+        ipos=[0, 0, 0.01],
+        mass=D.HAND_MASS,
+        inertia=[4e-4, 4e-4, 3e-4],
+    )
+    _add_capsule(
+        hand,
+        classes["arm_link"],
+        _local(f"{N.arm_prefix(arm)}palm"),
+        0.032,
+        [0, -0.03, 0.0, 0, 0.03, 0.0],
+    )
+    tcp = hand.add_site(
+        name=_local(N.tcp_site(arm)), pos=[0, 0, D.TCP_OFFSET_Z], rgba=[1, 0.5, 0, 1]
+    )
     tcp.size[0] = 0.01
     fz = 0.035  # finger root height in the hand frame [m] (ASSUMED)
     for finger, sign in ((N.gripper_joint(arm), 1.0), (N.gripper_follower_joint(arm), -1.0)):
-        body = hand.add_body(name=_local(finger), pos=[0, sign * 0.008, fz], explicitinertial=True,
-                             ipos=[0, 0, 0.03], mass=D.FINGER_MASS, inertia=[2e-5, 2e-5, 5e-6])
+        body = hand.add_body(
+            name=_local(finger),
+            pos=[0, sign * 0.008, fz],
+            explicitinertial=True,
+            ipos=[0, 0, 0.03],
+            mass=D.FINGER_MASS,
+            inertia=[2e-5, 2e-5, 5e-6],
+        )
         body.add_joint(classes["finger"], name=_local(finger), axis=[0, sign, 0])
-        _add_capsule(body, classes["finger"], f"{_local(finger)}_geom", 0.008, [0, 0, 0, 0, 0, 0.06])
-    act = spec.add_actuator(classes["finger"], name=_local(N.gripper_actuator(arm)),
-                            target=_local(N.gripper_joint(arm)), trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        _add_capsule(
+            body, classes["finger"], f"{_local(finger)}_geom", 0.008, [0, 0, 0, 0, 0, 0.06]
+        )
+    act = spec.add_actuator(
+        classes["finger"],
+        name=_local(N.gripper_actuator(arm)),
+        target=_local(N.gripper_joint(arm)),
+        trntype=mujoco.mjtTrn.mjTRN_JOINT,
+    )
     act.ctrlrange = [0, D.FINGER_TRAVEL]
-    coupling = spec.add_equality(type=mujoco.mjtEq.mjEQ_JOINT, objtype=_JOINT,
-                                 name1=_local(N.gripper_follower_joint(arm)),
-                                 name2=_local(N.gripper_joint(arm)), solref=[0.005, 1])
+    coupling = spec.add_equality(
+        type=mujoco.mjtEq.mjEQ_JOINT,
+        objtype=_JOINT,
+        name1=_local(N.gripper_follower_joint(arm)),
+        name2=_local(N.gripper_joint(arm)),
+        solref=[0.005, 1],
+    )
     coupling.data[:5] = [0, 1, 0, 0, 0]  # polycoef: follower = leader
 
 
@@ -172,22 +204,49 @@ def arm_spec() -> mujoco.MjSpec:
     classes = _add_arm_defaults(spec)
     arm = Arm.RIGHT
     first = D.ARM_JOINTS[0]
-    body = spec.worldbody.add_body(name=_local(N.arm_base_body(arm)), explicitinertial=True,
-                                   ipos=[0, 0, 0.03], mass=D.BODY.mount_mass,
-                                   inertia=[3e-4, 3e-4, 3e-4])
-    _add_capsule(body, classes["arm_link"], f"{N.arm_prefix(arm)}mount_geom".removeprefix(
-        N.arm_prefix(arm)), first.link_radius, [0, 0, 0, 0, 0, first.origin[2]])
+    body = spec.worldbody.add_body(
+        name=_local(N.arm_base_body(arm)),
+        explicitinertial=True,
+        ipos=[0, 0, 0.03],
+        mass=D.BODY.mount_mass,
+        inertia=[3e-4, 3e-4, 3e-4],
+    )
+    _add_capsule(
+        body,
+        classes["arm_link"],
+        f"{N.arm_prefix(arm)}mount_geom".removeprefix(N.arm_prefix(arm)),
+        first.link_radius,
+        [0, 0, 0, 0, 0, first.origin[2]],
+    )
     for j, (joint, seg) in enumerate(zip(D.ARM_JOINTS, _segments(), strict=True), start=1):
         com, diag = _rod_inertia(joint.link_mass, joint.link_radius, seg)
-        body = body.add_body(name=_local(N.arm_link_body(arm, j)), pos=_g(joint.origin),
-                             explicitinertial=True, ipos=com, mass=joint.link_mass, inertia=diag)
-        body.add_joint(classes[joint.drive_group], name=_local(N.arm_joint(arm, j)),
-                       axis=_g(joint.axis), range=[joint.lower, joint.upper])
-        _add_capsule(body, classes["arm_link"], f"{_local(N.arm_link_body(arm, j))}_geom",
-                     joint.link_radius, [0, 0, 0, *seg])
-        servo = spec.add_actuator(classes[joint.drive_group], name=_local(N.arm_actuator(arm, j)),
-                                  target=_local(N.arm_joint(arm, j)),
-                                  trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        body = body.add_body(
+            name=_local(N.arm_link_body(arm, j)),
+            pos=_g(joint.origin),
+            explicitinertial=True,
+            ipos=com,
+            mass=joint.link_mass,
+            inertia=diag,
+        )
+        body.add_joint(
+            classes[joint.drive_group],
+            name=_local(N.arm_joint(arm, j)),
+            axis=_g(joint.axis),
+            range=[joint.lower, joint.upper],
+        )
+        _add_capsule(
+            body,
+            classes["arm_link"],
+            f"{_local(N.arm_link_body(arm, j))}_geom",
+            joint.link_radius,
+            [0, 0, 0, *seg],
+        )
+        servo = spec.add_actuator(
+            classes[joint.drive_group],
+            name=_local(N.arm_actuator(arm, j)),
+            target=_local(N.arm_joint(arm, j)),
+            trntype=mujoco.mjtTrn.mjTRN_JOINT,
+        )
         servo.ctrlrange = [joint.lower, joint.upper]
     _add_hand(spec, body, classes)
     for a, b in _touching_excludes():
@@ -224,36 +283,58 @@ def _lidar_quat(yaw: float) -> list[float]:
     qz = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
     w1, x1, y1, z1 = qz
     w2, x2, y2, z2 = qy
-    return _g([
-        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-    ])
+    return _g(
+        [
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ]
+    )
 
 
 def _add_base(spec: mujoco.MjSpec, shell) -> mujoco.MjsBody:
     """Tracked base with its range-sensor fan; returns the base body."""
     b = D.BODY
     cm = b.chassis_mass + 2 * b.tread_mass
-    base = spec.worldbody.add_body(name=N.BASE_BODY, explicitinertial=True,
-                                   ipos=[0, 0, b.chassis_center_z], mass=cm,
-                                   inertia=_box_inertia(cm, b.chassis_half))
+    base = spec.worldbody.add_body(
+        name=N.BASE_BODY,
+        explicitinertial=True,
+        ipos=[0, 0, b.chassis_center_z],
+        mass=cm,
+        inertia=_box_inertia(cm, b.chassis_half),
+    )
     base.add_freejoint(name=N.BASE_FREEJOINT)
-    base.add_geom(shell, name="base/chassis", type=_BOX, size=b.chassis_half,
-                  pos=[0, 0, b.chassis_center_z])
+    base.add_geom(
+        shell, name="base/chassis", type=_BOX, size=b.chassis_half, pos=[0, 0, b.chassis_center_z]
+    )
     for name, y in ((N.TREAD_LEFT_GEOM, b.tread_y), (N.TREAD_RIGHT_GEOM, -b.tread_y)):
-        base.add_geom(name=name, type=_BOX, size=b.tread_half, pos=[0, y, b.tread_half[2]],
-                      rgba=[0.1, 0.1, 0.1, 1], friction=[1.0, 0.01, 0.001])
+        base.add_geom(
+            name=name,
+            type=_BOX,
+            size=b.tread_half,
+            pos=[0, y, b.tread_half[2]],
+            rgba=[0.1, 0.1, 0.1, 1],
+            friction=[1.0, 0.01, 0.001],
+        )
     lidar = base.add_site(name=N.RANGE_SENSOR_SITE, pos=[0, 0, b.lidar_z], rgba=[0.1, 0.6, 0.9, 1])
     lidar.size[0] = 0.02
     for i in range(N.RANGE_SENSOR_BEAMS):
-        beam = base.add_site(name=N.range_sensor(i), pos=[0, 0, b.lidar_z], group=4,
-                             quat=_lidar_quat(2 * math.pi * i / N.RANGE_SENSOR_BEAMS))
+        beam = base.add_site(
+            name=N.range_sensor(i),
+            pos=[0, 0, b.lidar_z],
+            group=4,
+            quat=_lidar_quat(2 * math.pi * i / N.RANGE_SENSOR_BEAMS),
+        )
         beam.size[0] = 0.005
-        spec.add_sensor(name=N.range_sensor(i), type=mujoco.mjtSensor.mjSENS_RANGEFINDER,
-                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname=N.range_sensor(i),
-                        cutoff=b.lidar_cutoff, intprm=[1, 0, 0])  # data: distance
+        spec.add_sensor(
+            name=N.range_sensor(i),
+            type=mujoco.mjtSensor.mjSENS_RANGEFINDER,
+            objtype=mujoco.mjtObj.mjOBJ_SITE,
+            objname=N.range_sensor(i),
+            cutoff=b.lidar_cutoff,
+            intprm=[1, 0, 0],
+        )  # data: distance
     _add_base_sensors(spec, base)
     return base
 
@@ -262,43 +343,94 @@ def _add_base_sensors(spec: mujoco.MjSpec, base) -> None:
     """The driven base's sensors: the two lidar mounts (sites: +x is the unit's zero angle),
     the gyro on its side-mounted IMU board, the floor-flow velocimeter."""
     b = D.BODY
-    for name, pos, yaw in ((N.LIDAR_FRONT_SITE, b.lidar_front_pos, b.lidar_front_yaw),
-                           (N.LIDAR_BACK_SITE, b.lidar_back_pos, b.lidar_back_yaw)):
-        site = base.add_site(name=name, pos=_g(pos), quat=_g([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]),
-                             type=_CYLINDER, rgba=[0.1, 0.1, 0.1, 1])
+    for name, pos, yaw in (
+        (N.LIDAR_FRONT_SITE, b.lidar_front_pos, b.lidar_front_yaw),
+        (N.LIDAR_BACK_SITE, b.lidar_back_pos, b.lidar_back_yaw),
+    ):
+        site = base.add_site(
+            name=name,
+            pos=_g(pos),
+            quat=_g([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]),
+            type=_CYLINDER,
+            rgba=[0.1, 0.1, 0.1, 1],
+        )
         site.size = [0.035, 0.02, 0]
     imu = base.add_site(name=N.IMU_SITE, pos=_g(b.imu_pos), quat=_quat_rx(b.imu_roll), group=4)
     imu.size[0] = 0.01
-    spec.add_sensor(name=N.GYRO_SENSOR, type=mujoco.mjtSensor.mjSENS_GYRO,
-                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=N.IMU_SITE)
+    spec.add_sensor(
+        name=N.GYRO_SENSOR,
+        type=mujoco.mjtSensor.mjSENS_GYRO,
+        objtype=mujoco.mjtObj.mjOBJ_SITE,
+        objname=N.IMU_SITE,
+    )
     flow = base.add_site(name=N.FLOW_SITE, pos=_g(b.flow_pos), group=4)
     flow.size[0] = 0.01
-    spec.add_sensor(name=N.FLOW_SENSOR, type=mujoco.mjtSensor.mjSENS_VELOCIMETER,
-                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=N.FLOW_SITE)
+    spec.add_sensor(
+        name=N.FLOW_SENSOR,
+        type=mujoco.mjtSensor.mjSENS_VELOCIMETER,
+        objtype=mujoco.mjtObj.mjOBJ_SITE,
+        objname=N.FLOW_SITE,
+    )
 
 
 def _add_torso_and_head(base, shell) -> mujoco.MjsBody:
     """The yawing torso and the pan/tilt head with its camera; returns the torso body."""
     b = D.BODY
     th, hh = b.torso_half, b.head_half
-    torso = base.add_body(name=N.TORSO_BODY, pos=[0, 0, b.torso_joint_z], explicitinertial=True,
-                          ipos=[0, 0, th[2]], mass=b.torso_mass,
-                          inertia=_box_inertia(b.torso_mass, th))
-    torso.add_joint(name=N.TORSO_JOINT, axis=[0, 0, 1], range=b.torso_range, damping=5,
-                    armature=0.2, actfrcrange=[-b.torso_effort_limit, b.torso_effort_limit])
+    torso = base.add_body(
+        name=N.TORSO_BODY,
+        pos=[0, 0, b.torso_joint_z],
+        explicitinertial=True,
+        ipos=[0, 0, th[2]],
+        mass=b.torso_mass,
+        inertia=_box_inertia(b.torso_mass, th),
+    )
+    torso.add_joint(
+        name=N.TORSO_JOINT,
+        axis=[0, 0, 1],
+        range=b.torso_range,
+        damping=5,
+        armature=0.2,
+        actfrcrange=[-b.torso_effort_limit, b.torso_effort_limit],
+    )
     torso.add_geom(shell, name="torso/shell", type=_BOX, size=th, pos=[0, 0, th[2]])
-    head = torso.add_body(name=N.HEAD_BODY, pos=[0, 0, b.neck_height], explicitinertial=True,
-                          ipos=[0, 0, 0.05], mass=0.3, inertia=[3e-4, 3e-4, 3e-4])
+    head = torso.add_body(
+        name=N.HEAD_BODY,
+        pos=[0, 0, b.neck_height],
+        explicitinertial=True,
+        ipos=[0, 0, 0.05],
+        mass=0.3,
+        inertia=[3e-4, 3e-4, 3e-4],
+    )
     head_limit = [-b.head_effort_limit, b.head_effort_limit]
-    head.add_joint(name=N.HEAD_PAN_JOINT, axis=[0, 0, 1], range=b.pan_range, damping=0.2,
-                   armature=0.005, actfrcrange=head_limit)
-    tilt = head.add_body(name="head/tilt_link", pos=[0, 0, 0.05], explicitinertial=True,
-                         ipos=[0, 0, hh[2]], mass=b.head_mass, inertia=_g([b.head_mass * 0.005] * 3))
-    tilt.add_joint(name=N.HEAD_TILT_JOINT, axis=[0, 1, 0], range=b.tilt_range, damping=0.2,
-                   armature=0.005, actfrcrange=head_limit)
+    head.add_joint(
+        name=N.HEAD_PAN_JOINT,
+        axis=[0, 0, 1],
+        range=b.pan_range,
+        damping=0.2,
+        armature=0.005,
+        actfrcrange=head_limit,
+    )
+    tilt = head.add_body(
+        name="head/tilt_link",
+        pos=[0, 0, 0.05],
+        explicitinertial=True,
+        ipos=[0, 0, hh[2]],
+        mass=b.head_mass,
+        inertia=_g([b.head_mass * 0.005] * 3),
+    )
+    tilt.add_joint(
+        name=N.HEAD_TILT_JOINT,
+        axis=[0, 1, 0],
+        range=b.tilt_range,
+        damping=0.2,
+        armature=0.005,
+        actfrcrange=head_limit,
+    )
     tilt.add_geom(shell, name="head/shell", type=_BOX, size=hh, pos=[0, 0, hh[2]])
-    camera = tilt.add_camera(name=N.HEAD_CAMERA, pos=_g([hh[0] + 0.001, 0, hh[2]]),
-                             fovy=b.camera_fovy_deg)
+    camera = tilt.add_camera(
+        name=N.HEAD_CAMERA, pos=_g([hh[0] + 0.001, 0, hh[2]]), fovy=b.camera_fovy_deg
+    )
     _orient(camera, xyaxes=[0, -1, 0, 0, 0, 1])
     return torso
 
@@ -314,8 +446,9 @@ def _attach_arms(torso) -> None:
     arm = arm_spec()
     for side in (Arm.RIGHT, Arm.LEFT):
         y = -b.shoulder_y if side is Arm.RIGHT else b.shoulder_y  # ROB faces +x; its right is -y
-        mount = torso.add_frame().attach_body(arm.copy().body(_local(N.arm_base_body(Arm.RIGHT))),
-                                              N.arm_prefix(side), "")
+        mount = torso.add_frame().attach_body(
+            arm.copy().body(_local(N.arm_base_body(Arm.RIGHT))), N.arm_prefix(side), ""
+        )
         mount.pos = [0, y, b.shoulder_height]
         mount.quat = _quat_rx(math.pi / 2 if side is Arm.RIGHT else -math.pi / 2)
         if side is Arm.LEFT:
@@ -325,11 +458,34 @@ def _attach_arms(torso) -> None:
 def _add_body_servos(spec: mujoco.MjSpec) -> None:
     b = D.BODY
     for name, joint, kp, kv, ctrl, limit in (
-        (N.TORSO_ACTUATOR, N.TORSO_JOINT, b.torso_kp, b.torso_kv, b.torso_range, b.torso_effort_limit),
-        (N.HEAD_PAN_ACTUATOR, N.HEAD_PAN_JOINT, b.head_kp, b.head_kv, b.pan_range, b.head_effort_limit),
-        (N.HEAD_TILT_ACTUATOR, N.HEAD_TILT_JOINT, b.head_kp, b.head_kv, b.tilt_range, b.head_effort_limit),
+        (
+            N.TORSO_ACTUATOR,
+            N.TORSO_JOINT,
+            b.torso_kp,
+            b.torso_kv,
+            b.torso_range,
+            b.torso_effort_limit,
+        ),
+        (
+            N.HEAD_PAN_ACTUATOR,
+            N.HEAD_PAN_JOINT,
+            b.head_kp,
+            b.head_kv,
+            b.pan_range,
+            b.head_effort_limit,
+        ),
+        (
+            N.HEAD_TILT_ACTUATOR,
+            N.HEAD_TILT_JOINT,
+            b.head_kp,
+            b.head_kv,
+            b.tilt_range,
+            b.head_effort_limit,
+        ),
     ):
-        act = spec.add_actuator(name=name, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrlrange=ctrl)
+        act = spec.add_actuator(
+            name=name, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrlrange=ctrl
+        )
         _position_servo(act, kp=kp, kv=kv, force_limit=limit)
 
 
@@ -338,9 +494,14 @@ def _add_speed_limits(spec: mujoco.MjSpec) -> None:
     b = D.BODY
     for arm in (Arm.RIGHT, Arm.LEFT):
         for j, joint in enumerate(D.ARM_JOINTS, start=1):
-            spec.add_numeric(name=f"velocity_limit/{N.arm_joint(arm, j)}", data=[joint.velocity_limit])
-    for joint, limit in ((N.TORSO_JOINT, b.torso_velocity_limit), (N.HEAD_PAN_JOINT, b.head_velocity_limit),
-                         (N.HEAD_TILT_JOINT, b.head_velocity_limit)):
+            spec.add_numeric(
+                name=f"velocity_limit/{N.arm_joint(arm, j)}", data=[joint.velocity_limit]
+            )
+    for joint, limit in (
+        (N.TORSO_JOINT, b.torso_velocity_limit),
+        (N.HEAD_PAN_JOINT, b.head_velocity_limit),
+        (N.HEAD_TILT_JOINT, b.head_velocity_limit),
+    ):
         spec.add_numeric(name=f"velocity_limit/{joint}", data=[limit])
     spec.add_numeric(name="tread_max_speed", data=[b.tread_max_speed])
 
@@ -400,41 +561,86 @@ def _add_scene(spec: mujoco.MjSpec) -> None:
     spec.visual.global_.elevation = -25
     spec.visual.global_.offwidth = 1280
     spec.visual.global_.offheight = 720
-    spec.add_texture(type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
-                     rgb1=[0.3, 0.5, 0.7], rgb2=[0, 0, 0], width=512, height=3072)
-    spec.add_texture(name="groundplane", type=mujoco.mjtTexture.mjTEXTURE_2D,
-                     builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER, mark=mujoco.mjtMark.mjMARK_EDGE,
-                     rgb1=[0.2, 0.3, 0.4], rgb2=[0.1, 0.2, 0.3], markrgb=[0.8, 0.8, 0.8],
-                     width=300, height=300)
-    ground = spec.add_material(name="groundplane", texuniform=True, texrepeat=[5, 5], reflectance=0.2)
+    spec.add_texture(
+        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        rgb1=[0.3, 0.5, 0.7],
+        rgb2=[0, 0, 0],
+        width=512,
+        height=3072,
+    )
+    spec.add_texture(
+        name="groundplane",
+        type=mujoco.mjtTexture.mjTEXTURE_2D,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+        mark=mujoco.mjtMark.mjMARK_EDGE,
+        rgb1=[0.2, 0.3, 0.4],
+        rgb2=[0.1, 0.2, 0.3],
+        markrgb=[0.8, 0.8, 0.8],
+        width=300,
+        height=300,
+    )
+    ground = spec.add_material(
+        name="groundplane", texuniform=True, texrepeat=[5, 5], reflectance=0.2
+    )
     ground.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "groundplane"
     # The table top is thin: a mesh box, never a primitive box (MuJoCo's capsule-box
     # collider misses capsules that cross thin boxes; DESIGN.md).
     hx, hy = s.table_half
     t = s.table_thickness
-    spec.add_mesh(name="table_top", uservert=[c for x in (-hx, hx) for y in (-hy, hy)
-                                              for z in (-t / 2, t / 2) for c in _g([x, y, z])])
+    spec.add_mesh(
+        name="table_top",
+        uservert=[
+            c for x in (-hx, hx) for y in (-hy, hy) for z in (-t / 2, t / 2) for c in _g([x, y, z])
+        ],
+    )
     world = spec.worldbody
     world.add_light(pos=[0, 0, 3.5], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
     world.add_light(pos=[1.5, -1.5, 2.5], dir=[-0.5, 0.5, -1], diffuse=[0.4, 0.4, 0.4])
-    world.add_geom(name=N.FLOOR_GEOM, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05],
-                   material="groundplane")
+    world.add_geom(
+        name=N.FLOOR_GEOM,
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        size=[0, 0, 0.05],
+        material="groundplane",
+    )
     table = world.add_body(name=N.TABLE_BODY, pos=_g([*s.table_center, s.table_height - t / 2]))
-    table.add_geom(name=N.TABLE_TOP_GEOM, type=mujoco.mjtGeom.mjGEOM_MESH, meshname="table_top",
-                   rgba=[0.62, 0.45, 0.3, 1])
+    table.add_geom(
+        name=N.TABLE_TOP_GEOM,
+        type=mujoco.mjtGeom.mjGEOM_MESH,
+        meshname="table_top",
+        rgba=[0.62, 0.45, 0.3, 1],
+    )
     leg_half = (s.table_height - t) / 2
     for i, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1))):
-        table.add_geom(name=f"{N.TABLE_BODY}/leg{i}", type=_CYLINDER, size=_g([s.leg_radius, leg_half, 0]),
-                       pos=_g([sx * (hx - 0.05), sy * (hy - 0.05), -leg_half - t / 2]),
-                       rgba=[0.45, 0.32, 0.2, 1])
+        table.add_geom(
+            name=f"{N.TABLE_BODY}/leg{i}",
+            type=_CYLINDER,
+            size=_g([s.leg_radius, leg_half, 0]),
+            pos=_g([sx * (hx - 0.05), sy * (hy - 0.05), -leg_half - t / 2]),
+            rgba=[0.45, 0.32, 0.2, 1],
+        )
     cx, cy = s.can_xy
-    can = world.add_body(name=N.CAN_BODY, pos=_g([cx, cy, s.table_height + s.can_half_height + 0.001]))
+    can = world.add_body(
+        name=N.CAN_BODY, pos=_g([cx, cy, s.table_height + s.can_half_height + 0.001])
+    )
     can.add_freejoint(name=f"{N.CAN_BODY}/free")
-    can.add_geom(name=N.CAN_GEOM, type=_CYLINDER, size=[s.can_radius, s.can_half_height, 0],
-                 mass=s.can_mass, rgba=[0.85, 0.05, 0.05, 1], condim=4, friction=[1, 0.02, 0.001])
+    can.add_geom(
+        name=N.CAN_GEOM,
+        type=_CYLINDER,
+        size=[s.can_radius, s.can_half_height, 0],
+        mass=s.can_mass,
+        rgba=[0.85, 0.05, 0.05, 1],
+        condim=4,
+        friction=[1, 0.02, 0.001],
+    )
     _add_room(world)
-    world.add_camera(name=N.OVERVIEW_CAMERA, pos=[2.3, -1.9, 1.9], fovy=45,
-                     mode=mujoco.mjtCamLight.mjCAMLIGHT_TARGETBODY, targetbody=N.TORSO_BODY)
+    world.add_camera(
+        name=N.OVERVIEW_CAMERA,
+        pos=[2.3, -1.9, 1.9],
+        fovy=45,
+        mode=mujoco.mjtCamLight.mjCAMLIGHT_TARGETBODY,
+        targetbody=N.TORSO_BODY,
+    )
     front = world.add_camera(name=N.FRONT_CAMERA, pos=[2.4, 0, 1.3], fovy=50)
     _orient(front, xyaxes=[0, 1, 0, -0.35, 0, 1])
 
@@ -444,12 +650,19 @@ def _add_room(world) -> None:
     s = D.SCENE
     (x0, x1), (y0, y1), h, t = s.room_x, s.room_y, s.wall_height, s.wall_thickness
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    for name, pos, half in (("north", [x1 + t / 2, cy], [t / 2, (y1 - y0) / 2 + t, h / 2]),
-                            ("south", [x0 - t / 2, cy], [t / 2, (y1 - y0) / 2 + t, h / 2]),
-                            ("west", [cx, y1 + t / 2], [(x1 - x0) / 2, t / 2, h / 2]),
-                            ("east", [cx, y0 - t / 2], [(x1 - x0) / 2, t / 2, h / 2])):
-        world.add_geom(name=f"{N.ROOM_WALL_PREFIX}{name}", type=_BOX, size=_g(half),
-                       pos=_g([*pos, h / 2]), rgba=[0.85, 0.85, 0.8, 1])
+    for name, pos, half in (
+        ("north", [x1 + t / 2, cy], [t / 2, (y1 - y0) / 2 + t, h / 2]),
+        ("south", [x0 - t / 2, cy], [t / 2, (y1 - y0) / 2 + t, h / 2]),
+        ("west", [cx, y1 + t / 2], [(x1 - x0) / 2, t / 2, h / 2]),
+        ("east", [cx, y0 - t / 2], [(x1 - x0) / 2, t / 2, h / 2]),
+    ):
+        world.add_geom(
+            name=f"{N.ROOM_WALL_PREFIX}{name}",
+            type=_BOX,
+            size=_g(half),
+            pos=_g([*pos, h / 2]),
+            rgba=[0.85, 0.85, 0.8, 1],
+        )
 
 
 def scene_spec() -> mujoco.MjSpec:

@@ -33,14 +33,20 @@ class DriveSpec:
 
 # OPENARM: no-load speeds 16.75 / 5.45 / 20.94 rad/s and peak torques 40 / 27 / 7 Nm for
 # J1-2 / J3-4 / J5-7. ASSUMED: servo gains, armature, damping.
-SHOULDER_DRIVE = DriveSpec(velocity_limit=16.75, effort_limit=40.0, kp=400.0, kv=25.0,
-                           armature=0.08, damping=0.5)  # J1-2
-ELBOW_DRIVE = DriveSpec(velocity_limit=5.45, effort_limit=27.0, kp=250.0, kv=15.0,
-                        armature=0.05, damping=0.4)  # J3-4
-WRIST_DRIVE = DriveSpec(velocity_limit=20.94, effort_limit=7.0, kp=60.0, kv=2.5,
-                        armature=0.01, damping=0.1)  # J5-7
+SHOULDER_DRIVE = DriveSpec(
+    velocity_limit=16.75, effort_limit=40.0, kp=400.0, kv=25.0, armature=0.08, damping=0.5
+)  # J1-2
+ELBOW_DRIVE = DriveSpec(
+    velocity_limit=5.45, effort_limit=27.0, kp=250.0, kv=15.0, armature=0.05, damping=0.4
+)  # J3-4
+WRIST_DRIVE = DriveSpec(
+    velocity_limit=20.94, effort_limit=7.0, kp=60.0, kv=2.5, armature=0.01, damping=0.1
+)  # J5-7
 DRIVE_GROUPS: dict[str, DriveSpec] = {
-    "shoulder": SHOULDER_DRIVE, "elbow": ELBOW_DRIVE, "wrist": WRIST_DRIVE}
+    "shoulder": SHOULDER_DRIVE,
+    "elbow": ELBOW_DRIVE,
+    "wrist": WRIST_DRIVE,
+}
 
 
 def _from_drive(field: str) -> property:
@@ -77,20 +83,69 @@ class JointSpec:
 # ASSUMED: link masses (sum 5.6 kg plus the 0.4 kg hand = 6.0 kg, OPENARM "arm mass about
 # 6 kg"), capsule radii.
 ARM_JOINTS: tuple[JointSpec, ...] = (
-    JointSpec(origin=(0.0, 0.0, 0.0625), axis=(0, 0, 1), lower=-1.396, upper=3.491,
-              drive=SHOULDER_DRIVE, link_mass=1.10, link_radius=0.045),
-    JointSpec(origin=(-0.0301, 0.0, 0.06), axis=(-1, 0, 0), lower=-1.745, upper=1.745,
-              drive=SHOULDER_DRIVE, link_mass=1.00, link_radius=0.045),
-    JointSpec(origin=(0.0301, 0.0, 0.06625), axis=(0, 0, 1), lower=-1.571, upper=1.571,
-              drive=ELBOW_DRIVE, link_mass=1.00, link_radius=0.042),
-    JointSpec(origin=(0.0, 0.0315, 0.15375), axis=(0, 1, 0), lower=0.0, upper=2.443,
-              drive=ELBOW_DRIVE, link_mass=0.90, link_radius=0.040),
-    JointSpec(origin=(0.0, -0.0315, 0.0955), axis=(0, 0, 1), lower=-1.571, upper=1.571,
-              drive=WRIST_DRIVE, link_mass=0.70, link_radius=0.035),
-    JointSpec(origin=(0.0375, 0.0, 0.1205), axis=(1, 0, 0), lower=-0.785, upper=0.785,
-              drive=WRIST_DRIVE, link_mass=0.50, link_radius=0.033),
-    JointSpec(origin=(-0.0375, 0.0, 0.0), axis=(0, 1, 0), lower=-1.571, upper=1.571,
-              drive=WRIST_DRIVE, link_mass=0.40, link_radius=0.030),
+    JointSpec(
+        origin=(0.0, 0.0, 0.0625),
+        axis=(0, 0, 1),
+        lower=-1.396,
+        upper=3.491,
+        drive=SHOULDER_DRIVE,
+        link_mass=1.10,
+        link_radius=0.045,
+    ),
+    JointSpec(
+        origin=(-0.0301, 0.0, 0.06),
+        axis=(-1, 0, 0),
+        lower=-1.745,
+        upper=1.745,
+        drive=SHOULDER_DRIVE,
+        link_mass=1.00,
+        link_radius=0.045,
+    ),
+    JointSpec(
+        origin=(0.0301, 0.0, 0.06625),
+        axis=(0, 0, 1),
+        lower=-1.571,
+        upper=1.571,
+        drive=ELBOW_DRIVE,
+        link_mass=1.00,
+        link_radius=0.042,
+    ),
+    JointSpec(
+        origin=(0.0, 0.0315, 0.15375),
+        axis=(0, 1, 0),
+        lower=0.0,
+        upper=2.443,
+        drive=ELBOW_DRIVE,
+        link_mass=0.90,
+        link_radius=0.040,
+    ),
+    JointSpec(
+        origin=(0.0, -0.0315, 0.0955),
+        axis=(0, 0, 1),
+        lower=-1.571,
+        upper=1.571,
+        drive=WRIST_DRIVE,
+        link_mass=0.70,
+        link_radius=0.035,
+    ),
+    JointSpec(
+        origin=(0.0375, 0.0, 0.1205),
+        axis=(1, 0, 0),
+        lower=-0.785,
+        upper=0.785,
+        drive=WRIST_DRIVE,
+        link_mass=0.50,
+        link_radius=0.033,
+    ),
+    JointSpec(
+        origin=(-0.0375, 0.0, 0.0),
+        axis=(0, 1, 0),
+        lower=-1.571,
+        upper=1.571,
+        drive=WRIST_DRIVE,
+        link_mass=0.40,
+        link_radius=0.030,
+    ),
 )
 assert len(ARM_JOINTS) == JOINTS_PER_ARM
 
@@ -182,7 +237,6 @@ class SceneSpec:
     can_half_height: float = 0.0615
     can_mass: float = 0.35
     can_xy: tuple[float, float] = (0.62, -0.18)
-
 
     # ASSUMED room for the lidars and the odometry runs: walls 1.2 m high, 10 cm thick, inner
     # faces at x = -7 and x = 3 m, y = -3 and y = 3 m (ROB starts at the origin facing +x).

@@ -25,10 +25,14 @@ HOME: ArmPoses = {"right": HOME_ARM_POSE, "left": HOME_ARM_POSE}
 # (seed 0, first hit of a side-swap search) scored 22 of 235 frames, 1.3 cm bend, 0
 # sequential hits. The right hand starts right of the left one and each hand ends where
 # the other started.
-CROSSING_START: ArmPoses = {"right": (1.3478, -1.0388, -1.3575, 1.8563, -0.537, 0.5711, 0.1996),
-                            "left": (1.1135, -1.2749, -1.4083, 1.3621, 0.1736, 0.3888, 0.2503)}
-CROSSING_GOALS: ArmPoses = {"right": (0.619, -1.3275, -1.1877, 1.3564, -0.5384, -0.3084, 0.3282),
-                            "left": (1.1068, -1.3433, -1.439, 1.6231, -0.0475, 0.0758, -0.0042)}
+CROSSING_START: ArmPoses = {
+    "right": (1.3478, -1.0388, -1.3575, 1.8563, -0.537, 0.5711, 0.1996),
+    "left": (1.1135, -1.2749, -1.4083, 1.3621, 0.1736, 0.3888, 0.2503),
+}
+CROSSING_GOALS: ArmPoses = {
+    "right": (0.619, -1.3275, -1.1877, 1.3564, -0.5384, -0.3084, 0.3282),
+    "left": (1.1068, -1.3433, -1.439, 1.6231, -0.0475, 0.0758, -0.0042),
+}
 
 # Keyframes of the model: name -> arm poses (everything else at the model's qpos0; the arm
 # servos are commanded to the same angles).

@@ -150,7 +150,7 @@ class SplinePath:
         self.spline = CubicSpline(np.linspace(0.0, 1.0, len(waypoints)), waypoints, axis=0)
         self.scale = scale
         v, a, j = base
-        self.profile = ScalarProfile(v / scale, a / scale ** 2, j / scale ** 3)
+        self.profile = ScalarProfile(v / scale, a / scale**2, j / scale**3)
 
     @property
     def duration(self) -> float:
@@ -167,12 +167,16 @@ class SplinePath:
         k = np.clip(np.searchsorted(self.profile.starts, t, "right") - 1, 0, 6)
         sddd = np.where(t < self.duration, self.profile.jerks[k], 0.0)
         d1, d2, d3 = self.spline(s, 1), self.spline(s, 2), self.spline(s, 3)
-        return (d3 * sd[:, None] ** 3 + 3 * d2 * (sd * sdd)[:, None] + d1 * sddd[:, None])
+        return d3 * sd[:, None] ** 3 + 3 * d2 * (sd * sdd)[:, None] + d1 * sddd[:, None]
 
 
-def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
-                   config: CartesianConfig | None = None, torso: float | None = None,
-                   ik_config: IKConfig | None = None) -> CartesianResult:
+def plan_cartesian(
+    group: ArmGroup,
+    targets: Mapping[str, pin.SE3 | np.ndarray],
+    config: CartesianConfig | None = None,
+    torso: float | None = None,
+    ik_config: IKConfig | None = None,
+) -> CartesianResult:
     """Lockstep straight-line TCP paths of the arms in ``targets`` (base-frame poses) from
     their commanded poses; ``torso`` [rad] defaults to the group's reference torso."""
     cfg = config or default_config()
@@ -187,38 +191,57 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
     q0 = {a: group.arm_q(a) for a in moving}
     start = {a: solvers[a].kin.tcp_pose(q0[a], torso) for a in moving}
     goal = {a: as_pose(targets[a], f"targets[{a!r}]") for a in moving}
-    reach = max(max(float(np.linalg.norm(goal[a].translation - start[a].translation)) / cfg.step_m,
-                    float(np.linalg.norm(pin.log3(start[a].rotation.T @ goal[a].rotation)))
-                    / cfg.step_rad) for a in moving)
+    reach = max(
+        max(
+            float(np.linalg.norm(goal[a].translation - start[a].translation)) / cfg.step_m,
+            float(np.linalg.norm(pin.log3(start[a].rotation.T @ goal[a].rotation))) / cfg.step_rad,
+        )
+        for a in moving
+    )
     n = max(2, math.ceil(reach))
     meter = group.meter.session(moving, group.reference_qpos)
     margin = group.config.collision.margin_m
     stages = timer.stages
 
     def fail(status, k, arm, reason, pair=None):
-        return CartesianResult(status, failure=CartesianFailure(status, k, n + 1, k / n, arm,
-                                                                reason, pair))
+        return CartesianResult(
+            status, failure=CartesianFailure(status, k, n + 1, k / n, arm, reason, pair)
+        )
 
     with timer.stage("ik"):
         rows, q = [], dict(q0)
         for k in range(n + 1):
             if k > 0:
                 for a in moving:
-                    r = solvers[a].solve_continuous(interpolate(start[a], goal[a], k / n), q[a], torso,
-                                                    cfg.max_joint_step_rad)
+                    r = solvers[a].solve_continuous(
+                        interpolate(start[a], goal[a], k / n), q[a], torso, cfg.max_joint_step_rad
+                    )
                     if not r.ok:
-                        status = (CartesianStatus.JOINT_JUMP if r.status.value == "joint_jump"
-                                  else CartesianStatus.IK_FAILED)
-                        return fail(status, k, a, f"IK at sample {k}/{n} (s={k / n:.3f}) of {a}: "
-                                                  f"{r.status.value}: {r.message}")
+                        status = (
+                            CartesianStatus.JOINT_JUMP
+                            if r.status.value == "joint_jump"
+                            else CartesianStatus.IK_FAILED
+                        )
+                        return fail(
+                            status,
+                            k,
+                            a,
+                            f"IK at sample {k}/{n} (s={k / n:.3f}) of {a}: "
+                            f"{r.status.value}: {r.message}",
+                        )
                     q[a] = r.q
             row = np.concatenate([q[a] for a in moving])
             c = meter.clearance(row)
             if not c.is_free(margin):
                 status = CartesianStatus.START_IN_COLLISION if k == 0 else CartesianStatus.COLLISION
-                return fail(status, k, _arm_of(group, c.pair, moving),
-                            f"sample {k}/{n} (s={k / n:.3f}) is {c.distance_m * 1e3:.2f} mm from "
-                            f"collision (margin {margin * 1e3:.1f} mm): {c.pair}", c.pair)
+                return fail(
+                    status,
+                    k,
+                    _arm_of(group, c.pair, moving),
+                    f"sample {k}/{n} (s={k / n:.3f}) is {c.distance_m * 1e3:.2f} mm from "
+                    f"collision (margin {margin * 1e3:.1f} mm): {c.pair}",
+                    c.pair,
+                )
             rows.append(row)
 
     with timer.stage("retime"):
@@ -226,8 +249,12 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
         limits = JointLimits.stack([group.motion_limits(a) for a in moving])
         path, scale = _timed(waypoints, limits, group.config.rate_hz, cfg)
     if path is None:
-        return fail(CartesianStatus.LIMITS, n, None,
-                    f"joint limits still exceeded after {cfg.max_time_scalings} slow-downs")
+        return fail(
+            CartesianStatus.LIMITS,
+            n,
+            None,
+            f"joint limits still exceeded after {cfg.max_time_scalings} slow-downs",
+        )
     times = sample_times(path.duration, group.config.rate_hz)
     qs, qd, qdd = path.evaluate(times)
     lo = np.concatenate([group.joint_limits(a)[0] for a in moving])
@@ -241,23 +268,46 @@ def plan_cartesian(group: ArmGroup, targets: Mapping[str, pin.SE3 | np.ndarray],
         hit, record, checked = group._check_timed(path, meter)
     if hit is not None:
         k = int(round(float(path.profile.evaluate(np.array([hit[0]]))[0][0]) * n))
-        return fail(CartesianStatus.COLLISION, k, _arm_of(group, hit[1].pair, moving),
-                    f"retimed state at t={hit[0]:.3f} s (near sample {k}) is "
-                    f"{hit[1].distance_m * 1e3:.2f} mm from collision: {hit[1].pair}", hit[1].pair)
+        return fail(
+            CartesianStatus.COLLISION,
+            k,
+            _arm_of(group, hit[1].pair, moving),
+            f"retimed state at t={hit[0]:.3f} s (near sample {k}) is "
+            f"{hit[1].distance_m * 1e3:.2f} mm from collision: {hit[1].pair}",
+            hit[1].pair,
+        )
     deviation = _line_deviation(solvers, moving, start, goal, qs, torso)
     if deviation > cfg.position_tolerance_m:
-        return fail(CartesianStatus.OFF_LINE, n, None,
-                    f"TCP leaves its line by {deviation * 1e3:.2f} mm "
-                    f"(tolerance {cfg.position_tolerance_m * 1e3:.2f} mm)")
+        return fail(
+            CartesianStatus.OFF_LINE,
+            n,
+            None,
+            f"TCP leaves its line by {deviation * 1e3:.2f} mm "
+            f"(tolerance {cfg.position_tolerance_m * 1e3:.2f} mm)",
+        )
     arms, col = {}, 0
     for a in moving:
         m = len(group.joint_names(a))
-        arms[a] = ArmTrajectory(a, group.joint_names(a), qs[:, col:col + m], qd[:, col:col + m],
-                                qdd[:, col:col + m])
+        arms[a] = ArmTrajectory(
+            a,
+            group.joint_names(a),
+            qs[:, col : col + m],
+            qd[:, col : col + m],
+            qdd[:, col : col + m],
+        )
         col += m
     timer.total()
-    plan = Plan(t=times, rate_hz=group.config.rate_hz, arms=arms, waypoints=waypoints,
-                min_clearance=record, stage_times_s=stages, checked_states=checked, repairs=0, seed=0)
+    plan = Plan(
+        t=times,
+        rate_hz=group.config.rate_hz,
+        arms=arms,
+        waypoints=waypoints,
+        min_clearance=record,
+        stage_times_s=stages,
+        checked_states=checked,
+        repairs=0,
+        seed=0,
+    )
     return CartesianResult(CartesianStatus.SUCCESS, plan, None, deviation, scale)
 
 
@@ -278,9 +328,11 @@ def _range_report(group, moving, path, times, qs, lo, hi, n):
     k = min(int(s * n), n - 1)
     w = path.waypoints[:, j]
     margins = [float(min(w[m] - lo[j], hi[j] - w[m])) * 1e6 for m in (k, k + 1)]
-    reason = (f"the spline leaves the joint range: {names[j][1]} by {excess[i, j] * 1e6:.2f} urad "
-              f"at t={times[i]:.3f} s (s={s:.4f}), between IK samples {k} and {k + 1} "
-              f"({margins[0]:.2f} / {margins[1]:.2f} urad inside the range)")
+    reason = (
+        f"the spline leaves the joint range: {names[j][1]} by {excess[i, j] * 1e6:.2f} urad "
+        f"at t={times[i]:.3f} s (s={s:.4f}), between IK samples {k} and {k + 1} "
+        f"({margins[0]:.2f} / {margins[1]:.2f} urad inside the range)"
+    )
     return int(round(s * n)), names[j][0], reason
 
 
@@ -294,7 +346,9 @@ def _arm_of(group: ArmGroup, pair: GeomPair | None, moving) -> str | None:
 
 def _timed(waypoints: np.ndarray, limits: JointLimits, rate_hz: float, cfg: CartesianConfig):
     """The spline path on the fastest uniformly slowed law that respects ``limits``."""
-    vmax, amax, jmax = (np.asarray(getattr(limits, f)) for f in ("velocity", "acceleration", "jerk"))
+    vmax, amax, jmax = (
+        np.asarray(getattr(limits, f)) for f in ("velocity", "acceleration", "jerk")
+    )
     probe = CubicSpline(np.linspace(0, 1, len(waypoints)), waypoints, axis=0)
     grid = np.linspace(0.0, 1.0, 20 * len(waypoints))
     d1 = np.max(np.abs(probe(grid, 1)), axis=0) + 1e-12
@@ -305,14 +359,20 @@ def _timed(waypoints: np.ndarray, limits: JointLimits, rate_hz: float, cfg: Cart
         dt = 1.0 / rate_hz
         dense = np.linspace(0.0, path.duration, max(200, int(path.duration * 1000)))
         _, qd, qdd = path.evaluate(dense)
-        ratio = max(float(np.max(np.abs(qd) / vmax)),
-                    math.sqrt(float(np.max(np.abs(qdd) / amax))),
-                    float(np.max(np.abs(path.jerk(dense)) / jmax)) ** (1 / 3))
+        ratio = max(
+            float(np.max(np.abs(qd) / vmax)),
+            math.sqrt(float(np.max(np.abs(qdd) / amax))),
+            float(np.max(np.abs(path.jerk(dense)) / jmax)) ** (1 / 3),
+        )
         times = sample_times(path.duration, rate_hz)
         qs, qds, qdds = path.evaluate(times)
         rep = limit_report(qs, qds, qdds, dt, limits)
-        ratio = max(ratio, rep.discrete_velocity, math.sqrt(rep.discrete_acceleration),
-                    rep.discrete_jerk ** (1 / 3))
+        ratio = max(
+            ratio,
+            rep.discrete_velocity,
+            math.sqrt(rep.discrete_acceleration),
+            rep.discrete_jerk ** (1 / 3),
+        )
         if ratio <= 1.0 + 1e-9:
             return path, scale
         scale *= ratio * 1.01
@@ -327,7 +387,7 @@ def _line_deviation(solvers, moving, start, goal, q, torso) -> float:
         p0, p1 = start[a].translation, goal[a].translation
         d = p1 - p0
         L2 = float(d @ d)
-        for row in q[:, col:col + 7]:
+        for row in q[:, col : col + 7]:
             p = kin.tcp_pose(row, torso).translation
             u = 0.0 if L2 == 0 else float(np.clip((p - p0) @ d / L2, 0.0, 1.0))
             worst = max(worst, float(np.linalg.norm(p - (p0 + u * d))))

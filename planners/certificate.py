@@ -55,8 +55,12 @@ def consistent(t: np.ndarray, lower: np.ndarray, upper: np.ndarray, L: float) ->
     return bool(np.all(gap <= 1e-12))
 
 
-def certify(times_s: Sequence[float], lower_m: Sequence[float], upper_m: Sequence[float],
-            lipschitz_m_s: float) -> Certificate:
+def certify(
+    times_s: Sequence[float],
+    lower_m: Sequence[float],
+    upper_m: Sequence[float],
+    lipschitz_m_s: float,
+) -> Certificate:
     """The exact minimum of the lower envelope d_- over the samples' span (seed 003).
 
     times_s: strictly increasing sample times [s]; lower_m/upper_m: clearance interval
@@ -66,8 +70,11 @@ def certify(times_s: Sequence[float], lower_m: Sequence[float], upper_m: Sequenc
     hi = np.asarray(upper_m, float)
     L = float(lipschitz_m_s)
     if t.ndim != 1 or t.size == 0 or lo.shape != t.shape or hi.shape != t.shape:
-        raise PlannerConfigError("times/lower/upper", (t.shape, lo.shape, hi.shape),
-                                 "three 1-D arrays of one length >= 1")
+        raise PlannerConfigError(
+            "times/lower/upper",
+            (t.shape, lo.shape, hi.shape),
+            "three 1-D arrays of one length >= 1",
+        )
     if not (np.all(np.isfinite(t)) and np.all(np.diff(t) > 0)):
         raise PlannerConfigError("times_s", t, "finite and strictly increasing [s]")
     if np.any(np.isnan(lo)) or np.any(np.isnan(hi)) or np.any(lo > hi):
@@ -113,12 +120,19 @@ def chain_radii(model: mujoco.MjModel, joint_names: Sequence[str]) -> np.ndarray
         for g in range(model.ngeom):
             b = int(model.geom_bodyid[g])
             if b in reach:
-                r = max(r, reach[b] + float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g]))
+                r = max(
+                    r,
+                    reach[b]
+                    + float(np.linalg.norm(model.geom_pos[g]))
+                    + float(model.geom_rbound[g]),
+                )
         radii.append(r)
     return np.array(radii)
 
 
-def lipschitz_bound(speeds_rad_s: Mapping[str, np.ndarray], radii_m: Mapping[str, np.ndarray]) -> float:
+def lipschitz_bound(
+    speeds_rad_s: Mapping[str, np.ndarray], radii_m: Mapping[str, np.ndarray]
+) -> float:
     """L [m/s] from per-arm joint speed bounds [rad/s] (one value per joint, e.g. the
     largest |qd| of a segment) and ``chain_radii`` [m]: sum over arms of sum_j |qd_j| R_j."""
     total = 0.0
@@ -126,7 +140,9 @@ def lipschitz_bound(speeds_rad_s: Mapping[str, np.ndarray], radii_m: Mapping[str
         r = np.asarray(radii_m[arm], float)
         v = np.abs(np.asarray(qd, float))
         if v.shape != r.shape:
-            raise PlannerConfigError(f"speeds of {arm}", v.shape, f"shape {r.shape} (one per joint)")
+            raise PlannerConfigError(
+                f"speeds of {arm}", v.shape, f"shape {r.shape} (one per joint)"
+            )
         total += float(v @ r)
     return total
 
@@ -150,7 +166,9 @@ class PlanCertificate:
         return self.min_lower_m > 0.0
 
 
-def certify_plan(group, plan, horizon_m: float = 0.05, tolerance_m: float = 1e-6) -> PlanCertificate:
+def certify_plan(
+    group, plan, horizon_m: float = 0.05, tolerance_m: float = 1e-6
+) -> PlanCertificate:
     """Certify ``plan`` (a ``planners.plan.Plan`` of ``group``, an ``ArmGroup``) between its
     samples. Clearance is measured at every sample up to ``horizon_m`` [m] (beyond it only
     ``horizon_m`` is claimed), with ``tolerance_m`` [m] of query error either side; a
@@ -161,8 +179,11 @@ def certify_plan(group, plan, horizon_m: float = 0.05, tolerance_m: float = 1e-6
     from planners.collision import CollisionChecker
 
     arms = list(plan.arms)
-    checker = CollisionChecker(group.model, {a: group.joint_names(a) for a in group.arm_names},
-                               replace(group.config.collision, horizon_m=horizon_m))
+    checker = CollisionChecker(
+        group.model,
+        {a: group.joint_names(a) for a in group.arm_names},
+        replace(group.config.collision, horizon_m=horizon_m),
+    )
     session = checker.session(tuple(arms), group.reference_qpos)
     t = np.asarray(plan.t, float)
     lower = np.empty(t.size)
@@ -179,16 +200,26 @@ def certify_plan(group, plan, horizon_m: float = 0.05, tolerance_m: float = 1e-6
     max_l = 0.0
     for k in range(t.size - 1):
         dt = t[k + 1] - t[k]
-        speeds = {a: np.maximum(np.abs(plan.arms[a].qd[k]), np.abs(plan.arms[a].qd[k + 1]))
-                  + amax[a] * dt / 2 for a in arms}
+        speeds = {
+            a: np.maximum(np.abs(plan.arms[a].qd[k]), np.abs(plan.arms[a].qd[k + 1]))
+            + amax[a] * dt / 2
+            for a in arms
+        }
         lk = lipschitz_bound(speeds, radii)
         max_l = max(max_l, lk)
-        seg = certify(t[k:k + 2], lower[k:k + 2], upper[k:k + 2], lk)
+        seg = certify(t[k : k + 2], lower[k : k + 2], upper[k : k + 2], lk)
         if not seg.consistent:
             return PlanCertificate(0.0, float(t[k]), k, lk, float(lower.min()), t.size, horizon_m)
         if seg.min_lower_m < best.min_lower_m:
             best = Certificate(seg.min_lower_m, seg.t_min_s, k, lk, True)
     if t.size == 1:
         best = Certificate(float(lower[0]), float(t[0]), 0, 0.0, True)
-    return PlanCertificate(float(best.min_lower_m), best.t_min_s, best.segment, max_l,
-                           float(lower.min()), int(t.size), horizon_m)
+    return PlanCertificate(
+        float(best.min_lower_m),
+        best.t_min_s,
+        best.segment,
+        max_l,
+        float(lower.min()),
+        int(t.size),
+        horizon_m,
+    )

@@ -53,16 +53,24 @@ class CheckReport:
     max_pair_difference_m: float = 0.0
 
     def as_dict(self) -> dict:
-        return {"ok": self.ok, "model_hash": self.model_hash, "stored_model_hash": self.stored_hash,
-                "certified_min_m": round(self.certified_min_m, 7), "pair": self.pair,
-                "pairs_checked": self.pairs_checked, "coal_queries": self.coal_queries,
-                "max_pair_difference_m": round(self.max_pair_difference_m, 7),
-                "disagreements": self.disagreements, "oracle": "coal (GJK/EPA), independent of MuJoCo's colliders",
-                "hardware_io": False}
+        return {
+            "ok": self.ok,
+            "model_hash": self.model_hash,
+            "stored_model_hash": self.stored_hash,
+            "certified_min_m": round(self.certified_min_m, 7),
+            "pair": self.pair,
+            "pairs_checked": self.pairs_checked,
+            "coal_queries": self.coal_queries,
+            "max_pair_difference_m": round(self.max_pair_difference_m, 7),
+            "disagreements": self.disagreements,
+            "oracle": "coal (GJK/EPA), independent of MuJoCo's colliders",
+            "hardware_io": False,
+        }
 
 
-def verify_document(doc: dict, model: mujoco.MjModel,
-                    agree_tolerance_m: float = AGREE_TOLERANCE_M) -> CheckReport:
+def verify_document(
+    doc: dict, model: mujoco.MjModel, agree_tolerance_m: float = AGREE_TOLERANCE_M
+) -> CheckReport:
     """Re-verify the plan document ``doc`` (``planners.plan_file``) against ``model``."""
     cert = doc["certificate"]
     problems: list[str] = []
@@ -80,12 +88,15 @@ def verify_document(doc: dict, model: mujoco.MjModel,
     accel = np.concatenate([np.asarray(doc["acceleration_rad_s2"][a], float) for a in moving])
     vmax = np.concatenate([np.asarray(doc["velocity_rad_s"][a], float) for a in moving])
     extra_t = np.array([e["t_s"] for e in cert["extra_queries"]], float)
-    extra_q = np.array([e["q_rad"] for e in cert["extra_queries"]], float).reshape(extra_t.size, q.shape[1])
+    extra_q = np.array([e["q_rad"] for e in cert["extra_queries"]], float).reshape(
+        extra_t.size, q.shape[1]
+    )
     speeds = segment_speed_bounds(t, qd, accel, vmax) if t.size > 1 else np.zeros((0, q.shape[1]))
     problems += _reachability(t, q, speeds, extra_t, extra_q)
 
-    qpos_index = np.concatenate([[model.jnt_qposadr[model.joint(j).id] for j in doc["joint_names"][a]]
-                                 for a in moving]).astype(int)
+    qpos_index = np.concatenate(
+        [[model.jnt_qposadr[model.joint(j).id] for j in doc["joint_names"][a]] for a in moving]
+    ).astype(int)
     tt = np.concatenate([t, extra_t])
     qq = np.vstack([q, extra_q]) if extra_t.size else q
     order = np.argsort(tt, kind="stable")
@@ -111,22 +122,38 @@ def verify_document(doc: dict, model: mujoco.MjModel,
     for stored in cert["pairs"]:
         p = names.get(stored["pair"])
         if p is None:
-            problems.append(f"pair {stored['pair']!r} of the certificate is not a checked pair of this model")
+            problems.append(
+                f"pair {stored['pair']!r} of the certificate is not a checked pair of this model"
+            )
             continue
         diff = float(stored["certified_min_m"]) - float(pair_min[p])
         max_diff = max(max_diff, abs(diff))
         if abs(diff) > agree_tolerance_m:
-            problems.append(f"{stored['pair']}: certificate says {stored['certified_min_m'] * 1e3:.3f} mm, "
-                            f"coal gives {pair_min[p] * 1e3:.3f} mm")
+            problems.append(
+                f"{stored['pair']}: certificate says {stored['certified_min_m'] * 1e3:.3f} mm, "
+                f"coal gives {pair_min[p] * 1e3:.3f} mm"
+            )
     if cert["certified"] and worst < margin - agree_tolerance_m:
-        problems.append(f"certified, but {_pair_name(geometry, p_worst)} is certified only to "
-                        f"{worst * 1e3:.3f} mm (margin {margin * 1e3:.1f} mm)")
+        problems.append(
+            f"certified, but {_pair_name(geometry, p_worst)} is certified only to "
+            f"{worst * 1e3:.3f} mm (margin {margin * 1e3:.1f} mm)"
+        )
     if float(cert["certified_min_m"]) > worst + agree_tolerance_m:
-        problems.append(f"certificate's minimum {cert['certified_min_m'] * 1e3:.3f} mm is above coal's "
-                        f"{worst * 1e3:.3f} mm ({_pair_name(geometry, p_worst)})")
-    return CheckReport(not problems, h, cert["model_hash"], worst,
-                       _pair_name(geometry, p_worst) if pair_min.size else "", int(geometry.g1.size),
-                       coal_queries, problems, max_diff)
+        problems.append(
+            f"certificate's minimum {cert['certified_min_m'] * 1e3:.3f} mm is above coal's "
+            f"{worst * 1e3:.3f} mm ({_pair_name(geometry, p_worst)})"
+        )
+    return CheckReport(
+        not problems,
+        h,
+        cert["model_hash"],
+        worst,
+        _pair_name(geometry, p_worst) if pair_min.size else "",
+        int(geometry.g1.size),
+        coal_queries,
+        problems,
+        max_diff,
+    )
 
 
 def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:
@@ -136,8 +163,10 @@ def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:
     if t.size > 1:
         jump = np.abs(np.diff(q, axis=0)) - speeds * np.diff(t)[:, None]
         for k in np.flatnonzero(jump.max(axis=1) > 1e-9)[:3]:
-            out.append(f"samples at t={t[k]:.4f} and {t[k + 1]:.4f} s are farther apart than the "
-                       "speed bound allows")
+            out.append(
+                f"samples at t={t[k]:.4f} and {t[k + 1]:.4f} s are farther apart than the "
+                "speed bound allows"
+            )
     if extra_t.size == 0:
         return out
     if t.size < 2:
@@ -147,20 +176,29 @@ def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:
         before = np.abs(x - q[s]) - speeds[s] * (extra_t[i] - t[s])
         after = np.abs(q[s + 1] - x) - speeds[s] * (t[s + 1] - extra_t[i])
         if not (t[s] <= extra_t[i] <= t[s + 1]) or before.max() > 1e-9 or after.max() > 1e-9:
-            out.append(f"bisection query at t={extra_t[i]:.5f} s is not reachable from its samples "
-                       "under the speed bound")
+            out.append(
+                f"bisection query at t={extra_t[i]:.5f} s is not reachable from its samples "
+                "under the speed bound"
+            )
     return out
 
 
-def coal_pair_distances(oracle: CoalOracle, geometry, ref: np.ndarray, qpos_index: np.ndarray,
-                    states: np.ndarray, horizon_m: float) -> tuple[np.ndarray, int]:
+def coal_pair_distances(
+    oracle: CoalOracle,
+    geometry,
+    ref: np.ndarray,
+    qpos_index: np.ndarray,
+    states: np.ndarray,
+    horizon_m: float,
+) -> tuple[np.ndarray, int]:
     """(P, M) distances capped at the horizon: coal where the bounding spheres are within
     it (or a plane is involved), the sphere gap otherwise."""
     model = oracle.model
     g1, g2 = geometry.g1, geometry.g2
     rb = model.geom_rbound
-    plane = (model.geom_type[g1] == int(mujoco.mjtGeom.mjGEOM_PLANE)) | \
-            (model.geom_type[g2] == int(mujoco.mjtGeom.mjGEOM_PLANE))
+    plane = (model.geom_type[g1] == int(mujoco.mjtGeom.mjGEOM_PLANE)) | (
+        model.geom_type[g2] == int(mujoco.mjtGeom.mjGEOM_PLANE)
+    )
     out = np.empty((g1.size, states.shape[0]))
     queries = 0
     qpos = ref.copy()

@@ -53,7 +53,9 @@ class CollisionConfig:
         if not (math.isfinite(self.margin_m) and self.margin_m >= 0.0):
             raise PlannerConfigError("margin_m", self.margin_m, "finite and >= 0 m")
         if not (math.isfinite(self.horizon_m) and self.horizon_m >= self.margin_m):
-            raise PlannerConfigError("horizon_m", self.horizon_m, f">= margin_m ({self.margin_m} m)")
+            raise PlannerConfigError(
+                "horizon_m", self.horizon_m, f">= margin_m ({self.margin_m} m)"
+            )
 
 
 def default_config() -> CollisionConfig:
@@ -80,12 +82,14 @@ ARM_CONTYPE, ARM_CONAFFINITY = 1, 3  # arms collide with arms (bit 0) and others
 OTHER_CONTYPE, OTHER_CONAFFINITY = 2, 1  # others collide with arms only
 
 
-def _mask_out_touching_pairs(table: GeomPairTable, contype: np.ndarray, conaffinity: np.ndarray) -> None:
+def _mask_out_touching_pairs(
+    table: GeomPairTable, contype: np.ndarray, conaffinity: np.ndarray
+) -> None:
     """Give each arm geom of an allowed pair that MuJoCo does not filter itself (touching
     at reference, masks) its own contype bit (bits 2..31), absent from its partners'
     conaffinity, so the pair is never generated; every other pair keeps colliding."""
     special = sorted({g for g1, g2 in _unfiltered_allowed_arm_pairs(table) for g in (g1, g2)})
-    special = special[: 30]
+    special = special[:30]
     bit = {g: 1 << (2 + k) for k, g in enumerate(special)}
     all_special = sum(bit.values())
     partners = {g: set() for g in special}
@@ -98,7 +102,9 @@ def _mask_out_touching_pairs(table: GeomPairTable, contype: np.ndarray, conaffin
             continue
         if g in bit:
             contype[g] = bit[g]
-            conaffinity[g] = ARM_CONAFFINITY | (all_special & ~bit[g] & ~sum(bit[p] for p in partners[g]))
+            conaffinity[g] = ARM_CONAFFINITY | (
+                all_special & ~bit[g] & ~sum(bit[p] for p in partners[g])
+            )
         else:
             conaffinity[g] = ARM_CONAFFINITY | all_special
 
@@ -141,8 +147,12 @@ class CollisionChecker:
     order; config: margin and horizon (``default_config()``).
     """
 
-    def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
-                 config: CollisionConfig | None = None):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        arms: Mapping[str, Sequence[str]],
+        config: CollisionConfig | None = None,
+    ):
         self.config = config or default_config()
         self.source_model = model
         arms = validate_arms(arms)
@@ -150,8 +160,11 @@ class CollisionChecker:
         self.weak_pairs = weak_pairs(model, self.pairs)
         if self.weak_pairs:
             pair, why = self.weak_pairs[0]
-            warnings.warn(f"{len(self.weak_pairs)} checked pairs use MuJoCo colliders known to miss "
-                          f"penetrations, e.g. {pair}: {why}; prefer mesh geoms", stacklevel=2)
+            warnings.warn(
+                f"{len(self.weak_pairs)} checked pairs use MuJoCo colliders known to miss "
+                f"penetrations, e.g. {pair}: {why}; prefer mesh geoms",
+                stacklevel=2,
+            )
         self.model = planning_model(model, self.pairs, self.config.horizon_m)
         self.arm_names = self.pairs.arm_names
         self.arm_joints = {a: tuple(arms[a]) for a in self.arm_names}
@@ -162,7 +175,9 @@ class CollisionChecker:
         every other joint stays at ``reference_qpos`` (full model qpos)."""
         reference_qpos = np.asarray(reference_qpos, dtype=float)
         if reference_qpos.shape != (self.model.nq,):
-            raise GoalInputError("*", "reference_qpos shape", reference_qpos.shape, f"({self.model.nq},)")
+            raise GoalInputError(
+                "*", "reference_qpos shape", reference_qpos.shape, f"({self.model.nq},)"
+            )
         return CheckSession(self, tuple(moving), reference_qpos)
 
 
@@ -170,12 +185,16 @@ class CheckSession:
     """Checks of stacked configurations of a fixed set of moving arms (thread-safe:
     one MjData per thread)."""
 
-    def __init__(self, checker: CollisionChecker, moving: tuple[str, ...], reference_qpos: np.ndarray):
+    def __init__(
+        self, checker: CollisionChecker, moving: tuple[str, ...], reference_qpos: np.ndarray
+    ):
         self.checker = checker
         self.moving = moving
         self.model = checker.model
         self.margin = checker.config.margin_m
-        self.index = np.concatenate([checker.arm_qpos[a] for a in moving]) if moving else np.zeros(0, int)
+        self.index = (
+            np.concatenate([checker.arm_qpos[a] for a in moving]) if moving else np.zeros(0, int)
+        )
         self.reference_qpos = reference_qpos.copy()
         self.reference_qpos.flags.writeable = False
         self.checked = checker.pairs.checked_table(moving)
@@ -223,8 +242,9 @@ class CheckSession:
         k = int(dist.argmin())  # the first smallest among checked pairs, as before
         return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
 
-    def sweep(self, states: np.ndarray,
-              on_state: Callable[[int], None] | None = None) -> tuple[int, int, Clearance]:
+    def sweep(
+        self, states: np.ndarray, on_state: Callable[[int], None] | None = None
+    ) -> tuple[int, int, Clearance]:
         """Check the rows of ``states`` (stacked configurations) in order, stopping at the
         first within the margin. Returns (index of that state or -1, index of the state
         with the smallest clearance so far (first of equals; -1 when nothing was within

@@ -50,8 +50,9 @@ class PlanFailedError(PlannerError, RuntimeError):
 
     def __init__(self, result: object):
         self.result = result
-        super().__init__(f"planning failed: {getattr(result, 'status', '?')}: "
-                         f"{getattr(result, 'reason', '')}")
+        super().__init__(
+            f"planning failed: {getattr(result, 'status', '?')}: {getattr(result, 'reason', '')}"
+        )
 
 
 class GoalUnreachableError(PlannerError):

@@ -69,8 +69,12 @@ class AllowedPair:
 
 def joint_qpos_addresses(model: mujoco.MjModel, joints: Sequence[str]) -> np.ndarray:
     """qpos index of each named 1-DOF joint (hinge or slide); GroupNameError lists valid names."""
-    valid = [model.joint(i).name for i in range(model.njnt)
-             if int(model.jnt_type[i]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
+    valid = [
+        model.joint(i).name
+        for i in range(model.njnt)
+        if int(model.jnt_type[i])
+        in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    ]
     out = []
     for name in joints:
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
@@ -97,8 +101,11 @@ def validate_arms(arms: object) -> dict[str, tuple[str, ...]]:
         if not isinstance(arm, str) or not arm:
             raise PlannerConfigError("arm name", arm, "a non-empty str")
         if isinstance(joints, (str, bytes)) or not isinstance(joints, (Sequence, np.ndarray)):
-            raise PlannerConfigError(f"arms[{arm!r}]", joints,
-                                     "a list of joint names in chain order (not a str, not a set)")
+            raise PlannerConfigError(
+                f"arms[{arm!r}]",
+                joints,
+                "a list of joint names in chain order (not a str, not a set)",
+            )
         joints = tuple(joints)
         if not joints:
             raise PlannerConfigError(f"arms[{arm!r}]", list(joints), "at least one joint name")
@@ -107,7 +114,9 @@ def validate_arms(arms: object) -> dict[str, tuple[str, ...]]:
                 raise PlannerConfigError(f"arms[{arm!r}] joint", j, "a joint name (str)")
             if j in owner:
                 where = "twice in this arm" if owner[j] == arm else f"already in arm {owner[j]!r}"
-                raise PlannerConfigError(f"arms[{arm!r}] joint", j, f"a joint not used elsewhere ({where})")
+                raise PlannerConfigError(
+                    f"arms[{arm!r}] joint", j, f"a joint not used elsewhere ({where})"
+                )
             owner[j] = arm
         out[arm] = joints
     return out
@@ -144,8 +153,9 @@ class GeomPairTable:
     "touching at reference" rule [m].
     """
 
-    def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
-                 margin_m: float = 0.005):
+    def __init__(
+        self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]], margin_m: float = 0.005
+    ):
         arms = validate_arms(arms)
         self.arm_names = tuple(arms)
         self.geom_names = tuple(model.geom(i).name or f"geom#{i}" for i in range(model.ngeom))
@@ -171,9 +181,7 @@ class GeomPairTable:
 
     # ------------------------------------------------------------------ build
     def _classify(self, model: mujoco.MjModel, margin_m: float) -> None:
-        excluded = {
-            frozenset((int(s >> 16), int(s & 0xFFFF))) for s in model.exclude_signature
-        }
+        excluded = {frozenset((int(s >> 16), int(s & 0xFFFF))) for s in model.exclude_signature}
         touching = self._touching_at_reference(model, margin_m)
         active = (model.geom_contype | model.geom_conaffinity) != 0
         for g1 in range(model.ngeom):
@@ -183,7 +191,9 @@ class GeomPairTable:
                     continue  # no arm involved: allowed, not listed (there are many)
                 reason = self._allowed_reason(model, g1, g2, excluded, touching, active)
                 if reason:
-                    self.allowed.append(AllowedPair(self.geom_names[g1], self.geom_names[g2], reason))
+                    self.allowed.append(
+                        AllowedPair(self.geom_names[g1], self.geom_names[g2], reason)
+                    )
                     continue
                 if o1 >= 0 and o2 >= 0:
                     cls = PairClass.SELF if o1 == o2 else PairClass.ARM_ARM

@@ -40,15 +40,22 @@ class JointGoal:
     def __init__(self, positions: Sequence[float] | np.ndarray):
         """GoalInputError for anything but real numbers (a str is never parsed, a bool is
         not a radian, a complex value is not cast)."""
-        if isinstance(positions, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in positions):
-            raise GoalInputError("*", "JointGoal positions", positions, "real numbers [rad] (not bools)")
+        if isinstance(positions, (list, tuple)) and any(
+            isinstance(x, (bool, np.bool_)) for x in positions
+        ):
+            raise GoalInputError(
+                "*", "JointGoal positions", positions, "real numbers [rad] (not bools)"
+            )
         try:
             raw = np.asarray(positions)
         except (TypeError, ValueError):
-            raise GoalInputError("*", "JointGoal positions", positions, "real numbers [rad]") from None
+            raise GoalInputError(
+                "*", "JointGoal positions", positions, "real numbers [rad]"
+            ) from None
         if raw.dtype.kind not in "iuf":
-            raise GoalInputError("*", "JointGoal positions", positions,
-                                 f"real numbers [rad] (got dtype {raw.dtype})")
+            raise GoalInputError(
+                "*", "JointGoal positions", positions, f"real numbers [rad] (got dtype {raw.dtype})"
+            )
         object.__setattr__(self, "positions", tuple(float(x) for x in raw.ravel()))
 
 
@@ -59,25 +66,29 @@ class JointGoalSet:
     candidates: tuple[JointGoal, ...]
 
     def __init__(self, candidates: Sequence[JointGoal | Sequence[float] | np.ndarray]):
-        object.__setattr__(self, "candidates", tuple(
-            c if isinstance(c, JointGoal) else JointGoal(c) for c in candidates))
+        object.__setattr__(
+            self,
+            "candidates",
+            tuple(c if isinstance(c, JointGoal) else JointGoal(c) for c in candidates),
+        )
 
 
 @runtime_checkable
 class GoalResolver(Protocol):
     """A goal that yields candidate joint vectors for ``arm`` (pose goals via IK)."""
 
-    def joint_candidates(self, group: ArmGroup, arm: str, start: np.ndarray) -> Sequence[np.ndarray]:
-        ...
+    def joint_candidates(
+        self, group: ArmGroup, arm: str, start: np.ndarray
+    ) -> Sequence[np.ndarray]: ...
 
 
 @runtime_checkable
 class ResamplingGoal(GoalResolver, Protocol):
     """A resolver that can produce further candidates, distinct from ``have``."""
 
-    def more_candidates(self, group: ArmGroup, arm: str, start: np.ndarray,
-                        have: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
-        ...
+    def more_candidates(
+        self, group: ArmGroup, arm: str, start: np.ndarray, have: Sequence[np.ndarray]
+    ) -> Sequence[np.ndarray]: ...
 
 
 Goal = JointGoal | JointGoalSet | GoalResolver | Sequence[float] | np.ndarray

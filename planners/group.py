@@ -106,8 +106,11 @@ class GroupConfig:
     def __post_init__(self) -> None:
         _check_budget("time_budget_s", self.time_budget_s)
         if not self.clearance_horizon_m >= self.collision.margin_m:
-            raise PlannerConfigError("clearance_horizon_m", self.clearance_horizon_m,
-                                     f">= margin ({self.collision.margin_m} m)")
+            raise PlannerConfigError(
+                "clearance_horizon_m",
+                self.clearance_horizon_m,
+                f">= margin ({self.collision.margin_m} m)",
+            )
         if not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise PlannerConfigError("rate_hz", self.rate_hz, "finite and > 0 Hz")
         for name in ("substeps", "max_repairs"):
@@ -120,20 +123,28 @@ class GroupConfig:
         if self.max_goal_combinations < 1:
             raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
         spec = self.certificate.spec
-        floor = self.collision.margin_m + 2 * spec.point_m + spec.obstacle_m + spec.query_tolerance_m
+        floor = (
+            self.collision.margin_m + 2 * spec.point_m + spec.obstacle_m + spec.query_tolerance_m
+        )
         if floor >= self.clearance_horizon_m:
-            raise PlannerConfigError("certificate.spec", spec.as_dict(),
-                                     f"margin + 2 point_m + obstacle_m + query_tolerance_m = {floor:.4g} m "
-                                     f"< clearance_horizon_m ({self.clearance_horizon_m} m), else no pair "
-                                     "can ever be certified")
+            raise PlannerConfigError(
+                "certificate.spec",
+                spec.as_dict(),
+                f"margin + 2 point_m + obstacle_m + query_tolerance_m = {floor:.4g} m "
+                f"< clearance_horizon_m ({self.clearance_horizon_m} m), else no pair "
+                "can ever be certified",
+            )
 
 
 def _check_budget(field: str, value: object) -> float | None:
     """None or a finite real number of seconds > 0; PlannerConfigError otherwise."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not (math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and value > 0)
+    ):
         raise PlannerConfigError(field, value, "None (no limit) or a finite number of seconds > 0")
     return float(value)
 
@@ -151,13 +162,19 @@ class ArmGroup:
     config: ``default_config()``; limits: optional per-arm ``JointLimits``.
     """
 
-    def __init__(self, model: mujoco.MjModel, arms: Mapping[str, Sequence[str]],
-                 config: GroupConfig | None = None,
-                 limits: Mapping[str, JointLimits] | None = None):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        arms: Mapping[str, Sequence[str]],
+        config: GroupConfig | None = None,
+        limits: Mapping[str, JointLimits] | None = None,
+    ):
         if config is not None and not isinstance(config, GroupConfig):
             raise PlannerConfigError("config", config, "a GroupConfig or None")
-        if limits is not None and (not isinstance(limits, Mapping) or not all(
-                isinstance(v, JointLimits) for v in limits.values())):
+        if limits is not None and (
+            not isinstance(limits, Mapping)
+            or not all(isinstance(v, JointLimits) for v in limits.values())
+        ):
             raise PlannerConfigError("limits", limits, "a mapping arm name -> JointLimits")
         self.config = config or default_config()
         self.model = model
@@ -165,13 +182,23 @@ class ArmGroup:
         measure = replace(self.config.collision, horizon_m=self.config.clearance_horizon_m)
         self.meter = CollisionChecker(model, arms, measure)
         pad = self.config.collision.margin_m + self.config.search_padding_m
-        self.padded = CollisionChecker(model, arms, replace(self.config.collision, margin_m=pad,
-                                                            horizon_m=max(pad, self.config.collision.horizon_m)))
+        self.padded = CollisionChecker(
+            model,
+            arms,
+            replace(
+                self.config.collision,
+                margin_m=pad,
+                horizon_m=max(pad, self.config.collision.horizon_m),
+            ),
+        )
         self.arm_names = self.checker.arm_names
         self._qpos = {a: self.checker.arm_qpos[a] for a in self.arm_names}
         self._limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for a in self.arm_names:
-            ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.checker.arm_joints[a]]
+            ids = [
+                mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+                for j in self.checker.arm_joints[a]
+            ]
             lo = np.where(model.jnt_limited[ids] > 0, model.jnt_range[ids, 0], -math.pi)
             hi = np.where(model.jnt_limited[ids] > 0, model.jnt_range[ids, 1], math.pi)
             self._limits[a] = (lo.astype(float), hi.astype(float))
@@ -180,7 +207,9 @@ class ArmGroup:
             n = len(self._qpos[a])
             given = (limits or {}).get(a)
             c = self.config
-            self._dyn_limits[a] = given or JointLimits.uniform(n, c.velocity, c.acceleration, c.jerk)
+            self._dyn_limits[a] = given or JointLimits.uniform(
+                n, c.velocity, c.acceleration, c.jerk
+            )
             if len(self._dyn_limits[a].velocity) != n:
                 raise PlannerConfigError(f"limits[{a!r}]", self._dyn_limits[a], f"{n} joints")
         unknown = set(limits or {}) - set(self.arm_names)
@@ -209,7 +238,9 @@ class ArmGroup:
         """Set the whole reference state (full model qpos): nq finite real numbers."""
         raw = np.asarray(qpos)
         if raw.dtype.kind not in "iuf":
-            raise GoalInputError("*", "qpos", qpos, f"({self.model.nq},) real numbers (got dtype {raw.dtype})")
+            raise GoalInputError(
+                "*", "qpos", qpos, f"({self.model.nq},) real numbers (got dtype {raw.dtype})"
+            )
         qpos = raw.astype(float)
         if qpos.shape != (self.model.nq,):
             raise GoalInputError("*", "qpos shape", qpos.shape, f"({self.model.nq},)")
@@ -242,7 +273,9 @@ class ArmGroup:
         except (TypeError, ValueError):
             raise GoalInputError(arm, f"{what} value", q, f"{n} numbers [rad]") from None
         if raw.dtype.kind not in "iuf":  # str, bool, complex, objects: never converted
-            raise GoalInputError(arm, f"{what} value", q, f"{n} real numbers [rad] (got dtype {raw.dtype})")
+            raise GoalInputError(
+                arm, f"{what} value", q, f"{n} real numbers [rad] (got dtype {raw.dtype})"
+            )
         q = raw.astype(float)
         if q.shape != (n,):
             raise GoalInputError(arm, f"{what} shape", q.shape, f"({n},) joint positions [rad]")
@@ -250,10 +283,13 @@ class ArmGroup:
         names = self.checker.arm_joints[arm]
         for i in range(n):
             if not math.isfinite(q[i]):
-                raise GoalInputError(arm, f"{what} {names[i]}", float(q[i]), "a finite number [rad]")
+                raise GoalInputError(
+                    arm, f"{what} {names[i]}", float(q[i]), "a finite number [rad]"
+                )
             if not lo[i] - 1e-9 <= q[i] <= hi[i] + 1e-9:
-                raise GoalInputError(arm, f"{what} {names[i]}", float(q[i]),
-                                     f"[{lo[i]:.4g}, {hi[i]:.4g}] rad")
+                raise GoalInputError(
+                    arm, f"{what} {names[i]}", float(q[i]), f"[{lo[i]:.4g}, {hi[i]:.4g}] rad"
+                )
         return np.clip(q, lo, hi)
 
     # ------------------------------------------------------------------ checks
@@ -268,8 +304,9 @@ class ArmGroup:
         return session.clearance(q)
 
     # -------------------------------------------------------------------- plan
-    def plan(self, goals: Mapping[str, Goal], seed: int = 0,
-             time_budget_s: float | None = None) -> PlanResult:
+    def plan(
+        self, goals: Mapping[str, Goal], seed: int = 0, time_budget_s: float | None = None
+    ) -> PlanResult:
         """Plan the arms named in ``goals`` to their goals from their commanded poses.
 
         goals: arm -> JointGoal, JointGoalSet, a joint vector, or a goal resolver (see
@@ -282,7 +319,9 @@ class ArmGroup:
         timer = StageTimer()
         stages = timer.stages
         if not isinstance(goals, Mapping):
-            raise GoalInputError("*", "goals", goals, f"a mapping arm -> goal, arms from {self.arm_names}")
+            raise GoalInputError(
+                "*", "goals", goals, f"a mapping arm -> goal, arms from {self.arm_names}"
+            )
         if not goals:
             raise GoalInputError("*", "goals", dict(goals), f"at least one of {self.arm_names}")
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -293,9 +332,13 @@ class ArmGroup:
 
         def timeout(stage: str) -> PlanResult:
             spent = timer.total()
-            return PlanResult(PlanStatus.TIMEOUT, reason=(
-                f"wall-time budget {budget} s exhausted during {stage} after {spent:.4f} s"),
-                stage_times_s=stages)
+            return PlanResult(
+                PlanStatus.TIMEOUT,
+                reason=(
+                    f"wall-time budget {budget} s exhausted during {stage} after {spent:.4f} s"
+                ),
+                stage_times_s=stages,
+            )
 
         def late() -> bool:
             return deadline is not None and time.perf_counter() > deadline
@@ -311,7 +354,9 @@ class ArmGroup:
             except GoalUnreachableError as err:
                 unreachable = err
         if unreachable is not None:
-            return PlanResult(PlanStatus.GOAL_UNREACHABLE, reason=str(unreachable), stage_times_s=stages)
+            return PlanResult(
+                PlanStatus.GOAL_UNREACHABLE, reason=str(unreachable), stage_times_s=stages
+            )
         if late():
             return timeout("goals")
         session = self.checker.session(moving, self.reference_qpos)
@@ -322,12 +367,19 @@ class ArmGroup:
             at_start = meter.clearance(start)
             start_free = at_start.is_free(margin)
             if start_free:
-                goal, failure, resamples = self._pick_goal(moving, goals, candidates, meter, deadline)
+                goal, failure, resamples = self._pick_goal(
+                    moving, goals, candidates, meter, deadline
+                )
         if not start_free:
-            return PlanResult(PlanStatus.START_IN_COLLISION, reason=(
-                f"start is {at_start.distance_m * 1e3:.1f} mm from collision "
-                f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"), pair=at_start.pair,
-                stage_times_s=stages)
+            return PlanResult(
+                PlanStatus.START_IN_COLLISION,
+                reason=(
+                    f"start is {at_start.distance_m * 1e3:.1f} mm from collision "
+                    f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"
+                ),
+                pair=at_start.pair,
+                stage_times_s=stages,
+            )
         if goal is None:
             if failure is None:
                 return timeout("goals")
@@ -343,12 +395,28 @@ class ArmGroup:
         upper = np.concatenate([self._limits[a][1] for a in moving])
         with timer.stage("search"):
             padded = self.padded.session(moving, self.reference_qpos)
-            found = search.rrt_connect(start, goal, lower, upper, padded.is_free, rng,
-                                       self.config.search, deadline_s=deadline)
+            found = search.rrt_connect(
+                start,
+                goal,
+                lower,
+                upper,
+                padded.is_free,
+                rng,
+                self.config.search,
+                deadline_s=deadline,
+            )
             plain = session
             if found.path is None and not found.timed_out:
-                found = search.rrt_connect(start, goal, lower, upper, session.is_free, rng,
-                                           self.config.search, deadline_s=deadline)
+                found = search.rrt_connect(
+                    start,
+                    goal,
+                    lower,
+                    upper,
+                    session.is_free,
+                    rng,
+                    self.config.search,
+                    deadline_s=deadline,
+                )
             elif found.path is not None:
                 session = padded
         if found.timed_out:
@@ -356,8 +424,14 @@ class ArmGroup:
         if found.path is None:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=stages)
         with timer.stage("shortcut"):
-            path = search.shortcut(found.path, session.is_free, rng, self.config.search.shortcut_rounds,
-                                   self.config.search.edge_step_rad, deadline_s=deadline)
+            path = search.shortcut(
+                found.path,
+                session.is_free,
+                rng,
+                self.config.search.shortcut_rounds,
+                self.config.search.edge_step_rad,
+                deadline_s=deadline,
+            )
         if late():
             return timeout("shortcut")
 
@@ -380,63 +454,117 @@ class ArmGroup:
                     break
                 uncertified += 1
                 if repairs >= self.config.max_repairs:
-                    return PlanResult(PlanStatus.UNCERTIFIED, reason=(
-                        f"not certified after {repairs} segment repairs: {cert.failure}"),
-                        stage_times_s=stages)
+                    return PlanResult(
+                        PlanStatus.UNCERTIFIED,
+                        reason=(f"not certified after {repairs} segment repairs: {cert.failure}"),
+                        stage_times_s=stages,
+                    )
                 hit = (cert.fail_time_s, Clearance(cert.certified_min_m, None))
             if repairs == 0:
                 before = self._count_colliding(timed, meter, deadline)
                 if before < 0:
                     return timeout("check")
             if repairs >= self.config.max_repairs:
-                return PlanResult(PlanStatus.CHECK_FAILED, reason=(
-                    f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
-                    f"segment repairs: {hit[1]}"), pair=hit[1].pair, stage_times_s=stages)
+                return PlanResult(
+                    PlanStatus.CHECK_FAILED,
+                    reason=(
+                        f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
+                        f"segment repairs: {hit[1]}"
+                    ),
+                    pair=hit[1].pair,
+                    stage_times_s=stages,
+                )
             with timer.stage("search"):
-                path = self._repair(timed, hit[0], (padded, plain), meter, rng, (lower, upper), deadline)
+                path = self._repair(
+                    timed, hit[0], (padded, plain), meter, rng, (lower, upper), deadline
+                )
             if late():
                 return timeout("repair")
             repairs += 1
             if path is None:
                 status = PlanStatus.CHECK_FAILED if hit[1].pair else PlanStatus.UNCERTIFIED
-                return PlanResult(status, reason=(
-                    f"retimed state at t={hit[0]:.3f} s collides or is not certified ({hit[1]}) "
-                    "and its segment could not be re-planned"), pair=hit[1].pair, stage_times_s=stages)
+                return PlanResult(
+                    status,
+                    reason=(
+                        f"retimed state at t={hit[0]:.3f} s collides or is not certified ({hit[1]}) "
+                        "and its segment could not be re-planned"
+                    ),
+                    pair=hit[1].pair,
+                    stage_times_s=stages,
+                )
 
         times = sample_times(timed.duration, self.config.rate_hz)
         q, qd, qdd = timed.evaluate(times)
         arms, col = {}, 0
         for a in moving:
             n = len(self._qpos[a])
-            arms[a] = ArmTrajectory(a, self.checker.arm_joints[a], q[:, col:col + n],
-                                    qd[:, col:col + n], qdd[:, col:col + n])
+            arms[a] = ArmTrajectory(
+                a,
+                self.checker.arm_joints[a],
+                q[:, col : col + n],
+                qd[:, col : col + n],
+                qdd[:, col : col + n],
+            )
             col += n
-        plan = Plan(t=times, rate_hz=self.config.rate_hz, arms=arms, waypoints=timed.waypoints,
-                    min_clearance=record, stage_times_s=stages, checked_states=checked,
-                    repairs=repairs, seed=seed, goal_resamples=resamples,
-                    colliding_before_repair=before, certificate=cert)
+        plan = Plan(
+            t=times,
+            rate_hz=self.config.rate_hz,
+            arms=arms,
+            waypoints=timed.waypoints,
+            min_clearance=record,
+            stage_times_s=stages,
+            checked_states=checked,
+            repairs=repairs,
+            seed=seed,
+            goal_resamples=resamples,
+            colliding_before_repair=before,
+            certificate=cert,
+        )
         timer.total()
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
 
     # ---------------------------------------------------------------- helpers
-    def _zero_length(self, moving, start: np.ndarray, at_start: Clearance, seed: int,
-                     resamples: int, timer: StageTimer) -> PlanResult:
+    def _zero_length(
+        self,
+        moving,
+        start: np.ndarray,
+        at_start: Clearance,
+        seed: int,
+        resamples: int,
+        timer: StageTimer,
+    ) -> PlanResult:
         """The plan of a goal equal to the start: one sample at t = 0, at rest."""
         arms, col = {}, 0
         for a in moving:
             n = len(self._qpos[a])
-            q = start[None, col:col + n].copy()
-            arms[a] = ArmTrajectory(a, self.checker.arm_joints[a], q, np.zeros_like(q), np.zeros_like(q))
+            q = start[None, col : col + n].copy()
+            arms[a] = ArmTrajectory(
+                a, self.checker.arm_joints[a], q, np.zeros_like(q), np.zeros_like(q)
+            )
             col += n
         horizon = self.config.clearance_horizon_m
-        record = (ClearanceRecord(horizon, None, None, True) if at_start.pair is None
-                  else ClearanceRecord(at_start.distance_m, 0.0, at_start.pair, False))
-        plan = Plan(t=np.zeros(1), rate_hz=self.config.rate_hz, arms=arms,
-                    waypoints=start[None, :].copy(), min_clearance=record,
-                    stage_times_s=timer.stages, checked_states=1, repairs=0, seed=seed,
-                    goal_resamples=resamples, colliding_before_repair=0)
+        record = (
+            ClearanceRecord(horizon, None, None, True)
+            if at_start.pair is None
+            else ClearanceRecord(at_start.distance_m, 0.0, at_start.pair, False)
+        )
+        plan = Plan(
+            t=np.zeros(1),
+            rate_hz=self.config.rate_hz,
+            arms=arms,
+            waypoints=start[None, :].copy(),
+            min_clearance=record,
+            stage_times_s=timer.stages,
+            checked_states=1,
+            repairs=0,
+            seed=seed,
+            goal_resamples=resamples,
+            colliding_before_repair=0,
+        )
         with timer.stage("certify"):  # every plan carries its certificate, a still one too
-            plan = replace(plan, certificate=certify_plan_timed(self, plan, None, self.config.certificate))
+            plan = replace(
+                plan, certificate=certify_plan_timed(self, plan, None, self.config.certificate)
+            )
         timer.total()
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=timer.stages)
 
@@ -446,7 +574,9 @@ class ArmGroup:
             raise GoalInputError(arm, "goal", goal, "at least one candidate joint vector")
         return [self._validated(arm, c, "goal") for c in raw]
 
-    def _pick_goal(self, moving, goals, candidates, meter: CheckSession, deadline: float | None = None):
+    def _pick_goal(
+        self, moving, goals, candidates, meter: CheckSession, deadline: float | None = None
+    ):
         """First combination of candidates (in preference order) that is free; when none
         is, resampling goals are asked for more candidates (``max_goal_resamples`` rounds).
         Returns (goal or None, failure or None, resample rounds used); (None, None, n)
@@ -468,8 +598,10 @@ class ArmGroup:
                 if c.is_free(margin):
                     return q, None, resamples
                 first = first or c
-            if resamples >= self.config.max_goal_resamples or \
-                    len(tried) >= self.config.max_goal_combinations:
+            if (
+                resamples >= self.config.max_goal_resamples
+                or len(tried) >= self.config.max_goal_combinations
+            ):
                 break
             grew = False
             for a in moving:
@@ -481,13 +613,27 @@ class ArmGroup:
                 break
             resamples += 1
         n = len(tried)
-        return None, PlanResult(PlanStatus.GOAL_IN_COLLISION, reason=(
-            f"{'every' if n > 1 else 'the'} goal combination ({n} tried, {resamples} resample "
-            f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
-            f"{first.distance_m * 1e3:.1f} mm"), pair=first.pair), resamples
+        return (
+            None,
+            PlanResult(
+                PlanStatus.GOAL_IN_COLLISION,
+                reason=(
+                    f"{'every' if n > 1 else 'the'} goal combination ({n} tried, {resamples} resample "
+                    f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
+                    f"{first.distance_m * 1e3:.1f} mm"
+                ),
+                pair=first.pair,
+            ),
+            resamples,
+        )
 
-    def _check_timed(self, timed: TimedPath, meter: CheckSession,
-                     recorder: PairRecorder | None = None, deadline: float | None = None):
+    def _check_timed(
+        self,
+        timed: TimedPath,
+        meter: CheckSession,
+        recorder: PairRecorder | None = None,
+        deadline: float | None = None,
+    ):
         """Check samples and sub-steps in time order; return (hit or None, clearance record,
         states checked). A hit is (time, Clearance). ``recorder`` keeps every pair's
         distance at each checked state for the certificate. States checked is -1 when
@@ -498,9 +644,16 @@ class ArmGroup:
         for lo in range(0, dense.size, 32):
             if deadline is not None and time.perf_counter() > deadline:
                 return None, None, -1
-            chunk = q[lo:lo + 32]
-            on_state = None if recorder is None else (
-                lambda i, lo=lo, chunk=chunk: recorder.record(float(dense[lo + i]), chunk[i], meter))
+            chunk = q[lo : lo + 32]
+            on_state = (
+                None
+                if recorder is None
+                else (
+                    lambda i, lo=lo, chunk=chunk: recorder.record(
+                        float(dense[lo + i]), chunk[i], meter
+                    )
+                )
+            )
             hit_i, best_i, c = meter.sweep(chunk, on_state)
             if hit_i >= 0:
                 return (float(dense[lo + hit_i]), c), None, lo + hit_i + 1
@@ -513,7 +666,9 @@ class ArmGroup:
             record = ClearanceRecord(best.distance_m, best_t, best.pair, False)
         return None, record, dense.size
 
-    def _count_colliding(self, timed: TimedPath, meter: CheckSession, deadline: float | None = None) -> int:
+    def _count_colliding(
+        self, timed: TimedPath, meter: CheckSession, deadline: float | None = None
+    ) -> int:
         """Retimed states (samples and sub-steps) of ``timed`` within the margin; -1 when
         ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
         margin = self.config.collision.margin_m
@@ -531,8 +686,16 @@ class ArmGroup:
         dense = (times[:-1, None] + np.arange(k)[None, :] / (k * self.config.rate_hz)).ravel()
         return np.append(dense, times[-1])
 
-    def _repair(self, timed: TimedPath, t_hit: float, sessions, meter: CheckSession, rng, box,
-                deadline: float | None = None):
+    def _repair(
+        self,
+        timed: TimedPath,
+        t_hit: float,
+        sessions,
+        meter: CheckSession,
+        rng,
+        box,
+        deadline: float | None = None,
+    ):
         """Re-plan the span around the segment that holds ``t_hit`` at a finer edge step.
 
         The span runs from the nearest waypoint at or before the segment that is free at the
@@ -551,12 +714,27 @@ class ArmGroup:
         step = self.config.search.edge_step_rad * self.config.repair_step_factor
         fine = replace(self.config.search, edge_step_rad=step)
         for session in sessions:
-            found = search.rrt_connect(pts[lo], pts[hi], box[0], box[1], session.is_free, rng,
-                                       fine, try_direct=False, deadline_s=deadline)
+            found = search.rrt_connect(
+                pts[lo],
+                pts[hi],
+                box[0],
+                box[1],
+                session.is_free,
+                rng,
+                fine,
+                try_direct=False,
+                deadline_s=deadline,
+            )
             if found.path is not None:
-                span = search.shortcut(found.path, session.is_free, rng,
-                                       self.config.search.shortcut_rounds // 2, step, deadline_s=deadline)
-                return pts[:lo] + span + pts[hi + 1:]
+                span = search.shortcut(
+                    found.path,
+                    session.is_free,
+                    rng,
+                    self.config.search.shortcut_rounds // 2,
+                    step,
+                    deadline_s=deadline,
+                )
+                return pts[:lo] + span + pts[hi + 1 :]
             if found.timed_out:
                 return None
         return None

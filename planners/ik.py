@@ -226,8 +226,9 @@ class IKSolver:
         self.kin.pose_of(_full(torso, np.zeros(7)))
         local = self.kin.data.oMi[TORSO_JOINT_ID].actInv(target)
         w = TABLE_ROTATION_WEIGHT_M
-        score = ((pos - local.translation) ** 2).sum(axis=1) + \
-            (w * w) * ((rot - local.rotation.reshape(9)) ** 2).sum(axis=1)
+        score = ((pos - local.translation) ** 2).sum(axis=1) + (w * w) * (
+            (rot - local.rotation.reshape(9)) ** 2
+        ).sum(axis=1)
         k = min(cfg.table_seeds, len(qs))
         best = np.argpartition(score, k - 1)[:k]
         return [qs[i].copy() for i in best[np.argsort(score[best])]]

@@ -63,7 +63,7 @@ def coal_shape(model: mujoco.MjModel, g: int):
         mid = int(model.geom_dataid[g])
         start, count = int(model.mesh_vertadr[mid]), int(model.mesh_vertnum[mid])
         points = coal.StdVec_Vec3s()
-        for p in model.mesh_vert[start:start + count]:
+        for p in model.mesh_vert[start : start + count]:
             points.append(np.asarray(p, dtype=float))
         return coal.Convex.convexHull(points, False, "")
     return None
@@ -121,8 +121,12 @@ class Agreement:
         return sum(c.missed for c in self.by_type.values())
 
     def as_dict(self) -> dict:
-        return {"margin_m": self.margin_m, "tolerance_m": self.tolerance_m, "missed": self.missed,
-                "by_type": {k: v.as_dict() for k, v in sorted(self.by_type.items())}}
+        return {
+            "margin_m": self.margin_m,
+            "tolerance_m": self.tolerance_m,
+            "missed": self.missed,
+            "by_type": {k: v.as_dict() for k, v in sorted(self.by_type.items())},
+        }
 
     def record(self, type_name: str, oracle_d: float, checker_d: float, label: str) -> None:
         c = self.by_type.setdefault(type_name, TypeCounts())
@@ -154,8 +158,9 @@ def _checked_pairs(session: CheckSession) -> list[tuple[int, int]]:
     return list(zip(g1.tolist(), g2.tolist(), strict=True))
 
 
-def agreement_on_configs(session: CheckSession, oracle: CoalOracle, configs: Iterable[np.ndarray],
-                         result: Agreement) -> Agreement:
+def agreement_on_configs(
+    session: CheckSession, oracle: CoalOracle, configs: Iterable[np.ndarray], result: Agreement
+) -> Agreement:
     """Compare checker and oracle on stacked configurations of the session's moving arms."""
     pairs = _checked_pairs(session)
     model = session.model
@@ -173,9 +178,13 @@ def agreement_on_configs(session: CheckSession, oracle: CoalOracle, configs: Ite
             od = oracle.distance(g1, g2)
             if np.isnan(od):
                 continue
-            result.record(pair_type(model, g1, g2), od, found.get((g1, g2), np.inf),
-                          f"{session.checker.pairs.geom_names[g1]} vs "
-                          f"{session.checker.pairs.geom_names[g2]} at q={np.round(q, 4).tolist()}")
+            result.record(
+                pair_type(model, g1, g2),
+                od,
+                found.get((g1, g2), np.inf),
+                f"{session.checker.pairs.geom_names[g1]} vs "
+                f"{session.checker.pairs.geom_names[g2]} at q={np.round(q, 4).tolist()}",
+            )
     return result
 
 
@@ -195,8 +204,9 @@ def _random_rotation(rng: np.random.Generator) -> np.ndarray:
     return mat.reshape(3, 3)
 
 
-def _place_geom(model: mujoco.MjModel, data: mujoco.MjData, g: int, pos: np.ndarray,
-                rot: np.ndarray) -> None:
+def _place_geom(
+    model: mujoco.MjModel, data: mujoco.MjData, g: int, pos: np.ndarray, rot: np.ndarray
+) -> None:
     """Put geom ``g`` at (pos, rot) by moving its body (MuJoCo's broad and mid phase work
     on body frames), then its geoms."""
     b = int(model.geom_bodyid[g])
@@ -217,8 +227,13 @@ def _place_geom(model: mujoco.MjModel, data: mujoco.MjData, g: int, pos: np.ndar
         data.geom_xmat[k] = (body_rot @ k_rot.reshape(3, 3)).reshape(9)
 
 
-def agreement_on_placements(session: CheckSession, oracle: CoalOracle, per_type: int,
-                            rng: np.random.Generator, result: Agreement) -> Agreement:
+def agreement_on_placements(
+    session: CheckSession,
+    oracle: CoalOracle,
+    per_type: int,
+    rng: np.random.Generator,
+    result: Agreement,
+) -> Agreement:
     """Place the first geom of each representative pair at random poses overlapping or
     nearly touching the second (positions within the sum of bounding radii; planes: within
     the geom's radius of the surface) and compare the checker's collider with coal."""
@@ -242,11 +257,19 @@ def agreement_on_placements(session: CheckSession, oracle: CoalOracle, per_type:
             _place_geom(model, data, mover, pos, rot)
             mujoco.mj_collision(model, data)
             found = _checker_distances(session, data)
-            od = oracle.distance(mover, fixed, (pos, rot),
-                                 (data.geom_xpos[fixed], data.geom_xmat[fixed].reshape(3, 3)))
+            od = oracle.distance(
+                mover,
+                fixed,
+                (pos, rot),
+                (data.geom_xpos[fixed], data.geom_xmat[fixed].reshape(3, 3)),
+            )
             key = tuple(sorted((mover, fixed)))
-            result.record(type_name, od, found.get(key, np.inf),
-                          f"placed {names[mover]} vs {names[fixed]} at pos={np.round(pos, 4).tolist()}")
+            result.record(
+                type_name,
+                od,
+                found.get(key, np.inf),
+                f"placed {names[mover]} vs {names[fixed]} at pos={np.round(pos, 4).tolist()}",
+            )
     return result
 
 
@@ -256,8 +279,9 @@ def pair_table_types(table: GeomPairTable, model: mujoco.MjModel) -> set[str]:
     return {pair_type(model, a, b) for a, b in zip(g1.tolist(), g2.tolist(), strict=True)}
 
 
-def clearances(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
-               horizon_m: float = 0.05) -> tuple[np.ndarray, list[str]]:
+def clearances(
+    oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray, horizon_m: float = 0.05
+) -> tuple[np.ndarray, list[str]]:
     """Coal's clearance [m] of each full-model state over the pairs ``table`` checks (any arm),
     capped at ``horizon_m`` (pairs whose bounding spheres are further apart are not measured),
     and the closest pair's names ("" when none is within the horizon)."""
@@ -280,8 +304,9 @@ def clearances(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray
     return out, names
 
 
-def judge_states(oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray,
-                 threshold_m: float = 0.0) -> list[tuple[int, str, float]]:
+def judge_states(
+    oracle: CoalOracle, table: GeomPairTable, qpos_states: np.ndarray, threshold_m: float = 0.0
+) -> list[tuple[int, str, float]]:
     """Independent verdict on full-model states: for each state where some checked pair
     (any arm, ``table``'s policy) is closer than ``threshold_m`` by coal, (state index,
     pair, distance [m]) of its closest such pair."""
@@ -309,11 +334,14 @@ def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
     q = rng.normal(size=(n, 4))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     w, x, y, z = q.T
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], axis=-1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], axis=-1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], axis=-1),
-    ], axis=1)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], axis=-1),
+            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], axis=-1),
+            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], axis=-1),
+        ],
+        axis=1,
+    )
 
 
 @dataclass
@@ -329,8 +357,15 @@ class Placements:
     oracle_m: np.ndarray
 
 
-def targeted_placements(session: CheckSession, oracle: CoalOracle, mover: int, fixed: int, n: int,
-                        rng: np.random.Generator, targets_m: np.ndarray) -> Placements:
+def targeted_placements(
+    session: CheckSession,
+    oracle: CoalOracle,
+    mover: int,
+    fixed: int,
+    n: int,
+    rng: np.random.Generator,
+    targets_m: np.ndarray,
+) -> Placements:
     """``n`` poses of ``mover`` whose coal distance to ``fixed`` is near ``targets_m`` (n,) [m].
 
     A random orientation and a random position within reach of ``fixed`` are drawn (in one
@@ -343,7 +378,11 @@ def targeted_placements(session: CheckSession, oracle: CoalOracle, mover: int, f
     rot = random_rotations(rng, n)
     if int(model.geom_type[fixed]) == mujoco.mjtGeom.mjGEOM_PLANE:
         tangent = rng.uniform(-0.5, 0.5, (n, 3)) * (1 - np.abs(fpose[1][:, 2]))
-        pos = fpose[0] + tangent + np.outer(rng.uniform(0.0, 1.0, n) * model.geom_rbound[mover], fpose[1][:, 2])
+        pos = (
+            fpose[0]
+            + tangent
+            + np.outer(rng.uniform(0.0, 1.0, n) * model.geom_rbound[mover], fpose[1][:, 2])
+        )
     else:
         reach = model.geom_rbound[mover] + model.geom_rbound[fixed]
         pos = fpose[0] + rng.uniform(-reach, reach, (n, 3))
@@ -357,7 +396,9 @@ def targeted_placements(session: CheckSession, oracle: CoalOracle, mover: int, f
         normal = np.asarray(res.normal, float)  # from the mover towards the fixed geom
         if np.all(np.isfinite(normal)) and np.linalg.norm(normal) > 0.5:
             pos[k] = pos[k] - (targets_m[k] - d0) * normal
-        dist[k] = coal.distance(s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, coal.DistanceResult())
+        dist[k] = coal.distance(
+            s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, coal.DistanceResult()
+        )
     return Placements(mover, fixed, pair_type(model, mover, fixed), pos, rot, dist)
 
 

@@ -78,9 +78,21 @@ def default_config() -> CertificateConfig:
 def model_hash(model: mujoco.MjModel) -> str:
     """sha256 over the geometry and kinematics a certificate depends on (hex, 16 chars)."""
     h = hashlib.sha256()
-    for name in ("body_parentid", "body_pos", "body_quat", "jnt_type", "jnt_bodyid", "jnt_pos",
-                 "jnt_axis", "geom_type", "geom_bodyid", "geom_size", "geom_pos", "geom_quat",
-                 "mesh_vert"):
+    for name in (
+        "body_parentid",
+        "body_pos",
+        "body_quat",
+        "jnt_type",
+        "jnt_bodyid",
+        "jnt_pos",
+        "jnt_axis",
+        "geom_type",
+        "geom_bodyid",
+        "geom_size",
+        "geom_pos",
+        "geom_quat",
+        "mesh_vert",
+    ):
         arr = np.ascontiguousarray(np.round(np.asarray(getattr(model, name), float), 9))
         h.update(name.encode())
         h.update(arr.tobytes())
@@ -89,7 +101,10 @@ def model_hash(model: mujoco.MjModel) -> str:
 
 # ----------------------------------------------------------------------------- geometry
 
-def joint_geom_radii(model: mujoco.MjModel, joint_names: Sequence[str], payload_reach_m: float = 0.0) -> np.ndarray:
+
+def joint_geom_radii(
+    model: mujoco.MjModel, joint_names: Sequence[str], payload_reach_m: float = 0.0
+) -> np.ndarray:
     """(n_joints, ngeom): R_j(g) [m], a bound valid in every configuration on the distance
     from joint j's anchor to any point of geom g; 0 where joint j does not move g. Geoms of
     the last joint's body subtree (the gripper) get ``payload_reach_m`` more."""
@@ -109,7 +124,11 @@ def joint_geom_radii(model: mujoco.MjModel, joint_names: Sequence[str], payload_
         for g in range(model.ngeom):
             b = int(model.geom_bodyid[g])
             if b in reach:
-                out[k, g] = reach[b] + float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
+                out[k, g] = (
+                    reach[b]
+                    + float(np.linalg.norm(model.geom_pos[g]))
+                    + float(model.geom_rbound[g])
+                )
     if payload_reach_m > 0 and joint_names:
         gripper = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in last_reach]
         out[:, gripper] = np.where(out[:, gripper] > 0, out[:, gripper] + payload_reach_m, 0.0)
@@ -128,8 +147,13 @@ class PairGeometry:
     names: tuple[str, ...]  # geom names
 
 
-def pair_geometry(model: mujoco.MjModel, table, arm_joints: dict[str, Sequence[str]],
-                  moving: Sequence[str], payload_reach_m: float) -> PairGeometry:
+def pair_geometry(
+    model: mujoco.MjModel,
+    table,
+    arm_joints: dict[str, Sequence[str]],
+    moving: Sequence[str],
+    payload_reach_m: float,
+) -> PairGeometry:
     """``table``: the group's ``GeomPairTable``; ``arm_joints``: every arm's joints."""
     checked = np.triu(table.checked_table(moving), 1)
     g1, g2 = np.nonzero(checked)
@@ -140,8 +164,9 @@ def pair_geometry(model: mujoco.MjModel, table, arm_joints: dict[str, Sequence[s
     index = np.full((model.ngeom, model.ngeom), -1, dtype=np.int64)
     index[g1, g2] = np.arange(g1.size)
     index[g2, g1] = np.arange(g1.size)
-    return PairGeometry(g1, g2, table.table[g1, g2].astype(int), rel.T.copy(), index,
-                        table.geom_names)
+    return PairGeometry(
+        g1, g2, table.table[g1, g2].astype(int), rel.T.copy(), index, table.geom_names
+    )
 
 
 _GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -151,15 +176,22 @@ def _group_geometry(group, moving: tuple[str, ...], payload_reach_m: float) -> P
     per_group = _GEOMETRY.setdefault(group, {})
     key = (moving, payload_reach_m)
     if key not in per_group:
-        per_group[key] = pair_geometry(group.model, group.meter.pairs,
-                                       {a: group.joint_names(a) for a in group.arm_names},
-                                       moving, payload_reach_m)
+        per_group[key] = pair_geometry(
+            group.model,
+            group.meter.pairs,
+            {a: group.joint_names(a) for a in group.arm_names},
+            moving,
+            payload_reach_m,
+        )
     return per_group[key]
 
 
 # ----------------------------------------------------------------------------- envelope
 
-def segment_speed_bounds(t: np.ndarray, qd: np.ndarray, accel: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+
+def segment_speed_bounds(
+    t: np.ndarray, qd: np.ndarray, accel: np.ndarray, vmax: np.ndarray
+) -> np.ndarray:
     """(K, n) per segment and joint: the largest |qd| [rad/s] any motion through the sample
     velocities can reach under the acceleration limit (capped at the velocity limit)."""
     dt = np.diff(t)[:, None]
@@ -168,7 +200,9 @@ def segment_speed_bounds(t: np.ndarray, qd: np.ndarray, accel: np.ndarray, vmax:
     return np.minimum(v, np.maximum(vmax[None, :], np.maximum(a[:-1], a[1:])))
 
 
-def envelope_minima(s: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def envelope_minima(
+    s: np.ndarray, lower: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Exact minimum of the lower envelope max_i(l_i - |s - s_i|) on every segment.
 
     s: (P, N) nondecreasing arc coordinates per pair (d is 1-Lipschitz in s); lower: (P, N).
@@ -197,6 +231,7 @@ def _running_argmax(x: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- records
 
+
 @dataclass(frozen=True)
 class PairBound:
     """One pair's certified minimum [m] (envelope minus allowance), where [s], its
@@ -211,11 +246,15 @@ class PairBound:
     active_query_times_s: tuple[float, float]
 
     def as_dict(self) -> dict:
-        return {"pair": self.pair, "class": self.pair_class,
-                "certified_min_m": round(self.certified_min_m, 7),
-                "envelope_min_m": round(self.envelope_min_m, 7), "at_s": round(self.at_s, 6),
-                "allowance_m": round(self.allowance_m, 7),
-                "active_query_times_s": [round(x, 6) for x in self.active_query_times_s]}
+        return {
+            "pair": self.pair,
+            "class": self.pair_class,
+            "certified_min_m": round(self.certified_min_m, 7),
+            "envelope_min_m": round(self.envelope_min_m, 7),
+            "at_s": round(self.at_s, 6),
+            "allowance_m": round(self.allowance_m, 7),
+            "active_query_times_s": [round(x, 6) for x in self.active_query_times_s],
+        }
 
 
 @dataclass(frozen=True)
@@ -256,19 +295,32 @@ class PlanClearanceCertificate:
         return int(self.extra_t_s.size)
 
     def as_dict(self) -> dict:
-        return {"certified": self.certified, "margin_m": self.margin_m, "horizon_m": self.horizon_m,
-                "certified_min_m": round(self.certified_min_m, 7), "pair": self.pair,
-                "at_s": round(self.at_s, 6), "pairs_total": self.pairs_total,
-                "pairs_far": self.pairs_far,
-                "far_pairs_min_m": round(self.far_pairs_min_m, 7) if math.isfinite(self.far_pairs_min_m) else None,
-                "sample_queries": self.sample_queries,
-                "extra_queries": [{"t_s": float(t), "q_rad": q.tolist()}
-                                  for t, q in zip(self.extra_t_s, self.extra_q_rad, strict=True)],
-                "pairs": [p.as_dict() for p in self.pairs], "uncertainty": self.spec.as_dict(),
-                "payload_reach_m": self.payload_reach_m, "model_hash": self.model_hash,
-                "failure": self.failure, "fail_time_s": self.fail_time_s,
-                "uncertified_attempts": self.uncertified_attempts,
-                "method": "seed 003 multi-sample Lipschitz envelope, per pair, exact minimum"}
+        return {
+            "certified": self.certified,
+            "margin_m": self.margin_m,
+            "horizon_m": self.horizon_m,
+            "certified_min_m": round(self.certified_min_m, 7),
+            "pair": self.pair,
+            "at_s": round(self.at_s, 6),
+            "pairs_total": self.pairs_total,
+            "pairs_far": self.pairs_far,
+            "far_pairs_min_m": round(self.far_pairs_min_m, 7)
+            if math.isfinite(self.far_pairs_min_m)
+            else None,
+            "sample_queries": self.sample_queries,
+            "extra_queries": [
+                {"t_s": float(t), "q_rad": q.tolist()}
+                for t, q in zip(self.extra_t_s, self.extra_q_rad, strict=True)
+            ],
+            "pairs": [p.as_dict() for p in self.pairs],
+            "uncertainty": self.spec.as_dict(),
+            "payload_reach_m": self.payload_reach_m,
+            "model_hash": self.model_hash,
+            "failure": self.failure,
+            "fail_time_s": self.fail_time_s,
+            "uncertified_attempts": self.uncertified_attempts,
+            "method": "seed 003 multi-sample Lipschitz envelope, per pair, exact minimum",
+        }
 
 
 # ----------------------------------------------------------------------------- certify
@@ -276,11 +328,21 @@ class PlanClearanceCertificate:
 QueryFn = Callable[[np.ndarray], np.ndarray]
 
 
-def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
-                    accel: np.ndarray, vmax: np.ndarray, query: QueryFn,
-                    evaluate: Callable[[np.ndarray], np.ndarray] | None, margin_m: float, horizon_m: float,
-                    config: CertificateConfig, model_hash_hex: str,
-                    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> PlanClearanceCertificate:
+def certify_samples(
+    geometry: PairGeometry,
+    t: np.ndarray,
+    q: np.ndarray,
+    qd: np.ndarray,
+    accel: np.ndarray,
+    vmax: np.ndarray,
+    query: QueryFn,
+    evaluate: Callable[[np.ndarray], np.ndarray] | None,
+    margin_m: float,
+    horizon_m: float,
+    config: CertificateConfig,
+    model_hash_hex: str,
+    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> PlanClearanceCertificate:
     """Certify one stacked trajectory (t (N,), q and qd (N, n)) of the moving arms.
 
     query(q) -> (P,) distances of every pair at stacked q (``horizon_m`` for far pairs);
@@ -303,9 +365,15 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
         dist_all = np.stack([query(q[i]) for i in range(t.size)], axis=1)
     else:
         qt0, qq0, dist_all = (np.asarray(x, float) for x in initial)
-        if not set(t.tolist()) <= set(qt0.tolist()) or dist_all.shape != (geometry.g1.size, qt0.size):
-            raise PlannerConfigError("initial", (qt0.shape, dist_all.shape),
-                                     "query times including every sample time, distances (pairs, times)")
+        if not set(t.tolist()) <= set(qt0.tolist()) or dist_all.shape != (
+            geometry.g1.size,
+            qt0.size,
+        ):
+            raise PlannerConfigError(
+                "initial",
+                (qt0.shape, dist_all.shape),
+                "query times including every sample time, distances (pairs, times)",
+            )
     if t.size > 1:
         speeds = segment_speed_bounds(t, np.asarray(qd, float), accel, vmax)  # (K, n)
         gaps = _parent_segments(qt0, t)
@@ -323,16 +391,25 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
     active = np.flatnonzero(active_mask)
     far = np.flatnonzero(~active_mask)  # bounded in closed form, no envelope of their own
     far_min = float(far_bound[far].min()) if far.size else math.inf
-    sub = PairGeometry(geometry.g1[active], geometry.g2[active], geometry.pair_class[active],
-                       geometry.radii[active], geometry.index, geometry.names)
+    sub = PairGeometry(
+        geometry.g1[active],
+        geometry.g2[active],
+        geometry.pair_class[active],
+        geometry.radii[active],
+        geometry.index,
+        geometry.names,
+    )
     allowance, dist = allowance_all[active], dist_all[active]
     seg_L = (sub.radii[:, None, :] * speeds[None, :, :]).sum(axis=2)  # (P_active, K) [m/s]
     threshold = margin_m + allowance
     P = active.size
     qt, qq = list(qt0), list(qq0)
     samples = set(t.tolist())
-    between = np.array([float(x) not in samples for x in qt0], bool) if initial is not None \
+    between = (
+        np.array([float(x) not in samples for x in qt0], bool)
+        if initial is not None
         else np.zeros(qt0.size, bool)
+    )
     extra_t, extra_q = [qt0[between]], [np.asarray(qq0)[between]]
     failure, fail_t = "", None
     for round_ in range(config.max_bisections + 1):
@@ -340,10 +417,13 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
         lower = dist - spec.query_tolerance_m
         below = lower < threshold[:, None]
         if below.any():
-            p, i = np.unravel_index(int(np.argmax(np.where(below, threshold[:, None] - lower, -np.inf))),
-                                    below.shape)
-            failure = (f"{_pair_name(sub, p)} is {dist[p, i] * 1e3:.2f} mm apart at t={tt[i]:.4f} s, "
-                       f"below its threshold {threshold[p] * 1e3:.2f} mm")
+            p, i = np.unravel_index(
+                int(np.argmax(np.where(below, threshold[:, None] - lower, -np.inf))), below.shape
+            )
+            failure = (
+                f"{_pair_name(sub, p)} is {dist[p, i] * 1e3:.2f} mm apart at t={tt[i]:.4f} s, "
+                f"below its threshold {threshold[p] * 1e3:.2f} mm"
+            )
             fail_t = float(tt[i])
             break
         if tt.size == 1 or P == 0:
@@ -353,16 +433,20 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
         bad = val < threshold[:, None]
         target = config.tighten_ratio * float(np.min(lower - allowance[:, None]))
         loose = (val - allowance[:, None]) < target  # tightening: never a failure
-        if not (bad.any() or (loose.any() and evaluate is not None and round_ < config.max_bisections)):
+        if not (
+            bad.any() or (loose.any() and evaluate is not None and round_ < config.max_bisections)
+        ):
             break
         bad_segments = np.flatnonzero((bad | loose).any(axis=0))
         if bad.any() and (evaluate is None or round_ == config.max_bisections):
             bad_segments = np.flatnonzero(bad.any(axis=0))
             k = int(bad_segments[0])
             p = int(np.argmax(threshold - val[:, k]))
-            failure = (f"{_pair_name(sub, p)}: envelope {val[p, k] * 1e3:.2f} mm between "
-                       f"t={tt[k]:.4f} and {tt[k + 1]:.4f} s is below its threshold "
-                       f"{threshold[p] * 1e3:.2f} mm after {round_} bisection rounds")
+            failure = (
+                f"{_pair_name(sub, p)}: envelope {val[p, k] * 1e3:.2f} mm between "
+                f"t={tt[k]:.4f} and {tt[k + 1]:.4f} s is below its threshold "
+                f"{threshold[p] * 1e3:.2f} mm after {round_} bisection rounds"
+            )
             fail_t = float((tt[k] + tt[k + 1]) / 2)
             break
         mids = (tt[bad_segments] + tt[bad_segments + 1]) / 2.0
@@ -377,21 +461,35 @@ def certify_samples(geometry: PairGeometry, t: np.ndarray, q: np.ndarray, qd: np
         dist = np.concatenate([dist, new_d], axis=1)[:, order]
     tt = np.asarray(qt)
     order_e = np.argsort(np.concatenate(extra_t), kind="stable")
-    bounds = _pair_bounds(sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m)
+    bounds = _pair_bounds(
+        sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m
+    )
     best = bounds[0] if bounds else None
     near_min = best.certified_min_m if best else math.inf
     cmin = min(near_min, far_min)
     if not math.isfinite(cmin):
         cmin = horizon_m
     return PlanClearanceCertificate(
-        certified=not failure, margin_m=margin_m, horizon_m=horizon_m, certified_min_m=float(cmin),
+        certified=not failure,
+        margin_m=margin_m,
+        horizon_m=horizon_m,
+        certified_min_m=float(cmin),
         pair=best.pair if best and near_min <= far_min else "(a pair never within the horizon)",
-        at_s=best.at_s if best else float(t[0]), pairs=bounds,
-        pairs_total=int(geometry.g1.size), pairs_far=int(far.size), far_pairs_min_m=far_min,
-        sample_queries=int(t.size), extra_t_s=np.concatenate(extra_t)[order_e],
+        at_s=best.at_s if best else float(t[0]),
+        pairs=bounds,
+        pairs_total=int(geometry.g1.size),
+        pairs_far=int(far.size),
+        far_pairs_min_m=far_min,
+        sample_queries=int(t.size),
+        extra_t_s=np.concatenate(extra_t)[order_e],
         extra_q_rad=np.concatenate(extra_q).reshape(-1, q.shape[1])[order_e],
-        spec=spec, payload_reach_m=config.payload_reach_m, model_hash=model_hash_hex,
-        failure=failure, fail_time_s=fail_t, elapsed_s=time.perf_counter() - started)
+        spec=spec,
+        payload_reach_m=config.payload_reach_m,
+        model_hash=model_hash_hex,
+        failure=failure,
+        fail_time_s=fail_t,
+        elapsed_s=time.perf_counter() - started,
+    )
 
 
 def _arc(query_t: np.ndarray, sample_t: np.ndarray, seg_L: np.ndarray) -> np.ndarray:
@@ -434,9 +532,17 @@ def _pair_bounds(geometry, tt, t, lower, seg_L, allowance, report_m) -> tuple[Pa
         if cert[p] >= report_m and out:
             break
         kk = k[p]
-        out.append(PairBound(_pair_name(geometry, p), PairClass(int(geometry.pair_class[p])).name.lower(),
-                             float(cert[p]), float(val[p, kk]), float(at[p, kk]), float(allowance[p]),
-                             (float(tt[ia[p, kk]]), float(tt[ib[p, kk]]))))
+        out.append(
+            PairBound(
+                _pair_name(geometry, p),
+                PairClass(int(geometry.pair_class[p])).name.lower(),
+                float(cert[p]),
+                float(val[p, kk]),
+                float(at[p, kk]),
+                float(allowance[p]),
+                (float(tt[ia[p, kk]]), float(tt[ib[p, kk]])),
+            )
+        )
     return tuple(out)
 
 
@@ -461,10 +567,16 @@ def mujoco_query(session, geometry: PairGeometry, horizon_m: float) -> QueryFn:
     return query
 
 
-def certify_group_path(group, moving: Sequence[str], t: np.ndarray, q: np.ndarray, qd: np.ndarray,
-                       evaluate: Callable[[np.ndarray], np.ndarray] | None,
-                       config: CertificateConfig | None = None,
-                       initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> PlanClearanceCertificate:
+def certify_group_path(
+    group,
+    moving: Sequence[str],
+    t: np.ndarray,
+    q: np.ndarray,
+    qd: np.ndarray,
+    evaluate: Callable[[np.ndarray], np.ndarray] | None,
+    config: CertificateConfig | None = None,
+    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> PlanClearanceCertificate:
     """Certify a stacked trajectory of ``group``'s ``moving`` arms against its reference state
     (the ArmGroup's meter measures distances; its horizon is the cheap far-pair bound)."""
     config = config or default_config()
@@ -474,9 +586,21 @@ def certify_group_path(group, moving: Sequence[str], t: np.ndarray, q: np.ndarra
     horizon = group.meter.config.horizon_m
     accel = np.concatenate([np.asarray(group.motion_limits(a).acceleration, float) for a in moving])
     vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity, float) for a in moving])
-    return certify_samples(geometry, t, q, qd, accel, vmax, mujoco_query(session, geometry, horizon),
-                           evaluate, group.config.collision.margin_m, horizon, config,
-                           _hash_of(group.model), initial)
+    return certify_samples(
+        geometry,
+        t,
+        q,
+        qd,
+        accel,
+        vmax,
+        mujoco_query(session, geometry, horizon),
+        evaluate,
+        group.config.collision.margin_m,
+        horizon,
+        config,
+        _hash_of(group.model),
+        initial,
+    )
 
 
 _HASHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -491,17 +615,21 @@ def _hash_of(model: mujoco.MjModel) -> str:
         return model_hash(model)
 
 
-def certify_plan_timed(group, plan, timed=None, config: CertificateConfig | None = None) -> PlanClearanceCertificate:
+def certify_plan_timed(
+    group, plan, timed=None, config: CertificateConfig | None = None
+) -> PlanClearanceCertificate:
     """Certify ``plan`` (a ``planners.plan.Plan`` of ``group``); ``timed`` (the TimedPath it
     was sampled from) enables bisection queries between samples."""
     moving = plan.moving
     evaluate = None
     if timed is not None:
+
         def evaluate(x: np.ndarray) -> np.ndarray:
             return timed.evaluate(np.asarray(x, float))[0]
-    return certify_group_path(group, moving, plan.t, plan.stacked("q"), plan.stacked("qd"),
-                              evaluate, config)
 
+    return certify_group_path(
+        group, moving, plan.t, plan.stacked("q"), plan.stacked("qd"), evaluate, config
+    )
 
 
 class PairRecorder:
@@ -541,8 +669,13 @@ class PairRecorder:
         return np.array(self.times), np.array(self.states), dist
 
 
-def certify_timed(group, moving: Sequence[str], timed, config: CertificateConfig | None = None,
-                  recorder: PairRecorder | None = None) -> PlanClearanceCertificate:
+def certify_timed(
+    group,
+    moving: Sequence[str],
+    timed,
+    config: CertificateConfig | None = None,
+    recorder: PairRecorder | None = None,
+) -> PlanClearanceCertificate:
     """Certify a ``planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the group's
     sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself;
     ``recorder``: the distances the final check measured (reused, not queried again)."""

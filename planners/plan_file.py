@@ -32,7 +32,9 @@ class PlanFileError(PlannerError, ValueError):
 def plan_document(group, plan) -> dict:
     """The JSON-ready document of ``plan`` (a certified ``Plan`` of ``group``)."""
     if plan.certificate is None:
-        raise PlanFileError("(in memory)", "plan has no certificate; valid: a plan from ArmGroup.plan")
+        raise PlanFileError(
+            "(in memory)", "plan has no certificate; valid: a plan from ArmGroup.plan"
+        )
     moving = list(plan.moving)
     return {
         "format": FORMAT,
@@ -59,8 +61,20 @@ def save_plan(path: str | Path, group, plan) -> Path:
     return path
 
 
-REQUIRED = ("format", "moving", "joint_names", "t_s", "q_rad", "qd_rad_s", "reference_qpos",
-            "acceleration_rad_s2", "velocity_rad_s", "arms", "margin_m", "certificate")
+REQUIRED = (
+    "format",
+    "moving",
+    "joint_names",
+    "t_s",
+    "q_rad",
+    "qd_rad_s",
+    "reference_qpos",
+    "acceleration_rad_s2",
+    "velocity_rad_s",
+    "arms",
+    "margin_m",
+    "certificate",
+)
 
 
 def load_plan_file(path: str | Path) -> dict:
@@ -76,7 +90,9 @@ def load_plan_file(path: str | Path) -> dict:
         raise PlanFileError(str(path), "top level is not an object")
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
-        raise PlanFileError(str(path), f"missing field {missing[0]!r}; valid: {', '.join(REQUIRED)}")
+        raise PlanFileError(
+            str(path), f"missing field {missing[0]!r}; valid: {', '.join(REQUIRED)}"
+        )
     if doc["format"] != FORMAT:
         raise PlanFileError(str(path), f"format {doc['format']!r}; valid: {FORMAT!r}")
     t = np.asarray(doc["t_s"], float)
@@ -84,6 +100,9 @@ def load_plan_file(path: str | Path) -> dict:
         for key in ("q_rad", "qd_rad_s"):
             arr = np.asarray(doc[key].get(a, []), float)
             if arr.shape != (t.size, len(doc["joint_names"].get(a, []))):
-                raise PlanFileError(str(path), f"{key}[{a!r}] has shape {arr.shape}; valid: "
-                                    f"({t.size}, {len(doc['joint_names'].get(a, []))})")
+                raise PlanFileError(
+                    str(path),
+                    f"{key}[{a!r}] has shape {arr.shape}; valid: "
+                    f"({t.size}, {len(doc['joint_names'].get(a, []))})",
+                )
     return doc

@@ -52,13 +52,19 @@ class PoseGoal:
     One PoseGoal belongs to one thread (it owns IK solvers).
     """
 
-    def __init__(self, target: pin.SE3 | np.ndarray, n_candidates: int = 4,
-                 resample_count: int = 4, torso: float | None = None,
-                 ik_config: IKConfig | None = None):
+    def __init__(
+        self,
+        target: pin.SE3 | np.ndarray,
+        n_candidates: int = 4,
+        resample_count: int = 4,
+        torso: float | None = None,
+        ik_config: IKConfig | None = None,
+    ):
         self.target = as_pose(target)
         if n_candidates < 1 or resample_count < 1:
-            raise PlannerConfigError("n_candidates/resample_count",
-                                     (n_candidates, resample_count), ">= 1")
+            raise PlannerConfigError(
+                "n_candidates/resample_count", (n_candidates, resample_count), ">= 1"
+            )
         self.n_candidates, self.resample_count = n_candidates, resample_count
         self.torso = torso
         self.ik_config = ik_config
@@ -69,8 +75,9 @@ class PoseGoal:
         if arm not in self._solvers:
             kin = ArmKinematics(arm)
             if tuple(group.joint_names(arm)) != kin.joint_names:
-                raise GoalInputError(arm, "joints", group.joint_names(arm),
-                                     f"the IK chain {kin.joint_names}")
+                raise GoalInputError(
+                    arm, "joints", group.joint_names(arm), f"the IK chain {kin.joint_names}"
+                )
             self._solvers[arm] = IKSolver(kin, self.ik_config)
         return self._solvers[arm]
 
@@ -80,22 +87,26 @@ class PoseGoal:
     def joint_candidates(self, group: ArmGroup, arm: str, start: np.ndarray) -> list[np.ndarray]:
         """Up to ``n_candidates`` verified IK solutions, nearest to ``start`` first."""
         self.calls["joint_candidates"] += 1
-        result = self.solver(group, arm).solve(self.target, self._torso(group), seed=start,
-                                               n_solutions=self.n_candidates)
+        result = self.solver(group, arm).solve(
+            self.target, self._torso(group), seed=start, n_solutions=self.n_candidates
+        )
         if not result.ok:
-            raise GoalUnreachableError(arm, f"IK of the TCP pose: {result.status.value}: "
-                                            f"{result.message}")
+            raise GoalUnreachableError(
+                arm, f"IK of the TCP pose: {result.status.value}: {result.message}"
+            )
         return [s.q.copy() for s in result.solutions]
 
-    def more_candidates(self, group: ArmGroup, arm: str, start: np.ndarray,
-                        have: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def more_candidates(
+        self, group: ArmGroup, arm: str, start: np.ndarray, have: Sequence[np.ndarray]
+    ) -> list[np.ndarray]:
         """Up to ``resample_count`` new solutions (fresh random restarts), each farther
         than the IK's ``distinct_min_rad`` from every one in ``have``; nearest first."""
         self.calls["more_candidates"] += 1
         solver = self.solver(group, arm)
         gap = solver.config.distinct_min_rad
-        result = solver.solve(self.target, self._torso(group), seed=None,
-                              n_solutions=len(have) + self.resample_count)
+        result = solver.solve(
+            self.target, self._torso(group), seed=None, n_solutions=len(have) + self.resample_count
+        )
         new: list[np.ndarray] = []
         for s in result.solutions:
             if all(np.max(np.abs(s.q - h)) > gap for h in [*have, *new]):

@@ -58,8 +58,12 @@ class JointLimits:
 
     @staticmethod
     def stack(parts: Sequence[JointLimits]) -> JointLimits:
-        return JointLimits(*(tuple(v for p in parts for v in getattr(p, f))
-                             for f in ("velocity", "acceleration", "jerk")))
+        return JointLimits(
+            *(
+                tuple(v for p in parts for v in getattr(p, f))
+                for f in ("velocity", "acceleration", "jerk")
+            )
+        )
 
 
 class ScalarProfile:
@@ -88,8 +92,11 @@ class ScalarProfile:
         states = []
         for dt, j in zip(self.durations, self.jerks, strict=True):
             states.append((s, v, a))
-            s, v, a = (s + v * dt + a * dt * dt / 2 + j * dt ** 3 / 6, v + a * dt + j * dt * dt / 2,
-                       a + j * dt)
+            s, v, a = (
+                s + v * dt + a * dt * dt / 2 + j * dt**3 / 6,
+                v + a * dt + j * dt * dt / 2,
+                a + j * dt,
+            )
         self.states = np.array(states)
         self.end_error = s - 1.0  # float rounding only
 
@@ -100,8 +107,8 @@ class ScalarProfile:
         tau = t - self.starts[k]
         s0, v0, a0 = self.states[k].T
         j = self.jerks[k]
-        s = s0 + v0 * tau + a0 * tau ** 2 / 2 + j * tau ** 3 / 6
-        v = v0 + a0 * tau + j * tau ** 2 / 2
+        s = s0 + v0 * tau + a0 * tau**2 / 2 + j * tau**3 / 6
+        v = v0 + a0 * tau + j * tau**2 / 2
         a = a0 + j * tau
         done = t >= self.duration
         s = np.where(done, 1.0, np.minimum(s, 1.0))
@@ -151,7 +158,9 @@ def time_path(waypoints: Sequence[np.ndarray], limits: JointLimits) -> TimedPath
             pts.append(p)
     if len(pts) == 1:
         pts.append(pts[0].copy())
-    vmax, amax, jmax = (np.asarray(getattr(limits, f)) for f in ("velocity", "acceleration", "jerk"))
+    vmax, amax, jmax = (
+        np.asarray(getattr(limits, f)) for f in ("velocity", "acceleration", "jerk")
+    )
     profiles = []
     for a, b in zip(pts, pts[1:], strict=False):
         dq = np.abs(b - a)
@@ -159,9 +168,13 @@ def time_path(waypoints: Sequence[np.ndarray], limits: JointLimits) -> TimedPath
         if not moving.any():
             profiles.append(ScalarProfile(1.0, 1.0, 1.0))
             continue
-        profiles.append(ScalarProfile(float(np.min(vmax[moving] / dq[moving])),
-                                      float(np.min(amax[moving] / dq[moving])),
-                                      float(np.min(jmax[moving] / dq[moving]))))
+        profiles.append(
+            ScalarProfile(
+                float(np.min(vmax[moving] / dq[moving])),
+                float(np.min(amax[moving] / dq[moving])),
+                float(np.min(jmax[moving] / dq[moving])),
+            )
+        )
     starts = np.concatenate([[0.0], np.cumsum([p.duration for p in profiles])])
     return TimedPath(np.array(pts), tuple(profiles), starts)
 
@@ -188,15 +201,19 @@ class LimitReport:
         return max(self.__dict__.values()) <= 1.0 + slack
 
 
-def limit_report(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, dt: float,
-                 limits: JointLimits) -> LimitReport:
-    vmax, amax, jmax = (np.asarray(getattr(limits, f)) for f in ("velocity", "acceleration", "jerk"))
+def limit_report(
+    q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, dt: float, limits: JointLimits
+) -> LimitReport:
+    vmax, amax, jmax = (
+        np.asarray(getattr(limits, f)) for f in ("velocity", "acceleration", "jerk")
+    )
 
     def ratio(x: np.ndarray, lim: np.ndarray) -> float:
         return float(np.max(np.abs(x) / lim)) if x.size else 0.0
 
     d1 = np.diff(q, axis=0) / dt
-    d2 = np.diff(q, 2, axis=0) / dt ** 2
-    d3 = np.diff(q, 3, axis=0) / dt ** 3
-    return LimitReport(ratio(qd, vmax), ratio(qdd, amax), ratio(d1, vmax), ratio(d2, amax),
-                       ratio(d3, jmax))
+    d2 = np.diff(q, 2, axis=0) / dt**2
+    d3 = np.diff(q, 3, axis=0) / dt**3
+    return LimitReport(
+        ratio(qd, vmax), ratio(qdd, amax), ratio(d1, vmax), ratio(d2, amax), ratio(d3, jmax)
+    )

@@ -114,10 +114,17 @@ class SearchResult:
     timed_out: bool = False
 
 
-def rrt_connect(start: np.ndarray, goal: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                is_free: StateCheck, rng: np.random.Generator,
-                config: SearchConfig | None = None, try_direct: bool = True,
-                deadline_s: float | None = None) -> SearchResult:
+def rrt_connect(
+    start: np.ndarray,
+    goal: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    is_free: StateCheck,
+    rng: np.random.Generator,
+    config: SearchConfig | None = None,
+    try_direct: bool = True,
+    deadline_s: float | None = None,
+) -> SearchResult:
     """RRT-Connect between free states ``start`` and ``goal`` in the box [lower, upper]
     (first the straight motion, unless ``try_direct`` is False). ``deadline_s``: a
     ``time.perf_counter()`` instant after which the search gives up (``timed_out``);
@@ -142,8 +149,13 @@ def rrt_connect(start: np.ndarray, goal: np.ndarray, lower: np.ndarray, upper: n
 
     for it in range(1, cfg.max_iterations + 1):
         if deadline_s is not None and time.perf_counter() > deadline_s:
-            return SearchResult(None, it - 1, trees[0].n + trees[1].n,
-                                "wall-time budget exhausted during the search", timed_out=True)
+            return SearchResult(
+                None,
+                it - 1,
+                trees[0].n + trees[1].n,
+                "wall-time budget exhausted during the search",
+                timed_out=True,
+            )
         a, b = trees
         status, i_new = extend(a, rng.uniform(lower, upper))
         if status != "trapped":
@@ -161,16 +173,26 @@ def rrt_connect(start: np.ndarray, goal: np.ndarray, lower: np.ndarray, upper: n
         if max(t.n for t in trees) >= cfg.max_nodes:
             return SearchResult(None, it, trees[0].n + trees[1].n, "tree size limit reached")
         trees.reverse()
-    return SearchResult(None, cfg.max_iterations, trees[0].n + trees[1].n,
-                        f"no path after {cfg.max_iterations} iterations")
+    return SearchResult(
+        None,
+        cfg.max_iterations,
+        trees[0].n + trees[1].n,
+        f"no path after {cfg.max_iterations} iterations",
+    )
 
 
 def path_length(path: list[np.ndarray]) -> float:
     return float(sum(np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)))
 
 
-def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generator,
-             rounds: int, step_rad: float, deadline_s: float | None = None) -> list[np.ndarray]:
+def shortcut(
+    path: list[np.ndarray],
+    is_free: StateCheck,
+    rng: np.random.Generator,
+    rounds: int,
+    step_rad: float,
+    deadline_s: float | None = None,
+) -> list[np.ndarray]:
     """Shorten ``path`` by joining random points of it with straight checked motions (the
     new waypoints themselves checked), then drop every waypoint whose neighbours see each
     other. Ends stay fixed. Past ``deadline_s`` (``time.perf_counter()``) no more rounds
@@ -187,7 +209,10 @@ def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generat
             break
         cum = np.concatenate([[0.0], np.cumsum(seg)])
         s1, s2 = np.sort(rng.uniform(0.0, total, 2))
-        i, j = int(np.searchsorted(cum, s1, "right") - 1), int(np.searchsorted(cum, s2, "right") - 1)
+        i, j = (
+            int(np.searchsorted(cum, s1, "right") - 1),
+            int(np.searchsorted(cum, s2, "right") - 1),
+        )
         i, j = min(i, len(seg) - 1), min(j, len(seg) - 1)
         if i == j:
             continue
@@ -196,11 +221,13 @@ def shortcut(path: list[np.ndarray], is_free: StateCheck, rng: np.random.Generat
         # p1 and p2 lie between the checked states of their edges: check them too, or an
         # unchecked (possibly colliding) state becomes a waypoint.
         if is_free(p1) and is_free(p2) and motion_is_free(p1, p2, is_free, step_rad):
-            path = path[: i + 1] + [p1, p2] + path[j + 1:]
+            path = path[: i + 1] + [p1, p2] + path[j + 1 :]
     return drop_redundant(path, is_free, step_rad)
 
 
-def drop_redundant(path: list[np.ndarray], is_free: StateCheck, step_rad: float) -> list[np.ndarray]:
+def drop_redundant(
+    path: list[np.ndarray], is_free: StateCheck, step_rad: float
+) -> list[np.ndarray]:
     """Greedy pass: from each kept waypoint jump to the farthest one it sees directly."""
     out, i = [path[0]], 0
     while i < len(path) - 1:

@@ -28,8 +28,9 @@ def without_arm(model: mujoco.MjModel, arm: str) -> mujoco.MjModel:
     return m
 
 
-def separate_plans(model: mujoco.MjModel, start_qpos: np.ndarray, goals: dict[str, np.ndarray],
-                   seed: int = 0) -> dict:
+def separate_plans(
+    model: mujoco.MjModel, start_qpos: np.ndarray, goals: dict[str, np.ndarray], seed: int = 0
+) -> dict:
     """{arm: Plan}: each arm planned alone by a one-arm group on a model copy where the
     other arm cannot collide (it ignores the other arm entirely)."""
     plans = {}

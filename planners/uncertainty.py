@@ -49,7 +49,9 @@ class UncertaintySpec:
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             top = math.pi if name.endswith("_rad") else 1.0
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= top):
+            if not (
+                isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= top
+            ):
                 unit = "rad" if name.endswith("_rad") else "m"
                 raise PlannerConfigError(name, value, f"finite, in [0, {top:.4g}] {unit}")
 
@@ -60,8 +62,11 @@ class UncertaintySpec:
     def from_dict(cls, raw: dict) -> UncertaintySpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
-            raise PlannerConfigError("uncertainty field", sorted(unknown)[0],
-                                     f"one of {sorted(cls.__dataclass_fields__)}")
+            raise PlannerConfigError(
+                "uncertainty field",
+                sorted(unknown)[0],
+                f"one of {sorted(cls.__dataclass_fields__)}",
+            )
         return cls(**raw)
 
 
@@ -87,12 +92,20 @@ def zero_offset_term_m(offset_rad: float, radius_m: float) -> float:
 def rotation_allowance_m(radius_m: float, theta_rad: float, spec: UncertaintySpec) -> float:
     """One joint's contribution: pivot + zero offset + axis terms (no point term)."""
     th = min(abs(theta_rad) + spec.joint_zero_offset_rad, math.pi)
-    return (pivot_term_m(th, spec.pivot_m) + zero_offset_term_m(spec.joint_zero_offset_rad, radius_m)
-            + axis_term_m(th, spec.axis_rad, radius_m))
+    return (
+        pivot_term_m(th, spec.pivot_m)
+        + zero_offset_term_m(spec.joint_zero_offset_rad, radius_m)
+        + axis_term_m(th, spec.axis_rad, radius_m)
+    )
 
 
-def pair_allowances_m(radii_m: np.ndarray, theta_max_rad: np.ndarray, world_pair: np.ndarray,
-                      moving_geoms: np.ndarray, spec: UncertaintySpec) -> np.ndarray:
+def pair_allowances_m(
+    radii_m: np.ndarray,
+    theta_max_rad: np.ndarray,
+    world_pair: np.ndarray,
+    moving_geoms: np.ndarray,
+    spec: UncertaintySpec,
+) -> np.ndarray:
     """Per pair, the clearance allowance E [m] (seed 003's bounds summed along the chains).
 
     radii_m: (P, n) per pair and joint, the reach R_j of the joint over the pair's geom it
@@ -102,7 +115,9 @@ def pair_allowances_m(radii_m: np.ndarray, theta_max_rad: np.ndarray, world_pair
     radii = np.asarray(radii_m, float)
     out = np.asarray(moving_geoms, float) * spec.point_m
     if spec.pivot_m or spec.axis_rad or spec.joint_zero_offset_rad:
-        th = np.minimum(np.abs(np.asarray(theta_max_rad, float)) + spec.joint_zero_offset_rad, math.pi)
+        th = np.minimum(
+            np.abs(np.asarray(theta_max_rad, float)) + spec.joint_zero_offset_rad, math.pi
+        )
         d = np.cos(th / 2) ** 2 + np.sin(th / 2) ** 2 * math.cos(min(spec.axis_rad, math.pi))
         axis_unit = np.minimum(2.0 * np.sqrt(np.maximum(0.0, 1.0 - d * d)), 2.0)  # per metre of R
         pivot = 2.0 * np.sin(th / 2) * spec.pivot_m

@@ -20,7 +20,9 @@ from twin.teleop.controller import TeleopConfig
 # Timeouts are relaxed so that only the faults a test injects fire (the dropout test
 # waits well past TEST_INPUT_TIMEOUT_S).
 TEST_INPUT_TIMEOUT_S = 0.4
-TEST_TELEOP = TeleopConfig(input_timeout_s=TEST_INPUT_TIMEOUT_S, operator_ttl_s=3.0, owner_lease_s=1.5)
+TEST_TELEOP = TeleopConfig(
+    input_timeout_s=TEST_INPUT_TIMEOUT_S, operator_ttl_s=3.0, owner_lease_s=1.5
+)
 
 
 WAIT_S = 20.0  # bound on every wait for the server (a stalled server fails the test, slowly)
@@ -47,7 +49,9 @@ def start_app(real_clock: bool = False, **overrides) -> TeleopApp:
     """A teleop app on a free 127.0.0.1 port, camera off unless asked for; its teleop clock
     is a ``ManualClock`` (``app.clock``) unless ``real_clock``."""
     overrides.setdefault("teleop", TEST_TELEOP)
-    cfg = with_port(AppConfig(camera_hz=overrides.pop("camera_hz", 0.0), **overrides), "127.0.0.1", 0)
+    cfg = with_port(
+        AppConfig(camera_hz=overrides.pop("camera_hz", 0.0), **overrides), "127.0.0.1", 0
+    )
     return TeleopApp(cfg, clock=time.monotonic if real_clock else ManualClock()).start()
 
 
@@ -66,24 +70,44 @@ def hello(session: str, role: str = "operator") -> str:
     return json.dumps({"v": 1, "type": "hello", "session": session, "role": role})
 
 
-def hand(position, grip: float, trigger: float = 0.0, tracked: bool = True,
-         orientation=(0.0, 0.0, 0.0, 1.0)) -> dict:
-    return {"tracked": tracked, "position": list(position), "orientation": list(orientation),
-            "grip": grip, "trigger": trigger}
+def hand(
+    position,
+    grip: float,
+    trigger: float = 0.0,
+    tracked: bool = True,
+    orientation=(0.0, 0.0, 0.0, 1.0),
+) -> dict:
+    return {
+        "tracked": tracked,
+        "position": list(position),
+        "orientation": list(orientation),
+        "grip": grip,
+        "trigger": trigger,
+    }
 
 
 def frame(session: str, seq: int, **hands) -> str:
-    return json.dumps({"v": 1, "type": "input", "session": session, "seq": seq,
-                       "t_ms": seq * 11.1, "hands": hands})
+    return json.dumps(
+        {
+            "v": 1,
+            "type": "input",
+            "session": session,
+            "seq": seq,
+            "t_ms": seq * 11.1,
+            "hands": hands,
+        }
+    )
 
 
 async def recv_until(ws, kind: str, timeout_s: float = WAIT_S) -> dict:
     """The next message of type ``kind``."""
+
     async def loop():
         while True:
             msg = json.loads(await ws.recv())
             if msg["type"] == kind:
                 return msg
+
     return await asyncio.wait_for(loop(), timeout_s)
 
 
@@ -102,12 +126,18 @@ def circle_trace(n: int, center=(0.2, 1.2, -0.3), radius_m: float = 0.03, grip_a
             out.append(((center[0] + radius_m, center[1], center[2]), 0.0))
             continue
         a = 2 * math.pi * (i - grip_after) / 180.0
-        out.append(((center[0] + radius_m * math.cos(a), center[1], center[2] + radius_m * math.sin(a)), 1.0))
+        out.append(
+            (
+                (center[0] + radius_m * math.cos(a), center[1], center[2] + radius_m * math.sin(a)),
+                1.0,
+            )
+        )
     return out
 
 
-async def replay(app, ws, session: str, trace, seq: int = 0, period_s: float = 1 / 90,
-                 arm: str = "right") -> int:
+async def replay(
+    app, ws, session: str, trace, seq: int = 0, period_s: float = 1 / 90, arm: str = "right"
+) -> int:
     """Send ``trace`` [(position, grip)] as input frames for ``arm``, one per ``period_s``:
     each frame is handled by the server before the (manual) clock moves on by ``period_s``.
     The physics runs in real time, so the frames are paced in wall time too. Returns the

@@ -63,12 +63,15 @@ def test_every_position_of_a_recorded_run_agrees_with_the_codec(db, tmp_path):
     assert seen["command"] == 2 * 7 * 120 and seen["feedback"] > 0 and seen["negative"] > 0
 
 
-@pytest.mark.parametrize("word, codec_count, dbc_count, what", [
-    (0x0080, 128, 128, "+1 deg"),
-    (0xFF7F, -128, -129, "-1 deg: negative counts as count + 65535 (DBC reads one count low)"),
-    (0xFFFF, 0, -1, "0xFFFF is a second zero (DBC reads -1 count)"),
-    (0x8000, 32768, -32768, "0x8000 is +32768 counts (DBC reads -32768)"),
-])
+@pytest.mark.parametrize(
+    "word, codec_count, dbc_count, what",
+    [
+        (0x0080, 128, 128, "+1 deg"),
+        (0xFF7F, -128, -129, "-1 deg: negative counts as count + 65535 (DBC reads one count low)"),
+        (0xFFFF, 0, -1, "0xFFFF is a second zero (DBC reads -1 count)"),
+        (0x8000, 32768, -32768, "0x8000 is +32768 counts (DBC reads -32768)"),
+    ],
+)
 def test_what_the_dbc_cannot_express_is_named(db, word, codec_count, dbc_count, what):
     assert word_to_count(word) == codec_count, what
     assert _dbc_count(db, COMMAND_IDS[0], bytes([0x40, word >> 8, word & 0xFF])) == dbc_count, what

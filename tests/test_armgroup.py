@@ -32,14 +32,16 @@ def _full_states(group: ArmGroup, moving, stacked: np.ndarray) -> np.ndarray:
     col = 0
     for a in moving:
         idx = group.checker.arm_qpos[a]
-        out[:, idx] = stacked[:, col:col + idx.size]
+        out[:, idx] = stacked[:, col : col + idx.size]
         col += idx.size
     return out
 
 
 def _judge(fresh_model, arms, states, threshold):
     """Independent verdict: coal on a fresh copy of the model."""
-    return judge_states(CoalOracle(fresh_model), GeomPairTable(fresh_model, arms), states, threshold)
+    return judge_states(
+        CoalOracle(fresh_model), GeomPairTable(fresh_model, arms), states, threshold
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +61,12 @@ def test_crossing_trap_on_a_model_that_is_not_rob(stand_group):
     g = stand_group
     start = np.concatenate([STAND_CROSS_START[a] for a in ("a", "b")])
     goal = np.concatenate([STAND_CROSS_GOAL[a] for a in ("a", "b")])
-    naive = _judge(load_stand(), STAND_ARMS, _full_states(g, ("a", "b"), straight(start, goal)), 0.0)
-    assert naive and any(p.startswith("a/") and " b/" in p for _, p, _ in naive)  # a trap: arm vs arm
+    naive = _judge(
+        load_stand(), STAND_ARMS, _full_states(g, ("a", "b"), straight(start, goal)), 0.0
+    )
+    assert naive and any(
+        p.startswith("a/") and " b/" in p for _, p, _ in naive
+    )  # a trap: arm vs arm
     plan = g.plan(STAND_CROSS_GOAL, seed=0).unwrap()
     assert _judge(load_stand(), STAND_ARMS, g.full_qpos(plan), MARGIN - TOL) == []
     assert plan.min_clearance.distance_m >= MARGIN
@@ -99,7 +105,9 @@ def test_shared_time_base_and_limits_respected(stand_group):
     for traj in plan.arms.values():
         assert traj.q.shape[0] == plan.t.size
     limits = JointLimits.stack([stand_group.motion_limits(a) for a in plan.moving])
-    report = limit_report(plan.stacked("q"), plan.stacked("qd"), plan.stacked("qdd"), 1 / 125.0, limits)
+    report = limit_report(
+        plan.stacked("q"), plan.stacked("qd"), plan.stacked("qdd"), 1 / 125.0, limits
+    )
     assert report.respected(1e-6), report
     assert report.discrete_jerk > 0.3  # the limit is really used, not trivially far away
     assert plan.checked_states >= 2 * (plan.t.size - 1)  # every sample plus one sub-step
@@ -121,8 +129,14 @@ def test_scalar_profile_matches_ruckig():
 def test_goal_in_collision_names_the_pair(stand_group):
     r = stand_group.plan({"a": [0.7, 0, 0, 0], "b": [-0.7, 0, 0, 0]})
     assert r.status is PlanStatus.GOAL_IN_COLLISION and not r.ok
-    assert {r.pair.name1, r.pair.name2} <= {"a/l2_geom", "a/l3_geom", "a/tip", "b/l2_geom",
-                                            "b/l3_geom", "b/tip"}
+    assert {r.pair.name1, r.pair.name2} <= {
+        "a/l2_geom",
+        "a/l3_geom",
+        "a/tip",
+        "b/l2_geom",
+        "b/l3_geom",
+        "b/tip",
+    }
     assert str(r.pair) in r.reason
     with pytest.raises(PlanFailedError, match="GOAL_IN_COLLISION"):
         r.unwrap()

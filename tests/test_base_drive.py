@@ -152,13 +152,23 @@ def test_a_scenario_drives_the_base_while_both_arms_move_and_records_the_merged_
 
     home = list(HOME["right"])
     reach = [home[0] + 0.2, *home[1:]]
-    sc = Scenario.from_dict({"name": "base_and_arm", "duration": 1.5,
-                             "keyframes": [{"t": 1.0, "arm": "right", "q": reach},
-                                           {"t": 1.0, "arm": "left", "q": reach}],
-                             "base": [{"t": 0.2, "v": -0.3}, {"t": 1.0, "v": 0.0, "omega": 0.0}]})
+    sc = Scenario.from_dict(
+        {
+            "name": "base_and_arm",
+            "duration": 1.5,
+            "keyframes": [
+                {"t": 1.0, "arm": "right", "q": reach},
+                {"t": 1.0, "arm": "left", "q": reach},
+            ],
+            "base": [{"t": 0.2, "v": -0.3}, {"t": 1.0, "v": 0.0, "omega": 0.0}],
+        }
+    )
     result = run_scenario(sc, out_dir=tmp_path, record=False, progress=False)
     assert {k: result.base[k] for k in ("steps", "refused", "base_stop")} == {
-        "steps": 2, "refused": [], "base_stop": None}
+        "steps": 2,
+        "refused": [],
+        "base_stop": None,
+    }
     assert result.base["merged_scans"] >= 6  # both lidars ran and merged at about 5.5 Hz
     scans = np.load(result.base["merged_scans_file"])
     assert scans["ranges_m"].shape == (result.base["merged_scans"], 400)
@@ -184,6 +194,12 @@ def test_odometry_experiment_reports_both_runs_side_by_side_with_the_seed(tmp_pa
     fixed, missing = "flow+gyro", "flow+gyro, IMU mounting missing"
     assert straight["estimates"][missing]["final_error_m"] < 0.1  # straight: no yaw to mis-read
     assert spin["estimates"][fixed]["final_error_m"] < 0.02
-    assert spin["estimates"][missing]["final_error_m"] > 10 * spin["estimates"][fixed]["final_error_m"]
+    assert (
+        spin["estimates"][missing]["final_error_m"] > 10 * spin["estimates"][fixed]["final_error_m"]
+    )
     report = (tmp_path / "experiments" / "odometry" / "report.md").read_text()
-    assert "155 m" in report and "0.74 m" in report and (tmp_path / "experiments" / "odometry" / "tracks.png").is_file()
+    assert (
+        "155 m" in report
+        and "0.74 m" in report
+        and (tmp_path / "experiments" / "odometry" / "tracks.png").is_file()
+    )

@@ -42,8 +42,9 @@ def test_1khz_streaming_at_250_kbit_fails_with_the_figure():
 
 def test_load_limit_alone_can_fail_the_gate():
     # 500 kbit/s at 1 kHz: 1.19 of the bus offered, latency above the 1 ms period
-    fig = bus_budget(BusBudgetConfig(bus=BusTimingConfig(bitrate_bps=500e3, stuffing="worst")),
-                     1000.0, 20.0)
+    fig = bus_budget(
+        BusBudgetConfig(bus=BusTimingConfig(bitrate_bps=500e3, stuffing="worst")), 1000.0, 20.0
+    )
     assert not fig["fits"] and fig["offered_load"] > 1
     ok = bus_budget(BusBudgetConfig(max_load=0.1), 200.0, 20.0)
     assert not ok["fits"] and ok["worst_command_to_drive_us"] < ok["command_period_us"]
@@ -58,8 +59,22 @@ def test_bad_budget_settings_are_typed_errors():
 
 def test_cli_exit_code_and_figure(tmp_path, capsys):
     assert main(["rehearse", "--gate", "bus_budget", "--out", str(tmp_path)]) == 0
-    assert main(["rehearse", "--gate", "bus_budget", "--bus", "250k", "--command-rate", "1000",
-                 "--out", str(tmp_path)]) == 1
+    assert (
+        main(
+            [
+                "rehearse",
+                "--gate",
+                "bus_budget",
+                "--bus",
+                "250k",
+                "--command-rate",
+                "1000",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert "FAIL  bus_budget" in out and "offer load 2.4" in out
     assert main(["rehearse", "--gate", "bus_budget", "--bus", "fast", "--out", str(tmp_path)]) == 2

@@ -39,14 +39,17 @@ def test_crc15_matches_the_catalogue_check_value():
         assert crc15(v, n) == crc15_bitwise(v, n)
 
 
-@pytest.mark.parametrize("bits, stuffed", [
-    ("00001111", 0),       # runs of four: nothing to stuff
-    ("00000", 1),          # five equal bits: one stuff bit, even at the very end
-    ("0000000000", 2),     # 00000 1 00000 0
-    ("000001111", 2),      # 00000 1 1111 0: the stuff bit counts towards the ones
-    ("0000011110000", 3),  # 00000 1 1111 0 0000 1: each stuff bit joins the next run
-    ("00000111100001", 3),  # as above, then the final 1 follows a stuffed 1: a run of 2
-])
+@pytest.mark.parametrize(
+    "bits, stuffed",
+    [
+        ("00001111", 0),  # runs of four: nothing to stuff
+        ("00000", 1),  # five equal bits: one stuff bit, even at the very end
+        ("0000000000", 2),  # 00000 1 00000 0
+        ("000001111", 2),  # 00000 1 1111 0: the stuff bit counts towards the ones
+        ("0000011110000", 3),  # 00000 1 1111 0 0000 1: each stuff bit joins the next run
+        ("00000111100001", 3),  # as above, then the final 1 follows a stuffed 1: a run of 2
+    ],
+)
 def test_stuff_bits_of_hand_worked_strings(bits, stuffed):
     assert count_stuff_bits(bits) == stuffed
     assert count_stuff_bits_int(int(bits, 2), len(bits)) == stuffed
@@ -109,15 +112,22 @@ def test_frame_format_errors_name_the_value():
 
 
 def _msg(aid: int, n: int = 8, ext: bool = False, remote: bool = False) -> can.Message:
-    return can.Message(arbitration_id=aid, data=bytes(n) if not remote else b"",
-                       is_extended_id=ext, is_remote_frame=remote, dlc=n if remote else None)
+    return can.Message(
+        arbitration_id=aid,
+        data=bytes(n) if not remote else b"",
+        is_extended_id=ext,
+        is_remote_frame=remote,
+        dlc=n if remote else None,
+    )
 
 
 def _timeline(capacity: int = 4, **kw) -> tuple[BusTimeline, list]:
     got: list = []
     tl = BusTimeline("CANX", BusTimingConfig(**kw))
     for node in ("a", "b", "c"):
-        tl.add_node(node, capacity, lambda m, node=node: got.append((node, m.arbitration_id, m.timestamp)))
+        tl.add_node(
+            node, capacity, lambda m, node=node: got.append((node, m.arbitration_id, m.timestamp))
+        )
     return tl, got
 
 

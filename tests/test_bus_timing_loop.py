@@ -13,7 +13,9 @@ from twin.rehearsal import wave_source
 from twin.timed_bus import TimedBus
 
 
-def _trajectory(bus_timing: BusTimingConfig | None, seconds: float = 0.6, **kw) -> tuple[np.ndarray, dict | None, ClosedLoop]:
+def _trajectory(
+    bus_timing: BusTimingConfig | None, seconds: float = 0.6, **kw
+) -> tuple[np.ndarray, dict | None, ClosedLoop]:
     lp = ClosedLoop(ClosedLoopConfig(bus_timing=bus_timing, **kw))
     for k, arm in enumerate(Arm):
         lp.stream_targets(arm, wave_source(k), 100.0)
@@ -62,16 +64,23 @@ def test_a_host_queue_too_small_for_a_sample_is_refused_and_latches():
 
 def test_wire_faults_take_bus_time_and_count_as_lost():
     cfg = BusTimingConfig()
-    _, rep, lp = _trajectory(cfg, 0.3, faults=(FaultSpec("drop", "right", at=0.1, duration=0.05,
-                                                         params={"probability": 1.0}),))
+    _, rep, lp = _trajectory(
+        cfg,
+        0.3,
+        faults=(FaultSpec("drop", "right", at=0.1, duration=0.05, params={"probability": 1.0}),),
+    )
     dropped = lp.wires[Arm.RIGHT].dropped
     assert dropped >= 7 * 10 and rep["CAN10"]["frames_lost"] == dropped
     assert rep["CAN10"]["error_frames"] == dropped
     assert rep["CAN11"]["frames_lost"] == 0
-    lp = ClosedLoop(ClosedLoopConfig(bus_timing=cfg, faults=(FaultSpec("bus_off", "left", at=0.1),)))
+    lp = ClosedLoop(
+        ClosedLoopConfig(bus_timing=cfg, faults=(FaultSpec("bus_off", "left", at=0.1),))
+    )
     lp.command(Arm.LEFT, lp.measured(Arm.LEFT) + 0.05)
     lp.run_for(0.3)
     rep = lp.bus_report()
-    assert rep["CAN11"]["bus_off_events"] == 1 and rep["CAN11"]["error_frames"] == cfg.bus_off_attempts
+    assert (
+        rep["CAN11"]["bus_off_events"] == 1 and rep["CAN11"]["error_frames"] == cfg.bus_off_attempts
+    )
     assert rep["CAN10"]["bus_off_events"] == 0
     lp.close()

@@ -46,8 +46,12 @@ def test_lockstep_lines_on_one_time_base(group):
     frac = {}
     for a in ROB_ARMS:
         d = targets[a].translation - start[a].translation
-        frac[a] = np.array([(kin[a].tcp_pose(q).translation - start[a].translation) @ d / (d @ d)
-                            for q in plan.arms[a].q[::5]])
+        frac[a] = np.array(
+            [
+                (kin[a].tcp_pose(q).translation - start[a].translation) @ d / (d @ d)
+                for q in plan.arms[a].q[::5]
+            ]
+        )
     np.testing.assert_allclose(frac["right"], frac["left"], atol=0.01)
     for a in ROB_ARMS:  # ends at the targets, orientation included
         end = kin[a].tcp_pose(plan.arms[a].q[-1])

@@ -26,11 +26,15 @@ def _group_at_home() -> ArmGroup:
     group.set_qpos(d.qpos.copy())
     return group
 
+
 def test_seed_003_worked_example():
     """Queries at 0, 1, 2 s: [5,7], [6,8], [5,7] mm, L = 4 mm/s -> 3.5 mm at 0.375 s."""
     c = certify([0, 1, 2], [5, 6, 5], [7, 8, 7], 4.0)
     assert c.consistent and c.certified
-    assert c.min_lower_m == pytest.approx(3.5) and c.t_min_s in (pytest.approx(0.375), pytest.approx(1.625))
+    assert c.min_lower_m == pytest.approx(3.5) and c.t_min_s in (
+        pytest.approx(0.375),
+        pytest.approx(1.625),
+    )
     outer = certify([0, 2], [5, 5], [7, 7], 4.0)  # only the outer queries
     assert outer.min_lower_m == pytest.approx(1.0)
 
@@ -42,7 +46,11 @@ def test_inconsistent_intervals_give_no_certificate():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), min_size=3, max_size=8), st.floats(0.1, 5.0), st.integers(0, 2**31))
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=3, max_size=8),
+    st.floats(0.1, 5.0),
+    st.integers(0, 2**31),
+)
 def test_envelope_is_below_every_admissible_history(levels, L, seed):
     """Any L-Lipschitz history through the sample intervals stays above the certified bound."""
     rng = np.random.default_rng(seed)
@@ -55,7 +63,7 @@ def test_envelope_is_below_every_admissible_history(levels, L, seed):
     lo, hi = d[idx] - width, d[idx] + width
     c = certify(t_dense[idx], lo, hi, L)
     assert c.consistent
-    assert d[idx[0]:idx[-1] + 1].min() >= c.min_lower_m - 1e-9
+    assert d[idx[0] : idx[-1] + 1].min() >= c.min_lower_m - 1e-9
 
 
 def test_bad_inputs_are_typed_errors():
@@ -89,14 +97,23 @@ def test_chain_radii_bound_every_geom_point_in_random_configurations():
                 while b > 0 and b != m.jnt_bodyid[jid]:
                     b = m.body_parentid[b]
                 if b == m.jnt_bodyid[jid]:
-                    assert np.linalg.norm(d.geom_xpos[g] - anchor) + m.geom_rbound[g] <= radii[k] + 1e-9
+                    assert (
+                        np.linalg.norm(d.geom_xpos[g] - anchor) + m.geom_rbound[g]
+                        <= radii[k] + 1e-9
+                    )
 
 
 def test_a_real_plan_is_certified_between_its_samples():
     group = _group_at_home()
     home = np.array(D.HOME_ARM_POSE)
     goal = home + np.array([0.3, 0.2, 0.0, -0.3, 0.2, 0.1, 0.2])
-    plan = group.plan({"right": JointGoal(goal), "left": JointGoal(home + np.array([-0.2, 0.1, 0.2, -0.2, -0.1, 0.1, 0.3]))}, seed=0).unwrap()
+    plan = group.plan(
+        {
+            "right": JointGoal(goal),
+            "left": JointGoal(home + np.array([-0.2, 0.1, 0.2, -0.2, -0.1, 0.1, 0.3])),
+        },
+        seed=0,
+    ).unwrap()
     cert = certify_plan(group, plan)
     assert cert.samples == plan.t.size and cert.max_lipschitz_m_s > 0
     assert cert.certified and cert.min_lower_m <= cert.min_sampled_m

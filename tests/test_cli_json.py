@@ -56,8 +56,11 @@ def test_experiment_prints_go_to_stderr_under_json(chatty_experiments, capsys):
 
 def test_experiment_failure_json(chatty_experiments, capsys):
     assert main(["experiment", "broken", "--json"]) == 1
-    assert _one_object(capsys) == {"error": "broken on purpose (seed 0)", "type": "ValueError",
-                                   "exit_code": 1}
+    assert _one_object(capsys) == {
+        "error": "broken on purpose (seed 0)",
+        "type": "ValueError",
+        "exit_code": 1,
+    }
 
 
 def test_experiment_failure_without_json_exits_1_with_the_message(chatty_experiments, capsys):
@@ -69,13 +72,18 @@ def test_experiment_failure_without_json_exits_1_with_the_message(chatty_experim
 def test_usage_errors_are_json_too(capsys):
     assert main(["run", "--json"]) == 2
     reply = _one_object(capsys)
-    assert reply["type"] == "UsageError" and "the following arguments are required: scenario" in reply["error"]
+    assert (
+        reply["type"] == "UsageError"
+        and "the following arguments are required: scenario" in reply["error"]
+    )
     assert main(["rehearse", "--json", "--seed", "x"]) == 2
     assert "invalid int value" in _one_object(capsys)["error"]
 
 
 def test_rehearse_bad_input_json(tmp_path, capsys):
-    assert main(["rehearse", "--json", "--out", str(tmp_path), "--faults", "[{\"kind\": \"nope\"}]"]) == 2
+    assert (
+        main(["rehearse", "--json", "--out", str(tmp_path), "--faults", '[{"kind": "nope"}]']) == 2
+    )
     reply = _one_object(capsys)
     assert reply["type"] == "ScenarioError" and "unknown fault kind 'nope'" in reply["error"]
     assert reply["issues"][0]["path"] == "faults[0]"
@@ -89,7 +97,10 @@ def test_rehearse_bad_input_json(tmp_path, capsys):
 def test_rehearse_checks_its_out_folder_before_the_gates(tmp_path, capsys):
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
-    assert main(["rehearse", "--json", "--out", str(blocker / "reh"), "--gate", "output_uncertainty"]) == 2
+    assert (
+        main(["rehearse", "--json", "--out", str(blocker / "reh"), "--gate", "output_uncertainty"])
+        == 2
+    )
     reply = _one_object(capsys)
     assert reply["type"] == "RunFolderError" and "cannot create output folder" in reply["error"]
 
@@ -107,6 +118,8 @@ def test_run_json_success_is_the_summary(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-video", "--json"]) == 0
     captured = capsys.readouterr()
     reply = json.loads(captured.out)
-    assert reply["status"] == "completed" and reply["exit_code"] == 0 and reply["hardware_io"] is False
+    assert (
+        reply["status"] == "completed" and reply["exit_code"] == 0 and reply["hardware_io"] is False
+    )
     assert reply["run_folder"] == str(tmp_path / "out" / "tiny")
     assert "simulated 0.1 s" in captured.err  # the human lines went to stderr

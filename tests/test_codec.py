@@ -235,13 +235,25 @@ def test_command_decode_rejections():
 def test_feedback_encoder_is_the_inverse():
     cfg = default_config().with_signs(ALT)
     for j in range(1, 8):
-        f = encode_feedback(j, 0.3 * j - 1.0, velocity_raw=0xBEEF, current=-2.25,
-                            diagnostic=0x11, status=0x80, config=cfg)
+        f = encode_feedback(
+            j,
+            0.3 * j - 1.0,
+            velocity_raw=0xBEEF,
+            current=-2.25,
+            diagnostic=0x11,
+            status=0x80,
+            config=cfg,
+        )
         assert f.arbitration_id == FEEDBACK_IDS[j - 1] and len(f.data) == 8
         fb = decode_feedback(f.arbitration_id, f.data, cfg)
         assert fb.data == f.data and fb.position_count == f.count
         assert abs(fb.position_rad - (0.3 * j - 1.0)) < RAD_PER_COUNT
-        assert (fb.velocity_raw, fb.current, fb.diagnostic, fb.status) == (0xBEEF, -2.25, 0x11, 0x80)
+        assert (fb.velocity_raw, fb.current, fb.diagnostic, fb.status) == (
+            0xBEEF,
+            -2.25,
+            0x11,
+            0x80,
+        )
 
 
 def test_feedback_encoder_range_errors():

@@ -44,14 +44,34 @@ class BadRepr:
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.just(10 ** 5000), st.just(-(10 ** 400)),
-    st.floats(allow_nan=True, allow_infinity=True), st.complex_numbers(), st.text(max_size=8),
-    st.binary(max_size=9), st.just(BadRepr()), st.just(np.bool_(True)), st.just(np.complex128(1 + 0j)),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.just(10**5000),
+    st.just(-(10**400)),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.complex_numbers(),
+    st.text(max_size=8),
+    st.binary(max_size=9),
+    st.just(BadRepr()),
+    st.just(np.bool_(True)),
+    st.just(np.complex128(1 + 0j)),
     st.sampled_from([0x11, 0x91, 145.0, 0x97, 8, 3, 1, -1, 0x40]),
 )
-arrays = st.sampled_from([np.zeros(7, complex), np.array(["1"] * 7), np.zeros(7, bool), np.zeros(3),
-                          np.zeros((2, 7)), np.array([None] * 7), np.zeros(8, np.uint8),
-                          np.full(8, 300), np.array([1.5] * 8), np.zeros(0)])
+arrays = st.sampled_from(
+    [
+        np.zeros(7, complex),
+        np.array(["1"] * 7),
+        np.zeros(7, bool),
+        np.zeros(3),
+        np.zeros((2, 7)),
+        np.array([None] * 7),
+        np.zeros(8, np.uint8),
+        np.full(8, 300),
+        np.array([1.5] * 8),
+        np.zeros(0),
+    ]
+)
 garbage = st.one_of(scalars, arrays, st.lists(scalars, max_size=9), st.tuples(scalars, scalars))
 
 ENTRY_POINTS = {
@@ -129,23 +149,34 @@ def test_error_constructors_never_raise_while_formatting(k, g):
     assert isinstance(err, RobTwinError) and str(err)
 
 
-@pytest.mark.parametrize("value,fragment", [
-    ("0x91", "'0x91'"), (None, "None"), (10 ** 5000, "0x"), (145.0, "145.0"), (True, "True"),
-], ids=["str", "None", "huge int", "float", "bool"])
+@pytest.mark.parametrize(
+    "value,fragment",
+    [
+        ("0x91", "'0x91'"),
+        (None, "None"),
+        (10**5000, "0x"),
+        (145.0, "145.0"),
+        (True, "True"),
+    ],
+    ids=["str", "None", "huge int", "float", "bool"],
+)
 def test_unknown_id_message_names_the_bad_id(value, fragment):
     with pytest.raises(UnknownFrameIdError) as info:
         codec.decode_feedback(value, bytes(8))
     assert fragment in str(info.value) and "0x91" in str(info.value)
 
 
-@pytest.mark.parametrize("data,error", [
-    (8, FrameDataError),  # bytes(8) would be eight zero bytes
-    ("\x00" * 8, FrameDataError),
-    ([True] * 8, FrameDataError),
-    ([0.0] * 8, FrameDataError),
-    ([0] * 7 + [256], FrameDataError),
-    (bytearray(7), FrameLengthError),
-])
+@pytest.mark.parametrize(
+    "data,error",
+    [
+        (8, FrameDataError),  # bytes(8) would be eight zero bytes
+        ("\x00" * 8, FrameDataError),
+        ([True] * 8, FrameDataError),
+        ([0.0] * 8, FrameDataError),
+        ([0] * 7 + [256], FrameDataError),
+        (bytearray(7), FrameLengthError),
+    ],
+)
 def test_feedback_data_must_be_bytes(data, error):
     with pytest.raises(error):
         codec.decode_feedback(0x91, data)
@@ -153,34 +184,42 @@ def test_feedback_data_must_be_bytes(data, error):
 
 def test_valid_byte_sequences_still_decode():
     ref = codec.decode_feedback(0x91, bytes(range(8)))
-    for data in (bytearray(range(8)), memoryview(bytes(range(8))), list(range(8)),
-                 tuple(range(8)), np.arange(8, dtype=np.uint8)):
+    for data in (
+        bytearray(range(8)),
+        memoryview(bytes(range(8))),
+        list(range(8)),
+        tuple(range(8)),
+        np.arange(8, dtype=np.uint8),
+    ):
         assert codec.decode_feedback(0x91, data) == ref
 
 
-@pytest.mark.parametrize("call,error", [
-    (lambda: codec.encode_joint(1, "0.1"), NonFiniteValueError),  # a str is never parsed
-    (lambda: codec.encode_joint(1, True), NonFiniteValueError),
-    (lambda: codec.encode_joint(1, 0.1j), NonFiniteValueError),
-    (lambda: codec.encode_sample(["0.1"] * 7), CodecTypeError),
-    (lambda: codec.encode_sample([True] + [0.0] * 6), CodecTypeError),
-    (lambda: codec.encode_sample(np.zeros(7, complex)), CodecTypeError),
-    (lambda: codec.encode_positions(np.full((2, 7), "0")), CodecTypeError),
-    (lambda: codec.encode_feedback(1, 0.0, current=True), FeedbackRangeError),
-    (lambda: codec.encode_feedback(1, 0.0, current="1"), FeedbackRangeError),
-    (lambda: codec.command_frame(1, 0x1FFFF, 0), CodecConfigError),  # never masked to 16 bits
-    (lambda: codec.word_to_count(1.5), CodecTypeError),
-    (lambda: codec.decode_feedback(145.0, bytes(8)), UnknownFrameIdError),  # 145.0 == 0x91
-    (lambda: codec.CodecConfig(signs=(np.True_,) * 7), InvalidSignError),
-    (lambda: codec.CodecConfig(signs=(1 + 0j,) * 7), InvalidSignError),
-    (lambda: codec.decode_feedback(0x91, bytes(8), config="default"), CodecConfigError),
-])
+@pytest.mark.parametrize(
+    "call,error",
+    [
+        (lambda: codec.encode_joint(1, "0.1"), NonFiniteValueError),  # a str is never parsed
+        (lambda: codec.encode_joint(1, True), NonFiniteValueError),
+        (lambda: codec.encode_joint(1, 0.1j), NonFiniteValueError),
+        (lambda: codec.encode_sample(["0.1"] * 7), CodecTypeError),
+        (lambda: codec.encode_sample([True] + [0.0] * 6), CodecTypeError),
+        (lambda: codec.encode_sample(np.zeros(7, complex)), CodecTypeError),
+        (lambda: codec.encode_positions(np.full((2, 7), "0")), CodecTypeError),
+        (lambda: codec.encode_feedback(1, 0.0, current=True), FeedbackRangeError),
+        (lambda: codec.encode_feedback(1, 0.0, current="1"), FeedbackRangeError),
+        (lambda: codec.command_frame(1, 0x1FFFF, 0), CodecConfigError),  # never masked to 16 bits
+        (lambda: codec.word_to_count(1.5), CodecTypeError),
+        (lambda: codec.decode_feedback(145.0, bytes(8)), UnknownFrameIdError),  # 145.0 == 0x91
+        (lambda: codec.CodecConfig(signs=(np.True_,) * 7), InvalidSignError),
+        (lambda: codec.CodecConfig(signs=(1 + 0j,) * 7), InvalidSignError),
+        (lambda: codec.decode_feedback(0x91, bytes(8), config="default"), CodecConfigError),
+    ],
+)
 def test_str_bool_complex_and_wrong_types_are_typed_errors(call, error):
     with pytest.raises(error):
         call()
 
 
-@pytest.mark.parametrize("current", [1.7e308, -1.7e308, 10 ** 400, 128.0])
+@pytest.mark.parametrize("current", [1.7e308, -1.7e308, 10**400, 128.0])
 def test_feedback_current_far_out_of_range_is_a_range_error(current):
     with pytest.raises(FeedbackRangeError):
         codec.encode_feedback(1, 0.0, current=current)

@@ -101,8 +101,14 @@ def test_feedback_decode_never_crashes(can_id, data):
     assert MIN_COUNT <= fb.position_count <= MAX_COUNT
     assert 0 <= fb.velocity_raw <= 0xFFFF and -128 <= fb.current < 128
     # the encoder reproduces the bytes, except that 0xFFFF (zero) re-encodes as 0x0000
-    back = encode_feedback(fb.joint, fb.position_rad, velocity_raw=fb.velocity_raw,
-                           current=fb.current, diagnostic=fb.diagnostic, status=fb.status)
+    back = encode_feedback(
+        fb.joint,
+        fb.position_rad,
+        velocity_raw=fb.velocity_raw,
+        current=fb.current,
+        diagnostic=fb.diagnostic,
+        status=fb.status,
+    )
     expected = bytearray(data)
     if data[1:3] == b"\xff\xff":
         expected[1:3] = b"\x00\x00"

@@ -49,8 +49,16 @@ def test_encode_sample_matches_encode_positions_on_every_count(sign):
     cfg = default_config().unbounded().with_signs((sign,) * 7)
     counts = np.arange(MIN_COUNT, MAX_COUNT + 1, dtype=float)
     # exact multiples, and the neighbouring doubles on both sides of each
-    x = np.concatenate([counts * RAD_PER_COUNT, np.nextafter(counts * RAD_PER_COUNT, np.inf),
-                        np.nextafter(counts * RAD_PER_COUNT, -np.inf)]) * sign
+    x = (
+        np.concatenate(
+            [
+                counts * RAD_PER_COUNT,
+                np.nextafter(counts * RAD_PER_COUNT, np.inf),
+                np.nextafter(counts * RAD_PER_COUNT, -np.inf),
+            ]
+        )
+        * sign
+    )
     n = len(x) // 7 * 7
     samples = x[:n].reshape(-1, 7)
     ok = np.all(np.abs(samples) < (MAX_COUNT - 1) * RAD_PER_COUNT, axis=1)  # drop edge samples

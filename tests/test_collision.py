@@ -56,7 +56,9 @@ def test_clearance_reports_the_limiting_pair_and_agrees_with_geom_distance(rob):
     meter = CollisionChecker(m, ROB_ARMS, CollisionConfig(margin_m=0.005, horizon_m=0.05))
     s = meter.session(["right"], home)
     rng = np.random.default_rng(3)
-    lo, hi = m.jnt_range[[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in ROB_ARMS["right"]]].T
+    lo, hi = m.jnt_range[
+        [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in ROB_ARMS["right"]]
+    ].T
     d = mujoco.MjData(m)
     seen = 0
     for _ in range(200):
@@ -140,7 +142,11 @@ def test_zero_margin_keeps_reference_contacts_allowed_and_still_finds_penetratio
     q = np.concatenate([home[ch.arm_qpos[a]] for a in ("right", "left")])
     assert s.is_free(q)  # closed fingers 1e-17 m apart do not block the home pose
     rng = np.random.default_rng(5)
-    ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for a in ("right", "left") for j in ROB_ARMS[a]]
+    ids = [
+        mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+        for a in ("right", "left")
+        for j in ROB_ARMS[a]
+    ]
     lo, hi = m.jnt_range[ids].T
     hits = sum(not s.is_free(rng.uniform(lo, hi)) for _ in range(100))
     assert hits > 10  # penetrations are still reported at margin 0

@@ -114,13 +114,17 @@ def test_mit_encoder_never_emits_a_special_command():
         encode_mit(MitCommand(s.pmax_rad, s.vmax_rad_s, KP_MAX, KD_MAX, tau), s, joint=5)
     assert "FF FF FF FF FF FF FF FC" in str(err.value) and "joint 5" in str(err.value)
     ok = from_code(0xFFA, -s.tmax_nm, s.tmax_nm, SMALL_BITS)
-    assert special_command(encode_mit(MitCommand(s.pmax_rad, s.vmax_rad_s, KP_MAX, KD_MAX, ok), s)) is None
+    assert (
+        special_command(encode_mit(MitCommand(s.pmax_rad, s.vmax_rad_s, KP_MAX, KD_MAX, ok), s))
+        is None
+    )
 
 
 def test_register_frames_bytes():
     assert hex_bytes(encode_register_read(1, Register.PMAX)) == "01 00 33 15 00 00 00 00"
     assert hex_bytes(encode_register_write(3, Register.VMAX, 10.0)) == (
-        "03 00 55 16 " + hex_bytes(struct.pack("<f", 10.0)))
+        "03 00 55 16 " + hex_bytes(struct.pack("<f", 10.0))
+    )
     assert hex_bytes(encode_register_write(2, Register.TIMEOUT, 2000)) == "02 00 55 09 D0 07 00 00"
     assert hex_bytes(encode_save(7)) == "07 00 AA 00 00 00 00 00"
     assert hex_bytes(encode_refresh(4)) == "04 00 CC 00 00 00 00 00"
@@ -135,7 +139,10 @@ def test_register_frames_bytes():
 def test_motor_table_is_the_named_source():
     assert [m.model for m in OPENARM_ARM_MOTORS] == ["DM8009"] * 2 + ["DM4340"] * 2 + ["DM4310"] * 3
     assert [(m.pmax_rad, m.vmax_rad_s, m.tmax_nm) for m in (DM8009, DM4340, DM4310)] == [
-        (12.5, 45.0, 54.0), (12.5, 10.0, 28.0), (12.5, 30.0, 10.0)]
+        (12.5, 45.0, 54.0),
+        (12.5, 10.0, 28.0),
+        (12.5, 30.0, 10.0),
+    ]
     # the physical peak is inside the wire range, and distinct from it
     for m in (DM8009, DM4340, DM4310):
         assert m.peak_torque_nm < m.tmax_nm
@@ -174,8 +181,13 @@ def _in(field, s):
 
 
 @SETTINGS
-@given(st.sampled_from(SCALINGS).flatmap(lambda s: st.tuples(
-    st.just(s), _in("q", s), _in("dq", s), _in("kp", s), _in("kd", s), _in("tau", s))))
+@given(
+    st.sampled_from(SCALINGS).flatmap(
+        lambda s: st.tuples(
+            st.just(s), _in("q", s), _in("dq", s), _in("kp", s), _in("kd", s), _in("tau", s)
+        )
+    )
+)
 def test_encode_decode_truncates_within_one_step(args):
     s, q, dq, kp, kd, tau = args
     cmd = MitCommand(q, dq, kp, kd, tau)
@@ -184,8 +196,13 @@ def test_encode_decode_truncates_within_one_step(args):
     except ReservedPatternError:
         return
     back = decode_mit(data, s)
-    for name, x, y in (("q", q, back.q_rad), ("dq", dq, back.dq_rad_s), ("kp", kp, back.kp),
-                       ("kd", kd, back.kd), ("tau", tau, back.tau_nm)):
+    for name, x, y in (
+        ("q", q, back.q_rad),
+        ("dq", dq, back.dq_rad_s),
+        ("kp", kp, back.kp),
+        ("kd", kd, back.kd),
+        ("tau", tau, back.tau_nm),
+    ):
         # truncation: the decoded value is never above the sent one, and less than a step below
         assert -1e-9 <= x - y < s.step(name) + 1e-9, name
 
@@ -210,8 +227,9 @@ def test_register_decode_only_typed_errors(data):
 
 
 @SETTINGS
-@given(st.sampled_from(["q", "dq", "kp", "kd", "tau"]),
-       st.floats(allow_nan=True, allow_infinity=True))
+@given(
+    st.sampled_from(["q", "dq", "kp", "kd", "tau"]), st.floats(allow_nan=True, allow_infinity=True)
+)
 def test_out_of_range_is_a_typed_error_never_clamped(field, value):
     s = Scaling.of(DM4340)
     lo, hi, _ = s.range(field)

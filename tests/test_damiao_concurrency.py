@@ -21,8 +21,14 @@ from controllers.target import ArmTarget
 from twin.wire import open_virtual
 
 Q0 = np.array([0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0])
-CFG = OwnerConfig(period_s=0.002, max_velocity=(1.0,) * 7, max_acceleration=(3.0,) * 7,
-                  max_jerk=(30.0,) * 7, feedback_timeout_s=10.0, tracking_error_rad=10.0)
+CFG = OwnerConfig(
+    period_s=0.002,
+    max_velocity=(1.0,) * 7,
+    max_acceleration=(3.0,) * 7,
+    max_jerk=(30.0,) * 7,
+    feedback_timeout_s=10.0,
+    tracking_error_rad=10.0,
+)
 
 
 def _rig(name: str, hooks: OwnerHooks | None = None):
@@ -30,8 +36,9 @@ def _rig(name: str, hooks: OwnerHooks | None = None):
     resp = Responder(name)
     resp.q[:] = Q0
     bus = open_virtual(name)
-    drv = DamiaoArmDriver.create_damiao(Arm.RIGHT, clock, Q0, CFG,
-                                        DamiaoTransportConfig(arm=Arm.RIGHT, channel=name), bus=bus)
+    drv = DamiaoArmDriver.create_damiao(
+        Arm.RIGHT, clock, Q0, CFG, DamiaoTransportConfig(arm=Arm.RIGHT, channel=name), bus=bus
+    )
     if hooks is not None:
         drv.owner.hooks = hooks
     assert drv.bring_up(resp.serve).passed
@@ -61,11 +68,14 @@ def test_stop_waits_for_the_in_flight_mit_sample():
     def after_publish(rep):
         events.append("published")
 
-    clock, resp, bus, drv = _rig("damiao-stop-race", OwnerHooks(after_compute=after_compute,
-                                                                after_publish=after_publish))
+    clock, resp, bus, drv = _rig(
+        "damiao-stop-race", OwnerHooks(after_compute=after_compute, after_publish=after_publish)
+    )
     try:
         lease = drv.owner.grant_lease("t", 100.0)
-        assert drv.owner.submit(ArmTarget(Arm.RIGHT, Q0 + 0.4, 1, drv.owner.generation, lease)).accepted
+        assert drv.owner.submit(
+            ArmTarget(Arm.RIGHT, Q0 + 0.4, 1, drv.owner.generation, lease)
+        ).accepted
         _tick(clock, resp, drv, 100)
         state["hold"] = True
         ticker = threading.Thread(target=_tick, args=(clock, resp, drv))

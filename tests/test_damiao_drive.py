@@ -48,8 +48,12 @@ def test_powers_up_disabled_answers_and_ignores_mit():
 
 def test_enable_then_impedance_law_and_peak_clamp():
     d = drive(3)  # DM4340: peak 27 Nm
-    assert decode_state(d.on_frame(3, special_frame(SpecialCommand.ENABLE), 0.0, 0.0, 0.0)[1],
-                        d.scaling).status == Status.ENABLED
+    assert (
+        decode_state(
+            d.on_frame(3, special_frame(SpecialCommand.ENABLE), 0.0, 0.0, 0.0)[1], d.scaling
+        ).status
+        == Status.ENABLED
+    )
     d.on_frame(3, mit(d, q=0.5, dq=0.2, kp=40.0, kd=1.0, tau=1.5), 0.0, 0.0, 0.0)
     c = d.command
     expected = c.kp * (c.q_rad - 0.3) + c.kd * (c.dq_rad_s - 0.1) + c.tau_nm
@@ -139,8 +143,12 @@ def test_bad_frames_are_ignored():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.sampled_from([1, 3, 5, REGISTER_ID, 0x11, 0x7FE]), st.binary(min_size=0, max_size=10),
-       st.floats(-20, 20), st.floats(-100, 100))
+@given(
+    st.sampled_from([1, 3, 5, REGISTER_ID, 0x11, 0x7FE]),
+    st.binary(min_size=0, max_size=10),
+    st.floats(-20, 20),
+    st.floats(-100, 100),
+)
 def test_any_frame_never_crashes_the_drive(arb, data, q, dq):
     d = drive({1: 1, 3: 3, 5: 5}.get(arb, 1))
     d.on_frame(d.esc_id, special_frame(SpecialCommand.ENABLE), 0.0, 0.0, 0.0)

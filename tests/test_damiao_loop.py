@@ -43,13 +43,22 @@ def test_bank_survives_garbage_and_answers_addressed_frames(openarm_model):
     bank = DamiaoBank(twin.model, twin.data, {ch: Arm.RIGHT})
     host = open_virtual(ch)
     try:
-        junk = [(0x01, b""), (0x01, b"\x00" * 9), (0x7FF, b"\x01"), (0x7FF, bytes(8)),
-                (0x123, bytes(8)), (0x03, bytes(8))]
+        junk = [
+            (0x01, b""),
+            (0x01, b"\x00" * 9),
+            (0x7FF, b"\x01"),
+            (0x7FF, bytes(8)),
+            (0x123, bytes(8)),
+            (0x03, bytes(8)),
+        ]
         for arb, data in junk:
             host.send(can.Message(arbitration_id=arb, data=data, is_extended_id=False))
         host.send(can.Message(arbitration_id=0x02, data=bytes(8), is_extended_id=True))
-        host.send(can.Message(arbitration_id=0x05, data=special_frame(SpecialCommand.ENABLE),
-                              is_extended_id=False))
+        host.send(
+            can.Message(
+                arbitration_id=0x05, data=special_frame(SpecialCommand.ENABLE), is_extended_id=False
+            )
+        )
         bank.service(0.0, 0.001)
         replies = []
         while (m := host.recv(timeout=0)) is not None:
@@ -73,11 +82,19 @@ def test_enabled_drive_applies_its_impedance_torque(openarm_model):
     try:
         ad = bank.drives_of(Arm.LEFT)
         q = twin.data.qpos[ad.qpos].copy()
-        host.send(can.Message(arbitration_id=0x06, data=special_frame(SpecialCommand.ENABLE),
-                              is_extended_id=False))
+        host.send(
+            can.Message(
+                arbitration_id=0x06, data=special_frame(SpecialCommand.ENABLE), is_extended_id=False
+            )
+        )
         cmd = MitCommand(float(q[5]) + 0.1, 0.0, 20.0, 0.0, 0.5)
-        host.send(can.Message(arbitration_id=0x06, is_extended_id=False,
-                              data=encode_mit(cmd, Scaling.of(OPENARM_ARM_MOTORS[5]))))
+        host.send(
+            can.Message(
+                arbitration_id=0x06,
+                is_extended_id=False,
+                data=encode_mit(cmd, Scaling.of(OPENARM_ARM_MOTORS[5])),
+            )
+        )
         bank.service(0.0, 0.001)
         assert twin.data.ctrl[ad.actuators[5]] == pytest.approx(20 * 0.1 + 0.5, abs=0.05)
     finally:
@@ -130,12 +147,22 @@ def test_bank_never_crashes_on_random_traffic(openarm_model):
             n = int(rng.choice([0, 3, 7, 8, 8, 8, 8]))
             data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
             if n == 8 and k % 5 == 0:  # aim some at real registers and special commands
-                data = bytes((int(rng.integers(1, 8)), 0, int(rng.choice([0x33, 0x55, 0xCC, 0xAA])),
-                              int(rng.choice([7, 8, 9, 10, 21, 22, 23, 99])))) + data[4:]
+                data = (
+                    bytes(
+                        (
+                            int(rng.integers(1, 8)),
+                            0,
+                            int(rng.choice([0x33, 0x55, 0xCC, 0xAA])),
+                            int(rng.choice([7, 8, 9, 10, 21, 22, 23, 99])),
+                        )
+                    )
+                    + data[4:]
+                )
             if n == 8 and k % 7 == 0:
                 data = b"\xff" * 7 + bytes((int(rng.integers(0xFB, 0xFF)),))
-            host.send(can.Message(arbitration_id=int(rng.choice(ids)), data=data,
-                                  is_extended_id=False))
+            host.send(
+                can.Message(arbitration_id=int(rng.choice(ids)), data=data, is_extended_id=False)
+            )
             bank.service(k * 0.001, 0.001)
             mujoco.mj_step(twin.model, twin.data)
         ad = bank.drives_of(Arm.RIGHT)
@@ -151,7 +178,9 @@ def test_bank_never_crashes_on_random_traffic(openarm_model):
 def test_scenario_field_robot_picks_the_openarm_loop():
     from twin.scenario import Scenario, ScenarioError, scenario_loop
 
-    with pytest.raises(ScenarioError, match=r"robot: Input should be 'rob' or 'openarm' \(got 'baxter'\)"):
+    with pytest.raises(
+        ScenarioError, match=r"robot: Input should be 'rob' or 'openarm' \(got 'baxter'\)"
+    ):
         Scenario.from_dict({"duration": 1.0, "robot": "baxter"})
     sc = Scenario.from_dict({"duration": 1.0, "robot": "openarm", "initial": {"torso/yaw": 0.1}})
     lp = scenario_loop(sc)

@@ -18,7 +18,8 @@ from twin.rehearsal import GATES, gates_for
 
 FAULTY = {
     "register_agreement": DamiaoOptions(
-        drive_registers=(DriveRegisterOverride(Arm.LEFT, 4, Register.VMAX, 8.0),)),
+        drive_registers=(DriveRegisterOverride(Arm.LEFT, 4, Register.VMAX, 8.0),)
+    ),
     "enable_sequence": DamiaoOptions(enable=False),
     "gravity_compensation": DamiaoOptions(gravity_compensation=False),
     "torque_limit": DamiaoOptions(payload=Payload(8.0)),
@@ -38,17 +39,34 @@ def test_gate_passes_clean_and_fails_on_its_injected_fault(gate):
 def test_profile_follows_the_robot():
     assert gates_for(openarm_rehearsal_config()) is DAMIAO_GATES
     assert set(FAULTY) <= set(DAMIAO_GATES)
-    shared = {"exclusive_output", "units_and_references", "feedback", "output_uncertainty",
-              "moving_retargets"}
+    shared = {
+        "exclusive_output",
+        "units_and_references",
+        "feedback",
+        "output_uncertainty",
+        "moving_retargets",
+    }
     assert shared <= set(DAMIAO_GATES) and shared <= set(GATES)
-    rob = dataclasses.replace(openarm_rehearsal_config(), base=dataclasses.replace(
-        openarm_config(), robot="rob", damiao=None))
+    rob = dataclasses.replace(
+        openarm_rehearsal_config(),
+        base=dataclasses.replace(openarm_config(), robot="rob", damiao=None),
+    )
     assert gates_for(rob) is GATES
 
 
 def test_cli_rehearse_openarm_gate(tmp_path, capsys):
-    rc = main(["rehearse", "--robot", "openarm", "--gate", "register_agreement", "--json",
-               "--out", str(tmp_path)])
+    rc = main(
+        [
+            "rehearse",
+            "--robot",
+            "openarm",
+            "--gate",
+            "register_agreement",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert rc == 0 and report["passed"] and report["hardware_io"] is False
     assert report["base_config"]["robot"] == "openarm"

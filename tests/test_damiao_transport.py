@@ -31,8 +31,9 @@ class Responder:
 
     def __init__(self, channel: str, timeout_counts: int = 0):
         self.bus = open_virtual(channel)
-        self.drives = [DamiaoDrive(j, c) for j, c in
-                       enumerate(default_damiao_configs(timeout_counts), start=1)]
+        self.drives = [
+            DamiaoDrive(j, c) for j, c in enumerate(default_damiao_configs(timeout_counts), start=1)
+        ]
         self.q = np.zeros(7)
         self.seen: list[can.Message] = []
 
@@ -72,8 +73,12 @@ def gravity_const(tau):
 def test_publish_state_sends_sample_gains_and_feedforward(rig):
     ch, clock, resp, bus = rig
     tau = [10.0, -20.0, 5.0, 1.0, 0.5, -0.5, 0.1]
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
-                         bus=bus, clock=clock.now, gravity=gravity_const(tau))
+    tr = DamiaoTransport(
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+        bus=bus,
+        clock=clock.now,
+        gravity=gravity_const(tau),
+    )
     p = np.array([0.1, -0.2, 0.3, 1.0, 0.0, 0.2, -0.3])
     v = np.array([0.5, -0.5, 0.1, 0.0, 1.0, -1.0, 0.2])
     rep = tr.publish_state(p, v, np.zeros(7))
@@ -90,14 +95,24 @@ def test_publish_state_sends_sample_gains_and_feedforward(rig):
         assert 0 <= tau[k] - c.tau_nm < s.step("tau") + 1e-12
 
 
-@pytest.mark.parametrize("bad", [[0, 0, 0, 0, 7.5, 0, 0], [41.0, 0, 0, 0, 0, 0, 0],
-                                 [0, 0, float("nan"), 0, 0, 0, 0]])
+@pytest.mark.parametrize(
+    "bad", [[0, 0, 0, 0, 7.5, 0, 0], [41.0, 0, 0, 0, 0, 0, 0], [0, 0, float("nan"), 0, 0, 0, 0]]
+)
 def test_feedforward_over_the_motor_limit_latches_never_clipped(rig, bad):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
-                         bus=bus, clock=clock.now, gravity=gravity_const(bad))
-    owner = ArmOwner(Arm.RIGHT, tr, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
-                     OwnerConfig(period_s=0.002, require_feedback=False))
+    tr = DamiaoTransport(
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+        bus=bus,
+        clock=clock.now,
+        gravity=gravity_const(bad),
+    )
+    owner = ArmOwner(
+        Arm.RIGHT,
+        tr,
+        clock,
+        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        OwnerConfig(period_s=0.002, require_feedback=False),
+    )
     rep = owner.tick()
     assert rep.fault is FaultKind.TORQUE_LIMIT and owner.mode is Mode.FAULTED
     assert "outside the motor's limit" in owner.fault_reason
@@ -107,8 +122,11 @@ def test_feedforward_over_the_motor_limit_latches_never_clipped(rig, bad):
 
 def test_out_of_range_sample_is_refused_without_a_frame(rig):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
-                         bus=bus, clock=clock.now)
+    tr = DamiaoTransport(
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+        bus=bus,
+        clock=clock.now,
+    )
     rep = tr.publish_state(np.zeros(7), np.array([0, 0, 11.0, 0, 0, 0, 0]), np.zeros(7))
     assert rep.outcome is PublishOutcome.REFUSED and "joint 3" in rep.reason and not rep.fault_kind
     assert resp.bus.recv(timeout=0) is None
@@ -116,8 +134,11 @@ def test_out_of_range_sample_is_refused_without_a_frame(rig):
 
 def test_owner_publishes_the_coherent_ruckig_velocity(rig):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
-                         bus=bus, clock=clock.now)
+    tr = DamiaoTransport(
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+        bus=bus,
+        clock=clock.now,
+    )
     q0 = np.array([0, 0, 0, 0.5, 0, 0, 0.0])
     owner = ArmOwner(Arm.RIGHT, tr, clock, q0, OwnerConfig(period_s=0.002, require_feedback=False))
     lease = owner.grant_lease("test", 10.0)
@@ -138,8 +159,9 @@ def test_owner_publishes_the_coherent_ruckig_velocity(rig):
 
 def test_bring_up_agrees_enables_and_writes_the_timeout(rig):
     ch, clock, resp, bus = rig
-    tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, timeout_s=0.1),
-                         bus=bus, clock=clock.now)
+    tr = DamiaoTransport(
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, timeout_s=0.1), bus=bus, clock=clock.now
+    )
     rep = tr.bring_up(resp.serve)
     assert rep.passed, rep.reason
     assert all(d.enabled for d in resp.drives)
@@ -166,9 +188,13 @@ def test_bring_up_reports_missing_replies(rig):
 def test_driver_latches_drive_error_from_the_status_nibble(rig):
     ch, clock, resp, bus = rig
     drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        Arm.RIGHT,
+        clock,
+        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
         OwnerConfig(period_s=0.002, feedback_timeout_s=0.05),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus)
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch),
+        bus=bus,
+    )
     resp.q[3] = 0.5  # where the owner starts
     assert drv.bring_up(resp.serve).passed
     for _ in range(5):
@@ -187,9 +213,13 @@ def test_driver_latches_drive_error_from_the_status_nibble(rig):
 def test_foreign_frame_on_our_esc_ids_latches_foreign_writer(rig):
     ch, clock, resp, bus = rig
     drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        Arm.RIGHT,
+        clock,
+        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
         OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False), bus=bus)
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
+        bus=bus,
+    )
     other = open_virtual(ch)
     other.send(can.Message(arbitration_id=0x02, data=bytes(8), is_extended_id=False))
     clock.advance(0.002)
@@ -219,9 +249,13 @@ def test_bad_config_is_a_typed_error():
 def test_streaming_before_the_enable_sequence_latches(rig):
     ch, clock, resp, bus = rig
     drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        Arm.RIGHT,
+        clock,
+        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
         OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus)
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch),
+        bus=bus,
+    )
     rep = drv.tick()
     assert rep.fault is FaultKind.DRIVE_ERROR and "not enabled" in drv.owner.fault_reason
     assert resp.bus.recv(timeout=0) is None
@@ -254,9 +288,13 @@ def test_bring_up_on_a_refusing_bus_fails_without_raising(rig):
 
     off = BusOff()
     drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT, clock, np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        Arm.RIGHT,
+        clock,
+        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
         OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=off)
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch),
+        bus=off,
+    )
     rep = drv.bring_up(lambda: None)
     assert not rep.passed and "CanOperationError" in rep.reason
     assert drv.owner.fault is FaultKind.DRIVE_ERROR and drv.measured_velocities() is None

@@ -66,7 +66,9 @@ def test_actions_go_through_the_owners_and_the_base_drive():
 def test_bad_actions_and_configs_are_typed_errors():
     env = RobEnv(EnvConfig(sensors=("commanded",)))
     ts = env.reset()
-    good = np.concatenate([ts.observation["commanded/right"], ts.observation["commanded/left"], [0, 0]])
+    good = np.concatenate(
+        [ts.observation["commanded/right"], ts.observation["commanded/left"], [0, 0]]
+    )
     before = env.loop.time
     with pytest.raises(EnvActionError, match=r"action shape=\(15,\) .*valid: \(16,\)"):
         env.step(good[:-1])
@@ -99,9 +101,13 @@ def test_camera_observation_matches_its_spec():
         pytest.skip(f"no GL here: {err}")
     ts = env.reset()
     env.observation_spec()["camera/rgb"].validate(ts.observation["camera/rgb"])
-    action = np.concatenate([ts.observation["commanded/right"], ts.observation["commanded/left"], [0, 0]])
+    action = np.concatenate(
+        [ts.observation["commanded/right"], ts.observation["commanded/left"], [0, 0]]
+    )
     ts = env.step(action)
-    assert ts.observation["camera/rgb"].shape == (48, 64, 3) and ts.observation["camera/rgb"].std() > 5
+    assert (
+        ts.observation["camera/rgb"].shape == (48, 64, 3) and ts.observation["camera/rgb"].std() > 5
+    )
     env.close()
 
 
@@ -117,9 +123,18 @@ def test_dm_control_viewer_runtime_runs_it_with_a_policy():
 
     def policy(time_step):
         calls.append(time_step.step_type)
-        return np.clip(np.concatenate([time_step.observation["commanded/right"],
-                                       time_step.observation["commanded/left"], [0.0, 0.0]])
-                       + rng.uniform(-0.05, 0.05, 16), spec.minimum, spec.maximum)
+        return np.clip(
+            np.concatenate(
+                [
+                    time_step.observation["commanded/right"],
+                    time_step.observation["commanded/left"],
+                    [0.0, 0.0],
+                ]
+            )
+            + rng.uniform(-0.05, 0.05, 16),
+            spec.minimum,
+            spec.maximum,
+        )
 
     rt = runtime.Runtime(env, policy)
     errors = []

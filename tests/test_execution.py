@@ -42,7 +42,9 @@ def test_lookahead_of_one_period_tracks_best():
         loop = seq.crossing_loop()
         try:
             group, plan = seq.plan_crossing(loop)
-            devs[lookahead] = run_plan(loop, group, plan, ExecutorConfig(lookahead_s=lookahead)).max_deviation_rad
+            devs[lookahead] = run_plan(
+                loop, group, plan, ExecutorConfig(lookahead_s=lookahead)
+            ).max_deviation_rad
         finally:
             loop.close()
     assert min(devs, key=devs.get) == 0.005, devs
@@ -50,8 +52,13 @@ def test_lookahead_of_one_period_tracks_best():
 
 def test_sequential_experiment_keys_and_verdict():
     r = seq.run(write=False)
-    for key in ("sequential_colliding_states", "sequential_states", "synchronized_colliding_states",
-                "start_skew_s", "synchronized_states"):
+    for key in (
+        "sequential_colliding_states",
+        "sequential_states",
+        "synchronized_colliding_states",
+        "start_skew_s",
+        "synchronized_states",
+    ):
         assert key in r
     assert r["straight_interpolation_colliding_states"] > 0  # the scenario is a trap
     assert r["sequential_colliding_states"] > 0  # one arm after the other collides

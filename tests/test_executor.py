@@ -28,8 +28,12 @@ from controllers.publish import PublishOutcome
 from controllers.trajectory import TrajectoryError
 
 P0 = {Arm.RIGHT: np.full(7, 0.3), Arm.LEFT: np.full(7, 0.6)}
-CFG = OwnerConfig(max_velocity=(1.0,) * 7, max_acceleration=(3.0,) * 7, max_jerk=(30.0,) * 7,
-                  require_feedback=False)
+CFG = OwnerConfig(
+    max_velocity=(1.0,) * 7,
+    max_acceleration=(3.0,) * 7,
+    max_jerk=(30.0,) * 7,
+    require_feedback=False,
+)
 
 
 def min_jerk(q0, dq, duration=1.0, rate=125.0):
@@ -75,14 +79,21 @@ class Pair:
 # ----------------------------------------------------------------------- typed input errors
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda a: a.__setitem__(Arm.RIGHT, (a[Arm.RIGHT][0], a[Arm.RIGHT][1][:, :6], *a[Arm.RIGHT][2:])),
-     "q shape"),
-    (lambda a: a[Arm.LEFT][2].__setitem__((5, 2), np.nan), "qd[5, 2]"),
-    (lambda a: a[Arm.RIGHT][0].__setitem__(4, a[Arm.RIGHT][0][2]), "t"),
-    (lambda a: a.__setitem__(Arm.LEFT, (a[Arm.LEFT][0] * 1.01, *a[Arm.LEFT][1:])), "t"),
-    (lambda a: a.__setitem__(Arm.LEFT, a[Arm.LEFT][:3]), "arrays"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (
+            lambda a: a.__setitem__(
+                Arm.RIGHT, (a[Arm.RIGHT][0], a[Arm.RIGHT][1][:, :6], *a[Arm.RIGHT][2:])
+            ),
+            "q shape",
+        ),
+        (lambda a: a[Arm.LEFT][2].__setitem__((5, 2), np.nan), "qd[5, 2]"),
+        (lambda a: a[Arm.RIGHT][0].__setitem__(4, a[Arm.RIGHT][0][2]), "t"),
+        (lambda a: a.__setitem__(Arm.LEFT, (a[Arm.LEFT][0] * 1.01, *a[Arm.LEFT][1:])), "t"),
+        (lambda a: a.__setitem__(Arm.LEFT, a[Arm.LEFT][:3]), "arrays"),
+    ],
+)
 def test_bad_input_raises_typed_errors_naming_arm_and_field(mutate, field):
     a = arrays()
     mutate(a)
@@ -103,12 +114,17 @@ def test_unknown_arm_lists_valid_names():
 # ----------------------------------------------------------------------- acquisition
 
 
-@pytest.mark.parametrize("spoil, kind", [
-    (lambda p, a: p.owners[Arm.LEFT].stop(), AcquireReason.NOT_ACCEPTING),
-    (lambda p, a: p.owners[Arm.LEFT].latch_fault(FaultKind.STALE_FEEDBACK, "test"),
-     AcquireReason.NOT_ACCEPTING),
-    (lambda p, a: a[Arm.LEFT][1].__iadd__(0.1), AcquireReason.START_MISMATCH),
-])
+@pytest.mark.parametrize(
+    "spoil, kind",
+    [
+        (lambda p, a: p.owners[Arm.LEFT].stop(), AcquireReason.NOT_ACCEPTING),
+        (
+            lambda p, a: p.owners[Arm.LEFT].latch_fault(FaultKind.STALE_FEEDBACK, "test"),
+            AcquireReason.NOT_ACCEPTING,
+        ),
+        (lambda p, a: a[Arm.LEFT][1].__iadd__(0.1), AcquireReason.START_MISMATCH),
+    ],
+)
 def test_acquisition_is_all_or_nothing(spoil, kind):
     pair = Pair()
     traj = arrays()
@@ -126,7 +142,9 @@ def test_acquisition_is_all_or_nothing(spoil, kind):
 def test_limits_beyond_the_owner_refuse_acquisition():
     ex = Pair().executor().begin(arrays(duration=0.3, dq=(0.4, 0.1)))  # too fast for 1 rad/s
     rep = ex.report()
-    assert rep.outcome is Outcome.ACQUISITION_FAILED and rep.acquisition.kind is AcquireReason.LIMITS
+    assert (
+        rep.outcome is Outcome.ACQUISITION_FAILED and rep.acquisition.kind is AcquireReason.LIMITS
+    )
     assert rep.arm is Arm.RIGHT and "velocity" in rep.reason
 
 
@@ -135,7 +153,9 @@ def test_a_grant_that_fails_releases_the_ones_already_granted(monkeypatch):
     granted = []
     right = pair.owners[Arm.RIGHT]
     real = right.grant_lease
-    monkeypatch.setattr(right, "grant_lease", lambda *a, **k: granted.append(real(*a, **k)) or granted[-1])
+    monkeypatch.setattr(
+        right, "grant_lease", lambda *a, **k: granted.append(real(*a, **k)) or granted[-1]
+    )
 
     def refuse(*a, **k):
         raise RuntimeError("host refused the lease")
@@ -198,7 +218,10 @@ def test_one_arms_fault_stops_every_arm():
 def test_abort_stops_every_arm_mid_motion():
     pair = Pair()
     ex = pair.executor().begin(arrays())
-    rep = pair.run(ex, each=lambda: ex.abort("operator abort") if pair.clock.now() >= ex.start_s + 0.3 else None)
+    rep = pair.run(
+        ex,
+        each=lambda: ex.abort("operator abort") if pair.clock.now() >= ex.start_s + 0.3 else None,
+    )
     assert rep.outcome is Outcome.CANCELLED and rep.reason == "operator abort" and rep.arm is None
     assert all(o.mode is Mode.BRAKING for o in pair.owners.values())
     assert not ex.feed(Arm.RIGHT, pair.clock.now())  # nothing more is sent
@@ -242,12 +265,17 @@ def test_no_target_reaches_an_owner_before_the_shared_stamp():
         if len(submitted_at) == 2:
             both_submitted.set()
 
-    hooks = ExecutorHooks(on_stamp=lambda s: stamped.set(), thread_started=lambda a: positioned.wait(5.0),
-                          before_submit=before_submit,
-                          waiting_for_stamp=lambda arm, now: waiting[arm].set())
+    hooks = ExecutorHooks(
+        on_stamp=lambda s: stamped.set(),
+        thread_started=lambda a: positioned.wait(5.0),
+        before_submit=before_submit,
+        waiting_for_stamp=lambda arm, now: waiting[arm].set(),
+    )
     executor = pair.executor(hooks=hooks, lead_time_s=0.1)
     result = {}
-    runner = threading.Thread(target=lambda: result.setdefault("rep", executor.run_realtime(arrays(), 5.0)))
+    runner = threading.Thread(
+        target=lambda: result.setdefault("rep", executor.run_realtime(arrays(), 5.0))
+    )
     runner.start()
     try:
         assert stamped.wait(5.0)
@@ -297,7 +325,9 @@ def test_realtime_threads_start_on_the_shared_stamp_and_complete():
             gate.set()
 
     ex = pair.executor(hooks=ExecutorHooks(thread_started=thread_started), lead_time_s=0.1)
-    runners = {a: start_realtime_thread(o, lambda r, a=a: ex.observe(a, r)) for a, o in pair.owners.items()}
+    runners = {
+        a: start_realtime_thread(o, lambda r, a=a: ex.observe(a, r)) for a, o in pair.owners.items()
+    }
     try:
         rep = ex.run_realtime(arrays(duration=0.9, dq=(0.3, -0.2)), timeout_s=5.0)
     finally:
@@ -326,9 +356,14 @@ def test_realtime_cancel_race_nothing_lands_after_the_cancel():
                 assert release.wait(5.0)
 
     ex_ = pair.executor(hooks=ExecutorHooks(before_submit=before_submit), lead_time_s=0.1)
-    runners = {a: start_realtime_thread(o, lambda r, a=a: ex_.observe(a, r)) for a, o in pair.owners.items()}
+    runners = {
+        a: start_realtime_thread(o, lambda r, a=a: ex_.observe(a, r))
+        for a, o in pair.owners.items()
+    }
     result = {}
-    runner = threading.Thread(target=lambda: result.setdefault("rep", ex_.run_realtime(arrays(), 5.0)))
+    runner = threading.Thread(
+        target=lambda: result.setdefault("rep", ex_.run_realtime(arrays(), 5.0))
+    )
     runner.start()
     try:
         assert hold.wait(5.0)

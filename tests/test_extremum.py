@@ -81,7 +81,9 @@ def test_profiles_match_ruckig_and_bound_dense_samples():
         assert Ruckig(7).calculate(inp, traj) in (Result.Working, Result.Finished)
         segs = segments_from_trajectory(traj)
         braked += sum(pr.brake.duration > 0 for pr in traj.profiles[0])
-        unequal += sum(abs(sum(pr.t) + pr.brake.duration - traj.duration) > 1e-9 for pr in traj.profiles[0])
+        unequal += sum(
+            abs(sum(pr.t) + pr.brake.duration - traj.duration) > 1e-9 for pr in traj.profiles[0]
+        )
         ext = [segment_extrema(s) for s in segs]
         ts = np.linspace(0, traj.duration, 301)
         for t in ts:
@@ -94,7 +96,10 @@ def test_profiles_match_ruckig_and_bound_dense_samples():
         dense = np.array([traj.at_time(t) for t in np.linspace(0, traj.duration, 4001)])
         h = traj.duration / 4000
         for d in range(7):  # exact bounds enclose dense samples, and are no looser than one step
-            for k, lo, hi, slope in ((0, ext[d].p_min, ext[d].p_max, 0.7), (1, ext[d].v_min, ext[d].v_max, 1.3)):
+            for k, lo, hi, slope in (
+                (0, ext[d].p_min, ext[d].p_max, 0.7),
+                (1, ext[d].v_min, ext[d].v_max, 1.3),
+            ):
                 col = dense[:, k, d]
                 assert lo <= col.min() + 1e-12 and hi >= col.max() - 1e-12
                 assert col.min() - lo <= slope * h and hi - col.max() <= slope * h

@@ -20,8 +20,12 @@ def _scan(specs: list[FaultSpec], kind: FaultKind, arm: Arm, t: float) -> tuple[
 
 times = st.floats(0.0, 2.0, allow_nan=False).map(lambda x: round(x, 3))
 specs = st.builds(
-    FaultSpec, kind=st.sampled_from(KINDS), arm=st.sampled_from(list(Arm)), at=times,
-    duration=st.one_of(st.just(math.inf), st.floats(0.001, 1.0).map(lambda x: round(x, 3))))
+    FaultSpec,
+    kind=st.sampled_from(KINDS),
+    arm=st.sampled_from(list(Arm)),
+    at=times,
+    duration=st.one_of(st.just(math.inf), st.floats(0.001, 1.0).map(lambda x: round(x, 3))),
+)
 
 
 @settings(max_examples=150, deadline=None)

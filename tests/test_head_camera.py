@@ -38,13 +38,13 @@ def test_the_can_is_found_where_the_intrinsics_project_it(looking_at_the_can):
     assert red.sum() > 100
     rows, cols = np.nonzero(red)
     centre = twin.data.xpos[twin.model.body("can").id]
-    (u, v), = camera.project(twin.data, [centre])[0]
+    ((u, v),) = camera.project(twin.data, [centre])[0]
     # the centroid of the can's visible pixels is its centre's projection (the visible
     # side is its front and top, so rows may sit a few pixels above the centre)
     assert cols.mean() + 0.5 == pytest.approx(u, abs=1.5)
     assert v - 5 < rows.mean() + 0.5 < v + 1.0
     # a point off to the side projects outside the image
-    (u_far, _), = camera.project(twin.data, [centre + [0.0, -3.0, 0.0]])[0]
+    ((u_far, _),) = camera.project(twin.data, [centre + [0.0, -3.0, 0.0]])[0]
     assert u_far > 320
 
 

@@ -222,15 +222,20 @@ def test_bad_targets_and_configs_raise_typed_errors(solver):
 def test_table_seeds_start_near_the_target_and_solve_in_fewer_attempts():
     kin = ArmKinematics(Arm.RIGHT)
     rng = np.random.default_rng(21)
-    targets = [(kin.tcp_pose(rng.uniform(kin.lower, kin.upper), t), t) for t in rng.uniform(-1, 1, 25)]
+    targets = [
+        (kin.tcp_pose(rng.uniform(kin.lower, kin.upper), t), t) for t in rng.uniform(-1, 1, 25)
+    ]
     tabled = IKSolver(kin)
     plain = IKSolver(ArmKinematics(Arm.RIGHT), dataclasses.replace(default_config(), table_seeds=0))
     attempts = {"tabled": 0, "plain": 0}
     for target, torso in targets:
         starts = tabled._table_starts(target, torso)
         assert len(starts) == default_config().table_seeds
-        gap = float(np.linalg.norm(kin.pose_of(np.concatenate([[torso], starts[0]])).translation
-                                   - target.translation))
+        gap = float(
+            np.linalg.norm(
+                kin.pose_of(np.concatenate([[torso], starts[0]])).translation - target.translation
+            )
+        )
         assert gap < 0.15  # the nearest tabled pose is near the target
         for name, s in (("tabled", tabled), ("plain", plain)):
             r = s.solve(target, torso)

@@ -18,23 +18,41 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CASES = [
     ("import controllers", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
-    ("from controllers import ArmOwner, CanTransport, SyncExecutor, ArmTarget, CodecConfig",
-     {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
-    ("import controllers.owner, controllers.codec, controllers.executor, controllers.transport",
-     {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
-    ("import models.dimensions, models.poses", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    (
+        "from controllers import ArmOwner, CanTransport, SyncExecutor, ArmTarget, CodecConfig",
+        {"mujoco", "pinocchio", "planners", "twin", "experiments"},
+    ),
+    (
+        "import controllers.owner, controllers.codec, controllers.executor, controllers.transport",
+        {"mujoco", "pinocchio", "planners", "twin", "experiments"},
+    ),
+    (
+        "import models.dimensions, models.poses",
+        {"mujoco", "pinocchio", "planners", "twin", "experiments"},
+    ),
     ("import models.loading, models.build", {"planners", "twin", "experiments"}),
-    ("import planners; from planners import ArmGroup, JointGoal, PoseGoal", {"twin", "experiments"}),
+    (
+        "import planners; from planners import ArmGroup, JointGoal, PoseGoal",
+        {"twin", "experiments"},
+    ),
     ("import twin", {"mujoco", "experiments"}),
-    ("from twin import Twin, ClosedLoop, run_scenario, rehearse; import twin.cli, twin.viewer",
-     {"experiments"}),
+    (
+        "from twin import Twin, ClosedLoop, run_scenario, rehearse; import twin.cli, twin.viewer",
+        {"experiments"},
+    ),
 ]
 
 
 def _loaded_after(statement: str) -> set[str]:
     code = f"import json, sys\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -44,12 +62,20 @@ def test_layer_keeps_upper_layers_out(statement, kept_out):
 
 
 def test_cli_reaches_experiments_only_through_the_registry():
-    code = ("import sys, twin.cli\n"
-            "before = 'experiments' in sys.modules\n"
-            "twin.cli.main(['experiment', '--list'])\n"
-            "print(before, 'experiments.registry' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
+    code = (
+        "import sys, twin.cli\n"
+        "before = 'experiments' in sys.modules\n"
+        "twin.cli.main(['experiment', '--list'])\n"
+        "print(before, 'experiments.registry' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert out.stdout.strip().splitlines()[-1] == "False True"
 
 
@@ -68,8 +94,14 @@ def test_every_error_the_project_defines_derives_from_the_one_base():
         "                bad.append(f'{mod.__name__}.{name}')\n"
         "print(json.dumps(bad))"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
@@ -82,5 +114,7 @@ def test_entry_points_export_what_they_list_and_name_the_choices_for_anything_el
         assert package.__all__ == sorted(package.__all__) and dir(package) == package.__all__
         for name in package.__all__:
             assert getattr(package, name) is not None
-    with pytest.raises(AttributeError, match="no attribute 'ArmOwnr'; its public names: .*ArmOwner"):
+    with pytest.raises(
+        AttributeError, match="no attribute 'ArmOwnr'; its public names: .*ArmOwner"
+    ):
         controllers.ArmOwnr  # noqa: B018

@@ -79,7 +79,9 @@ def test_beams_are_taken_at_their_own_time_while_the_base_turns():
     drive = BaseDrive(twin)
     pair = LidarPair(twin)
     history = PoseHistory()
-    twin.scheduler.add("history", 1000.0, lambda now: history.add(now, *base_pose(twin.model, twin.data)))
+    twin.scheduler.add(
+        "history", 1000.0, lambda now: history.add(now, *base_pose(twin.model, twin.data))
+    )
     drive.command(0.0, 1.5)
     twin.run_for(2.0)
     scan = pair.units["front"].scans[-1]
@@ -99,9 +101,18 @@ def test_beams_are_taken_at_their_own_time_while_the_base_turns():
 
 def _synthetic(unit: str, stamp: float, beams: int = 8) -> Scan:
     n = beams
-    return Scan(unit=unit, seq=0, stamp_s=stamp, received_s=stamp, angle_increment_rad=2 * math.pi / n,
-                time_increment_s=0.0, ranges=np.full(n, 2.0), beam_time_s=np.zeros(n),
-                hit_world=np.full((n, 3), np.nan), hit_geom=np.full(n, -1))
+    return Scan(
+        unit=unit,
+        seq=0,
+        stamp_s=stamp,
+        received_s=stamp,
+        angle_increment_rad=2 * math.pi / n,
+        time_increment_s=0.0,
+        ranges=np.full(n, 2.0),
+        beam_time_s=np.zeros(n),
+        hit_world=np.full((n, 3), np.nan),
+        hit_geom=np.full(n, -1),
+    )
 
 
 def test_pairing_window_and_halfway_stamp():
@@ -139,7 +150,9 @@ def test_merged_scan_against_ground_truth(speed):
     place_base(twin, -1.5, 0.5, 0.3)
     drive = BaseDrive(twin)
     history = PoseHistory()
-    twin.scheduler.add("history", 1000.0, lambda now: history.add(now, *base_pose(twin.model, twin.data)))
+    twin.scheduler.add(
+        "history", 1000.0, lambda now: history.add(now, *base_pose(twin.model, twin.data))
+    )
     pair = LidarPair(twin)
     merger = ScanMerger(mounts_from_model(twin.model)).attach(pair)
     drive.command(-speed, 0.0)
@@ -168,7 +181,9 @@ def test_scan_merge_experiment_writes_figures_and_the_plot(tmp_path, monkeypatch
     r = exp_scan_merge.run(seed=0, seconds=1.2)
     assert r["hardware_io"] is False
     still, moving = r["runs"]["still"], r["runs"]["0.5 m/s"]
-    assert still["robot_hits_seen"] > 0 and still["robot_hits_kept"] == moving["robot_hits_kept"] == 0
+    assert (
+        still["robot_hits_seen"] > 0 and still["robot_hits_kept"] == moving["robot_hits_kept"] == 0
+    )
     assert still["angular_error_median_rad"] <= moving["angular_error_p99_rad"]
     assert (tmp_path / "experiments" / "scan-merge" / "scans.png").stat().st_size > 10_000
 

@@ -23,10 +23,16 @@ def _channel() -> str:
 def _msg(i: int, varied: bool = False) -> can.Message:
     """Frame ``i``; ``varied``: every few frames extended, remote or an error frame."""
     remote = varied and i % 5 == 2
-    return can.Message(timestamp=0.001 * i, arbitration_id=0x11 + i % 7,
-                       data=None if remote else bytes((0x40, i, 0)), dlc=3 if remote else None,
-                       is_extended_id=varied and i % 3 == 1, is_remote_frame=remote,
-                       is_error_frame=varied and i % 7 == 3, is_rx=False)
+    return can.Message(
+        timestamp=0.001 * i,
+        arbitration_id=0x11 + i % 7,
+        data=None if remote else bytes((0x40, i, 0)),
+        dlc=3 if remote else None,
+        is_extended_id=varied and i % 3 == 1,
+        is_remote_frame=remote,
+        is_error_frame=varied and i % 7 == 3,
+        is_rx=False,
+    )
 
 
 def test_every_other_bus_gets_its_own_copy_in_order():
@@ -38,12 +44,22 @@ def test_every_other_bus_gets_its_own_copy_in_order():
             tx.send(m)
         for rx in (rx1, rx2):
             got = [rx.recv(timeout=0) for _ in sent]
-            assert [(m.arbitration_id, bytes(m.data), m.timestamp) for m in got] == \
-                   [(m.arbitration_id, bytes(m.data), m.timestamp) for m in sent]
+            assert [(m.arbitration_id, bytes(m.data), m.timestamp) for m in got] == [
+                (m.arbitration_id, bytes(m.data), m.timestamp) for m in sent
+            ]
             assert all(m.is_rx and m.channel == ch for m in got)
             # every field python-can's VirtualBus would set on its copy
-            fields = ("timestamp", "arbitration_id", "is_extended_id", "is_remote_frame",
-                      "is_error_frame", "dlc", "is_fd", "bitrate_switch", "error_state_indicator")
+            fields = (
+                "timestamp",
+                "arbitration_id",
+                "is_extended_id",
+                "is_remote_frame",
+                "is_error_frame",
+                "dlc",
+                "is_fd",
+                "bitrate_switch",
+                "error_state_indicator",
+            )
             for m, s in zip(got, sent, strict=True):
                 assert [getattr(m, f) for f in fields] == [getattr(s, f) for f in fields]
                 assert type(m.data) is bytearray and m.data == s.data
@@ -87,8 +103,9 @@ def test_a_receiver_blocked_in_recv_is_woken_by_a_send():
 def test_a_bounded_queue_still_goes_through_put():
     ch = _channel()
     tx = open_virtual(ch)
-    rx = LockstepVirtualBus(channel=ch, receive_own_messages=False, preserve_timestamps=True,
-                            rx_queue_size=1)
+    rx = LockstepVirtualBus(
+        channel=ch, receive_own_messages=False, preserve_timestamps=True, rx_queue_size=1
+    )
     try:
         tx.send(_msg(1))
         try:

@@ -28,7 +28,14 @@ def test_replace_take_and_close():
     assert mb.offer(_t(1, gen=1)).reason is RejectReason.FOREIGN_GENERATION
     assert mb.offer(_t(1, gen=2)).accepted  # sequence restarts with the generation
     c = mb.counts()
-    assert (c.submitted, c.accepted, c.replaced, c.taken, c.discarded, c.pending) == (6, 4, 1, 1, 1, 1)
+    assert (c.submitted, c.accepted, c.replaced, c.taken, c.discarded, c.pending) == (
+        6,
+        4,
+        1,
+        1,
+        1,
+        1,
+    )
     assert c.balanced
 
 

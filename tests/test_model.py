@@ -36,7 +36,9 @@ def test_every_scene_steps_2s_under_control_noise_without_warnings(path):
     assert np.all(np.isfinite(data.qpos))
 
 
-@pytest.mark.parametrize("folder", sorted(p for p in MODELS.iterdir() if p.is_dir()), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "folder", sorted(p for p in MODELS.iterdir() if p.is_dir()), ids=lambda p: p.name
+)
 def test_models_folder_lint(folder):
     for required in ("README.md", "CHANGELOG.md", "scene.xml"):
         assert (folder / required).is_file(), f"{folder.name}/ lacks {required}"
@@ -53,7 +55,8 @@ def test_every_constant_name_exists_in_the_model():
         + [N.gripper_actuator(a) for a in Arm]
         + [N.TORSO_ACTUATOR, N.HEAD_PAN_ACTUATOR, N.HEAD_TILT_ACTUATOR],
         mujoco.mjtObj.mjOBJ_SITE: [N.tcp_site(a) for a in Arm] + [N.RANGE_SENSOR_SITE],
-        mujoco.mjtObj.mjOBJ_GEOM: list(N.TREAD_GEOMS) + [N.TABLE_TOP_GEOM, N.CAN_GEOM, N.FLOOR_GEOM],
+        mujoco.mjtObj.mjOBJ_GEOM: list(N.TREAD_GEOMS)
+        + [N.TABLE_TOP_GEOM, N.CAN_GEOM, N.FLOOR_GEOM],
         mujoco.mjtObj.mjOBJ_CAMERA: [N.HEAD_CAMERA, *N.SCENE_CAMERAS],
         mujoco.mjtObj.mjOBJ_BODY: [N.BASE_BODY, N.TORSO_BODY, N.HEAD_BODY, N.TABLE_BODY, N.CAN_BODY]
         + [N.hand_body(a) for a in Arm],
@@ -87,19 +90,27 @@ def test_arms_mirror_and_right_arm_is_on_robots_right():
     mujoco.mj_forward(m, d)
     right, left = d.site(N.tcp_site(Arm.RIGHT)).xpos, d.site(N.tcp_site(Arm.LEFT)).xpos
     assert right[1] < -0.5 and left[1] > 0.5  # ROB faces +x: its right is -y
-    np.testing.assert_allclose(right * [1, -1, 1], left, atol=0.02)  # mirrored (mount offsets differ by mm)
+    np.testing.assert_allclose(
+        right * [1, -1, 1], left, atol=0.02
+    )  # mirrored (mount offsets differ by mm)
 
 
 def test_home_pose_is_free_of_self_contact():
     from twin.twin import Twin
 
     twin = Twin()
-    robot = {twin.model.geom(i).name for i in range(twin.model.ngeom) if twin.model.geom_bodyid[i] != 0}
+    robot = {
+        twin.model.geom(i).name for i in range(twin.model.ngeom) if twin.model.geom_bodyid[i] != 0
+    }
     pairs = [
         (twin.model.geom(c.geom1).name, twin.model.geom(c.geom2).name)
         for c in twin.data.contact[: twin.data.ncon]
     ]
-    self_pairs = [p for p in pairs if N.FLOOR_GEOM not in p and p[0] in robot and p[1] in robot and "table" not in p[0] + p[1]]
+    self_pairs = [
+        p
+        for p in pairs
+        if N.FLOOR_GEOM not in p and p[0] in robot and p[1] in robot and "table" not in p[0] + p[1]
+    ]
     assert self_pairs == []
 
 
@@ -170,7 +181,12 @@ def test_pinocchio_tcp_agrees_with_mujoco_on_1000_random_configurations():
                 qp[iq] = q[adr]
         pin.framesForwardKinematics(pm, pd, qp)
         for a in Arm:
-            worst = max(worst, float(np.max(np.abs(pd.oMf[tcp_frames[a]].translation - d.site(N.tcp_site(a)).xpos))))
+            worst = max(
+                worst,
+                float(
+                    np.max(np.abs(pd.oMf[tcp_frames[a]].translation - d.site(N.tcp_site(a)).xpos))
+                ),
+            )
     assert worst < 1e-9, worst
 
 
@@ -189,7 +205,9 @@ def test_keyframes_hold_the_named_poses_and_apply_home_uses_them():
         for side, q in arm_poses.items():
             idx = [m.jnt_qposadr[m.joint(j).id] for j in N.arm_joints(side)]
             np.testing.assert_array_equal(key.qpos[idx], q)
-            np.testing.assert_array_equal(key.ctrl[[m.actuator(a).id for a in N.arm_actuators(side)]], q)
+            np.testing.assert_array_equal(
+                key.ctrl[[m.actuator(a).id for a in N.arm_actuators(side)]], q
+            )
     d = mujoco.MjData(m)
     apply_home(m, d)
     np.testing.assert_array_equal(d.qpos, m.key("home").qpos)
@@ -208,5 +226,7 @@ def test_the_left_arm_is_the_attached_right_arm_mirrored():
     for j in range(1, 8):
         r, left = m.joint(N.arm_joint(Arm.RIGHT, j)), m.joint(N.arm_joint(Arm.LEFT, j))
         np.testing.assert_array_equal(m.jnt_range[r.id], m.jnt_range[left.id])
-        np.testing.assert_array_equal(m.jnt_axis[left.id], -(np.diag([1, -1, 1]) @ m.jnt_axis[r.id]))
+        np.testing.assert_array_equal(
+            m.jnt_axis[left.id], -(np.diag([1, -1, 1]) @ m.jnt_axis[r.id])
+        )
         np.testing.assert_array_equal(m.dof_armature[r.dofadr], m.dof_armature[left.dofadr])

@@ -70,8 +70,12 @@ def test_drive_decodes_golden_frames_independently_of_the_encoder(loop):
     bus = open_virtual(loop.channels[R])
     try:
         one_deg_up = HOME + 0  # joint 6: 0x0080 = +128 counts = +1 deg, joint 7: 0xFF7F = -1 deg
-        bus.send(can.Message(arbitration_id=0x16, data=bytes.fromhex("400080"), is_extended_id=False))
-        bus.send(can.Message(arbitration_id=0x17, data=bytes.fromhex("40FF7F"), is_extended_id=False))
+        bus.send(
+            can.Message(arbitration_id=0x16, data=bytes.fromhex("400080"), is_extended_id=False)
+        )
+        bus.send(
+            can.Message(arbitration_id=0x17, data=bytes.fromhex("40FF7F"), is_extended_id=False)
+        )
         bus.send(can.Message(arbitration_id=0x15, data=bytes.fromhex("41"), is_extended_id=False))
         loop.run_for(0.002)
         drives = loop.bank.drives_of(R)
@@ -175,6 +179,7 @@ def test_runs_are_deterministic_for_a_seed():
             lp.command(L, HOME - MOVE * 0.5)
             lp.run_for(1.0)
             return lp.twin.data.qpos.copy(), lp.wires[L].dropped
+
     (q1, d1), (q2, d2) = run(), run()
     assert d1 == d2 > 0
     assert np.array_equal(q1, q2)
@@ -216,7 +221,9 @@ def test_bad_fault_specs_are_rejected_with_the_valid_values():
         FaultSpec("partial_batch", "right", params={"frames": 2})
     with pytest.raises(FaultSpecError, match="joint 9"):
         FaultSpec("stall", "right", joints=(9,))
-    with pytest.raises(FaultSpecError, match=r"faults\[0\]\.arm: Input should be 'right' or 'left'"):
+    with pytest.raises(
+        FaultSpecError, match=r"faults\[0\]\.arm: Input should be 'right' or 'left'"
+    ):
         FaultSpec.from_dict({"kind": "stall", "arm": "middle"})
     with pytest.raises(DriveConfigError, match="sign must be"):
         from twin.drive import DriveConfig
@@ -229,7 +236,10 @@ def test_drive_limits_clamp_commands(loop):
     drv = ad.drives[3]  # J4: 0 .. 2.443 rad
     drv.on_command(int(round(np.degrees(-0.5) * 128)), loop.time)
     assert drv.command_rad == 0.0 and drv.clamped
-    assert mujoco.mj_name2id(loop.twin.model, mujoco.mjtObj.mjOBJ_ACTUATOR, "right/j4_servo") == ad.actuators[3]
+    assert (
+        mujoco.mj_name2id(loop.twin.model, mujoco.mjtObj.mjOBJ_ACTUATOR, "right/j4_servo")
+        == ad.actuators[3]
+    )
 
 
 def test_realtime_mode_runs_the_same_wiring_paced_by_the_wall_clock(loop):

@@ -17,29 +17,47 @@ NOTEBOOKS = ROOT / "notebooks"
 def _kernel_imports_this_checkout(monkeypatch):
     """The kernel runs in a temporary folder: put this checkout first on its path (not an
     installed copy of the packages)."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )
 
 
 def test_headless_run_notebook_executes(tmp_path):
     nb = nbformat.read(NOTEBOOKS / "headless_run.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    text = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
     assert "simulated 1.00 s" in text and "max tracking error" in text
 
 
 def test_dual_arm_crossing_notebook_executes(tmp_path):
     nb = nbformat.read(NOTEBOOKS / "dual_arm_crossing.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    text = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
     assert "ArmGroup plan: 0 of" in text and "synchronized: 0 of" in text
-    assert any(o.get("output_type") == "display_data" for c in nb.cells for o in c.get("outputs", []))
+    assert any(
+        o.get("output_type") == "display_data" for c in nb.cells for o in c.get("outputs", [])
+    )
 
 
 def test_collision_study_notebook_executes(tmp_path):
     nb = nbformat.read(NOTEBOOKS / "collision_study.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    text = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
     assert "arms.0='middle' is invalid" in text and "12 of 12 tasks" in text
     assert "same as stored: True" in text
-    images = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
+    images = [
+        o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "display_data"
+    ]
     assert len(images) == 3 and all("image/png" in o["data"] for o in images)

@@ -33,7 +33,13 @@ def test_rob_checker_misses_nothing_coal_finds_per_pair_type():
     m, home = rob_home()
     r = _study(m, load_scene(), ROB_ARMS, home, configs=40, placements=150, seed=7)
     types = set(r.by_type)
-    assert {"capsule-capsule", "box-capsule", "capsule-mesh", "capsule-cylinder", "capsule-plane"} <= types
+    assert {
+        "capsule-capsule",
+        "box-capsule",
+        "capsule-mesh",
+        "capsule-cylinder",
+        "capsule-plane",
+    } <= types
     for name, c in r.by_type.items():
         assert c.missed == 0, (name, c)
         assert c.oracle_hits > 0, name  # every type was really exercised
@@ -42,8 +48,16 @@ def test_rob_checker_misses_nothing_coal_finds_per_pair_type():
 def test_stand_checker_misses_nothing_coal_finds_per_pair_type():
     m = load_stand()
     r = _study(m, load_stand(), STAND_ARMS, m.qpos0, configs=40, placements=150, seed=8)
-    assert {"box-box", "box-capsule", "box-mesh", "box-sphere", "capsule-sphere",
-            "sphere-sphere", "mesh-sphere", "capsule-mesh"} <= set(r.by_type)
+    assert {
+        "box-box",
+        "box-capsule",
+        "box-mesh",
+        "box-sphere",
+        "capsule-sphere",
+        "sphere-sphere",
+        "mesh-sphere",
+        "capsule-mesh",
+    } <= set(r.by_type)
     for name, c in r.by_type.items():
         assert c.missed == 0, (name, c)
 

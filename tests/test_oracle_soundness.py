@@ -154,12 +154,16 @@ def test_approximate_pair_types_miss_no_penetration_and_keep_most_of_the_margin(
             assert not miss.any() or oracle_m[miss].min() >= 0.003, (t, oracle_m[miss].min())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UNSOUND (found by this study, not fixed here): with mujoco 3.17's native CCD, mj_collision "
-    "reports some penetrating capsule-cylinder pairs (table legs, can) at a positive distance: "
-    "right/link1 vs table/leg0 penetrating 9.9 mm by coal and by mj_geomDistance was reported at "
-    "+5.4 mm, so the state counted as free. With mjDSBL_NATIVECCD (libccd) that probe showed no "
-    "capsule-cylinder miss; the planner's checker still uses the default."))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "UNSOUND (found by this study, not fixed here): with mujoco 3.17's native CCD, mj_collision "
+        "reports some penetrating capsule-cylinder pairs (table legs, can) at a positive distance: "
+        "right/link1 vs table/leg0 penetrating 9.9 mm by coal and by mj_geomDistance was reported at "
+        "+5.4 mm, so the state counted as free. With mjDSBL_NATIVECCD (libccd) that probe showed no "
+        "capsule-cylinder miss; the planner's checker still uses the default."
+    ),
+)
 def test_capsule_cylinder_pairs_miss_nothing_within_the_margin(rob, study):
     checker, session, _ = rob
     margin = checker.config.margin_m
@@ -179,8 +183,8 @@ def _shrink(model: mujoco.MjModel, g: int, by_m: float) -> None:
     elif t == mujoco.mjtGeom.mjGEOM_MESH:  # box-like hull: every vertex 1 mm in on each axis
         mid = int(model.geom_dataid[g])
         a, n = int(model.mesh_vertadr[mid]), int(model.mesh_vertnum[mid])
-        v = model.mesh_vert[a:a + n]
-        model.mesh_vert[a:a + n] = v - by_m * np.sign(v - v.mean(axis=0))
+        v = model.mesh_vert[a : a + n]
+        model.mesh_vert[a : a + n] = v - by_m * np.sign(v - v.mean(axis=0))
     else:
         raise AssertionError(f"no shrink rule for geom type {t}")
 
@@ -195,23 +199,29 @@ def test_a_1mm_smaller_collision_geom_is_caught_for_every_geom(rob, study):
     plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
     # The floor is a half-space with no size to shrink (and MuJoCo fixes a world geom's pose
     # when its data is made); every geom that meets it is shrunk below instead.
-    geoms = sorted({g for p in placed for g in (p.mover, p.fixed)
-                    if int(model.geom_type[g]) != plane})
+    geoms = sorted(
+        {g for p in placed for g in (p.mover, p.fixed) if int(model.geom_type[g]) != plane}
+    )
     baseline = [_misses(p.oracle_m, c, margin) for p, c in zip(placed, study[1], strict=True)]
     caught = {}
     for g in geoms:
         saved = (model.geom_size.copy(), model.mesh_vert.copy())
         _shrink(model, g, SHRINK_M)
         try:
-            caught[g] = sum(int((_misses(p.oracle_m, checker_distances(session, p), margin) & ~base).sum())
-                            for p, base in zip(placed, baseline, strict=True) if g in (p.mover, p.fixed))
+            caught[g] = sum(
+                int((_misses(p.oracle_m, checker_distances(session, p), margin) & ~base).sum())
+                for p, base in zip(placed, baseline, strict=True)
+                if g in (p.mover, p.fixed)
+            )
         finally:
             model.geom_size[:], model.mesh_vert[:] = saved
     names = session.checker.pairs.geom_names
     assert all(n > 0 for n in caught.values()), {names[g]: n for g, n in caught.items() if n == 0}
     # every sized geom of a checked pair was shrunk (the count follows the model: 37 since
     # the scene gained its room walls)
-    in_pairs = {g for pair in _checked_pairs(session) for g in pair if int(model.geom_type[g]) != plane}
+    in_pairs = {
+        g for pair in _checked_pairs(session) for g in pair if int(model.geom_type[g]) != plane
+    }
     assert set(caught) == set(geoms) == in_pairs
 
 
@@ -235,9 +245,16 @@ def test_every_arm_pair_is_checked_or_excluded_for_a_reason_that_holds(rob):
         for g2 in range(g1 + 1, session.model.ngeom):
             if table.owner[g1] >= 0 or table.owner[g2] >= 0:
                 assert (table.table[g1, g2] > 0) != (frozenset((g1, g2)) in allowed), (g1, g2)
-    assert set(allowed.values()) == {"adjacent", "excluded", "same weld body", "touching at reference"}
+    assert set(allowed.values()) == {
+        "adjacent",
+        "excluded",
+        "same weld body",
+        "touching at reference",
+    }
     m = oracle.model
-    ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for a in ROB_ARMS for j in ROB_ARMS[a]]
+    ids = [
+        mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for a in ROB_ARMS for j in ROB_ARMS[a]
+    ]
     lo, hi = m.jnt_range[ids].T
     configs = np.random.default_rng(4).uniform(lo, hi, (300, lo.size))
     configs[0] = np.clip(0.0, lo, hi)
@@ -248,8 +265,14 @@ def test_every_arm_pair_is_checked_or_excluded_for_a_reason_that_holds(rob):
         for pair in allowed:
             g1, g2 = sorted(pair)
             res = coal.DistanceResult()
-            d = coal.distance(oracle.shapes[g1], _tf(oracle, g1), oracle.shapes[g2], _tf(oracle, g2),
-                              coal.DistanceRequest(), res)
+            d = coal.distance(
+                oracle.shapes[g1],
+                _tf(oracle, g1),
+                oracle.shapes[g2],
+                _tf(oracle, g2),
+                coal.DistanceRequest(),
+                res,
+            )
             dist[pair].append(d)
             if allowed[pair] == "adjacent" and d < checker.config.margin_m:
                 joint_gap[pair].append(_gap_to_joint(oracle, g1, g2, res))
@@ -272,7 +295,9 @@ def test_every_arm_pair_is_checked_or_excluded_for_a_reason_that_holds(rob):
 
 
 def _tf(oracle, g):
-    return coal.Transform3s(oracle.data.geom_xmat[g].reshape(3, 3).copy(), oracle.data.geom_xpos[g].copy())
+    return coal.Transform3s(
+        oracle.data.geom_xmat[g].reshape(3, 3).copy(), oracle.data.geom_xpos[g].copy()
+    )
 
 
 def _radius(m, pair):

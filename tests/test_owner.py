@@ -79,8 +79,12 @@ def test_stale_sequence_and_foreign_generation_rejected_and_counted():
     assert rig.submit(0.2, seq=7, lease=None).reason is RejectReason.LEASE_MISSING
     assert rig.submit(9.0, seq=8).reason is RejectReason.OUT_OF_BOUNDS
     c = rig.owner.mailbox_counts()
-    assert c.rejected_by_reason == {"stale_sequence": 2, "foreign_generation": 1,
-                                    "lease_missing": 1, "out_of_bounds": 1}
+    assert c.rejected_by_reason == {
+        "stale_sequence": 2,
+        "foreign_generation": 1,
+        "lease_missing": 1,
+        "out_of_bounds": 1,
+    }
     assert c.balanced and c.accepted == 1
 
 
@@ -96,8 +100,13 @@ def test_typed_errors_for_malformed_targets_and_config():
         OwnerConfig(period_s=0.0)
 
 
-@pytest.mark.parametrize("outcome,kind", [(PublishOutcome.UNCERTAIN, FaultKind.UNCERTAIN_OUTPUT),
-                                          (PublishOutcome.PARTIAL, FaultKind.PARTIAL_OUTPUT)])
+@pytest.mark.parametrize(
+    "outcome,kind",
+    [
+        (PublishOutcome.UNCERTAIN, FaultKind.UNCERTAIN_OUTPUT),
+        (PublishOutcome.PARTIAL, FaultKind.PARTIAL_OUTPUT),
+    ],
+)
 def test_ambiguous_output_latches_and_never_retries(outcome, kind):
     rig = Rig()
     rig.submit(0.3)
@@ -307,7 +316,10 @@ def test_a_sample_past_a_position_bound_latches_instead_of_publishing():
     assert rig.submit(goal, velocity_rad_s=vel).accepted
     reps = rig.step(2000)
     assert rig.owner.fault is FaultKind.LIMIT_VIOLATION
-    assert "joint 7: position" in rig.owner.fault_reason and "outside the bounds" in rig.owner.fault_reason
+    assert (
+        "joint 7: position" in rig.owner.fault_reason
+        and "outside the bounds" in rig.owner.fault_reason
+    )
     assert np.array(rig.pub.samples)[:, 6].max() <= upper[6] + CFG.limit_tolerance
     assert not reps[-1].published
 
@@ -323,6 +335,8 @@ def test_a_finished_brake_holds_an_exact_constant(event):
     reps = rig.step(1000)
     held = [k for k, r in enumerate(reps) if r.mode in (Mode.STOPPED, Mode.HOLD)]
     assert held and held[0] < 400
-    tail = np.array(rig.pub.samples[-(len(reps) - held[0]):])
+    tail = np.array(rig.pub.samples[-(len(reps) - held[0]) :])
     assert np.ptp(tail, axis=0).max() == 0.0
-    assert all(not r.velocities_rad_s.any() and not r.accelerations_rad_s2.any() for r in reps[held[0]:])
+    assert all(
+        not r.velocities_rad_s.any() and not r.accelerations_rad_s2.any() for r in reps[held[0] :]
+    )

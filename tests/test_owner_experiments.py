@@ -53,7 +53,9 @@ def test_superseded_publication_count_sees_an_old_command_after_its_replacement(
 def test_brake_case_counts_frames_that_keep_tracking_after_the_event():
     """A brake case whose event the owner ignores (nothing injected) reports the frames that
     kept tracking the old plan, and is not as expected."""
-    ok = exp_faults._brake("revoked", "lease revoked", lambda r: r.owner.revoke_authority(), Mode.HOLD)
+    ok = exp_faults._brake(
+        "revoked", "lease revoked", lambda r: r.owner.revoke_authority(), Mode.HOLD
+    )
     assert ok["as_expected"] and ok["frames_after"] == 0
     ignored = exp_faults._brake("nothing", "no event", lambda r: None, Mode.HOLD)
     assert not ignored["as_expected"] and ignored["frames_after"] > 0
@@ -65,7 +67,9 @@ def test_extremum_validation_small():
     assert r["samples_enclosed"] and r["max_state_mismatch"] < 1e-12
     zj = r["zero_jerk_case"]
     assert zj["p_max_exact"] == pytest.approx(0.25) and zj["t_p_max_s"] == pytest.approx(0.5)
-    assert zj["endpoint_max"] == pytest.approx(0.0, abs=1e-15)  # the interior maximum beats both ends
+    assert zj["endpoint_max"] == pytest.approx(
+        0.0, abs=1e-15
+    )  # the interior maximum beats both ends
 
 
 def test_wire_replay_short_run_through_transport_and_bus():

@@ -25,6 +25,7 @@ LO, HI = np.array(CFG.position_lower), np.array(CFG.position_upper)
 class _Accept:
     def publish_sample(self, positions_rad):
         from controllers.publish import PublishOutcome, PublishReport
+
         return PublishReport(PublishOutcome.ACCEPTED, tuple(range(1, 8)))
 
 
@@ -47,7 +48,9 @@ def _nudge(x: float, ulps: int) -> float:
 _special = st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0])
 
 
-_near_one = st.one_of(st.floats(0.99, 1.01), st.sampled_from([1.0, _nudge(1.0, 1), _nudge(1.0, -1)]))
+_near_one = st.one_of(
+    st.floats(0.99, 1.01), st.sampled_from([1.0, _nudge(1.0, 1), _nudge(1.0, -1)])
+)
 
 
 @st.composite
@@ -70,11 +73,19 @@ def _case(draw):
         trick = draw(st.sampled_from(["none", "none", "p", "v", "a", "jerk", "step"]))
         sign = draw(st.sampled_from([1.0, -1.0]))
         if trick == "p":
-            x = draw(st.one_of(_special, st.builds(_nudge, st.sampled_from([lo, hi]), st.integers(-3, 3))))
+            x = draw(
+                st.one_of(
+                    _special, st.builds(_nudge, st.sampled_from([lo, hi]), st.integers(-3, 3))
+                )
+            )
         elif trick == "v":
-            vx = draw(st.one_of(_special, st.builds(_nudge, st.just(sign * vlim), st.integers(-2, 2))))
+            vx = draw(
+                st.one_of(_special, st.builds(_nudge, st.just(sign * vlim), st.integers(-2, 2)))
+            )
         elif trick == "a":
-            ax = draw(st.one_of(_special, st.builds(_nudge, st.just(sign * alim), st.integers(-2, 2))))
+            ax = draw(
+                st.one_of(_special, st.builds(_nudge, st.just(sign * alim), st.integers(-2, 2)))
+            )
             da = 0.0
         elif trick == "jerk":
             ax, da = 0.0, sign * jerk_step * draw(_near_one)
@@ -98,8 +109,9 @@ def test_fast_check_never_passes_what_the_full_path_would_refuse_or_snap(case):
     fast = owner._sample_ok(p, v, a)
     if fast:
         assert _full_path_clean(owner, p, v, a)
-    if all(math.isfinite(x) and lo < x < hi for x, lo, hi in zip(p, LO, HI, strict=True)) \
-            and _full_path_clean(owner, p, v, a):
+    if all(
+        math.isfinite(x) and lo < x < hi for x, lo, hi in zip(p, LO, HI, strict=True)
+    ) and _full_path_clean(owner, p, v, a):
         assert fast  # inside the open bounds and clean: the shortcut is taken
 
 
@@ -128,10 +140,13 @@ def test_a_sample_on_the_bound_a_few_ulps_out_is_snapped_and_published_on_it():
 
 def test_a_hook_that_corrupts_the_sample_still_latches_a_limit_violation():
     """With an after_compute hook the full path runs, so a hook's in-place change is checked."""
+
     def corrupt(p):
         p[3] = math.nan
 
-    owner = ArmOwner(Arm.RIGHT, _Accept(), SimClock(), (LO + HI) / 2, CFG, OwnerHooks(after_compute=corrupt))
+    owner = ArmOwner(
+        Arm.RIGHT, _Accept(), SimClock(), (LO + HI) / 2, CFG, OwnerHooks(after_compute=corrupt)
+    )
     rep = owner.tick()
     assert rep.fault is FaultKind.LIMIT_VIOLATION and not rep.published
     assert "joint 4" in owner.fault_reason

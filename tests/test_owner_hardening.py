@@ -60,18 +60,43 @@ MOTION_ROWS = [
     ("velocity just above", _joint(2, 0.31), None, RejectReason.VELOCITY_LIMIT, 3, "0.31", "0.3"),
     ("negative velocity", _joint(0, -0.5), None, RejectReason.VELOCITY_LIMIT, 1, "-0.5", "0.3"),
     ("acceleration above", None, _joint(6, 0.7), RejectReason.ACCELERATION_LIMIT, 7, "0.7", "0.6"),
-    ("negative acceleration", None, _joint(4, -2.0), RejectReason.ACCELERATION_LIMIT, 5, "-2.0", "0.6"),
+    (
+        "negative acceleration",
+        None,
+        _joint(4, -2.0),
+        RejectReason.ACCELERATION_LIMIT,
+        5,
+        "-2.0",
+        "0.6",
+    ),
     # within |v| and |a|, but decelerating into the target: it passed v + a^2/(2j) = 0.3525
-    ("passes the velocity limit", _joint(1, 0.29), _joint(1, -0.5), RejectReason.VELOCITY_LIMIT, 2,
-     "0.29", "0.3"),
-    ("mirror: passes -vmax", _joint(1, -0.29), _joint(1, 0.5), RejectReason.VELOCITY_LIMIT, 2,
-     "-0.29", "0.3"),
+    (
+        "passes the velocity limit",
+        _joint(1, 0.29),
+        _joint(1, -0.5),
+        RejectReason.VELOCITY_LIMIT,
+        2,
+        "0.29",
+        "0.3",
+    ),
+    (
+        "mirror: passes -vmax",
+        _joint(1, -0.29),
+        _joint(1, 0.5),
+        RejectReason.VELOCITY_LIMIT,
+        2,
+        "-0.29",
+        "0.3",
+    ),
 ]
 
 
-@pytest.mark.parametrize("name,vel,acc,reason,joint,value,limit", MOTION_ROWS,
-                         ids=[r[0] for r in MOTION_ROWS])
-def test_target_beyond_motion_limits_is_refused_at_submit(name, vel, acc, reason, joint, value, limit):
+@pytest.mark.parametrize(
+    "name,vel,acc,reason,joint,value,limit", MOTION_ROWS, ids=[r[0] for r in MOTION_ROWS]
+)
+def test_target_beyond_motion_limits_is_refused_at_submit(
+    name, vel, acc, reason, joint, value, limit
+):
     rig = Rig()
     rig.step(3)
     before = rig.owner.commanded_state()
@@ -138,8 +163,13 @@ TARGET_ROWS = [
 @pytest.mark.parametrize("name,fields,error", TARGET_ROWS, ids=[r[0] for r in TARGET_ROWS])
 def test_malformed_target_fields_are_typed_errors(name, fields, error):
     rig = Rig()
-    kw = dict(arm=Arm.RIGHT, positions_rad=np.full(7, 0.1), sequence=1,
-              generation=rig.owner.generation, lease=rig.lease)
+    kw = dict(
+        arm=Arm.RIGHT,
+        positions_rad=np.full(7, 0.1),
+        sequence=1,
+        generation=rig.owner.generation,
+        lease=rig.lease,
+    )
     kw.update(fields)
     with pytest.raises(error) as info:
         ArmTarget(**kw)
@@ -224,9 +254,14 @@ def test_out_of_order_feedback_is_ignored_and_counted():
     assert rig.owner.tick().fault is None  # the 0.5 rad observation would be a tracking error
 
 
-@pytest.mark.parametrize("positions,error", [
-    ([NAN] * 7, NonFiniteTargetError), (np.zeros(3), TargetShapeError), ([True] * 7, TargetTypeError),
-])
+@pytest.mark.parametrize(
+    "positions,error",
+    [
+        ([NAN] * 7, NonFiniteTargetError),
+        (np.zeros(3), TargetShapeError),
+        ([True] * 7, TargetTypeError),
+    ],
+)
 def test_bad_feedback_positions_are_typed_errors_and_counted(positions, error):
     rig = Rig()
     with pytest.raises(error):
@@ -285,7 +320,9 @@ def test_a_publisher_that_returns_garbage_latches_uncertain_output():
         def publish_sample(self, p):
             return "ok"
 
-    owner = ArmOwner(Arm.RIGHT, Garbage(), SimClock(), np.zeros(7), OwnerConfig(require_feedback=False))
+    owner = ArmOwner(
+        Arm.RIGHT, Garbage(), SimClock(), np.zeros(7), OwnerConfig(require_feedback=False)
+    )
     assert owner.tick().fault is FaultKind.UNCERTAIN_OUTPUT
 
 
@@ -308,8 +345,13 @@ def test_realtime_thread_survives_an_over_limit_target_and_a_failing_observer():
     """Under the real-time thread, an over-limit target used to raise inside Ruckig and end
     the thread with the arm unsupervised."""
     pub = RecordingPublisher()
-    owner = ArmOwner(Arm.RIGHT, pub, MonotonicClock(), np.zeros(7),
-                     dataclasses.replace(CFG, require_feedback=False, late_tick_periods=1e6))
+    owner = ArmOwner(
+        Arm.RIGHT,
+        pub,
+        MonotonicClock(),
+        np.zeros(7),
+        dataclasses.replace(CFG, require_feedback=False, late_tick_periods=1e6),
+    )
     lease = owner.grant_lease("rt", 60)
     seen = threading.Event()
     calls = []
@@ -323,8 +365,16 @@ def test_realtime_thread_survives_an_over_limit_target_and_a_failing_observer():
 
     th, stop = start_realtime_thread(owner, on_report)
     try:
-        res = owner.submit(ArmTarget(Arm.RIGHT, np.full(7, 0.1), 1, owner.generation, lease,
-                                     velocity_rad_s=np.full(7, 5.0)))
+        res = owner.submit(
+            ArmTarget(
+                Arm.RIGHT,
+                np.full(7, 0.1),
+                1,
+                owner.generation,
+                lease,
+                velocity_rad_s=np.full(7, 5.0),
+            )
+        )
         assert res.reason is RejectReason.VELOCITY_LIMIT
         assert seen.wait(5.0)
         assert th.is_alive()
@@ -361,21 +411,35 @@ def test_config_values_that_would_disable_a_check_are_refused(name, fields):
     assert list(fields)[0] in str(info.value)
 
 
-@pytest.mark.parametrize("call", [
-    lambda a: a.grant("x", NAN), lambda a: a.grant("x", INF), lambda a: a.grant("x", True),
-    lambda a: a.grant("x", "1"), lambda a: a.grant(None, 1.0),
-    lambda a: a.renew(a.grant("x", 1.0), NAN), lambda a: a.renew(a.grant("x", 1.0), -1.0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a: a.grant("x", NAN),
+        lambda a: a.grant("x", INF),
+        lambda a: a.grant("x", True),
+        lambda a: a.grant("x", "1"),
+        lambda a: a.grant(None, 1.0),
+        lambda a: a.renew(a.grant("x", 1.0), NAN),
+        lambda a: a.renew(a.grant("x", 1.0), -1.0),
+    ],
+)
 def test_lease_durations_are_finite_and_positive(call):
     auth = LeaseAuthority(SimClock())
     with pytest.raises(OwnerConfigError):
         call(auth)
 
 
-@pytest.mark.parametrize("call", [
-    lambda c: c.set(NAN), lambda c: c.set(INF), lambda c: c.advance(INF), lambda c: c.advance(True),
-    lambda c: c.advance("0.1"), lambda c: SimClock(NAN),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.set(NAN),
+        lambda c: c.set(INF),
+        lambda c: c.advance(INF),
+        lambda c: c.advance(True),
+        lambda c: c.advance("0.1"),
+        lambda c: SimClock(NAN),
+    ],
+)
 def test_sim_clock_refuses_non_finite_times(call):
     clock = SimClock(1.0)
     with pytest.raises(OwnerConfigError):
@@ -393,17 +457,24 @@ def test_reset_outside_the_bounds_is_refused_and_changes_nothing():
     assert rig.owner.generation == gen and rig.owner.mode is mode
 
 
-@pytest.mark.parametrize("kw,error", [
-    (dict(initial_positions_rad=_joint(3, -0.5)), OwnerConfigError),
-    (dict(initial_positions_rad=[NAN] * 7), NonFiniteTargetError),
-    (dict(publisher=object()), OwnerConfigError),
-    (dict(clock=object()), OwnerConfigError),
-    (dict(config={"period_s": 0.005}), OwnerConfigError),
-    (dict(arm=None), UnknownNameError),
-])
+@pytest.mark.parametrize(
+    "kw,error",
+    [
+        (dict(initial_positions_rad=_joint(3, -0.5)), OwnerConfigError),
+        (dict(initial_positions_rad=[NAN] * 7), NonFiniteTargetError),
+        (dict(publisher=object()), OwnerConfigError),
+        (dict(clock=object()), OwnerConfigError),
+        (dict(config={"period_s": 0.005}), OwnerConfigError),
+        (dict(arm=None), UnknownNameError),
+    ],
+)
 def test_owner_construction_validates_every_argument(kw, error):
-    args = dict(arm=Arm.RIGHT, publisher=RecordingPublisher(), clock=SimClock(),
-                initial_positions_rad=np.zeros(7))
+    args = dict(
+        arm=Arm.RIGHT,
+        publisher=RecordingPublisher(),
+        clock=SimClock(),
+        initial_positions_rad=np.zeros(7),
+    )
     args.update(kw)
     with pytest.raises(error) as info:
         ArmOwner(**args)
@@ -437,8 +508,9 @@ def test_hostile_producers_against_the_realtime_thread():
     producers; the tick thread survives; every published step stays within v*dt."""
     pub = RecordingPublisher()
     clock = MonotonicClock()
-    cfg = dataclasses.replace(CFG, late_tick_periods=1e6, feedback_timeout_s=5.0,
-                              feedback_future_tolerance_s=0.01)
+    cfg = dataclasses.replace(
+        CFG, late_tick_periods=1e6, feedback_timeout_s=5.0, feedback_future_tolerance_s=0.01
+    )
     owner = ArmOwner(Arm.RIGHT, pub, clock, np.full(7, 0.2), cfg)
     lease = owner.grant_lease("stress", 60)
     escaped: list[BaseException] = []
@@ -451,10 +523,19 @@ def test_hostile_producers_against_the_realtime_thread():
             seq += 1
             vel = rng.uniform(-0.6, 0.6, 7)
             try:
-                owner.submit(ArmTarget(Arm.RIGHT, rng.uniform(0.0, 0.4, 7), seq * 4 + k,
-                                       owner.generation, lease, velocity_rad_s=vel))
-                owner.observe_feedback(owner.commanded_state()[0],
-                                       [clock.now(), NAN, clock.now() + 9.0][seq % 3])
+                owner.submit(
+                    ArmTarget(
+                        Arm.RIGHT,
+                        rng.uniform(0.0, 0.4, 7),
+                        seq * 4 + k,
+                        owner.generation,
+                        lease,
+                        velocity_rad_s=vel,
+                    )
+                )
+                owner.observe_feedback(
+                    owner.commanded_state()[0], [clock.now(), NAN, clock.now() + 9.0][seq % 3]
+                )
             except RobTwinError:
                 pass
             except BaseException as err:  # noqa: BLE001 - recorded, then asserted empty
@@ -481,11 +562,19 @@ def test_hostile_producers_against_the_realtime_thread():
     assert owner.stats.feedback_refused > 0 and owner.fault is None
 
 
-@pytest.mark.parametrize("fields", [
-    dict(publish_deadline_s=INF),  # would switch the late-publish check off
-    dict(publish_deadline_s="0.005"), dict(send_timeout_s=NAN), dict(send_timeout_s=INF),
-    dict(late_is_uncertain=1), dict(interface=None), dict(channel=10), dict(codec="default"),
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(publish_deadline_s=INF),  # would switch the late-publish check off
+        dict(publish_deadline_s="0.005"),
+        dict(send_timeout_s=NAN),
+        dict(send_timeout_s=INF),
+        dict(late_is_uncertain=1),
+        dict(interface=None),
+        dict(channel=10),
+        dict(codec="default"),
+    ],
+)
 def test_transport_config_values_that_would_disable_a_check_are_refused(fields):
     from controllers.errors import TransportConfigError
     from controllers.transport import TransportConfig

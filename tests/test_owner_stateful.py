@@ -43,10 +43,15 @@ TOL = 1e-9
 # positions: fractions of each joint's bound range, then mostly left alone, sometimes one
 # joint pushed past a bound or made non-finite
 joint_fractions = st.lists(st.floats(0.0, 1.0), min_size=7, max_size=7)
-spoil = st.tuples(st.sampled_from(["none"] * 6 + ["below", "above", "nan", "inf"]), st.integers(0, 6))
+spoil = st.tuples(
+    st.sampled_from(["none"] * 6 + ["below", "above", "nan", "inf"]), st.integers(0, 6)
+)
 # target velocity / acceleration as fractions of the limits: none, within, or up to 3x beyond
-motion = st.one_of(st.none(), st.lists(st.floats(-1.0, 1.0), min_size=7, max_size=7),
-                   st.lists(st.floats(-3.0, 3.0), min_size=7, max_size=7))
+motion = st.one_of(
+    st.none(),
+    st.lists(st.floats(-1.0, 1.0), min_size=7, max_size=7),
+    st.lists(st.floats(-3.0, 3.0), min_size=7, max_size=7),
+)
 bad_field = st.sampled_from([None, math.nan, "3", True, 2.5])
 
 
@@ -78,41 +83,73 @@ class OwnerMachine(RuleBasedStateMachine):
         self.started_s = self.clock.now()
 
     # ------------------------------------------------------------------ producers
-    @rule(frac=joint_fractions, how=spoil, vel=motion, acc=motion,
-          seq_step=st.sampled_from([1, 1, 1, 0, -1]), foreign=st.sampled_from([False] * 4 + [True]),
-          lease=st.sampled_from(["own", "own", "own", None]))
+    @rule(
+        frac=joint_fractions,
+        how=spoil,
+        vel=motion,
+        acc=motion,
+        seq_step=st.sampled_from([1, 1, 1, 0, -1]),
+        foreign=st.sampled_from([False] * 4 + [True]),
+        lease=st.sampled_from(["own", "own", "own", None]),
+    )
     def submit(self, frac, how, vel, acc, seq_step, foreign, lease):
         self.seq += seq_step
         pos = LO + np.array(frac) * (HI - LO)
         kind, j = how
-        pos[j] = {"none": pos[j], "below": LO[j] - 0.1, "above": HI[j] + 0.1, "nan": math.nan,
-                  "inf": math.inf}[kind]
+        pos[j] = {
+            "none": pos[j],
+            "below": LO[j] - 0.1,
+            "above": HI[j] + 0.1,
+            "nan": math.nan,
+            "inf": math.inf,
+        }[kind]
         scale = lambda x: None if x is None else np.array(x) * VMAX  # noqa: E731
         try:
-            t = ArmTarget(Arm.RIGHT, pos, self.seq, self.owner.generation + (3 if foreign else 0),
-                          self.lease if lease == "own" else None, scale(vel),
-                          None if acc is None else np.array(acc) * AMAX)
+            t = ArmTarget(
+                Arm.RIGHT,
+                pos,
+                self.seq,
+                self.owner.generation + (3 if foreign else 0),
+                self.lease if lease == "own" else None,
+                scale(vel),
+                None if acc is None else np.array(acc) * AMAX,
+            )
         except RobTwinError:
             return
         res = self.owner.submit(t)
         assert res.accepted or (res.reason is not None and isinstance(res.error, RobTwinError))
 
-    @rule(field=st.sampled_from(["sequence", "generation", "lease", "positions_rad"]), value=bad_field)
+    @rule(
+        field=st.sampled_from(["sequence", "generation", "lease", "positions_rad"]), value=bad_field
+    )
     def malformed_target(self, field, value):
-        kw = dict(arm=Arm.RIGHT, positions_rad=np.full(7, 0.2), sequence=self.seq + 1,
-                  generation=self.owner.generation, lease=self.lease)
+        kw = dict(
+            arm=Arm.RIGHT,
+            positions_rad=np.full(7, 0.2),
+            sequence=self.seq + 1,
+            generation=self.owner.generation,
+            lease=self.lease,
+        )
         kw[field] = value
         try:
             self.owner.submit(ArmTarget(**kw))
         except RobTwinError:
             pass
 
-    @rule(offset=st.floats(-0.2, 0.2),
-          stamp=st.sampled_from(["now", "now", "past", "future", "nan", "inf", "old"]))
+    @rule(
+        offset=st.floats(-0.2, 0.2),
+        stamp=st.sampled_from(["now", "now", "past", "future", "nan", "inf", "old"]),
+    )
     def observe(self, offset, stamp):
         now = self.clock.now()
-        s = {"now": now, "past": now - 0.01, "future": now + 1.0, "nan": math.nan,
-             "inf": math.inf, "old": now - 1.0}[stamp]
+        s = {
+            "now": now,
+            "past": now - 0.01,
+            "future": now + 1.0,
+            "nan": math.nan,
+            "inf": math.inf,
+            "old": now - 1.0,
+        }[stamp]
         try:
             self.owner.observe_feedback(self.owner.commanded_state()[0] + offset, s)
         except RobTwinError:
@@ -181,7 +218,9 @@ class OwnerMachine(RuleBasedStateMachine):
                 self._check_sample(before, rep)
             ref = self.started_s if self.newest_valid_s is None else self.newest_valid_s
             if rep.stamp_s - ref > CFG.feedback_timeout_s + 1e-9:
-                assert rep.mode is Mode.FAULTED, f"feedback {rep.stamp_s - ref:.3f} s old, not faulted"
+                assert rep.mode is Mode.FAULTED, (
+                    f"feedback {rep.stamp_s - ref:.3f} s old, not faulted"
+                )
             self.clock.advance(CFG.period_s)
 
     def _check_sample(self, before, rep):
@@ -204,7 +243,9 @@ class OwnerMachine(RuleBasedStateMachine):
 
 
 OwnerMachine.TestCase.settings = settings(
-    max_examples=100, stateful_step_count=40, deadline=None,
+    max_examples=100,
+    stateful_step_count=40,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestOwnerNeverRaises = OwnerMachine.TestCase

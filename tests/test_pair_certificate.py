@@ -35,6 +35,7 @@ from twin.cli import main as cli_main
 
 # ---------------------------------------------------------------- seed 003's numbers
 
+
 def test_seed_envelope_example():
     env = envelope_example()
     assert env["certified_mm"] == pytest.approx(3.5)
@@ -61,6 +62,7 @@ def test_seed_two_link_sensitivity():
 
 # ---------------------------------------------------------------- envelope
 
+
 def test_envelope_minima_equal_a_dense_evaluation():
     """Exact per-segment minima match brute force on random multi-pair data, uneven s."""
     rng = np.random.default_rng(3)
@@ -74,24 +76,39 @@ def test_envelope_minima_equal_a_dense_evaluation():
         for k in range(N - 1):
             grid = np.linspace(s[p, k], s[p, k + 1], 2001)
             dense = np.max(lower[p][None, :] - np.abs(grid[:, None] - s[p][None, :]), axis=1)
-            assert val[p, k] == pytest.approx(dense.min(), abs=1e-3 * (s[p, k + 1] - s[p, k]) + 1e-12)
+            assert val[p, k] == pytest.approx(
+                dense.min(), abs=1e-3 * (s[p, k + 1] - s[p, k]) + 1e-12
+            )
             assert s[p, k] - 1e-12 <= sc[p, k] <= s[p, k + 1] + 1e-12
             assert ia[p, k] <= k < ib[p, k]
 
 
 # ---------------------------------------------------------------- uncertainty
 
+
 def test_allowances_add_up_and_shared_joints_cancel():
-    spec = UncertaintySpec(joint_zero_offset_rad=0.001, pivot_m=0.0005, axis_rad=0.002, point_m=0.0001,
-                           obstacle_m=0.003)
+    spec = UncertaintySpec(
+        joint_zero_offset_rad=0.001,
+        pivot_m=0.0005,
+        axis_rad=0.002,
+        point_m=0.0001,
+        obstacle_m=0.003,
+    )
     radii = np.array([[0.5, 0.0], [0.5, 0.3], [0.0, 0.0]])
-    e = pair_allowances_m(radii, np.array([1.0, 0.5]), np.array([True, False, False]),
-                          np.array([1.0, 1.0, 2.0]), spec)
+    e = pair_allowances_m(
+        radii, np.array([1.0, 0.5]), np.array([True, False, False]), np.array([1.0, 1.0, 2.0]), spec
+    )
     assert e[1] > e[0] - spec.obstacle_m  # one more joint in the chain, more allowance
-    not_world = pair_allowances_m(radii, np.array([1.0, 0.5]), np.zeros(3, bool), np.array([1.0, 1.0, 2.0]), spec)
-    assert e[0] - not_world[0] == pytest.approx(spec.obstacle_m)  # the obstacle term: world pairs only
+    not_world = pair_allowances_m(
+        radii, np.array([1.0, 0.5]), np.zeros(3, bool), np.array([1.0, 1.0, 2.0]), spec
+    )
+    assert e[0] - not_world[0] == pytest.approx(
+        spec.obstacle_m
+    )  # the obstacle term: world pairs only
     assert e[2] == pytest.approx(2 * spec.point_m + spec.query_tolerance_m)  # no joint between them
-    zero = pair_allowances_m(radii, np.array([1.0, 0.5]), np.zeros(3, bool), np.ones(3), UncertaintySpec())
+    zero = pair_allowances_m(
+        radii, np.array([1.0, 0.5]), np.zeros(3, bool), np.ones(3), UncertaintySpec()
+    )
     assert zero == pytest.approx(np.full(3, UncertaintySpec().query_tolerance_m))
 
 
@@ -110,6 +127,7 @@ def test_bad_uncertainty_is_a_typed_error():
 
 # ---------------------------------------------------------------- a group and its plans
 
+
 @pytest.fixture(scope="module")
 def scene():
     m = load_scene()
@@ -126,8 +144,10 @@ def _group(scene, **cfg) -> ArmGroup:
 
 
 HOME = np.array(D.HOME_ARM_POSE)
-GOALS = {"right": JointGoal(HOME + np.array([0.3, 0.2, 0.0, -0.3, 0.2, 0.1, 0.2])),
-         "left": JointGoal(HOME + np.array([-0.2, 0.1, 0.2, -0.2, -0.1, 0.1, 0.3]))}
+GOALS = {
+    "right": JointGoal(HOME + np.array([0.3, 0.2, 0.0, -0.3, 0.2, 0.1, 0.2])),
+    "left": JointGoal(HOME + np.array([-0.2, 0.1, 0.2, -0.2, -0.1, 0.1, 0.3])),
+}
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +174,13 @@ def test_pair_radii_drop_shared_joints_and_bound_relative_motion(scene):
     hi = np.concatenate([g.joint_limits(a)[1] for a in ("right", "left")])
     rng = np.random.default_rng(1)
     pick = rng.choice(geo.g1.size, 40, replace=False)
-    sub = replace(geo, g1=geo.g1[pick], g2=geo.g2[pick], pair_class=geo.pair_class[pick], radii=geo.radii[pick])
+    sub = replace(
+        geo,
+        g1=geo.g1[pick],
+        g2=geo.g2[pick],
+        pair_class=geo.pair_class[pick],
+        radii=geo.radii[pick],
+    )
     worst = -np.inf
     for _ in range(25):
         q1 = rng.uniform(lo, hi)
@@ -207,6 +233,7 @@ def test_uncertainty_lowers_the_certified_minimum(scene):
 
 # ---------------------------------------------------------------- artifact + re-verification
 
+
 def test_saved_certificate_reverifies_with_coal_and_tampering_is_caught(scene, planned, tmp_path):
     m, _ = scene
     g, plan = planned
@@ -253,5 +280,7 @@ def test_payload_reach_grows_only_gripper_radii(scene):
     plain = joint_geom_radii(m, joints)
     loaded = joint_geom_radii(m, joints, payload_reach_m=0.1)
     grown = np.flatnonzero(np.any(loaded > plain, axis=0))
-    assert grown.size and np.all((loaded - plain)[:, grown][plain[:, grown] > 0] == pytest.approx(0.1))
+    assert grown.size and np.all(
+        (loaded - plain)[:, grown][plain[:, grown] > 0] == pytest.approx(0.1)
+    )
     assert math.isclose(float((loaded - plain).max()), 0.1)

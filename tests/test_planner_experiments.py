@@ -19,9 +19,16 @@ def out_dir(tmp_path, monkeypatch):
 
 def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
     r = exp_crossing.run(seed=0, n_seeds=2)
-    for key in ("separate_colliding_frames", "separate_frames", "group_colliding_states",
-                "group_judged_states", "group_samples", "min_clearance_m", "max_detour_m",
-                "max_bend_from_separate_m"):
+    for key in (
+        "separate_colliding_frames",
+        "separate_frames",
+        "group_colliding_states",
+        "group_judged_states",
+        "group_samples",
+        "min_clearance_m",
+        "max_detour_m",
+        "max_bend_from_separate_m",
+    ):
         assert key in r
     assert r["hardware_io"] is False
     assert r["separate_colliding_frames"] > 0  # the trap is real ...
@@ -34,12 +41,16 @@ def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
     assert r["min_clearance_m"] >= 0.005 and r["group_coal_min_clearance_m"] >= 0.005 - 1e-4
     dist = r["seed_distribution"]  # the seed-dependent figures as a distribution, seed 0 in it
     assert dist["n_seeds"] == 2 and dist["per_seed"][0]["seed"] == 0
-    assert dist["per_seed"][0]["max_bend_from_separate_m"] == pytest.approx(r["max_bend_from_separate_m"], abs=1e-4)
+    assert dist["per_seed"][0]["max_bend_from_separate_m"] == pytest.approx(
+        r["max_bend_from_separate_m"], abs=1e-4
+    )
     bend = dist["summary"]["max_bend_from_separate_m"]
     assert bend["min"] <= bend["median"] <= bend["max"]
     # between the samples too: seed 003's envelope certifies separation, never above a sample
     cert = r["certificate"]
-    assert cert["certified"] and 0.005 <= cert["continuous_lower_bound_m"] <= r["true_min_clearance_m"]
+    assert (
+        cert["certified"] and 0.005 <= cert["continuous_lower_bound_m"] <= r["true_min_clearance_m"]
+    )
     assert r["certified_over_true"] >= 0.8
     assert (out_dir / "experiments" / "crossing" / "tcp_paths.png").stat().st_size > 1000
     json.loads((out_dir / "experiments" / "crossing" / "result.json").read_text())
@@ -49,15 +60,24 @@ def test_crossing_goals_are_shared_and_swap_sides():
     from planners.kinematics import ArmKinematics
 
     start, goal = rob_crossing_start(), rob_crossing_goals()
-    y = {(w, a): ArmKinematics(a).tcp_pose(d[a]).translation[1]
-         for w, d in (("s", start), ("g", goal)) for a in ("right", "left")}
+    y = {
+        (w, a): ArmKinematics(a).tcp_pose(d[a]).translation[1]
+        for w, d in (("s", start), ("g", goal))
+        for a in ("right", "left")
+    }
     assert y["s", "right"] < y["s", "left"] and y["g", "right"] > y["g", "left"]
 
 
 def test_study_small(out_dir):
     r = exp_study.run(seed=1, n_pairs=3)
-    for key in ("success_rate", "plan_time_ms_median", "plan_time_ms_p95", "min_clearance_m",
-                "colliding_retimed_before_repair", "colliding_samples_after_repair"):
+    for key in (
+        "success_rate",
+        "plan_time_ms_median",
+        "plan_time_ms_p95",
+        "min_clearance_m",
+        "colliding_retimed_before_repair",
+        "colliding_samples_after_repair",
+    ):
         assert key in r
     assert r["pairs"] == 3 and r["colliding_samples_after_repair"] == 0
     assert r["hardware_io"] is False

@@ -37,8 +37,10 @@ def rob():
 
 # ------------------------------------------------------------------ zero-length plans
 
-@pytest.mark.parametrize("goals", [dict(STAND_START), {"a": STAND_START["a"]}],
-                         ids=["both arms", "one arm"])
+
+@pytest.mark.parametrize(
+    "goals", [dict(STAND_START), {"a": STAND_START["a"]}], ids=["both arms", "one arm"]
+)
 def test_goal_equal_to_start_is_a_zero_length_plan(stand, goals):
     result = stand.plan(goals, seed=3)
     plan = result.unwrap()
@@ -50,8 +52,9 @@ def test_goal_equal_to_start_is_a_zero_length_plan(stand, goals):
     assert plan.waypoints.shape == (1, 4 * len(goals))
     assert plan.min_clearance.distance_m >= stand.config.collision.margin_m
     # the executor's trajectory type takes it: a one-sample, zero-duration trajectory
-    traj = MultiArmTrajectory.from_arrays({"right": (plan.t, np.zeros((1, 7)), np.zeros((1, 7)),
-                                                     np.zeros((1, 7)))})
+    traj = MultiArmTrajectory.from_arrays(
+        {"right": (plan.t, np.zeros((1, 7)), np.zeros((1, 7)), np.zeros((1, 7)))}
+    )
     assert traj.duration_s == 0.0
 
 
@@ -69,11 +72,13 @@ def test_a_goal_that_moves_one_arm_is_not_zero_length(stand):
     goals = {"a": STAND_START["a"], "b": STAND_GOAL["b"]}
     plan = stand.plan(goals, seed=0).unwrap()
     assert plan.duration_s > 0.1
-    np.testing.assert_allclose(plan.arms["a"].q, np.repeat([STAND_START["a"]], plan.t.size, 0),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        plan.arms["a"].q, np.repeat([STAND_START["a"]], plan.t.size, 0), atol=1e-12
+    )
 
 
 # ------------------------------------------------------------------ wall-time budget
+
 
 def test_tiny_budget_on_a_hard_problem_times_out_promptly(rob):
     """ROB's right arm under the table: a trap (the straight motion crosses the table top)
@@ -91,11 +96,14 @@ def test_tiny_budget_on_a_hard_problem_times_out_promptly(rob):
 
 def test_budget_from_the_config_and_a_generous_budget_changes_nothing(rob):
     free = rob.plan({"right": JointGoal(ROB_UNDER_TABLE_GOAL)}, seed=0).unwrap()
-    roomy = rob.plan({"right": JointGoal(ROB_UNDER_TABLE_GOAL)}, seed=0, time_budget_s=60.0).unwrap()
+    roomy = rob.plan(
+        {"right": JointGoal(ROB_UNDER_TABLE_GOAL)}, seed=0, time_budget_s=60.0
+    ).unwrap()
     np.testing.assert_array_equal(free.t, roomy.t)  # same seed, same plan, bit for bit
     np.testing.assert_array_equal(free.stacked(), roomy.stacked())
-    g = ArmGroup(rob.model, {a: rob.joint_names(a) for a in rob.arm_names},
-                 GroupConfig(time_budget_s=0.001))
+    g = ArmGroup(
+        rob.model, {a: rob.joint_names(a) for a in rob.arm_names}, GroupConfig(time_budget_s=0.001)
+    )
     g.set_qpos(rob.reference_qpos)
     assert g.plan({"right": JointGoal(ROB_UNDER_TABLE_GOAL)}).status is PlanStatus.TIMEOUT
 
@@ -114,8 +122,12 @@ ARM_ROWS = [
     ("empty joint list", {"a": []}, PlannerConfigError, "at least one joint"),
     ("joint list is a str", {"a": "a/yaw"}, PlannerConfigError, "not a str"),
     ("joint list is a set", {"a": {"a/yaw"}}, PlannerConfigError, "chain order"),
-    ("joint in two arms", {"a": ["a/yaw", "a/shoulder"], "b": ["b/yaw", "a/shoulder"]},
-     PlannerConfigError, "already in arm 'a'"),
+    (
+        "joint in two arms",
+        {"a": ["a/yaw", "a/shoulder"], "b": ["b/yaw", "a/shoulder"]},
+        PlannerConfigError,
+        "already in arm 'a'",
+    ),
     ("joint twice in one arm", {"a": ["a/yaw", "a/yaw"]}, PlannerConfigError, "twice"),
     ("joint name not a str", {"a": ["a/yaw", 3]}, PlannerConfigError, "joint name"),
     ("arm name not a str", {1: ["a/yaw"]}, PlannerConfigError, "arm name"),
@@ -132,20 +144,25 @@ def test_malformed_arm_definitions_are_typed_errors(name, arms, error, fragment)
     assert fragment in str(info.value) and isinstance(info.value, RobTwinError)
 
 
-@pytest.mark.parametrize("goals,seed,error", [
-    ([STAND_GOAL["a"]], 0, GoalInputError),
-    ("a", 0, GoalInputError),
-    (STAND_GOAL, 1.5, PlannerConfigError),
-    (STAND_GOAL, -1, PlannerConfigError),
-    (STAND_GOAL, True, PlannerConfigError),
-    (STAND_GOAL, "0", PlannerConfigError),
-])
+@pytest.mark.parametrize(
+    "goals,seed,error",
+    [
+        ([STAND_GOAL["a"]], 0, GoalInputError),
+        ("a", 0, GoalInputError),
+        (STAND_GOAL, 1.5, PlannerConfigError),
+        (STAND_GOAL, -1, PlannerConfigError),
+        (STAND_GOAL, True, PlannerConfigError),
+        (STAND_GOAL, "0", PlannerConfigError),
+    ],
+)
 def test_malformed_goals_and_seeds_are_typed_errors(stand, goals, seed, error):
     with pytest.raises(error):
         stand.plan(goals, seed=seed)
 
 
-@pytest.mark.parametrize("q", [["0.1"] * 4, [True, 0.0, 0.0, 0.0], np.zeros(4, complex), [None] * 4])
+@pytest.mark.parametrize(
+    "q", [["0.1"] * 4, [True, 0.0, 0.0, 0.0], np.zeros(4, complex), [None] * 4]
+)
 def test_goal_vectors_of_str_bool_complex_are_typed_errors(stand, q):
     with pytest.raises(GoalInputError):
         stand.plan({"a": q})
@@ -155,7 +172,9 @@ def test_goal_vectors_of_str_bool_complex_are_typed_errors(stand, q):
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, "0"])
 def test_reference_qpos_must_be_finite_numbers(stand, bad):
-    qpos = stand.reference_qpos.astype(object) if isinstance(bad, str) else stand.reference_qpos.copy()
+    qpos = (
+        stand.reference_qpos.astype(object) if isinstance(bad, str) else stand.reference_qpos.copy()
+    )
     qpos[0] = bad
     before = stand.reference_qpos.copy()
     with pytest.raises(GoalInputError):

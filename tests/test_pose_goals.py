@@ -14,8 +14,10 @@ from planners.kinematics import ArmKinematics
 
 # Found by a seeded search (draw 172): the left pose's IK solution nearest home puts
 # left/link3 into left/mount; the right one is free. Frozen; the tests prove the rest.
-RESAMPLE_Q = {"right": [2.044, -0.441, -1.456, 0.399, 0.441, -0.785, -1.571],
-              "left": [0.847, -1.362, -1.397, 1.445, 1.571, 0.546, -0.33]}
+RESAMPLE_Q = {
+    "right": [2.044, -0.441, -1.456, 0.399, 0.441, -0.785, -1.571],
+    "left": [0.847, -1.362, -1.397, 1.445, 1.571, 0.546, -0.33],
+}
 UNDER_TABLE = [0.532, -1.012, -0.35, 0.0, 1.027, -0.785, -0.301]
 
 
@@ -28,7 +30,7 @@ def test_base_frame_is_mujoco_world_at_the_scene_origin(group):
     m = group.model
     free = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "base/free")
     adr = m.jnt_qposadr[free]
-    np.testing.assert_array_equal(group.reference_qpos[adr:adr + 7], [0, 0, 0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(group.reference_qpos[adr : adr + 7], [0, 0, 0, 1, 0, 0, 0])
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
     for a in ROB_ARMS:
@@ -77,9 +79,11 @@ def test_colliding_first_pair_is_resampled_not_failed(group):
 
 def test_no_resampling_means_goal_in_collision(group):
     kin = {a: ArmKinematics(a) for a in ROB_ARMS}
-    goals = {a: PoseGoal(kin[a].tcp_pose(np.array(q)), n_candidates=1)
-             for a, q in RESAMPLE_Q.items()}
+    goals = {
+        a: PoseGoal(kin[a].tcp_pose(np.array(q)), n_candidates=1) for a, q in RESAMPLE_Q.items()
+    }
     from dataclasses import replace
+
     g2 = ArmGroup(group.model, ROB_ARMS, replace(group.config, max_goal_resamples=0))
     g2.set_qpos(group.reference_qpos)
     r = g2.plan(goals, seed=0)

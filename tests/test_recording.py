@@ -115,7 +115,9 @@ def test_truncated_binary_recording_is_caught_by_the_frame_count(tmp_path, monke
 def test_unknown_format_lists_the_valid_ones(tmp_path):
     bad = tmp_path / "run.csv"
     bad.write_text("")
-    with pytest.raises(RecordingError, match=r"unknown recording format '\.csv'; valid: \.log, \.asc"):
+    with pytest.raises(
+        RecordingError, match=r"unknown recording format '\.csv'; valid: \.log, \.asc"
+    ):
         read_recording(bad)
     with ClosedLoop() as lp, pytest.raises(RecordingError, match="unknown recording format"):
         TrafficRecorder(lp, tmp_path / "run.txt")

@@ -63,17 +63,22 @@ def test_swapped_buses_fail_the_mapping_gate():
     assert not any(r["ok"] for r in rows)
 
 
-@pytest.mark.parametrize("fault", [
-    FaultSpec("wrong_sign", "left", joints=(5,)),
-    FaultSpec("encoder_offset", "right", joints=(2,), params={"offset_rad": 0.02}),
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        FaultSpec("wrong_sign", "left", joints=(5,)),
+        FaultSpec("encoder_offset", "right", joints=(2,), params={"offset_rad": 0.02}),
+    ],
+)
 def test_installation_faults_fail_the_units_gate(fault):
     rep = rehearse(_with(faults=(fault,)), ["units_and_references"])
     assert rep["passed"] is False
 
 
 def test_a_second_writer_fails_the_exclusive_output_gate():
-    rep = rehearse(_with(faults=(FaultSpec("second_writer", "left", at=0.1),)), ["exclusive_output"])
+    rep = rehearse(
+        _with(faults=(FaultSpec("second_writer", "left", at=0.1),)), ["exclusive_output"]
+    )
     gate = rep["gates"][0]
     assert gate["passed"] is False and gate["foreign_command_frames"]["left"] > 0
 
@@ -88,14 +93,24 @@ def test_cli_rehearse_json(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["hardware_io"] is False
     assert [(g["name"], g["passed"]) for g in out["gates"]] == [("output_uncertainty", True)]
-    rc = main(["rehearse", "--json", "--swap-wiring", "--gate", "units_and_references",
-               "--out", str(tmp_path)])
+    rc = main(
+        [
+            "rehearse",
+            "--json",
+            "--swap-wiring",
+            "--gate",
+            "units_and_references",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 1 and json.loads(capsys.readouterr().out)["passed"] is False
-    assert main(["rehearse", "--faults", "[{\"kind\": \"nope\"}]"]) == 2
+    assert main(["rehearse", "--faults", '[{"kind": "nope"}]']) == 2
 
 
 # Each gate below is run alone with the fault it guards against, and must fail on the
 # figure that measures that fault (one gate, short runs: about a second each).
+
 
 def _gate(rep: dict) -> dict:
     assert rep["passed"] is False and len(rep["gates"]) == 1

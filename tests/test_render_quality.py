@@ -44,7 +44,11 @@ def test_fast_shrinks_the_offscreen_buffer_only_while_rendering():
     m = load_scene()
     before = (m.vis.global_.offwidth, m.vis.global_.offheight, m.vis.quality.offsamples)
     with offscreen_settings(m, "fast", 320, 240):
-        assert (m.vis.global_.offwidth, m.vis.global_.offheight, m.vis.quality.offsamples) == (320, 240, 0)
+        assert (m.vis.global_.offwidth, m.vis.global_.offheight, m.vis.quality.offsamples) == (
+            320,
+            240,
+            0,
+        )
     assert (m.vis.global_.offwidth, m.vis.global_.offheight, m.vis.quality.offsamples) == before
     with offscreen_settings(m, "full", 320, 240):
         assert m.vis.quality.offsamples == before[2]
@@ -108,15 +112,29 @@ def test_group_captions_follow_the_plan():
     contrast = Contrast(states=np.zeros((10, 3)), rate_hz=125.0, contact={2: -0.01, 3: -0.02})
     waiting = group_captions(0.1, _Status({"state": "waiting", "last": None}), contrast)
     assert "planning" in waiting[1]
-    running = group_captions(1.0, _Status({"state": "executing", "progress": 0.5,
-                                           "clearance_m": 0.007, "last": None}))
+    running = group_captions(
+        1.0, _Status({"state": "executing", "progress": 0.5, "clearance_m": 0.007, "last": None})
+    )
     assert "50 %" in running[1] and "7.0 mm" in running[2]
-    done = group_captions(4.0, _Status({"state": "idle", "last": {
-        "outcome": "completed", "plan_min_clearance_m": 0.007, "start_skew_s": 0.0002,
-        "max_deviation_rad": 0.0005}}), contrast)
+    done = group_captions(
+        4.0,
+        _Status(
+            {
+                "state": "idle",
+                "last": {
+                    "outcome": "completed",
+                    "plan_min_clearance_m": 0.007,
+                    "start_skew_s": 0.0002,
+                    "max_deviation_rad": 0.0005,
+                },
+            }
+        ),
+        contrast,
+    )
     assert "0.20 ms" in done[2] and done[3] == "(planned alone: 2 of 10 samples in contact)"
-    failed = group_captions(4.0, _Status({"state": "idle", "last": {
-        "status": "no_path", "reason": "boxed in"}}))
+    failed = group_captions(
+        4.0, _Status({"state": "idle", "last": {"status": "no_path", "reason": "boxed in"}})
+    )
     assert failed[1].startswith("!") and "boxed in" in failed[1]
 
 

@@ -24,11 +24,24 @@ REACH = (np.array(D.HOME_ARM_POSE) + 0.2).tolist()
 def test_prepare_removes_an_old_runs_outputs_and_marks_the_folder_running(tmp_path):
     old = tmp_path / "wave"
     (old / "can").mkdir(parents=True)
-    for name in ("summary.json", "summary.md", "joints.png", "wave.mp4", "can/CAN10@1.log", "notes.txt"):
+    for name in (
+        "summary.json",
+        "summary.md",
+        "joints.png",
+        "wave.mp4",
+        "can/CAN10@1.log",
+        "notes.txt",
+    ):
         (old / name).write_text("from an earlier run\n")
-    folder = RunFolder.prepare(tmp_path, "wave", stale=("wave.mp4", "summary.md", "joints.png", "can"))
+    folder = RunFolder.prepare(
+        tmp_path, "wave", stale=("wave.mp4", "summary.md", "joints.png", "can")
+    )
     status = json.loads((old / "summary.json").read_text())
-    assert status["status"] == "running" and status["scenario"] == "wave" and status["pid"] == os.getpid()
+    assert (
+        status["status"] == "running"
+        and status["scenario"] == "wave"
+        and status["pid"] == os.getpid()
+    )
     assert sorted(p.name for p in old.rglob("*")) == ["can", "notes.txt", "summary.json"]
     assert folder.path == old
 
@@ -63,17 +76,32 @@ def _umask() -> int:
 
 
 def test_a_run_stopped_early_reports_interrupted_with_what_was_done(tmp_path):
-    sc = Scenario.from_dict({"name": "stopped", "duration": 1.0,
-                             "keyframes": [{"t": 0.5, "arm": "right", "q": REACH}],
-                             "plans": [{"t": 0.9, "goals": {"left": REACH}}]})
+    sc = Scenario.from_dict(
+        {
+            "name": "stopped",
+            "duration": 1.0,
+            "keyframes": [{"t": 0.5, "arm": "right", "q": REACH}],
+            "plans": [{"t": 0.9, "goals": {"left": REACH}}],
+        }
+    )
     polls = iter(range(1000))
-    result = run_scenario(sc, record=False, progress=False,
-                          should_stop=lambda: "SIGTERM" if next(polls) == 10 else None)
+    result = run_scenario(
+        sc,
+        record=False,
+        progress=False,
+        should_stop=lambda: "SIGTERM" if next(polls) == 10 else None,
+    )
     assert result.status == "interrupted" and result.stopped_by == "SIGTERM"
     assert 0.25 < result.simulated_s < 0.4  # ten frames of 1/30 s were simulated
     assert result.times[-1] <= result.simulated_s and len(result.times) > 10
-    assert result.plans == [{"t": 0.9, "arms": ["left"], "status": "not_started",
-                             "reason": "the run was interrupted first"}]
+    assert result.plans == [
+        {
+            "t": 0.9,
+            "arms": ["left"],
+            "status": "not_started",
+            "reason": "the run was interrupted first",
+        }
+    ]
     summary = summarize(result, tmp_path, [])
     assert summary["status"] == "interrupted" and summary["passed"] is False
 
@@ -87,7 +115,9 @@ def test_a_run_stopped_before_its_first_step_still_writes_a_summary(tmp_path):
     assert (tmp_path / "joints.png").exists()
 
 
-def test_a_run_that_crashes_leaves_a_failed_summary_and_one_json_error(tmp_path, capsys, monkeypatch):
+def test_a_run_that_crashes_leaves_a_failed_summary_and_one_json_error(
+    tmp_path, capsys, monkeypatch
+):
     def crash(*args, **kwargs):
         raise RuntimeError("simulated crash in the middle of the run")
 
@@ -96,8 +126,11 @@ def test_a_run_that_crashes_leaves_a_failed_summary_and_one_json_error(tmp_path,
     path.write_text(json.dumps({"name": "crash", "duration": 0.2}))
     assert cli.main(["run", str(path), "--out", str(tmp_path / "out"), "--json"]) == 1
     captured = capsys.readouterr()
-    assert json.loads(captured.out) == {"error": "simulated crash in the middle of the run",
-                                        "type": "RuntimeError", "exit_code": 1}
+    assert json.loads(captured.out) == {
+        "error": "simulated crash in the middle of the run",
+        "type": "RuntimeError",
+        "exit_code": 1,
+    }
     status = json.loads((tmp_path / "out" / "crash" / "summary.json").read_text())
     assert status["status"] == "failed" and "simulated crash" in status["error"]
 

@@ -30,10 +30,21 @@ def _render_or_skip() -> None:
         pytest.skip(f"offscreen rendering unavailable here: {err}")
 
 
-def _start(tmp_path: Path, name: str, duration: float, video: bool) -> tuple[subprocess.Popen, Path]:
+def _start(
+    tmp_path: Path, name: str, duration: float, video: bool
+) -> tuple[subprocess.Popen, Path]:
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"name": name, "duration": duration, "cameras": ["overview"],
-                                "fps": 5, "frame_size": [160, 120]}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "duration": duration,
+                "cameras": ["overview"],
+                "fps": 5,
+                "frame_size": [160, 120],
+            }
+        )
+    )
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "twin.cli", "run", str(path), "--out", str(out), "--json"]
     if not video:
@@ -43,12 +54,15 @@ def _start(tmp_path: Path, name: str, duration: float, video: bool) -> tuple[sub
     return proc, out / name
 
 
-def _wait_for_progress(proc: subprocess.Popen, folder: Path, key: str, at_least: float,
-                       timeout_s: float = 90.0) -> dict:
+def _wait_for_progress(
+    proc: subprocess.Popen, folder: Path, key: str, at_least: float, timeout_s: float = 90.0
+) -> dict:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         if proc.poll() is not None:
-            pytest.fail(f"run ended early ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
+            pytest.fail(
+                f"run ended early ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}"
+            )
         try:
             status = json.loads((folder / "summary.json").read_text())
         except (FileNotFoundError, json.JSONDecodeError):  # the atomic write makes the latter a bug
@@ -79,7 +93,9 @@ def test_sigint_half_way_writes_an_interrupted_summary_and_a_playable_video(tmp_
     assert proc.returncode == 130, stderr.decode()[-2000:]
     reply = json.loads(stdout)  # one JSON object: the interrupted run's summary
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["status"] == reply["status"] == "interrupted" and summary["stopped_by"] == "SIGINT"
+    assert (
+        summary["status"] == reply["status"] == "interrupted" and summary["stopped_by"] == "SIGINT"
+    )
     assert seen["simulated_s"] <= summary["simulated_s"] < 20.0
     assert summary["frames"] >= seen["frames"] and summary["video"] == str(folder / "ctrl_c.mp4")
     assert _video_frames(folder / "ctrl_c.mp4") == summary["frames"]

@@ -28,9 +28,16 @@ def _run(tmp_path, capsys, scenario: dict) -> tuple[int, dict]:
 def _latching(**extra) -> dict:
     """The LEFT bus accepts only 2 frames of a sample at 0.1 s: its owner latches
     PARTIAL_OUTPUT and refuses every later target (mailbox closed)."""
-    return {"name": "latch", "duration": 0.3,
-            "keyframes": [{"t": 0.25, "arm": "left", "q": REACH}, {"t": 0.25, "arm": "right", "q": REACH}],
-            "faults": [{"kind": "partial_batch", "arm": "left", "at": 0.1, "accept_frames": 2}], **extra}
+    return {
+        "name": "latch",
+        "duration": 0.3,
+        "keyframes": [
+            {"t": 0.25, "arm": "left", "q": REACH},
+            {"t": 0.25, "arm": "right", "q": REACH},
+        ],
+        "faults": [{"kind": "partial_batch", "arm": "left", "at": 0.1, "accept_frames": 2}],
+        **extra,
+    }
 
 
 def test_refused_targets_are_counted_per_arm_and_reason_and_fail_the_run(tmp_path, capsys):
@@ -38,7 +45,9 @@ def test_refused_targets_are_counted_per_arm_and_reason_and_fail_the_run(tmp_pat
     assert code == 1 and summary["exit_code"] == 1 and summary["passed"] is False
     refused = summary["refused_targets"]
     assert refused["right"] == {} and refused["left"]["closed"] > 10  # ~100 Hz stream after 0.1 s
-    assert any("left arm: the owner refused" in p and "(closed)" in p for p in summary["unexpected"])
+    assert any(
+        "left arm: the owner refused" in p and "(closed)" in p for p in summary["unexpected"]
+    )
     assert any("latched fault partial_output" in p for p in summary["unexpected"])
     on_disk = json.loads((tmp_path / "out" / "latch" / "summary.json").read_text())
     assert on_disk["refused_targets"] == refused and on_disk["status"] == "completed"
@@ -53,13 +62,20 @@ def test_declared_refusals_and_faults_pass(tmp_path, capsys):
 
 
 def test_declaring_another_reason_does_not_excuse_this_one(tmp_path, capsys):
-    expect = {"refused_targets": {"left": ["lease_expired"]}, "owner_faults": {"left": ["partial_output"]}}
+    expect = {
+        "refused_targets": {"left": ["lease_expired"]},
+        "owner_faults": {"left": ["partial_output"]},
+    }
     code, summary = _run(tmp_path, capsys, _latching(expect=expect))
     assert code == 1 and len(summary["unexpected"]) == 1 and "(closed)" in summary["unexpected"][0]
 
 
 def test_a_failed_plan_step_fails_the_run_unless_expected(tmp_path, capsys):
-    scenario = {"name": "collide", "duration": 0.1, "plans": [{"t": 0.02, "goals": {"right": COLLIDING_GOAL}}]}
+    scenario = {
+        "name": "collide",
+        "duration": 0.1,
+        "plans": [{"t": 0.02, "goals": {"right": COLLIDING_GOAL}}],
+    }
     code, summary = _run(tmp_path, capsys, scenario)
     assert code == 1 and summary["failed_plan_steps"] == 1
     assert summary["plans"][0]["status"] == "goal_in_collision"
@@ -69,10 +85,16 @@ def test_a_failed_plan_step_fails_the_run_unless_expected(tmp_path, capsys):
 
 
 def test_a_clean_run_passes_with_nothing_refused(tmp_path, capsys):
-    code, summary = _run(tmp_path, capsys, {"name": "clean", "duration": 0.2,
-                                            "keyframes": [{"t": 0.15, "arm": "right", "q": REACH}]})
+    code, summary = _run(
+        tmp_path,
+        capsys,
+        {"name": "clean", "duration": 0.2, "keyframes": [{"t": 0.15, "arm": "right", "q": REACH}]},
+    )
     assert code == 0 and summary["passed"] is True
-    assert summary["refused_targets"] == {"right": {}, "left": {}} and summary["failed_plan_steps"] == 0
+    assert (
+        summary["refused_targets"] == {"right": {}, "left": {}}
+        and summary["failed_plan_steps"] == 0
+    )
 
 
 def test_a_stream_whose_target_raises_a_typed_error_counts_it_and_goes_on():
@@ -81,7 +103,7 @@ def test_a_stream_whose_target_raises_a_typed_error_counts_it_and_goes_on():
         bad[2] = np.nan
         loop.stream_targets(Arm.RIGHT, lambda t: bad, 100.0)
         loop.run_for(0.05)
-        (reason, count), = loop.refused[Arm.RIGHT].items()
+        ((reason, count),) = loop.refused[Arm.RIGHT].items()
         assert count == 5 and "Error" in reason  # the typed error's class names the reason
         assert loop.drivers[Arm.RIGHT].owner.fault is None
 
@@ -91,8 +113,10 @@ def test_a_blend_between_keyframes_on_a_joint_limit_never_leaves_the_limit():
 
     lo = np.array([s.lower for s in D.ARM_JOINTS])
     start = np.array(HOME)  # j7 of the home pose sits on its lower limit
-    frames = [Keyframe(1.5, Arm.RIGHT, start + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])),
-              Keyframe(3.0, Arm.RIGHT, np.array(HOME))]
+    frames = [
+        Keyframe(1.5, Arm.RIGHT, start + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])),
+        Keyframe(3.0, Arm.RIGHT, np.array(HOME)),
+    ]
     targets = np.array([blended_target(frames, t, start) for t in np.linspace(0.0, 3.5, 3501)])
     assert np.all(targets >= lo) and targets[:, 6].min() == lo[6]
 

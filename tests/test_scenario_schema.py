@@ -29,7 +29,8 @@ EXAMPLES = sorted(p for p in SCHEMA_PATH.parent.glob("*.json") if p != SCHEMA_PA
 
 def test_the_committed_schema_is_the_generated_one():
     assert SCHEMA_PATH.read_text() == schema_text(), (
-        "experiments/scenarios/scenario.schema.json is stale: python -m twin.scenario_schema --write")
+        "experiments/scenarios/scenario.schema.json is stale: python -m twin.scenario_schema --write"
+    )
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -38,26 +39,38 @@ def test_every_example_scenario_is_valid(path: Path):
     assert sc.name == path.stem
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(
-        json.loads(path.read_text()))
+        json.loads(path.read_text())
+    )
 
 
 def test_the_json_schema_refuses_what_the_models_refuse():
     jsonschema = pytest.importorskip("jsonschema")
     v = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
-    good = {"name": "ok", "duration": 1.0, "faults": [{"kind": "drop", "arm": "left", "probability": 0.2}]}
+    good = {
+        "name": "ok",
+        "duration": 1.0,
+        "faults": [{"kind": "drop", "arm": "left", "probability": 0.2}],
+    }
     assert not list(v.iter_errors(good))
-    for bad in ({"duration": 1.0, "duraton": 2}, {"duration": 1.0, "name": "../x"},
-                {"duration": 1.0, "faults": [{"kind": "drop", "arm": "left", "probabilty": 0.2}]},
-                {"duration": 1.0, "fps": 0}, {"duration": 1.0, "seed": 1.5}, [1],
-                {"duration": 1.0, "initial": {"right/j9": 0.1}},
-                {"duration": 1.0, "keyframes": [{"t": 0.1, "arm": "left", "q": [0.0, 0, 0, 3.0, 0, 0, 0]}]}):
+    for bad in (
+        {"duration": 1.0, "duraton": 2},
+        {"duration": 1.0, "name": "../x"},
+        {"duration": 1.0, "faults": [{"kind": "drop", "arm": "left", "probabilty": 0.2}]},
+        {"duration": 1.0, "fps": 0},
+        {"duration": 1.0, "seed": 1.5},
+        [1],
+        {"duration": 1.0, "initial": {"right/j9": 0.1}},
+        {"duration": 1.0, "keyframes": [{"t": 0.1, "arm": "left", "q": [0.0, 0, 0, 3.0, 0, 0, 0]}]},
+    ):
         assert list(v.iter_errors(bad)), bad
 
 
 def test_initial_joint_limits_are_the_models_hinges_and_slides():
     m = load_scene()
     table = initial_joint_limits()
-    scalar = {m.joint(i).name: tuple(m.jnt_range[i]) for i in range(m.njnt) if m.jnt_type[i] in (2, 3)}
+    scalar = {
+        m.joint(i).name: tuple(m.jnt_range[i]) for i in range(m.njnt) if m.jnt_type[i] in (2, 3)
+    }
     assert set(table) == set(scalar)
     for name, (lo, hi) in table.items():
         assert np.allclose((lo, hi), scalar[name]), name
@@ -78,7 +91,9 @@ def test_every_fault_kind_has_a_model_with_the_runtime_defaults():
 
 
 def test_fault_lists_from_the_rehearse_command_use_the_same_checks():
-    with pytest.raises(ScenarioError, match=r"faults\[0\]\.offset: unknown key \(did you mean 'offset_rad'\?\)"):
+    with pytest.raises(
+        ScenarioError, match=r"faults\[0\]\.offset: unknown key \(did you mean 'offset_rad'\?\)"
+    ):
         validate_faults([{"kind": "encoder_offset", "arm": "right", "offset": 0.1}], "--faults")
     with pytest.raises(ScenarioError, match="faults: must be a JSON list"):
         validate_faults({"kind": "drop"}, "--faults")

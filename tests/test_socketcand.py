@@ -13,20 +13,30 @@ from twin.socketcand import SocketcandError, SocketcandServer, format_frame, par
 
 def test_send_and_frame_messages_round_trip():
     msg = parse_send("< send 011 3 40 0 80 >")
-    assert (msg.arbitration_id, bytes(msg.data), msg.is_extended_id) == (0x11, b"\x40\x00\x80", False)
+    assert (msg.arbitration_id, bytes(msg.data), msg.is_extended_id) == (
+        0x11,
+        b"\x40\x00\x80",
+        False,
+    )
     ext = parse_send("< send 12345678 1 ff >")
     assert ext.is_extended_id and ext.arbitration_id == 0x12345678
-    text = format_frame(can.Message(arbitration_id=0x91, data=bytes([1, 0x22, 0x43]), timestamp=1.5,
-                                    is_extended_id=False))
+    text = format_frame(
+        can.Message(
+            arbitration_id=0x91, data=bytes([1, 0x22, 0x43]), timestamp=1.5, is_extended_id=False
+        )
+    )
     assert text == "< frame 091 1.500000 012243 >"
 
 
-@pytest.mark.parametrize("bad, what", [
-    ("< send 011 4 40 0 80 >", "length 4"),
-    ("< send 011 3 40 zz 80 >", "non-hex"),
-    ("< send 800 0 >", "out of range"),
-    ("< open can0 >", "not a socketcand send"),
-])
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ("< send 011 4 40 0 80 >", "length 4"),
+        ("< send 011 3 40 zz 80 >", "non-hex"),
+        ("< send 800 0 >", "out of range"),
+        ("< open can0 >", "not a socketcand send"),
+    ],
+)
 def test_malformed_send_is_a_typed_error_naming_it(bad, what):
     with pytest.raises(SocketcandError, match=what):
         parse_send(bad)
@@ -49,15 +59,26 @@ def test_python_can_client_talks_to_the_server_both_ways():
         monitor = can.Bus(interface="socketcand", channel="CANT1", host="127.0.0.1", port=srv.port)
         try:
             time.sleep(0.1)  # past the server's first-frame delay for new clients
-            client.send(can.Message(arbitration_id=0x13, data=b"\x40\xff\x7f", is_extended_id=False))
+            client.send(
+                can.Message(arbitration_id=0x13, data=b"\x40\xff\x7f", is_extended_id=False)
+            )
             got = _recv(bank_side)
-            assert got is not None and (got.arbitration_id, bytes(got.data)) == (0x13, b"\x40\xff\x7f")
+            assert got is not None and (got.arbitration_id, bytes(got.data)) == (
+                0x13,
+                b"\x40\xff\x7f",
+            )
             seen = _recv(monitor)  # every other client sees the host's frame, as on a bus
             assert seen is not None and seen.arbitration_id == 0x13
-            bank_side.send(can.Message(arbitration_id=0x93, data=bytes(range(8)), is_extended_id=False,
-                                       timestamp=2.0))
+            bank_side.send(
+                can.Message(
+                    arbitration_id=0x93, data=bytes(range(8)), is_extended_id=False, timestamp=2.0
+                )
+            )
             back = _recv(client)
-            assert back is not None and (back.arbitration_id, bytes(back.data)) == (0x93, bytes(range(8)))
+            assert back is not None and (back.arbitration_id, bytes(back.data)) == (
+                0x93,
+                bytes(range(8)),
+            )
             stats = srv.report()["channels"]["CANT1"]
             assert stats["frames_from_clients"] == 1 and stats["clients"] == 2
         finally:
@@ -102,14 +123,22 @@ def test_closing_a_client_loses_no_frame_the_server_has_not_read_yet(graceful):
         try:
             time.sleep(0.1)  # past the server's first-frame delay for new clients
             for _ in range(5):  # frames for the client that it never reads
-                bank_side.send(can.Message(arbitration_id=0x93, data=bytes(8), is_extended_id=False))
+                bank_side.send(
+                    can.Message(arbitration_id=0x93, data=bytes(8), is_extended_id=False)
+                )
             deadline = time.monotonic() + 10.0
             while stats.frames_to_clients < 5 and time.monotonic() < deadline:
                 time.sleep(0.01)
             for k in range(frames):
-                client.send(can.Message(arbitration_id=0x11, data=k.to_bytes(2, "big"), is_extended_id=False))
+                client.send(
+                    can.Message(
+                        arbitration_id=0x11, data=k.to_bytes(2, "big"), is_extended_id=False
+                    )
+                )
             if graceful:
-                threading.Timer(0.3, srv.gate.set).start()  # the server resumes while the client closes
+                threading.Timer(
+                    0.3, srv.gate.set
+                ).start()  # the server resumes while the client closes
                 close_bus(client)
             else:
                 client.shutdown()  # closed with unread input: the kernel resets the connection

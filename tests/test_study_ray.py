@@ -16,16 +16,26 @@ from experiments.study.store import read_rows
 
 ray = pytest.importorskip("ray")
 
-TINY = {"name": "tiny_ray", "margins_m": [0.005], "count": 3, "seed": 11,
-        "goals": {"kind": "gaussian", "sigma_rad": 0.5}}
+TINY = {
+    "name": "tiny_ray",
+    "margins_m": [0.005],
+    "count": 3,
+    "seed": 11,
+    "goals": {"kind": "gaussian", "sigma_rad": 0.5},
+}
 
 
 def test_an_unreachable_ray_address_is_a_clear_error_within_the_timeout(tmp_path):
     spec = parse_spec(TINY)
     t0 = time.perf_counter()
     with pytest.raises(RayUnreachableError, match="127.0.0.1:1.*cannot be reached within 2 s"):
-        run_study(spec, tmp_path, tmp_path / "out",
-                  backend=RayBackend(address="127.0.0.1:1", connect_timeout_s=2.0), progress=False)
+        run_study(
+            spec,
+            tmp_path,
+            tmp_path / "out",
+            backend=RayBackend(address="127.0.0.1:1", connect_timeout_s=2.0),
+            progress=False,
+        )
     assert time.perf_counter() - t0 < 10 and not ray.is_initialized()
 
 

@@ -19,21 +19,58 @@ SWEEP = Path(__file__).parent / "data" / "sweep"
 
 def test_compare_allows_numbers_within_tolerance_and_texts_only_when_equal():
     tol = {"default": {"rel": 0.1, "abs": 0.0}, "pipeline.right": {"rel": 0.0, "abs": 0.0}}
-    base = {"err": 1.0, "pipeline.right.frames_sent": 100, "pipeline.left.owner_fault": None, "gone": 1}
-    assert compare(base, {"err": 1.09, "pipeline.right.frames_sent": 100,
-                          "pipeline.left.owner_fault": None, "gone": 1}, tol) == []
-    changed = compare(base, {"err": 1.11, "pipeline.right.frames_sent": 101,
-                             "pipeline.left.owner_fault": "partial_output", "new": 2}, tol)
-    assert [c["figure"] for c in changed] == ["err", "gone", "new", "pipeline.left.owner_fault",
-                                              "pipeline.right.frames_sent"]
+    base = {
+        "err": 1.0,
+        "pipeline.right.frames_sent": 100,
+        "pipeline.left.owner_fault": None,
+        "gone": 1,
+    }
+    assert (
+        compare(
+            base,
+            {
+                "err": 1.09,
+                "pipeline.right.frames_sent": 100,
+                "pipeline.left.owner_fault": None,
+                "gone": 1,
+            },
+            tol,
+        )
+        == []
+    )
+    changed = compare(
+        base,
+        {
+            "err": 1.11,
+            "pipeline.right.frames_sent": 101,
+            "pipeline.left.owner_fault": "partial_output",
+            "new": 2,
+        },
+        tol,
+    )
+    assert [c["figure"] for c in changed] == [
+        "err",
+        "gone",
+        "new",
+        "pipeline.left.owner_fault",
+        "pipeline.right.frames_sent",
+    ]
     assert changed[3]["allowed"] == "exact" and changed[3]["now"] == "partial_output"
 
 
 def test_flatten_indexes_lists_and_leaves_wall_clock_figures_out():
-    flat = flatten({"wall_s": 3.0, "plans": [{"status": "success", "planning_s": 0.1, "arms": ["right"]}],
-                    "pipeline": {"left": {"bus": "CAN11@1.0", "owner_mode": "hold"}}})
-    assert flat == {"plans.0.status": "success", "plans.0.arms": ["right"],
-                    "pipeline.left.owner_mode": "hold"}
+    flat = flatten(
+        {
+            "wall_s": 3.0,
+            "plans": [{"status": "success", "planning_s": 0.1, "arms": ["right"]}],
+            "pipeline": {"left": {"bus": "CAN11@1.0", "owner_mode": "hold"}},
+        }
+    )
+    assert flat == {
+        "plans.0.status": "success",
+        "plans.0.arms": ["right"],
+        "pipeline.left.owner_mode": "hold",
+    }
 
 
 def test_sweep_passes_against_its_baselines_and_names_what_changed(tmp_path, capsys):
@@ -56,8 +93,10 @@ def test_sweep_passes_against_its_baselines_and_names_what_changed(tmp_path, cap
     assert "REGRESSION" in out and "pipeline.left.owner_fault" in out and "partial_output" in out
     assert "max_abs_tracking_error_rad.right" in out
     result = json.loads((tmp_path / "bad" / "sweep.json").read_text())
-    assert {c["figure"] for c in result["changes"]} == {"pipeline.left.owner_fault",
-                                                       "max_abs_tracking_error_rad.right"}
+    assert {c["figure"] for c in result["changes"]} == {
+        "pipeline.left.owner_fault",
+        "max_abs_tracking_error_rad.right",
+    }
 
 
 def test_a_scenario_without_baseline_or_that_cannot_run_is_a_regression(tmp_path):

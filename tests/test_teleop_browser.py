@@ -23,13 +23,24 @@ import numpy as np
 import pytest
 
 CHROMIUM = os.environ.get("ROB_TWIN_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 OUT = Path("out/teleop")
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+)
 if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, as root)", allow_module_level=True)
+    pytest.skip(
+        f"no chromium at {CHROMIUM} (apt-get install -y chromium, as root)", allow_module_level=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +61,24 @@ def teleop_server():
     env.pop("WAYLAND_DISPLAY", None)
     # the page's input stream must survive a loaded 2-core machine (a stalled renderer or
     # server thread): the staleness brake, tested on its own in test_teleop_ws.py, gets 1 s
-    proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "teleop", "--no-viewer", "--port", "0",
-                             "--input-timeout", "1.0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            cwd=Path(__file__).resolve().parent.parent)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "twin.cli",
+            "teleop",
+            "--no-viewer",
+            "--port",
+            "0",
+            "--input-timeout",
+            "1.0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
     url, seen, deadline = None, [], time.monotonic() + 90.0
@@ -82,15 +107,21 @@ def _commanded(page, arm: str) -> np.ndarray:
 def test_desktop_page_moves_right_arm_and_watcher_sees_it(browser, teleop_server):
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(teleop_server)
-    page.wait_for_function("window.teleopPage && window.teleopPage.role === 'operator' && window.teleopPage.telemetry",
-                           timeout=20000)
+    page.wait_for_function(
+        "window.teleopPage && window.teleopPage.role === 'operator' && window.teleopPage.telemetry",
+        timeout=20000,
+    )
     q0, left0 = _commanded(page, "right"), _commanded(page, "left")
     page.click("#hand-right")
     page.keyboard.down(" ")  # grip: engage the right hand
     page.wait_for_function("window.teleopPage.telemetry.teleop.hands.right.engaged", timeout=20000)
-    page.keyboard.down("w")  # forward at 0.1 m/s until the owner's commanded joints have clearly moved
+    page.keyboard.down(
+        "w"
+    )  # forward at 0.1 m/s until the owner's commanded joints have clearly moved
     deadline = time.monotonic() + 15.0
-    while time.monotonic() < deadline and float(np.max(np.abs(_commanded(page, "right") - q0))) < 0.03:
+    while (
+        time.monotonic() < deadline and float(np.max(np.abs(_commanded(page, "right") - q0))) < 0.03
+    ):
         page.wait_for_timeout(100)
     page.keyboard.up("w")
     page.keyboard.down("r")  # and up a little

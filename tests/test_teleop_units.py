@@ -20,17 +20,27 @@ from twin.teleop.safety import ArmSafetyFilter
 
 
 def _frame(seq=1, **hands):
-    return json.dumps({"v": 1, "type": "input", "session": "s", "seq": seq, "t_ms": 0.0, "hands": hands})
+    return json.dumps(
+        {"v": 1, "type": "input", "session": "s", "seq": seq, "t_ms": 0.0, "hands": hands}
+    )
 
 
 def _hand(pos=(0.0, 1.2, -0.3), grip=0.0, quat=(0.0, 0.0, 0.0, 1.0), tracked=True):
-    return {"tracked": tracked, "position": list(pos), "orientation": list(quat), "grip": grip, "trigger": 0.0}
+    return {
+        "tracked": tracked,
+        "position": list(pos),
+        "orientation": list(quat),
+        "grip": grip,
+        "trigger": 0.0,
+    }
 
 
 def test_messages_parse_and_refuse_with_typed_errors():
     msg = parse_message(_frame(7, right=_hand(grip=1.0)))
     assert isinstance(msg, InputFrame) and msg.seq == 7 and msg.hands[Arm.RIGHT].grip == 1.0
-    assert parse_message('{"v": 1, "type": "hello", "session": "a", "role": "watcher"}') == Hello("a", "watcher")
+    assert parse_message('{"v": 1, "type": "hello", "session": "a", "role": "watcher"}') == Hello(
+        "a", "watcher"
+    )
     bad = {
         "{oops": "JSON",
         '{"v": 9, "type": "hello", "session": "a", "role": "operator"}': "protocol version 1",
@@ -45,7 +55,10 @@ def test_messages_parse_and_refuse_with_typed_errors():
     for text, valid in bad.items():
         with pytest.raises(TeleopMessageError) as err:
             parse_message(text)
-        assert isinstance(err.value, RobTwinError) and valid in str(err.value), (text[:40], str(err.value))
+        assert isinstance(err.value, RobTwinError) and valid in str(err.value), (
+            text[:40],
+            str(err.value),
+        )
 
 
 def test_clutch_engages_on_a_fresh_press_and_maps_xr_motion_to_the_robot_frame():
@@ -74,7 +87,9 @@ def test_clutch_engages_on_a_fresh_press_and_maps_xr_motion_to_the_robot_frame()
 def _filter_setup():
     loop = ClosedLoop()
     model = loop.twin.model
-    session = CollisionChecker(model, group_arms()).session(("right", "left"), loop.twin.data.qpos.copy())
+    session = CollisionChecker(model, group_arms()).session(
+        ("right", "left"), loop.twin.data.qpos.copy()
+    )
     accel = np.array(loop.config.owner.max_acceleration)
     filters = {arm: ArmSafetyFilter(arm, session, accel) for arm in Arm}
     return loop, filters
@@ -134,7 +149,9 @@ def test_filter_checks_arm_against_arm_at_the_target_and_on_the_stopping_path():
 def test_reclutching_with_a_still_controller_moves_nothing():
     loop = ClosedLoop()
     model = loop.twin.model
-    session = CollisionChecker(model, group_arms()).session(("right", "left"), loop.twin.data.qpos.copy())
+    session = CollisionChecker(model, group_arms()).session(
+        ("right", "left"), loop.twin.data.qpos.copy()
+    )
     accel = np.array(loop.config.owner.max_acceleration)
     filters = {arm: ArmSafetyFilter(arm, session, accel) for arm in Arm}
     owners = {arm: loop.drivers[arm].owner for arm in Arm}
@@ -179,18 +196,24 @@ def test_spare_degree_of_freedom_keeps_joints_away_from_their_limits():
     from twin.teleop.safety import SafetyConfig
 
     loop, _ = _filter_setup()
-    session = CollisionChecker(loop.twin.model, group_arms()).session(("right", "left"), loop.twin.data.qpos.copy())
+    session = CollisionChecker(loop.twin.model, group_arms()).session(
+        ("right", "left"), loop.twin.data.qpos.copy()
+    )
     accel = np.array(loop.config.owner.max_acceleration)
     q0, left = loop.commanded(Arm.RIGHT), loop.commanded(Arm.LEFT)
     loop.close()
     margins = {}
     for gain in (0.0, 0.5):  # the same loop of TCP targets, without and with the null-space bias
-        f = ArmSafetyFilter(Arm.RIGHT, session, accel, config=SafetyConfig(nullspace_rad_per_m=gain))
+        f = ArmSafetyFilter(
+            Arm.RIGHT, session, accel, config=SafetyConfig(nullspace_rad_per_m=gain)
+        )
         q, start, accepted = q0.copy(), f.tcp_pose(q0), 0
         for i in range(60):
             a = 2 * np.pi * i / 60
             offset = 0.08 * np.array([np.cos(a) - 1, np.sin(a), 0.3 * np.sin(2 * a)])
-            res = f.filter(pin.SE3(start.rotation, start.translation + offset), q, np.zeros(7), 0.05, [left])
+            res = f.filter(
+                pin.SE3(start.rotation, start.translation + offset), q, np.zeros(7), 0.05, [left]
+            )
             if res.accepted:  # a refused step (IK at a limit) keeps q, as in teleop
                 q, accepted = res.q, accepted + 1
         assert accepted > 40

@@ -60,6 +60,7 @@ def test_trace_moves_arm_release_holds_with_fresh_generation():
 
 def test_stale_and_out_of_order_frames_are_dropped_and_counted():
     with start_app() as app:
+
         async def go():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("seq"))
@@ -71,7 +72,9 @@ def test_stale_and_out_of_order_frames_are_dropped_and_counted():
                 await ws.send(frame("seq", seq, right=hand((0.9, 0.2, 0.4), 1.0)))
                 refused = await recv_until(ws, "refused")
                 await handled(app, "seq", seq)
-                assert app.controller.hands[Arm.RIGHT].clutch.engaged  # the stale jump was not applied
+                assert app.controller.hands[
+                    Arm.RIGHT
+                ].clutch.engaged  # the stale jump was not applied
                 return q, refused
 
         q, refused = run(go())
@@ -91,17 +94,30 @@ def test_pose_jump_and_tracking_loss_disengage_until_fresh_press():
                 seq = await replay(app, ws, "jump", circle_trace(15))
                 assert app.controller.hands[Arm.RIGHT].clutch.engaged
                 gen = owner.generation
-                seq = await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)], seq)  # 17 cm teleport
+                seq = await replay(
+                    app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)], seq
+                )  # 17 cm teleport
                 hand_state = app.controller.hands[Arm.RIGHT]
-                assert not hand_state.clutch.engaged and "pose jump" in hand_state.clutch.last_reason
+                assert (
+                    not hand_state.clutch.engaged and "pose jump" in hand_state.clutch.last_reason
+                )
                 assert owner.generation == gen + 1
-                seq = await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 5, seq)  # still held
+                seq = await replay(
+                    app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 5, seq
+                )  # still held
                 assert not hand_state.clutch.engaged
-                seq = await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 0.0), ((0.4, 1.2, -0.3), 1.0)], seq)
+                seq = await replay(
+                    app, ws, "jump", [((0.4, 1.2, -0.3), 0.0), ((0.4, 1.2, -0.3), 1.0)], seq
+                )
                 assert hand_state.clutch.engaged  # fresh press
-                await ws.send(frame("jump", seq + 1, right=hand((0.4, 1.2, -0.3), 1.0, tracked=False)))
+                await ws.send(
+                    frame("jump", seq + 1, right=hand((0.4, 1.2, -0.3), 1.0, tracked=False))
+                )
                 await handled(app, "jump", seq + 1)
-                assert not hand_state.clutch.engaged and "tracking lost" in hand_state.clutch.last_reason
+                assert (
+                    not hand_state.clutch.engaged
+                    and "tracking lost" in hand_state.clutch.last_reason
+                )
                 await replay(app, ws, "jump", [((0.4, 1.2, -0.3), 1.0)] * 3, seq + 1)
                 assert not hand_state.clutch.engaged
 
@@ -129,10 +145,16 @@ def test_dropout_brakes_the_arm_and_needs_a_fresh_press():
                 assert ctl.hands[Arm.RIGHT].clutch.engaged and ctl.counts["engagements"] == 1
                 last_input_s = ctl.hands[Arm.RIGHT].last_input_s
                 # a dropout: nothing more is sent until the server brakes on its own
-                await asyncio.to_thread(app.server.progress.wait_for,
-                                        lambda: ctl.counts["staleness_brakes"] >= 1, "a staleness brake", WAIT_S)
+                await asyncio.to_thread(
+                    app.server.progress.wait_for,
+                    lambda: ctl.counts["staleness_brakes"] >= 1,
+                    "a staleness brake",
+                    WAIT_S,
+                )
                 assert owner.generation == gen + 1 and owner.mode in (Mode.BRAKING, Mode.HOLD)
-                await replay(app, ws, "drop", circle_trace(10, grip_after=0), seq)  # grip still held
+                await replay(
+                    app, ws, "drop", circle_trace(10, grip_after=0), seq
+                )  # grip still held
                 assert not ctl.hands[Arm.RIGHT].clutch.engaged
                 return last_input_s
 
@@ -141,13 +163,18 @@ def test_dropout_brakes_the_arm_and_needs_a_fresh_press():
         arm, reason, _ = ctl.brake_log[0]
         assert arm is Arm.RIGHT and "input stale" in reason
         [(arm, stale_from_s, brake_s)] = ctl.staleness_log
-        assert arm is Arm.RIGHT and stale_from_s == last_input_s  # braked on the dropout after the last frame
+        assert (
+            arm is Arm.RIGHT and stale_from_s == last_input_s
+        )  # braked on the dropout after the last frame
         # never before the timeout; within 0.3 s after it (the server polls at 200 Hz)
-        assert TEST_INPUT_TIMEOUT_S < brake_s - stale_from_s <= TEST_INPUT_TIMEOUT_S + 0.3, brake_s - stale_from_s
+        assert TEST_INPUT_TIMEOUT_S < brake_s - stale_from_s <= TEST_INPUT_TIMEOUT_S + 0.3, (
+            brake_s - stale_from_s
+        )
 
 
 def test_second_operator_is_a_watcher_until_the_lease_is_free():
     with start_app() as app:
+
         async def go():
             async with client(app.server.ws_url) as first:
                 await first.send(hello("one"))
@@ -176,8 +203,11 @@ def test_second_operator_is_a_watcher_until_the_lease_is_free():
 def test_client_that_stops_reading_does_not_stall_control_and_is_closed():
     cfg = ServerConfig(host="127.0.0.1", port=0, ping_interval_s=0.3, ping_timeout_s=0.8)
     with start_app(server=cfg) as app:
+
         async def go():
-            stalled = await connect(app.server.ws_url, max_queue=1, close_timeout=0.5)  # never read: reading pauses
+            stalled = await connect(
+                app.server.ws_url, max_queue=1, close_timeout=0.5
+            )  # never read: reading pauses
             await stalled.send(hello("stall", "watcher"))
             async with client(app.server.ws_url) as op, client(app.server.ws_url) as good:
                 await op.send(hello("op"))
@@ -197,7 +227,9 @@ def test_client_that_stops_reading_does_not_stall_control_and_is_closed():
                 submitted = app.controller.counts["targets_submitted"] - before
                 reader.cancel()
                 await replay(app, op, "op", [((0.2, 1.2, -0.3), 0.0)], seq)
-                await closed(app, "client-1")  # the keepalive timeout closed the client that stopped reading
+                await closed(
+                    app, "client-1"
+                )  # the keepalive timeout closed the client that stopped reading
                 closed_while_others_open = list(app.server.progress.closed)
             await stalled.close()
             return submitted, frames, closed_while_others_open
@@ -205,11 +237,14 @@ def test_client_that_stops_reading_does_not_stall_control_and_is_closed():
         submitted, frames, closed_ids = run(go())
         assert submitted >= 100  # control went on: the applied frames became targets
         assert frames >= 10
-        assert closed_ids == ["client-1"]  # only the stalled client; the operator and the reader stayed
+        assert closed_ids == [
+            "client-1"
+        ]  # only the stalled client; the operator and the reader stayed
 
 
 def test_malformed_oversize_and_flooding_frames_are_dropped_and_counted():
     with start_app() as app:
+
         async def go():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("bad"))
@@ -226,8 +261,12 @@ def test_malformed_oversize_and_flooding_frames_are_dropped_and_counted():
                 for i in range(200):  # a flood at one instant of the server's clock
                     await ws.send(frame("bad", 10 + i, right=hand((0.2, 1.2, -0.3), 0.0)))
                 progress = app.server.progress
-                await asyncio.to_thread(progress.wait_for, lambda: progress.messages_handled >= 204,
-                                        "204 messages", WAIT_S)
+                await asyncio.to_thread(
+                    progress.wait_for,
+                    lambda: progress.messages_handled >= 204,
+                    "204 messages",
+                    WAIT_S,
+                )
                 app.clock.advance(1.0)  # the bucket refills
                 await ws.send(hello("bad"))
                 return (await recv_until(ws, "welcome"))["role"]
@@ -247,10 +286,14 @@ def test_tls_with_a_generated_certificate(tmp_path):
 
     cert = ensure_certificate(tmp_path, addresses=[])
     again = ensure_certificate(tmp_path, addresses=[])
-    assert cert.created and not again.created and again.fingerprint_sha256 == cert.fingerprint_sha256
+    assert (
+        cert.created and not again.created and again.fingerprint_sha256 == cert.fingerprint_sha256
+    )
     assert len(cert.fingerprint_sha256.split(":")) == 32
     trust = ssl.create_default_context(cafile=str(cert.cert_path))
-    app = TeleopApp(with_port(AppConfig(camera_hz=0), "127.0.0.1", 0), server_ssl_context(cert)).start()
+    app = TeleopApp(
+        with_port(AppConfig(camera_hz=0), "127.0.0.1", 0), server_ssl_context(cert)
+    ).start()
     try:
         assert app.server.url.startswith("https://127.0.0.1:")
 
@@ -276,7 +319,10 @@ def test_pages_are_served_from_the_package_without_external_urls():
         js = urllib.request.urlopen(app.server.url + "static/teleop.js", timeout=5)
         assert js.headers["Content-Type"].startswith("text/javascript")
         assert "immersive-ar" in js.read().decode()
-        assert "live telemetry" in urllib.request.urlopen(app.server.url + "watch", timeout=5).read().decode()
+        assert (
+            "live telemetry"
+            in urllib.request.urlopen(app.server.url + "watch", timeout=5).read().decode()
+        )
         try:
             urllib.request.urlopen(app.server.url + "static/../server.py", timeout=5)
             raise AssertionError("path traversal served a file")
@@ -303,12 +349,20 @@ def test_an_owner_fault_while_engaged_disengages_and_needs_a_reset():
                 seq = await replay(app, ws, "fault", circle_trace(3, grip_after=0), seq)
                 h = app.controller.hands[Arm.RIGHT]
                 assert not h.clutch.engaged and "faulted" in h.last_reject
-                seq = await replay(app, ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
-                assert not h.clutch.engaged and "reset needed" in h.last_reject  # no engage while faulted
-                await ws.send(json.dumps({"v": 1, "type": "reset", "session": "fault", "arm": "right"}))
+                seq = await replay(
+                    app, ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq
+                )
+                assert (
+                    not h.clutch.engaged and "reset needed" in h.last_reject
+                )  # no engage while faulted
+                await ws.send(
+                    json.dumps({"v": 1, "type": "reset", "session": "fault", "arm": "right"})
+                )
                 assert (await recv_until(ws, "reset"))["ok"]
                 assert owner.generation > gen and owner.mode is not Mode.FAULTED
-                await replay(app, ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq)
+                await replay(
+                    app, ws, "fault", [((0.2, 1.2, -0.3), 0.0), ((0.2, 1.2, -0.3), 1.0)], seq
+                )
                 assert h.clutch.engaged
 
         run(go())

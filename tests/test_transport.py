@@ -130,8 +130,10 @@ def test_send_failures_map_to_outcomes_and_never_retry(k, exc, outcome, accepted
 def test_deadline_miss_is_uncertain_but_batch_is_whole(channel):
     clock = FakeClock(step=0.002)  # every clock read advances 2 ms: batch ~4 ms > 1 ms
     cfg = TransportConfig(channel=channel, publish_deadline_s=0.001)
-    with can.Bus(interface="virtual", channel=channel) as peer, \
-            CanTransport(cfg, clock=clock) as tr:
+    with (
+        can.Bus(interface="virtual", channel=channel) as peer,
+        CanTransport(cfg, clock=clock) as tr,
+    ):
         report = tr.publish_sample(SAMPLE)
         assert report.outcome is PublishOutcome.UNCERTAIN
         assert report.extra["deadline_missed"] and "deadline" in report.reason
@@ -218,8 +220,10 @@ def test_second_writer_is_detected(pair):
 
 
 def test_two_transports_on_one_bus_see_each_other_as_second_writers(channel):
-    with CanTransport(TransportConfig(channel=channel)) as a, \
-            CanTransport(TransportConfig(channel=channel)) as b:
+    with (
+        CanTransport(TransportConfig(channel=channel)) as a,
+        CanTransport(TransportConfig(channel=channel)) as b,
+    ):
         a.publish_sample(SAMPLE)
         b.poll_feedback()
         a.poll_feedback()
@@ -238,8 +242,9 @@ def test_traffic_log_has_sent_and_received_frames(channel, tmp_path, suffix):
         with CanTransport(cfg) as tr:
             tr.publish_sample(SAMPLE)
             f = encode_feedback(5, 0.25)
-            peer.send(can.Message(arbitration_id=f.arbitration_id, data=f.data,
-                                  is_extended_id=False))
+            peer.send(
+                can.Message(arbitration_id=f.arbitration_id, data=f.data, is_extended_id=False)
+            )
             assert tr.poll_feedback() == 1
         logged = list(can.LogReader(str(path)))
     ids = [m.arbitration_id for m in logged]

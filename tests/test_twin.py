@@ -81,7 +81,14 @@ def test_scenario_moves_the_arm_toward_its_keyframe(tmp_path):
 
 @pytest.mark.parametrize(
     "raw, match",
-    [({"duration": -1}, "duration"), ({}, "duration"), ({"duration": 1, "keyframes": [{"t": 0, "arm": "right", "q": [1]}]}, "7 finite joint angles")],
+    [
+        ({"duration": -1}, "duration"),
+        ({}, "duration"),
+        (
+            {"duration": 1, "keyframes": [{"t": 0, "arm": "right", "q": [1]}]},
+            "7 finite joint angles",
+        ),
+    ],
 )
 def test_malformed_scenarios_raise_typed_errors(raw, match):
     with pytest.raises(ScenarioError, match=match):
@@ -89,7 +96,9 @@ def test_malformed_scenarios_raise_typed_errors(raw, match):
 
 
 def test_unknown_arm_in_scenario_lists_valid_names():
-    with pytest.raises(ScenarioError, match=r"keyframes\[0\]\.arm: Input should be 'right' or 'left'"):
+    with pytest.raises(
+        ScenarioError, match=r"keyframes\[0\]\.arm: Input should be 'right' or 'left'"
+    ):
         Scenario.from_dict({"duration": 1, "keyframes": [{"t": 0, "arm": "middle", "q": [0] * 7}]})
 
 
@@ -146,11 +155,14 @@ def test_headless_render_smoke(tmp_path):
 
 def test_scenario_runs_through_owners_codec_and_bus(tmp_path):
     q = (np.array(D.HOME_ARM_POSE) + 0.2).tolist()
-    sc = Scenario.from_dict({
-        "name": "faulty", "duration": 0.8,
-        "keyframes": [{"t": 0.5, "arm": "right", "q": q}, {"t": 0.5, "arm": "left", "q": q}],
-        "faults": [{"kind": "partial_batch", "arm": "left", "at": 0.3, "accept_frames": 2}],
-    })
+    sc = Scenario.from_dict(
+        {
+            "name": "faulty",
+            "duration": 0.8,
+            "keyframes": [{"t": 0.5, "arm": "right", "q": q}, {"t": 0.5, "arm": "left", "q": q}],
+            "faults": [{"kind": "partial_batch", "arm": "left", "at": 0.3, "accept_frames": 2}],
+        }
+    )
     result = run_scenario(sc, record=False, progress=False)
     right, left = result.pipeline["right"], result.pipeline["left"]
     assert right["owner_fault"] is None and right["moving_retargets"] > 10
@@ -170,8 +182,11 @@ def test_example_scenarios_load_and_the_fault_example_behaves_as_documented():
     from pathlib import Path
 
     folder = Path(__file__).resolve().parents[1] / "experiments" / "scenarios"
-    scenarios = {p.stem: Scenario.load(p) for p in sorted(folder.glob("*.json"))
-                 if not p.name.endswith(".schema.json")}
+    scenarios = {
+        p.stem: Scenario.load(p)
+        for p in sorted(folder.glob("*.json"))
+        if not p.name.endswith(".schema.json")
+    }
     assert set(scenarios) >= {"wave", "bus_faults"}
     result = run_scenario(scenarios["bus_faults"], record=False, progress=False)
     right, left = result.pipeline["right"], result.pipeline["left"]
@@ -183,31 +198,52 @@ def test_example_scenarios_load_and_the_fault_example_behaves_as_documented():
 def test_scenario_plans_run_through_armgroup_and_the_executor():
     from pathlib import Path
 
-    sc = Scenario.load(Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "crossing_plan.json")
+    sc = Scenario.load(
+        Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "crossing_plan.json"
+    )
     result = run_scenario(sc, record=False, progress=False)
     assert [p["status"] for p in result.plans] == ["success", "success"]
     assert [p["outcome"] for p in result.plans] == ["completed", "completed"]
-    assert all(p["start_skew_s"] == 0.0 and p["plan_min_clearance_m"] >= 0.005 for p in result.plans)
+    assert all(
+        p["start_skew_s"] == 0.0 and p["plan_min_clearance_m"] >= 0.005 for p in result.plans
+    )
     assert all(f["owner_fault"] is None for f in result.pipeline.values())
 
 
-@pytest.mark.parametrize("plans, match", [
-    ([{"t": 0.5, "goals": {"right": [0.0] * 6}}], "7 finite joint angles"),
-    ([{"t": 0.5}], r"plans\[0\]\.goals: required field is missing"),
-    ([{"t": -1.0, "goals": {"left": [0.5] * 7}}], r"plans\[0\]\.t: Input should be greater than or equal to 0"),
-    ([{"t": 0.5, "goals": {"right": list(D.HOME_ARM_POSE)}}], "also has keyframes"),
-    ([{"t": 1.0, "goals": {"left": list(D.HOME_ARM_POSE)}}], "before the end of the run"),
-    ({"t": 0.5}, "plans: must be a JSON list"),
-])
+@pytest.mark.parametrize(
+    "plans, match",
+    [
+        ([{"t": 0.5, "goals": {"right": [0.0] * 6}}], "7 finite joint angles"),
+        ([{"t": 0.5}], r"plans\[0\]\.goals: required field is missing"),
+        (
+            [{"t": -1.0, "goals": {"left": [0.5] * 7}}],
+            r"plans\[0\]\.t: Input should be greater than or equal to 0",
+        ),
+        ([{"t": 0.5, "goals": {"right": list(D.HOME_ARM_POSE)}}], "also has keyframes"),
+        ([{"t": 1.0, "goals": {"left": list(D.HOME_ARM_POSE)}}], "before the end of the run"),
+        ({"t": 0.5}, "plans: must be a JSON list"),
+    ],
+)
 def test_malformed_scenario_plans_are_rejected(plans, match):
-    raw = {"duration": 1, "plans": plans,
-           "keyframes": [{"t": 0.5, "arm": "right", "q": list(D.HOME_ARM_POSE)}]}
+    raw = {
+        "duration": 1,
+        "plans": plans,
+        "keyframes": [{"t": 0.5, "arm": "right", "q": list(D.HOME_ARM_POSE)}],
+    }
     with pytest.raises(ScenarioError, match=match):
         Scenario.from_dict(raw)
 
 
 def test_a_plan_goal_outside_the_limits_is_refused_at_load():
-    with pytest.raises(ScenarioError, match=r"plans\[0\]\.goals\.left\[0\]: joint j1 = 9\.0 rad is "
-                       r"outside its limits \[-1\.396, 3\.491\] rad"):
-        Scenario.from_dict({"name": "bad_goal", "duration": 0.3,
-                            "plans": [{"t": 0.1, "goals": {"left": [9.0] * 7}}]})
+    with pytest.raises(
+        ScenarioError,
+        match=r"plans\[0\]\.goals\.left\[0\]: joint j1 = 9\.0 rad is "
+        r"outside its limits \[-1\.396, 3\.491\] rad",
+    ):
+        Scenario.from_dict(
+            {
+                "name": "bad_goal",
+                "duration": 0.3,
+                "plans": [{"t": 0.1, "goals": {"left": [9.0] * 7}}],
+            }
+        )

@@ -29,11 +29,30 @@ START_TIMEOUT_S = 90.0
 def bank(tmp_path_factory):
     ready = tmp_path_factory.mktemp("bank") / "ready.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "twin.cli", "bank", "--host", "127.0.0.1", "--port", "0",
-         "--ready-file", str(ready), "--seconds", "120", "--feedback-rate", "100",
-         "--max-lag", "30"],  # a shared machine under load: the bank may lag, not die
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
+        [
+            sys.executable,
+            "-m",
+            "twin.cli",
+            "bank",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--ready-file",
+            str(ready),
+            "--seconds",
+            "120",
+            "--feedback-rate",
+            "100",
+            "--max-lag",
+            "30",
+        ],  # a shared machine under load: the bank may lag, not die
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")},
+    )
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
         while not ready.exists():
@@ -59,8 +78,12 @@ def bank(tmp_path_factory):
 def _host(bank, **kw) -> HostConfig:
     # this machine's two cores are shared with other test runs: a process may sleep for
     # tens of ms, so the deadlines here test the plumbing, not real-time behaviour
-    return HostConfig(port=bank["socketcand_port"], publish_deadline_s=0.25,
-                      feedback_timeout_s=kw.pop("feedback_timeout_s", 1.0), **kw)
+    return HostConfig(
+        port=bank["socketcand_port"],
+        publish_deadline_s=0.25,
+        feedback_timeout_s=kw.pop("feedback_timeout_s", 1.0),
+        **kw,
+    )
 
 
 def _status_after_the_frames_landed(bank) -> dict:
@@ -102,8 +125,9 @@ def test_a_fault_injected_through_the_control_channel_latches_on_the_host(bank):
     port = bank["control_port"]
 
     def inject():
-        assert control(port, {"cmd": "fault", "fault": {"kind": "feedback_freeze", "arm": "right",
-                                                         "at": 0.2}})["ok"]
+        assert control(
+            port, {"cmd": "fault", "fault": {"kind": "feedback_freeze", "arm": "right", "at": 0.2}}
+        )["ok"]
 
     try:
         # the freeze starts 0.2 s of bank time after the bank takes the command and latches
@@ -117,8 +141,9 @@ def test_a_fault_injected_through_the_control_channel_latches_on_the_host(bank):
 
 
 def test_second_bank_on_a_channel_is_detected_and_reported(bank):
-    bus = can.Bus(interface="socketcand", channel="CAN11", host="127.0.0.1",
-                  port=bank["socketcand_port"])
+    bus = can.Bus(
+        interface="socketcand", channel="CAN11", host="127.0.0.1", port=bank["socketcand_port"]
+    )
     try:
         bus.send(can.Message(arbitration_id=0x93, data=bytes(8), is_extended_id=False))
         deadline = time.monotonic() + 5
@@ -156,15 +181,36 @@ def test_socketcan_vcan0_when_the_host_has_it():
     except OSError as err:
         pytest.skip(f"SocketCAN interface vcan0 unavailable ({err}); see the README for vcan setup")
     ready = Path(os.environ.get("TMPDIR", "/tmp")) / f"bank-vcan-{os.getpid()}.json"
-    proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "bank", "--interface", "socketcan",
-                             "--channels", "right=vcan0", "--seconds", "30",
-                             "--ready-file", str(ready)], cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "twin.cli",
+            "bank",
+            "--interface",
+            "socketcan",
+            "--channels",
+            "right=vcan0",
+            "--seconds",
+            "30",
+            "--ready-file",
+            str(ready),
+        ],
+        cwd=ROOT,
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-        rep = run_host(HostConfig(interface="socketcan", channels={"right": "vcan0"},
-                                  arms=("right",), seconds=1.0, stop_after_s=0.6))
+        rep = run_host(
+            HostConfig(
+                interface="socketcan",
+                channels={"right": "vcan0"},
+                arms=("right",),
+                seconds=1.0,
+                stop_after_s=0.6,
+            )
+        )
         assert rep["arms"]["right"]["fault"] is None and rep["arms"]["right"]["mode"] == "stopped"
         control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
         assert proc.wait(timeout=20) == 0
@@ -185,10 +231,25 @@ def test_a_recording_plays_onto_the_live_bank(bank, tmp_path):
         rec = TrafficRecorder(lp, path)
         lp.run_for(0.3)
         rec.close()
-    host_frames = sum(1 for ln in path.read_text().splitlines() if " can10 01" in ln or " can11 01" in ln)
+    host_frames = sum(
+        1 for ln in path.read_text().splitlines() if " can10 01" in ln or " can11 01" in ln
+    )
     before = control(bank["control_port"], {"cmd": "status"})["buses"]
-    assert main(["replay", str(path), "--onto", "socketcand", "--port", str(bank["socketcand_port"]),
-                 "--speed", "2"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(path),
+                "--onto",
+                "socketcand",
+                "--port",
+                str(bank["socketcand_port"]),
+                "--speed",
+                "2",
+            ]
+        )
+        == 0
+    )
     after = _status_after_the_frames_landed(bank)["buses"]
     got = sum(after[ch]["command_frames"] - before[ch]["command_frames"] for ch in after)
     assert host_frames == 2 * 7 * 60 and got == host_frames

@@ -15,16 +15,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 2  # the crash hit about one exit in three: two clean runs in a row are required
 
-pytestmark = pytest.mark.skipif(shutil.which("xvfb-run") is None,
-                                reason="xvfb-run not installed (Debian package xvfb)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("xvfb-run") is None, reason="xvfb-run not installed (Debian package xvfb)"
+)
 
 
 def test_viewer_opens_and_exits_with_code_0_under_xvfb():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     code = "from twin.viewer import view; raise SystemExit(view(None, max_wall_s=0.5))"
     for _ in range(RUNS):
-        run = subprocess.run(["xvfb-run", "-a", sys.executable, "-c", code], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            ["xvfb-run", "-a", sys.executable, "-c", code],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         err = run.stderr
         assert run.returncode == 0, (run.returncode, err[-2000:])
         assert "Segmentation fault" not in err and "Fatal Python error" not in err, err[-2000:]

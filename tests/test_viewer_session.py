@@ -19,18 +19,36 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out" / "tests" / "viewer"
 
-pytestmark = pytest.mark.skipif(shutil.which("xvfb-run") is None,
-                                reason="xvfb-run not installed (Debian package xvfb)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("xvfb-run") is None, reason="xvfb-run not installed (Debian package xvfb)"
+)
 
 
 def test_scripted_stop_under_xvfb_stops_both_owners_and_writes_a_screenshot():
     shutil.rmtree(OUT, ignore_errors=True)
     shot, report = OUT / "screen.png", OUT / "report.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT), MUJOCO_GL="glfw")
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 800x600x24", sys.executable, "-m", "twin.cli",
-           "view", "experiments/scenarios/crossing_plan.json", "--press", "0.6:F8",
-           "--sim-seconds", "1.1", "--seconds", "120", "--screenshot", str(shot),
-           "--report", str(report)]
+    cmd = [
+        "xvfb-run",
+        "-a",
+        "-s",
+        "-screen 0 800x600x24",
+        sys.executable,
+        "-m",
+        "twin.cli",
+        "view",
+        "experiments/scenarios/crossing_plan.json",
+        "--press",
+        "0.6:F8",
+        "--sim-seconds",
+        "1.1",
+        "--seconds",
+        "120",
+        "--screenshot",
+        str(shot),
+        "--report",
+        str(report),
+    ]
     run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     err = run.stderr
     assert run.returncode == 0, (run.returncode, err[-2000:])

@@ -82,11 +82,15 @@ class BankProcess:
     def __init__(self, config: BankConfig | None = None):
         self.config = cfg = config or default_config()
         if cfg.interface not in ("socketcand", "socketcan"):
-            raise BankError(f"bank interface {cfg.interface!r} is not one of 'socketcand', 'socketcan'")
+            raise BankError(
+                f"bank interface {cfg.interface!r} is not one of 'socketcand', 'socketcan'"
+            )
         self.twin = Twin(TwinConfig(seed=cfg.seed))
         self.faults = FaultSchedule()
         wiring = {ch: Arm.parse(a) for ch, a in cfg.channels.items()}
-        self.bank = MotorBank(self.twin.model, self.twin.data, wiring, self.faults, now=self.twin.time)
+        self.bank = MotorBank(
+            self.twin.model, self.twin.data, wiring, self.faults, now=self.twin.time
+        )
         self.server: SocketcandServer | None = None
         if cfg.interface == "socketcand":
             self.server = SocketcandServer(list(wiring), cfg.host, cfg.port)
@@ -98,8 +102,14 @@ class BankProcess:
                 except (OSError, can.CanError, ImportError) as err:
                     raise BankError(f"cannot open SocketCAN interface {ch!r}: {err}") from None
         sched = self.twin.scheduler
-        self._ping_buses = {ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
-                            for ch in self.bank.buses} if cfg.interface == "socketcand" else {}
+        self._ping_buses = (
+            {
+                ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
+                for ch in self.bank.buses
+            }
+            if cfg.interface == "socketcand"
+            else {}
+        )
         sched.add("bus", 1.0 / sched.dt, self._service)
         sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
         self._commands: queue.Queue = queue.Queue()
@@ -115,8 +125,14 @@ class BankProcess:
         for bus in self._ping_buses.values():
             while (msg := bus.recv(timeout=0)) is not None:
                 if msg.arbitration_id == PING_ID and not msg.is_extended_id:
-                    bus.send(can.Message(arbitration_id=PONG_ID, data=bytes(msg.data),
-                                         is_extended_id=False, timestamp=now))
+                    bus.send(
+                        can.Message(
+                            arbitration_id=PONG_ID,
+                            data=bytes(msg.data),
+                            is_extended_id=False,
+                            timestamp=now,
+                        )
+                    )
         self.bank.service(now, self.twin.scheduler.dt)
 
     # ------------------------------------------------------------------ control
@@ -168,8 +184,11 @@ class BankProcess:
             cmd = json.loads(line)
             name = cmd["cmd"]
         except (json.JSONDecodeError, KeyError, TypeError):
-            return {"ok": False, "error": f"not a JSON command object with 'cmd': {line[:80]!r}; "
-                                          "valid cmds: status, fault, clear_faults, shutdown"}
+            return {
+                "ok": False,
+                "error": f"not a JSON command object with 'cmd': {line[:80]!r}; "
+                "valid cmds: status, fault, clear_faults, shutdown",
+            }
         if name == "status":
             with self._snap_lock:
                 return {"ok": True, **self._snapshot}
@@ -188,7 +207,10 @@ class BankProcess:
         if name == "shutdown":
             self._stop.set()
             return {"ok": True}
-        return {"ok": False, "error": f"unknown cmd {name!r}; valid: status, fault, clear_faults, shutdown"}
+        return {
+            "ok": False,
+            "error": f"unknown cmd {name!r}; valid: status, fault, clear_faults, shutdown",
+        }
 
     def _apply_commands(self) -> None:
         while True:
@@ -204,12 +226,23 @@ class BankProcess:
                 self.faults.add(replace(spec, at=self.twin.time + max(0.0, at)))
 
     def _update_snapshot(self, lag_s: float) -> None:
-        snap = {"sim_time_s": round(self.twin.time, 4), "lag_s": round(lag_s, 4),
-                "max_lag_s": round(self.max_lag_s, 4), "hardware_io": False,
-                "faults": [{"kind": f.kind.value, "arm": f.arm.value, "at": f.at} for f in self.faults.specs],
-                "buses": {ch: {"arm": ad.arm.value, **ad.counters.__dict__,
-                               "joint_positions_rad": np.round(self.twin.data.qpos[ad.qpos], 5).tolist()}
-                          for ch, ad in self.bank.buses.items()}}
+        snap = {
+            "sim_time_s": round(self.twin.time, 4),
+            "lag_s": round(lag_s, 4),
+            "max_lag_s": round(self.max_lag_s, 4),
+            "hardware_io": False,
+            "faults": [
+                {"kind": f.kind.value, "arm": f.arm.value, "at": f.at} for f in self.faults.specs
+            ],
+            "buses": {
+                ch: {
+                    "arm": ad.arm.value,
+                    **ad.counters.__dict__,
+                    "joint_positions_rad": np.round(self.twin.data.qpos[ad.qpos], 5).tolist(),
+                }
+                for ch, ad in self.bank.buses.items()
+            },
+        }
         if self.server is not None:
             snap["socketcand"] = self.server.report()
         with self._snap_lock:
@@ -232,17 +265,24 @@ class BankProcess:
             self.server.start()
         self._open_control()
         self._update_snapshot(0.0)
-        ready = {"socketcand_port": self.server.port if self.server else None,
-                 "control_port": self.control_port, "host": cfg.host,
-                 "channels": list(cfg.channels), "interface": cfg.interface}
+        ready = {
+            "socketcand_port": self.server.port if self.server else None,
+            "control_port": self.control_port,
+            "host": cfg.host,
+            "channels": list(cfg.channels),
+            "interface": cfg.interface,
+        }
         if cfg.ready_file:
             tmp = Path(cfg.ready_file + ".tmp")
             tmp.write_text(json.dumps(ready))
             tmp.replace(cfg.ready_file)
-        print(f"bank: serving {', '.join(cfg.channels)} on {cfg.interface}"
-              + (f" {cfg.host}:{self.server.port}" if self.server else "")
-              + f"; control on {cfg.host}:{self.control_port} (simulated; hardware_io: false)",
-              file=sys.stderr, flush=True)
+        print(
+            f"bank: serving {', '.join(cfg.channels)} on {cfg.interface}"
+            + (f" {cfg.host}:{self.server.port}" if self.server else "")
+            + f"; control on {cfg.host}:{self.control_port} (simulated; hardware_io: false)",
+            file=sys.stderr,
+            flush=True,
+        )
         wall0, sim0 = time.perf_counter(), self.twin.time
         error = None
         try:
@@ -254,8 +294,10 @@ class BankProcess:
                 lag = (time.perf_counter() - wall0) - (self.twin.time - sim0)
                 self.max_lag_s = max(self.max_lag_s, lag)
                 if lag > cfg.max_lag_s:
-                    error = (f"the bank fell {lag:.2f} s behind real time (limit {cfg.max_lag_s} s): "
-                             "the machine is too loaded to pace the simulation")
+                    error = (
+                        f"the bank fell {lag:.2f} s behind real time (limit {cfg.max_lag_s} s): "
+                        "the machine is too loaded to pace the simulation"
+                    )
                     break
                 self._update_snapshot(lag)
                 if lag < 0:
@@ -284,7 +326,9 @@ def control(port: int, command: dict, host: str = LOCALHOST, timeout_s: float = 
         deadline = time.monotonic() + timeout_s
         while b"\n" not in buf:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"bank control on {host}:{port} did not answer within {timeout_s} s")
+                raise TimeoutError(
+                    f"bank control on {host}:{port} did not answer within {timeout_s} s"
+                )
             chunk = s.recv(65536)
             if not chunk:
                 raise ConnectionError(f"bank control on {host}:{port} closed without an answer")

@@ -58,8 +58,13 @@ class BaseDriveConfig:
     control_rate_hz: float = 100.0
 
     def __post_init__(self) -> None:
-        for name in ("track_width_m", "tread_max_speed_m_s", "tread_accel_m_s2",
-                     "stop_decel_m_s2", "control_rate_hz"):
+        for name in (
+            "track_width_m",
+            "tread_max_speed_m_s",
+            "tread_accel_m_s2",
+            "stop_decel_m_s2",
+            "control_rate_hz",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise TwinInputError(name, value, "a finite number > 0")
@@ -88,9 +93,9 @@ def place_base(twin, x_m: float, y_m: float, yaw_rad: float) -> None:
 
     q = twin.model.jnt_qposadr[twin.model.joint(N.BASE_FREEJOINT).id]
     v = twin.model.jnt_dofadr[twin.model.joint(N.BASE_FREEJOINT).id]
-    twin.data.qpos[q:q + 2] = (x_m, y_m)
-    twin.data.qpos[q + 3:q + 7] = (math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2))
-    twin.data.qvel[v:v + 6] = 0.0
+    twin.data.qpos[q : q + 2] = (x_m, y_m)
+    twin.data.qpos[q + 3 : q + 7] = (math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2))
+    twin.data.qvel[v : v + 6] = 0.0
     mujoco.mj_forward(twin.model, twin.data)
 
 
@@ -133,14 +138,19 @@ class BaseDrive:
         if abs(v) > cfg.max_speed_m_s:
             raise BaseCommandError("v_m_s", v, f"[-{cfg.max_speed_m_s}, {cfg.max_speed_m_s}] m/s")
         if abs(w) > cfg.max_yaw_rate_rad_s:
-            raise BaseCommandError("omega_rad_s", w, f"[-{cfg.max_yaw_rate_rad_s:.4g}, "
-                                   f"{cfg.max_yaw_rate_rad_s:.4g}] rad/s")
+            raise BaseCommandError(
+                "omega_rad_s",
+                w,
+                f"[-{cfg.max_yaw_rate_rad_s:.4g}, {cfg.max_yaw_rate_rad_s:.4g}] rad/s",
+            )
         left, right = tread_speeds(v, w, cfg.track_width_m)
         if max(abs(left), abs(right)) > cfg.tread_max_speed_m_s + 1e-12:
             raise BaseCommandError(
-                "(v_m_s, omega_rad_s)", (v, w),
+                "(v_m_s, omega_rad_s)",
+                (v, w),
                 f"|v| + |omega| * {cfg.track_width_m / 2:.4g} m <= {cfg.tread_max_speed_m_s} m/s "
-                f"(each tread within its top speed; this asks {left:.4g} / {right:.4g} m/s)")
+                f"(each tread within its top speed; this asks {left:.4g} / {right:.4g} m/s)",
+            )
         self._check_running()
         self.target_m_s[:] = (left, right)
         self.command_v_omega = (v, w)
@@ -170,8 +180,10 @@ class BaseDrive:
     def reset(self) -> None:
         """Clear a latched base-stop once the base stands still; targets start at zero."""
         if np.any(self.tread_speed_m_s != 0.0):
-            raise BaseStoppedError(f"base-stop ({self.stop_cause}) cannot be reset while the "
-                                   f"treads still run at {self.tread_speed_m_s.tolist()} m/s")
+            raise BaseStoppedError(
+                f"base-stop ({self.stop_cause}) cannot be reset while the "
+                f"treads still run at {self.tread_speed_m_s.tolist()} m/s"
+            )
         self.stop_cause = None
         self.target_m_s[:] = 0.0
         self.command_v_omega = (0.0, 0.0)
@@ -188,7 +200,9 @@ class BaseDrive:
                 if cause is not None:
                     self._latch(cause)
                     break
-        limit = (self.config.stop_decel_m_s2 if self.stopped else self.config.tread_accel_m_s2) * self._dt
+        limit = (
+            self.config.stop_decel_m_s2 if self.stopped else self.config.tread_accel_m_s2
+        ) * self._dt
         step = np.clip(self.target_m_s - self.tread_speed_m_s, -limit, limit)
         self.tread_speed_m_s += step
         self._apply()
@@ -208,8 +222,9 @@ class BaseDrive:
 
     def _check_running(self) -> None:
         if self.stop_cause is not None:
-            raise BaseStoppedError(f"base-stop latched ({self.stop_cause}); commands are refused "
-                                   "until reset()")
+            raise BaseStoppedError(
+                f"base-stop latched ({self.stop_cause}); commands are refused until reset()"
+            )
 
 
 def _finite(name: str, value) -> float:

@@ -69,8 +69,9 @@ def default_config() -> BusBudgetConfig:
     return BusBudgetConfig()
 
 
-def bus_budget(cfg: BusBudgetConfig, command_rate_hz: float, feedback_rate_hz: float,
-               bus_name: str = "CAN10") -> dict:
+def bus_budget(
+    cfg: BusBudgetConfig, command_rate_hz: float, feedback_rate_hz: float, bus_name: str = "CAN10"
+) -> dict:
     """Figures of one arm bus carrying ROB's streaming (see the module docstring)."""
     # deep queues: an overloaded schedule shows as load and latency, not as a refusal
     # on the first burst; the queue limit still applies (and is reported)
@@ -78,12 +79,21 @@ def bus_budget(cfg: BusBudgetConfig, command_rate_hz: float, feedback_rate_hz: f
     tl.add_node("host", max(cfg.bus.host_queue_frames, cfg.joints), None)
     for j in range(1, cfg.joints + 1):
         tl.add_node(f"drive{j}", cfg.bus.drive_queue_frames, None)
-    cmd = [can.Message(arbitration_id=COMMAND_IDS[j], data=bytes([0x40, 0x7F, 0x7F]), is_extended_id=False)
-           for j in range(cfg.joints)]
-    fb = [can.Message(arbitration_id=FEEDBACK_IDS[j], data=bytes(FEEDBACK_BYTES), is_extended_id=False)
-          for j in range(cfg.joints)]
-    offered_s = (command_rate_hz * sum(cfg.bus.frame_seconds(m) for m in cmd)
-                 + feedback_rate_hz * sum(cfg.bus.frame_seconds(m) for m in fb))
+    cmd = [
+        can.Message(
+            arbitration_id=COMMAND_IDS[j], data=bytes([0x40, 0x7F, 0x7F]), is_extended_id=False
+        )
+        for j in range(cfg.joints)
+    ]
+    fb = [
+        can.Message(
+            arbitration_id=FEEDBACK_IDS[j], data=bytes(FEEDBACK_BYTES), is_extended_id=False
+        )
+        for j in range(cfg.joints)
+    ]
+    offered_s = command_rate_hz * sum(
+        cfg.bus.frame_seconds(m) for m in cmd
+    ) + feedback_rate_hz * sum(cfg.bus.frame_seconds(m) for m in fb)
     events: list[tuple[float, int, int]] = []  # (time, kind 0 command / 1 feedback, k)
     for kind, rate in ((0, command_rate_hz), (1, feedback_rate_hz)):
         n = int(math.floor(cfg.duration_s * rate + 1e-9))
@@ -104,17 +114,23 @@ def bus_budget(cfg: BusBudgetConfig, command_rate_hz: float, feedback_rate_hz: f
     # so the last of a sample waits for at most one lower-priority frame already on the
     # wire, then the six commands before it; the simulation only sees the phases it plays
     ifs = INTERFRAME_BITS / cfg.bus.bitrate_bps
-    bound_s = (max(cfg.bus.frame_seconds(m) for m in fb) + sum(cfg.bus.frame_seconds(m) for m in cmd)
-               - ifs)
+    bound_s = (
+        max(cfg.bus.frame_seconds(m) for m in fb) + sum(cfg.bus.frame_seconds(m) for m in cmd) - ifs
+    )
     sim_worst_s = (rep["command_to_drive_latency"]["max_us"] or math.inf) * 1e-6
     worst_s = max(sim_worst_s, bound_s)
     period_s = 1.0 / command_rate_hz
     offered = offered_s  # seconds of bus time per second
     fits = offered <= cfg.max_load and worst_s <= period_s and refused == 0
     return {
-        "bus": bus_name, "config": cfg.bus.label(), "stuffing": cfg.bus.stuffing.value,
-        "command_rate_hz": command_rate_hz, "feedback_rate_hz": feedback_rate_hz,
-        "joints": cfg.joints, "offered_load": round(offered, 4), "max_load": cfg.max_load,
+        "bus": bus_name,
+        "config": cfg.bus.label(),
+        "stuffing": cfg.bus.stuffing.value,
+        "command_rate_hz": command_rate_hz,
+        "feedback_rate_hz": feedback_rate_hz,
+        "joints": cfg.joints,
+        "offered_load": round(offered, 4),
+        "max_load": cfg.max_load,
         "measured_load": rep["load"],
         "worst_command_to_drive_us": None if math.isinf(worst_s) else round(worst_s * 1e6, 1),
         "bound_command_to_drive_us": round(bound_s * 1e6, 1),
@@ -122,7 +138,8 @@ def bus_budget(cfg: BusBudgetConfig, command_rate_hz: float, feedback_rate_hz: f
         "p99_command_to_drive_us": rep["command_to_drive_latency"]["p99_us"],
         "command_period_us": round(period_s * 1e6, 1),
         "worst_feedback_us": rep["feedback_latency"]["max_us"],
-        "frames_refused": refused, "fits": bool(fits),
+        "frames_refused": refused,
+        "fits": bool(fits),
     }
 
 
@@ -136,16 +153,25 @@ def gate_bus_budget(cfg) -> object:
     rows = [bus_budget(b, cmd_hz, fb_hz, BUS_MAPPING[arm].channel) for arm in Arm]
     passed = all(r["fits"] for r in rows)
     worst = max(rows, key=lambda r: (r["offered_load"], r["worst_command_to_drive_us"] or math.inf))
-    detail = "" if passed else (
-        f"{worst['bus']} at {worst['config']}: {b.joints} joints x {cmd_hz:g} Hz commands + "
-        f"{fb_hz:g} Hz feedback offer load {worst['offered_load']:.3f} (allowed {b.max_load}), "
-        f"worst command-to-drive {worst['worst_command_to_drive_us']} us "
-        f"(period {worst['command_period_us']} us), {worst['frames_refused']} frames refused")
+    detail = (
+        ""
+        if passed
+        else (
+            f"{worst['bus']} at {worst['config']}: {b.joints} joints x {cmd_hz:g} Hz commands + "
+            f"{fb_hz:g} Hz feedback offer load {worst['offered_load']:.3f} (allowed {b.max_load}), "
+            f"worst command-to-drive {worst['worst_command_to_drive_us']} us "
+            f"(period {worst['command_period_us']} us), {worst['frames_refused']} frames refused"
+        )
+    )
     return GateResult(
-        "bus_budget", passed, {"cases": [{**r, "passed": r["fits"]} for r in rows]},
+        "bus_budget",
+        passed,
+        {"cases": [{**r, "passed": r["fits"]} for r in rows]},
         f"each arm bus carries {b.joints} joints x the command rate plus feedback at its rate "
         f"with load <= {b.max_load} and every sample on the drives within one command period "
-        "(worst-case stuffing unless configured)", detail)
+        "(worst-case stuffing unless configured)",
+        detail,
+    )
 
 
 def with_bus(cfg: BusBudgetConfig, bus: BusTimingConfig | None = None, **kw) -> BusBudgetConfig:

@@ -55,8 +55,10 @@ class TransmitQueueFullError(RobTwinError, can.CanOperationError):
 
     def __init__(self, bus: str, node: str, capacity: int, arbitration_id: int):
         self.bus, self.node, self.capacity = bus, node, capacity
-        super().__init__(f"{bus}: transmit queue of {node} is full ({capacity} frames); "
-                         f"frame 0x{arbitration_id:03X} refused")
+        super().__init__(
+            f"{bus}: transmit queue of {node} is full ({capacity} frames); "
+            f"frame 0x{arbitration_id:03X} refused"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,15 +85,23 @@ class BusTimingConfig:
         object.__setattr__(self, "stuffing", Stuffing(self.stuffing))
         if not (math.isfinite(self.bitrate_bps) and 10_000 <= self.bitrate_bps <= 1_000_000):
             raise BusTimingConfigError(
-                f"bitrate_bps {self.bitrate_bps!r} is outside 10 kbit/s .. 1 Mbit/s (nominal rate)")
+                f"bitrate_bps {self.bitrate_bps!r} is outside 10 kbit/s .. 1 Mbit/s (nominal rate)"
+            )
         if self.frame_format not in FRAME_FORMATS:
             raise BusTimingConfigError(
-                f"frame_format {self.frame_format!r} is not one of {FRAME_FORMATS}")
+                f"frame_format {self.frame_format!r} is not one of {FRAME_FORMATS}"
+            )
         d = self.data_bitrate_bps
         if d is not None and not (math.isfinite(d) and self.bitrate_bps <= d <= 12_000_000):
             raise BusTimingConfigError(
-                f"data_bitrate_bps {d!r} is outside [nominal {self.bitrate_bps:g}, 12e6] bit/s")
-        for name in ("host_queue_frames", "drive_queue_frames", "bus_off_attempts", "error_frame_bits"):
+                f"data_bitrate_bps {d!r} is outside [nominal {self.bitrate_bps:g}, 12e6] bit/s"
+            )
+        for name in (
+            "host_queue_frames",
+            "drive_queue_frames",
+            "bus_off_attempts",
+            "error_frame_bits",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise BusTimingConfigError(f"{name} must be a whole number >= 1, got {v!r}")
@@ -111,15 +121,28 @@ class BusTimingConfig:
             from .can_bits import FD_LENGTHS
 
             n = next(k for k in FD_LENGTHS if k >= len(data))  # FD pads to a valid length
-            return fd_frame_bits(msg.arbitration_id, data.ljust(n, b"\0"),
-                                 extended=msg.is_extended_id, brs=self.brs, stuffing=self.stuffing)
-        return classic_frame_bits(msg.arbitration_id, data, extended=msg.is_extended_id,
-                                  remote=msg.is_remote_frame, dlc=msg.dlc, stuffing=self.stuffing)
+            return fd_frame_bits(
+                msg.arbitration_id,
+                data.ljust(n, b"\0"),
+                extended=msg.is_extended_id,
+                brs=self.brs,
+                stuffing=self.stuffing,
+            )
+        return classic_frame_bits(
+            msg.arbitration_id,
+            data,
+            extended=msg.is_extended_id,
+            remote=msg.is_remote_frame,
+            dlc=msg.dlc,
+            stuffing=self.stuffing,
+        )
 
     def frame_seconds(self, msg: can.Message) -> float:
         """Seconds the frame occupies the bus, interframe space included."""
-        return (self.frame_bits(msg).duration_s(self.bitrate_bps, self.data_rate)
-                + INTERFRAME_BITS / self.bitrate_bps)
+        return (
+            self.frame_bits(msg).duration_s(self.bitrate_bps, self.data_rate)
+            + INTERFRAME_BITS / self.bitrate_bps
+        )
 
 
 _RATE_SUFFIX = {"k": 1e3, "M": 1e6}
@@ -131,8 +154,9 @@ def _rate(text: str, spec: str) -> float:
             return float(text[:-1]) * _RATE_SUFFIX[text[-1]]
         return float(text)
     except ValueError:
-        raise BusTimingConfigError(f"bus spec {spec!r}: {text!r} is not a bit rate "
-                                   "(e.g. 1M, 500k, 250000)") from None
+        raise BusTimingConfigError(
+            f"bus spec {spec!r}: {text!r} is not a bit rate (e.g. 1M, 500k, 250000)"
+        ) from None
 
 
 def parse_bus_spec(spec: str) -> BusTimingConfig | None:
@@ -148,10 +172,15 @@ def parse_bus_spec(spec: str) -> BusTimingConfig | None:
     if fmt not in FRAME_FORMATS or not rates:
         raise BusTimingConfigError(
             f"bus spec {spec!r} is not one of: off, RATE, classic:RATE, fd:RATE/DATA_RATE "
-            "(rates like 1M, 500k), optionally with +worst")
+            "(rates like 1M, 500k), optionally with +worst"
+        )
     nominal, _, data = rates.partition("/")
-    return BusTimingConfig(bitrate_bps=_rate(nominal, spec), frame_format=fmt,
-                           data_bitrate_bps=_rate(data, spec) if data else None, stuffing=stuffing)
+    return BusTimingConfig(
+        bitrate_bps=_rate(nominal, spec),
+        frame_format=fmt,
+        data_bitrate_bps=_rate(data, spec) if data else None,
+        stuffing=stuffing,
+    )
 
 
 def default_config() -> BusTimingConfig:
@@ -195,8 +224,12 @@ def percentiles_us(values: list[float]) -> dict:
     if not values:
         return {"n": 0, "p50_us": None, "p99_us": None, "max_us": None}
     a = np.asarray(values) * 1e6
-    return {"n": len(values), "p50_us": round(float(np.percentile(a, 50)), 2),
-            "p99_us": round(float(np.percentile(a, 99)), 2), "max_us": round(float(a.max()), 2)}
+    return {
+        "n": len(values),
+        "p50_us": round(float(np.percentile(a, 50)), 2),
+        "p99_us": round(float(np.percentile(a, 99)), 2),
+        "max_us": round(float(a.max()), 2),
+    }
 
 
 class BusTimeline:
@@ -223,7 +256,9 @@ class BusTimeline:
         self._error_s = self.config.error_frame_bits / self.config.bitrate_bps
 
     # ------------------------------------------------------------------ nodes
-    def add_node(self, node: str, capacity: int, deliver: Callable[[can.Message], None] | None) -> None:
+    def add_node(
+        self, node: str, capacity: int, deliver: Callable[[can.Message], None] | None
+    ) -> None:
         if node in self.nodes:
             raise BusTimingConfigError(f"{self.name}: node {node!r} is already on the bus")
         self.nodes[node] = NodeState(capacity, deliver)
@@ -257,8 +292,12 @@ class BusTimeline:
         self.bus_off_events += 1
         bits = self.config.frame_bits(msg)
         upto_ack = bits.total_bits - 9  # the ACK error shows at the ACK slot: no delimiter, EOF
-        per_try = (bits.duration_s(self.config.bitrate_bps, self.config.data_rate)
-                   * upto_ack / bits.total_bits + self._error_s)
+        per_try = (
+            bits.duration_s(self.config.bitrate_bps, self.config.data_rate)
+            * upto_ack
+            / bits.total_bits
+            + self._error_s
+        )
         for _ in range(self.config.bus_off_attempts):
             st.queue.append(_Queued(msg, node, now, lost=True, busy_s=per_try))
         self._waiting += self.config.bus_off_attempts
@@ -268,7 +307,8 @@ class BusTimeline:
             return self.nodes[node]
         except KeyError:
             raise BusTimingConfigError(
-                f"{self.name}: no node {node!r}; nodes: {sorted(self.nodes)}") from None
+                f"{self.name}: no node {node!r}; nodes: {sorted(self.nodes)}"
+            ) from None
 
     # ------------------------------------------------------------------ time
     def advance(self, t: float) -> int:
@@ -297,7 +337,8 @@ class BusTimeline:
                 end = start + item.busy_s
             else:
                 end = start + self.config.frame_bits(item.msg).duration_s(
-                    self.config.bitrate_bps, self.config.data_rate)
+                    self.config.bitrate_bps, self.config.data_rate
+                )
                 if item.lost:
                     end += self._error_s
             self._current = (item, start, end)
@@ -359,10 +400,13 @@ class BusTimeline:
 
     def report(self) -> dict:
         return {
-            "bus": self.name, "config": self.config.label(),
+            "bus": self.name,
+            "config": self.config.label(),
             "simulated_s": round(self.now_s - self.start_s, 6),
-            "load": round(self.load, 4), "frames": self.frames,
-            "frames_lost": self.frames_lost, "error_frames": self.error_frames,
+            "load": round(self.load, 4),
+            "frames": self.frames,
+            "frames_lost": self.frames_lost,
+            "error_frames": self.error_frames,
             "bus_off_events": self.bus_off_events,
             "queue_latency": percentiles_us(self.queue_latency_s),
             "command_to_drive_latency": percentiles_us(self.command_latency_s),

@@ -181,8 +181,10 @@ def worst_stuff_bits(n_bits: int) -> int:
 def _check(arbitration_id: int, extended: bool, length: int, fd: bool) -> None:
     top = 0x1FFFFFFF if extended else 0x7FF
     if not 0 <= arbitration_id <= top:
-        raise FrameFormatError(f"CAN id 0x{arbitration_id:X} is outside 0..0x{top:X} "
-                               f"({'29' if extended else '11'}-bit)")
+        raise FrameFormatError(
+            f"CAN id 0x{arbitration_id:X} is outside 0..0x{top:X} "
+            f"({'29' if extended else '11'}-bit)"
+        )
     if fd and length not in FD_LENGTHS:
         raise FrameFormatError(f"CAN FD data length {length} is not one of {FD_LENGTHS}")
     if not fd and not 0 <= length <= 8:
@@ -200,9 +202,15 @@ def _id_bits(arbitration_id: int, extended: bool, rtr_or_rrs: int) -> tuple[int,
     return v, 1 + 11 + 1 + 1
 
 
-def classic_frame_bits(arbitration_id: int, data: bytes, *, extended: bool = False,
-                       remote: bool = False, dlc: int | None = None,
-                       stuffing: Stuffing = Stuffing.EXACT) -> FrameBits:
+def classic_frame_bits(
+    arbitration_id: int,
+    data: bytes,
+    *,
+    extended: bool = False,
+    remote: bool = False,
+    dlc: int | None = None,
+    stuffing: Stuffing = Stuffing.EXACT,
+) -> FrameBits:
     """Bits of a classic CAN frame (2.0A or 2.0B), stuffing counted ``stuffing``-wise."""
     n = len(data)
     _check(arbitration_id, extended, n, fd=False)
@@ -222,8 +230,14 @@ def classic_frame_bits(arbitration_id: int, data: bytes, *, extended: bool = Fal
     return FrameBits(stuffed_len + stuff + CLASSIC_TRAILER_BITS, 0, stuff)
 
 
-def fd_frame_bits(arbitration_id: int, data: bytes, *, extended: bool = False,
-                  brs: bool = True, stuffing: Stuffing = Stuffing.EXACT) -> FrameBits:
+def fd_frame_bits(
+    arbitration_id: int,
+    data: bytes,
+    *,
+    extended: bool = False,
+    brs: bool = True,
+    stuffing: Stuffing = Stuffing.EXACT,
+) -> FrameBits:
     """Bits of a CAN FD frame; with ``brs`` the data-phase bits are counted in
     ``data_bits`` (sent at the data rate), else all bits are nominal."""
     n = len(data)

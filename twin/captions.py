@@ -39,6 +39,10 @@ def burn_captions(frame: np.ndarray, lines: list[str]) -> np.ndarray:
     draw = ImageDraw.Draw(base)
     for i, line in enumerate(lines):
         warn = line.startswith("!")
-        draw.text((MARGIN_PX, top + MARGIN_PX + i * step), line[1:] if warn else line,
-                  fill=(255, 90, 80) if warn else (255, 255, 255), font=font)
+        draw.text(
+            (MARGIN_PX, top + MARGIN_PX + i * step),
+            line[1:] if warn else line,
+            fill=(255, 90, 80) if warn else (255, 255, 255),
+            font=font,
+        )
     return np.asarray(base.convert("RGB"))

@@ -54,8 +54,15 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from .run_folder import RunFolderError
     from .scenario_schema import ScenarioError
 
-    return (UsageError, ScenarioError, RunFolderError, UnknownNameError, BusTimingConfigError,
-            RecordingError, PlanFileError)
+    return (
+        UsageError,
+        ScenarioError,
+        RunFolderError,
+        UnknownNameError,
+        BusTimingConfigError,
+        RecordingError,
+        PlanFileError,
+    )
 
 
 def _say(args: argparse.Namespace) -> Callable[..., None]:
@@ -107,12 +114,15 @@ def _bus_budget(args: argparse.Namespace):
     bus = parse_bus_spec(args.bus)
     if bus is None:
         raise BusTimingConfigError("the bus budget needs a bus: --bus off is not valid here")
-    bus = dataclasses.replace(bus, stuffing=Stuffing.EXACT if args.exact_stuffing else Stuffing.WORST)
+    bus = dataclasses.replace(
+        bus, stuffing=Stuffing.EXACT if args.exact_stuffing else Stuffing.WORST
+    )
     return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
 
 
-def _run_and_report(sc, args: argparse.Namespace, hooks: dict | None = None,
-                    extra: Callable[[], dict] | None = None) -> CommandResult:
+def _run_and_report(
+    sc, args: argparse.Namespace, hooks: dict | None = None, extra: Callable[[], dict] | None = None
+) -> CommandResult:
     """Prepare the run folder (checked and marked ``running`` before anything runs), run
     ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
     scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
@@ -135,33 +145,52 @@ def _run_and_report(sc, args: argparse.Namespace, hooks: dict | None = None,
 
         sc = dataclasses.replace(sc, quality=args.quality)
     with stop_requests() as stop:  # from before the folder is marked running
-        folder = RunFolder.prepare(args.out, sc.name,
-                                   stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can"))
+        folder = RunFolder.prepare(
+            args.out, sc.name, stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can")
+        )
         try:
             result = run_scenario(
-                sc, out_dir=folder.path, record=not args.no_video,
-                can_log_dir=folder.file("can") if args.can_log else None, should_stop=stop,
+                sc,
+                out_dir=folder.path,
+                record=not args.no_video,
+                can_log_dir=folder.file("can") if args.can_log else None,
+                should_stop=stop,
                 on_progress=lambda figures: folder.write_status("running", **figures),
-                bus_timing=bus, traffic_path=traffic, **(hooks or {}))
+                bus_timing=bus,
+                traffic_path=traffic,
+                **(hooks or {}),
+            )
             problems = unexpected(result, sc.expect) if result.status == "completed" else []
-            summary = summarize(result, folder.path, problems, expect=sc.expect.model_dump(),
-                                extra=extra() if extra is not None else None)
+            summary = summarize(
+                result,
+                folder.path,
+                problems,
+                expect=sc.expect.model_dump(),
+                extra=extra() if extra is not None else None,
+            )
         except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
-            folder.write_status("interrupted", stopped_by="SIGINT (twice)",
-                                note="stopped at once; no figures were kept")
+            folder.write_status(
+                "interrupted",
+                stopped_by="SIGINT (twice)",
+                note="stopped at once; no figures were kept",
+            )
             raise
         except Exception as err:
             folder.write_status("failed", error=str(err), type=type(err).__name__)
             raise
     if result.status == "interrupted":
         code = EXIT_CODES.get(result.stopped_by or "", 1)
-        say(f"interrupted by {result.stopped_by} after {summary['simulated_s']} s simulated; "
-            f"summary marked interrupted")
+        say(
+            f"interrupted by {result.stopped_by} after {summary['simulated_s']} s simulated; "
+            f"summary marked interrupted"
+        )
     else:
         code = 1 if problems else 0
     if summary["video"]:
-        say(f"video: {summary['video']} ({summary['frames']} frames, "
-            f"{summary['render_fps']} frames/s rendering)")
+        say(
+            f"video: {summary['video']} ({summary['frames']} frames, "
+            f"{summary['render_fps']} frames/s rendering)"
+        )
     else:
         say(f"no video written: {summary['video_skipped_reason']}")
     say(f"summary: {folder.file('summary.md')} and summary.json; plot: {summary['plot']}")
@@ -170,8 +199,10 @@ def _run_and_report(sc, args: argparse.Namespace, hooks: dict | None = None,
     if summary.get("bus_plot"):
         for b in summary["bus"].values():
             c = b["command_to_drive_latency"]
-            say(f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
-                f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}")
+            say(
+                f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
+                f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}"
+            )
         say(f"bus plot: {summary['bus_plot']}")
     if traffic:
         say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
@@ -196,16 +227,23 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     say = _say(args)
     say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
     contrast = cd.separate_contrast()
-    say(f"separately planned: {contrast.colliding_frames} of {len(contrast.states)} samples "
-        "in contact; now both arms planned together and executed through the owners")
+    say(
+        f"separately planned: {contrast.colliding_frames} of {len(contrast.states)} samples "
+        "in contact; now both arms planned together and executed through the owners"
+    )
     planners: list = []
-    hooks = {"prelude": lambda rec: cd.film_contrast(rec, contrast),
-             "captions": lambda now, planner: cd.group_captions(now, planner, contrast),
-             "on_planner": planners.append}
+    hooks = {
+        "prelude": lambda rec: cd.film_contrast(rec, contrast),
+        "captions": lambda now, planner: cd.group_captions(now, planner, contrast),
+        "on_planner": planners.append,
+    }
     sc = cd.crossing_demo_scenario()
-    return _run_and_report(sc, args, hooks,
-                           extra=lambda: {"crossing": cd.demo_figures(
-                               contrast, planners[0] if planners else None)})
+    return _run_and_report(
+        sc,
+        args,
+        hooks,
+        extra=lambda: {"crossing": cd.demo_figures(contrast, planners[0] if planners else None)},
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
@@ -217,8 +255,10 @@ def _cmd_run(args: argparse.Namespace) -> CommandResult:
 
         sc = dataclasses.replace(sc, robot=args.robot)
     if args.check:
-        _say(args)(f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
-                   f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)")
+        _say(args)(
+            f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
+            f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)"
+        )
         return 0, {"valid": True, "scenario": sc.name, "path": str(args.scenario)}
     return _run_and_report(sc, args)
 
@@ -238,9 +278,15 @@ def _cmd_view(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--press {item!r}: expected SECONDS:KEY, e.g. 1.5:F8") from None
     try:
-        return view(args.scenario, max_wall_s=args.seconds, presses=presses,
-                    screenshot=args.screenshot, report=args.report, quality=args.quality,
-                    max_sim_s=args.sim_seconds)
+        return view(
+            args.scenario,
+            max_wall_s=args.seconds,
+            presses=presses,
+            screenshot=args.screenshot,
+            report=args.report,
+            quality=args.quality,
+            max_sim_s=args.sim_seconds,
+        )
     except NoDisplayError as err:
         print(f"rob-twin view: {err}", file=sys.stderr)
         return 3
@@ -272,8 +318,9 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
         base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
         cfg = openarm_rehearsal_config(base)
     else:
-        base = dataclasses.replace(ClosedLoopConfig(), seed=args.seed,
-                                   swap_wiring=args.swap_wiring, faults=faults)
+        base = dataclasses.replace(
+            ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring, faults=faults
+        )
         cfg = RehearsalConfig(base=base)
     gates = gates_for(cfg)
     for gate in args.gate or ():
@@ -281,8 +328,11 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
             raise UnknownNameError("gate", gate, list(gates))
     out = Path(args.out)
     RunFolder.check_writable(out)  # before the gates run, not after
-    report = rehearse(dataclasses.replace(cfg, bus_budget=_bus_budget(args)), args.gate or None,
-                      progress=not args.json)
+    report = rehearse(
+        dataclasses.replace(cfg, bus_budget=_bus_budget(args)),
+        args.gate or None,
+        progress=not args.json,
+    )
     jp, mp = write_report(report, out)
     if not args.json:
         for g in report["gates"]:
@@ -319,10 +369,19 @@ def _cmd_bank(args: argparse.Namespace) -> int:
     try:
         by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
         channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
-        cfg = BankConfig(interface=args.interface, channels=channels, host=args.host, port=args.port,
-                         control_port=args.control_port, feedback_rate_hz=args.feedback_rate,
-                         seed=args.seed, seconds=args.seconds, ready_file=args.ready_file,
-                         record_path=args.record_can, max_lag_s=args.max_lag)
+        cfg = BankConfig(
+            interface=args.interface,
+            channels=channels,
+            host=args.host,
+            port=args.port,
+            control_port=args.control_port,
+            feedback_rate_hz=args.feedback_rate,
+            seed=args.seed,
+            seconds=args.seconds,
+            ready_file=args.ready_file,
+            record_path=args.record_can,
+            max_lag_s=args.max_lag,
+        )
         final = BankProcess(cfg).run()
     except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
         print(f"rob-twin bank: {err}", file=sys.stderr)
@@ -337,11 +396,20 @@ def _cmd_host(args: argparse.Namespace) -> int:
     from .host_process import HostConfig, HostError, run_host
 
     try:
-        cfg = HostConfig(interface=args.interface, host=args.host, port=args.port,
-                         channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
-                         arms=tuple(args.arm or ("right", "left")), seconds=args.seconds,
-                         stream=args.stream, stop_after_s=args.stop_after, ping_hz=args.ping_hz)
-        report = run_host(cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True))
+        cfg = HostConfig(
+            interface=args.interface,
+            host=args.host,
+            port=args.port,
+            channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+            arms=tuple(args.arm or ("right", "left")),
+            seconds=args.seconds,
+            stream=args.stream,
+            stop_after_s=args.stop_after,
+            ping_hz=args.ping_hz,
+        )
+        report = run_host(
+            cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True)
+        )
     except (HostError, ValueError) as err:
         print(f"rob-twin host: {err}", file=sys.stderr)
         return 2
@@ -369,7 +437,9 @@ def _play_onto(args: argparse.Namespace, rec) -> int:
     finally:
         for bus in buses.values():
             close_bus(bus)
-    print(f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})")
+    print(
+        f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})"
+    )
     return 0
 
 
@@ -392,8 +462,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except RecordingError as err:
         print(f"rob-twin replay: {err}", file=sys.stderr)
         return 2
-    summary = {"hardware_io": False, "evidence_class": "simulated", "recording": str(rec.path),
-               **result.summary()}
+    summary = {
+        "hardware_io": False,
+        "evidence_class": "simulated",
+        "recording": str(rec.path),
+        **result.summary(),
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -403,11 +477,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     np.savez_compressed(np_path, times=result.times, qpos=result.qpos)
     for note in result.notes:
         print(f"note: {note}")
-    print(f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s simulated in "
-          f"{summary['wall_s']} s wall; drive feedback {result.feedback_frames} frames, "
-          f"{result.feedback_mismatches} differ from the recording")
+    print(
+        f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s simulated in "
+        f"{summary['wall_s']} s wall; drive feedback {result.feedback_frames} frames, "
+        f"{result.feedback_mismatches} differ from the recording"
+    )
     print(f"report: {out / 'replay.json'}, trajectory: {np_path} (simulated; hardware_io: false)")
     return 0 if result.feedback_mismatches == 0 else 1
+
+
 # --------------------------------------------------------------------------- certify
 
 
@@ -422,8 +500,10 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
     report["plan"] = str(args.plan)
     if not args.json:
         verdict = "AGREES" if report["ok"] else "DISAGREES"
-        print(f"{verdict}: certified minimum {report['certified_min_m'] * 1e3:.3f} mm "
-              f"({report['pair']}), {report['pairs_checked']} pairs, {report['coal_queries']} coal queries")
+        print(
+            f"{verdict}: certified minimum {report['certified_min_m'] * 1e3:.3f} mm "
+            f"({report['pair']}), {report['pairs_checked']} pairs, {report['coal_queries']} coal queries"
+        )
         for line in report["disagreements"]:
             print(f"  {line}")
     return (0 if report["ok"] else 1), report
@@ -438,9 +518,16 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
     from .teleop.controller import TeleopConfigError
 
     try:
-        return run_teleop(args.scenario, port=args.port, lan=args.lan, cert_dir=args.cert_dir,
-                          seconds=args.seconds, viewer=False if args.no_viewer else None,
-                          camera_hz=args.camera_hz, input_timeout_s=args.input_timeout)
+        return run_teleop(
+            args.scenario,
+            port=args.port,
+            lan=args.lan,
+            cert_dir=args.cert_dir,
+            seconds=args.seconds,
+            viewer=False if args.no_viewer else None,
+            camera_hz=args.camera_hz,
+            input_timeout_s=args.input_timeout,
+        )
     except (ScenarioError, TeleopConfigError) as err:
         print(f"rob-twin teleop: {err}", file=sys.stderr)
         return 2
@@ -450,8 +537,9 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rob-twin", description=__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="rob-twin", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     exp = sub.add_parser("experiment", help="run a registered experiment")
     exp.add_argument("name", nargs="?", help="experiment name (omit to list)")
@@ -459,131 +547,279 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--seed", type=int, default=0)
     exp.add_argument("--list", action="store_true")
     exp.set_defaults(func=_cmd_experiment, json_result=True)
-    demo = sub.add_parser("demo", help="headless demo: ROB at the table moves both arms; video + summary")
+    demo = sub.add_parser(
+        "demo", help="headless demo: ROB at the table moves both arms; video + summary"
+    )
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument("--no-video", action="store_true")
-    demo.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/")
-    demo.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
-    demo.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
-                      help="video render quality (default: fast on a software GL renderer, "
-                           "full on a GPU)")
-    demo.add_argument("--robot", choices=ROBOTS, default="rob",
-                      help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
-                           "compensation at 500 Hz)")
-    demo.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
-                     "(frames arrive instantly); +worst for worst-case stuffing")
-    demo.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
-                     "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
+    demo.add_argument(
+        "--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/"
+    )
+    demo.add_argument(
+        "--json", action="store_true", help="print exactly one JSON object (the summary)"
+    )
+    demo.add_argument(
+        "--quality",
+        choices=QUALITY_CHOICES,
+        default=None,
+        help="video render quality (default: fast on a software GL renderer, full on a GPU)",
+    )
+    demo.add_argument(
+        "--robot",
+        choices=ROBOTS,
+        default="rob",
+        help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
+        "compensation at 500 Hz)",
+    )
+    demo.add_argument(
+        "--bus",
+        default="1M",
+        help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+        "(frames arrive instantly); +worst for worst-case stuffing",
+    )
+    demo.add_argument(
+        "--record-can",
+        metavar="FILE",
+        help="record all bus traffic to FILE "
+        "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay",
+    )
     demo.set_defaults(func=_cmd_demo, json_result=True)
-    run = sub.add_parser("run", help="run a scenario file headless",
-                         description="Run a scenario file headless; outputs go to OUT/NAME/. "
-                         "Schema: experiments/scenarios/scenario.schema.json")
+    run = sub.add_parser(
+        "run",
+        help="run a scenario file headless",
+        description="Run a scenario file headless; outputs go to OUT/NAME/. "
+        "Schema: experiments/scenarios/scenario.schema.json",
+    )
     run.add_argument("scenario")
     run.add_argument("--out", default="out")
     run.add_argument("--no-video", action="store_true")
-    run.add_argument("--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/")
+    run.add_argument(
+        "--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/"
+    )
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
-    run.add_argument("--json", action="store_true", help="print exactly one JSON object (the summary)")
+    run.add_argument(
+        "--json", action="store_true", help="print exactly one JSON object (the summary)"
+    )
     run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
-    run.add_argument("--bus", default="1M", help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
-                     "(frames arrive instantly); +worst for worst-case stuffing")
-    run.add_argument("--record-can", metavar="FILE", help="record all bus traffic to FILE "
-                     "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay")
-    run.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
-                     help="override the scenario's video render 'quality'")
+    run.add_argument(
+        "--bus",
+        default="1M",
+        help="simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+        "(frames arrive instantly); +worst for worst-case stuffing",
+    )
+    run.add_argument(
+        "--record-can",
+        metavar="FILE",
+        help="record all bus traffic to FILE "
+        "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay",
+    )
+    run.add_argument(
+        "--quality",
+        choices=QUALITY_CHOICES,
+        default=None,
+        help="override the scenario's video render 'quality'",
+    )
     run.set_defaults(func=_cmd_run, json_result=True)
-    reh = sub.add_parser("rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)")
+    reh = sub.add_parser(
+        "rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)"
+    )
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
-    reh.add_argument("--out", default="out/rehearsal", help="report folder (default out/rehearsal/)")
+    reh.add_argument(
+        "--out", default="out/rehearsal", help="report folder (default out/rehearsal/)"
+    )
     reh.add_argument("--gate", action="append", help="run only this gate (repeatable)")
     reh.add_argument("--seed", type=int, default=0)
-    reh.add_argument("--swap-wiring", action="store_true",
-                     help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)")
-    reh.add_argument("--faults", help="JSON list of faults applied to every gate, e.g. "
-                     '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'')
-    reh.add_argument("--robot", choices=ROBOTS, default="rob",
-                     help="openarm: the Damiao profile (register agreement, enable sequence, "
-                          "gravity compensation, torque limit, CAN timeout, and the shared gates)")
-    reh.add_argument("--bus", default="1M", help="bus of the bus_budget gate: 1M (default), 500k, "
-                     "250k, fd:1M/5M ... (worst-case stuffing)")
-    reh.add_argument("--exact-stuffing", action="store_true",
-                     help="budget with the stuffing of typical payloads instead of the worst case")
-    reh.add_argument("--command-rate", type=float, default=None,
-                     help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)")
+    reh.add_argument(
+        "--swap-wiring",
+        action="store_true",
+        help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)",
+    )
+    reh.add_argument(
+        "--faults",
+        help="JSON list of faults applied to every gate, e.g. "
+        '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'',
+    )
+    reh.add_argument(
+        "--robot",
+        choices=ROBOTS,
+        default="rob",
+        help="openarm: the Damiao profile (register agreement, enable sequence, "
+        "gravity compensation, torque limit, CAN timeout, and the shared gates)",
+    )
+    reh.add_argument(
+        "--bus",
+        default="1M",
+        help="bus of the bus_budget gate: 1M (default), 500k, "
+        "250k, fd:1M/5M ... (worst-case stuffing)",
+    )
+    reh.add_argument(
+        "--exact-stuffing",
+        action="store_true",
+        help="budget with the stuffing of typical payloads instead of the worst case",
+    )
+    reh.add_argument(
+        "--command-rate",
+        type=float,
+        default=None,
+        help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)",
+    )
     reh.set_defaults(func=_cmd_rehearse, json_result=True)
-    rep = sub.add_parser("replay", help="feed a bus recording as the host's commands into a fresh "
-                         "lockstep twin (exit 1 if the drives' feedback differs from the recording)")
-    rep.add_argument("recording", help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)")
-    rep.add_argument("--seconds", type=float, default=None, help="replay only this much simulated time")
+    rep = sub.add_parser(
+        "replay",
+        help="feed a bus recording as the host's commands into a fresh "
+        "lockstep twin (exit 1 if the drives' feedback differs from the recording)",
+    )
+    rep.add_argument(
+        "recording",
+        help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)",
+    )
+    rep.add_argument(
+        "--seconds", type=float, default=None, help="replay only this much simulated time"
+    )
     rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
-    rep.add_argument("--onto", metavar="INTERFACE", help="play the host frames onto a live python-can "
-                     "interface instead (socketcand: a running rob-twin bank; socketcan: vcan0 ...)")
+    rep.add_argument(
+        "--onto",
+        metavar="INTERFACE",
+        help="play the host frames onto a live python-can "
+        "interface instead (socketcand: a running rob-twin bank; socketcan: vcan0 ...)",
+    )
     rep.add_argument("--host", default="127.0.0.1", help="socketcand server for --onto")
     rep.add_argument("--port", type=int, default=29536, help="socketcand port for --onto")
     rep.add_argument("--channels", help="BUS=CHANNEL,... for --onto (default 10=CAN10,11=CAN11)")
     rep.add_argument("--speed", type=float, default=1.0, help="x real time for --onto")
     rep.set_defaults(func=_cmd_replay)
-    bank = sub.add_parser("bank", help="the simulated drives + MuJoCo in real time, served on named "
-                          "buses (socketcand on 127.0.0.1, or SocketCAN)")
+    bank = sub.add_parser(
+        "bank",
+        help="the simulated drives + MuJoCo in real time, served on named "
+        "buses (socketcand on 127.0.0.1, or SocketCAN)",
+    )
     bank.add_argument("--interface", default="socketcand", choices=("socketcand", "socketcan"))
-    bank.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1 only)")
+    bank.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1 only)"
+    )
     bank.add_argument("--port", type=int, default=29536, help="socketcand port (0: any free port)")
-    bank.add_argument("--control-port", type=int, default=0, help="JSON control port (0: any free port)")
+    bank.add_argument(
+        "--control-port", type=int, default=0, help="JSON control port (0: any free port)"
+    )
     bank.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
     bank.add_argument("--feedback-rate", type=float, default=100.0, help="drive feedback rate [Hz]")
     bank.add_argument("--seed", type=int, default=0)
-    bank.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until shutdown)")
+    bank.add_argument(
+        "--seconds", type=float, default=None, help="stop after this long (default: until shutdown)"
+    )
     bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
-    bank.add_argument("--max-lag", type=float, default=1.0,
-                      help="stop with an error when this many seconds behind real time (default 1)")
-    bank.add_argument("--record-can", metavar="FILE", help="record all traffic the drives see and "
-                      "send (.log, .asc, .blf, .mf4; wall-clock timestamps)")
+    bank.add_argument(
+        "--max-lag",
+        type=float,
+        default=1.0,
+        help="stop with an error when this many seconds behind real time (default 1)",
+    )
+    bank.add_argument(
+        "--record-can",
+        metavar="FILE",
+        help="record all traffic the drives see and "
+        "send (.log, .asc, .blf, .mf4; wall-clock timestamps)",
+    )
     bank.set_defaults(func=_cmd_bank)
-    host = sub.add_parser("host", help="ROB's host stack (owners, codec, transport) against a bank "
-                          "over a real interface (exit 1 if an owner latched a fault)")
-    host.add_argument("--interface", default="socketcand", help="python-can interface (default socketcand)")
+    host = sub.add_parser(
+        "host",
+        help="ROB's host stack (owners, codec, transport) against a bank "
+        "over a real interface (exit 1 if an owner latched a fault)",
+    )
+    host.add_argument(
+        "--interface", default="socketcand", help="python-can interface (default socketcand)"
+    )
     host.add_argument("--host", default="127.0.0.1")
     host.add_argument("--port", type=int, default=29536)
     host.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
     host.add_argument("--arm", action="append", help="drive only this arm (repeatable)")
     host.add_argument("--seconds", type=float, default=3.0)
     host.add_argument("--stream", default="wave", choices=("wave", "hold"))
-    host.add_argument("--stop-after", type=float, default=None, help="call Stop after this many seconds")
+    host.add_argument(
+        "--stop-after", type=float, default=None, help="call Stop after this many seconds"
+    )
     host.add_argument("--ping-hz", type=float, default=0.0, help="round-trip probes per second")
     host.set_defaults(func=_cmd_host)
-    cert = sub.add_parser("certify", help="re-verify a saved plan's clearance certificate with coal "
-                          "(exit 1 on any disagreement)")
+    cert = sub.add_parser(
+        "certify",
+        help="re-verify a saved plan's clearance certificate with coal "
+        "(exit 1 on any disagreement)",
+    )
     cert.add_argument("plan", help="plan file (JSON, planners.plan_file)")
     cert.add_argument("--model", help="scene XML (default: the generated ROB scene)")
     cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
     cert.set_defaults(func=_cmd_certify, json_result=True)
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
     view.add_argument("scenario", nargs="?")
-    view.add_argument("--seconds", type=float, default=None,
-                      help="close after this many wall seconds (default: when the window closes)")
-    view.add_argument("--sim-seconds", type=float, default=None,
-                      help="close once this much simulated time has run")
-    view.add_argument("--press", action="append", metavar="SECONDS:KEY",
-                      help="press KEY (F8, F9, F10, F11, F12, Insert, Home, End) at this "
-                           "simulated time, as if typed (repeatable)")
-    view.add_argument("--quality", choices=QUALITY_CHOICES, default=None,
-                      help="render quality (default: the scenario's; auto: fast on a software GL renderer)")
+    view.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="close after this many wall seconds (default: when the window closes)",
+    )
+    view.add_argument(
+        "--sim-seconds",
+        type=float,
+        default=None,
+        help="close once this much simulated time has run",
+    )
+    view.add_argument(
+        "--press",
+        action="append",
+        metavar="SECONDS:KEY",
+        help="press KEY (F8, F9, F10, F11, F12, Insert, Home, End) at this "
+        "simulated time, as if typed (repeatable)",
+    )
+    view.add_argument(
+        "--quality",
+        choices=QUALITY_CHOICES,
+        default=None,
+        help="render quality (default: the scenario's; auto: fast on a software GL renderer)",
+    )
     view.add_argument("--screenshot", help="PNG of the display taken just before closing")
-    view.add_argument("--report", help="write what the session did (owner modes, bus frames) as JSON")
+    view.add_argument(
+        "--report", help="write what the session did (owner modes, bus frames) as JSON"
+    )
     view.set_defaults(func=_cmd_view)
-    tele = sub.add_parser("teleop", help="teleoperate both arms from a browser or WebXR headset "
-                          "(real-time closed loop + one server for page, websocket and telemetry)")
-    tele.add_argument("scenario", nargs="?", help="scenario file: initial state and faults (default: demo)")
-    tele.add_argument("--port", type=int, default=8765, help="port of page, websocket and telemetry (default 8765)")
-    tele.add_argument("--lan", action="store_true",
-                      help="bind every interface, HTTPS only (self-signed certificate made on first use)")
-    tele.add_argument("--cert-dir", help="where the --lan certificate lives (default ~/.cache/rob-twin/teleop)")
-    tele.add_argument("--seconds", type=float, default=float("inf"), help="stop after this many seconds")
-    tele.add_argument("--no-viewer", action="store_true", help="headless even when a display exists")
-    tele.add_argument("--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)")
-    tele.add_argument("--input-timeout", type=float, default=None, metavar="SECONDS",
-                      help="input age that brakes an engaged arm (default 0.1 s; raise it for a slow "
-                           "network or a loaded machine)")
+    tele = sub.add_parser(
+        "teleop",
+        help="teleoperate both arms from a browser or WebXR headset "
+        "(real-time closed loop + one server for page, websocket and telemetry)",
+    )
+    tele.add_argument(
+        "scenario", nargs="?", help="scenario file: initial state and faults (default: demo)"
+    )
+    tele.add_argument(
+        "--port",
+        type=int,
+        default=8765,
+        help="port of page, websocket and telemetry (default 8765)",
+    )
+    tele.add_argument(
+        "--lan",
+        action="store_true",
+        help="bind every interface, HTTPS only (self-signed certificate made on first use)",
+    )
+    tele.add_argument(
+        "--cert-dir", help="where the --lan certificate lives (default ~/.cache/rob-twin/teleop)"
+    )
+    tele.add_argument(
+        "--seconds", type=float, default=float("inf"), help="stop after this many seconds"
+    )
+    tele.add_argument(
+        "--no-viewer", action="store_true", help="headless even when a display exists"
+    )
+    tele.add_argument(
+        "--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)"
+    )
+    tele.add_argument(
+        "--input-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="input age that brakes an engaged arm (default 0.1 s; raise it for a slow "
+        "network or a loaded machine)",
+    )
     tele.set_defaults(func=_cmd_teleop)
     add_scale_commands(sub)
     return parser

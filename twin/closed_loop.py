@@ -102,8 +102,11 @@ class ClosedLoopConfig:
         if not 0 < self.feedback_rate_hz <= 200.0:
             raise TwinInputError("feedback_rate_hz", self.feedback_rate_hz, "(0, 200] Hz")
         if abs(1.0 / self.owner_rate_hz - self.owner.period_s) > 1e-12:
-            raise TwinInputError("owner_rate_hz", self.owner_rate_hz,
-                                 f"1 / owner.period_s = {1.0 / self.owner.period_s!r} Hz")
+            raise TwinInputError(
+                "owner_rate_hz",
+                self.owner_rate_hz,
+                f"1 / owner.period_s = {1.0 / self.owner.period_s!r} Hz",
+            )
 
 
 def default_config() -> ClosedLoopConfig:
@@ -148,8 +151,9 @@ class ClosedLoop:
             host = open_virtual(ch)
             if self.bus_timing is not None:
                 host = self.bus_timing.host_bus(ch, host)
-            wire = FaultInjectingBus(host, arm, self.clock.now, self.faults, rng,
-                                     first_command_id=self.first_command_id)
+            wire = FaultInjectingBus(
+                host, arm, self.clock.now, self.faults, rng, first_command_id=self.first_command_id
+            )
             if self.bus_timing is not None:
                 wire.on_wire_fault = self.bus_timing.wire_fault_sink(ch)
             self.wires[arm] = wire
@@ -175,12 +179,26 @@ class ClosedLoop:
 
     def _make_bank(self, wiring: dict[str, Arm]):
         cfg = self.config
-        return MotorBank(self.twin.model, self.twin.data, wiring, self.faults, cfg.drives,
-                         cfg.log_dir, cfg.log_suffix, now=self.twin.time)
+        return MotorBank(
+            self.twin.model,
+            self.twin.data,
+            wiring,
+            self.faults,
+            cfg.drives,
+            cfg.log_dir,
+            cfg.log_suffix,
+            now=self.twin.time,
+        )
 
     def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> ArmDriver:
-        return ArmDriver.create(arm, self.clock, self.twin.arm_positions(arm), self.config.owner,
-                                TransportConfig(arm=arm, channel=self.channels[arm]), bus=wire)
+        return ArmDriver.create(
+            arm,
+            self.clock,
+            self.twin.arm_positions(arm),
+            self.config.owner,
+            TransportConfig(arm=arm, channel=self.channels[arm]),
+            bus=wire,
+        )
 
     def _start_drives(self) -> None:
         """Anything the drive family needs before the owners tick (Amber: nothing)."""
@@ -218,22 +236,31 @@ class ClosedLoop:
         self._leases[arm] = owner.grant_lease("twin-client", self.config.client_lease_s)
         return self._leases[arm]
 
-    def command(self, arm: Arm | str, positions_rad, velocity_rad_s=None,
-                acceleration_rad_s2=None) -> OfferResult:
+    def command(
+        self, arm: Arm | str, positions_rad, velocity_rad_s=None, acceleration_rad_s2=None
+    ) -> OfferResult:
         """Submit a joint target [rad] (optional target velocity [rad/s] and acceleration
         [rad/s^2]) to ``arm``'s owner under the client's lease; returns the mailbox's verdict."""
         arm = Arm.parse(arm)
         owner = self.drivers[arm].owner
         self._seq[arm] += 1
-        target = ArmTarget(arm, positions_rad, self._seq[arm], owner.generation, self.lease(arm),
-                           velocity_rad_s, acceleration_rad_s2)
+        target = ArmTarget(
+            arm,
+            positions_rad,
+            self._seq[arm],
+            owner.generation,
+            self.lease(arm),
+            velocity_rad_s,
+            acceleration_rad_s2,
+        )
         result = owner.submit(target)
         if not result.accepted:
             self.refused[arm][result.reason.value if result.reason else "unknown"] += 1
         return result
 
-    def stream_targets(self, arm: Arm | str, source: Callable[[float], np.ndarray | None],
-                       rate_hz: float) -> str:
+    def stream_targets(
+        self, arm: Arm | str, source: Callable[[float], np.ndarray | None], rate_hz: float
+    ) -> str:
         """Submit ``source(t)`` [rad] to ``arm`` every 1/``rate_hz`` s of simulated time.
 
         Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
@@ -265,7 +292,7 @@ class ClosedLoop:
 
     def stop(self, arm: Arm | str | None = None) -> None:
         """Stop one arm's owner, or both (brake to hold; targets refused until reset)."""
-        for a in ([Arm.parse(arm)] if arm is not None else list(Arm)):
+        for a in [Arm.parse(arm)] if arm is not None else list(Arm):
             self.drivers[a].owner.stop()
 
     # ------------------------------------------------------------------ observation
@@ -294,7 +321,9 @@ class ClosedLoop:
         """Lockstep: advance ``seconds`` of simulated time [s]."""
         self.twin.run_for(seconds)
 
-    def run_until(self, predicate: Callable[[], bool], timeout_s: float, check_every_s: float = 0.005) -> bool:
+    def run_until(
+        self, predicate: Callable[[], bool], timeout_s: float, check_every_s: float = 0.005
+    ) -> bool:
         """Step until ``predicate()`` is true (checked every ``check_every_s``) or ``timeout_s``
         of simulated time passed; return whether it became true."""
         end = self.time + timeout_s
@@ -305,8 +334,9 @@ class ClosedLoop:
                 return True
         return predicate()
 
-    def run_realtime(self, seconds: float, on_frame: Callable[[], bool] | None = None,
-                     steps_per_frame: int = 10) -> None:
+    def run_realtime(
+        self, seconds: float, on_frame: Callable[[], bool] | None = None, steps_per_frame: int = 10
+    ) -> None:
         """The same wiring paced against the wall clock; ``on_frame`` returning False ends it."""
         t_wall0, t_sim0 = time.perf_counter(), self.time
         while self.time - t_sim0 < seconds:

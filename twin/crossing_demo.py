@@ -42,14 +42,31 @@ def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
     shows its end); filmed from the front camera (the hands cross in
     front of the chest), 480x360 at 20
     frames/s, render quality picked for the machine."""
-    initial = {f"{arm}/j{i + 1}": q for arm, pose in poses.CROSSING_START.items()
-               for i, q in enumerate(pose)}
-    return Scenario.from_dict({
-        "name": "demo", "duration": duration_s, "seed": 0, "initial": initial,
-        "plans": [{"t": PLAN_AT_S, "goals": {a: list(q) for a, q in poses.CROSSING_GOALS.items()},
-                   "seed": 0}],
-        "cameras": ["front"], "fps": 20, "frame_size": [480, 360], "quality": "auto",
-    }, source="the demo scenario")
+    initial = {
+        f"{arm}/j{i + 1}": q
+        for arm, pose in poses.CROSSING_START.items()
+        for i, q in enumerate(pose)
+    }
+    return Scenario.from_dict(
+        {
+            "name": "demo",
+            "duration": duration_s,
+            "seed": 0,
+            "initial": initial,
+            "plans": [
+                {
+                    "t": PLAN_AT_S,
+                    "goals": {a: list(q) for a, q in poses.CROSSING_GOALS.items()},
+                    "seed": 0,
+                }
+            ],
+            "cameras": ["front"],
+            "fps": 20,
+            "frame_size": [480, 360],
+            "quality": "auto",
+        },
+        source="the demo scenario",
+    )
 
 
 def judge(states: np.ndarray, threshold_m: float) -> list[tuple[int, str, float]]:
@@ -79,8 +96,11 @@ def separate_contrast(seed: int = 0) -> Contrast:
     plans = separate_plans(model, start, goals, seed)
     states = sync_states(model, start, plans)
     hits = judge(states, 0.0)
-    return Contrast(states=states, rate_hz=float(next(iter(plans.values())).rate_hz),
-                    contact={i: d for i, _, d in hits})
+    return Contrast(
+        states=states,
+        rate_hz=float(next(iter(plans.values())).rate_hz),
+        contact={i: d for i, _, d in hits},
+    )
 
 
 def film_contrast(recorder: VideoRecorder, contrast: Contrast) -> int:
@@ -101,15 +121,19 @@ def film_contrast(recorder: VideoRecorder, contrast: Contrast) -> int:
         data.qpos[:] = contrast.states[i]
         mujoco.mj_forward(model, data)
         hit = [j for j in range(i, min(i + every, total)) if j in contrast.contact]
-        third = (f"!CONTACT: arms overlap by {-1000 * contrast.contact[hit[0]]:.1f} mm" if hit
-                 else "no contact in this frame")
+        third = (
+            f"!CONTACT: arms overlap by {-1000 * contrast.contact[hit[0]]:.1f} mm"
+            if hit
+            else "no contact in this frame"
+        )
         recorder.capture(data, [head, f"{tally}   t = {i / contrast.rate_hz:4.2f} s", third])
         n += 1
     return n
 
 
-def group_captions(now: float, planner: PlanRunner | None,
-                   contrast: Contrast | None = None) -> list[str]:
+def group_captions(
+    now: float, planner: PlanRunner | None, contrast: Contrast | None = None
+) -> list[str]:
     """The captions of the executed group plan at simulated time ``now`` [s]; once it
     completed, ``contrast``'s tally is recalled beside it."""
     head = "2/2  ArmGroup: both arms planned TOGETHER, run in sync"
@@ -118,40 +142,70 @@ def group_captions(now: float, planner: PlanRunner | None,
     st = planner.status(now)
     last = st.get("last")
     if st["state"] == "executing":
-        return [head, f"through owners, CAN and drives: {100 * st['progress']:3.0f} %   t = {now:4.2f} s",
-                f"plan clearance {1000 * (st['clearance_m'] or 0):.1f} mm (margin "
-                f"{1000 * GROUP_MARGIN_M:.0f} mm), start skew measured at the end"]
+        return [
+            head,
+            f"through owners, CAN and drives: {100 * st['progress']:3.0f} %   t = {now:4.2f} s",
+            f"plan clearance {1000 * (st['clearance_m'] or 0):.1f} mm (margin "
+            f"{1000 * GROUP_MARGIN_M:.0f} mm), start skew measured at the end",
+        ]
     if last is not None:
         if last.get("outcome") == "completed":
-            return [head, f"{last.get('outcome')}: plan clearance never below "
-                          f"{1000 * last['plan_min_clearance_m']:.1f} mm",
-                    f"start skew {1000 * (last.get('start_skew_s') or 0):.2f} ms, max deviation "
-                    f"{last.get('max_deviation_rad', 0):.4f} rad"] + (
-                [f"(planned alone: {contrast.colliding_frames} of {len(contrast.states)} "
-                 "samples in contact)"] if contrast is not None else [])
-        return [head, f"!plan step: {last.get('status')} {last.get('outcome', '')}: "
-                      f"{last.get('reason', '')}"[:90]]
-    return [head, f"planning at t = {PLAN_AT_S:.1f} s   t = {now:4.2f} s",
-            "every 125 Hz sample checked arm against arm and world"]
+            return [
+                head,
+                f"{last.get('outcome')}: plan clearance never below "
+                f"{1000 * last['plan_min_clearance_m']:.1f} mm",
+                f"start skew {1000 * (last.get('start_skew_s') or 0):.2f} ms, max deviation "
+                f"{last.get('max_deviation_rad', 0):.4f} rad",
+            ] + (
+                [
+                    f"(planned alone: {contrast.colliding_frames} of {len(contrast.states)} "
+                    "samples in contact)"
+                ]
+                if contrast is not None
+                else []
+            )
+        return [
+            head,
+            f"!plan step: {last.get('status')} {last.get('outcome', '')}: {last.get('reason', '')}"[
+                :90
+            ],
+        ]
+    return [
+        head,
+        f"planning at t = {PLAN_AT_S:.1f} s   t = {now:4.2f} s",
+        "every 125 Hz sample checked arm against arm and world",
+    ]
 
 
 def demo_figures(contrast: Contrast, planner: PlanRunner | None) -> dict:
     """The summary's ``crossing`` section: the separate plans' colliding frames and the
     executed group plan's colliding samples (coal, fresh model copy)."""
-    out: dict = {"separate_colliding_frames": contrast.colliding_frames,
-                 "separate_frames": int(len(contrast.states)),
-                 "separate_judge": "coal on a fresh model copy, contact (distance < 0)",
-                 "separate_deepest_overlap_m": round(-min(contrast.contact.values()), 5)
-                 if contrast.contact else 0.0}
+    out: dict = {
+        "separate_colliding_frames": contrast.colliding_frames,
+        "separate_frames": int(len(contrast.states)),
+        "separate_judge": "coal on a fresh model copy, contact (distance < 0)",
+        "separate_deepest_overlap_m": round(-min(contrast.contact.values()), 5)
+        if contrast.contact
+        else 0.0,
+    }
     if planner is None or not planner.executed:
-        return {**out, "group_colliding_samples": None, "group_samples": 0,
-                "group_note": "no group plan was executed"}
+        return {
+            **out,
+            "group_colliding_samples": None,
+            "group_samples": 0,
+            "group_note": "no group plan was executed",
+        }
     _, plan = planner.executed[0]
     states = planner.group.full_qpos(plan)
     hits = judge(states, GROUP_MARGIN_M - JUDGE_TOLERANCE_M)
     row = planner.results[0] if planner.results else {}
-    return {**out, "group_colliding_samples": len(hits), "group_samples": int(plan.t.size),
-            "group_judge": f"coal on a fresh model copy, distance < {GROUP_MARGIN_M - JUDGE_TOLERANCE_M} m",
-            "group_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
-            "group_duration_s": round(plan.duration_s, 3),
-            "group_outcome": row.get("outcome"), "start_skew_s": row.get("start_skew_s")}
+    return {
+        **out,
+        "group_colliding_samples": len(hits),
+        "group_samples": int(plan.t.size),
+        "group_judge": f"coal on a fresh model copy, distance < {GROUP_MARGIN_M - JUDGE_TOLERANCE_M} m",
+        "group_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
+        "group_duration_s": round(plan.duration_s, 3),
+        "group_outcome": row.get("outcome"),
+        "start_skew_s": row.get("start_skew_s"),
+    }

@@ -42,8 +42,10 @@ from .wire import open_virtual
 def default_damiao_configs(timeout_counts: int = 0) -> tuple[DamiaoDriveConfig, ...]:
     """OpenArm's seven drives: DM8009 x2, DM4340 x2, DM4310 x3; ids 0x01..0x07 / 0x11..0x17;
     TIMEOUT register ``timeout_counts`` (factory 0 = off)."""
-    return tuple(DamiaoDriveConfig(motor=m, esc_id=e, mst_id=r, timeout_counts=timeout_counts)
-                 for m, e, r in zip(OPENARM_ARM_MOTORS, ESC_IDS, MST_IDS, strict=True))
+    return tuple(
+        DamiaoDriveConfig(motor=m, esc_id=e, mst_id=r, timeout_counts=timeout_counts)
+        for m, e, r in zip(OPENARM_ARM_MOTORS, ESC_IDS, MST_IDS, strict=True)
+    )
 
 
 @dataclass
@@ -77,10 +79,17 @@ class DamiaoBank(BankBuses):
 
     wiring: {channel: arm on that bus}; configs: the seven drives of an arm."""
 
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, wiring: dict[str, Arm],
-                 faults: FaultSchedule | None = None,
-                 configs: tuple[DamiaoDriveConfig, ...] | None = None,
-                 log_dir: Path | str | None = None, log_suffix: str = ".log", now: float = 0.0):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        data: mujoco.MjData,
+        wiring: dict[str, Arm],
+        faults: FaultSchedule | None = None,
+        configs: tuple[DamiaoDriveConfig, ...] | None = None,
+        log_dir: Path | str | None = None,
+        log_suffix: str = ".log",
+        now: float = 0.0,
+    ):
         self.model, self.data = model, data
         self.faults = faults if faults is not None else FaultSchedule()
         configs = configs or default_damiao_configs()
@@ -96,8 +105,15 @@ class DamiaoBank(BankBuses):
                 d.last_command_s = now
             logger = self._open_logger(log_dir, channel, log_suffix)
             self.buses[channel] = DamiaoArmDrives(
-                channel, arm, open_virtual(channel), drives, arm_qpos_indices(model, arm), dof,
-                arm_actuator_indices(model, arm), logger=logger)
+                channel,
+                arm,
+                open_virtual(channel),
+                drives,
+                arm_qpos_indices(model, arm),
+                dof,
+                arm_actuator_indices(model, arm),
+                logger=logger,
+            )
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
 
@@ -107,8 +123,9 @@ class DamiaoBank(BankBuses):
         for d in self._pick(arm, joints):
             d.supply_v = float(volts)
 
-    def set_temperature_c(self, arm: Arm | str, t_mos_c: float, t_rotor_c: float,
-                          joints: tuple[int, ...] = ()) -> None:
+    def set_temperature_c(
+        self, arm: Arm | str, t_mos_c: float, t_rotor_c: float, joints: tuple[int, ...] = ()
+    ) -> None:
         """MOS and rotor temperatures [degC] of the listed drives (no thermal model)."""
         for d in self._pick(arm, joints):
             d.t_mos_c, d.t_rotor_c = int(round(t_mos_c)), int(round(t_rotor_c))
@@ -139,8 +156,9 @@ class DamiaoBank(BankBuses):
             if not ad.powered:
                 d.ctrl[ad.actuators] = 0.0
                 continue
-            d.ctrl[ad.actuators] = [drv.torque(qk, vk, now)
-                                    for drv, qk, vk in zip(ad.drives, q, dq, strict=True)]
+            d.ctrl[ad.actuators] = [
+                drv.torque(qk, vk, now) for drv, qk, vk in zip(ad.drives, q, dq, strict=True)
+            ]
 
     def _handle(self, ad: DamiaoArmDrives, msg: can.Message, now: float) -> None:
         ad.counters.frames_in += 1
@@ -165,8 +183,9 @@ class DamiaoBank(BankBuses):
             reply = drv.on_frame(msg.arbitration_id, data, now, q, float(self.data.qvel[ad.dof[k]]))
             if reply is None or ad.silent[k]:
                 continue
-            out = can.Message(timestamp=now, arbitration_id=reply[0], data=reply[1],
-                              is_extended_id=False)
+            out = can.Message(
+                timestamp=now, arbitration_id=reply[0], data=reply[1], is_extended_id=False
+            )
             ad.bus.send(out)
             ad.counters.replies += 1
             if ad.logger is not None:
@@ -181,8 +200,10 @@ class DamiaoBank(BankBuses):
         frozen = f.active(FaultKind.FEEDBACK_FREEZE, arm, now)
         ad.silent = tuple(any(s.hits_joint(drv.joint) for s in frozen) for drv in ad.drives)
         offsets = f.active(FaultKind.ENCODER_OFFSET, arm, now)
-        ad.encoder_offset_rad = tuple(sum(s.params["offset_rad"] for s in offsets
-                                          if s.hits_joint(drv.joint)) for drv in ad.drives)
+        ad.encoder_offset_rad = tuple(
+            sum(s.params["offset_rad"] for s in offsets if s.hits_joint(drv.joint))
+            for drv in ad.drives
+        )
         ad.powered = f.first(FaultKind.POWER_LOSS, arm, now) is None
         stalls = f.active(FaultKind.STALL, arm, now)
         stalled = tuple(any(s.hits_joint(drv.joint) for s in stalls) for drv in ad.drives)
@@ -201,8 +222,11 @@ class DamiaoBank(BankBuses):
             m = drv.config.motor
             hold = MitCommand(spec.params["position_rad"], 0.0, 20.0, 1.0, 0.0)
             data = encode_mit(hold, Scaling.of(m))
-            self._writers[ch].send(can.Message(timestamp=now, arbitration_id=drv.esc_id,
-                                               data=data, is_extended_id=False))
+            self._writers[ch].send(
+                can.Message(
+                    timestamp=now, arbitration_id=drv.esc_id, data=data, is_extended_id=False
+                )
+            )
             ad.counters.second_writer_frames += 1
 
     # ------------------------------------------------------------------ lifecycle

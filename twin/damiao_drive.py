@@ -105,10 +105,15 @@ class DamiaoDrive:
         c = self.config
         m = c.motor
         self.registers = {
-            Register.UV: c.uv_v, Register.OT: c.ot_c, Register.MST_ID: c.mst_id,
-            Register.ESC_ID: c.esc_id, Register.TIMEOUT: c.timeout_counts,
-            Register.CTRL_MODE: CTRL_MODE_MIT, Register.PMAX: m.pmax_rad,
-            Register.VMAX: m.vmax_rad_s, Register.TMAX: m.tmax_nm,
+            Register.UV: c.uv_v,
+            Register.OT: c.ot_c,
+            Register.MST_ID: c.mst_id,
+            Register.ESC_ID: c.esc_id,
+            Register.TIMEOUT: c.timeout_counts,
+            Register.CTRL_MODE: CTRL_MODE_MIT,
+            Register.PMAX: m.pmax_rad,
+            Register.VMAX: m.vmax_rad_s,
+            Register.TMAX: m.tmax_nm,
         }
         self.zero_rad = c.zero_offset_rad
         self.t_mos_c = self.t_rotor_c = c.ambient_c
@@ -128,8 +133,9 @@ class DamiaoDrive:
         """The wire scaling of the PMAX/VMAX/TMAX registers (cached until one is written)."""
         if self._scaling is None:
             r = self.registers
-            self._scaling = Scaling(float(r[Register.PMAX]), float(r[Register.VMAX]),
-                                    float(r[Register.TMAX]))
+            self._scaling = Scaling(
+                float(r[Register.PMAX]), float(r[Register.VMAX]), float(r[Register.TMAX])
+            )
         return self._scaling
 
     def set_register(self, rid: Register, value: int | float) -> None:
@@ -149,8 +155,9 @@ class DamiaoDrive:
         return int(Status.ENABLED if self.enabled else Status.DISABLED)
 
     # ------------------------------------------------------------------ frames
-    def on_frame(self, arbitration_id: int, data: bytes, now: float, q_rad: float,
-                 dq_rad_s: float) -> tuple[int, bytes] | None:
+    def on_frame(
+        self, arbitration_id: int, data: bytes, now: float, q_rad: float, dq_rad_s: float
+    ) -> tuple[int, bytes] | None:
         """Act on a frame addressed to this drive; return the reply (id, payload) or None.
 
         q_rad, dq_rad_s: the joint's present state (for the state reply)."""
@@ -187,8 +194,9 @@ class DamiaoDrive:
         elif cmd is SpecialCommand.SET_ZERO and not self.enabled:
             self.zero_rad += q_rad  # the present joint position reads 0 from now on
 
-    def _on_register(self, data: bytes, now: float, q_rad: float,
-                     dq_rad_s: float) -> tuple[int, bytes] | None:
+    def _on_register(
+        self, data: bytes, now: float, q_rad: float, dq_rad_s: float
+    ) -> tuple[int, bytes] | None:
         esc = data[0] | (data[1] << 8)
         if esc != self.esc_id:
             return None  # addressed to another drive on this bus
@@ -248,8 +256,11 @@ class DamiaoDrive:
         """The state frame for the joint at (q [rad], dq [rad/s]) under the present torque."""
         s = self.scaling
         values = []
-        for x, lim in ((q_rad - self.zero_rad, s.pmax_rad), (dq_rad_s, s.vmax_rad_s),
-                       (self.last_torque_nm, s.tmax_nm)):
+        for x, lim in (
+            (q_rad - self.zero_rad, s.pmax_rad),
+            (dq_rad_s, s.vmax_rad_s),
+            (self.last_torque_nm, s.tmax_nm),
+        ):
             if not math.isfinite(x):
                 x = 0.0
             if abs(x) > lim:
@@ -257,8 +268,9 @@ class DamiaoDrive:
                 x = math.copysign(lim, x)
             values.append(x)
         self.counters.replies += 1
-        return encode_state(self.esc_id, self.status, *values, _temp(self.t_mos_c),
-                            _temp(self.t_rotor_c), s)
+        return encode_state(
+            self.esc_id, self.status, *values, _temp(self.t_mos_c), _temp(self.t_rotor_c), s
+        )
 
 
 def _temp(t: float) -> int:

@@ -76,8 +76,12 @@ def openarm_owner_config() -> OwnerConfig:
 
 def openarm_config(**overrides) -> ClosedLoopConfig:
     """A closed-loop config for the OpenArm-class robot: 500 Hz owners, Damiao drives."""
-    base = ClosedLoopConfig(robot="openarm", owner_rate_hz=OWNER_RATE_HZ,
-                            owner=openarm_owner_config(), damiao=DamiaoOptions())
+    base = ClosedLoopConfig(
+        robot="openarm",
+        owner_rate_hz=OWNER_RATE_HZ,
+        owner=openarm_owner_config(),
+        damiao=DamiaoOptions(),
+    )
     return replace(base, **overrides)
 
 
@@ -102,8 +106,16 @@ class DamiaoClosedLoop(ClosedLoop):
 
     def _make_bank(self, wiring: dict[str, Arm]) -> DamiaoBank:
         cfg = self.config
-        return DamiaoBank(self.twin.model, self.twin.data, wiring, self.faults,
-                          default_damiao_configs(), cfg.log_dir, cfg.log_suffix, now=self.twin.time)
+        return DamiaoBank(
+            self.twin.model,
+            self.twin.data,
+            wiring,
+            self.faults,
+            default_damiao_configs(),
+            cfg.log_dir,
+            cfg.log_suffix,
+            now=self.twin.time,
+        )
 
     def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> DamiaoArmDriver:
         o = self.options
@@ -111,10 +123,22 @@ class DamiaoClosedLoop(ClosedLoop):
         if gravity is not None:
             self.gravity[arm] = gravity
         tcfg = DamiaoTransportConfig(
-            arm=arm, channel=self.channels[arm], kp=o.kp or OPENARM_KP, kd=o.kd or OPENARM_KD,
-            scalings=o.host_scalings, timeout_s=o.timeout_s)
-        return DamiaoArmDriver.create_damiao(arm, self.clock, self.twin.arm_positions(arm),
-                                             self.config.owner, tcfg, bus=wire, gravity=gravity)
+            arm=arm,
+            channel=self.channels[arm],
+            kp=o.kp or OPENARM_KP,
+            kd=o.kd or OPENARM_KD,
+            scalings=o.host_scalings,
+            timeout_s=o.timeout_s,
+        )
+        return DamiaoArmDriver.create_damiao(
+            arm,
+            self.clock,
+            self.twin.arm_positions(arm),
+            self.config.owner,
+            tcfg,
+            bus=wire,
+            gravity=gravity,
+        )
 
     def _start_drives(self) -> None:
         for ov in self.options.drive_registers:

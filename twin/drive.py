@@ -36,6 +36,7 @@ STATUS_TIMEOUT = 0x02  # holding: no valid command for command_timeout_s
 STATUS_LIMIT = 0x04  # the last command was clamped to the drive's limits
 STATUS_FOLLOWING = 0x08  # |setpoint - position| above following_error_rad
 
+
 class DriveConfigError(RobTwinError, ValueError):
     """A drive configuration value out of its valid range (the message names both)."""
 
@@ -70,7 +71,9 @@ class DriveConfig:
         if self.sign not in (1, -1):
             raise DriveConfigError(f"drive sign must be +1 or -1, got {self.sign!r}")
         if not self.lower_rad < self.upper_rad:
-            raise DriveConfigError(f"drive limits need lower < upper, got {self.lower_rad!r}, {self.upper_rad!r}")
+            raise DriveConfigError(
+                f"drive limits need lower < upper, got {self.lower_rad!r}, {self.upper_rad!r}"
+            )
         for name in ("max_velocity_rad_s", "command_timeout_s", "amps_per_nm"):
             if not getattr(self, name) > 0:
                 raise DriveConfigError(f"drive {name} must be > 0, got {getattr(self, name)!r}")
@@ -168,6 +171,10 @@ class SimulatedDrive:
         current = max(-127.0, min(127.0, self.sign * torque_nm * c.amps_per_nm))
         self._frames += 1
         return encode_feedback(
-            self.joint, drive_rad, current=current, status=self.status(position_rad),
-            diagnostic=self._frames & 0xFF, config=DRIVE_FRAME,
+            self.joint,
+            drive_rad,
+            current=current,
+            status=self.status(position_rad),
+            diagnostic=self._frames & 0xFF,
+            config=DRIVE_FRAME,
         )

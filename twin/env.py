@@ -85,8 +85,11 @@ class EnvConfig:
         physics_hz = 1.0 / D.TIMESTEP
         steps = physics_hz / self.control_rate_hz if self.control_rate_hz > 0 else 0.0
         if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
-            raise TwinInputError("control_rate_hz", self.control_rate_hz,
-                                 f"{physics_hz:g}/k Hz for a whole k >= 1 (it must divide the physics rate)")
+            raise TwinInputError(
+                "control_rate_hz",
+                self.control_rate_hz,
+                f"{physics_hz:g}/k Hz for a whole k >= 1 (it must divide the physics rate)",
+            )
         if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
             raise TwinInputError("time_limit_s", self.time_limit_s, "a finite time > 0 s")
         for name in self.sensors:
@@ -104,8 +107,11 @@ class RobEnv(dm_env.Environment):
     """See the module doc. ``physics`` is the ``dm_control.mujoco.Physics`` the closed loop
     steps (named indexing: ``env.physics.named.data.qpos["right/j1"]``)."""
 
-    def __init__(self, config: EnvConfig | None = None,
-                 reward_fn: Callable[[dm_mujoco.Physics, dict], float] | None = None):
+    def __init__(
+        self,
+        config: EnvConfig | None = None,
+        reward_fn: Callable[[dm_mujoco.Physics, dict], float] | None = None,
+    ):
         self.config = config or EnvConfig()
         self.reward_fn = reward_fn
         self._lo, self._hi = action_bounds()
@@ -148,20 +154,30 @@ class RobEnv(dm_env.Environment):
 
     # ------------------------------------------------------------------ specs
     def action_spec(self) -> specs.BoundedArray:
-        return specs.BoundedArray(shape=(len(ACTION_NAMES),), dtype=np.float64, minimum=self._lo,
-                                  maximum=self._hi, name="\t".join(ACTION_NAMES))
+        return specs.BoundedArray(
+            shape=(len(ACTION_NAMES),),
+            dtype=np.float64,
+            minimum=self._lo,
+            maximum=self._hi,
+            name="\t".join(ACTION_NAMES),
+        )
 
     def observation_spec(self) -> OrderedDict:
         out = OrderedDict()
         s = self.config.sensors
         for arm in ARMS:
             if "feedback" in s:
-                out[f"feedback/{arm.value}"] = specs.Array((7,), np.float64, f"feedback/{arm.value}")
+                out[f"feedback/{arm.value}"] = specs.Array(
+                    (7,), np.float64, f"feedback/{arm.value}"
+                )
             if "commanded" in s:
-                out[f"commanded/{arm.value}"] = specs.Array((7,), np.float64, f"commanded/{arm.value}")
+                out[f"commanded/{arm.value}"] = specs.Array(
+                    (7,), np.float64, f"commanded/{arm.value}"
+                )
             if "modes" in s:
-                out[f"mode/{arm.value}"] = specs.BoundedArray((), np.int32, 0, len(MODES) - 1,
-                                                              f"mode/{arm.value}")
+                out[f"mode/{arm.value}"] = specs.BoundedArray(
+                    (), np.int32, 0, len(MODES) - 1, f"mode/{arm.value}"
+                )
         if "base" in s:
             out["base/tread_speeds"] = specs.Array((2,), np.float64, "base/tread_speeds")
             out["base/odometry"] = specs.Array((3,), np.float64, "base/odometry")
@@ -193,7 +209,7 @@ class RobEnv(dm_env.Environment):
             return self.reset(self.seed)
         a = self._validate(action)
         for k, arm in enumerate(ARMS):
-            self.loop.command(arm, a[7 * k:7 * k + 7])
+            self.loop.command(arm, a[7 * k : 7 * k + 7])
         if not self.drive.stopped:
             self.drive.command(a[14], a[15])
         self.loop.twin.step(self._steps_per_action)
@@ -211,7 +227,9 @@ class RobEnv(dm_env.Environment):
         except (TypeError, ValueError):
             raise EnvActionError("action", action, f"{len(ACTION_NAMES)} numbers") from None
         if a.shape != (len(ACTION_NAMES),):
-            raise EnvActionError("action shape", a.shape, f"({len(ACTION_NAMES)},): {', '.join(ACTION_NAMES)}")
+            raise EnvActionError(
+                "action shape", a.shape, f"({len(ACTION_NAMES)},): {', '.join(ACTION_NAMES)}"
+            )
         for i, name in enumerate(ACTION_NAMES):
             v = a[i]
             if not (np.isfinite(v) and self._lo[i] <= v <= self._hi[i]):

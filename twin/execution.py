@@ -43,20 +43,30 @@ def loop_executor_config(loop: ClosedLoop) -> ExecutorConfig:
     return replace(default_executor_config(), lookahead_s=loop.config.owner.period_s)
 
 
-def execute_arrays(loop: ClosedLoop, arrays: Mapping, config: ExecutorConfig | None = None,
-                   timeout_s: float | None = None, executor: SyncExecutor | None = None
-                   ) -> ExecutionReport:
+def execute_arrays(
+    loop: ClosedLoop,
+    arrays: Mapping,
+    config: ExecutorConfig | None = None,
+    timeout_s: float | None = None,
+    executor: SyncExecutor | None = None,
+) -> ExecutionReport:
     """Execute ``{arm: (t, q, qd, qdd)}`` through ``loop`` in lockstep; return the report.
 
     timeout_s: simulated time allowed [s] (default: lead + duration + settle + 1 s)."""
-    ex_ = executor or SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock,
-                                   config or loop_executor_config(loop))
+    ex_ = executor or SyncExecutor(
+        {a: d.owner for a, d in loop.drivers.items()},
+        loop.clock,
+        config or loop_executor_config(loop),
+    )
     ex = ex_.begin(arrays)
     if ex.done:
         return ex.report()
     c = ex_.config
-    limit = timeout_s if timeout_s is not None else (
-        c.lead_time_s + ex.trajectory.duration_s + c.settle_timeout_s + 1.0)
+    limit = (
+        timeout_s
+        if timeout_s is not None
+        else (c.lead_time_s + ex.trajectory.duration_s + c.settle_timeout_s + 1.0)
+    )
     loop.on_tick.append(ex.on_tick)
     try:
         if not loop.run_until(lambda: ex.done, limit):
@@ -66,12 +76,18 @@ def execute_arrays(loop: ClosedLoop, arrays: Mapping, config: ExecutorConfig | N
     return ex.report()
 
 
-def execute_plan(loop: ClosedLoop, plan: Plan, config: ExecutorConfig | None = None,
-                 timeout_s: float | None = None) -> ExecutionReport:
+def execute_plan(
+    loop: ClosedLoop,
+    plan: Plan,
+    config: ExecutorConfig | None = None,
+    timeout_s: float | None = None,
+) -> ExecutionReport:
     return execute_arrays(loop, plan_arrays(plan), config, timeout_s)
 
 
-def executed_states(report: ExecutionReport, hold: Mapping[Arm, np.ndarray]) -> tuple[np.ndarray, dict]:
+def executed_states(
+    report: ExecutionReport, hold: Mapping[Arm, np.ndarray]
+) -> tuple[np.ndarray, dict]:
     """Common owner-tick stamps [s] and each arm's commanded q [rad] at them (N, 7).
 
     Arms without a record in ``report`` take ``hold`` (their owner's held position); an arm
@@ -88,7 +104,9 @@ def executed_states(report: ExecutionReport, hold: Mapping[Arm, np.ndarray]) -> 
     return stamps, out
 
 
-def clearance_along(session: CheckSession, states: Mapping[Arm, np.ndarray], every: int = 1) -> np.ndarray:
+def clearance_along(
+    session: CheckSession, states: Mapping[Arm, np.ndarray], every: int = 1
+) -> np.ndarray:
     """Clearance [m] (inf beyond the checker's horizon) of every ``every``-th state; the
     session's moving arms are stacked in its order (``right``, ``left``)."""
     q = np.hstack([states[Arm.parse(a)] for a in session.moving])
@@ -117,8 +135,9 @@ class ExecutedPlan:
         return self.report.outcome is Outcome.COMPLETED
 
 
-def run_plan(loop: ClosedLoop, group: ArmGroup, plan: Plan,
-             config: ExecutorConfig | None = None) -> ExecutedPlan:
+def run_plan(
+    loop: ClosedLoop, group: ArmGroup, plan: Plan, config: ExecutorConfig | None = None
+) -> ExecutedPlan:
     """Execute ``plan`` through ``loop`` and re-check every published commanded state
     with ``group``'s own checker (margin ``group.config.collision.margin_m``)."""
     hold = {a: loop.commanded(a) for a in Arm}
@@ -127,9 +146,15 @@ def run_plan(loop: ClosedLoop, group: ArmGroup, plan: Plan,
     session = group.meter.session(tuple(a.value for a in Arm), group.reference_qpos)
     clear = clearance_along(session, states)
     margin = group.config.collision.margin_m
-    return ExecutedPlan(report=report, stamps_s=stamps, states=states, clearance_m=clear,
-                        below_margin=int((clear < margin).sum()), colliding=int((clear < 0).sum()),
-                        min_clearance_m=float(clear.min()) if clear.size else np.inf,
-                        max_deviation_rad=report.max_deviation_rad,
-                        start_skew_s=report.start_skew_s,
-                        max_start_offset_s=report.max_start_offset_s)
+    return ExecutedPlan(
+        report=report,
+        stamps_s=stamps,
+        states=states,
+        clearance_m=clear,
+        below_margin=int((clear < margin).sum()),
+        colliding=int((clear < 0).sum()),
+        min_clearance_m=float(clear.min()) if clear.size else np.inf,
+        max_deviation_rad=report.max_deviation_rad,
+        start_skew_s=report.start_skew_s,
+        max_start_offset_s=report.max_start_offset_s,
+    )

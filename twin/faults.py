@@ -49,10 +49,16 @@ class FaultKind(enum.Enum):
     POWER_LOSS = "power_loss"
 
 
-WIRE_FAULTS = frozenset({
-    FaultKind.DROP, FaultKind.DELAY, FaultKind.BUS_OFF, FaultKind.PARTIAL_BATCH,
-    FaultKind.UNCERTAIN_WRITE, FaultKind.SECOND_WRITER,
-})
+WIRE_FAULTS = frozenset(
+    {
+        FaultKind.DROP,
+        FaultKind.DELAY,
+        FaultKind.BUS_OFF,
+        FaultKind.PARTIAL_BATCH,
+        FaultKind.UNCERTAIN_WRITE,
+        FaultKind.SECOND_WRITER,
+    }
+)
 
 
 class FaultSpecError(RobTwinError, ValueError):
@@ -106,7 +112,9 @@ class FaultSpec:
             if not math.isfinite(v):
                 raise FaultSpecError(f"fault parameter {k!r} must be finite, got {v!r}")
         if self.kind is FaultKind.DROP and not 0.0 <= defaults["probability"] <= 1.0:
-            raise FaultSpecError(f"drop probability must be in [0, 1], got {defaults['probability']!r}")
+            raise FaultSpecError(
+                f"drop probability must be in [0, 1], got {defaults['probability']!r}"
+            )
         object.__setattr__(self, "params", defaults)
 
     @property
@@ -134,9 +142,14 @@ class FaultSpec:
     @classmethod
     def from_model(cls, model) -> FaultSpec:
         """The fault of a validated ``twin.scenario_schema`` fault model."""
-        return cls(kind=model.kind, arm=model.arm, at=model.at,
-                   duration=math.inf if model.duration is None else model.duration,
-                   joints=tuple(getattr(model, "joints", ())), params=model.params())
+        return cls(
+            kind=model.kind,
+            arm=model.arm,
+            at=model.at,
+            duration=math.inf if model.duration is None else model.duration,
+            joints=tuple(getattr(model, "joints", ())),
+            params=model.params(),
+        )
 
 
 def _kind_names() -> list[str]:
@@ -149,7 +162,9 @@ def _parse_kind(value: FaultKind | str) -> FaultKind:
     try:
         return FaultKind(str(value))
     except ValueError:
-        raise FaultSpecError(f"unknown fault kind {value!r}; valid: {', '.join(_kind_names())}") from None
+        raise FaultSpecError(
+            f"unknown fault kind {value!r}; valid: {', '.join(_kind_names())}"
+        ) from None
 
 
 class FaultSchedule:
@@ -175,8 +190,11 @@ class FaultSchedule:
 
     def clear(self, kind: FaultKind | None = None, arm: Arm | None = None) -> None:
         """Remove faults (all, or those of ``kind`` and/or ``arm``)."""
-        self._specs = [s for s in self._specs
-                       if not ((kind is None or s.kind is kind) and (arm is None or s.arm is arm))]
+        self._specs = [
+            s
+            for s in self._specs
+            if not ((kind is None or s.kind is kind) and (arm is None or s.arm is arm))
+        ]
         self._groups = None
 
     def _sweep(self, kind: FaultKind, arm: Arm) -> _Sweep | None:

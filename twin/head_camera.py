@@ -53,11 +53,18 @@ class Frame:
 class HeadCamera:
     """Renders ``camera`` (the head camera by default) of ``model`` at ``height`` x ``width``."""
 
-    def __init__(self, model: mujoco.MjModel, height: int = 240, width: int = 320,
-                 camera: str = N.HEAD_CAMERA):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        height: int = 240,
+        width: int = 320,
+        camera: str = N.HEAD_CAMERA,
+    ):
         cid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
         if cid < 0:
-            raise UnknownNameError("camera", camera, [model.camera(i).name for i in range(model.ncam)])
+            raise UnknownNameError(
+                "camera", camera, [model.camera(i).name for i in range(model.ncam)]
+            )
         self.model, self.camera_id, self.height, self.width = model, cid, height, width
         try:
             self._renderer = mujoco.Renderer(model, height=height, width=width)
@@ -69,8 +76,14 @@ class HeadCamera:
     def intrinsics(self) -> Intrinsics:
         fovy = math.radians(float(self.model.cam_fovy[self.camera_id]))
         f = (self.height / 2.0) / math.tan(fovy / 2.0)
-        return Intrinsics(fx=f, fy=f, cx=self.width / 2.0, cy=self.height / 2.0,
-                          width=self.width, height=self.height)
+        return Intrinsics(
+            fx=f,
+            fy=f,
+            cx=self.width / 2.0,
+            cy=self.height / 2.0,
+            width=self.width,
+            height=self.height,
+        )
 
     def rgb(self, data: mujoco.MjData) -> np.ndarray:
         self._renderer.disable_depth_rendering()

@@ -91,12 +91,22 @@ def open_bus(cfg: HostConfig, channel: str) -> can.BusABC:
         try:
             socket.create_connection((cfg.host, cfg.port), timeout=cfg.connect_timeout_s).close()
         except OSError as err:
-            raise HostError(f"no socketcand server (rob-twin bank) at {cfg.host}:{cfg.port}: {err}") from None
+            raise HostError(
+                f"no socketcand server (rob-twin bank) at {cfg.host}:{cfg.port}: {err}"
+            ) from None
         try:
-            return can.Bus(interface="socketcand", channel=channel, host=cfg.host, port=cfg.port,
-                           tcp_tune=True, receive_own_messages=False)
+            return can.Bus(
+                interface="socketcand",
+                channel=channel,
+                host=cfg.host,
+                port=cfg.port,
+                tcp_tune=True,
+                receive_own_messages=False,
+            )
         except can.CanError as err:
-            raise HostError(f"socketcand server {cfg.host}:{cfg.port} refused channel {channel!r}: {err}") from None
+            raise HostError(
+                f"socketcand server {cfg.host}:{cfg.port} refused channel {channel!r}: {err}"
+            ) from None
     try:
         return can.Bus(interface=cfg.interface, channel=channel, receive_own_messages=False)
     except (OSError, can.CanError, ImportError, ValueError) as err:
@@ -110,8 +120,10 @@ def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.nda
     while len(seen) < JOINTS_PER_ARM:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise HostError(f"no feedback from joints {sorted(set(range(1, 8)) - set(seen))} on "
-                            f"{channel} within {timeout_s} s: is the bank running and wired?")
+            raise HostError(
+                f"no feedback from joints {sorted(set(range(1, 8)) - set(seen))} on "
+                f"{channel} within {timeout_s} s: is the bank running and wired?"
+            )
         msg = bus.recv(timeout=min(left, 0.1))
         if msg is not None and msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
             fb = decode_feedback(msg.arbitration_id, msg.data)
@@ -119,13 +131,16 @@ def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.nda
     return np.array([seen[j] for j in range(1, JOINTS_PER_ARM + 1)])
 
 
-def wave_around(start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray) -> Callable[[float], np.ndarray]:
+def wave_around(
+    start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray
+) -> Callable[[float], np.ndarray]:
     """A smooth motion of every joint around ``start`` (0.15 rad, 0.3-0.5 Hz), inside [lo, hi]."""
     freq = 0.3 + 0.03 * np.arange(7)
     phase = 0.7 * np.arange(7) + k
     shape = np.array([1, 1, 1, -1, 1, 0.5, 1]) * 0.15
-    return lambda t: np.clip(start + shape * (np.sin(2 * math.pi * freq * t + phase) - np.sin(phase)),
-                             lo, hi)
+    return lambda t: np.clip(
+        start + shape * (np.sin(2 * math.pi * freq * t + phase) - np.sin(phase)), lo, hi
+    )
 
 
 def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dict:
@@ -135,8 +150,11 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
     owner_cfg = twin_owner_config(period)
     from dataclasses import replace
 
-    owner_cfg = replace(owner_cfg, feedback_timeout_s=cfg.feedback_timeout_s,
-                        late_tick_periods=cfg.late_tick_periods)
+    owner_cfg = replace(
+        owner_cfg,
+        feedback_timeout_s=cfg.feedback_timeout_s,
+        late_tick_periods=cfg.late_tick_periods,
+    )
     buses: dict[Arm, PongTap] = {}
     drivers: dict[Arm, ArmDriver] = {}
     try:
@@ -146,14 +164,32 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
         hi = np.array(owner_cfg.position_upper) - BOUND_MARGIN_RAD
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
-        start = {arm: np.clip(wait_for_feedback(buses[arm], cfg.startup_feedback_timeout_s,
-                                                cfg.channels[arm.value]), lo, hi) for arm in arms}
+        start = {
+            arm: np.clip(
+                wait_for_feedback(
+                    buses[arm], cfg.startup_feedback_timeout_s, cfg.channels[arm.value]
+                ),
+                lo,
+                hi,
+            )
+            for arm in arms
+        }
         for arm in arms:
-            tcfg = TransportConfig(arm=arm, interface=cfg.interface, channel=cfg.channels[arm.value],
-                                   publish_deadline_s=cfg.publish_deadline_s)
+            tcfg = TransportConfig(
+                arm=arm,
+                interface=cfg.interface,
+                channel=cfg.channels[arm.value],
+                publish_deadline_s=cfg.publish_deadline_s,
+            )
             drivers[arm] = ArmDriver.create(arm, clock, start[arm], owner_cfg, tcfg, bus=buses[arm])
-        sources = {arm: (wave_around(start[arm], k, lo, hi) if cfg.stream == "wave"
-                         else (lambda t, q=start[arm]: q)) for k, arm in enumerate(arms)}
+        sources = {
+            arm: (
+                wave_around(start[arm], k, lo, hi)
+                if cfg.stream == "wave"
+                else (lambda t, q=start[arm]: q)
+            )
+            for k, arm in enumerate(arms)
+        }
         leases = {arm: drivers[arm].owner.grant_lease("rob-twin host", 1.0) for arm in arms}
         seq = dict.fromkeys(arms, 0)
         pings: dict[int, float] = {}
@@ -168,7 +204,9 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
             now = time.monotonic()
             if now - t0 >= cfg.seconds:
                 break
-            while now < next_tick:  # wait; with pings on, keep reading so a pong is timed on arrival
+            while (
+                now < next_tick
+            ):  # wait; with pings on, keep reading so a pong is timed on arrival
                 if cfg.ping_hz > 0:
                     for drv in drivers.values():
                         drv.transport.poll_feedback()
@@ -191,16 +229,22 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
                     renewed = drv.owner.authority.renew(leases[arm], 1.0)
                     leases[arm] = renewed or drv.owner.grant_lease("rob-twin host", 1.0)
                     seq[arm] += 1
-                    drv.owner.submit(ArmTarget(arm, sources[arm](t), seq[arm], drv.owner.generation,
-                                               leases[arm]))
+                    drv.owner.submit(
+                        ArmTarget(arm, sources[arm](t), seq[arm], drv.owner.generation, leases[arm])
+                    )
                 drv.tick()
             if cfg.ping_hz > 0 and now >= next_ping:
                 next_ping += 1.0 / cfg.ping_hz
                 k_ping += 1
                 pings[k_ping & 0xFFFF] = time.monotonic()
                 bus = buses[arms[0]]
-                bus.send(can.Message(arbitration_id=PING_ID, is_extended_id=False,
-                                     data=(k_ping & 0xFFFF).to_bytes(2, "big")))
+                bus.send(
+                    can.Message(
+                        arbitration_id=PING_ID,
+                        is_extended_id=False,
+                        data=(k_ping & 0xFFFF).to_bytes(2, "big"),
+                    )
+                )
         rtt = [t - pings[k] for tap in buses.values() for k, t in tap.pongs.items() if k in pings]
         arms_report = {}
         for arm in arms:
@@ -208,21 +252,35 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
             o, tc = drv.owner, drv.transport.counters
             pos = drv.measured_positions()
             arms_report[arm.value] = {
-                "mode": o.mode.value, "fault": o.fault.value if o.fault else None,
-                "fault_reason": o.fault_reason, "samples_published": o.stats.published,
-                "frames_sent": tc.frames_sent, "feedback_frames": tc.feedback_frames,
+                "mode": o.mode.value,
+                "fault": o.fault.value if o.fault else None,
+                "fault_reason": o.fault_reason,
+                "samples_published": o.stats.published,
+                "frames_sent": tc.frames_sent,
+                "feedback_frames": tc.feedback_frames,
                 "foreign_command_frames": tc.foreign_command_frames,
                 "start_rad": np.round(start[arm], 5).tolist(),
                 "measured_rad": None if pos is None else np.round(pos, 5).tolist(),
-                "max_travel_rad": None if pos is None else round(float(np.abs(pos - start[arm]).max()), 5),
+                "max_travel_rad": None
+                if pos is None
+                else round(float(np.abs(pos - start[arm]).max()), 5),
             }
         jitter = [abs(x - period) for x in intervals]
-        return {"hardware_io": False, "evidence_class": "simulated drives, real processes",
-                "interface": cfg.interface, "endpoint": f"{cfg.host}:{cfg.port}",
-                "rate_hz": cfg.rate_hz, "seconds": cfg.seconds, "stream": cfg.stream,
-                "stopped_at_s": stopped_at, "ticks": len(intervals) + 1,
-                "tick_jitter": percentiles_us(jitter), "ping_round_trip": percentiles_us(rtt),
-                "pings_sent": len(pings), "arms": arms_report}
+        return {
+            "hardware_io": False,
+            "evidence_class": "simulated drives, real processes",
+            "interface": cfg.interface,
+            "endpoint": f"{cfg.host}:{cfg.port}",
+            "rate_hz": cfg.rate_hz,
+            "seconds": cfg.seconds,
+            "stream": cfg.stream,
+            "stopped_at_s": stopped_at,
+            "ticks": len(intervals) + 1,
+            "tick_jitter": percentiles_us(jitter),
+            "ping_round_trip": percentiles_us(rtt),
+            "pings_sent": len(pings),
+            "arms": arms_report,
+        }
     finally:
         for drv in drivers.values():
             drv.close()

@@ -29,8 +29,9 @@ class StopRequest:
 
 
 @contextmanager
-def stop_requests(signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
-                  ) -> Iterator[StopRequest]:
+def stop_requests(
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> Iterator[StopRequest]:
     """Catch ``signals`` for the duration of the block; restore the old handlers after."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():

@@ -59,9 +59,16 @@ class LidarConfig:
         checks = {
             "rate_hz": (self.rate_hz, 0.5 <= self.rate_hz <= 20, "[0.5, 20] Hz"),
             "rate_error": (self.rate_error, abs(self.rate_error) < 0.2, "(-0.2, 0.2)"),
-            "beams": (self.beams, isinstance(self.beams, int) and 8 <= self.beams <= 8192, "8..8192"),
-            "range_min_m": (self.range_min_m, 0 <= self.range_min_m < self.range_max_m,
-                            f"[0, range_max_m={self.range_max_m})"),
+            "beams": (
+                self.beams,
+                isinstance(self.beams, int) and 8 <= self.beams <= 8192,
+                "8..8192",
+            ),
+            "range_min_m": (
+                self.range_min_m,
+                0 <= self.range_min_m < self.range_max_m,
+                f"[0, range_max_m={self.range_max_m})",
+            ),
             "range_max_m": (self.range_max_m, 0 < self.range_max_m <= 100, "(0, 100] m"),
             "noise_floor_m": (self.noise_floor_m, self.noise_floor_m >= 0, ">= 0 m"),
             "noise_fraction": (self.noise_fraction, 0 <= self.noise_fraction < 0.5, "[0, 0.5)"),
@@ -156,7 +163,9 @@ class Lidar:
 
     def _new_revolution(self, start_s: float) -> _Revolution:
         n = self.config.beams
-        return _Revolution(start_s, np.full(n, -1.0), np.full(n, -1, np.int32), np.full((n, 3), np.nan))
+        return _Revolution(
+            start_s, np.full(n, -1.0), np.full(n, -1, np.int32), np.full((n, 3), np.nan)
+        )
 
     def _tick(self, now: float) -> None:
         self._deliver(now)
@@ -180,8 +189,20 @@ class Lidar:
         dirs = self._dirs_local[lo:hi] @ rot.T
         k = hi - lo
         geomid, dist = self._geomid[:k], self._dist[:k]
-        mujoco.mj_multiRay(self.twin.model, data, origin, dirs.reshape(-1), None, True, -1,
-                           geomid, dist, None, k, self.config.range_max_m + 1.0)
+        mujoco.mj_multiRay(
+            self.twin.model,
+            data,
+            origin,
+            dirs.reshape(-1),
+            None,
+            True,
+            -1,
+            geomid,
+            dist,
+            None,
+            k,
+            self.config.range_max_m + 1.0,
+        )
         self.calls += 1
         rev.dist[lo:hi] = dist
         rev.geom[lo:hi] = geomid
@@ -193,22 +214,34 @@ class Lidar:
         cfg = self.config
         n = cfg.beams
         true = rev.dist.copy()
-        noisy = true + self.rng.normal(0.0, 1.0, n) * (cfg.noise_floor_m + cfg.noise_fraction * np.abs(true))
-        ranges = np.where((true >= cfg.range_min_m) & (noisy <= cfg.range_max_m) & (true >= 0), noisy, np.inf)
+        noisy = true + self.rng.normal(0.0, 1.0, n) * (
+            cfg.noise_floor_m + cfg.noise_fraction * np.abs(true)
+        )
+        ranges = np.where(
+            (true >= cfg.range_min_m) & (noisy <= cfg.range_max_m) & (true >= 0), noisy, np.inf
+        )
         received = rev.start_s + cfg.period_s + cfg.latency_s
         nominal = 1.0 / cfg.rate_hz
         self._seq += 1
-        scan = Scan(unit=cfg.unit, seq=self._seq, stamp_s=received - nominal, received_s=received,
-                    angle_increment_rad=cfg.angle_increment_rad, time_increment_s=nominal / n,
-                    ranges=ranges, beam_time_s=rev.start_s + np.arange(n) / n * cfg.period_s,
-                    hit_world=rev.hit, hit_geom=rev.geom)
+        scan = Scan(
+            unit=cfg.unit,
+            seq=self._seq,
+            stamp_s=received - nominal,
+            received_s=received,
+            angle_increment_rad=cfg.angle_increment_rad,
+            time_increment_s=nominal / n,
+            ranges=ranges,
+            beam_time_s=rev.start_s + np.arange(n) / n * cfg.period_s,
+            hit_world=rev.hit,
+            hit_geom=rev.geom,
+        )
         self._pending.append(scan)
 
     def _deliver(self, now: float) -> None:
         while self._pending and self._pending[0].received_s <= now + 1e-9:
             scan = self._pending.pop(0)
             self.scans.append(scan)
-            del self.scans[:-self.keep]
+            del self.scans[: -self.keep]
             for fn in self.subscribers:
                 fn(scan)
 
@@ -223,4 +256,6 @@ class LidarPair:
     units: dict[str, Lidar] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.units = {c.unit: Lidar(self.twin, c, seed=self.seed + i) for i, c in enumerate(self.configs)}
+        self.units = {
+            c.unit: Lidar(self.twin, c, seed=self.seed + i) for i, c in enumerate(self.configs)
+        }

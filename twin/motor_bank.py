@@ -40,8 +40,12 @@ def default_drive_configs() -> tuple[DriveConfig, ...]:
 
     ASSUMED torque constant: peak torque maps to 20 drive units of current."""
     return tuple(
-        DriveConfig(lower_rad=s.lower, upper_rad=s.upper, max_velocity_rad_s=s.velocity_limit,
-                    amps_per_nm=20.0 / s.effort_limit)
+        DriveConfig(
+            lower_rad=s.lower,
+            upper_rad=s.upper,
+            max_velocity_rad_s=s.velocity_limit,
+            amps_per_nm=20.0 / s.effort_limit,
+        )
         for s in D.ARM_JOINTS
     )
 
@@ -143,10 +147,17 @@ class MotorBank(BankBuses):
     wiring: {channel: arm whose drives sit on that bus}; faults: the run's schedule;
     configs: per-joint drive configs (default ``default_drive_configs()``)."""
 
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, wiring: dict[str, Arm],
-                 faults: FaultSchedule | None = None,
-                 configs: tuple[DriveConfig, ...] | None = None,
-                 log_dir: Path | str | None = None, log_suffix: str = ".log", now: float = 0.0):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        data: mujoco.MjData,
+        wiring: dict[str, Arm],
+        faults: FaultSchedule | None = None,
+        configs: tuple[DriveConfig, ...] | None = None,
+        log_dir: Path | str | None = None,
+        log_suffix: str = ".log",
+        now: float = 0.0,
+    ):
         self.model, self.data = model, data
         # views of the joint and control arrays, fetched once: the bindings build a new
         # array object on every attribute read, and service() runs every physics step
@@ -164,11 +175,21 @@ class MotorBank(BankBuses):
             qpos = arm_qpos_indices(model, arm)
             dof = np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)])
             q0 = data.qpos[qpos]
-            drives = [SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
-                      for j in range(1, JOINTS_PER_ARM + 1)]
+            drives = [
+                SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
+                for j in range(1, JOINTS_PER_ARM + 1)
+            ]
             logger = self._open_logger(log_dir, channel, log_suffix)
-            self.buses[channel] = ArmDrives(channel, arm, open_virtual(channel), drives, qpos, dof,
-                                            arm_actuator_indices(model, arm), logger=logger)
+            self.buses[channel] = ArmDrives(
+                channel,
+                arm,
+                open_virtual(channel),
+                drives,
+                qpos,
+                dof,
+                arm_actuator_indices(model, arm),
+                logger=logger,
+            )
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
 
@@ -186,7 +207,8 @@ class MotorBank(BankBuses):
             if ad.powered:
                 q = qpos[ad.qpos_at].tolist()
                 ctrl[ad.ctrl_at] = [
-                    drv.update(now, dt, qk) for drv, qk in zip(ad.drives, q, strict=True)]
+                    drv.update(now, dt, qk) for drv, qk in zip(ad.drives, q, strict=True)
+                ]
 
     def _handle(self, ad: ArmDrives, msg: can.Message, now: float) -> None:
         if ad.logger is not None:
@@ -208,15 +230,21 @@ class MotorBank(BankBuses):
         for ad in self.buses.values():
             if not ad.powered:
                 continue
-            frozen = self.faults.active(FaultKind.FEEDBACK_FREEZE, ad.arm, now) if self.faults else ()
+            frozen = (
+                self.faults.active(FaultKind.FEEDBACK_FREEZE, ad.arm, now) if self.faults else ()
+            )
             q = d.qpos[ad.qpos]
             tau = d.actuator_force[ad.actuators]
             for k, drv in enumerate(ad.drives):
                 if frozen and any(s.hits_joint(drv.joint) for s in frozen):
                     continue
                 fr = drv.feedback_frame(float(q[k]), float(tau[k]))
-                msg = can.Message(timestamp=now, arbitration_id=fr.arbitration_id, data=fr.data,
-                                  is_extended_id=False)
+                msg = can.Message(
+                    timestamp=now,
+                    arbitration_id=fr.arbitration_id,
+                    data=fr.data,
+                    is_extended_id=False,
+                )
                 ad.bus.send(msg)
                 ad.counters.feedback_frames += 1
                 if ad.logger is not None:
@@ -229,8 +257,9 @@ class MotorBank(BankBuses):
         offsets = f.active(FaultKind.ENCODER_OFFSET, arm, now)
         for drv in ad.drives:
             drv.sign_flipped = any(s.hits_joint(drv.joint) for s in flips)
-            drv.encoder_offset_rad = sum(s.params["offset_rad"] for s in offsets
-                                         if s.hits_joint(drv.joint))
+            drv.encoder_offset_rad = sum(
+                s.params["offset_rad"] for s in offsets if s.hits_joint(drv.joint)
+            )
         powered = f.first(FaultKind.POWER_LOSS, arm, now) is None
         if powered != ad.powered:
             self._set_power(ad, powered, now)
@@ -261,11 +290,20 @@ class MotorBank(BankBuses):
         if spec is None:
             return
         ch = ad.channel
-        pos = np.clip(np.full(JOINTS_PER_ARM, spec.params["position_rad"]),
-                      [d.config.lower_rad for d in ad.drives], [d.config.upper_rad for d in ad.drives])
+        pos = np.clip(
+            np.full(JOINTS_PER_ARM, spec.params["position_rad"]),
+            [d.config.lower_rad for d in ad.drives],
+            [d.config.upper_rad for d in ad.drives],
+        )
         for fr in encode_sample(pos, DRIVE_FRAME):
-            self._writers[ch].send(can.Message(timestamp=now, arbitration_id=fr.arbitration_id,
-                                               data=fr.data, is_extended_id=False))
+            self._writers[ch].send(
+                can.Message(
+                    timestamp=now,
+                    arbitration_id=fr.arbitration_id,
+                    data=fr.data,
+                    is_extended_id=False,
+                )
+            )
             ad.counters.second_writer_frames += 1
 
     # ------------------------------------------------------------------ lifecycle
@@ -274,4 +312,3 @@ class MotorBank(BankBuses):
         self.model.actuator_gainprm[:, 0] = self._gain
         self.model.actuator_biasprm[:, :3] = self._bias
         self.model.dof_frictionloss[:] = self._friction
-

@@ -88,8 +88,9 @@ class MocapStream:
     """Ground truth: the base's planar pose sampled at ``rate_hz`` (a motion-capture stream,
     noise ``noise_m`` [m] std on x and y). ``samples``: rows (t, x, y, yaw)."""
 
-    def __init__(self, twin, rate_hz: float = 100.0, noise_m: float = 0.0, seed: int = 0,
-                 name: str = "mocap"):
+    def __init__(
+        self, twin, rate_hz: float = 100.0, noise_m: float = 0.0, seed: int = 0, name: str = "mocap"
+    ):
         self.twin, self.noise_m = twin, noise_m
         self.rng = np.random.default_rng(seed)
         self.rows: list[tuple[float, float, float, float]] = []
@@ -112,13 +113,21 @@ class Odometry:
     Starts at the true pose (as a robot that is told where it stands); ``track`` holds rows
     (t, x, y, yaw) of the estimate."""
 
-    def __init__(self, twin, drive, config: OdometryConfig | None = None, seed: int = 0,
-                 name: str | None = None):
+    def __init__(
+        self,
+        twin,
+        drive,
+        config: OdometryConfig | None = None,
+        seed: int = 0,
+        name: str | None = None,
+    ):
         self.config = cfg = config or OdometryConfig()
         self.twin, self.drive = twin, drive
         self.rng = np.random.default_rng(seed)
         model = twin.model
-        self._gyro = slice(int(model.sensor(N.GYRO_SENSOR).adr[0]), int(model.sensor(N.GYRO_SENSOR).adr[0]) + 3)
+        self._gyro = slice(
+            int(model.sensor(N.GYRO_SENSOR).adr[0]), int(model.sensor(N.GYRO_SENSOR).adr[0]) + 3
+        )
         flow_adr = int(model.sensor(N.FLOW_SENSOR).adr[0])
         self._flow = slice(flow_adr, flow_adr + 3)
         self._imu_rot = np.array(cfg.imu.rotation, float)
@@ -139,7 +148,9 @@ class Odometry:
 
     def body_velocity(self, omega: float) -> tuple[float, float]:
         """Base-centre velocity (forward, left) [m/s] in the base frame from the flow sensor."""
-        raw = self.twin.data.sensordata[self._flow] + self.rng.normal(0, self.config.flow_noise_m_s, 3)
+        raw = self.twin.data.sensordata[self._flow] + self.rng.normal(
+            0, self.config.flow_noise_m_s, 3
+        )
         v = self._flow_rot @ raw
         rx, ry = self._flow_pos[0], self._flow_pos[1]
         return float(v[0] + omega * ry), float(v[1] - omega * rx)
@@ -157,8 +168,11 @@ class Odometry:
         x, y, yaw = self.pose
         mid = yaw + 0.5 * w * self._dt
         c, s = math.cos(mid), math.sin(mid)
-        self.pose[:] = (x + (c * vx - s * vy) * self._dt, y + (s * vx + c * vy) * self._dt,
-                        yaw + w * self._dt)
+        self.pose[:] = (
+            x + (c * vx - s * vy) * self._dt,
+            y + (s * vx + c * vy) * self._dt,
+            yaw + w * self._dt,
+        )
         self.rows.append((now, *self.pose))
 
     @property

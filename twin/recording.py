@@ -32,8 +32,11 @@ from controllers.names import FEEDBACK_IDS
 
 from .faults import WIRE_FAULTS
 
-EVIDENCE = {"hardware_io": False, "evidence_class": "simulated",
-            "note": "Bus traffic of the rob-twin digital twin; not a recording of a physical arm."}
+EVIDENCE = {
+    "hardware_io": False,
+    "evidence_class": "simulated",
+    "note": "Bus traffic of the rob-twin digital twin; not a recording of a physical arm.",
+}
 
 RECORDING_FORMATS = (".log", ".asc", ".blf", ".mf4")
 TIMESTAMPS = ("simulated", "wall")
@@ -53,8 +56,11 @@ class RecordingError(RobTwinError, ValueError):
 def check_format(path: Path | str) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in RECORDING_FORMATS:
-        raise RecordingError(path, f"unknown recording format {suffix or '(none)'!r}; "
-                                   f"valid: {', '.join(RECORDING_FORMATS)}")
+        raise RecordingError(
+            path,
+            f"unknown recording format {suffix or '(none)'!r}; "
+            f"valid: {', '.join(RECORDING_FORMATS)}",
+        )
     return suffix
 
 
@@ -114,9 +120,13 @@ class TrafficRecorder:
         state = np.zeros(mujoco.mj_stateSize(twin.model, STATE_SPEC))
         mujoco.mj_getState(twin.model, twin.data, state, STATE_SPEC)
         self._meta = {
-            **EVIDENCE, "format": self.suffix, "timestamps": timestamps,
-            "seed": loop.config.seed, "physics_dt_s": twin.scheduler.dt,
-            "start_time_s": twin.time, "feedback_rate_hz": loop.config.feedback_rate_hz,
+            **EVIDENCE,
+            "format": self.suffix,
+            "timestamps": timestamps,
+            "seed": loop.config.seed,
+            "physics_dt_s": twin.scheduler.dt,
+            "start_time_s": twin.time,
+            "feedback_rate_hz": loop.config.feedback_rate_hz,
             "bus_timing": bt.label() if (bt := getattr(loop.config, "bus_timing", None)) else None,
             "wiring": {str(bus_number(ch)): ad.arm.value for ch, ad in loop.bank.buses.items()},
             "initial_state": state.tolist(),
@@ -129,11 +139,21 @@ class TrafficRecorder:
         stamp = self.loop.time if self.timestamps == "simulated" else time.time()
         if self.first_timestamp_s is None:
             self.first_timestamp_s, self.first_frame_sim_s = stamp, self.loop.time
-        self._writer.on_message_received(can.Message(
-            timestamp=stamp, arbitration_id=msg.arbitration_id, is_extended_id=msg.is_extended_id,
-            is_remote_frame=msg.is_remote_frame, is_error_frame=msg.is_error_frame,
-            is_fd=msg.is_fd, bitrate_switch=msg.bitrate_switch, dlc=msg.dlc, data=bytes(msg.data),
-            channel=number, is_rx=msg.arbitration_id not in FEEDBACK_IDS))
+        self._writer.on_message_received(
+            can.Message(
+                timestamp=stamp,
+                arbitration_id=msg.arbitration_id,
+                is_extended_id=msg.is_extended_id,
+                is_remote_frame=msg.is_remote_frame,
+                is_error_frame=msg.is_error_frame,
+                is_fd=msg.is_fd,
+                bitrate_switch=msg.bitrate_switch,
+                dlc=msg.dlc,
+                data=bytes(msg.data),
+                channel=number,
+                is_rx=msg.arbitration_id not in FEEDBACK_IDS,
+            )
+        )
         self.frames += 1
 
     def close(self) -> Path:
@@ -145,15 +165,26 @@ class TrafficRecorder:
             if isinstance(ad.logger, _Tap):
                 ad.logger = ad.logger._chained
         self._writer.stop()
-        meta = {**self._meta, "frames": self.frames, "first_timestamp_s": self.first_timestamp_s,
-                "first_frame_sim_s": self.first_frame_sim_s, "end_time_s": self.loop.time,
-                "drive_faults": [_fault_dict(f) for f in self.loop.faults.specs
-                                 if f.kind not in WIRE_FAULTS]}
+        meta = {
+            **self._meta,
+            "frames": self.frames,
+            "first_timestamp_s": self.first_timestamp_s,
+            "first_frame_sim_s": self.first_frame_sim_s,
+            "end_time_s": self.loop.time,
+            "drive_faults": [
+                _fault_dict(f) for f in self.loop.faults.specs if f.kind not in WIRE_FAULTS
+            ],
+        }
         sidecar_path(self.path).write_text(json.dumps(meta) + "\n")
         return self.path
 
 
 def _fault_dict(f) -> dict:
-    return {"kind": f.kind.value, "arm": f.arm.value, "at": f.at,
-            "duration": f.duration if f.duration != float("inf") else None,
-            "joints": list(f.joints), **f.params}
+    return {
+        "kind": f.kind.value,
+        "arm": f.arm.value,
+        "at": f.at,
+        "duration": f.duration if f.duration != float("inf") else None,
+        "joints": list(f.joints),
+        **f.params,
+    }

@@ -42,8 +42,12 @@ def gl_renderer_name() -> str | None:
     except Exception:  # no GL at all: the renderer will say why when it is asked for
         return None
     try:
-        for name in ("libOpenGL.so.0", "libGL.so.1", ctypes.util.find_library("OSMesa") or "",
-                     ctypes.util.find_library("GL") or ""):
+        for name in (
+            "libOpenGL.so.0",
+            "libGL.so.1",
+            ctypes.util.find_library("OSMesa") or "",
+            ctypes.util.find_library("GL") or "",
+        ):
             if not name:
                 continue
             try:
@@ -76,7 +80,9 @@ def resolve_quality(requested: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def offscreen_settings(model: mujoco.MjModel, quality: str, width: int, height: int) -> Iterator[None]:
+def offscreen_settings(
+    model: mujoco.MjModel, quality: str, width: int, height: int
+) -> Iterator[None]:
     """While a renderer is made from ``model``: for ``fast`` an offscreen buffer of
     ``width`` x ``height`` pixels without multisampling; the model's own values come back
     afterwards (they are visual settings only, physics never reads them)."""

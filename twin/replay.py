@@ -37,8 +37,12 @@ from .recording import STATE_SPEC, RecordingError, check_format, sidecar_path
 from .twin import Twin, TwinConfig
 from .wire import open_virtual
 
-_READERS = {".log": can.CanutilsLogReader, ".asc": can.ASCReader, ".blf": can.BLFReader,
-            ".mf4": can.MF4Reader}
+_READERS = {
+    ".log": can.CanutilsLogReader,
+    ".asc": can.ASCReader,
+    ".blf": can.BLFReader,
+    ".mf4": can.MF4Reader,
+}
 
 
 @dataclass(frozen=True)
@@ -118,32 +122,46 @@ def read_recording(path: Path | str) -> Recording:
         for k, msg in enumerate(reader, 1):
             where = counter.line if text else k
             if text and not counter.complete:
-                raise RecordingError(path, "truncated line (the file ends without a line end)",
-                                     where, unit)
+                raise RecordingError(
+                    path, "truncated line (the file ends without a line end)", where, unit
+                )
             if msg.is_error_frame:
                 continue
             t = float(msg.timestamp)
             if not math.isfinite(t):
                 raise RecordingError(path, f"timestamp {t!r} is not finite", where, unit)
             if t < last:
-                raise RecordingError(path, f"time goes backwards: {t:.6f} s after {last:.6f} s",
-                                     where, unit)
+                raise RecordingError(
+                    path, f"time goes backwards: {t:.6f} s after {last:.6f} s", where, unit
+                )
             last = t
-            frames.append(RecordedFrame(t, _channel_number(msg.channel, path, where, unit),
-                                        msg.arbitration_id, bytes(msg.data), msg.is_extended_id))
+            frames.append(
+                RecordedFrame(
+                    t,
+                    _channel_number(msg.channel, path, where, unit),
+                    msg.arbitration_id,
+                    bytes(msg.data),
+                    msg.is_extended_id,
+                )
+            )
     except RecordingError:
         raise
     except Exception as err:  # a reader's parse error: say where it stopped
         where = counter.line if text else len(frames) + 1
-        raise RecordingError(path, f"malformed record ({type(err).__name__}: {err})", where,
-                             unit) from None
+        raise RecordingError(
+            path, f"malformed record ({type(err).__name__}: {err})", where, unit
+        ) from None
     finally:
         if counter is not None:
             counter.close()
     expected = meta.get("frames")
     if expected is not None and expected != len(frames):
-        raise RecordingError(path, f"truncated: {len(frames)} frames read, the sidecar says "
-                                   f"{expected} were written", len(frames) + 1, unit)
+        raise RecordingError(
+            path,
+            f"truncated: {len(frames)} frames read, the sidecar says {expected} were written",
+            len(frames) + 1,
+            unit,
+        )
     return Recording(path, frames, meta)
 
 
@@ -160,61 +178,93 @@ class ReplayResult:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {"frames_fed": self.frames_fed, "feedback_frames": self.feedback_frames,
-                "feedback_mismatches": self.feedback_mismatches,
-                "simulated_s": round(self.simulated_s, 6), "wall_s": round(self.wall_s, 3),
-                "read_s": round(self.read_s, 3),
-                "frames_per_s": round(self.frames_fed / max(self.wall_s + self.read_s, 1e-9), 1),
-                "notes": self.notes}
+        return {
+            "frames_fed": self.frames_fed,
+            "feedback_frames": self.feedback_frames,
+            "feedback_mismatches": self.feedback_mismatches,
+            "simulated_s": round(self.simulated_s, 6),
+            "wall_s": round(self.wall_s, 3),
+            "read_s": round(self.read_s, 3),
+            "frames_per_s": round(self.frames_fed / max(self.wall_s + self.read_s, 1e-9), 1),
+            "notes": self.notes,
+        }
 
 
-def replay(recording: Recording | Path | str, seconds: float | None = None,
-           sample_every_s: float = 0.01, on_progress: Callable[[float], None] | None = None) -> ReplayResult:
+def replay(
+    recording: Recording | Path | str,
+    seconds: float | None = None,
+    sample_every_s: float = 0.01,
+    on_progress: Callable[[float], None] | None = None,
+) -> ReplayResult:
     """Feed ``recording`` into a fresh lockstep twin (see the module docstring)."""
     t_read = time.perf_counter()
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
     read_s = time.perf_counter() - t_read if not isinstance(recording, Recording) else 0.0
     meta, notes = rec.meta, []
     if not meta:
-        notes.append("no sidecar: ROB's default twin (seed 0, home pose, CAN10 right / CAN11 left, "
-                     "20 Hz feedback); a run that started elsewhere will not be reproduced")
+        notes.append(
+            "no sidecar: ROB's default twin (seed 0, home pose, CAN10 right / CAN11 left, "
+            "20 Hz feedback); a run that started elsewhere will not be reproduced"
+        )
     if meta.get("timestamps") == "wall":
-        notes.append("wall-clock recording (a real-time run): frames reach the drives at the "
-                     "nearest physics step, so the replay is close to the run, not bit-exact, and "
-                     "feedback frames may differ")
+        notes.append(
+            "wall-clock recording (a real-time run): frames reach the drives at the "
+            "nearest physics step, so the replay is close to the run, not bit-exact, and "
+            "feedback frames may differ"
+        )
     twin = Twin(TwinConfig(seed=int(meta.get("seed", 0))))
     if "initial_state" in meta:
         state = np.array(meta["initial_state"], dtype=float)
         if state.size != mujoco.mj_stateSize(twin.model, STATE_SPEC):
-            raise RecordingError(sidecar_path(rec.path), "initial_state does not fit this model "
-                                 f"({state.size} values)")
+            raise RecordingError(
+                sidecar_path(rec.path),
+                f"initial_state does not fit this model ({state.size} values)",
+            )
         mujoco.mj_setState(twin.model, twin.data, state, STATE_SPEC)
         mujoco.mj_forward(twin.model, twin.data)
     dt = twin.scheduler.dt
     if abs(float(meta.get("physics_dt_s", dt)) - dt) > 1e-15:
-        raise RecordingError(sidecar_path(rec.path), f"physics_dt_s {meta['physics_dt_s']!r} "
-                             f"differs from this model's {dt!r} s")
+        raise RecordingError(
+            sidecar_path(rec.path),
+            f"physics_dt_s {meta['physics_dt_s']!r} differs from this model's {dt!r} s",
+        )
     wiring_meta = meta.get("wiring") or {str(bus_no(BUS_MAPPING[a].channel)): a.value for a in Arm}
     run = f"replay{id(rec)}"
     channels = {int(n): f"CAN{n}@{run}" for n in wiring_meta}
-    faults = FaultSchedule([FaultSpec.from_dict({k: v for k, v in f.items() if v is not None})
-                            for f in meta.get("drive_faults", [])])
+    faults = FaultSchedule(
+        [
+            FaultSpec.from_dict({k: v for k, v in f.items() if v is not None})
+            for f in meta.get("drive_faults", [])
+        ]
+    )
     start_s = float(meta.get("start_time_s", 0.0))
     twin.scheduler.step_count = int(round(start_s / dt))
-    bank = MotorBank(twin.model, twin.data, {channels[n]: Arm.parse(a) for n, a in
-                                             ((int(k), v) for k, v in wiring_meta.items())},
-                     faults, now=twin.time)
+    bank = MotorBank(
+        twin.model,
+        twin.data,
+        {channels[n]: Arm.parse(a) for n, a in ((int(k), v) for k, v in wiring_meta.items())},
+        faults,
+        now=twin.time,
+    )
     host = {n: open_virtual(ch) for n, ch in channels.items()}
     shift = 0.0
     if meta.get("first_frame_sim_s") is not None and rec.frames:  # wall or relative stamps
         shift = float(meta["first_frame_sim_s"]) - rec.frames[0].timestamp_s
     feed = [f for f in rec.frames if f.arbitration_id not in FEEDBACK_IDS]
-    expected_fb = {n: [(f.arbitration_id, f.data) for f in rec.frames
-                       if f.arbitration_id in FEEDBACK_IDS and f.bus == n] for n in channels}
+    expected_fb = {
+        n: [
+            (f.arbitration_id, f.data)
+            for f in rec.frames
+            if f.arbitration_id in FEEDBACK_IDS and f.bus == n
+        ]
+        for n in channels
+    }
     unknown = {f.bus for f in rec.frames} - set(channels)
     if unknown:
-        raise RecordingError(rec.path, f"frames on bus(es) {sorted(unknown)} that the wiring "
-                                       f"{sorted(channels)} does not have")
+        raise RecordingError(
+            rec.path,
+            f"frames on bus(es) {sorted(unknown)} that the wiring {sorted(channels)} does not have",
+        )
     steps = [int(round((f.timestamp_s + shift) / dt)) for f in feed]
     state = {"i": 0, "fed": 0}
 
@@ -223,8 +273,14 @@ def replay(recording: Recording | Path | str, seconds: float | None = None,
         i = state["i"]
         while i < len(feed) and steps[i] <= k:
             f = feed[i]
-            host[f.bus].send(can.Message(timestamp=now, arbitration_id=f.arbitration_id,
-                                         data=f.data, is_extended_id=f.is_extended_id))
+            host[f.bus].send(
+                can.Message(
+                    timestamp=now,
+                    arbitration_id=f.arbitration_id,
+                    data=f.data,
+                    is_extended_id=f.is_extended_id,
+                )
+            )
             i += 1
         state["fed"] += i - state["i"]
         state["i"] = i
@@ -263,8 +319,17 @@ def replay(recording: Recording | Path | str, seconds: float | None = None,
         mismatches += sum(1 for x, y in zip(a[:m], b[:m], strict=True) if x != y)
         if seconds is None:
             mismatches += abs(len(a) - len(b))
-    return ReplayResult(state["fed"], n_fb, mismatches, twin.time - start_s, wall, np.array(times),
-                        np.array(qs), read_s, notes)
+    return ReplayResult(
+        state["fed"],
+        n_fb,
+        mismatches,
+        twin.time - start_s,
+        wall,
+        np.array(times),
+        np.array(qs),
+        read_s,
+        notes,
+    )
 
 
 def bus_no(channel: str) -> int:
@@ -273,8 +338,13 @@ def bus_no(channel: str) -> int:
     return bus_number(channel)
 
 
-def play_onto(recording: Recording, buses: dict[int, can.BusABC], speed: float = 1.0,
-              include_feedback: bool = False, deadline_s: float | None = None) -> int:
+def play_onto(
+    recording: Recording,
+    buses: dict[int, can.BusABC],
+    speed: float = 1.0,
+    include_feedback: bool = False,
+    deadline_s: float | None = None,
+) -> int:
     """Send ``recording``'s host frames onto live ``buses`` ({bus number: python-can bus}),
     paced by their timestamps (``speed`` x real time); returns the frames sent.
 
@@ -283,12 +353,15 @@ def play_onto(recording: Recording, buses: dict[int, can.BusABC], speed: float =
     number that ``buses`` lacks."""
     if not speed > 0:
         raise RecordingError(recording.path, f"replay speed {speed!r} must be > 0")
-    frames = [f for f in recording.frames
-              if include_feedback or f.arbitration_id not in FEEDBACK_IDS]
+    frames = [
+        f for f in recording.frames if include_feedback or f.arbitration_id not in FEEDBACK_IDS
+    ]
     missing = {f.bus for f in frames} - set(buses)
     if missing:
-        raise RecordingError(recording.path, f"frames on bus(es) {sorted(missing)} but only "
-                                             f"{sorted(buses)} were given to play onto")
+        raise RecordingError(
+            recording.path,
+            f"frames on bus(es) {sorted(missing)} but only {sorted(buses)} were given to play onto",
+        )
     if not frames:
         return 0
     t_rec0, t_wall0 = frames[0].timestamp_s, time.monotonic()
@@ -300,7 +373,10 @@ def play_onto(recording: Recording, buses: dict[int, can.BusABC], speed: float =
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        buses[f.bus].send(can.Message(arbitration_id=f.arbitration_id, data=f.data,
-                                      is_extended_id=f.is_extended_id))
+        buses[f.bus].send(
+            can.Message(
+                arbitration_id=f.arbitration_id, data=f.data, is_extended_id=f.is_extended_id
+            )
+        )
         sent += 1
     return sent

@@ -73,8 +73,9 @@ def _probe(path: Path) -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as err:
-        raise RunFolderError(f"output folder {str(path)!r} is not writable: "
-                             f"{err.strerror or err}") from None
+        raise RunFolderError(
+            f"output folder {str(path)!r} is not writable: {err.strerror or err}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -91,13 +92,16 @@ class RunFolder:
             raise RunFolderError(f"run name {name!r} is not a plain folder name")
         path = root / name
         if path.is_symlink():
-            raise RunFolderError(f"run folder {str(path)!r} is a symbolic link; runs write only "
-                                 f"inside --out {str(root)!r}: remove the link or pick another --out")
+            raise RunFolderError(
+                f"run folder {str(path)!r} is a symbolic link; runs write only "
+                f"inside --out {str(root)!r}: remove the link or pick another --out"
+            )
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise RunFolderError(f"cannot create run folder {str(path)!r}: "
-                                 f"{err.strerror or err}") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(path)!r}: {err.strerror or err}"
+            ) from None
         if path.resolve().parent != root.resolve():
             raise RunFolderError(f"run folder {str(path)!r} resolves outside --out {str(root)!r}")
         folder = cls(path, name)
@@ -113,8 +117,9 @@ class RunFolder:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise RunFolderError(f"cannot create output folder {str(path)!r}: "
-                                 f"{err.strerror or err}") from None
+            raise RunFolderError(
+                f"cannot create output folder {str(path)!r}: {err.strerror or err}"
+            ) from None
         _probe(path)
         return path
 
@@ -128,17 +133,25 @@ class RunFolder:
                 elif p.exists() or p.is_symlink():
                     p.unlink()
             except OSError as err:
-                raise RunFolderError(f"cannot remove {str(p)!r} left by an earlier run: "
-                                     f"{err.strerror or err}") from None
+                raise RunFolderError(
+                    f"cannot remove {str(p)!r} left by an earlier run: {err.strerror or err}"
+                ) from None
 
     def file(self, name: str) -> Path:
         return self.path / name
 
     def write_status(self, status: str, **fields) -> Path:
         """``summary.json`` = ``{"status": status, "scenario": name, ...fields}``, atomically."""
-        body = {"status": status, "scenario": self.name, "pid": os.getpid(),
-                "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields}
+        body = {
+            "status": status,
+            "scenario": self.name,
+            "pid": os.getpid(),
+            "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **fields,
+        }
         if status == "running":
-            body["note"] = ("incomplete: the run has not finished; if process pid is gone, it was "
-                            "killed and the figures here are the last progress report")
+            body["note"] = (
+                "incomplete: the run has not finished; if process pid is gone, it was "
+                "killed and the figures here are the last progress report"
+            )
         return write_json_atomic(self.file(STATUS_FILE), body)

@@ -87,7 +87,9 @@ def scan_points(scan: Scan, mount: Mount) -> np.ndarray:
     return np.stack([mount.x + r * np.cos(a), mount.y + r * np.sin(a)], axis=1)
 
 
-def merge(a: Scan, b: Scan, mounts: dict[str, Mount], config: MergeConfig | None = None) -> MergedScan:
+def merge(
+    a: Scan, b: Scan, mounts: dict[str, Mount], config: MergeConfig | None = None
+) -> MergedScan:
     """One 360 degree scan from a pair (see the module doc for the rules)."""
     cfg = config or MergeConfig()
     inc = min(a.angle_increment_rad, b.angle_increment_rad)
@@ -111,9 +113,16 @@ def merge(a: Scan, b: Scan, mounts: dict[str, Mount], config: MergeConfig | None
     source = np.full((nbins, 2), -1, int)
     best[bins] = allp[first, 1]
     source[bins] = allp[first, 2:].astype(int)
-    return MergedScan(stamp_s=(a.stamp_s + b.stamp_s) / 2, angle_min_rad=-math.pi,
-                      angle_increment_rad=inc, ranges=best, source=source,
-                      units=(a.unit, b.unit), scans=(a, b), dropped_self=dropped)
+    return MergedScan(
+        stamp_s=(a.stamp_s + b.stamp_s) / 2,
+        angle_min_rad=-math.pi,
+        angle_increment_rad=inc,
+        ranges=best,
+        source=source,
+        units=(a.unit, b.unit),
+        scans=(a, b),
+        dropped_self=dropped,
+    )
 
 
 class ScanMerger:
@@ -172,8 +181,11 @@ class PoseHistory:
 
     def at(self, t: float | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a = np.array(self.rows)
-        return (np.interp(t, a[:, 0], a[:, 1]), np.interp(t, a[:, 0], a[:, 2]),
-                np.interp(t, a[:, 0], a[:, 3]))
+        return (
+            np.interp(t, a[:, 0], a[:, 1]),
+            np.interp(t, a[:, 0], a[:, 2]),
+            np.interp(t, a[:, 0], a[:, 3]),
+        )
 
 
 def robot_geoms(model) -> np.ndarray:
@@ -202,7 +214,9 @@ def evaluate(merged: MergedScan, history: PoseHistory, is_robot: np.ndarray) -> 
         c, s = math.cos(yaw), math.sin(yaw)
         px, py = c * p[:, 0] + s * p[:, 1], -s * p[:, 0] + c * p[:, 1]
         true_bearing, true_range = np.arctan2(py, px), np.hypot(px, py)
-        ang_err.append(np.remainder(merged.angles_rad[sel] - true_bearing + math.pi, 2 * math.pi) - math.pi)
+        ang_err.append(
+            np.remainder(merged.angles_rad[sel] - true_bearing + math.pi, 2 * math.pi) - math.pi
+        )
         rng_err.append(merged.ranges[sel] - true_range)
     robot_hits = world_dropped = 0
     for scan in merged.scans:
@@ -212,5 +226,10 @@ def evaluate(merged: MergedScan, history: PoseHistory, is_robot: np.ndarray) -> 
         dropped = np.zeros(len(scan.ranges), bool)
         dropped[merged.dropped_self[scan.unit]] = True
         world_dropped += int((dropped & ~robot).sum())
-    return {"angular_error_rad": np.concatenate(ang_err), "range_error_m": np.concatenate(rng_err),
-            "robot_hits": robot_hits, "robot_hits_kept": leaked, "world_hits_dropped": world_dropped}
+    return {
+        "angular_error_rad": np.concatenate(ang_err),
+        "range_error_m": np.concatenate(rng_err),
+        "robot_hits": robot_hits,
+        "robot_hits_kept": leaked,
+        "world_hits_dropped": world_dropped,
+    }

@@ -73,7 +73,6 @@ from .video import RenderUnavailable, VideoRecorder
 MAX_FILE_BYTES = 64 * 2**20  # a scenario file larger than this is refused before it is read
 
 
-
 @dataclass
 class Keyframe:
     t: float
@@ -111,13 +110,23 @@ class Scenario:
     def from_model(cls, m: ScenarioFile) -> Scenario:
         frames = [Keyframe(k.t, Arm(k.arm), np.array(k.q, float)) for k in m.keyframes]
         return cls(
-            name=m.name, duration=m.duration, seed=m.seed, initial=dict(m.initial),
-            keyframes=sorted(frames, key=lambda k: k.t), cameras=list(m.cameras), fps=m.fps,
-            frame_size=(m.frame_size[0], m.frame_size[1]), target_rate_hz=m.target_rate_hz,
+            name=m.name,
+            duration=m.duration,
+            seed=m.seed,
+            initial=dict(m.initial),
+            keyframes=sorted(frames, key=lambda k: k.t),
+            cameras=list(m.cameras),
+            fps=m.fps,
+            frame_size=(m.frame_size[0], m.frame_size[1]),
+            target_rate_hz=m.target_rate_hz,
             faults=[FaultSpec.from_model(f) for f in m.faults],
-            plans=[PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
-                   for p in m.plans],
-            expect=m.expect, robot=m.robot, quality=m.quality,
+            plans=[
+                PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
+                for p in m.plans
+            ],
+            expect=m.expect,
+            robot=m.robot,
+            quality=m.quality,
             base=sorted((BaseStep(b.t, b.v, b.omega) for b in m.base), key=lambda b: b.t),
         )
 
@@ -165,25 +174,33 @@ def read_scenario_json(path: Path | str) -> object:
     except OSError as err:
         raise ScenarioError(f"{where} cannot be read: {err.strerror or err}") from None
     if len(data) > MAX_FILE_BYTES:
-        raise ScenarioError(f"{where} is larger than {MAX_FILE_BYTES} bytes, the most a scenario "
-                            "file may hold")
+        raise ScenarioError(
+            f"{where} is larger than {MAX_FILE_BYTES} bytes, the most a scenario file may hold"
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise ScenarioError(f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
-                            f"{err.start}); scenario files are UTF-8 JSON") from None
+        raise ScenarioError(
+            f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+            f"{err.start}); scenario files are UTF-8 JSON"
+        ) from None
     try:
         return json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
     except _DuplicateKey as err:
-        raise ScenarioError(f"{where} has the key {err.key!r} twice in one object "
-                            f"(values {short_repr(err.first)} and {short_repr(err.second)}); "
-                            "JSON readers would silently keep one") from None
+        raise ScenarioError(
+            f"{where} has the key {err.key!r} twice in one object "
+            f"(values {short_repr(err.first)} and {short_repr(err.second)}); "
+            "JSON readers would silently keep one"
+        ) from None
     except json.JSONDecodeError as err:
-        raise ScenarioError(f"{where} is not valid JSON: {err.msg} at line {err.lineno} "
-                            f"column {err.colno}") from None
+        raise ScenarioError(
+            f"{where} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"
+        ) from None
     except RecursionError:
-        raise ScenarioError(f"{where} is nested too deeply (more than about "
-                            f"{sys.getrecursionlimit()} levels) to be a scenario") from None
+        raise ScenarioError(
+            f"{where} is nested too deeply (more than about "
+            f"{sys.getrecursionlimit()} levels) to be a scenario"
+        ) from None
 
 
 def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:
@@ -197,7 +214,9 @@ def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.nd
             span = k.t - prev_t
             s = 1.0 if span <= 0 else (t - prev_t) / span
             w = 0.5 - 0.5 * math.cos(math.pi * s)
-            return np.clip(prev_q + w * (k.q - prev_q), np.minimum(prev_q, k.q), np.maximum(prev_q, k.q))
+            return np.clip(
+                prev_q + w * (k.q - prev_q), np.minimum(prev_q, k.q), np.maximum(prev_q, k.q)
+            )
         prev_t, prev_q = k.t, k.q
     return prev_q
 
@@ -210,10 +229,21 @@ def demo_scenario() -> Scenario:
     wave = home + np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])
     frames = []
     for arm, a, b in (("right", reach, wave), ("left", wave, reach)):
-        frames += [{"t": t, "arm": arm, "q": q.tolist()}
-                   for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))]
-    return Scenario.from_dict({"name": "demo", "duration": 6.5, "seed": 0, "keyframes": frames,
-                               "cameras": ["overview"], "fps": 30}, source="the demo scenario")
+        frames += [
+            {"t": t, "arm": arm, "q": q.tolist()}
+            for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))
+        ]
+    return Scenario.from_dict(
+        {
+            "name": "demo",
+            "duration": 6.5,
+            "seed": 0,
+            "keyframes": frames,
+            "cameras": ["overview"],
+            "fps": 30,
+        },
+        source="the demo scenario",
+    )
 
 
 StopCheck = Callable[[], str | None]
@@ -247,8 +277,9 @@ class RunResult:
     bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
 
 
-def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None,
-                  bus_timing: BusTimingConfig | None = None) -> ClosedLoop:
+def scenario_loop(
+    sc: Scenario, can_log_dir: Path | str | None = None, bus_timing: BusTimingConfig | None = None
+) -> ClosedLoop:
     """The closed loop of ``sc``: its seed, initial joint values and faults; with
     ``bus_timing`` every frame goes through a simulated CAN bus (``twin.bus_timing``)."""
     if sc.robot == "openarm":
@@ -257,20 +288,23 @@ def scenario_loop(sc: Scenario, can_log_dir: Path | str | None = None,
         from .damiao_loop import openarm_config
 
         twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
-        config = openarm_config(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
-                                bus_timing=bus_timing)
+        config = openarm_config(
+            seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
+        )
     else:
         twin = Twin(TwinConfig(seed=sc.seed))
-        config = ClosedLoopConfig(seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir,
-                                  bus_timing=bus_timing)
+        config = ClosedLoopConfig(
+            seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
+        )
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
     return ClosedLoop(config, twin=twin)
 
 
-def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
-                   record: bool) -> tuple[VideoRecorder | None, str | None]:
+def _open_recorder(
+    sc: Scenario, twin: Twin, out_dir: Path | None, record: bool
+) -> tuple[VideoRecorder | None, str | None]:
     if not record:
         return None, "recording disabled"
     if not sc.cameras:
@@ -278,21 +312,34 @@ def _open_recorder(sc: Scenario, twin: Twin, out_dir: Path | None,
     if out_dir is None:
         return None, "no output folder to write the video to"
     try:
-        return VideoRecorder(twin.model, sc.cameras[0], fps=sc.fps, width=sc.frame_size[0],
-                             height=sc.frame_size[1], path=out_dir / f"{sc.name}.mp4",
-                             quality=sc.quality), None
+        return VideoRecorder(
+            twin.model,
+            sc.cameras[0],
+            fps=sc.fps,
+            width=sc.frame_size[0],
+            height=sc.frame_size[1],
+            path=out_dir / f"{sc.name}.mp4",
+            quality=sc.quality,
+        ), None
     except (RenderUnavailable, OSError, RuntimeError) as err:  # no GL, no ffmpeg, no disk
         return None, f"{type(err).__name__}: {err}"
 
 
-def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True, progress: bool = True,
-                 can_log_dir: Path | str | None = None, should_stop: StopCheck | None = None,
-                 on_progress: Callable[[dict], None] | None = None,
-                 progress_every_s: float = 1.0, bus_timing: BusTimingConfig | None = None,
-                 traffic_path: Path | str | None = None,
-                 prelude: Callable[[VideoRecorder], None] | None = None,
-                 captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
-                 on_planner: Callable[[PlanRunner], None] | None = None) -> RunResult:
+def run_scenario(
+    sc: Scenario,
+    out_dir: Path | None = None,
+    record: bool = True,
+    progress: bool = True,
+    can_log_dir: Path | str | None = None,
+    should_stop: StopCheck | None = None,
+    on_progress: Callable[[dict], None] | None = None,
+    progress_every_s: float = 1.0,
+    bus_timing: BusTimingConfig | None = None,
+    traffic_path: Path | str | None = None,
+    prelude: Callable[[VideoRecorder], None] | None = None,
+    captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
+    on_planner: Callable[[PlanRunner], None] | None = None,
+) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives.
 
     Its first camera is streamed, frame by frame as rendered, to ``out_dir/<name>.mp4``
@@ -318,8 +365,11 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
 
     for arm in Arm:
         if by_arm[arm]:
-            loop.stream_targets(arm, lambda now, arm=arm: blended_target(by_arm[arm], now, start[arm]),
-                                sc.target_rate_hz)
+            loop.stream_targets(
+                arm,
+                lambda now, arm=arm: blended_target(by_arm[arm], now, start[arm]),
+                sc.target_rate_hz,
+            )
 
     def log(now: float) -> None:
         log_t.append(now)
@@ -365,11 +415,19 @@ def run_scenario(sc: Scenario, out_dir: Path | None = None, record: bool = True,
             now = time.perf_counter()
             if on_progress is not None and now - last_report >= progress_every_s:
                 last_report = now
-                on_progress({"simulated_s": round(done * twin.scheduler.dt, 6),
-                             "frames": recorder.frames if recorder is not None else 0})
+                on_progress(
+                    {
+                        "simulated_s": round(done * twin.scheduler.dt, 6),
+                        "frames": recorder.frames if recorder is not None else 0,
+                    }
+                )
             if progress and (done % (steps_per_frame * 30) == 0 or done == total):
-                print(f"\r[{sc.name}] {done * twin.scheduler.dt:5.2f}/{sc.duration:.2f} s simulated",
-                      end="", file=sys.stderr, flush=True)
+                print(
+                    f"\r[{sc.name}] {done * twin.scheduler.dt:5.2f}/{sc.duration:.2f} s simulated",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         if progress:
             print(file=sys.stderr)
@@ -415,12 +473,16 @@ def _pipeline_figures(loop: ClosedLoop) -> dict:
         o, t = drv.owner, drv.transport.counters
         ad = loop.bank.drives_of(arm)
         out[arm.value] = {
-            "owner_mode": o.mode.value, "owner_fault": o.fault.value if o.fault else None,
+            "owner_mode": o.mode.value,
+            "owner_fault": o.fault.value if o.fault else None,
             "fault_reason": o.fault_reason,
             "faults_latched": [kind.value for kind, _ in o.stats.faults],
             "samples_published": o.stats.published,
-            "plans": o.stats.plans, "moving_retargets": o.stats.moving_retargets,
-            "frames_sent": t.frames_sent, "feedback_frames_received": t.feedback_frames,
-            "drive_command_frames": ad.counters.command_frames, "bus": loop.channels[arm],
+            "plans": o.stats.plans,
+            "moving_retargets": o.stats.moving_retargets,
+            "frames_sent": t.frames_sent,
+            "feedback_frames_received": t.feedback_frames,
+            "drive_command_frames": ad.counters.command_frames,
+            "bus": loop.channels[arm],
         }
     return out

@@ -54,20 +54,30 @@ class BaseScript:
             try:
                 self.drive.command(step.v, step.omega)
             except (BaseStoppedError, BaseCommandError) as err:
-                self.refused.append({"t": step.t, "v": step.v, "omega": step.omega, "why": str(err)})
+                self.refused.append(
+                    {"t": step.t, "v": step.v, "omega": step.omega, "why": str(err)}
+                )
 
     def summary(self, out_dir: Path | None = None) -> dict:
         """Steps, refusals, the base-stop cause, the merged scans (count, and the file they
         were written to when ``out_dir`` is given)."""
         merged = self.merger.merged
-        out = {"steps": len(self.steps), "refused": self.refused, "base_stop": self.drive.stop_cause,
-               "merged_scans": len(merged), "unpaired_scans": self.merger.unpaired}
+        out = {
+            "steps": len(self.steps),
+            "refused": self.refused,
+            "base_stop": self.drive.stop_cause,
+            "merged_scans": len(merged),
+            "unpaired_scans": self.merger.unpaired,
+        }
         if out_dir is not None and merged:
             path = Path(out_dir) / "merged_scans.npz"
             path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(path, stamps_s=[m.stamp_s for m in merged],
-                                angle_min_rad=merged[0].angle_min_rad,
-                                angle_increment_rad=merged[0].angle_increment_rad,
-                                ranges_m=np.stack([m.ranges for m in merged]))
+            np.savez_compressed(
+                path,
+                stamps_s=[m.stamp_s for m in merged],
+                angle_min_rad=merged[0].angle_min_rad,
+                angle_increment_rad=merged[0].angle_increment_rad,
+                ranges_m=np.stack([m.ranges for m in merged]),
+            )
             out["merged_scans_file"] = str(path)
         return out

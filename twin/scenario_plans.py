@@ -48,10 +48,10 @@ class PlanRunner:
     def __init__(self, loop: ClosedLoop, steps: list[PlanStep], config: GroupConfig | None = None):
         self.loop = loop
         self.steps = sorted(steps, key=lambda s: s.t)
-        self.group = ArmGroup(loop.twin.model, group_arms(),
-                              config or planning_config())
-        self.executor = SyncExecutor({a: d.owner for a, d in loop.drivers.items()}, loop.clock,
-                                     loop_executor_config(loop))
+        self.group = ArmGroup(loop.twin.model, group_arms(), config or planning_config())
+        self.executor = SyncExecutor(
+            {a: d.owner for a, d in loop.drivers.items()}, loop.clock, loop_executor_config(loop)
+        )
         self.results: list[dict] = []
         self.executed: list[tuple[PlanStep, object]] = []  # (step, planners Plan) started
         self._next = 0
@@ -75,8 +75,11 @@ class PlanRunner:
         g.set_qpos(loop.twin.data.qpos.copy())
         for arm in Arm:
             g.set_arm(arm.value, loop.commanded(arm))
-        row: dict = {"t": round(step.t, 4), "started_s": round(now, 4),
-                     "arms": [a.value for a in step.goals]}
+        row: dict = {
+            "t": round(step.t, 4),
+            "started_s": round(now, 4),
+            "arms": [a.value for a in step.goals],
+        }
         try:
             result = g.plan({a.value: q for a, q in step.goals.items()}, seed=step.seed)
         except ValueError as err:  # a goal outside the joint limits, a wrong shape
@@ -88,9 +91,13 @@ class PlanRunner:
             self.results.append({**row, "reason": result.reason})
             return
         plan = result.plan
-        row.update({"plan_duration_s": round(plan.duration_s, 4),
-                    "plan_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
-                    "planning_s": round(plan.stage_times_s["total"], 4)})
+        row.update(
+            {
+                "plan_duration_s": round(plan.duration_s, 4),
+                "plan_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
+                "planning_s": round(plan.stage_times_s["total"], 4),
+            }
+        )
         self.executed.append((step, plan))
         ex = self.executor.begin(plan_arrays(plan))
         if ex.done:  # acquisition failed: every arm released
@@ -103,9 +110,14 @@ class PlanRunner:
         if ex.on_tick in self.loop.on_tick:
             self.loop.on_tick.remove(ex.on_tick)
         rep = ex.report()
-        row.update({"outcome": rep.outcome.value, "reason": rep.reason,
-                    "start_skew_s": rep.start_skew_s,
-                    "max_deviation_rad": round(rep.max_deviation_rad, 6)})
+        row.update(
+            {
+                "outcome": rep.outcome.value,
+                "reason": rep.reason,
+                "start_skew_s": rep.start_skew_s,
+                "max_deviation_rad": round(rep.max_deviation_rad, 6),
+            }
+        )
         self.results.append(row)
         self._active = None
 
@@ -140,13 +152,20 @@ class PlanRunner:
         """What the planner is doing at ``now`` [s]: ``state`` (``executing``, ``waiting``
         for a step's time, ``idle`` with no step left), the step number, the active or
         last plan's clearance [m], its progress (0..1) and the last finished row."""
-        out: dict = {"steps": len(self.steps), "next_step": self._next,
-                     "last": self.results[-1] if self.results else None}
+        out: dict = {
+            "steps": len(self.steps),
+            "next_step": self._next,
+            "last": self.results[-1] if self.results else None,
+        }
         if self._active is not None:
             ex, row = self._active
             duration = max(row.get("plan_duration_s", 0.0), 1e-9)
-            out.update(state="executing", step=self._next, clearance_m=row.get("plan_min_clearance_m"),
-                       progress=min(1.0, max(0.0, (now - row["started_s"]) / duration)))
+            out.update(
+                state="executing",
+                step=self._next,
+                clearance_m=row.get("plan_min_clearance_m"),
+                progress=min(1.0, max(0.0, (now - row["started_s"]) / duration)),
+            )
         elif self._next < len(self.steps):
             out.update(state="waiting", step=self._next + 1, at_s=self.steps[self._next].t)
         else:
@@ -160,9 +179,15 @@ class PlanRunner:
             ex, row = self._active
             ex.abort(f"{why} before the plan finished")
             self._finish(ex, row)
-        for step in self.steps[self._next:]:
-            self.results.append({"t": step.t, "arms": [a.value for a in step.goals],
-                                 "status": "not_started", "reason": f"{why} first"})
+        for step in self.steps[self._next :]:
+            self.results.append(
+                {
+                    "t": step.t,
+                    "arms": [a.value for a in step.goals],
+                    "status": "not_started",
+                    "reason": f"{why} first",
+                }
+            )
 
 
 def failed_steps(results: list[dict]) -> list[dict]:

@@ -44,7 +44,9 @@ from controllers.names import JOINTS_PER_ARM
 from controllers.owner import FaultKind as OwnerFaultKind
 from models import dimensions as D
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "scenario.schema.json"
+SCHEMA_PATH = (
+    Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "scenario.schema.json"
+)
 
 MAX_FAULTS = 100_000  # checked before the entries are validated: a huge list fails at once
 MAX_DURATION_S = 3600.0  # one hour of simulated time; longer runs belong in a study, not a scenario
@@ -53,14 +55,19 @@ MIN_DURATION_S = 1.0 / LOG_RATE_HZ  # shorter runs would have no logged sample t
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ARM_NAMES = tuple(a.value for a in N.Arm)
 CAMERAS = (*N.SCENE_CAMERAS, N.HEAD_CAMERA)
-OFFSCREEN_MAX = (1280, 720)  # the model's offscreen buffer (models/build.py <global offwidth/offheight>)
+OFFSCREEN_MAX = (
+    1280,
+    720,
+)  # the model's offscreen buffer (models/build.py <global offwidth/offheight>)
 
 
 def initial_joint_limits() -> dict[str, tuple[float, float]]:
     """Joints a scenario may set in ``initial`` and their limits [rad or m] (models.dimensions)."""
-    limits: dict[str, tuple[float, float]] = {N.TORSO_JOINT: D.BODY.torso_range,
-                                              N.HEAD_PAN_JOINT: D.BODY.pan_range,
-                                              N.HEAD_TILT_JOINT: D.BODY.tilt_range}
+    limits: dict[str, tuple[float, float]] = {
+        N.TORSO_JOINT: D.BODY.torso_range,
+        N.HEAD_PAN_JOINT: D.BODY.pan_range,
+        N.HEAD_TILT_JOINT: D.BODY.tilt_range,
+    }
     for arm in N.Arm:
         for j, spec in enumerate(D.ARM_JOINTS, start=1):
             limits[N.arm_joint(arm, j)] = (spec.lower, spec.upper)
@@ -136,17 +143,27 @@ class _Strict(BaseModel):
             unknown = [k for k in data if k not in valid]
             if unknown:
                 key = unknown[0]
-                also = f" (also unknown: {', '.join(map(repr, unknown[1:]))})" if unknown[1:] else ""
-                raise _problem("unknown_key", f"unknown key{did_you_mean(key, valid)}; "
-                               f"valid keys here: {', '.join(valid)}{also}", at=(key,))
+                also = (
+                    f" (also unknown: {', '.join(map(repr, unknown[1:]))})" if unknown[1:] else ""
+                )
+                raise _problem(
+                    "unknown_key",
+                    f"unknown key{did_you_mean(key, valid)}; "
+                    f"valid keys here: {', '.join(valid)}{also}",
+                    at=(key,),
+                )
         return data
 
 
 def _within_arm_limits(q: list[float]) -> list[float]:
     for j, (v, spec) in enumerate(zip(q, D.ARM_JOINTS, strict=True), start=1):
         if not spec.lower <= v <= spec.upper:
-            raise _problem("joint_limit", f"joint j{j} = {v!r} rad is outside its limits "
-                           f"[{spec.lower}, {spec.upper}] rad", at=(j - 1,), value=v)
+            raise _problem(
+                "joint_limit",
+                f"joint j{j} = {v!r} rad is outside its limits [{spec.lower}, {spec.upper}] rad",
+                at=(j - 1,),
+                value=v,
+            )
     return q
 
 
@@ -154,11 +171,17 @@ Seconds = Annotated[float, Field(ge=0.0, le=MAX_DURATION_S, description="simulat
 ArmName = Literal["right", "left"]
 ArmPose = Annotated[
     list[float],
-    Field(min_length=JOINTS_PER_ARM, max_length=JOINTS_PER_ARM,
-          description="7 joint angles [rad], j1..j7, inside the joint limits",
-          json_schema_extra={"prefixItems": [
-              {"type": "number", "minimum": j.lower, "maximum": j.upper, "title": f"j{k}"}
-              for k, j in enumerate(D.ARM_JOINTS, start=1)]}),
+    Field(
+        min_length=JOINTS_PER_ARM,
+        max_length=JOINTS_PER_ARM,
+        description="7 joint angles [rad], j1..j7, inside the joint limits",
+        json_schema_extra={
+            "prefixItems": [
+                {"type": "number", "minimum": j.lower, "maximum": j.upper, "title": f"j{k}"}
+                for k, j in enumerate(D.ARM_JOINTS, start=1)
+            ]
+        },
+    ),
     AfterValidator(_within_arm_limits),
 ]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -187,20 +210,32 @@ class BaseStep(_Strict):
     ``omega`` [rad/s] (counter-clockwise); each tread within its top speed."""
 
     t: Seconds
-    v: Annotated[float, Field(ge=-D.BODY.tread_max_speed, le=D.BODY.tread_max_speed,
-                              description="forward speed [m/s]")] = 0.0
-    omega: Annotated[float, Field(ge=-D.BODY.tread_max_speed / D.BODY.tread_y,
-                                  le=D.BODY.tread_max_speed / D.BODY.tread_y,
-                                  description="yaw rate [rad/s]")] = 0.0
+    v: Annotated[
+        float,
+        Field(
+            ge=-D.BODY.tread_max_speed, le=D.BODY.tread_max_speed, description="forward speed [m/s]"
+        ),
+    ] = 0.0
+    omega: Annotated[
+        float,
+        Field(
+            ge=-D.BODY.tread_max_speed / D.BODY.tread_y,
+            le=D.BODY.tread_max_speed / D.BODY.tread_y,
+            description="yaw rate [rad/s]",
+        ),
+    ] = 0.0
 
     @model_validator(mode="after")
     def _treads_within_top_speed(self) -> BaseStep:
         need = abs(self.v) + abs(self.omega) * D.BODY.tread_y
         if need > D.BODY.tread_max_speed + 1e-12:
-            raise _problem("tread_speed", f"v = {self.v!r} m/s with omega = {self.omega!r} rad/s "
-                           f"needs a tread at {need:.4g} m/s; valid: |v| + |omega| * "
-                           f"{D.BODY.tread_y} m <= {D.BODY.tread_max_speed} m/s",
-                           value={"v": self.v, "omega": self.omega})
+            raise _problem(
+                "tread_speed",
+                f"v = {self.v!r} m/s with omega = {self.omega!r} rad/s "
+                f"needs a tread at {need:.4g} m/s; valid: |v| + |omega| * "
+                f"{D.BODY.tread_y} m <= {D.BODY.tread_max_speed} m/s",
+                value={"v": self.v, "omega": self.omega},
+            )
         return self
 
 
@@ -211,7 +246,8 @@ class FaultBase(_Strict):
     arm: ArmName
     at: Seconds = 0.0
     duration: Annotated[float, Field(gt=0.0, le=MAX_DURATION_S)] | None = Field(
-        default=None, description="how long it lasts [s]; omitted: to the end of the run")
+        default=None, description="how long it lasts [s]; omitted: to the end of the run"
+    )
 
     def params(self) -> dict[str, float]:
         """The kind-specific parameters (every field but kind, arm, at, duration, joints)."""
@@ -220,7 +256,9 @@ class FaultBase(_Strict):
 
 @functools.cache
 def _param_names(model: type[FaultBase]) -> tuple[str, ...]:
-    return tuple(k for k in model.model_fields if k not in ("kind", "arm", "at", "duration", "joints"))
+    return tuple(
+        k for k in model.model_fields if k not in ("kind", "arm", "at", "duration", "joints")
+    )
 
 
 JointNumbers = Annotated[
@@ -314,9 +352,19 @@ class PowerLossFault(FaultBase):
     kind: Literal["power_loss"]
 
 
-FAULT_MODELS = (DropFault, DelayFault, BusOffFault, PartialBatchFault, UncertainWriteFault,
-                SecondWriterFault, FeedbackFreezeFault, StallFault, EncoderOffsetFault,
-                WrongSignFault, PowerLossFault)
+FAULT_MODELS = (
+    DropFault,
+    DelayFault,
+    BusOffFault,
+    PartialBatchFault,
+    UncertainWriteFault,
+    SecondWriterFault,
+    FeedbackFreezeFault,
+    StallFault,
+    EncoderOffsetFault,
+    WrongSignFault,
+    PowerLossFault,
+)
 Fault = Annotated[Union[FAULT_MODELS], Field(discriminator="kind")]  # noqa: UP007
 FAULT_KINDS = tuple(m.model_fields["kind"].annotation.__args__[0] for m in FAULT_MODELS)
 
@@ -329,11 +377,14 @@ class Expect(_Strict):
     step or latched owner fault makes ``rob-twin run`` exit 1."""
 
     refused_targets: dict[ArmName, list[RefusalReason]] = Field(
-        default_factory=dict, description="per arm, the refusal reasons that are expected")
+        default_factory=dict, description="per arm, the refusal reasons that are expected"
+    )
     failed_plans: Annotated[int, Field(ge=0)] = Field(
-        default=0, description="how many plan steps may fail (at most)")
+        default=0, description="how many plan steps may fail (at most)"
+    )
     owner_faults: dict[ArmName, list[OwnerFaultName]] = Field(
-        default_factory=dict, description="per arm, the owner faults that may latch")
+        default_factory=dict, description="per arm, the owner faults that may latch"
+    )
 
 
 class ScenarioFile(_Strict):
@@ -341,36 +392,60 @@ class ScenarioFile(_Strict):
 
     model_config = ConfigDict(title="rob-twin scenario", populate_by_name=False)
 
-    schema_ref: str | None = Field(default=None, alias="$schema",
-                                   description="optional: path or URL of this schema, for editors")
-    name: Annotated[str, Field(pattern=NAME_PATTERN, description=(
-        "run folder name under --out: letters, digits, '_', '-', '.'; no path separators"))] = "scenario"
-    duration: Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_DURATION_S,
-                                     description="simulated seconds to run")]
+    schema_ref: str | None = Field(
+        default=None,
+        alias="$schema",
+        description="optional: path or URL of this schema, for editors",
+    )
+    name: Annotated[
+        str,
+        Field(
+            pattern=NAME_PATTERN,
+            description=(
+                "run folder name under --out: letters, digits, '_', '-', '.'; no path separators"
+            ),
+        ),
+    ] = "scenario"
+    duration: Annotated[
+        float, Field(ge=MIN_DURATION_S, le=MAX_DURATION_S, description="simulated seconds to run")
+    ]
     seed: Seed = 0
-    initial: dict[str, float] = Field(default_factory=dict, description=(
-        "joint name -> initial position [rad, or m for finger slides], inside the joint limits"),
-        json_schema_extra={"propertyNames": {"enum": list(initial_joint_limits())}})
+    initial: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "joint name -> initial position [rad, or m for finger slides], inside the joint limits"
+        ),
+        json_schema_extra={"propertyNames": {"enum": list(initial_joint_limits())}},
+    )
     keyframes: list[Keyframe] = []
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = []
     plans: list[PlanStep] = []
     cameras: list[Literal[CAMERAS]] = Field(  # type: ignore[valid-type]
-        default_factory=list, description="the first one is recorded")
+        default_factory=list, description="the first one is recorded"
+    )
     fps: Annotated[int, Field(ge=1, le=120)] = 30
-    frame_size: Annotated[list[Annotated[int, Field(ge=16, multiple_of=8)]],
-                          Field(min_length=2, max_length=2)] = Field(
-        default_factory=lambda: [640, 480], description="video [width, height] pixels")
+    frame_size: Annotated[
+        list[Annotated[int, Field(ge=16, multiple_of=8)]], Field(min_length=2, max_length=2)
+    ] = Field(default_factory=lambda: [640, 480], description="video [width, height] pixels")
     target_rate_hz: Annotated[float, Field(gt=0.0, le=1000.0)] = 100.0
     expect: Expect = Field(default_factory=Expect)
     robot: Literal[N.ROBOTS] = Field(  # type: ignore[valid-type]
-        default="rob", description="rob: Amber position drives; openarm: Damiao MIT drives "
-        "(gravity compensation at 500 Hz)")
-    base: list[BaseStep] = Field(default_factory=list, description=(
-        "tracked-base drive steps (robot 'rob' only); the lidars run and merge while it drives"))
+        default="rob",
+        description="rob: Amber position drives; openarm: Damiao MIT drives "
+        "(gravity compensation at 500 Hz)",
+    )
+    base: list[BaseStep] = Field(
+        default_factory=list,
+        description=(
+            "tracked-base drive steps (robot 'rob' only); the lidars run and merge while it drives"
+        ),
+    )
     quality: Literal["auto", "fast", "full"] = Field(
-        default="auto", description="video render quality: fast (no shadows, reflections or "
+        default="auto",
+        description="video render quality: fast (no shadows, reflections or "
         "multisampling; suits a software GL renderer), full (the model's own settings), auto "
-        "(fast on a software GL renderer, full on a GPU)")
+        "(fast on a software GL renderer, full on a GPU)",
+    )
 
     @field_validator("initial")
     @classmethod
@@ -378,28 +453,41 @@ class ScenarioFile(_Strict):
         limits = initial_joint_limits()
         for joint, value in initial.items():
             if joint not in limits:
-                raise _problem("unknown_joint", f"unknown joint{did_you_mean(joint, list(limits))}; "
-                               f"valid: {', '.join(limits)}", at=(joint,))
+                raise _problem(
+                    "unknown_joint",
+                    f"unknown joint{did_you_mean(joint, list(limits))}; valid: {', '.join(limits)}",
+                    at=(joint,),
+                )
             lo, hi = limits[joint]
             if not lo <= value <= hi:
-                raise _problem("joint_limit", f"outside the joint's limits [{lo}, {hi}] "
-                               "(rad; m for finger slides)", at=(joint,), value=value)
+                raise _problem(
+                    "joint_limit",
+                    f"outside the joint's limits [{lo}, {hi}] (rad; m for finger slides)",
+                    at=(joint,),
+                    value=value,
+                )
         return initial
 
     @field_validator("faults", mode="before")
     @classmethod
     def _not_too_many_faults(cls, faults: Any) -> Any:
         if isinstance(faults, list) and len(faults) > MAX_FAULTS:
-            raise _problem("too_many_faults", f"{len(faults)} entries; a scenario holds at most "
-                           f"{MAX_FAULTS} faults (merge overlapping ones or split the run)")
+            raise _problem(
+                "too_many_faults",
+                f"{len(faults)} entries; a scenario holds at most "
+                f"{MAX_FAULTS} faults (merge overlapping ones or split the run)",
+            )
         return faults
 
     @field_validator("frame_size")
     @classmethod
     def _fits_offscreen(cls, size: list[int]) -> list[int]:
         if size[0] > OFFSCREEN_MAX[0] or size[1] > OFFSCREEN_MAX[1]:
-            raise _problem("frame_size", f"exceeds the offscreen buffer {list(OFFSCREEN_MAX)} "
-                           "pixels", value=size)
+            raise _problem(
+                "frame_size",
+                f"exceeds the offscreen buffer {list(OFFSCREEN_MAX)} pixels",
+                value=size,
+            )
         return size
 
     @model_validator(mode="after")
@@ -408,14 +496,26 @@ class ScenarioFile(_Strict):
         for i, step in enumerate(self.plans):
             both = sorted(keyframed & set(step.goals))
             if both:
-                raise _problem("arm_conflict", f"the {both[0]} arm also has keyframes; an arm "
-                               "follows keyframes or plans, not both", at=("plans", i, "goals", both[0]))
+                raise _problem(
+                    "arm_conflict",
+                    f"the {both[0]} arm also has keyframes; an arm "
+                    "follows keyframes or plans, not both",
+                    at=("plans", i, "goals", both[0]),
+                )
             if step.t >= self.duration:
-                raise _problem("plan_after_end", f"must be before the end of the run "
-                               f"(duration {self.duration} s)", at=("plans", i, "t"), value=step.t)
+                raise _problem(
+                    "plan_after_end",
+                    f"must be before the end of the run (duration {self.duration} s)",
+                    at=("plans", i, "t"),
+                    value=step.t,
+                )
         if self.base and self.robot != "rob":
-            raise _problem("no_base", f"robot {self.robot!r} has no tracked base; base steps "
-                           "need robot 'rob'", at=("base",), value=self.robot)
+            raise _problem(
+                "no_base",
+                f"robot {self.robot!r} has no tracked base; base steps need robot 'rob'",
+                at=("base",),
+                value=self.robot,
+            )
         return self
 
 
@@ -428,7 +528,12 @@ def _path(loc: tuple) -> str:
         if isinstance(item, int):
             parts.append(f"[{item}]")
             continue
-        if k >= 2 and loc[k - 2] == "faults" and isinstance(loc[k - 1], int) and item in FAULT_KINDS:
+        if (
+            k >= 2
+            and loc[k - 2] == "faults"
+            and isinstance(loc[k - 1], int)
+            and item in FAULT_KINDS
+        ):
             continue  # the discriminated union's tag, not a key of the file
         parts.append(f".{item}" if parts else str(item))
     return "".join(parts) or "(top level)"
@@ -439,8 +544,10 @@ def _message(e: dict) -> str:
     if "detail" in ctx:
         return ctx["detail"]
     if e["loc"] == ("duration",) and kind in ("greater_than_equal", "finite_number", "float_type"):
-        return (f"must be a number of simulated seconds in [{MIN_DURATION_S}, {MAX_DURATION_S}] "
-                f"(a run logs every {MIN_DURATION_S} s and needs at least one sample)")
+        return (
+            f"must be a number of simulated seconds in [{MIN_DURATION_S}, {MAX_DURATION_S}] "
+            f"(a run logs every {MIN_DURATION_S} s and needs at least one sample)"
+        )
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return "must be a JSON object {...}"
     if kind == "list_type":
@@ -450,16 +557,24 @@ def _message(e: dict) -> str:
     if kind == "union_tag_not_found":
         return f"a fault needs a 'kind'; valid: {', '.join(FAULT_KINDS)}"
     if kind == "union_tag_invalid":
-        return (f"unknown fault kind {ctx.get('tag')!r}{did_you_mean(ctx.get('tag', ''), FAULT_KINDS)}; "
-                f"valid: {', '.join(FAULT_KINDS)}")
-    if kind in ("too_short", "too_long") and (e["loc"][-1:] == ("q",) or e["loc"][-2:-1] == ("goals",)):
+        return (
+            f"unknown fault kind {ctx.get('tag')!r}{did_you_mean(ctx.get('tag', ''), FAULT_KINDS)}; "
+            f"valid: {', '.join(FAULT_KINDS)}"
+        )
+    if kind in ("too_short", "too_long") and (
+        e["loc"][-1:] == ("q",) or e["loc"][-2:-1] == ("goals",)
+    ):
         return f"must be {JOINTS_PER_ARM} finite joint angles [rad], j1..j{JOINTS_PER_ARM}"
     if kind == "literal_error" and isinstance(value, str):
-        valid = [v.strip("'") for v in str(ctx.get("expected", "")).replace(" or ", ", ").split(", ")]
+        valid = [
+            v.strip("'") for v in str(ctx.get("expected", "")).replace(" or ", ", ").split(", ")
+        ]
         return f"{e['msg']}{did_you_mean(value, valid)}"
     if kind == "string_pattern_mismatch" and e["loc"] == ("name",):
-        return ("must be a plain folder name (letters, digits, '_', '-', '.'; starts with a letter "
-                "or digit; at most 64 characters): it names the run folder under --out")
+        return (
+            "must be a plain folder name (letters, digits, '_', '-', '.'; starts with a letter "
+            "or digit; at most 64 characters): it names the run folder under --out"
+        )
     return e["msg"]
 
 
@@ -487,8 +602,10 @@ def validate_scenario(raw: Any, source: str = "scenario") -> ScenarioFile:
         return ScenarioFile.model_validate(raw)
     except ValidationError as err:
         issues = issues_of(err)
-        raise ScenarioError(f"{source} is not valid ({len(issues)} problem"
-                            f"{'s' if len(issues) != 1 else ''}):", issues) from None
+        raise ScenarioError(
+            f"{source} is not valid ({len(issues)} problem{'s' if len(issues) != 1 else ''}):",
+            issues,
+        ) from None
     except RecursionError:
         raise ScenarioError(f"{source} is nested too deeply to be a scenario") from None
 
@@ -518,8 +635,10 @@ def schema_text() -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m twin.scenario_schema",
-                                description="print, write or check the scenario JSON Schema")
+    p = argparse.ArgumentParser(
+        prog="python -m twin.scenario_schema",
+        description="print, write or check the scenario JSON Schema",
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true", help=f"write {SCHEMA_PATH.name}")
     g.add_argument("--check", action="store_true", help="exit 1 if the committed file is stale")
@@ -530,7 +649,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {SCHEMA_PATH}", file=sys.stderr)
     elif args.check:
         if not SCHEMA_PATH.exists() or SCHEMA_PATH.read_text() != text:
-            print(f"{SCHEMA_PATH} is stale: run python -m twin.scenario_schema --write", file=sys.stderr)
+            print(
+                f"{SCHEMA_PATH} is stale: run python -m twin.scenario_schema --write",
+                file=sys.stderr,
+            )
             return 1
     else:
         sys.stdout.write(text)

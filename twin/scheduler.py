@@ -60,7 +60,9 @@ class Scheduler:
             if t.name == name:
                 del self.tasks[i]
                 return
-        raise SchedulerError(f"no task {name!r}; registered: {', '.join(t.name for t in self.tasks)}")
+        raise SchedulerError(
+            f"no task {name!r}; registered: {', '.join(t.name for t in self.tasks)}"
+        )
 
     def due(self) -> list[PeriodicTask]:
         return [t for t in self.tasks if self.step_count % t.every_steps == 0]

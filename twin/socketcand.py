@@ -62,10 +62,13 @@ def parse_send(text: str) -> can.Message:
     if not (0 <= ident <= (0x1FFFFFFF if extended else 0x7FF)):
         raise SocketcandError(f"socketcand send: id 0x{ident:X} out of range in {text!r}")
     if length != len(data) or length > 8:
-        raise SocketcandError(f"socketcand send: length {length} does not match {len(data)} "
-                              f"data bytes (0..8) in {text!r}")
-    return can.Message(arbitration_id=ident, data=data, is_extended_id=extended,
-                       timestamp=time.time())
+        raise SocketcandError(
+            f"socketcand send: length {length} does not match {len(data)} "
+            f"data bytes (0..8) in {text!r}"
+        )
+    return can.Message(
+        arbitration_id=ident, data=data, is_extended_id=extended, timestamp=time.time()
+    )
 
 
 @dataclass
@@ -95,16 +98,23 @@ class SocketcandServer:
     """Serves ``channels`` (names of in-process virtual buses) on ``host:port``
     (port 0: any free port; ``port`` holds the bound one after ``start()``)."""
 
-    def __init__(self, channels: list[str], host: str = LOCALHOST, port: int = DEFAULT_PORT,
-                 io_timeout_s: float = 0.2):
+    def __init__(
+        self,
+        channels: list[str],
+        host: str = LOCALHOST,
+        port: int = DEFAULT_PORT,
+        io_timeout_s: float = 0.2,
+    ):
         if not channels:
             raise SocketcandError("a socketcand server needs at least one channel")
         self.host, self.port = host, port
         self.channels = list(channels)
         self.stats = {ch: ChannelStats() for ch in self.channels}
         self._timeout = io_timeout_s
-        self._buses = {ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
-                       for ch in self.channels}
+        self._buses = {
+            ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
+            for ch in self.channels
+        }
         self._clients: list[_Client] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -121,7 +131,9 @@ class SocketcandServer:
             srv.close()
             for bus in self._buses.values():
                 bus.shutdown()
-            raise SocketcandError(f"cannot bind socketcand server to {self.host}:{self.port}: {err}") from None
+            raise SocketcandError(
+                f"cannot bind socketcand server to {self.host}:{self.port}: {err}"
+            ) from None
         srv.listen(8)
         srv.settimeout(self._timeout)
         self._listener = srv
@@ -169,13 +181,15 @@ class SocketcandServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._spawn(lambda sock=sock: self._serve(sock), "socketcand-client")
 
-    def _read_message(self, sock: socket.socket, buf: bytearray, deadline: float | None) -> str | None:
+    def _read_message(
+        self, sock: socket.socket, buf: bytearray, deadline: float | None
+    ) -> str | None:
         """The next ``< ... >`` message, or None when the peer closed or the deadline passed."""
         while True:
             start, end = buf.find(b"<"), buf.find(b">")
             if start != -1 and end > start:
-                text = buf[start:end + 1].decode("ascii", errors="replace")
-                del buf[:end + 1]
+                text = buf[start : end + 1].decode("ascii", errors="replace")
+                del buf[: end + 1]
                 return text
             if len(buf) > 4096:
                 buf.clear()  # no message in 4 kB of input: discard it
@@ -202,7 +216,9 @@ class SocketcandServer:
                 return
             ch = parts[1]
             if ch not in self._buses:
-                sock.sendall(f"< error unknown channel {ch}; served: {' '.join(self.channels)} >".encode())
+                sock.sendall(
+                    f"< error unknown channel {ch}; served: {' '.join(self.channels)} >".encode()
+                )
                 return
             sock.sendall(b"< ok >")
             mode = self._read_message(sock, buf, time.monotonic() + 5.0)
@@ -243,8 +259,10 @@ class SocketcandServer:
         st.frames_from_clients += 1
         if msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
             st.foreign_feedback += 1
-            st.last_error = (f"frame on feedback id 0x{msg.arbitration_id:02X} from a client: "
-                             "a second bank or drive answers on this channel")
+            st.last_error = (
+                f"frame on feedback id 0x{msg.arbitration_id:02X} from a client: "
+                "a second bank or drive answers on this channel"
+            )
         self._buses[client.channel].send(msg)
         self._broadcast(client.channel, msg, exclude=client)
 
@@ -259,8 +277,11 @@ class SocketcandServer:
         text = format_frame(msg)
         now = time.monotonic()
         with self._lock:
-            targets = [c for c in self._clients if c.channel == ch and c is not exclude
-                       and c.alive and now >= c.ready_at]
+            targets = [
+                c
+                for c in self._clients
+                if c.channel == ch and c is not exclude and c.alive and now >= c.ready_at
+            ]
         for c in targets:
             try:
                 c.send_text(text)
@@ -269,8 +290,11 @@ class SocketcandServer:
                 c.alive = False
 
     def report(self) -> dict:
-        return {"host": self.host, "port": self.port,
-                "channels": {ch: dict(st.__dict__) for ch, st in self.stats.items()}}
+        return {
+            "host": self.host,
+            "port": self.port,
+            "channels": {ch: dict(st.__dict__) for ch, st in self.stats.items()},
+        }
 
 
 def _close_quietly(sock: socket.socket) -> None:

@@ -44,8 +44,15 @@ class TimedBus(can.BusABC):
     node: a fixed node name, or a function of the arbitration id (the bank's drives);
     raise_when_full: False counts a refused frame instead of raising (drive firmware)."""
 
-    def __init__(self, inner: can.BusABC, timeline: BusTimeline, node: str | Callable[[int], str],
-                 clock: Callable[[], float], capacity: int, raise_when_full: bool = True):
+    def __init__(
+        self,
+        inner: can.BusABC,
+        timeline: BusTimeline,
+        node: str | Callable[[int], str],
+        clock: Callable[[], float],
+        capacity: int,
+        raise_when_full: bool = True,
+    ):
         self._inner = inner
         self.timeline = timeline
         self._node = node
@@ -109,14 +116,21 @@ class BusTimingLayer:
         return self.timelines[channel]
 
     def host_bus(self, channel: str, inner: can.BusABC) -> TimedBus:
-        bus = TimedBus(inner, self.timeline(channel), HOST_NODE, self._clock,
-                       self.config.host_queue_frames)
+        bus = TimedBus(
+            inner, self.timeline(channel), HOST_NODE, self._clock, self.config.host_queue_frames
+        )
         self._host[channel] = bus
         return bus
 
     def bank_bus(self, channel: str, inner: can.BusABC) -> TimedBus:
-        return TimedBus(inner, self.timeline(channel), drive_node, self._clock,
-                        self.config.drive_queue_frames, raise_when_full=False)
+        return TimedBus(
+            inner,
+            self.timeline(channel),
+            drive_node,
+            self._clock,
+            self.config.drive_queue_frames,
+            raise_when_full=False,
+        )
 
     def wire_fault_sink(self, channel: str) -> Callable[[str, can.Message], None]:
         """What the host's fault layer calls when it destroys a frame or goes bus-off."""
@@ -136,8 +150,14 @@ class BusTimingLayer:
 
     def latencies(self) -> dict[str, dict[str, list[float]]]:
         """Per bus: raw queueing, command-to-drive and feedback latencies [s]."""
-        return {tl.name: {"queue": tl.queue_latency_s, "command_to_drive": tl.command_latency_s,
-                          "feedback": tl.feedback_latency_s} for tl in self.timelines.values()}
+        return {
+            tl.name: {
+                "queue": tl.queue_latency_s,
+                "command_to_drive": tl.command_latency_s,
+                "feedback": tl.feedback_latency_s,
+            }
+            for tl in self.timelines.values()
+        }
 
     def report(self) -> dict:
         """Per bus (CAN10, CAN11): load, latencies, losses (simulated)."""

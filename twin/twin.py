@@ -38,8 +38,12 @@ class Twin:
     ThreadOwnershipError. Other threads make their own data with ``new_data()``.
     """
 
-    def __init__(self, config: TwinConfig | None = None, model: mujoco.MjModel | None = None,
-                 data: mujoco.MjData | None = None):
+    def __init__(
+        self,
+        config: TwinConfig | None = None,
+        model: mujoco.MjModel | None = None,
+        data: mujoco.MjData | None = None,
+    ):
         """``data``: an MjData of ``model`` to drive (e.g. a ``dm_control.mujoco.Physics``'s);
         a new one by default."""
         self.config = config or default_config()
@@ -72,8 +76,9 @@ class Twin:
         """Command the seven servos of ``arm`` to ``q`` [rad] (clipped to ctrlrange)."""
         q = np.asarray(q, float)
         if q.shape != (7,) or not np.all(np.isfinite(q)):
-            raise TwinInputError(f"{getattr(arm, 'value', arm)} arm target", q.tolist(),
-                                 "7 finite values [rad]")
+            raise TwinInputError(
+                f"{getattr(arm, 'value', arm)} arm target", q.tolist(), "7 finite values [rad]"
+            )
         idx = self.arm_ctrl[arm]
         lo, hi = self.model.actuator_ctrlrange[idx].T
         self.data.ctrl[idx] = np.clip(q, lo, hi)
@@ -85,7 +90,9 @@ class Twin:
     def step(self, n: int = 1) -> None:
         """Advance ``n`` physics steps, running every due task before each step."""
         if threading.get_ident() != self._owner:
-            raise ThreadOwnershipError("Twin.step called from a thread that does not own its MjData")
+            raise ThreadOwnershipError(
+                "Twin.step called from a thread that does not own its MjData"
+            )
         noise = self.config.control_noise
         for _ in range(n):
             self.scheduler.run_due()

@@ -15,17 +15,23 @@ def unexpected(result: RunResult, expect: Expect) -> list[str]:
         allowed = set(expect.refused_targets.get(arm, ()))
         for reason, n in reasons.items():
             if reason not in allowed:
-                problems.append(f"{arm} arm: the owner refused {n} target(s) ({reason}); if intended, "
-                                f"declare expect.refused_targets.{arm}: [\"{reason}\"]")
+                problems.append(
+                    f"{arm} arm: the owner refused {n} target(s) ({reason}); if intended, "
+                    f'declare expect.refused_targets.{arm}: ["{reason}"]'
+                )
     failed = failed_steps(result.plans)
     if len(failed) > expect.failed_plans:
         which = ", ".join(f"t={r['t']} s: {r.get('outcome') or r.get('status')}" for r in failed)
-        problems.append(f"{len(failed)} plan step(s) failed ({which}); expect.failed_plans allows "
-                        f"{expect.failed_plans}")
+        problems.append(
+            f"{len(failed)} plan step(s) failed ({which}); expect.failed_plans allows "
+            f"{expect.failed_plans}"
+        )
     for arm, fig in result.pipeline.items():
         allowed = set(expect.owner_faults.get(arm, ()))
         for fault in dict.fromkeys(fig.get("faults_latched", ())):
             if fault not in allowed:
-                problems.append(f"{arm} arm: the owner latched fault {fault} ({fig.get('fault_reason')}); "
-                                f"if intended, declare expect.owner_faults.{arm}: [\"{fault}\"]")
+                problems.append(
+                    f"{arm} arm: the owner latched fault {fault} ({fig.get('fault_reason')}); "
+                    f'if intended, declare expect.owner_faults.{arm}: ["{fault}"]'
+                )
     return problems

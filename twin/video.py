@@ -18,8 +18,9 @@ class RenderUnavailable(RobTwinError, RuntimeError):
     """No OpenGL context could be made (no EGL/OSMesa/display); the message says why."""
 
 
-def make_renderer(model: mujoco.MjModel, width: int = 640, height: int = 480,
-                  quality: str = "full") -> mujoco.Renderer:
+def make_renderer(
+    model: mujoco.MjModel, width: int = 640, height: int = 480, quality: str = "full"
+) -> mujoco.Renderer:
     """An offscreen renderer of ``width`` x ``height`` pixels at ``quality`` (``fast`` or
     ``full``, ``twin.render_quality``)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
@@ -43,12 +44,22 @@ class VideoRecorder:
     sent; without ``path`` frames are only rendered (``capture`` returns them).
     ``quality``: ``fast``, ``full`` or ``auto``/None (``twin.render_quality``)."""
 
-    def __init__(self, model: mujoco.MjModel, camera: str, fps: int = 30, width: int = 640,
-                 height: int = 480, path: Path | None = None, quality: str | None = None):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        camera: str,
+        fps: int = 30,
+        width: int = 640,
+        height: int = 480,
+        path: Path | None = None,
+        quality: str | None = None,
+    ):
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
             from controllers.names import UnknownNameError
 
-            raise UnknownNameError("camera", camera, [model.camera(i).name for i in range(model.ncam)])
+            raise UnknownNameError(
+                "camera", camera, [model.camera(i).name for i in range(model.ncam)]
+            )
         self.model, self.camera, self.fps, self.size = model, camera, fps, (width, height)
         self.quality = resolve_quality(quality)
         self.renderer = make_renderer(model, width, height, self.quality)
@@ -70,10 +81,20 @@ class VideoRecorder:
 
         path.parent.mkdir(parents=True, exist_ok=True)
         encoder = imageio_ffmpeg.write_frames(
-            str(path), self.size, fps=self.fps, codec="libx264", quality=7, macro_block_size=8,
+            str(path),
+            self.size,
+            fps=self.fps,
+            codec="libx264",
+            quality=7,
+            macro_block_size=8,
             ffmpeg_log_level="error",
-            output_params=["-g", str(max(1, int(self.fps))),
-                           "-movflags", "+frag_keyframe+empty_moov+default_base_moof"])
+            output_params=[
+                "-g",
+                str(max(1, int(self.fps))),
+                "-movflags",
+                "+frag_keyframe+empty_moov+default_base_moof",
+            ],
+        )
         encoder.send(None)  # starts ffmpeg
         self._encoder, self.path = encoder, path
 

@@ -68,8 +68,10 @@ def close_and_join(handle, threads, timeout_s: float = VIEWER_JOIN_TIMEOUT_S) ->
         t.join(max(0.0, deadline - time.monotonic()))
     alive = [t.name for t in threads if t.is_alive()]
     if alive:
-        print(f"rob-twin view: viewer thread(s) {alive} still running after {timeout_s} s",
-              file=sys.stderr)
+        print(
+            f"rob-twin view: viewer thread(s) {alive} still running after {timeout_s} s",
+            file=sys.stderr,
+        )
     return not alive
 
 
@@ -111,9 +113,14 @@ def _draw_markers(scn, controls) -> None:
 
     def sphere(pos, radius_m: float, rgba) -> None:
         if scn.ngeom < scn.maxgeom:
-            mujoco.mjv_initGeom(scn.geoms[scn.ngeom], mujoco.mjtGeom.mjGEOM_SPHERE,
-                                np.array([radius_m, 0, 0]), np.asarray(pos, float), eye,
-                                np.array(rgba, np.float32))
+            mujoco.mjv_initGeom(
+                scn.geoms[scn.ngeom],
+                mujoco.mjtGeom.mjGEOM_SPHERE,
+                np.array([radius_m, 0, 0]),
+                np.asarray(pos, float),
+                eye,
+                np.array(rgba, np.float32),
+            )
             scn.ngeom += 1
 
     colours = {Arm.RIGHT: (0.9, 0.25, 0.2), Arm.LEFT: (0.2, 0.45, 0.95)}
@@ -136,10 +143,15 @@ def _grab_screenshot(path: Path) -> str:
     return str(path)
 
 
-def view(scenario_path: str | None = None, max_wall_s: float | None = None,
-         presses: list[tuple[float, int]] | None = None, screenshot: Path | None = None,
-         report: Path | None = None, quality: str | None = None,
-         max_sim_s: float | None = None) -> int:
+def view(
+    scenario_path: str | None = None,
+    max_wall_s: float | None = None,
+    presses: list[tuple[float, int]] | None = None,
+    screenshot: Path | None = None,
+    report: Path | None = None,
+    quality: str | None = None,
+    max_sim_s: float | None = None,
+) -> int:
     """The scenario runs as headless (initial state, faults, keyframe targets streamed to
     the owners over simulated CAN, plans), paced against the wall clock
     (``ClosedLoop.run_realtime``); keyframes loop, plans run once. max_wall_s: close the
@@ -171,19 +183,27 @@ def view(scenario_path: str | None = None, max_wall_s: float | None = None,
             frames = [k for k in sc.keyframes if k.arm is arm]
             if frames:
                 loop.stream_targets(
-                    arm, lambda t, f=frames, a=arm: blended_target(f, t % sc.duration, start[a]),
-                    sc.target_rate_hz)
+                    arm,
+                    lambda t, f=frames, a=arm: blended_target(f, t % sc.duration, start[a]),
+                    sc.target_rate_hz,
+                )
         apply_model_quality(loop.twin.model, resolve_quality(quality or sc.quality))
         controls = ViewerControls(loop, planner)
         board = StatusBoard(loop, planner)
         # the side panels would cover half the picture: Tab / Shift+Tab bring them back
-        handle, threads = launch_joinable(loop.twin.model, loop.twin.data,
-                                          key_callback=controls.press, show_left_ui=False,
-                                          show_right_ui=False)
+        handle, threads = launch_joinable(
+            loop.twin.model,
+            loop.twin.data,
+            key_callback=controls.press,
+            show_left_ui=False,
+            show_right_ui=False,
+        )
         camera = first_view_camera(sc.cameras)
         with handle.lock():
             handle.cam.type = mujoco.mjtCamera.mjCAMERA_FIXED
-            handle.cam.fixedcamid = mujoco.mj_name2id(loop.twin.model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+            handle.cam.fixedcamid = mujoco.mj_name2id(
+                loop.twin.model, mujoco.mjtObj.mjOBJ_CAMERA, camera
+            )
         deadline = math.inf if max_wall_s is None else time.monotonic() + max_wall_s
         count, last_sync, last_text = [0], [0.0], [-math.inf]
         shown: list = [None]  # the messages last put on screen
@@ -216,11 +236,18 @@ def view(scenario_path: str | None = None, max_wall_s: float | None = None,
                 if wall - last_text[0] >= 1.0 / TEXT_HZ or controls.messages is not shown[0]:
                     last_text[0], shown[0] = wall, controls.messages
                     small = mujoco.mjtFontScale.mjFONTSCALE_100
-                    texts = [(small, mujoco.mjtGridPos.mjGRID_TOPLEFT,
-                              "\n".join(board.lines() + controls.messages[-2:]), None)]
+                    texts = [
+                        (
+                            small,
+                            mujoco.mjtGridPos.mjGRID_TOPLEFT,
+                            "\n".join(board.lines() + controls.messages[-2:]),
+                            None,
+                        )
+                    ]
                     if controls.show_keys:
-                        texts.append((small, mujoco.mjtGridPos.mjGRID_BOTTOMRIGHT,
-                                      controls.key_list(), None))
+                        texts.append(
+                            (small, mujoco.mjtGridPos.mjGRID_BOTTOMRIGHT, controls.key_list(), None)
+                        )
                     handle.set_texts(texts)
                 handle.sync()
                 return handle.is_running() and time.monotonic() < deadline
@@ -235,9 +262,11 @@ def view(scenario_path: str | None = None, max_wall_s: float | None = None,
         outcome.frames_at_end = _frames_sent(loop)
         if held[0] is not None:
             outcome.commanded_change_after_stop_rad = max(
-                float(np.max(np.abs(loop.commanded(a) - q))) for a, q in held[0].items())
+                float(np.max(np.abs(loop.commanded(a) - q))) for a, q in held[0].items()
+            )
             outcome.joint_motion_after_stop_rad = max(
-                float(np.max(np.abs(loop.measured(a) - q))) for a, q in held[0].items())
+                float(np.max(np.abs(loop.measured(a) - q))) for a, q in held[0].items()
+            )
         outcome.simulated_s = round(loop.time, 4)
         if planner is not None:
             planner.close()

@@ -73,8 +73,9 @@ class ViewerControls:
     def __post_init__(self) -> None:
         self.traces = {arm: [] for arm in Arm}
         model = self.loop.twin.model
-        self._tcp = {arm: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, tcp_site(arm))
-                     for arm in Arm}
+        self._tcp = {
+            arm: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, tcp_site(arm)) for arm in Arm
+        }
 
     # ------------------------------------------------------------------ keys
     def press(self, keycode: int) -> None:
@@ -140,8 +141,11 @@ class ViewerControls:
         if self.planner is None:
             return "no plan steps in this scenario"
         step = self.planner.run_next_now()
-        return "no plan step left" if step is None else \
-            f"next plan step starts now ({', '.join(a.value for a in step.goals)})"
+        return (
+            "no plan step left"
+            if step is None
+            else f"next plan step starts now ({', '.join(a.value for a in step.goals)})"
+        )
 
     def replan(self) -> str:
         if self.planner is None:
@@ -178,5 +182,4 @@ class ViewerControls:
         self.ghost = {arm: np.array(p) for arm, p in path.items()}
 
     def key_list(self) -> str:
-        return "\n".join(f"{name}  {what}" for name, what in KEYS.values()) + \
-            "\nEsc  free camera"
+        return "\n".join(f"{name}  {what}" for name, what in KEYS.values()) + "\nEsc  free camera"

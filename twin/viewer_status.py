@@ -71,11 +71,14 @@ class StatusBoard:
         drv = self.loop.drivers[arm]
         owner, now = drv.owner, self.loop.time
         last = self.last_published_s[arm]
-        return {"mode": owner.mode.value, "generation": owner.generation,
-                "fault": owner.fault.value if owner.fault else None,
-                "reason": owner.fault_reason,
-                "sample_age_ms": None if last is None else 1000.0 * (now - last),
-                "frames_per_s": self._rates[arm].update(now, drv.transport.counters.frames_sent)}
+        return {
+            "mode": owner.mode.value,
+            "generation": owner.generation,
+            "fault": owner.fault.value if owner.fault else None,
+            "reason": owner.fault_reason,
+            "sample_age_ms": None if last is None else 1000.0 * (now - last),
+            "frames_per_s": self._rates[arm].update(now, drv.transport.counters.frames_sent),
+        }
 
     def lines(self) -> list[str]:
         """The status, one line per item (arms, planner, time)."""
@@ -83,8 +86,10 @@ class StatusBoard:
         for arm in Arm:
             f = self.arm_figures(arm)
             age = "-" if f["sample_age_ms"] is None else f"{f['sample_age_ms']:.0f} ms"
-            line = (f"{arm.value:5s} {f['mode'].upper():8s} gen {f['generation']}  sample age {age}"
-                    f"  bus {f['frames_per_s']:.0f} frames/s")
+            line = (
+                f"{arm.value:5s} {f['mode'].upper():8s} gen {f['generation']}  sample age {age}"
+                f"  bus {f['frames_per_s']:.0f} frames/s"
+            )
             if f["fault"]:
                 line += f"  FAULT {f['fault']}: {f['reason']}"
             out.append(line)
@@ -97,8 +102,10 @@ class StatusBoard:
             return "plans: none in this scenario"
         st = self.planner.status(self.loop.time)
         if st["state"] == "executing":
-            return (f"plan step {st['step']}/{st['steps']} executing {100 * st['progress']:.0f} %"
-                    f"  clearance {1000 * (st['clearance_m'] or 0):.1f} mm")
+            return (
+                f"plan step {st['step']}/{st['steps']} executing {100 * st['progress']:.0f} %"
+                f"  clearance {1000 * (st['clearance_m'] or 0):.1f} mm"
+            )
         last = st["last"]
         tail = ""
         if last is not None:

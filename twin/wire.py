@@ -52,8 +52,16 @@ class LockstepVirtualBus(VirtualBus):
             # positional (python-can 4.6's order; tests/test_lockstep_bus.py checks every
             # field): a third cheaper than keywords, 3,000 frames per simulated second
             copy = can.Message(
-                stamp, msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame,
-                msg.is_error_frame, self.channel_id, msg.dlc, data, False, q is not self.queue,
+                stamp,
+                msg.arbitration_id,
+                msg.is_extended_id,
+                msg.is_remote_frame,
+                msg.is_error_frame,
+                self.channel_id,
+                msg.dlc,
+                data,
+                False,
+                q is not self.queue,
             )
             if q.maxsize <= 0 and type(q) is queue.Queue:  # unbounded: put() never blocks or raises
                 _append(q, copy)
@@ -61,7 +69,9 @@ class LockstepVirtualBus(VirtualBus):
             try:
                 q.put(copy, block=True, timeout=timeout)
             except queue.Full:
-                raise can.CanOperationError("Could not send message to one or more recipients") from None
+                raise can.CanOperationError(
+                    "Could not send message to one or more recipients"
+                ) from None
 
     def recv(self, timeout: float | None = None) -> can.Message | None:
         q = self.queue
@@ -100,9 +110,15 @@ class FaultInjectingBus(can.BusABC):
     every physics step).
     """
 
-    def __init__(self, inner: can.BusABC, arm: Arm, clock: Callable[[], float],
-                 faults: FaultSchedule, rng: np.random.Generator,
-                 first_command_id: int = FIRST_COMMAND_ID):
+    def __init__(
+        self,
+        inner: can.BusABC,
+        arm: Arm,
+        clock: Callable[[], float],
+        faults: FaultSchedule,
+        rng: np.random.Generator,
+        first_command_id: int = FIRST_COMMAND_ID,
+    ):
         self._inner = inner
         self._first_command_id = first_command_id  # a sample's first frame (batch faults)
         self.arm = arm
@@ -150,7 +166,8 @@ class FaultInjectingBus(can.BusABC):
                 self.refused += 1
                 raise can.CanOperationError(
                     f"transmit queue full (injected partial batch after "
-                    f"{int(spec.params['accept_frames'])} frames)")
+                    f"{int(spec.params['accept_frames'])} frames)"
+                )
             spec = f.first(FaultKind.UNCERTAIN_WRITE, arm, now)
             if spec and k == int(spec.params["at_frame"]):
                 self.timed_out += 1
@@ -163,7 +180,9 @@ class FaultInjectingBus(can.BusABC):
                 return  # the controller accepted it; the wire lost it
             spec = f.first(FaultKind.DELAY, arm, now)
             if spec:
-                jitter = spec.params["jitter_s"] * self._rng.random() if spec.params["jitter_s"] else 0.0
+                jitter = (
+                    spec.params["jitter_s"] * self._rng.random() if spec.params["jitter_s"] else 0.0
+                )
                 due = max(now + spec.params["delay_s"] + jitter, self._last_release)
                 self._last_release = due  # CAN keeps order: jitter never reorders frames
                 heapq.heappush(self._held, (due, next(self._order), msg))

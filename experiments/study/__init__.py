@@ -8,17 +8,32 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["LocalBackend", "RayBackend", "StudySpec", "StudySpecError", "load_spec",
-           "replay_row", "run_study"]
+__all__ = [
+    "LocalBackend",
+    "RayBackend",
+    "StudySpec",
+    "StudySpecError",
+    "load_spec",
+    "replay_row",
+    "run_study",
+]
 
-_WHERE = {"LocalBackend": "backends", "RayBackend": "backends", "StudySpec": "spec",
-          "StudySpecError": "spec", "load_spec": "spec", "replay_row": "runner", "run_study": "runner"}
+_WHERE = {
+    "LocalBackend": "backends",
+    "RayBackend": "backends",
+    "StudySpec": "spec",
+    "StudySpecError": "spec",
+    "load_spec": "spec",
+    "replay_row": "runner",
+    "run_study": "runner",
+}
 
 
 def __getattr__(name: str):
     if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; its public names: "
-                             f"{', '.join(__all__)}")
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}; its public names: {', '.join(__all__)}"
+        )
     return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
 
 

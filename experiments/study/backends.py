@@ -28,13 +28,23 @@ class RayUnreachableError(RobTwinError, ConnectionError):
 
 def error_row(task: Task, message: str) -> dict:
     row = {c: None for c in COLUMNS}
-    row.update(row=task.row, pair=task.pair, margin_m=task.margin_m, goal_seed=task.goal_seed,
-               plan_seed=task.plan_seed, status="error", reason="", error=message)
+    row.update(
+        row=task.row,
+        pair=task.pair,
+        margin_m=task.margin_m,
+        goal_seed=task.goal_seed,
+        plan_seed=task.plan_seed,
+        status="error",
+        reason="",
+        error=message,
+    )
     return row
 
 
 def default_workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )
 
 
 @dataclass(frozen=True)
@@ -91,9 +101,11 @@ def _probe(address: str, timeout_s: float) -> None:
         with socket.create_connection((parsed.hostname, parsed.port), timeout=timeout_s):
             pass
     except OSError as err:
-        raise RayUnreachableError(f"Ray at {address!r} cannot be reached within {timeout_s:g} s "
-                                  f"({err}); valid: the address of a running Ray head "
-                                  "(ray start --head prints it), or no address for a local Ray") from None
+        raise RayUnreachableError(
+            f"Ray at {address!r} cannot be reached within {timeout_s:g} s "
+            f"({err}); valid: the address of a running Ray head "
+            "(ray start --head prints it), or no address for a local Ray"
+        ) from None
 
 
 class _StudyActor:
@@ -130,8 +142,12 @@ class RayBackend:
             _probe(self.address, self.connect_timeout_s)
             ray.init(address=self.address, log_to_driver=False)
         else:
-            ray.init(num_cpus=self.workers or default_workers(), include_dashboard=False,
-                     _node_ip_address="127.0.0.1", log_to_driver=False)
+            ray.init(
+                num_cpus=self.workers or default_workers(),
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                log_to_driver=False,
+            )
         return True
 
     def run(self, ctx: StudyContext, tasks: Iterable[Task], on_row: OnRow) -> None:

@@ -27,26 +27,39 @@ def _per_margin(rows: list[dict], margins: list[float]) -> list[dict]:
         rs = [r for r in rows if r["margin_m"] == m]
         ok = [r for r in rs if r["status"] == "success"]
         times = np.array([r["plan_time_s"] for r in rs if r["plan_time_s"] is not None])
-        out.append({
-            "margin_m": m, "tasks": len(rs), "success": len(ok),
-            "success_rate": round(len(ok) / len(rs), 4) if rs else None,
-            "errors": sum(r["status"] == "error" for r in rs),
-            "plan_time_ms_median": round(float(np.median(times)) * 1e3, 2) if times.size else None,
-            "plan_time_ms_p95": round(float(np.percentile(times, 95)) * 1e3, 2) if times.size else None,
-            "min_clearance_m": min((r["min_clearance_m"] for r in ok), default=None),
-        })
+        out.append(
+            {
+                "margin_m": m,
+                "tasks": len(rs),
+                "success": len(ok),
+                "success_rate": round(len(ok) / len(rs), 4) if rs else None,
+                "errors": sum(r["status"] == "error" for r in rs),
+                "plan_time_ms_median": round(float(np.median(times)) * 1e3, 2)
+                if times.size
+                else None,
+                "plan_time_ms_p95": round(float(np.percentile(times, 95)) * 1e3, 2)
+                if times.size
+                else None,
+                "min_clearance_m": min((r["min_clearance_m"] for r in ok), default=None),
+            }
+        )
     return out
 
 
-def summarize(spec: StudySpec, rows: list[dict], *, backend: str, wall_s: float,
-              expected: int) -> dict:
+def summarize(
+    spec: StudySpec, rows: list[dict], *, backend: str, wall_s: float, expected: int
+) -> dict:
     statuses: dict[str, int] = {}
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
     times = [r["plan_time_s"] for r in rows if r["plan_time_s"] is not None]
     return {
-        "study": spec.name, "spec": spec.model_dump(mode="json"), "backend": backend,
-        "tasks": expected, "finished": len(rows), "complete": len(rows) == expected,
+        "study": spec.name,
+        "spec": spec.model_dump(mode="json"),
+        "backend": backend,
+        "tasks": expected,
+        "finished": len(rows),
+        "complete": len(rows) == expected,
         "statuses": statuses,
         "success_rate": round(statuses.get("success", 0) / len(rows), 4) if rows else None,
         "plan_time_s_total": round(float(np.sum(times)), 3),
@@ -75,10 +88,20 @@ def _plot_margins(per: list[dict], path: Path) -> None:
 
 def _plot_times(rows: list[dict], margins: list[float], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    data = [[1e3 * r["plan_time_s"] for r in rows if r["margin_m"] == m and r["plan_time_s"] is not None]
-            for m in margins]
-    ax.hist([d for d in data if d], bins=30, stacked=True,
-            label=[f"{1e3 * m:g} mm" for m, d in zip(margins, data, strict=True) if d])
+    data = [
+        [
+            1e3 * r["plan_time_s"]
+            for r in rows
+            if r["margin_m"] == m and r["plan_time_s"] is not None
+        ]
+        for m in margins
+    ]
+    ax.hist(
+        [d for d in data if d],
+        bins=30,
+        stacked=True,
+        label=[f"{1e3 * m:g} mm" for m, d in zip(margins, data, strict=True) if d],
+    )
     ax.set_xlabel("plan time [ms] (simulated planner, this machine)")
     ax.set_ylabel("tasks")
     ax.legend(title="margin", fontsize=8)
@@ -90,10 +113,16 @@ def _plot_times(rows: list[dict], margins: list[float], path: Path) -> None:
 def _plot_failures(rows: list[dict], arms: list[str], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
     for ax, (i, j) in zip(axes, (("x", "y"), ("x", "z")), strict=True):
-        for ok, style in ((True, {"c": "0.7", "s": 8, "label": "success"}),
-                          (False, {"c": "tab:red", "s": 18, "marker": "x", "label": "failure"})):
-            pts = [(r[f"{a}_tcp_{i}"], r[f"{a}_tcp_{j}"]) for r in rows for a in arms
-                   if (r["status"] == "success") == ok and r[f"{a}_tcp_{i}"] is not None]
+        for ok, style in (
+            (True, {"c": "0.7", "s": 8, "label": "success"}),
+            (False, {"c": "tab:red", "s": 18, "marker": "x", "label": "failure"}),
+        ):
+            pts = [
+                (r[f"{a}_tcp_{i}"], r[f"{a}_tcp_{j}"])
+                for r in rows
+                for a in arms
+                if (r["status"] == "success") == ok and r[f"{a}_tcp_{i}"] is not None
+            ]
             if pts:
                 ax.scatter(*zip(*pts, strict=True), **style)
         ax.set_xlabel(f"goal TCP {i} [m]")
@@ -109,33 +138,52 @@ def _plot_failures(rows: list[dict], arms: list[str], path: Path) -> None:
     plt.close(fig)
 
 
-PLOTS = {"margins": "success_vs_margin.png", "times": "plan_times.png", "failures": "failure_map.png"}
+PLOTS = {
+    "margins": "success_vs_margin.png",
+    "times": "plan_times.png",
+    "failures": "failure_map.png",
+}
 
 
-def write_report(spec: StudySpec, rows: list[dict], summary: dict, out_dir: Path, spec_path: str) -> dict:
+def write_report(
+    spec: StudySpec, rows: list[dict], summary: dict, out_dir: Path, spec_path: str
+) -> dict:
     """Write plots, ``summary.json`` and ``report.md`` into ``out_dir``; return the stamped summary."""
     _plot_margins(summary["per_margin"], out_dir / PLOTS["margins"])
     _plot_times(rows, list(spec.margins_m), out_dir / PLOTS["times"])
     _plot_failures(rows, list(spec.arms), out_dir / PLOTS["failures"])
-    summary = dict(summary, plots={k: str(out_dir / v) for k, v in PLOTS.items()},
-                   table=str(out_dir / "rows.csv"))
+    summary = dict(
+        summary,
+        plots={k: str(out_dir / v) for k, v in PLOTS.items()},
+        table=str(out_dir / "rows.csv"),
+    )
     data = write_json(out_dir / "summary.json", summary)
     failed = [r for r in rows if r["status"] != "success"][:20]
     lines = [
-        f"# Study `{spec.name}` (simulated)", "",
+        f"# Study `{spec.name}` (simulated)",
+        "",
         "hardware_io: false. Figures are from the ArmGroup planner on the MuJoCo model, "
-        "not from a physical robot.", "",
+        "not from a physical robot.",
+        "",
         f"{summary['finished']} of {summary['tasks']} tasks finished on {summary['backend']} in "
-        f"{summary['wall_s']} s ({summary['plans_per_s']} plans/s); statuses: {summary['statuses']}.", "",
-        markdown_table(summary["per_margin"]), "",
-        f"![success and plan time vs margin]({PLOTS['margins']})", "",
-        f"![plan time distribution]({PLOTS['times']})", "",
-        f"![where goals fail]({PLOTS['failures']})", "",
+        f"{summary['wall_s']} s ({summary['plans_per_s']} plans/s); statuses: {summary['statuses']}.",
+        "",
+        markdown_table(summary["per_margin"]),
+        "",
+        f"![success and plan time vs margin]({PLOTS['margins']})",
+        "",
+        f"![plan time distribution]({PLOTS['times']})",
+        "",
+        f"![where goals fail]({PLOTS['failures']})",
+        "",
     ]
     if failed:
-        lines += ["Failed rows (first 20; replay one with "
-                  f"`rob-twin study {spec_path} --replay ROW`):", "",
-                  markdown_table(failed, ["row", "pair", "margin_m", "goal_seed", "plan_seed",
-                                          "status", "error"])]
+        lines += [
+            f"Failed rows (first 20; replay one with `rob-twin study {spec_path} --replay ROW`):",
+            "",
+            markdown_table(
+                failed, ["row", "pair", "margin_m", "goal_seed", "plan_seed", "status", "error"]
+            ),
+        ]
     (out_dir / "report.md").write_text("\n".join(lines) + "\n")
     return data

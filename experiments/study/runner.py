@@ -26,9 +26,17 @@ def default_out_dir(spec: StudySpec) -> Path:
     return Path("out") / "studies" / spec.name
 
 
-def run_study(spec: StudySpec, base_dir: Path, out_dir: Path | None = None, *,
-              backend: Backend | None = None, resume: bool = False, overwrite: bool = False,
-              progress: bool = True, spec_path: str = "SPEC") -> dict:
+def run_study(
+    spec: StudySpec,
+    base_dir: Path,
+    out_dir: Path | None = None,
+    *,
+    backend: Backend | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    spec_path: str = "SPEC",
+) -> dict:
     """Run every task of ``spec`` not yet in ``out_dir``; return the stamped summary.
 
     A KeyboardInterrupt leaves the finished rows in ``rows.csv`` (``resume=True`` continues)."""
@@ -38,8 +46,15 @@ def run_study(spec: StudySpec, base_dir: Path, out_dir: Path | None = None, *,
     ctx = context(spec, base_dir)
     store = RowStore(out_dir, spec, resume=resume, overwrite=overwrite)
     todo = [t for t in tasks if t.row not in store.done]
-    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="plan", desc=spec.name,
-               disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(
+        total=len(tasks),
+        initial=len(tasks) - len(todo),
+        unit="plan",
+        desc=spec.name,
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
     failed = [0]
 
     def on_row(row: dict) -> None:
@@ -69,7 +84,13 @@ def replay_row(spec: StudySpec, base_dir: Path, row: int, out_dir: Path | None =
     """Plan row ``row`` again here; {"row": new row, "stored": stored row or None, "same": bool|None}."""
     task = task_for_row(spec, base_dir, row)
     new = run_task(context(spec, base_dir), task)
-    stored = next((r for r in read_rows(Path(out_dir or default_out_dir(spec)) / "rows.csv")
-                   if r["row"] == row), None)
+    stored = next(
+        (
+            r
+            for r in read_rows(Path(out_dir or default_out_dir(spec)) / "rows.csv")
+            if r["row"] == row
+        ),
+        None,
+    )
     same = None if stored is None else comparable(stored) == comparable(new)
     return {"row": new, "stored": stored, "same": same}

@@ -81,11 +81,14 @@ class StudySpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     model: str = BUILTIN_MODEL
     start: str = "home"
-    arms: list[Literal["right", "left"]] = Field(default_factory=lambda: list(ARM_NAMES), min_length=1)
+    arms: list[Literal["right", "left"]] = Field(
+        default_factory=lambda: list(ARM_NAMES), min_length=1
+    )
     goals: Annotated[GaussianGoals | GoalFile, Field(discriminator="kind")] = GaussianGoals()
     planner: PlannerSpec = PlannerSpec()
     margins_m: list[Annotated[float, Field(ge=0.0, le=0.2, allow_inf_nan=False)]] = Field(
-        default_factory=lambda: [0.005], min_length=1)
+        default_factory=lambda: [0.005], min_length=1
+    )
     seed: int = Field(0, ge=0, le=2**32 - 1)
     count: int = Field(ge=1, le=100_000_000)
 
@@ -140,7 +143,9 @@ def load_spec(path: Path | str) -> tuple[StudySpec, Path]:
     try:
         text = path.read_text()
     except OSError as err:
-        raise StudySpecError("path", str(path), f"a readable .json or .toml file ({err.strerror})") from None
+        raise StudySpecError(
+            "path", str(path), f"a readable .json or .toml file ({err.strerror})"
+        ) from None
     try:
         if path.suffix == ".toml":
             raw = tomllib.loads(text)
@@ -149,7 +154,9 @@ def load_spec(path: Path | str) -> tuple[StudySpec, Path]:
         else:
             raise StudySpecError("path", str(path), "a file ending .json or .toml")
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as err:
-        raise StudySpecError("path", str(path), f"well-formed {path.suffix[1:].upper()} ({err})") from None
+        raise StudySpecError(
+            "path", str(path), f"well-formed {path.suffix[1:].upper()} ({err})"
+        ) from None
     if not isinstance(raw, dict):
         raise StudySpecError("(spec)", type(raw).__name__, "a table/object of fields")
     return parse_spec(raw), path.resolve().parent
@@ -158,18 +165,25 @@ def load_spec(path: Path | str) -> tuple[StudySpec, Path]:
 def read_goal_file(spec: StudySpec, base_dir: Path) -> list[dict[str, list[float]]]:
     """The goal pairs of a ``file`` sampler, checked for shape (limits: the planner's job)."""
     assert isinstance(spec.goals, GoalFile)
-    path = (base_dir / spec.goals.path)
+    path = base_dir / spec.goals.path
     try:
         raw = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
-        raise StudySpecError("goals.path", spec.goals.path, f"a readable JSON list of goal pairs ({err})") from None
+        raise StudySpecError(
+            "goals.path", spec.goals.path, f"a readable JSON list of goal pairs ({err})"
+        ) from None
     if not isinstance(raw, list) or not raw:
-        raise StudySpecError("goals.path", spec.goals.path, "a non-empty JSON list of {arm: [7 rad]}")
+        raise StudySpecError(
+            "goals.path", spec.goals.path, "a non-empty JSON list of {arm: [7 rad]}"
+        )
     for i, pair in enumerate(raw):
         for arm in spec.arms:
             q = pair.get(arm) if isinstance(pair, dict) else None
-            if not (isinstance(q, list) and len(q) == JOINTS_PER_ARM
-                    and all(isinstance(v, (int, float)) for v in q)):
+            if not (
+                isinstance(q, list)
+                and len(q) == JOINTS_PER_ARM
+                and all(isinstance(v, (int, float)) for v in q)
+            ):
                 raise StudySpecError(f"goals.path[{i}].{arm}", q, f"{JOINTS_PER_ARM} numbers [rad]")
     if spec.count > len(raw):
         raise StudySpecError("count", spec.count, f"<= {len(raw)} (the pairs in {spec.goals.path})")
@@ -182,5 +196,9 @@ def model_path(spec: StudySpec, base_dir: Path) -> str:
         return BUILTIN_MODEL
     path = (base_dir / spec.model).resolve()
     if not path.is_file():
-        raise StudySpecError("model", spec.model, f"{BUILTIN_MODEL!r} or an existing MJCF file (relative to the spec)")
+        raise StudySpecError(
+            "model",
+            spec.model,
+            f"{BUILTIN_MODEL!r} or an existing MJCF file (relative to the spec)",
+        )
     return str(path)

@@ -47,7 +47,9 @@ def read_rows(path: Path) -> list[dict]:
 class RowStore:
     """Append-only row file of one study in ``out_dir``."""
 
-    def __init__(self, out_dir: Path, spec: StudySpec, resume: bool = False, overwrite: bool = False):
+    def __init__(
+        self, out_dir: Path, spec: StudySpec, resume: bool = False, overwrite: bool = False
+    ):
         self.out_dir = Path(out_dir)
         self.csv_path = self.out_dir / "rows.csv"
         self.manifest = self.out_dir / "study.json"
@@ -59,11 +61,13 @@ class RowStore:
             if not resume:
                 raise StudyOutputError(
                     f"{self.out_dir} already holds a study ({len(existing)} rows); valid: --resume "
-                    "to continue it, --overwrite to start again, or another --out")
+                    "to continue it, --overwrite to start again, or another --out"
+                )
             if recorded != identity:
                 raise StudyOutputError(
                     f"{self.out_dir} holds rows of a different spec than this one; valid: --resume "
-                    "with the spec it ran, --overwrite, or another --out")
+                    "with the spec it ran, --overwrite, or another --out"
+                )
         if overwrite or not resume:
             existing = []
             self.csv_path.unlink(missing_ok=True)

@@ -43,8 +43,13 @@ def pair_seeds(spec_seed: int, pair: int) -> tuple[int, int]:
 
 
 def context(spec: StudySpec, base_dir: Path) -> StudyContext:
-    return StudyContext(model=model_path(spec, base_dir), start=spec.start, arms=tuple(spec.arms),
-                        planner=spec.planner.model_dump(), goal_sampler=spec.goals.model_dump())
+    return StudyContext(
+        model=model_path(spec, base_dir),
+        start=spec.start,
+        arms=tuple(spec.arms),
+        planner=spec.planner.model_dump(),
+        goal_sampler=spec.goals.model_dump(),
+    )
 
 
 def expand(spec: StudySpec, base_dir: Path) -> list[Task]:
@@ -55,8 +60,16 @@ def expand(spec: StudySpec, base_dir: Path) -> list[Task]:
         for i in range(spec.count):
             goal_seed, plan_seed = pair_seeds(spec.seed, i)
             goals = {a: tuple(float(v) for v in pairs[i][a]) for a in spec.arms} if pairs else None
-            tasks.append(Task(row=m * spec.count + i, pair=i, margin_m=float(margin),
-                              goal_seed=goal_seed, plan_seed=plan_seed, goals=goals))
+            tasks.append(
+                Task(
+                    row=m * spec.count + i,
+                    pair=i,
+                    margin_m=float(margin),
+                    goal_seed=goal_seed,
+                    plan_seed=plan_seed,
+                    goals=goals,
+                )
+            )
     return tasks
 
 
@@ -68,5 +81,11 @@ def task_for_row(spec: StudySpec, base_dir: Path, row: int) -> Task:
     pair = row % spec.count
     goal_seed, plan_seed = pair_seeds(spec.seed, pair)
     goals = {a: tuple(float(v) for v in pairs[pair][a]) for a in spec.arms} if pairs else None
-    return Task(row=row, pair=pair, margin_m=float(spec.margins_m[row // spec.count]),
-                goal_seed=goal_seed, plan_seed=plan_seed, goals=goals)
+    return Task(
+        row=row,
+        pair=pair,
+        margin_m=float(spec.margins_m[row // spec.count]),
+        goal_seed=goal_seed,
+        plan_seed=plan_seed,
+        goals=goals,
+    )

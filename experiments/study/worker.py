@@ -31,20 +31,47 @@ BUILDS = {"models": 0, "groups": 0}
 
 # Columns whose values depend on the machine, not on the task (left out of replay checks).
 TIMING_COLUMNS = ("plan_time_s", "task_time_s", "worker")
-COLUMNS = ("row", "pair", "margin_m", "goal_seed", "plan_seed", "status", "reason", "error",
-           "plan_time_s", "task_time_s", "duration_s", "min_clearance_m", "repairs",
-           "right_tcp_x", "right_tcp_y", "right_tcp_z", "left_tcp_x", "left_tcp_y", "left_tcp_z",
-           "goals", "worker")
+COLUMNS = (
+    "row",
+    "pair",
+    "margin_m",
+    "goal_seed",
+    "plan_seed",
+    "status",
+    "reason",
+    "error",
+    "plan_time_s",
+    "task_time_s",
+    "duration_s",
+    "min_clearance_m",
+    "repairs",
+    "right_tcp_x",
+    "right_tcp_y",
+    "right_tcp_z",
+    "left_tcp_x",
+    "left_tcp_y",
+    "left_tcp_z",
+    "goals",
+    "worker",
+)
 
 
 def group_config(ctx: StudyContext, margin_m: float) -> GroupConfig:
     p = ctx.planner
-    search = SearchConfig(edge_step_rad=p["edge_step_rad"], extend_step_rad=p["extend_step_rad"],
-                          max_iterations=p["max_iterations"], shortcut_rounds=p["shortcut_rounds"])
-    return GroupConfig(collision=CollisionConfig(margin_m=margin_m, horizon_m=margin_m),
-                       clearance_horizon_m=max(p["clearance_horizon_m"], margin_m), search=search,
-                       max_repairs=p["max_repairs"], search_padding_m=p["search_padding_m"],
-                       substeps=p["substeps"])
+    search = SearchConfig(
+        edge_step_rad=p["edge_step_rad"],
+        extend_step_rad=p["extend_step_rad"],
+        max_iterations=p["max_iterations"],
+        shortcut_rounds=p["shortcut_rounds"],
+    )
+    return GroupConfig(
+        collision=CollisionConfig(margin_m=margin_m, horizon_m=margin_m),
+        clearance_horizon_m=max(p["clearance_horizon_m"], margin_m),
+        search=search,
+        max_repairs=p["max_repairs"],
+        search_padding_m=p["search_padding_m"],
+        substeps=p["substeps"],
+    )
 
 
 def _model(ctx: StudyContext) -> tuple[mujoco.MjModel, np.ndarray]:
@@ -64,8 +91,9 @@ def group_for(ctx: StudyContext, margin_m: float) -> ArmGroup:
     model, start = _model(ctx)
     key = (json.dumps(dataclasses.asdict(ctx), sort_keys=True), margin_m)
     if key not in _GROUPS:
-        _GROUPS[key] = ArmGroup(model, {a: list(arm_joints(a)) for a in ctx.arms},
-                                group_config(ctx, margin_m))
+        _GROUPS[key] = ArmGroup(
+            model, {a: list(arm_joints(a)) for a in ctx.arms}, group_config(ctx, margin_m)
+        )
         BUILDS["groups"] += 1
     group = _GROUPS[key]
     group.set_qpos(start)
@@ -83,8 +111,13 @@ def task_goals(ctx: StudyContext, task: Task) -> dict[str, np.ndarray]:
     if task.goals is not None:
         return {a: np.asarray(q, float) for a, q in task.goals.items()}
     g = ctx.goal_sampler
-    return goal_pairs(sampler_group(ctx), 1, np.random.default_rng(task.goal_seed),
-                      sigma_rad=g["sigma_rad"], min_clearance_m=g["min_clearance_m"])[0]
+    return goal_pairs(
+        sampler_group(ctx),
+        1,
+        np.random.default_rng(task.goal_seed),
+        sigma_rad=g["sigma_rad"],
+        min_clearance_m=g["min_clearance_m"],
+    )[0]
 
 
 def tcp_positions(group: ArmGroup, goals: dict[str, np.ndarray]) -> dict[str, float]:
@@ -100,7 +133,9 @@ def tcp_positions(group: ArmGroup, goals: dict[str, np.ndarray]) -> dict[str, fl
     for arm in ("right", "left"):
         sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, f"{arm}/tcp")
         for k, axis in enumerate("xyz"):
-            out[f"{arm}_tcp_{axis}"] = round(float(data.site_xpos[sid, k]), 6) if arm in goals and sid >= 0 else None
+            out[f"{arm}_tcp_{axis}"] = (
+                round(float(data.site_xpos[sid, k]), 6) if arm in goals and sid >= 0 else None
+            )
     return out
 
 
@@ -108,8 +143,16 @@ def run_task(ctx: StudyContext, task: Task) -> dict:
     """The result row of ``task`` (never raises for the task's own failures)."""
     t0 = time.perf_counter()
     row: dict = {c: None for c in COLUMNS}
-    row.update(row=task.row, pair=task.pair, margin_m=task.margin_m, goal_seed=task.goal_seed,
-               plan_seed=task.plan_seed, reason="", error="", worker=os.getpid())
+    row.update(
+        row=task.row,
+        pair=task.pair,
+        margin_m=task.margin_m,
+        goal_seed=task.goal_seed,
+        plan_seed=task.plan_seed,
+        reason="",
+        error="",
+        worker=os.getpid(),
+    )
     try:
         goals = task_goals(ctx, task)
         group = group_for(ctx, task.margin_m)
@@ -122,9 +165,11 @@ def run_task(ctx: StudyContext, task: Task) -> dict:
         row["reason"] = result.reason[:300]
         if result.ok:
             plan = result.plan
-            row.update(duration_s=round(plan.duration_s, 6),
-                       min_clearance_m=round(float(plan.min_clearance.distance_m), 6),
-                       repairs=int(plan.repairs))
+            row.update(
+                duration_s=round(plan.duration_s, 6),
+                min_clearance_m=round(float(plan.min_clearance.distance_m), 6),
+                repairs=int(plan.repairs),
+            )
     except Exception as err:  # a failed row, never a failed study
         row["status"] = "error"
         row["error"] = f"{type(err).__name__}: {err}"

@@ -10,8 +10,9 @@ __all__ = ["SweepInputError", "run_sweep"]
 
 def __getattr__(name: str):
     if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; its public names: "
-                             f"{', '.join(__all__)}")
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}; its public names: {', '.join(__all__)}"
+        )
     return getattr(importlib.import_module(f"{__name__}.runner"), name)
 
 

@@ -12,9 +12,23 @@ from __future__ import annotations
 import math
 
 # Left out of the comparison: wall-clock and output-file figures.
-SKIPPED = ("wall_s", "physics_wall_s", "sim_to_wall_ratio_physics_only", "frames", "render_fps",
-           "video", "video_skipped_reason", "plot", "hardware_io", "evidence_class", "note",
-           "scenario", "planning_s", "bus", "bus_plot")
+SKIPPED = (
+    "wall_s",
+    "physics_wall_s",
+    "sim_to_wall_ratio_physics_only",
+    "frames",
+    "render_fps",
+    "video",
+    "video_skipped_reason",
+    "plot",
+    "hardware_io",
+    "evidence_class",
+    "note",
+    "scenario",
+    "planning_s",
+    "bus",
+    "bus_plot",
+)
 OUTPUT_SUFFIXES = ("_file", "_path", "_plot")  # paths of files a run wrote
 DEFAULT_TOLERANCE = {"rel": 0.05, "abs": 1e-3}
 

@@ -37,16 +37,24 @@ def run_one(path: str, out_dir: str) -> dict:
         summary = summarize(result, Path(out_dir) / sc.name)
         return {"name": name, "figures": run_figures(summary), "wall_s": time.perf_counter() - t0}
     except Exception as err:  # a scenario that cannot run is a regression, not a crash
-        return {"name": name, "error": f"{type(err).__name__}: {err}", "wall_s": time.perf_counter() - t0}
+        return {
+            "name": name,
+            "error": f"{type(err).__name__}: {err}",
+            "wall_s": time.perf_counter() - t0,
+        }
 
 
 def scenario_files(folder: Path) -> list[Path]:
     """The scenario files of ``folder`` (``*.json``, JSON schemas left out)."""
     if not folder.is_dir():
-        raise SweepInputError(f"sweep folder {str(folder)!r} does not exist; valid: a folder of scenario .json files")
+        raise SweepInputError(
+            f"sweep folder {str(folder)!r} does not exist; valid: a folder of scenario .json files"
+        )
     files = sorted(f for f in folder.glob("*.json") if not f.name.endswith(".schema.json"))
     if not files:
-        raise SweepInputError(f"sweep folder {str(folder)!r} holds no *.json scenario; valid: a folder of scenario files")
+        raise SweepInputError(
+            f"sweep folder {str(folder)!r} holds no *.json scenario; valid: a folder of scenario files"
+        )
     return files
 
 
@@ -55,7 +63,9 @@ def run_all(files: list[Path], out_dir: Path, workers: int | None, progress: boo
     from experiments.study.backends import default_workers
 
     workers = min(workers or default_workers(), len(files))
-    bar = tqdm(total=len(files), unit="scenario", desc="sweep", disable=not progress, file=sys.stderr)
+    bar = tqdm(
+        total=len(files), unit="scenario", desc="sweep", disable=not progress, file=sys.stderr
+    )
     results = []
     try:
         if workers <= 1:
@@ -70,7 +80,13 @@ def run_all(files: list[Path], out_dir: Path, workers: int | None, progress: boo
                     try:
                         results.append(fut.result())
                     except Exception as err:  # the worker process died
-                        results.append({"name": futures[fut].stem, "error": f"worker died: {err}", "wall_s": 0.0})
+                        results.append(
+                            {
+                                "name": futures[fut].stem,
+                                "error": f"worker died: {err}",
+                                "wall_s": 0.0,
+                            }
+                        )
                     bar.update(1)
     finally:
         bar.close()
@@ -81,8 +97,15 @@ def _baseline_path(baselines: Path, name: str) -> Path:
     return baselines / f"{name}.json"
 
 
-def run_sweep(folder: Path, *, baselines: Path | None = None, out_dir: Path = Path("out/sweep"),
-              workers: int | None = None, update: bool = False, progress: bool = True) -> dict:
+def run_sweep(
+    folder: Path,
+    *,
+    baselines: Path | None = None,
+    out_dir: Path = Path("out/sweep"),
+    workers: int | None = None,
+    update: bool = False,
+    progress: bool = True,
+) -> dict:
     """Run and compare (or ``update`` the baselines); return the stamped report (``passed``)."""
     folder = Path(folder)
     baselines = Path(baselines or folder / "baselines")
@@ -96,30 +119,69 @@ def run_sweep(folder: Path, *, baselines: Path | None = None, out_dir: Path = Pa
         stored = json.loads(path.read_text()) if path.is_file() else None
         if "error" in r:
             verdict, n_changed = "RUN FAILED", 1
-            changes.append({"scenario": r["name"], "figure": "(run)", "baseline": "ran",
-                            "now": r["error"], "allowed": "exact"})
+            changes.append(
+                {
+                    "scenario": r["name"],
+                    "figure": "(run)",
+                    "baseline": "ran",
+                    "now": r["error"],
+                    "allowed": "exact",
+                }
+            )
         elif update:
             tolerances = (stored or {}).get("tolerances", {"default": DEFAULT_TOLERANCE})
-            write_json(path, {"scenario": r["name"], "tolerances": tolerances, "figures": r["figures"]})
+            write_json(
+                path, {"scenario": r["name"], "tolerances": tolerances, "figures": r["figures"]}
+            )
             verdict, n_changed = "baseline written", 0
         elif stored is None:
             verdict, n_changed = "NO BASELINE", 1
-            changes.append({"scenario": r["name"], "figure": "(baseline)", "baseline": "(absent)",
-                            "now": f"run --update-baselines to write {path}", "allowed": "exact"})
+            changes.append(
+                {
+                    "scenario": r["name"],
+                    "figure": "(baseline)",
+                    "baseline": "(absent)",
+                    "now": f"run --update-baselines to write {path}",
+                    "allowed": "exact",
+                }
+            )
         else:
             diff = compare(stored["figures"], r["figures"], stored.get("tolerances", {}))
             changes += [{"scenario": r["name"], **d} for d in diff]
             verdict, n_changed = ("REGRESSION" if diff else "ok"), len(diff)
-        rows.append({"scenario": r["name"], "figures": len(r.get("figures", {})),
-                     "changed": n_changed, "wall_s": round(r["wall_s"], 2), "verdict": verdict})
+        rows.append(
+            {
+                "scenario": r["name"],
+                "figures": len(r.get("figures", {})),
+                "changed": n_changed,
+                "wall_s": round(r["wall_s"], 2),
+                "verdict": verdict,
+            }
+        )
     passed = not changes
-    table_md = markdown_table(rows) + ("\nWhat changed:\n\n" + markdown_table(
-        changes, ["scenario", "figure", "baseline", "now", "allowed"]) if changes else "")
+    table_md = markdown_table(rows) + (
+        "\nWhat changed:\n\n"
+        + markdown_table(changes, ["scenario", "figure", "baseline", "now", "allowed"])
+        if changes
+        else ""
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / "sweep.md"
     md.write_text(f"# Sweep of `{folder}` (simulated)\n\nhardware_io: false.\n\n{table_md}")
-    return write_json(out_dir / "sweep.json", {
-        "folder": str(folder), "baselines": str(baselines), "scenarios": len(results),
-        "workers": workers, "wall_s": round(wall_s, 3), "passed": passed,
-        "verdict": "PASS" if passed else "REGRESSION", "updated": update,
-        "rows": rows, "changes": changes, "table_md": table_md, "report": str(md)})
+    return write_json(
+        out_dir / "sweep.json",
+        {
+            "folder": str(folder),
+            "baselines": str(baselines),
+            "scenarios": len(results),
+            "workers": workers,
+            "wall_s": round(wall_s, 3),
+            "passed": passed,
+            "verdict": "PASS" if passed else "REGRESSION",
+            "updated": update,
+            "rows": rows,
+            "changes": changes,
+            "table_md": table_md,
+            "report": str(md),
+        },
+    )

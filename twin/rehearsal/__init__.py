@@ -32,8 +32,23 @@ from .run import rehearse
 from .targets import HOME, wave_source
 
 __all__ = [
-    "ARMS", "FAR_MOVE", "GATES", "HOME", "SIGNATURE_MOVE", "GateResult", "RehearsalConfig",
-    "default_config", "gate_exclusive_output", "gate_feedback", "gate_moving_retargets",
-    "gate_output_uncertainty", "gate_stopping", "gate_units_and_references", "gates_for",
-    "rehearse", "stop_plot", "wave_source", "write_report",
+    "ARMS",
+    "FAR_MOVE",
+    "GATES",
+    "HOME",
+    "SIGNATURE_MOVE",
+    "GateResult",
+    "RehearsalConfig",
+    "default_config",
+    "gate_exclusive_output",
+    "gate_feedback",
+    "gate_moving_retargets",
+    "gate_output_uncertainty",
+    "gate_stopping",
+    "gate_units_and_references",
+    "gates_for",
+    "rehearse",
+    "stop_plot",
+    "wave_source",
+    "write_report",
 ]

@@ -36,8 +36,13 @@ class GateResult:
     detail: str = ""
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "requirement": self.requirement,
-                "detail": self.detail, **self.figures}
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "requirement": self.requirement,
+            "detail": self.detail,
+            **self.figures,
+        }
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,14 @@ def gate_exclusive_output(cfg: RehearsalConfig) -> GateResult:
     detector_ok = fault is OwnerFault.FOREIGN_WRITER and t_detect is not None and after == 0
     passed = all(v == 0 for v in foreign.values()) and not any(latched.values()) and detector_ok
     return GateResult(
-        "exclusive_output", passed,
-        {"foreign_command_frames": foreign, "second_writer_detected": detector_ok,
-         "detection_latency_s": None if t_detect is None else _r(t_detect, 4),
-         "frames_after_detection": after},
+        "exclusive_output",
+        passed,
+        {
+            "foreign_command_frames": foreign,
+            "second_writer_detected": detector_ok,
+            "detection_latency_s": None if t_detect is None else _r(t_detect, 4),
+            "frames_after_detection": after,
+        },
         "one writer per bus: no frame on our command ids from anyone else; an injected "
         "second writer latches FOREIGN_WRITER and nothing more is published",
         "" if passed else f"foreign frames {foreign}, owner faults {latched}",
@@ -138,19 +147,39 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
             fb_minus_true = (fb - lp.measured(arm)) if fb is not None else np.full(7, np.nan)
             rejected = _out_of_bounds_rejected(lp, arm)
         for j in range(7):
-            good = (abs(dq[j] - SIGNATURE_MOVE[j]) <= tol and abs(fb_minus_true[j]) <= tol
-                    and abs(dq_other[j]) <= tol)
-            rows.append({"arm": arm.value, "joint": j + 1, "commanded_delta_rad": _r(SIGNATURE_MOVE[j]),
-                         "measured_delta_rad": _r(dq[j]), "other_arm_delta_rad": _r(dq_other[j]),
-                         "feedback_minus_true_rad": _r(fb_minus_true[j]), "ok": bool(good)})
+            good = (
+                abs(dq[j] - SIGNATURE_MOVE[j]) <= tol
+                and abs(fb_minus_true[j]) <= tol
+                and abs(dq_other[j]) <= tol
+            )
+            rows.append(
+                {
+                    "arm": arm.value,
+                    "joint": j + 1,
+                    "commanded_delta_rad": _r(SIGNATURE_MOVE[j]),
+                    "measured_delta_rad": _r(dq[j]),
+                    "other_arm_delta_rad": _r(dq_other[j]),
+                    "feedback_minus_true_rad": _r(fb_minus_true[j]),
+                    "ok": bool(good),
+                }
+            )
             ok &= bool(good)
         expected_side = "right" if arm is Arm.RIGHT else "left"
         ok &= side == expected_side and fault is None and rejected == 7
-        rows.append({"arm": arm.value, "tcp_side": side, "expected_side": expected_side,
-                     "owner_fault": fault and fault.value, "out_of_bounds_targets_rejected": rejected})
+        rows.append(
+            {
+                "arm": arm.value,
+                "tcp_side": side,
+                "expected_side": expected_side,
+                "owner_fault": fault and fault.value,
+                "out_of_bounds_targets_rejected": rejected,
+            }
+        )
     ok &= all(r["consistent"] for r in limits)
     return GateResult(
-        "units_and_references", bool(ok), {"joints": rows, "limits": limits},
+        "units_and_references",
+        bool(ok),
+        {"joints": rows, "limits": limits},
         "a unique small move per joint (+0.02 rad x j) moves exactly that joint of the "
         f"addressed arm, on ROB's own side, with the commanded sign, within {tol} rad; "
         "feedback equals the true angle (zero reference); owner, drive and model limits agree "
@@ -184,13 +213,21 @@ def _limits_table(cfg: RehearsalConfig) -> list[dict]:
             ad = lp.bank.drives_of(arm)
             for k, drv in enumerate(ad.drives):
                 jnt = m.jnt_range[m.dof_jntid[ad.dof[k]]]
-                lims = {"owner": (owner.position_lower[k], owner.position_upper[k]),
-                        "model": (float(jnt[0]), float(jnt[1]))}
+                lims = {
+                    "owner": (owner.position_lower[k], owner.position_upper[k]),
+                    "model": (float(jnt[0]), float(jnt[1])),
+                }
                 if hasattr(drv.config, "lower_rad"):  # Damiao drives have no position limits
                     lims["drive"] = (drv.config.lower_rad, drv.config.upper_rad)
                 same = all(np.allclose(v, lims["model"], atol=1e-9) for v in lims.values())
-                rows.append({"arm": arm.value, "joint": k + 1, **{k2: list(v) for k2, v in lims.items()},
-                             "consistent": bool(same)})
+                rows.append(
+                    {
+                        "arm": arm.value,
+                        "joint": k + 1,
+                        **{k2: list(v) for k2, v in lims.items()},
+                        "consistent": bool(same),
+                    }
+                )
     return rows
 
 
@@ -222,18 +259,30 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
         cmd_travel = np.abs(lp.commanded(Arm.RIGHT) - p0)
         c = owner.config
         bound = _braking_bound(v0, a0, np.array(c.max_acceleration), np.array(c.max_jerk))
-        ok = bool(stopped) and bool(np.all(cmd_travel <= bound + 1e-9)) and bool(
-            np.all(travel <= bound + cfg.stop_margin_rad))
-        cases.append({"case": "stop while moving", "passed": ok,
-                      "speed_at_stop_rad_s": _r(np.abs(v0).max(), 4),
-                      "stop_latency_ticks": latency_ticks, "stop_latency_ms": _r(latency_s * 1e3, 1),
-                      "time_to_rest_ms": _r(brake_s * 1e3, 1),
-                      "commanded_travel_rad": [_r(x, 4) for x in cmd_travel],
-                      "measured_travel_rad": [_r(x, 4) for x in travel],
-                      "braking_bound_rad": [_r(x, 4) for x in bound], "trace": trace})
+        ok = (
+            bool(stopped)
+            and bool(np.all(cmd_travel <= bound + 1e-9))
+            and bool(np.all(travel <= bound + cfg.stop_margin_rad))
+        )
+        cases.append(
+            {
+                "case": "stop while moving",
+                "passed": ok,
+                "speed_at_stop_rad_s": _r(np.abs(v0).max(), 4),
+                "stop_latency_ticks": latency_ticks,
+                "stop_latency_ms": _r(latency_s * 1e3, 1),
+                "time_to_rest_ms": _r(brake_s * 1e3, 1),
+                "commanded_travel_rad": [_r(x, 4) for x in cmd_travel],
+                "measured_travel_rad": [_r(x, 4) for x in travel],
+                "braking_bound_rad": [_r(x, 4) for x in bound],
+                "trace": trace,
+            }
+        )
     # 2. and 3. the host can no longer stop the arm: the drive-side timeout must hold it
-    for name, fault in (("stop under bus-off", FaultSpec("bus_off", "right", at=0.7)),
-                        ("owner loss", None)):
+    for name, fault in (
+        ("stop under bus-off", FaultSpec("bus_off", "right", at=0.7)),
+        ("owner loss", None),
+    ):
         with _loop(cfg, *([fault] if fault else [])) as lp:
             _start_moving(lp)
             lp.run_for(0.5)
@@ -250,13 +299,25 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
             v = lp.drivers[Arm.RIGHT].owner.config.max_velocity[0]
             bound = v * timeout + cfg.stop_margin_rad
             ok = bool(held and t_hold <= timeout + 0.3 and np.all(travel <= bound))
-            cases.append({"case": name, "passed": ok, "owner_fault": _fault(lp, Arm.RIGHT),
-                          "drive_timeout_s": timeout, "time_to_drive_hold_s": _r(t_hold, 4) if held else None,
-                          "measured_travel_rad": [_r(x, 4) for x in travel], "travel_bound_rad": _r(bound, 4)})
-    return GateResult("stopping", all(c["passed"] for c in cases), {"cases": cases},
-                      "Stop while moving brakes within the configured limits (travel within the "
-                      "braking bound plus servo lag); with the bus down or the owner gone the "
-                      "drives time out and hold")
+            cases.append(
+                {
+                    "case": name,
+                    "passed": ok,
+                    "owner_fault": _fault(lp, Arm.RIGHT),
+                    "drive_timeout_s": timeout,
+                    "time_to_drive_hold_s": _r(t_hold, 4) if held else None,
+                    "measured_travel_rad": [_r(x, 4) for x in travel],
+                    "travel_bound_rad": _r(bound, 4),
+                }
+            )
+    return GateResult(
+        "stopping",
+        all(c["passed"] for c in cases),
+        {"cases": cases},
+        "Stop while moving brakes within the configured limits (travel within the "
+        "braking bound plus servo lag); with the bus down or the owner gone the "
+        "drives time out and hold",
+    )
 
 
 def _braking_published(lp: ClosedLoop, arm: Arm) -> bool:
@@ -281,16 +342,30 @@ def _fault(lp: ClosedLoop, arm: Arm) -> str | None:
 def gate_feedback(cfg: RehearsalConfig) -> GateResult:
     base = cfg.base
     fb_period = 1.0 / base.feedback_rate_hz
-    stale_bound = min(base.owner.feedback_timeout_s + fb_period + 2 * base.owner.period_s,
-                      cfg.stale_feedback_latch_max_s)
+    stale_bound = min(
+        base.owner.feedback_timeout_s + fb_period + 2 * base.owner.period_s,
+        cfg.stale_feedback_latch_max_s,
+    )
     cases = []
     for name, spec, expect, bound in (
-        ("frozen feedback, all joints", FaultSpec("feedback_freeze", "right", at=0.5),
-         OwnerFault.STALE_FEEDBACK, stale_bound),
-        ("frozen feedback, joint 3", FaultSpec("feedback_freeze", "right", at=0.5, joints=(3,)),
-         OwnerFault.STALE_FEEDBACK, stale_bound),
-        ("stalled joint 4 while moving", FaultSpec("stall", "right", at=0.5, joints=(4,)),
-         OwnerFault.TRACKING_ERROR, 0.6),
+        (
+            "frozen feedback, all joints",
+            FaultSpec("feedback_freeze", "right", at=0.5),
+            OwnerFault.STALE_FEEDBACK,
+            stale_bound,
+        ),
+        (
+            "frozen feedback, joint 3",
+            FaultSpec("feedback_freeze", "right", at=0.5, joints=(3,)),
+            OwnerFault.STALE_FEEDBACK,
+            stale_bound,
+        ),
+        (
+            "stalled joint 4 while moving",
+            FaultSpec("stall", "right", at=0.5, joints=(4,)),
+            OwnerFault.TRACKING_ERROR,
+            0.6,
+        ),
     ):
         with _loop(cfg, spec) as lp:
             _start_moving(lp, 0.2)
@@ -299,21 +374,39 @@ def gate_feedback(cfg: RehearsalConfig) -> GateResult:
             got = lp.drivers[Arm.RIGHT].owner.fault
             after = _frames_after(lp, Arm.RIGHT, 0.3)
         ok = bool(got is expect and t is not None and t <= bound and after == 0)
-        cases.append({"case": name, "passed": ok, "expected": expect.value,
-                      "latched": got and got.value, "time_to_latch_s": None if t is None else _r(t, 4),
-                      "bound_s": _r(bound, 4), "frames_after_latch": after})
-    return GateResult("feedback", all(c["passed"] for c in cases), {"cases": cases},
-                      "stale or frozen feedback and tracking error beyond the threshold latch a "
-                      "fault within a bounded time; nothing is published after it")
+        cases.append(
+            {
+                "case": name,
+                "passed": ok,
+                "expected": expect.value,
+                "latched": got and got.value,
+                "time_to_latch_s": None if t is None else _r(t, 4),
+                "bound_s": _r(bound, 4),
+                "frames_after_latch": after,
+            }
+        )
+    return GateResult(
+        "feedback",
+        all(c["passed"] for c in cases),
+        {"cases": cases},
+        "stale or frozen feedback and tracking error beyond the threshold latch a "
+        "fault within a bounded time; nothing is published after it",
+    )
 
 
 def gate_output_uncertainty(cfg: RehearsalConfig) -> GateResult:
     cases = []
     for name, spec, expect in (
-        ("partial batch (3 of 7 frames)", FaultSpec("partial_batch", "right", at=0.6,
-                                                   params={"accept_frames": 3}), OwnerFault.PARTIAL_OUTPUT),
-        ("uncertain write (frame 4 times out)", FaultSpec("uncertain_write", "right", at=0.6),
-         OwnerFault.UNCERTAIN_OUTPUT),
+        (
+            "partial batch (3 of 7 frames)",
+            FaultSpec("partial_batch", "right", at=0.6, params={"accept_frames": 3}),
+            OwnerFault.PARTIAL_OUTPUT,
+        ),
+        (
+            "uncertain write (frame 4 times out)",
+            FaultSpec("uncertain_write", "right", at=0.6),
+            OwnerFault.UNCERTAIN_OUTPUT,
+        ),
     ):
         with _loop(cfg, spec) as lp:
             _start_moving(lp)
@@ -327,12 +420,25 @@ def gate_output_uncertainty(cfg: RehearsalConfig) -> GateResult:
             retries = tc.samples - samples_at_latch
             got = lp.drivers[Arm.RIGHT].owner.fault
         ok = got is expect and attempts == 1 and retries == 0 and after == 0
-        cases.append({"case": name, "passed": ok, "expected": expect.value, "latched": got and got.value,
-                      "time_to_latch_s": None if t is None else _r(t, 4), "publish_attempts_to_latch": attempts,
-                      "retries": retries, "frames_after_latch": after})
-    return GateResult("output_uncertainty", all(c["passed"] for c in cases), {"cases": cases},
-                      "a partial batch or an uncertain write latches a fault at the first affected "
-                      "sample, with zero retries and no frame after it")
+        cases.append(
+            {
+                "case": name,
+                "passed": ok,
+                "expected": expect.value,
+                "latched": got and got.value,
+                "time_to_latch_s": None if t is None else _r(t, 4),
+                "publish_attempts_to_latch": attempts,
+                "retries": retries,
+                "frames_after_latch": after,
+            }
+        )
+    return GateResult(
+        "output_uncertainty",
+        all(c["passed"] for c in cases),
+        {"cases": cases},
+        "a partial batch or an uncertain write latches a fault at the first affected "
+        "sample, with zero retries and no frame after it",
+    )
 
 
 def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
@@ -350,7 +456,12 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
                 lp.run_for(0.01)
                 track.append(max(np.abs(lp.commanded(a) - lp.measured(a)).max() for a in ARMS))
             figs = {"rate_hz": rate, "targets": sum(s["sent"] for s in lp.stream_counts.values())}
-            worst = {"max_velocity": 0.0, "max_acceleration": 0.0, "max_discrete_jerk": 0.0, "max_step": 0.0}
+            worst = {
+                "max_velocity": 0.0,
+                "max_acceleration": 0.0,
+                "max_discrete_jerk": 0.0,
+                "max_step": 0.0,
+            }
             moving = 0
             for arm in ARMS:
                 reps = [r for r in log[arm] if r.published]
@@ -359,22 +470,40 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
                 a = np.array([r.accelerations_rad_s2 for r in reps])
                 worst["max_velocity"] = max(worst["max_velocity"], float(np.abs(v).max()))
                 worst["max_acceleration"] = max(worst["max_acceleration"], float(np.abs(a).max()))
-                worst["max_discrete_jerk"] = max(worst["max_discrete_jerk"],
-                                                 float((np.abs(np.diff(a, axis=0)) / c.period_s).max()))
+                worst["max_discrete_jerk"] = max(
+                    worst["max_discrete_jerk"],
+                    float((np.abs(np.diff(a, axis=0)) / c.period_s).max()),
+                )
                 worst["max_step"] = max(worst["max_step"], float(np.abs(np.diff(p, axis=0)).max()))
                 moving += lp.drivers[arm].owner.stats.moving_retargets
             faults = [_fault(lp, a) for a in ARMS if _fault(lp, a)]
-        limits = {"max_velocity": max(c.max_velocity), "max_acceleration": max(c.max_acceleration),
-                  "max_discrete_jerk": max(c.max_jerk), "max_step": max(c.max_velocity) * c.period_s}
+        limits = {
+            "max_velocity": max(c.max_velocity),
+            "max_acceleration": max(c.max_acceleration),
+            "max_discrete_jerk": max(c.max_jerk),
+            "max_step": max(c.max_velocity) * c.period_s,
+        }
         within = all(worst[k] <= limits[k] + 1e-6 for k in worst)
         ok = bool(within and not faults and max(track) < c.tracking_error_rad)
-        rows.append({**figs, "passed": ok, "moving_retargets": moving, "faults": faults,
-                     "max_tracking_error_rad": _r(max(track), 4),
-                     **{k: _r(v, 5) for k, v in worst.items()}, "limits": limits})
-    return GateResult("moving_retargets", all(r["passed"] for r in rows), {"rates": rows},
-                      "continuous retargeting at each rate: commanded v, a, discrete jerk and "
-                      "5 ms step within the owner's limits (no discontinuity), no fault, tracking "
-                      "error below the owner's threshold")
+        rows.append(
+            {
+                **figs,
+                "passed": ok,
+                "moving_retargets": moving,
+                "faults": faults,
+                "max_tracking_error_rad": _r(max(track), 4),
+                **{k: _r(v, 5) for k, v in worst.items()},
+                "limits": limits,
+            }
+        )
+    return GateResult(
+        "moving_retargets",
+        all(r["passed"] for r in rows),
+        {"rates": rows},
+        "continuous retargeting at each rate: commanded v, a, discrete jerk and "
+        "5 ms step within the owner's limits (no discontinuity), no fault, tracking "
+        "error below the owner's threshold",
+    )
 
 
 GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {

@@ -46,13 +46,21 @@ def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
     plot = stop_plot(report, out / "stopping.png")
     jp, mp = out / "rehearsal.json", out / "rehearsal.md"
     write_json_atomic(jp, report, default=json_default)
-    lines = ["# Pre-commissioning rehearsal (simulated)", "",
-             f"hardware_io: false. {EVIDENCE['note']} A passing gate here is a rehearsal, "
-             "not a commissioning result: every gate must be repeated on the physical arms.", "",
-             f"Overall: **{'PASS' if report['passed'] else 'FAIL'}**", "",
-             "| gate | verdict | requirement |", "|---|---|---|"]
-    lines += [f"| {g['name']} | {'PASS' if g['passed'] else 'FAIL'} | {g['requirement']} |"
-              for g in report["gates"]]
+    lines = [
+        "# Pre-commissioning rehearsal (simulated)",
+        "",
+        f"hardware_io: false. {EVIDENCE['note']} A passing gate here is a rehearsal, "
+        "not a commissioning result: every gate must be repeated on the physical arms.",
+        "",
+        f"Overall: **{'PASS' if report['passed'] else 'FAIL'}**",
+        "",
+        "| gate | verdict | requirement |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {g['name']} | {'PASS' if g['passed'] else 'FAIL'} | {g['requirement']} |"
+        for g in report["gates"]
+    ]
     if plot is not None:
         lines += ["", f"![stop while moving]({plot.name})"]
     for g in report["gates"]:
@@ -63,7 +71,16 @@ def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
             if key in g:
                 lines += [_gate_table(g[key]), ""]
         for key, val in g.items():
-            if key not in ("name", "passed", "requirement", "detail", "cases", "rates", "joints", "limits"):
+            if key not in (
+                "name",
+                "passed",
+                "requirement",
+                "detail",
+                "cases",
+                "rates",
+                "joints",
+                "limits",
+            ):
                 lines.append(f"- {key}: {val}")
     write_atomic(mp, "\n".join(lines) + "\n")
     return jp, mp

@@ -9,8 +9,9 @@ from ..report import EVIDENCE
 from .gates import RehearsalConfig, default_config, gates_for
 
 
-def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
-             progress: bool = False) -> dict:
+def rehearse(
+    cfg: RehearsalConfig | None = None, gates: list[str] | None = None, progress: bool = False
+) -> dict:
     """Run the gates (all by default); return the report dict (``hardware_io: false``)."""
     from controllers.names import UnknownNameError
 
@@ -26,12 +27,24 @@ def rehearse(cfg: RehearsalConfig | None = None, gates: list[str] | None = None,
             print(f"[rehearse] {i}/{len(names)} {n} ...", file=sys.stderr, flush=True)
         res = table[n](cfg)
         if progress:
-            print(f"[rehearse] {n}: {'PASS' if res.passed else 'FAIL'}", file=sys.stderr, flush=True)
+            print(
+                f"[rehearse] {n}: {'PASS' if res.passed else 'FAIL'}", file=sys.stderr, flush=True
+            )
         results.append(res.as_dict())
-    return {**EVIDENCE, "report": "pre-commissioning rehearsal (simulated)",
-            "passed": all(r["passed"] for r in results), "gates": results,
-            "base_config": {"seed": cfg.base.seed, "owner_rate_hz": cfg.base.owner_rate_hz,
-                            "feedback_rate_hz": cfg.base.feedback_rate_hz,
-                            "swap_wiring": cfg.base.swap_wiring, "robot": cfg.base.robot,
-                            "faults": [dataclasses.asdict(f) | {"kind": f.kind.value, "arm": f.arm.value}
-                                       for f in cfg.base.faults]}}
+    return {
+        **EVIDENCE,
+        "report": "pre-commissioning rehearsal (simulated)",
+        "passed": all(r["passed"] for r in results),
+        "gates": results,
+        "base_config": {
+            "seed": cfg.base.seed,
+            "owner_rate_hz": cfg.base.owner_rate_hz,
+            "feedback_rate_hz": cfg.base.feedback_rate_hz,
+            "swap_wiring": cfg.base.swap_wiring,
+            "robot": cfg.base.robot,
+            "faults": [
+                dataclasses.asdict(f) | {"kind": f.kind.value, "arm": f.arm.value}
+                for f in cfg.base.faults
+            ],
+        },
+    }

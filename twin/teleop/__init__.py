@@ -8,5 +8,12 @@ from .app import AppConfig, TeleopApp
 from .controller import TeleopConfig, TeleopController
 from .messages import PROTOCOL_VERSION, TeleopMessageError, parse_message
 
-__all__ = ["AppConfig", "PROTOCOL_VERSION", "TeleopApp", "TeleopConfig", "TeleopController",
-           "TeleopMessageError", "parse_message"]
+__all__ = [
+    "AppConfig",
+    "PROTOCOL_VERSION",
+    "TeleopApp",
+    "TeleopConfig",
+    "TeleopController",
+    "TeleopMessageError",
+    "parse_message",
+]

@@ -63,6 +63,7 @@ class HeadCamera:
             import mujoco
 
             from controllers.names import HEAD_CAMERA
+
             self._renderer = mujoco.Renderer(model, size[1], size[0])
             self._camera = HEAD_CAMERA
             self.render(data)  # warm-up (context, textures)
@@ -75,8 +76,10 @@ class HeadCamera:
             return
         if took > budget_s:
             self.close()
-            self.reason = (f"head camera off: one frame took {took * 1e3:.0f} ms to render, over the "
-                           f"{budget_s * 1e3:.0f} ms budget of the loop thread (no GPU rendering here?)")
+            self.reason = (
+                f"head camera off: one frame took {took * 1e3:.0f} ms to render, over the "
+                f"{budget_s * 1e3:.0f} ms budget of the loop thread (no GPU rendering here?)"
+            )
         else:
             self.reason = f"ok ({took * 1e3:.1f} ms per frame)"
 
@@ -106,8 +109,12 @@ class TeleopApp:
     """The whole teleop session. ``start()`` runs the loop in a background thread (tests,
     benchmarks); ``run()`` runs it in the calling thread (the CLI)."""
 
-    def __init__(self, config: AppConfig | None = None, ssl_context=None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: AppConfig | None = None,
+        ssl_context=None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         """clock: the teleop controller's and server's time base [s] (input stamps, input
         staleness, operator lease, rate limit); tests inject one they advance themselves."""
         self.config = config or AppConfig()
@@ -132,21 +139,34 @@ class TeleopApp:
         self.loop = loop = scenario_loop(sc)
         model = loop.twin.model
         checker = CollisionChecker(model, group_arms())
-        meter = CollisionChecker(model, group_arms(), CollisionConfig(horizon_m=CLEARANCE_HORIZON_M))
+        meter = CollisionChecker(
+            model, group_arms(), CollisionConfig(horizon_m=CLEARANCE_HORIZON_M)
+        )
         reference = loop.twin.data.qpos.copy()
         torso = _torso_angle(loop)
         moving = tuple(a.value for a in Arm)
         owners = {arm: loop.drivers[arm].owner for arm in Arm}
-        filters = {arm: ArmSafetyFilter(arm, checker.session(moving, reference),
-                                        np.array(loop.config.owner.max_acceleration), torso,
-                                        self.config.safety) for arm in Arm}
+        filters = {
+            arm: ArmSafetyFilter(
+                arm,
+                checker.session(moving, reference),
+                np.array(loop.config.owner.max_acceleration),
+                torso,
+                self.config.safety,
+            )
+            for arm in Arm
+        }
         self.controller = TeleopController(owners, filters, self.config.teleop, now=self.clock)
         if self.config.camera_hz > 0:
             self.camera = HeadCamera(model, loop.twin.data, self.config.camera_size)
-        source = TelemetrySource(loop, self.controller, meter.session(moving, reference), self.camera)
+        source = TelemetrySource(
+            loop, self.controller, meter.session(moving, reference), self.camera
+        )
         self.server = TeleopServer(self.controller, source, self.config.server, self.ssl_context)
         self._gripper_ctrl = {arm: _actuator_id(model, gripper_actuator(arm)) for arm in Arm}
-        self._gripper_open = {arm: float(model.actuator_ctrlrange[i][1]) for arm, i in self._gripper_ctrl.items()}
+        self._gripper_open = {
+            arm: float(model.actuator_ctrlrange[i][1]) for arm, i in self._gripper_ctrl.items()
+        }
 
     def _on_frame(self, handle=None) -> bool:
         t0 = time.perf_counter()
@@ -242,13 +262,21 @@ def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
     return replace(config, server=replace(config.server, host=host, port=port))
 
 
-def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
-               cert_dir: str | None = None, seconds: float = float("inf"),
-               viewer: bool | None = None, camera_hz: float = 2.0,
-               input_timeout_s: float | None = None) -> int:
+def run_teleop(
+    scenario: str | None = None,
+    port: int = 8765,
+    lan: bool = False,
+    cert_dir: str | None = None,
+    seconds: float = float("inf"),
+    viewer: bool | None = None,
+    camera_hz: float = 2.0,
+    input_timeout_s: float | None = None,
+) -> int:
     """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``);
     ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s)."""
-    teleop = TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
+    teleop = (
+        TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
+    )
     ssl_context, host = None, "127.0.0.1"
     if lan:
         from .certs import DEFAULT_CERT_DIR, ensure_certificate, lan_addresses, server_ssl_context
@@ -258,17 +286,25 @@ def run_teleop(scenario: str | None = None, port: int = 8765, lan: bool = False,
         print(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
         print(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
         addrs = lan_addresses()
-    cfg = with_port(AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz, teleop=teleop), host, port)
+    cfg = with_port(
+        AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz, teleop=teleop), host, port
+    )
     app = TeleopApp(cfg, ssl_context)
 
     def announce() -> None:
         app._ready.wait()
         url = app.server.url
-        print(f"teleop: operator page {url}  watcher page {url}watch  (simulated; hardware_io: false)")
+        print(
+            f"teleop: operator page {url}  watcher page {url}watch  (simulated; hardware_io: false)"
+        )
         if lan:
             for a in addrs:
-                print(f"  on the LAN: https://{a}:{app.server.port}/  (accept the self-signed certificate)")
-        print("  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True)
+                print(
+                    f"  on the LAN: https://{a}:{app.server.port}/  (accept the self-signed certificate)"
+                )
+        print(
+            "  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True
+        )
 
     threading.Thread(target=announce, daemon=True).start()
     try:

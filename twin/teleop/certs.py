@@ -43,7 +43,9 @@ def lan_addresses() -> list[str]:
     return sorted(a for a in found if not a.startswith("127."))
 
 
-def ensure_certificate(cert_dir: Path | str = DEFAULT_CERT_DIR, addresses: list[str] | None = None) -> Certificate:
+def ensure_certificate(
+    cert_dir: Path | str = DEFAULT_CERT_DIR, addresses: list[str] | None = None
+) -> Certificate:
     """The certificate in ``cert_dir``, generated on first use."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -62,24 +64,38 @@ def ensure_certificate(cert_dir: Path | str = DEFAULT_CERT_DIR, addresses: list[
             names.append(x509.IPAddress(ipaddress.ip_address(a)))
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"rob-twin teleop ({host})")])
         now = dt.datetime.now(dt.UTC)
-        cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(now - dt.timedelta(minutes=5))
-                .not_valid_after(now + dt.timedelta(days=825))
-                .add_extension(x509.SubjectAlternativeName(names), critical=False)
-                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                .sign(key, hashes.SHA256()))
-        key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=825))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256())
+        )
+        key_path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
         key_path.chmod(0o600)
         cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         created = True
     try:
         cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
     except ValueError as err:
-        raise CertificateError(f"{cert_path} is not a PEM certificate ({err}); delete it to regenerate") from None
+        raise CertificateError(
+            f"{cert_path} is not a PEM certificate ({err}); delete it to regenerate"
+        ) from None
     fp = cert.fingerprint(hashes.SHA256()).hex().upper()
-    return Certificate(cert_path, key_path, ":".join(fp[i:i + 2] for i in range(0, len(fp), 2)), created)
+    return Certificate(
+        cert_path, key_path, ":".join(fp[i : i + 2] for i in range(0, len(fp), 2)), created
+    )
 
 
 def server_ssl_context(cert: Certificate) -> ssl.SSLContext:

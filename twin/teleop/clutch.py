@@ -43,11 +43,15 @@ class ClutchConfig:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.grip_release < self.grip_press <= 1.0:
-            raise ValueError(f"need 0 < grip_release < grip_press <= 1, got "
-                             f"{self.grip_release!r}, {self.grip_press!r}")
+            raise ValueError(
+                f"need 0 < grip_release < grip_press <= 1, got "
+                f"{self.grip_release!r}, {self.grip_press!r}"
+            )
         if not (self.jump_m > 0 and self.jump_rad > 0 and self.scale > 0):
-            raise ValueError(f"jump_m, jump_rad and scale must be > 0, got "
-                             f"{self.jump_m!r}, {self.jump_rad!r}, {self.scale!r}")
+            raise ValueError(
+                f"jump_m, jump_rad and scale must be > 0, got "
+                f"{self.jump_m!r}, {self.jump_rad!r}, {self.scale!r}"
+            )
 
 
 def default_config() -> ClutchConfig:
@@ -122,9 +126,11 @@ class HandClutch:
             dp = float(np.linalg.norm(pos - last[0]))
             dr = float(np.linalg.norm(pin.log3(last[1].T @ rot)))
             if dp > c.jump_m or dr > c.jump_rad:
-                self.disengage(f"pose jump {dp:.3f} m / {math.degrees(dr):.1f} deg in one sample "
-                               f"(limits {c.jump_m} m / {math.degrees(c.jump_rad):.0f} deg): "
-                               "release and press grip again")
+                self.disengage(
+                    f"pose jump {dp:.3f} m / {math.degrees(dr):.1f} deg in one sample "
+                    f"(limits {c.jump_m} m / {math.degrees(c.jump_rad):.0f} deg): "
+                    "release and press grip again"
+                )
                 return ClutchStep(ClutchEvent.DISENGAGED, reason=self.last_reason)
         if not self.engaged:
             if was_pressed or self.needs_fresh_press:

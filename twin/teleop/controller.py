@@ -88,8 +88,13 @@ class HandState:
 class TeleopController:
     """Input frames -> clutch -> safety filter -> owner, with the operator lease and counters."""
 
-    def __init__(self, owners: dict[Arm, ArmOwner], filters: dict[Arm, ArmSafetyFilter],
-                 config: TeleopConfig | None = None, now: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        owners: dict[Arm, ArmOwner],
+        filters: dict[Arm, ArmSafetyFilter],
+        config: TeleopConfig | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ):
         self.config = cfg = config or default_config()
         self.owners = owners
         self.filters = filters
@@ -155,7 +160,9 @@ class TeleopController:
         if step.event is ClutchEvent.IDLE:
             return
         if step.event in (ClutchEvent.RELEASED, ClutchEvent.DISENGAGED):
-            self.counts["disengaged_" + ("grip" if step.event is ClutchEvent.RELEASED else "fault")] += 1
+            self.counts[
+                "disengaged_" + ("grip" if step.event is ClutchEvent.RELEASED else "fault")
+            ] += 1
             if "jump" in step.reason:
                 self.counts["pose_jumps"] += 1
             elif "tracking" in step.reason:
@@ -180,8 +187,13 @@ class TeleopController:
 
     def _target(self, h: HandState, target, still: bool, received_s: float, dt_s: float) -> None:
         arm, owner = h.arm, self.owners[h.arm]
-        if owner.mode in (Mode.STOPPED, Mode.FAULTED):  # a fault while engaged: reset, then press again
-            why = f"owner {owner.mode.value}" + (f" ({owner.fault_reason})" if owner.fault_reason else "")
+        if owner.mode in (
+            Mode.STOPPED,
+            Mode.FAULTED,
+        ):  # a fault while engaged: reset, then press again
+            why = f"owner {owner.mode.value}" + (
+                f" ({owner.fault_reason})" if owner.fault_reason else ""
+            )
             h.clutch.disengage(f"{why}: reset the owner, then press grip again")
             h.last_reject = h.clutch.last_reason
             h.lease, h.generation, h.anchor_q, h.pending_q = None, None, None, None
@@ -194,8 +206,12 @@ class TeleopController:
         oh = self.hands[_other(arm)]
         if oh.pending_q is not None:
             others.append(oh.pending_q)
-        if (not still and h.settled_target is not None and h.pending_q is not None
-                and np.array_equal(target.homogeneous, h.settled_target)):
+        if (
+            not still
+            and h.settled_target is not None
+            and h.pending_q is not None
+            and np.array_equal(target.homogeneous, h.settled_target)
+        ):
             # the controller holds still after a move: its target was already reached in
             # full (no clamp) and checked; only the owner lease is renewed
             self._renew_only(h, owner)
@@ -212,14 +228,20 @@ class TeleopController:
             self.counts["joint_clamped"] += 1
         renewed = owner.authority.renew(h.lease, self.config.owner_lease_s) if h.lease else None
         if renewed is None or owner.generation != h.generation:
-            why = ("owner generation changed (release, reconnect or fault)"
-                   if owner.generation != h.generation else "owner lease lapsed")
+            why = (
+                "owner generation changed (release, reconnect or fault)"
+                if owner.generation != h.generation
+                else "owner lease lapsed"
+            )
             h.clutch.disengage(f"{why}: release and press grip again")
             h.last_reject = h.clutch.last_reason
             self.counts["owner_authority_lost"] += 1
             return
         h.lease = renewed
-        if float(np.max(np.abs(res.q - q_cmd))) <= NO_OP_STEP_RAD and float(np.max(np.abs(v_cmd))) <= NO_OP_STEP_RAD:
+        if (
+            float(np.max(np.abs(res.q - q_cmd))) <= NO_OP_STEP_RAD
+            and float(np.max(np.abs(v_cmd))) <= NO_OP_STEP_RAD
+        ):
             # the arm rests on this target already: nothing to send (Ruckig refuses some
             # zero-length plans from float-dust velocities with an exception)
             self.counts["targets_at_rest_skipped"] += 1
@@ -232,7 +254,11 @@ class TeleopController:
         if offer.accepted:
             self.counts["targets_submitted"] += 1
             h.pending_q = res.q
-            h.settled_target = None if (still or res.tcp_clamped or res.joint_clamped) else target.homogeneous.copy()
+            h.settled_target = (
+                None
+                if (still or res.tcp_clamped or res.joint_clamped)
+                else target.homogeneous.copy()
+            )
             h.last_target_s = received_s
             h.last_reject = ""
         else:
@@ -242,7 +268,9 @@ class TeleopController:
     def _renew_only(self, h: HandState, owner: ArmOwner) -> None:
         renewed = owner.authority.renew(h.lease, self.config.owner_lease_s) if h.lease else None
         if renewed is None or owner.generation != h.generation:
-            h.clutch.disengage("owner lease lapsed or generation changed: release and press grip again")
+            h.clutch.disengage(
+                "owner lease lapsed or generation changed: release and press grip again"
+            )
             h.last_reject = h.clutch.last_reason
             self.counts["owner_authority_lost"] += 1
             return
@@ -257,8 +285,11 @@ class TeleopController:
             if h.clutch.engaged and now - h.last_input_s > self.config.input_timeout_s:
                 self.counts["staleness_brakes"] += 1
                 self.staleness_log.append((arm, h.last_input_s, now))
-                self._stop_hand(arm, f"input stale for {now - h.last_input_s:.3f} s "
-                                     f"(> {self.config.input_timeout_s} s): braking")
+                self._stop_hand(
+                    arm,
+                    f"input stale for {now - h.last_input_s:.3f} s "
+                    f"(> {self.config.input_timeout_s} s): braking",
+                )
         if self.session is not None and self.lease.holder() is None:
             self.counts["operator_lease_lapses"] += 1
             self.session, self.last_seq = None, None
@@ -271,7 +302,9 @@ class TeleopController:
             return "only the operator may reset an owner"
         owner = self.owners[msg.arm]
         if owner.mode not in (Mode.STOPPED, Mode.FAULTED, Mode.HOLD):
-            return f"owner {msg.arm.value} is {owner.mode.value}; reset needs stopped, faulted or hold"
+            return (
+                f"owner {msg.arm.value} is {owner.mode.value}; reset needs stopped, faulted or hold"
+            )
         self._stop_hand(msg.arm, "owner reset")
         owner.reset(owner.commanded_state()[0])
         self.counts["owner_resets"] += 1

@@ -109,7 +109,9 @@ def _vector(obj: dict, key: str, where: str, n: int) -> np.ndarray:
 def _hand(obj: object, name: str) -> HandSample:
     where = f"hands.{name}."
     if not isinstance(obj, dict):
-        raise TeleopMessageError(f"hands.{name}", obj, "an object with tracked, position, orientation, grip, trigger")
+        raise TeleopMessageError(
+            f"hands.{name}", obj, "an object with tracked, position, orientation, grip, trigger"
+        )
     tracked = obj.get("tracked")
     if not isinstance(tracked, bool):
         raise TeleopMessageError(f"{where}tracked", tracked, "true or false")
@@ -119,16 +121,26 @@ def _hand(obj: object, name: str) -> HandSample:
     quat = _vector(obj, "orientation", where, 4)
     norm = float(np.linalg.norm(quat))
     if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
-        raise TeleopMessageError(f"{where}orientation", quat.tolist(),
-                                 f"a unit quaternion [x, y, z, w] (|q| = 1 +- {QUATERNION_NORM_TOLERANCE})")
-    return HandSample(tracked, pos, quat / norm, _number(obj, "grip", where, 0.0, 1.0),
-                      _number(obj, "trigger", where, 0.0, 1.0))
+        raise TeleopMessageError(
+            f"{where}orientation",
+            quat.tolist(),
+            f"a unit quaternion [x, y, z, w] (|q| = 1 +- {QUATERNION_NORM_TOLERANCE})",
+        )
+    return HandSample(
+        tracked,
+        pos,
+        quat / norm,
+        _number(obj, "grip", where, 0.0, 1.0),
+        _number(obj, "trigger", where, 0.0, 1.0),
+    )
 
 
 def _session(obj: dict) -> str:
     s = obj.get("session")
     if not isinstance(s, str) or not 1 <= len(s) <= MAX_SESSION_CHARS or not s.isprintable():
-        raise TeleopMessageError("session", s, f"a printable string of 1..{MAX_SESSION_CHARS} characters")
+        raise TeleopMessageError(
+            "session", s, f"a printable string of 1..{MAX_SESSION_CHARS} characters"
+        )
     return s
 
 
@@ -159,7 +171,9 @@ def parse_message(text: str | bytes) -> Message:
         try:
             return ResetRequest(session, Arm.parse(obj.get("arm")))
         except KeyError:
-            raise TeleopMessageError("arm", obj.get("arm"), ", ".join(a.value for a in Arm)) from None
+            raise TeleopMessageError(
+                "arm", obj.get("arm"), ", ".join(a.value for a in Arm)
+            ) from None
     seq = obj.get("seq")
     if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 2**53:
         raise TeleopMessageError("seq", seq, "an integer in [0, 2**53)")
@@ -176,5 +190,6 @@ def parse_message(text: str | bytes) -> Message:
 
 def encode(kind: str, **fields: object) -> str:
     """A server -> client frame as JSON text (``v`` and ``type`` first)."""
-    return json.dumps({"v": PROTOCOL_VERSION, "type": kind, **fields}, separators=(",", ":"),
-                      allow_nan=False)
+    return json.dumps(
+        {"v": PROTOCOL_VERSION, "type": kind, **fields}, separators=(",", ":"), allow_nan=False
+    )

@@ -19,7 +19,9 @@ class ProgressTimeout(RobTwinError, TimeoutError):
     """The server did not reach the awaited point in time (it is stalled or the message was lost)."""
 
     def __init__(self, what: str, reached: str, timeout_s: float):
-        super().__init__(f"teleop server did not reach {what} within {timeout_s} s (reached {reached})")
+        super().__init__(
+            f"teleop server did not reach {what} within {timeout_s} s (reached {reached})"
+        )
 
 
 class ServerProgress:
@@ -66,14 +68,21 @@ class ServerProgress:
             while not predicate():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ProgressTimeout(what, f"{self.messages_handled} messages, {self.polls} polls, "
-                                                f"seqs {self._seq}", timeout_s)
+                    raise ProgressTimeout(
+                        what,
+                        f"{self.messages_handled} messages, {self.polls} polls, seqs {self._seq}",
+                        timeout_s,
+                    )
                 self._cond.wait(left)
 
     def wait_input(self, session: str, seq: int, timeout_s: float = 10.0) -> None:
         """Until an input frame of ``session`` with seq >= ``seq`` was handled (on one socket:
         every frame sent before it was handled too)."""
-        self.wait_for(lambda: self._seq.get(session, -1) >= seq, f"seq {seq} of session {session!r}", timeout_s)
+        self.wait_for(
+            lambda: self._seq.get(session, -1) >= seq,
+            f"seq {seq} of session {session!r}",
+            timeout_s,
+        )
 
     def wait_polls(self, count: int, timeout_s: float = 10.0) -> int:
         """Until ``count`` more polls than now have run; returns the poll count reached."""

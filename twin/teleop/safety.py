@@ -54,8 +54,14 @@ class SafetyConfig:
     ik_step_bound_rad: float = 0.2
 
     def __post_init__(self) -> None:
-        for name in ("max_joint_step_rad", "max_tcp_speed_m_s", "max_tcp_angular_speed_rad_s",
-                     "max_dt_s", "path_step_rad", "ik_step_bound_rad"):
+        for name in (
+            "max_joint_step_rad",
+            "max_tcp_speed_m_s",
+            "max_tcp_angular_speed_rad_s",
+            "max_dt_s",
+            "path_step_rad",
+            "ik_step_bound_rad",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not self.nullspace_rad_per_m >= 0:
@@ -81,9 +87,15 @@ class FilterResult:
 class ArmSafetyFilter:
     """The filter of one arm (one thread: it owns its kinematics and IK)."""
 
-    def __init__(self, arm: Arm, collision: CheckSession, accel_rad_s2: np.ndarray,
-                 torso_rad: float = 0.0, config: SafetyConfig | None = None,
-                 goal_config: GoalCheckConfig | None = None):
+    def __init__(
+        self,
+        arm: Arm,
+        collision: CheckSession,
+        accel_rad_s2: np.ndarray,
+        torso_rad: float = 0.0,
+        config: SafetyConfig | None = None,
+        goal_config: GoalCheckConfig | None = None,
+    ):
         self.arm = arm
         self.config = config or default_config()
         self.goal_config = goal_config
@@ -101,8 +113,15 @@ class ArmSafetyFilter:
         """FK of ``q`` [rad] at the filter's torso angle."""
         return self.kin.tcp_pose(q, self.torso)
 
-    def filter(self, target: pin.SE3, q_cmd: np.ndarray, v_cmd: np.ndarray, dt_s: float,
-               other_q: list[np.ndarray], still: bool = False) -> FilterResult:
+    def filter(
+        self,
+        target: pin.SE3,
+        q_cmd: np.ndarray,
+        v_cmd: np.ndarray,
+        dt_s: float,
+        other_q: list[np.ndarray],
+        still: bool = False,
+    ) -> FilterResult:
         """Turn a TCP ``target`` into a checked joint target, or refuse it."""
         c = self.config
         if still:
@@ -112,8 +131,11 @@ class ArmSafetyFilter:
             twist = pin.log6(start.actInv(target)).vector
             dt = min(max(dt_s, 0.0), c.max_dt_s)
             lin, ang = float(np.linalg.norm(twist[:3])), float(np.linalg.norm(twist[3:]))
-            scale = min(1.0, c.max_tcp_speed_m_s * dt / lin if lin > 0 else 1.0,
-                        c.max_tcp_angular_speed_rad_s * dt / ang if ang > 0 else 1.0)
+            scale = min(
+                1.0,
+                c.max_tcp_speed_m_s * dt / lin if lin > 0 else 1.0,
+                c.max_tcp_angular_speed_rad_s * dt / ang if ang > 0 else 1.0,
+            )
             tcp_clamped = scale < 1.0
             if lin == 0.0 and ang == 0.0:
                 q, motion = q_cmd.copy(), 0.0
@@ -123,8 +145,13 @@ class ArmSafetyFilter:
                 seed = self._nullspace_seed(q_cmd, motion)
                 res = self.ik.solve_continuous(goal, seed, self.torso, c.ik_step_bound_rad)
                 if not res.ok:
-                    return FilterResult(False, None, f"IK {res.status.value}: {res.message}",
-                                        tcp_clamped, check="ik")
+                    return FilterResult(
+                        False,
+                        None,
+                        f"IK {res.status.value}: {res.message}",
+                        tcp_clamped,
+                        check="ik",
+                    )
                 q = res.q
         step = float(np.max(np.abs(q - q_cmd)))
         joint_clamped = step > c.max_joint_step_rad
@@ -132,13 +159,22 @@ class ArmSafetyFilter:
             q = q_cmd + (q - q_cmd) * (c.max_joint_step_rad / step)
         report = check_goal(self.kin, q, self.torso, config=self.goal_config)
         if not report.ok:
-            return FilterResult(False, None, f"goal check: {report.violations[0]}",
-                                tcp_clamped, joint_clamped, "goal")
+            return FilterResult(
+                False,
+                None,
+                f"goal check: {report.violations[0]}",
+                tcp_clamped,
+                joint_clamped,
+                "goal",
+            )
         hit = self._collision(q_cmd, v_cmd, q, other_q)
         if hit:
             return FilterResult(False, None, hit, tcp_clamped, joint_clamped, "collision")
-        notes = [n for n, on in (("TCP speed clamped", tcp_clamped),
-                                 ("joint step clamped", joint_clamped)) if on]
+        notes = [
+            n
+            for n, on in (("TCP speed clamped", tcp_clamped), ("joint step clamped", joint_clamped))
+            if on
+        ]
         return FilterResult(True, q, "; ".join(notes), tcp_clamped, joint_clamped)
 
     def _nullspace_seed(self, q: np.ndarray, motion: float) -> np.ndarray:
@@ -162,8 +198,11 @@ class ArmSafetyFilter:
 
     def _collision(self, q_cmd, v_cmd, q, other_q) -> str:
         brake = q_cmd + v_cmd * np.abs(v_cmd) / (2.0 * self.accel)
-        paths = (("target", [q]), ("path to target", self._segment(q_cmd, q)),
-                 ("stopping path", self._segment(q_cmd, brake) + self._segment(brake, q)))
+        paths = (
+            ("target", [q]),
+            ("path to target", self._segment(q_cmd, q)),
+            ("stopping path", self._segment(q_cmd, brake) + self._segment(brake, q)),
+        )
         stacked = np.zeros(14)
         for other in other_q:
             stacked[self._other] = other
@@ -173,6 +212,8 @@ class ArmSafetyFilter:
                     if not self.collision.is_free(stacked):
                         cl = self.collision.clearance(stacked)
                         pair = f"{cl.pair.name1} / {cl.pair.name2}" if cl.pair else "?"
-                        return (f"collision on the {label}: {pair} at {cl.distance_m * 1000:.1f} mm "
-                                f"(margin {self.collision.margin * 1000:.1f} mm)")
+                        return (
+                            f"collision on the {label}: {pair} at {cl.distance_m * 1000:.1f} mm "
+                            f"(margin {self.collision.margin * 1000:.1f} mm)"
+                        )
         return ""

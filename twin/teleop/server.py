@@ -86,28 +86,49 @@ class TokenBucket:
 
 
 def _static_response(path: str) -> Response:
-    name = ROUTES.get(path) or (path[len("/static/"):] if path.startswith("/static/") else None)
+    name = ROUTES.get(path) or (path[len("/static/") :] if path.startswith("/static/") else None)
     files = {p.name: p for p in STATIC_DIR.iterdir() if p.is_file()} if STATIC_DIR.is_dir() else {}
     if name not in files:
         body = f"not found: {path}; pages: / (operator), /watch (watcher)\n".encode()
-        return Response(404, "Not Found", Headers({"Content-Type": "text/plain; charset=utf-8",
-                                                    "Content-Length": str(len(body))}), body)
+        return Response(
+            404,
+            "Not Found",
+            Headers(
+                {"Content-Type": "text/plain; charset=utf-8", "Content-Length": str(len(body))}
+            ),
+            body,
+        )
     body = files[name].read_bytes()
     ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
     if name.endswith(".js"):
         ctype = "text/javascript"
     if ctype.startswith("text/"):
         ctype += "; charset=utf-8"
-    return Response(200, HTTPStatus.OK.phrase, Headers({
-        "Content-Type": ctype, "Content-Length": str(len(body)), "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff"}), body)
+    return Response(
+        200,
+        HTTPStatus.OK.phrase,
+        Headers(
+            {
+                "Content-Type": ctype,
+                "Content-Length": str(len(body)),
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+            }
+        ),
+        body,
+    )
 
 
 class TeleopServer:
     """The asyncio server thread; ``start()`` returns once the port is bound."""
 
-    def __init__(self, controller: TeleopController, source: TelemetrySource,
-                 config: ServerConfig | None = None, ssl_context: ssl.SSLContext | None = None):
+    def __init__(
+        self,
+        controller: TeleopController,
+        source: TelemetrySource,
+        config: ServerConfig | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ):
         self.config = config or default_config()
         self.controller = controller
         self.source = source
@@ -166,12 +187,23 @@ class TeleopServer:
         self._stop = asyncio.Event()
         self.hub = TelemetryHub()
         c = self.config
-        async with serve(self._handler, c.host, c.port, ssl=self.ssl_context,
-                         process_request=self._process_request, compression=None,
-                         max_size=c.max_message_bytes, ping_interval=c.ping_interval_s,
-                         ping_timeout=c.ping_timeout_s, close_timeout=1.0) as server:
+        async with serve(
+            self._handler,
+            c.host,
+            c.port,
+            ssl=self.ssl_context,
+            process_request=self._process_request,
+            compression=None,
+            max_size=c.max_message_bytes,
+            ping_interval=c.ping_interval_s,
+            ping_timeout=c.ping_timeout_s,
+            close_timeout=1.0,
+        ) as server:
             self.port = server.sockets[0].getsockname()[1]
-            tasks = [asyncio.create_task(self._poll_task()), asyncio.create_task(self._telemetry_task())]
+            tasks = [
+                asyncio.create_task(self._poll_task()),
+                asyncio.create_task(self._telemetry_task()),
+            ]
             self._ready.set()
             await self._stop.wait()
             for t in tasks:
@@ -232,16 +264,28 @@ class TeleopServer:
             return
         role = self.controller.hello(client, hello)
         try:
-            await ws.send(encode("welcome", client=client, role=role, session=hello.session,
-                                 limits={"max_frame_bytes": MAX_FRAME_BYTES, "rate_hz": self.config.rate_hz,
-                                         "input_timeout_s": self.controller.config.input_timeout_s,
-                                         "operator_ttl_s": self.controller.config.operator_ttl_s}))
+            await ws.send(
+                encode(
+                    "welcome",
+                    client=client,
+                    role=role,
+                    session=hello.session,
+                    limits={
+                        "max_frame_bytes": MAX_FRAME_BYTES,
+                        "rate_hz": self.config.rate_hz,
+                        "input_timeout_s": self.controller.config.input_timeout_s,
+                        "operator_ttl_s": self.controller.config.operator_ttl_s,
+                    },
+                )
+            )
         except ConnectionClosed:
             self.controller.disconnect(client)
             return
         slot = self.hub.add(client)
         sender = asyncio.create_task(self._sender(ws, slot))
-        now = self.controller.now  # stamps, staleness and the rate limit share the controller's clock
+        now = (
+            self.controller.now
+        )  # stamps, staleness and the rate limit share the controller's clock
         bucket = TokenBucket(self.config.rate_hz, self.config.burst, now())
         try:
             async for raw in ws:
@@ -267,7 +311,9 @@ class TeleopServer:
             return None
         if len(raw) > MAX_FRAME_BYTES:
             counts["oversize_dropped"] += 1
-            slot.put("error", encode("error", reason=f"frame of {len(raw)} bytes > {MAX_FRAME_BYTES}"))
+            slot.put(
+                "error", encode("error", reason=f"frame of {len(raw)} bytes > {MAX_FRAME_BYTES}")
+            )
             return None
         try:
             msg = parse_message(raw)

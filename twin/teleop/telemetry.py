@@ -63,8 +63,14 @@ class TelemetryHub:
     def remove(self, client: str) -> None:
         slot = self.slots.pop(client, None)
         if slot is not None:
-            self.closed.append({"client": client, "puts": slot.put_count, "sent": slot.sent,
-                                "overwritten": slot.overwritten})
+            self.closed.append(
+                {
+                    "client": client,
+                    "puts": slot.put_count,
+                    "sent": slot.sent,
+                    "overwritten": slot.overwritten,
+                }
+            )
 
     def fanout(self, kind: str, text: str) -> None:
         for slot in list(self.slots.values()):
@@ -112,12 +118,19 @@ class TelemetrySource:
             cl = self.clearance.clearance(np.concatenate(stacked))
             clearance = _finite(cl.distance_m)
             pair = str(cl.pair) if cl.pair else None
-        return encode("telemetry", seq=self.seq, stamp_s=time.monotonic(), sim_time_s=self.loop.time,
-                      arms=arms, teleop=self.controller.status(), clearance_m=clearance,
-                      clearance_pair=pair,
-                      clearance_horizon_m=self.clearance.checker.config.horizon_m if self.clearance else None,
-                      camera=None if self.camera is None else self.camera.reason,
-                      hardware_io=False)
+        return encode(
+            "telemetry",
+            seq=self.seq,
+            stamp_s=time.monotonic(),
+            sim_time_s=self.loop.time,
+            arms=arms,
+            teleop=self.controller.status(),
+            clearance_m=clearance,
+            clearance_pair=pair,
+            clearance_horizon_m=self.clearance.checker.config.horizon_m if self.clearance else None,
+            camera=None if self.camera is None else self.camera.reason,
+            hardware_io=False,
+        )
 
     def camera_frame(self) -> str | None:
         """A new head-camera JPEG as a ``camera`` message, or None when there is none."""

@@ -41,7 +41,8 @@ from controllers.errors import SegmentError
 
 @dataclass(frozen=True)
 class JerkSegment:
-    """Constant jerk ``j`` [rad/s^3] for ``duration`` [s] from (p0 [rad], v0 [rad/s], a0 [rad/s^2])."""
+    """Constant jerk ``j`` [rad/s^3] for ``duration`` [s] from (p0 [rad], v0 [rad/s],
+    a0 [rad/s^2])."""
 
     duration: float
     p0: float

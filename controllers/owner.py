@@ -82,7 +82,8 @@ class OwnerConfig:
 
     period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
     max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick gap above this many periods is late;
+    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick
+    gap above this many periods is late;
     feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
     per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
     rest_velocity_rad_s [rad/s]; feedback_future_tolerance_s: how far a feedback stamp
@@ -577,7 +578,10 @@ class ArmOwner:
         """Latch INTERNAL_ERROR for an exception raised inside the tick (a fault already
         latched is kept). Uses the last valid tick stamp: the clock may be the culprit."""
         now = self._last_tick_s if self._last_tick_s is not None else self._started_s
-        why = f"{type(err).__name__} inside the tick: {describe(str(err))}; nothing more is published until reset"
+        why = (
+            f"{type(err).__name__} inside the tick: {describe(str(err))}; "
+            "nothing more is published until reset"
+        )
         if self.mode is Mode.FAULTED:
             return self._report(
                 now, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
@@ -767,7 +771,8 @@ class ArmOwner:
         )
         return self._latch(
             kind,
-            f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; never retried",
+            f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; "
+            "never retried",
             now,
             t0,
             gap,

@@ -226,7 +226,8 @@ class CanTransport:
                         PublishOutcome.UNCERTAIN,
                         sent,
                         start,
-                        f"timeout sending joint {frame.joint} (0x{frame.arbitration_id:02X}): {err}",
+                        f"timeout sending joint {frame.joint} "
+                        f"(0x{frame.arbitration_id:02X}): {err}",
                         err,
                     )
                 )

@@ -1,4 +1,7 @@
-"""The legacy-race experiment: legacy detached workers vs the owner under one forced schedule (simulated, hardware_io false)."""
+"""The legacy-race experiment: legacy detached workers vs the owner under one forced schedule.
+
+Simulated (hardware_io false).
+"""
 
 from __future__ import annotations
 

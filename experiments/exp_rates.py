@@ -1,4 +1,7 @@
-"""The rates experiment: target input at 20-120 Hz, a burst and concurrent submissions (simulated, hardware_io false)."""
+"""The rates experiment: target input at 20-120 Hz, a burst and concurrent submissions.
+
+Simulated (hardware_io false).
+"""
 
 from __future__ import annotations
 
@@ -80,6 +83,7 @@ def rates(seed: int = 0) -> dict:
     ]
     md = (
         markdown_table(per_rate, cols) + f"\nburst of 1,000 -> {result['burst_plans']} plan(s); "
-        f"100,000 concurrent -> {conc['pending_slots']} pending slot(s), balanced={conc['balanced']}\n"
+        f"100,000 concurrent -> {conc['pending_slots']} pending slot(s), "
+        f"balanced={conc['balanced']}\n"
     )
     return write_experiment("rates", result, md)

@@ -1,4 +1,6 @@
-"""The replay experiment: a 70 s, 60 Hz target stream through the owner at 200 Hz (simulated, hardware_io false).
+"""The replay experiment: a 70 s, 60 Hz target stream through the owner at 200 Hz.
+
+Simulated (hardware_io false).
 
 Lockstep on a SimClock with idealized feedback (the previous output).
 """
@@ -87,8 +89,10 @@ def replay(seed: int = 0) -> dict:
             "bounds": BOUNDS,
             "within_bounds": all(r[k] <= b + 1e-9 for k, b in BOUNDS.items()),
             "seed_figures": {"samples": 14000, "targets": 4200, "moving_retargets": 3898},
-            "moving_retarget_definition": "a target taken into the plan while any commanded joint velocity is nonzero",
-            "target_stream": "per-joint sinusoids (amplitude 0.15-0.3 rad, 0.05-0.15 Hz) for 62 s, then 0.1 rad for 8 s",
+            "moving_retarget_definition": "a target taken into the plan "
+            "while any commanded joint velocity is nonzero",
+            "target_stream": "per-joint sinusoids (amplitude 0.15-0.3 rad, 0.05-0.15 Hz) "
+            "for 62 s, then 0.1 rad for 8 s",
         }
     )
     rows = [

@@ -8,7 +8,8 @@ drawn by a seeded rejection search with its own acceptance rule on the arms' han
 
 - ``reach_across``: a goal among the pool's ``INWARD_QUANTILE`` configurations whose
   innermost hand is nearest the midplane between the arms, from a start among the
-  outer half: a hand reaches over towards the other arm. ROB's hands cannot cross: over 3,000 uniform samples of both arms neither
+  outer half: a hand reaches over towards the other arm. ROB's hands cannot cross: over
+  3,000 uniform samples of both arms neither
   hand passed the midplane and they never came closer than 26 cm (hand = body of the
   arm's last joint), so "hands crossing" means reaching towards each other there;
 - ``hands_close``: a goal among the pool's ``INWARD_QUANTILE`` configurations with the

@@ -44,7 +44,10 @@ CASES = [
 
 
 def _loaded_after(statement: str) -> set[str]:
-    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    code = (
+        f"import json, sys\n{statement}\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,

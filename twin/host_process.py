@@ -1,4 +1,5 @@
-"""``rob-twin host``: ROB's host stack (owners + codec + CanTransport) on a real python-can interface.
+"""``rob-twin host``: ROB's host stack (owners + codec + CanTransport) on a real python-can
+interface.
 
 The same ``ArmDriver`` / ``CanTransport`` code as in the lockstep twin, driven by the
 wall clock at the owners' rate against drives it did not start: ``rob-twin bank`` over

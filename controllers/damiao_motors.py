@@ -26,7 +26,7 @@ KP_MAX = 500.0  # [Nm/rad]
 KD_MAX = 5.0  # [Nm s/rad]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MotorLimits:
     """One Damiao motor model. Units: rad, rad/s, Nm."""
 
@@ -38,9 +38,30 @@ class MotorLimits:
     no_load_speed_rad_s: float  # at 24 V
 
 
-DM8009 = MotorLimits("DM8009", 12.5, 45.0, 54.0, 40.0, 16.754666)
-DM4340 = MotorLimits("DM4340", 12.5, 10.0, 28.0, 27.0, 5.445426)
-DM4310 = MotorLimits("DM4310", 12.5, 30.0, 10.0, 7.0, 20.943946)
+DM8009 = MotorLimits(
+    model="DM8009",
+    pmax_rad=12.5,
+    vmax_rad_s=45.0,
+    tmax_nm=54.0,
+    peak_torque_nm=40.0,
+    no_load_speed_rad_s=16.754666,
+)
+DM4340 = MotorLimits(
+    model="DM4340",
+    pmax_rad=12.5,
+    vmax_rad_s=10.0,
+    tmax_nm=28.0,
+    peak_torque_nm=27.0,
+    no_load_speed_rad_s=5.445426,
+)
+DM4310 = MotorLimits(
+    model="DM4310",
+    pmax_rad=12.5,
+    vmax_rad_s=30.0,
+    tmax_nm=10.0,
+    peak_torque_nm=7.0,
+    no_load_speed_rad_s=20.943946,
+)
 
 MOTORS: dict[str, MotorLimits] = {m.model: m for m in (DM8009, DM4340, DM4310)}
 

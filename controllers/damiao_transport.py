@@ -154,7 +154,7 @@ class DamiaoTransportConfig:
         return None if self.timeout_s is None else int(round(self.timeout_s / TIMEOUT_UNIT_S))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DamiaoFeedback:
     """One decoded state frame (host scaling). position [rad], velocity [rad/s], torque [Nm]."""
 
@@ -489,7 +489,13 @@ class DamiaoTransport:
             )
             return None
         fb = DamiaoFeedback(
-            j, st.q_rad, st.dq_rad_s, st.tau_nm, st.status, st.t_mos_c, st.t_rotor_c
+            joint=j,
+            position_rad=st.q_rad,
+            velocity_rad_s=st.dq_rad_s,
+            torque_nm=st.tau_nm,
+            status=st.status,
+            t_mos_c=st.t_mos_c,
+            t_rotor_c=st.t_rotor_c,
         )
         self.counters.feedback_frames += 1
         self.latest_feedback[j] = fb

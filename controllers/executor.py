@@ -180,7 +180,15 @@ class Execution:
             qd, qdd = np.zeros_like(qd), np.zeros_like(qdd)
         qd, qdd = _feasible(qd, qdd, st.owner)
         st.seq += 1
-        target = ArmTarget(arm, q, st.seq, st.generation, lease, qd, qdd)
+        target = ArmTarget(
+            arm=arm,
+            positions_rad=q,
+            sequence=st.seq,
+            generation=st.generation,
+            lease=lease,
+            velocity_rad_s=qd,
+            acceleration_rad_s2=qdd,
+        )
         hook = self.executor.hooks.before_submit
         if hook:
             hook(arm, target)
@@ -313,13 +321,13 @@ class Execution:
             rows = {a: list(s.rows) for a, s in self._arms.items()}
         arms = {a: self._arm_report(a, rows[a]) for a in self._arms}
         return ExecutionReport(
-            outcome[0],
-            outcome[1],
-            outcome[2],
-            self.start_s,
-            self.trajectory.duration_s,
-            arms,
-            self.acquisition,
+            outcome=outcome[0],
+            reason=outcome[1],
+            arm=outcome[2],
+            start_s=self.start_s,
+            duration_s=self.trajectory.duration_s,
+            arms=arms,
+            acquisition=self.acquisition,
         )
 
     def _arm_report(self, arm: Arm, rows: list) -> ArmReport:
@@ -336,18 +344,18 @@ class Execution:
         dev = np.abs(p[window] - planned[window]).max(axis=1) if window.any() else np.zeros(0)
         first = st.first_planned_s
         return ArmReport(
-            arm,
-            stamps,
-            p,
-            v,
-            a,
-            planned,
-            first,
-            None if first is None else first - start,
-            float(dev.max()) if dev.size else 0.0,
-            float(np.sqrt(np.mean(dev**2))) if dev.size else 0.0,
-            st.sent,
-            st.rejected,
+            arm=arm,
+            stamps_s=stamps,
+            positions_rad=p,
+            velocities_rad_s=v,
+            accelerations_rad_s2=a,
+            planned_rad=planned,
+            first_planned_s=first,
+            start_offset_s=None if first is None else first - start,
+            max_deviation_rad=float(dev.max()) if dev.size else 0.0,
+            rms_deviation_rad=float(np.sqrt(np.mean(dev**2))) if dev.size else 0.0,
+            targets_sent=st.sent,
+            targets_rejected=st.rejected,
         )
 
 

@@ -225,7 +225,7 @@ class OwnerHooks:
     after_publish: Callable[[PublishReport], None] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TickReport:
     """What one tick did. compute_s: wall time of the whole tick incl. publish [s];
     ruckig_s: Ruckig's own calculation time [s]; gap_periods: time since the previous
@@ -583,9 +583,7 @@ class ArmOwner:
             "nothing more is published until reset"
         )
         if self.mode is Mode.FAULTED:
-            return self._report(
-                now, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
-            )
+            return self._report(now=now, reason=self.fault_reason, t0=t0)
         return self._latch(FaultKind.INTERNAL_ERROR, why, now, t0, 0.0)
 
     def _tick_locked(self, t0: float) -> TickReport:
@@ -604,9 +602,7 @@ class ArmOwner:
         ):
             stamp = last if last is not None else self._started_s
             if self.mode is Mode.FAULTED:
-                return self._report(
-                    stamp, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
-                )
+                return self._report(now=stamp, reason=self.fault_reason, t0=t0)
             return self._latch(
                 FaultKind.INVALID_CLOCK,
                 f"clock read {describe(now)} after {describe(last)} s: "
@@ -620,9 +616,7 @@ class ArmOwner:
         new_plan, moving, seq, reason = False, False, None, ""
 
         if self.mode is Mode.FAULTED:
-            return self._report(
-                now, False, None, False, None, False, self.fault_reason, t0, 0.0, gap
-            )
+            return self._report(now=now, reason=self.fault_reason, t0=t0, gap=gap)
 
         # 1. supervision
         if not gap <= c.late_tick_periods:
@@ -727,7 +721,16 @@ class ArmOwner:
             if self.mode is Mode.BRAKING and res is Result.Finished:
                 self._finish_brake()
             return self._report(
-                now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap
+                now=now,
+                reason=reason,
+                t0=t0,
+                gap=gap,
+                published=True,
+                outcome=rep.outcome,
+                new_plan=new_plan,
+                seq=seq,
+                moving=moving,
+                ruckig_s=ruckig_s,
             )
         if rep.outcome is PublishOutcome.REFUSED:
             self.stats.refused_outputs += 1
@@ -744,16 +747,15 @@ class ArmOwner:
             if self.mode is Mode.TRACKING:
                 self._begin_brake(BrakeCause.OUTPUT_REFUSED)
                 return self._report(
-                    now,
-                    False,
-                    rep.outcome,
-                    new_plan,
-                    seq,
-                    moving,
-                    f"output refused ({rep.reason}): braking",
-                    t0,
-                    ruckig_s,
-                    gap,
+                    now=now,
+                    reason=f"output refused ({rep.reason}): braking",
+                    t0=t0,
+                    gap=gap,
+                    outcome=rep.outcome,
+                    new_plan=new_plan,
+                    seq=seq,
+                    moving=moving,
+                    ruckig_s=ruckig_s,
                 )
             return self._latch(
                 FaultKind.BLOCKED_BRAKING_PATH,
@@ -917,28 +919,41 @@ class ArmOwner:
         self.stats.faults.append((kind, why))
         self.mailbox.close()
         self._active = None
-        return self._report(now, False, outcome, False, None, False, why, t0, ruckig_s, gap)
+        return self._report(now=now, reason=why, t0=t0, gap=gap, outcome=outcome, ruckig_s=ruckig_s)
 
     def _report(
-        self, now, published, outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap
+        self,
+        *,
+        now: float,
+        reason: str,
+        t0: float,
+        gap: float = 0.0,
+        published: bool = False,
+        outcome: PublishOutcome | None = None,
+        new_plan: bool = False,
+        seq: int | None = None,
+        moving: bool = False,
+        ruckig_s: float = 0.0,
     ) -> TickReport:
+        """The report of this tick. now: its stamp [s]; t0: ``perf_counter()`` at its start [s];
+        gap: time since the previous tick [periods]; ruckig_s: Ruckig's calculation time [s]."""
         return TickReport(
-            self._tick_index,
-            now,
-            self.mode,
-            published,
-            outcome,
-            new_plan,
-            seq,
-            moving,
-            self._cmd_p.copy(),
-            self._cmd_v.copy(),
-            self._cmd_a.copy(),
-            self.fault,
-            reason,
-            time.perf_counter() - t0,
-            ruckig_s,
-            gap,
+            index=self._tick_index,
+            stamp_s=now,
+            mode=self.mode,
+            published=published,
+            outcome=outcome,
+            new_plan=new_plan,
+            target_sequence=seq,
+            moving_retarget=moving,
+            positions_rad=self._cmd_p.copy(),
+            velocities_rad_s=self._cmd_v.copy(),
+            accelerations_rad_s2=self._cmd_a.copy(),
+            fault=self.fault,
+            reason=reason,
+            compute_s=time.perf_counter() - t0,
+            ruckig_s=ruckig_s,
+            gap_periods=gap,
         )
 
     # ----------------------------------------------------------------- real time

@@ -124,11 +124,11 @@ class Rig:
             self.seq += 1
             seq = self.seq
         return ArmTarget(
-            Arm.RIGHT,
-            _vec(positions),
-            seq,
-            self.owner.generation if generation is None else generation,
-            self.lease if lease == "own" else lease,
+            arm=Arm.RIGHT,
+            positions_rad=_vec(positions),
+            sequence=seq,
+            generation=self.owner.generation if generation is None else generation,
+            lease=self.lease if lease == "own" else lease,
             **kw,
         )
 

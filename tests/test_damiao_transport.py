@@ -142,7 +142,10 @@ def test_owner_publishes_the_coherent_ruckig_velocity(rig):
     q0 = np.array([0, 0, 0, 0.5, 0, 0, 0.0])
     owner = ArmOwner(Arm.RIGHT, tr, clock, q0, OwnerConfig(period_s=0.002, require_feedback=False))
     lease = owner.grant_lease("test", 10.0)
-    assert owner.submit(ArmTarget(Arm.RIGHT, q0 + 0.2, 1, owner.generation, lease)).accepted
+    target = ArmTarget(
+        arm=Arm.RIGHT, positions_rad=q0 + 0.2, sequence=1, generation=owner.generation, lease=lease
+    )
+    assert owner.submit(target).accepted
     for _ in range(150):
         clock.advance(0.002)
         owner.tick()

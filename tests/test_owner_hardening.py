@@ -367,11 +367,11 @@ def test_realtime_thread_survives_an_over_limit_target_and_a_failing_observer():
     try:
         res = owner.submit(
             ArmTarget(
-                Arm.RIGHT,
-                np.full(7, 0.1),
-                1,
-                owner.generation,
-                lease,
+                arm=Arm.RIGHT,
+                positions_rad=np.full(7, 0.1),
+                sequence=1,
+                generation=owner.generation,
+                lease=lease,
                 velocity_rad_s=np.full(7, 5.0),
             )
         )
@@ -525,11 +525,11 @@ def test_hostile_producers_against_the_realtime_thread():
             try:
                 owner.submit(
                     ArmTarget(
-                        Arm.RIGHT,
-                        rng.uniform(0.0, 0.4, 7),
-                        seq * 4 + k,
-                        owner.generation,
-                        lease,
+                        arm=Arm.RIGHT,
+                        positions_rad=rng.uniform(0.0, 0.4, 7),
+                        sequence=seq * 4 + k,
+                        generation=owner.generation,
+                        lease=lease,
                         velocity_rad_s=vel,
                     )
                 )

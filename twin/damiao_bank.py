@@ -57,7 +57,7 @@ class DamiaoBusCounters:
     second_writer_frames: int = 0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DamiaoArmDrives:
     channel: str
     arm: Arm
@@ -105,13 +105,13 @@ class DamiaoBank(BankBuses):
                 d.last_command_s = now
             logger = self._open_logger(log_dir, channel, log_suffix)
             self.buses[channel] = DamiaoArmDrives(
-                channel,
-                arm,
-                open_virtual(channel),
-                drives,
-                arm_qpos_indices(model, arm),
-                dof,
-                arm_actuator_indices(model, arm),
+                channel=channel,
+                arm=arm,
+                bus=open_virtual(channel),
+                drives=drives,
+                qpos=arm_qpos_indices(model, arm),
+                dof=dof,
+                actuators=arm_actuator_indices(model, arm),
                 logger=logger,
             )
         self._writers: dict[str, can.BusABC] = {}

@@ -59,7 +59,7 @@ class BusCounters:
     second_writer_frames: int = 0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ArmDrives:
     """The drives on one bus and where their arm lives in the MuJoCo model."""
 
@@ -181,13 +181,13 @@ class MotorBank(BankBuses):
             ]
             logger = self._open_logger(log_dir, channel, log_suffix)
             self.buses[channel] = ArmDrives(
-                channel,
-                arm,
-                open_virtual(channel),
-                drives,
-                qpos,
-                dof,
-                arm_actuator_indices(model, arm),
+                channel=channel,
+                arm=arm,
+                bus=open_virtual(channel),
+                drives=drives,
+                qpos=qpos,
+                dof=dof,
+                actuators=arm_actuator_indices(model, arm),
                 logger=logger,
             )
         self._writers: dict[str, can.BusABC] = {}

@@ -16,7 +16,7 @@ from controllers.names import group_arms
 from experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
 from experiments.registry import benchmark
 from experiments.toppra_baseline import toppra_retime
-from models.loading import apply_home, load_scene
+from models.loading import keyframe_state, load_scene
 from planners.cartesian import plan_cartesian
 from planners.collision import CollisionChecker
 from planners.group import ArmGroup
@@ -185,10 +185,7 @@ def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
 
 @benchmark("planner")
 def run() -> dict:
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    home = d.qpos.copy()
+    m, home = keyframe_state()
     from experiments.hard_problems import groups
 
     return {
@@ -337,10 +334,7 @@ def run_hard() -> dict:
     """Only the hard problem sets and the check cost (the quick way to measure search)."""
     from experiments.hard_problems import groups
 
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    home = d.qpos.copy()
+    m, home = keyframe_state()
     return {
         "collision_check": _check_cost(m, home),
         "collision_check_random": _check_cost_random(m, home),

@@ -193,13 +193,11 @@ def groups() -> dict[str, ArmGroup]:
     """The two models of the hard set, each as a group at its reference: ROB at home
     (``rob``) and the two-arm stand of the tests (``stand``)."""
     from controllers.names import group_arms
-    from models.loading import apply_home, load_scene
+    from models.loading import keyframe_state
 
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
+    m, home = keyframe_state()
     rob = ArmGroup(m, group_arms())
-    rob.set_qpos(d.qpos.copy())
+    rob.set_qpos(home)
     stand_model = mujoco.MjModel.from_xml_path(str(STAND_PATH))
     stand = ArmGroup(stand_model, STAND_ARMS)
     return {"rob": rob, "stand": stand}

@@ -35,7 +35,7 @@ from models.loading import arm_actuator_indices, arm_qpos_indices
 
 from .damiao_drive import DamiaoDrive, DamiaoDriveConfig
 from .faults import FaultKind, FaultSchedule
-from .motor_bank import STALL_FRICTION_NM, BankBuses
+from .motor_bank import STALL_FRICTION_NM, BankBuses, BusDrives
 from .wire import open_virtual
 
 
@@ -58,19 +58,13 @@ class DamiaoBusCounters:
 
 
 @dataclass(kw_only=True)
-class DamiaoArmDrives:
-    channel: str
-    arm: Arm
-    bus: can.BusABC
+class DamiaoArmDrives(BusDrives):
+    """The Damiao drives on one bus; silent: drives that do not answer; encoder offsets
+    [rad] of each drive's reported position."""
+
     drives: list[DamiaoDrive]
-    qpos: np.ndarray
-    dof: np.ndarray
-    actuators: np.ndarray
     counters: DamiaoBusCounters = field(default_factory=DamiaoBusCounters)
-    logger: can.Listener | None = None
-    powered: bool = True
     silent: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
-    stalled: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
     encoder_offset_rad: tuple[float, ...] = (0.0,) * JOINTS_PER_ARM
 
 

@@ -60,20 +60,28 @@ class BusCounters:
 
 
 @dataclass(kw_only=True)
-class ArmDrives:
-    """The drives on one bus and where their arm lives in the MuJoCo model."""
+class BusDrives:
+    """What every bank knows of one bus: its arm, and where that arm lives in the MuJoCo
+    model (indices of its joints' qpos, dofs and actuators); a traffic logger; whether
+    the drives are powered; which drives are stalled."""
 
     channel: str
     arm: Arm
     bus: can.BusABC
-    drives: list[SimulatedDrive]
     qpos: np.ndarray
     dof: np.ndarray
     actuators: np.ndarray
-    counters: BusCounters = field(default_factory=BusCounters)
     logger: can.Listener | None = None
     powered: bool = True
     stalled: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
+
+
+@dataclass(kw_only=True)
+class ArmDrives(BusDrives):
+    """The Amber drives on one bus."""
+
+    drives: list[SimulatedDrive]
+    counters: BusCounters = field(default_factory=BusCounters)
     qpos_at: slice | np.ndarray = field(init=False, repr=False)
     ctrl_at: slice | np.ndarray = field(init=False, repr=False)
 

@@ -106,6 +106,28 @@ class BankBuses:
 
     buses: dict
 
+    @classmethod
+    def _bus_fields(
+        cls,
+        model: mujoco.MjModel,
+        channel: str,
+        arm: Arm | str,
+        log_dir: Path | str | None,
+        log_suffix: str,
+    ) -> dict:
+        """The ``BusDrives`` fields of ``channel`` carrying ``arm``'s drives: its virtual bus,
+        where the arm lives in ``model`` (qpos, dof and actuator indices), its logger."""
+        arm = Arm.parse(arm)
+        return dict(
+            channel=channel,
+            arm=arm,
+            bus=open_virtual(channel),
+            qpos=arm_qpos_indices(model, arm),
+            dof=np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)]),
+            actuators=arm_actuator_indices(model, arm),
+            logger=cls._open_logger(log_dir, channel, log_suffix),
+        )
+
     @staticmethod
     def _open_logger(log_dir: Path | str | None, channel: str, log_suffix: str):
         """A python-can logger for ``channel``'s traffic under ``log_dir`` (None: no log)."""
@@ -179,25 +201,13 @@ class MotorBank(BankBuses):
         self._friction = model.dof_frictionloss.copy()
         self.buses: dict[str, ArmDrives] = {}
         for channel, arm in wiring.items():
-            arm = Arm.parse(arm)
-            qpos = arm_qpos_indices(model, arm)
-            dof = np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)])
-            q0 = data.qpos[qpos]
+            fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
+            q0 = data.qpos[fields["qpos"]]
             drives = [
                 SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
                 for j in range(1, JOINTS_PER_ARM + 1)
             ]
-            logger = self._open_logger(log_dir, channel, log_suffix)
-            self.buses[channel] = ArmDrives(
-                channel=channel,
-                arm=arm,
-                bus=open_virtual(channel),
-                drives=drives,
-                qpos=qpos,
-                dof=dof,
-                actuators=arm_actuator_indices(model, arm),
-                logger=logger,
-            )
+            self.buses[channel] = ArmDrives(drives=drives, **fields)
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
 

@@ -6,8 +6,8 @@ Pure data (no mujoco, no numpy). Two different kinds of limit, never to be confu
   (registers PMAX/VMAX/TMAX, RID 21/22/23). A value is sent as a fraction of
   [-max, +max]; host and drive must agree on them or every command is scaled wrongly.
   Source: enactic/openarm_can ``MOTOR_LIMIT_PARAMS``
-  (``include/openarm/damiao_motor/dm_motor_constants.hpp``) after 2026-07-17 (commit
-  25f8f44 raised the DM4340 VMAX from 8 to 10 rad/s after real DM4340P motors reported 10).
+  (``include/openarm/damiao_motor/dm_motor_constants.hpp``, as of its commit 25f8f44: DM4340
+  VMAX 10 rad/s, the value real DM4340P motors report).
 * ``peak_torque_nm`` / ``no_load_speed_rad_s``: what the motor can physically do
   (OpenArm v10 URDF ``config/arm/v10/joint_limits.yaml``: effort 40 / 27 / 7 Nm,
   velocity 16.754666 / 5.445426 / 20.943946 rad/s = 160 / 52 / 200 rpm at 24 V).

@@ -88,12 +88,11 @@ class ExecutorConfig:
 def default_config() -> ExecutorConfig:
     """50 ms lead, lookahead one owner period (5 ms), 0.25 s leases, 0.5 s to settle.
 
-    Lookahead, measured (tests/test_execution.py, the crossing plan through the closed
-    loop): Ruckig's update returns the state one period ahead, so the sample an owner
-    publishes at tick T is the commanded state for T + period. With a target of
-    plan(T - start + L) the published samples deviate from plan(T + period - start) by at
-    most 0.9 mrad (rms 0.4) for L = 5 ms, 7.2 mrad for L = 0 (one period behind) and
-    4.7 / 11.8 mrad for L = 10 / 20 ms (Ruckig reaches the target early: it runs ahead).
+    Lookahead L: Ruckig's update returns the state one period ahead, so the sample an owner
+    publishes at tick T is the commanded state for T + period. A target of
+    plan(T - start + L) with L = one period keeps the published samples closest to
+    plan(T + period - start): a shorter L lags by up to a period, a longer one lets Ruckig
+    reach the target early and run ahead (tests/test_execution.py checks the deviation).
     Both arms use the same L, so the arms stay synchronized whatever L is."""
     return ExecutorConfig()
 

@@ -219,8 +219,7 @@ def test_a_1mm_smaller_collision_geom_is_caught_for_every_geom(rob, study):
             model.geom_size[:], model.mesh_vert[:] = saved
     names = session.checker.pairs.geom_names
     assert all(n > 0 for n in caught.values()), {names[g]: n for g, n in caught.items() if n == 0}
-    # every sized geom of a checked pair was shrunk (the count follows the model: 37 since
-    # the scene gained its room walls)
+    # every sized geom of a checked pair was shrunk (the count follows the model)
     in_pairs = {
         g for pair in _checked_pairs(session) for g in pair if int(model.geom_type[g]) != plane
     }

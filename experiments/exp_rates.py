@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 from controllers.owner import OwnerConfig
-from experiments.exp_replay import run_replay
+from experiments.exp_replay import MOTION_FIGURES, run_replay
 from experiments.output import markdown_table, write_experiment
 from experiments.owner_rig import experiment_rig
 from experiments.registry import experiment
@@ -70,17 +70,7 @@ def rates(seed: int = 0) -> dict:
         "concurrent": conc,
         "concurrent_pending_slots": conc["pending_slots"],
     }
-    cols = [
-        "rate_hz",
-        "targets",
-        "plans",
-        "moving_retargets",
-        "max_velocity",
-        "max_acceleration",
-        "max_discrete_jerk",
-        "max_step",
-        "final_error",
-    ]
+    cols = ["rate_hz", "targets", "plans", *MOTION_FIGURES]
     md = (
         markdown_table(per_rate, cols) + f"\nburst of 1,000 -> {result['burst_plans']} plan(s); "
         f"100,000 concurrent -> {conc['pending_slots']} pending slot(s), "

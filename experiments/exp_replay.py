@@ -70,6 +70,15 @@ def run_replay(
     }
 
 
+# the figures ``run_replay`` reports on the commanded motion
+MOTION_FIGURES = (
+    "moving_retargets",
+    "max_velocity",
+    "max_acceleration",
+    "max_discrete_jerk",
+    "max_step",
+    "final_error",
+)
 BOUNDS = {
     "max_velocity": 0.3,
     "max_acceleration": 0.6,
@@ -97,15 +106,6 @@ def replay(seed: int = 0) -> dict:
     )
     rows = [
         {"figure": k, "value": r[k], "bound": BOUNDS.get(k, "")}
-        for k in (
-            "samples",
-            "targets",
-            "moving_retargets",
-            "max_velocity",
-            "max_acceleration",
-            "max_discrete_jerk",
-            "max_step",
-            "final_error",
-        )
+        for k in ("samples", "targets", *MOTION_FIGURES)
     ]
     return write_experiment("replay", r, markdown_table(rows))

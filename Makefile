@@ -35,6 +35,7 @@ xvfb:
 
 test: $(STAMP) chromium xvfb
 	$(PY) -m ruff check twin controllers planners experiments tests models
+	$(PY) -m ruff format --check twin controllers planners experiments tests models
 	$(PY) -m pytest
 
 stress: $(STAMP)
@@ -45,6 +46,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check twin controllers planners experiments tests models
+	$(PY) -m ruff format --check twin controllers planners experiments tests models
 
 clean:
 	rm -rf out .pytest_cache

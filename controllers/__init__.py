@@ -1,5 +1,6 @@
 """The hardware-facing layer: the arm owner, the Amber CAN codec and transport, the
-Damiao MIT transport (OpenArm's motors), the synchronized executor. Never imports mujoco or pinocchio (an import test checks).
+Damiao MIT transport (OpenArm's motors), the synchronized executor. Never imports mujoco or
+pinocchio (an import test checks).
 
 Start here::
 

@@ -48,7 +48,8 @@ become eight zero bytes) and a CAN id that is not an integer (145.0 would match 
 typed errors (``CodecTypeError``, ``FrameDataError``, ``UnknownFrameIdError``), never a
 silent conversion or a raw ``TypeError``.
 
-Pure numpy + stdlib (and the pure-data ``models.dimensions``): no mujoco, no bus. ``transport.py`` puts these frames on a wire.
+Pure numpy + stdlib (and the pure-data ``models.dimensions``): no mujoco, no bus.
+``transport.py`` puts these frames on a wire.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Pure data (no mujoco, no numpy). Two different kinds of limit, never to be confu
   (registers PMAX/VMAX/TMAX, RID 21/22/23). A value is sent as a fraction of
   [-max, +max]; host and drive must agree on them or every command is scaled wrongly.
   Source: enactic/openarm_can ``MOTOR_LIMIT_PARAMS``
-  (``include/openarm/damiao_motor/dm_motor_constants.hpp``) after 2026-07-17 (commit
-  25f8f44 raised the DM4340 VMAX from 8 to 10 rad/s after real DM4340P motors reported 10).
+  (``include/openarm/damiao_motor/dm_motor_constants.hpp``, as of its commit 25f8f44: DM4340
+  VMAX 10 rad/s, the value real DM4340P motors report).
 * ``peak_torque_nm`` / ``no_load_speed_rad_s``: what the motor can physically do
   (OpenArm v10 URDF ``config/arm/v10/joint_limits.yaml``: effort 40 / 27 / 7 Nm,
   velocity 16.754666 / 5.445426 / 20.943946 rad/s = 160 / 52 / 200 rpm at 24 V).
@@ -26,7 +26,7 @@ KP_MAX = 500.0  # [Nm/rad]
 KD_MAX = 5.0  # [Nm s/rad]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MotorLimits:
     """One Damiao motor model. Units: rad, rad/s, Nm."""
 
@@ -38,9 +38,30 @@ class MotorLimits:
     no_load_speed_rad_s: float  # at 24 V
 
 
-DM8009 = MotorLimits("DM8009", 12.5, 45.0, 54.0, 40.0, 16.754666)
-DM4340 = MotorLimits("DM4340", 12.5, 10.0, 28.0, 27.0, 5.445426)
-DM4310 = MotorLimits("DM4310", 12.5, 30.0, 10.0, 7.0, 20.943946)
+DM8009 = MotorLimits(
+    model="DM8009",
+    pmax_rad=12.5,
+    vmax_rad_s=45.0,
+    tmax_nm=54.0,
+    peak_torque_nm=40.0,
+    no_load_speed_rad_s=16.754666,
+)
+DM4340 = MotorLimits(
+    model="DM4340",
+    pmax_rad=12.5,
+    vmax_rad_s=10.0,
+    tmax_nm=28.0,
+    peak_torque_nm=27.0,
+    no_load_speed_rad_s=5.445426,
+)
+DM4310 = MotorLimits(
+    model="DM4310",
+    pmax_rad=12.5,
+    vmax_rad_s=30.0,
+    tmax_nm=10.0,
+    peak_torque_nm=7.0,
+    no_load_speed_rad_s=20.943946,
+)
 
 MOTORS: dict[str, MotorLimits] = {m.model: m for m in (DM8009, DM4340, DM4310)}
 

@@ -17,8 +17,9 @@ A feed-forward torque that is not finite or exceeds the motor's physical peak to
 ``fault_kind="torque_limit"``: the owner latches, nothing is clipped or sent. Other
 out-of-range values (q past PMAX, |v| past VMAX) are codec errors: REFUSED, no frame.
 
-Sending keeps ``CanTransport``'s outcome rules (all seven frames or a typed outcome:
-REFUSED, PARTIAL, UNCERTAIN; never a retry; a late batch is UNCERTAIN).
+Sending, polling and the second-writer accounting are ``controllers.transport_core``'s,
+as for ``CanTransport`` (all seven frames or a typed outcome: REFUSED, PARTIAL,
+UNCERTAIN; never a retry; a late batch is UNCERTAIN).
 
 Replies: every frame sent is answered on the motor's MST id (request-reply). State
 frames are decoded with the *host's* scaling into ``latest_feedback`` (joint ->
@@ -77,9 +78,9 @@ from controllers.damiao_motors import (
     REGISTER_ID,
     MotorLimits,
 )
-from controllers.errors import TransportClosedError
 from controllers.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
 from controllers.publish import PublishOutcome, PublishReport
+from controllers.transport_core import TransportCore, TransportCounters
 
 GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7,)
 Clock = Callable[[], float]
@@ -154,7 +155,7 @@ class DamiaoTransportConfig:
         return None if self.timeout_s is None else int(round(self.timeout_s / TIMEOUT_UNIT_S))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DamiaoFeedback:
     """One decoded state frame (host scaling). position [rad], velocity [rad/s], torque [Nm]."""
 
@@ -168,32 +169,18 @@ class DamiaoFeedback:
 
 
 @dataclass
-class DamiaoCounters:
-    samples: int = 0
-    accepted: int = 0
-    partial: int = 0
-    uncertain: int = 0
-    refused: int = 0
-    encode_errors: int = 0
-    torque_refusals: int = 0
-    frames_sent: int = 0
-    deadline_misses: int = 0
-    frames_received: int = 0
-    feedback_frames: int = 0
+class DamiaoCounters(TransportCounters):
+    torque_refusals: int = 0  # samples refused for a feed-forward torque over the limit
     register_replies: int = 0
-    feedback_errors: int = 0
-    foreign_command_frames: int = 0
-    other_frames: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
-class ForeignDamiaoFrame:
+class MitFrame:
+    """One encoded MIT frame of joint ``joint`` (1..7)."""
+
+    joint: int
     arbitration_id: int
     data: bytes
-    received_at: float
 
 
 @dataclass
@@ -220,15 +207,7 @@ class BringUpReport:
         return "; ".join(parts)
 
 
-_OUTCOME_COUNTER = {
-    PublishOutcome.ACCEPTED: "accepted",
-    PublishOutcome.PARTIAL: "partial",
-    PublishOutcome.UNCERTAIN: "uncertain",
-    PublishOutcome.REFUSED: "refused",
-}
-
-
-class DamiaoTransport:
+class DamiaoTransport(TransportCore):
     """One arm's Damiao boundary. Not thread-safe: the owner's thread calls it."""
 
     def __init__(
@@ -240,32 +219,20 @@ class DamiaoTransport:
         gravity: GravityModel | None = None,
     ):
         self.config = cfg = config or DamiaoTransportConfig()
-        self.clock = clock
-        self.gravity = gravity
-        self._own_bus = bus is None
-        self.bus = (
-            bus
-            if bus is not None
-            else can.Bus(
-                interface=cfg.interface, channel=cfg.resolved_channel, receive_own_messages=False
-            )
+        super().__init__(
+            cfg, bus=bus, clock=clock, counters=DamiaoCounters(), command_ids=set(cfg.esc_ids)
         )
+        self.counters: DamiaoCounters
+        self.gravity = gravity
         self.scalings = cfg.host_scalings
         self._peak = [m.peak_torque_nm for m in cfg.motors]
         self._kp, self._kd = list(cfg.kp), list(cfg.kd)
         self._by_mst = {mst: j for j, mst in enumerate(cfg.mst_ids, start=1)}
-        self._esc = set(cfg.esc_ids)
         self._pending: set[tuple[int, int]] = set()  # (joint, register) asked, not answered
-        self.counters = DamiaoCounters()
         self.latest_feedback: dict[int, DamiaoFeedback] = {}
-        self.feedback_received_at: dict[int, float] = {}
         self.registers: dict[tuple[int, Register], int | float] = {}
-        self.last_foreign_frame: ForeignDamiaoFrame | None = None
-        self.last_feedback_error = ""
         self.last_feedforward_nm = np.zeros(N)
-        self.last_report: PublishReport | None = None
         self.enabled = False  # the enable sequence passed (bring_up)
-        self._closed = False
 
     # ------------------------------------------------------------------ output
     def publish_sample(self, positions_rad: np.ndarray) -> PublishReport:
@@ -299,14 +266,7 @@ class DamiaoTransport:
         try:
             tau = self.feedforward(positions_rad)
         except Exception as err:  # the model refused the state: nothing is sent
-            self.counters.encode_errors += 1
-            return self._finish(
-                PublishReport(
-                    PublishOutcome.REFUSED,
-                    reason=f"gravity model: {err}",
-                    extra={"error": type(err).__name__},
-                )
-            )
+            return self._refused(f"gravity model: {err}", err)
         bad = self._torque_violation(tau)
         if bad:
             self.counters.torque_refusals += 1
@@ -325,16 +285,10 @@ class DamiaoTransport:
         try:
             for k in range(N):
                 cmd = MitCommand(p[k], v[k], self._kp[k], self._kd[k], float(tau[k]))
-                frames.append((self.config.esc_ids[k], encode_mit(cmd, self.scalings[k], k + 1)))
+                data = encode_mit(cmd, self.scalings[k], k + 1)
+                frames.append(MitFrame(k + 1, self.config.esc_ids[k], data))
         except (DamiaoCodecError, IndexError) as err:
-            self.counters.encode_errors += 1
-            return self._finish(
-                PublishReport(
-                    PublishOutcome.REFUSED,
-                    reason=f"encode: {err}",
-                    extra={"error": type(err).__name__},
-                )
-            )
+            return self._refused(f"encode: {err}", err)
         return self._finish(self._send_batch(frames, start))
 
     def _torque_violation(self, tau: np.ndarray) -> str:
@@ -348,65 +302,6 @@ class DamiaoTransport:
                     "not clipped, not sent"
                 )
         return ""
-
-    def _send_batch(self, frames: list[tuple[int, bytes]], start: float) -> PublishReport:
-        sent: list[int] = []
-        timeout = self.config.send_timeout_s
-        for k, (arb, data) in enumerate(frames):
-            msg = can.Message(arbitration_id=arb, data=data, is_extended_id=False)
-            try:
-                self.bus.send(msg, timeout=timeout)
-            except (can.CanTimeoutError, TimeoutError) as err:
-                return self._fail(PublishOutcome.UNCERTAIN, sent, start, k, err)
-            except can.CanError as err:
-                outcome = PublishOutcome.REFUSED if k == 0 else PublishOutcome.PARTIAL
-                return self._fail(outcome, sent, start, k, err)
-            except Exception as err:  # unknown state of frame k: never guess "not sent"
-                return self._fail(PublishOutcome.UNCERTAIN, sent, start, k, err)
-            sent.append(k + 1)
-            self.counters.frames_sent += 1
-        duration = self.clock() - start
-        if duration > self.config.publish_deadline_s:
-            self.counters.deadline_misses += 1
-            outcome = (
-                PublishOutcome.UNCERTAIN
-                if self.config.late_is_uncertain
-                else PublishOutcome.ACCEPTED
-            )
-            return PublishReport(
-                outcome,
-                tuple(sent),
-                reason=f"deadline missed: batch took "
-                f"{duration:.6f} s > {self.config.publish_deadline_s:.6f} s",
-                frames_sent=len(sent),
-                duration_s=duration,
-                extra={"deadline_missed": True},
-            )
-        return PublishReport(
-            PublishOutcome.ACCEPTED,
-            tuple(sent),
-            frames_sent=len(sent),
-            duration_s=duration,
-            extra={"deadline_missed": False},
-        )
-
-    def _fail(
-        self, outcome: PublishOutcome, sent: list[int], start: float, k: int, err: BaseException
-    ) -> PublishReport:
-        return PublishReport(
-            outcome,
-            tuple(sent),
-            reason=f"{type(err).__name__} sending joint {k + 1}: {err}",
-            frames_sent=len(sent),
-            duration_s=self.clock() - start,
-            extra={"error": type(err).__name__},
-        )
-
-    def _finish(self, report: PublishReport) -> PublishReport:
-        name = _OUTCOME_COUNTER[report.outcome]
-        setattr(self.counters, name, getattr(self.counters, name) + 1)
-        self.last_report = report
-        return report
 
     # ------------------------------------------------------------ system frames
     def send_special(self, command: SpecialCommand, joints: tuple[int, ...] = ()) -> None:
@@ -441,29 +336,8 @@ class DamiaoTransport:
         self.counters.frames_sent += 1
 
     # ------------------------------------------------------------------- input
-    def poll_feedback(self, max_frames: int | None = None) -> int:
-        """Handle every frame already waiting (non-blocking); return how many were read."""
-        self._check_open()
-        n = 0
-        while max_frames is None or n < max_frames:
-            msg = self.bus.recv(timeout=0)
-            if msg is None:
-                break
-            self.handle_message(msg)
-            n += 1
-        return n
-
-    def handle_message(self, msg: can.Message) -> DamiaoFeedback | None:
-        now = self.clock()
-        self.counters.frames_received += 1
-        if msg.is_extended_id or msg.is_remote_frame or msg.is_error_frame:
-            self.counters.other_frames += 1
-            return None
+    def _handle_reply(self, msg: can.Message, now: float) -> DamiaoFeedback | None:
         arb, data = msg.arbitration_id, bytes(msg.data)
-        if arb in self._esc:
-            self.counters.foreign_command_frames += 1
-            self.last_foreign_frame = ForeignDamiaoFrame(arb, data, now)
-            return None
         j = self._by_mst.get(arb)
         if j is None:
             self.counters.other_frames += 1
@@ -489,7 +363,13 @@ class DamiaoTransport:
             )
             return None
         fb = DamiaoFeedback(
-            j, st.q_rad, st.dq_rad_s, st.tau_nm, st.status, st.t_mos_c, st.t_rotor_c
+            joint=j,
+            position_rad=st.q_rad,
+            velocity_rad_s=st.dq_rad_s,
+            torque_nm=st.tau_nm,
+            status=st.status,
+            t_mos_c=st.t_mos_c,
+            t_rotor_c=st.t_rotor_c,
         )
         self.counters.feedback_frames += 1
         self.latest_feedback[j] = fb
@@ -581,21 +461,3 @@ class DamiaoTransport:
                 if not same:
                     out.append(f"joint {j} {rid.name}: drive {got!r}, host {want!r}")
         return out
-
-    # -------------------------------------------------------------- lifecycle
-    def _check_open(self) -> None:
-        if self._closed:
-            raise TransportClosedError()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._own_bus:
-            self.bus.shutdown()
-
-    def __enter__(self) -> DamiaoTransport:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

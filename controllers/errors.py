@@ -202,7 +202,8 @@ class CodecTypeError(CodecError, TypeError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         super().__init__(
-            f"codec {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; valid: {_s(valid)}"
+            f"codec {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; "
+            f"valid: {_s(valid)}"
         )
 
 
@@ -210,7 +211,8 @@ class FrameLengthError(FrameError):
     def __init__(self, arbitration_id: int, length: int, expected: int):
         self.arbitration_id, self.length, self.expected = arbitration_id, length, expected
         super().__init__(
-            f"frame on CAN id {hex_id(arbitration_id, 1)} has {_s(length)} data bytes; expected {_s(expected)}"
+            f"frame on CAN id {hex_id(arbitration_id, 1)} has {_s(length)} data bytes; "
+            f"expected {_s(expected)}"
         )
 
 
@@ -229,7 +231,8 @@ class FeedbackRangeError(CodecError):
     def __init__(self, joint: int, field: str, value: object, lower: object, upper: object):
         self.joint, self.field, self.value, self.bound = joint, field, value, (lower, upper)
         super().__init__(
-            f"joint {_s(joint)}: feedback {_s(field)} {describe(value)} is outside {describe(lower)}..{describe(upper)}"
+            f"joint {_s(joint)}: feedback {_s(field)} {describe(value)} is outside "
+            f"{describe(lower)}..{describe(upper)}"
         )
 
 
@@ -264,7 +267,8 @@ class TargetShapeError(OwnerError, ValueError):
     def __init__(self, field: str, shape: tuple[int, ...], expected: int):
         self.field, self.shape, self.expected = field, shape_of(shape), expected
         super().__init__(
-            f"target {_s(field)} has shape {_s(self.shape)}; expected ({_s(expected)},) finite values [rad-based units]"
+            f"target {_s(field)} has shape {_s(self.shape)}; "
+            f"expected ({_s(expected)},) finite values [rad-based units]"
         )
 
 
@@ -281,7 +285,8 @@ class TargetTypeError(OwnerError, TypeError):
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         super().__init__(
-            f"target {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; valid: {_s(valid)}"
+            f"target {_s(field)}={describe(value)} ({type(value).__name__}) is invalid; "
+            f"valid: {_s(valid)}"
         )
 
 

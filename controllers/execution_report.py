@@ -38,12 +38,12 @@ class AcquisitionFailure:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArmReport:
     """One arm's published commanded states (stamps [s], p [rad], v [rad/s], a [rad/s^2]),
-    the plan at the instants they command (``planned_rad`` = q(stamp + period - start)), the stamp of its
-    first published planned sample, ``start_offset_s`` = that minus the shared stamp, and
-    the deviation of commanded from plan over [start, end of plan + settle]."""
+    the plan at the instants they command (``planned_rad`` = q(stamp + period - start)), the
+    stamp of its first published planned sample, ``start_offset_s`` = that minus the shared
+    stamp, and the deviation of commanded from plan over [start, end of plan + settle]."""
 
     arm: Arm
     stamps_s: np.ndarray
@@ -59,7 +59,7 @@ class ArmReport:
     targets_rejected: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExecutionReport:
     outcome: Outcome
     reason: str

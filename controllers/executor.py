@@ -88,12 +88,11 @@ class ExecutorConfig:
 def default_config() -> ExecutorConfig:
     """50 ms lead, lookahead one owner period (5 ms), 0.25 s leases, 0.5 s to settle.
 
-    Lookahead, measured (tests/test_execution.py, the crossing plan through the closed
-    loop): Ruckig's update returns the state one period ahead, so the sample an owner
-    publishes at tick T is the commanded state for T + period. With a target of
-    plan(T - start + L) the published samples deviate from plan(T + period - start) by at
-    most 0.9 mrad (rms 0.4) for L = 5 ms, 7.2 mrad for L = 0 (one period behind) and
-    4.7 / 11.8 mrad for L = 10 / 20 ms (Ruckig reaches the target early: it runs ahead).
+    Lookahead L: Ruckig's update returns the state one period ahead, so the sample an owner
+    publishes at tick T is the commanded state for T + period. A target of
+    plan(T - start + L) with L = one period keeps the published samples closest to
+    plan(T + period - start): a shorter L lags by up to a period, a longer one lets Ruckig
+    reach the target early and run ahead (tests/test_execution.py checks the deviation).
     Both arms use the same L, so the arms stay synchronized whatever L is."""
     return ExecutorConfig()
 
@@ -180,7 +179,15 @@ class Execution:
             qd, qdd = np.zeros_like(qd), np.zeros_like(qdd)
         qd, qdd = _feasible(qd, qdd, st.owner)
         st.seq += 1
-        target = ArmTarget(arm, q, st.seq, st.generation, lease, qd, qdd)
+        target = ArmTarget(
+            arm=arm,
+            positions_rad=q,
+            sequence=st.seq,
+            generation=st.generation,
+            lease=lease,
+            velocity_rad_s=qd,
+            acceleration_rad_s2=qdd,
+        )
         hook = self.executor.hooks.before_submit
         if hook:
             hook(arm, target)
@@ -313,13 +320,13 @@ class Execution:
             rows = {a: list(s.rows) for a, s in self._arms.items()}
         arms = {a: self._arm_report(a, rows[a]) for a in self._arms}
         return ExecutionReport(
-            outcome[0],
-            outcome[1],
-            outcome[2],
-            self.start_s,
-            self.trajectory.duration_s,
-            arms,
-            self.acquisition,
+            outcome=outcome[0],
+            reason=outcome[1],
+            arm=outcome[2],
+            start_s=self.start_s,
+            duration_s=self.trajectory.duration_s,
+            arms=arms,
+            acquisition=self.acquisition,
         )
 
     def _arm_report(self, arm: Arm, rows: list) -> ArmReport:
@@ -336,18 +343,18 @@ class Execution:
         dev = np.abs(p[window] - planned[window]).max(axis=1) if window.any() else np.zeros(0)
         first = st.first_planned_s
         return ArmReport(
-            arm,
-            stamps,
-            p,
-            v,
-            a,
-            planned,
-            first,
-            None if first is None else first - start,
-            float(dev.max()) if dev.size else 0.0,
-            float(np.sqrt(np.mean(dev**2))) if dev.size else 0.0,
-            st.sent,
-            st.rejected,
+            arm=arm,
+            stamps_s=stamps,
+            positions_rad=p,
+            velocities_rad_s=v,
+            accelerations_rad_s2=a,
+            planned_rad=planned,
+            first_planned_s=first,
+            start_offset_s=None if first is None else first - start,
+            max_deviation_rad=float(dev.max()) if dev.size else 0.0,
+            rms_deviation_rad=float(np.sqrt(np.mean(dev**2))) if dev.size else 0.0,
+            targets_sent=st.sent,
+            targets_rejected=st.rejected,
         )
 
 

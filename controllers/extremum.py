@@ -41,7 +41,8 @@ from controllers.errors import SegmentError
 
 @dataclass(frozen=True)
 class JerkSegment:
-    """Constant jerk ``j`` [rad/s^3] for ``duration`` [s] from (p0 [rad], v0 [rad/s], a0 [rad/s^2])."""
+    """Constant jerk ``j`` [rad/s^3] for ``duration`` [s] from (p0 [rad], v0 [rad/s],
+    a0 [rad/s^2])."""
 
     duration: float
     p0: float
@@ -66,7 +67,7 @@ class JerkSegment:
         return self.state(self.duration)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Extrema:
     """Per-quantity [min, max] of one joint's motion, and where (absolute time [s])."""
 
@@ -127,7 +128,16 @@ def segment_extrema(segments: list[JerkSegment], t_start: float = 0.0) -> Extrem
             vmin, vmax = min(vmin, v), max(vmax, v)
             amin, amax = min(amin, a), max(amax, a)
         t0 += s.duration
-    return Extrema(pmin[0], pmax[0], vmin, vmax, amin, amax, pmin[1], pmax[1])
+    return Extrema(
+        p_min=pmin[0],
+        p_max=pmax[0],
+        v_min=vmin,
+        v_max=vmax,
+        a_min=amin,
+        a_max=amax,
+        t_p_min=pmin[1],
+        t_p_max=pmax[1],
+    )
 
 
 def segments_from_profile(profile, horizon_s: float | None = None) -> list[JerkSegment]:

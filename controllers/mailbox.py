@@ -53,7 +53,7 @@ class OfferResult:
             raise self.error or TargetRefusedError(self.reason, "target", None, "see reason")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MailboxCounts:
     submitted: int
     accepted: int
@@ -180,12 +180,12 @@ class LatestTargetMailbox:
         with self._lock:
             n = self._n
             return MailboxCounts(
-                n["submitted"],
-                n["accepted"],
-                n["rejected"],
-                n["replaced"],
-                n["taken"],
-                n["discarded"],
-                0 if self._slot is None else 1,
-                dict(self._reasons),
+                submitted=n["submitted"],
+                accepted=n["accepted"],
+                rejected=n["rejected"],
+                replaced=n["replaced"],
+                taken=n["taken"],
+                discarded=n["discarded"],
+                pending=0 if self._slot is None else 1,
+                rejected_by_reason=dict(self._reasons),
             )

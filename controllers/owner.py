@@ -82,7 +82,8 @@ class OwnerConfig:
 
     period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
     max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick gap above this many periods is late;
+    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick
+    gap above this many periods is late;
     feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
     per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
     rest_velocity_rad_s [rad/s]; feedback_future_tolerance_s: how far a feedback stamp
@@ -224,7 +225,7 @@ class OwnerHooks:
     after_publish: Callable[[PublishReport], None] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TickReport:
     """What one tick did. compute_s: wall time of the whole tick incl. publish [s];
     ruckig_s: Ruckig's own calculation time [s]; gap_periods: time since the previous
@@ -577,11 +578,12 @@ class ArmOwner:
         """Latch INTERNAL_ERROR for an exception raised inside the tick (a fault already
         latched is kept). Uses the last valid tick stamp: the clock may be the culprit."""
         now = self._last_tick_s if self._last_tick_s is not None else self._started_s
-        why = f"{type(err).__name__} inside the tick: {describe(str(err))}; nothing more is published until reset"
+        why = (
+            f"{type(err).__name__} inside the tick: {describe(str(err))}; "
+            "nothing more is published until reset"
+        )
         if self.mode is Mode.FAULTED:
-            return self._report(
-                now, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
-            )
+            return self._report(now=now, reason=self.fault_reason, t0=t0)
         return self._latch(FaultKind.INTERNAL_ERROR, why, now, t0, 0.0)
 
     def _tick_locked(self, t0: float) -> TickReport:
@@ -600,9 +602,7 @@ class ArmOwner:
         ):
             stamp = last if last is not None else self._started_s
             if self.mode is Mode.FAULTED:
-                return self._report(
-                    stamp, False, None, False, None, False, self.fault_reason, t0, 0.0, 0.0
-                )
+                return self._report(now=stamp, reason=self.fault_reason, t0=t0)
             return self._latch(
                 FaultKind.INVALID_CLOCK,
                 f"clock read {describe(now)} after {describe(last)} s: "
@@ -616,9 +616,7 @@ class ArmOwner:
         new_plan, moving, seq, reason = False, False, None, ""
 
         if self.mode is Mode.FAULTED:
-            return self._report(
-                now, False, None, False, None, False, self.fault_reason, t0, 0.0, gap
-            )
+            return self._report(now=now, reason=self.fault_reason, t0=t0, gap=gap)
 
         # 1. supervision
         if not gap <= c.late_tick_periods:
@@ -723,7 +721,16 @@ class ArmOwner:
             if self.mode is Mode.BRAKING and res is Result.Finished:
                 self._finish_brake()
             return self._report(
-                now, True, rep.outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap
+                now=now,
+                reason=reason,
+                t0=t0,
+                gap=gap,
+                published=True,
+                outcome=rep.outcome,
+                new_plan=new_plan,
+                seq=seq,
+                moving=moving,
+                ruckig_s=ruckig_s,
             )
         if rep.outcome is PublishOutcome.REFUSED:
             self.stats.refused_outputs += 1
@@ -740,16 +747,15 @@ class ArmOwner:
             if self.mode is Mode.TRACKING:
                 self._begin_brake(BrakeCause.OUTPUT_REFUSED)
                 return self._report(
-                    now,
-                    False,
-                    rep.outcome,
-                    new_plan,
-                    seq,
-                    moving,
-                    f"output refused ({rep.reason}): braking",
-                    t0,
-                    ruckig_s,
-                    gap,
+                    now=now,
+                    reason=f"output refused ({rep.reason}): braking",
+                    t0=t0,
+                    gap=gap,
+                    outcome=rep.outcome,
+                    new_plan=new_plan,
+                    seq=seq,
+                    moving=moving,
+                    ruckig_s=ruckig_s,
                 )
             return self._latch(
                 FaultKind.BLOCKED_BRAKING_PATH,
@@ -767,7 +773,8 @@ class ArmOwner:
         )
         return self._latch(
             kind,
-            f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; never retried",
+            f"{rep.outcome.value} output (joints on bus {rep.accepted_joints}): {rep.reason}; "
+            "never retried",
             now,
             t0,
             gap,
@@ -912,28 +919,41 @@ class ArmOwner:
         self.stats.faults.append((kind, why))
         self.mailbox.close()
         self._active = None
-        return self._report(now, False, outcome, False, None, False, why, t0, ruckig_s, gap)
+        return self._report(now=now, reason=why, t0=t0, gap=gap, outcome=outcome, ruckig_s=ruckig_s)
 
     def _report(
-        self, now, published, outcome, new_plan, seq, moving, reason, t0, ruckig_s, gap
+        self,
+        *,
+        now: float,
+        reason: str,
+        t0: float,
+        gap: float = 0.0,
+        published: bool = False,
+        outcome: PublishOutcome | None = None,
+        new_plan: bool = False,
+        seq: int | None = None,
+        moving: bool = False,
+        ruckig_s: float = 0.0,
     ) -> TickReport:
+        """The report of this tick. now: its stamp [s]; t0: ``perf_counter()`` at its start [s];
+        gap: time since the previous tick [periods]; ruckig_s: Ruckig's calculation time [s]."""
         return TickReport(
-            self._tick_index,
-            now,
-            self.mode,
-            published,
-            outcome,
-            new_plan,
-            seq,
-            moving,
-            self._cmd_p.copy(),
-            self._cmd_v.copy(),
-            self._cmd_a.copy(),
-            self.fault,
-            reason,
-            time.perf_counter() - t0,
-            ruckig_s,
-            gap,
+            index=self._tick_index,
+            stamp_s=now,
+            mode=self.mode,
+            published=published,
+            outcome=outcome,
+            new_plan=new_plan,
+            target_sequence=seq,
+            moving_retarget=moving,
+            positions_rad=self._cmd_p.copy(),
+            velocities_rad_s=self._cmd_v.copy(),
+            accelerations_rad_s2=self._cmd_a.copy(),
+            fault=self.fault,
+            reason=reason,
+            compute_s=time.perf_counter() - t0,
+            ruckig_s=ruckig_s,
+            gap_periods=gap,
         )
 
     # ----------------------------------------------------------------- real time

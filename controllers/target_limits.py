@@ -95,7 +95,8 @@ class TargetStateCheck:
                     RejectReason.VELOCITY_LIMIT,
                     "velocity_rad_s",
                     v,
-                    f"|v -/+ a^2/(2 max_jerk)| <= {vmax!r} rad/s: with a={a!r} rad/s^2 the arm passes "
+                    f"|v -/+ a^2/(2 max_jerk)| <= {vmax!r} rad/s: with a={a!r} rad/s^2 "
+                    "the arm passes "
                     f"{passed!r} rad/s before arriving (the owner's max_velocity)",
                     joint=k + 1,
                 )

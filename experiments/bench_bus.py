@@ -161,9 +161,8 @@ def two_process(seconds: float = 5.0) -> dict:
             deadline = time.monotonic() + 90
             while not ready.exists():
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    return {
-                        "error": f"bank did not start: {proc.stderr.read() if proc.poll() is not None else 'timeout'}"
-                    }
+                    why = proc.stderr.read() if proc.poll() is not None else "timeout"
+                    return {"error": f"bank did not start: {why}"}
                 time.sleep(0.1)
             info = json.loads(ready.read_text())
             rep = run_host(

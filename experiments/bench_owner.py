@@ -45,7 +45,14 @@ def run(n_ticks: int = 4000) -> dict:
         us = []
         for k in range(n_ticks):
             if k % 3 == 0:
-                owner.submit(ArmTarget(arm, _targets(7, k), k + 1, owner.generation, lease))
+                target = ArmTarget(
+                    arm=arm,
+                    positions_rad=_targets(7, k),
+                    sequence=k + 1,
+                    generation=owner.generation,
+                    lease=lease,
+                )
+                owner.submit(target)
             us.append(owner.tick().compute_s * 1e6)
             clock.advance(0.005)
         out[f"owner_tick_{arm.value}"] = _stats(np.array(us[10:]))

@@ -16,9 +16,9 @@ from controllers.names import group_arms
 from experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
 from experiments.registry import benchmark
 from experiments.toppra_baseline import toppra_retime
-from models.loading import apply_home, load_scene
+from models.loading import keyframe_state, load_scene
 from planners.cartesian import plan_cartesian
-from planners.collision import CollisionChecker
+from planners.collision import CheckSession, CollisionChecker
 from planners.group import ArmGroup
 from planners.ik import default_config as ik_default
 from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreement_on_placements
@@ -31,22 +31,30 @@ def _check_cost(m, home, n=20000) -> dict:
     ch = CollisionChecker(m, ARMS)
     s = ch.session(["right", "left"], home)
     q = np.concatenate([home[ch.arm_qpos[a]] for a in ARMS])
+    return _cost_over(m, s, home, [q] * n, "home pose, both arms moving")
+
+
+def _cost_over(m, session: CheckSession, home, qs, at: str) -> dict:
+    """Mean cost [us] per configuration of ``qs`` (stacked, of the session's arms; the rest of
+    the model at ``home``): MuJoCo's bare kinematics + collision, then the session's check."""
     d = mujoco.MjData(m)
     d.qpos[:] = home
+    index = session.index
     t0 = time.perf_counter()
-    for _ in range(n):
+    for q in qs:
+        d.qpos[index] = q
         mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
-    bare = (time.perf_counter() - t0) / n
+    bare = (time.perf_counter() - t0) / len(qs)
     t0 = time.perf_counter()
-    for _ in range(n):
-        s.is_free(q)
-    check = (time.perf_counter() - t0) / n
+    for q in qs:
+        session.is_free(q)
+    check = (time.perf_counter() - t0) / len(qs)
     return {
         "bare_kinematics_collision_us": round(bare * 1e6, 2),
         "check_us": round(check * 1e6, 2),
         "check_vs_bare": round(check / bare, 3),
-        "at": "home pose, both arms moving",
+        "at": at,
     }
 
 
@@ -185,10 +193,7 @@ def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
 
 @benchmark("planner")
 def run() -> dict:
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    home = d.qpos.copy()
+    m, home = keyframe_state()
     from experiments.hard_problems import groups
 
     return {
@@ -311,25 +316,9 @@ def _check_cost_random(m, home, n=5000, seed=2) -> dict:
     qs = np.random.default_rng(seed).uniform(
         m.jnt_range[ids, 0], m.jnt_range[ids, 1], (n, len(ids))
     )
-    d = mujoco.MjData(m)
-    d.qpos[:] = home
-    index = s.index
-    t0 = time.perf_counter()
-    for q in qs:
-        d.qpos[index] = q
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_collision(m, d)
-    bare = (time.perf_counter() - t0) / n
-    t0 = time.perf_counter()
-    for q in qs:
-        s.is_free(q)
-    check = (time.perf_counter() - t0) / n
-    return {
-        "bare_kinematics_collision_us": round(bare * 1e6, 2),
-        "check_us": round(check * 1e6, 2),
-        "check_vs_bare": round(check / bare, 3),
-        "at": f"{n} uniformly random configurations of both arms (seed {seed})",
-    }
+    return _cost_over(
+        m, s, home, qs, f"{n} uniformly random configurations of both arms (seed {seed})"
+    )
 
 
 @benchmark("planner_hard")
@@ -337,10 +326,7 @@ def run_hard() -> dict:
     """Only the hard problem sets and the check cost (the quick way to measure search)."""
     from experiments.hard_problems import groups
 
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    home = d.qpos.copy()
+    m, home = keyframe_state()
     return {
         "collision_check": _check_cost(m, home),
         "collision_check_random": _check_cost_random(m, home),

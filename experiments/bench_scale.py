@@ -145,6 +145,7 @@ def run(pairs: int = 200) -> dict:
         "sweep_examples": sweep,
         "sweep_speedup": round(sweep["serial"]["wall_s"] / sweep["parallel"]["wall_s"], 3),
         "cost_1e6_pairs": cost_on_paper(one["mean_warm_task_s"]),
-        "note": "simulated planner figures on this machine (shared with other jobs while measured); "
+        "note": "simulated planner figures on this machine "
+        "(shared with other jobs while measured); "
         "speedups are steady-state (after each worker's first row)",
     }

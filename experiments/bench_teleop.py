@@ -267,7 +267,8 @@ def control_with_stalled_watcher(seconds: float = 3.0) -> dict:
 def run() -> dict:
     load_before = os.getloadavg()
     return {
-        "what": "teleop figures, simulated twin, scripted clients on 127.0.0.1 (wall clock, shared 2-core machine)",
+        "what": "teleop figures, simulated twin, scripted clients on 127.0.0.1 "
+        "(wall clock, shared 2-core machine)",
         "load_average_1_5_15_min": [round(x, 2) for x in load_before],
         "cpus": os.cpu_count(),
         "receive_to_submit_90hz_both_hands": receive_to_submit(),

@@ -61,7 +61,7 @@ def crossing_start_qpos() -> tuple[mujoco.MjModel, np.ndarray]:
 
 
 # ------------------------------------------------------------------------- search
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrapFigures:
     """How strong a crossing pair is as a trap (all simulated).
 
@@ -111,12 +111,12 @@ def trap_figures(model, start_qpos: np.ndarray, goals, seed: int = 0) -> TrapFig
     meter = group.meter.session(tuple(ARMS), group.reference_qpos)
     hits = sum(meter.clearance(q).distance_m < 0 for q in seq)
     return TrapFigures(
-        n_sep,
-        frames,
-        max(max_detour(paths).values()),
-        max(bend_from(paths, tcp_paths(sep_states, model)).values()),
-        int(hits),
-        len(seq),
+        separate_colliding=n_sep,
+        separate_frames=frames,
+        detour_m=max(max_detour(paths).values()),
+        bend_m=max(bend_from(paths, tcp_paths(sep_states, model)).values()),
+        sequential_colliding=int(hits),
+        sequential_states=len(seq),
     )
 
 

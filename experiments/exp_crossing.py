@@ -37,6 +37,7 @@ from experiments.crossing_goals import (  # noqa: E402
 from experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
 from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
 from experiments.registry import experiment
+from experiments.seed_spread import seed_spread
 from models.loading import load_scene  # noqa: E402
 from planners.geom_pairs import GeomPairTable  # noqa: E402
 from planners.group import ArmGroup  # noqa: E402
@@ -206,18 +207,8 @@ def seed_distribution(seeds: range) -> dict:
     """The seed-dependent headline figures over planner ``seeds``: per seed, and median / min /
     max of each (the frozen example is one draw of these)."""
     per_seed = [{"seed": s, **_headline(figures(s)[0])} for s in seeds]
-    summary = {}
-    for k in DISTRIBUTION_KEYS:
-        v = np.array([row[k] for row in per_seed], float)
-        summary[k] = {
-            "median": round(float(np.median(v)), 4),
-            "min": round(float(v.min()), 4),
-            "max": round(float(v.max()), 4),
-        }
     return {
-        "planner_seeds": [seeds.start, seeds.stop - 1],
-        "n_seeds": len(per_seed),
-        "summary": summary,
+        **seed_spread(seeds, per_seed, DISTRIBUTION_KEYS),
         "per_seed": [
             {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
             for row in per_seed

@@ -1,4 +1,7 @@
-"""The extremum experiment: the exact extremum checker vs dense sampling (simulated, hardware_io false)."""
+"""The extremum experiment: the exact extremum checker vs dense sampling.
+
+Simulated (hardware_io false).
+"""
 
 from __future__ import annotations
 

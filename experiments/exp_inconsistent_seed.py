@@ -1,4 +1,7 @@
-"""The inconsistent-seed experiment: ruckig's sampled vs exact J6 minimum (simulated, hardware_io false)."""
+"""The inconsistent-seed experiment: ruckig's sampled vs exact J6 minimum.
+
+Simulated (hardware_io false).
+"""
 
 from __future__ import annotations
 
@@ -56,7 +59,8 @@ def inconsistent_seed(seed: int = 0) -> dict:
         "ruckig": ruckig.__version__,
         "loop_period_s": 0.005,
         "cases": cases,
-        "note": "sampled = 5 ms Ruckig update loop; exact = extremum checker over the profile's jerk "
+        "note": "sampled = 5 ms Ruckig update loop; "
+        "exact = extremum checker over the profile's jerk "
         "segments; the seed's figures come from ruckig 0.9.2.",
     }
     return write_experiment("inconsistent-seed", result, markdown_table(cases))

@@ -1,4 +1,7 @@
-"""The legacy-race experiment: legacy detached workers vs the owner under one forced schedule (simulated, hardware_io false)."""
+"""The legacy-race experiment: legacy detached workers vs the owner under one forced schedule.
+
+Simulated (hardware_io false).
+"""
 
 from __future__ import annotations
 
@@ -102,21 +105,23 @@ def _owner_schedule() -> dict:
         pub_plans.append(plan["seq"])
         pub_writers.append(id(rig.owner._otg))
 
+    def held_tick() -> threading.Thread:
+        """One tick on its own thread, held in the window after its sample is computed."""
+        hold["on"] = True
+        th = threading.Thread(target=rig.step, args=(1,))
+        th.start()
+        in_window.wait(5.0)
+        return th
+
     rig.pub.on_publish = on_publish
     rig.submit(0.5)
     rig.step(5)
-    hold["on"] = True
-    th = threading.Thread(target=rig.step, args=(1,))
-    th.start()
-    in_window.wait(5.0)
+    th = held_tick()
     accepted = rig.submit(0.05).accepted  # replacement accepted while a sample is held
     resume.set()
     th.join(5.0)
     rig.step(50)
-    hold["on"] = True
-    th = threading.Thread(target=rig.step, args=(1,))
-    th.start()
-    in_window.wait(5.0)
+    th = held_tick()
 
     def stopper():
         rig.owner.stop()

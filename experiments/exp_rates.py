@@ -1,11 +1,14 @@
-"""The rates experiment: target input at 20-120 Hz, a burst and concurrent submissions (simulated, hardware_io false)."""
+"""The rates experiment: target input at 20-120 Hz, a burst and concurrent submissions.
+
+Simulated (hardware_io false).
+"""
 
 from __future__ import annotations
 
 import threading
 
 from controllers.owner import OwnerConfig
-from experiments.exp_replay import run_replay
+from experiments.exp_replay import MOTION_FIGURES, run_replay
 from experiments.output import markdown_table, write_experiment
 from experiments.owner_rig import experiment_rig
 from experiments.registry import experiment
@@ -67,19 +70,10 @@ def rates(seed: int = 0) -> dict:
         "concurrent": conc,
         "concurrent_pending_slots": conc["pending_slots"],
     }
-    cols = [
-        "rate_hz",
-        "targets",
-        "plans",
-        "moving_retargets",
-        "max_velocity",
-        "max_acceleration",
-        "max_discrete_jerk",
-        "max_step",
-        "final_error",
-    ]
+    cols = ["rate_hz", "targets", "plans", *MOTION_FIGURES]
     md = (
         markdown_table(per_rate, cols) + f"\nburst of 1,000 -> {result['burst_plans']} plan(s); "
-        f"100,000 concurrent -> {conc['pending_slots']} pending slot(s), balanced={conc['balanced']}\n"
+        f"100,000 concurrent -> {conc['pending_slots']} pending slot(s), "
+        f"balanced={conc['balanced']}\n"
     )
     return write_experiment("rates", result, md)

@@ -1,4 +1,6 @@
-"""The replay experiment: a 70 s, 60 Hz target stream through the owner at 200 Hz (simulated, hardware_io false).
+"""The replay experiment: a 70 s, 60 Hz target stream through the owner at 200 Hz.
+
+Simulated (hardware_io false).
 
 Lockstep on a SimClock with idealized feedback (the previous output).
 """
@@ -68,6 +70,15 @@ def run_replay(
     }
 
 
+# the figures ``run_replay`` reports on the commanded motion
+MOTION_FIGURES = (
+    "moving_retargets",
+    "max_velocity",
+    "max_acceleration",
+    "max_discrete_jerk",
+    "max_step",
+    "final_error",
+)
 BOUNDS = {
     "max_velocity": 0.3,
     "max_acceleration": 0.6,
@@ -87,21 +98,14 @@ def replay(seed: int = 0) -> dict:
             "bounds": BOUNDS,
             "within_bounds": all(r[k] <= b + 1e-9 for k, b in BOUNDS.items()),
             "seed_figures": {"samples": 14000, "targets": 4200, "moving_retargets": 3898},
-            "moving_retarget_definition": "a target taken into the plan while any commanded joint velocity is nonzero",
-            "target_stream": "per-joint sinusoids (amplitude 0.15-0.3 rad, 0.05-0.15 Hz) for 62 s, then 0.1 rad for 8 s",
+            "moving_retarget_definition": "a target taken into the plan "
+            "while any commanded joint velocity is nonzero",
+            "target_stream": "per-joint sinusoids (amplitude 0.15-0.3 rad, 0.05-0.15 Hz) "
+            "for 62 s, then 0.1 rad for 8 s",
         }
     )
     rows = [
         {"figure": k, "value": r[k], "bound": BOUNDS.get(k, "")}
-        for k in (
-            "samples",
-            "targets",
-            "moving_retargets",
-            "max_velocity",
-            "max_acceleration",
-            "max_discrete_jerk",
-            "max_step",
-            "final_error",
-        )
+        for k in ("samples", "targets", *MOTION_FIGURES)
     ]
     return write_experiment("replay", r, markdown_table(rows))

@@ -135,8 +135,10 @@ def run(seed: int = 0, seconds: float = 3.0) -> dict:
             {
                 "base": name,
                 "merged scans": f["merged_scans"],
-                "angle err median / p99 [deg]": f"{math.degrees(f['angular_error_median_rad']):.2f} / "
-                f"{math.degrees(f['angular_error_p99_rad']):.2f}",
+                "angle err median / p99 [deg]": (
+                    f"{math.degrees(f['angular_error_median_rad']):.2f} / "
+                    f"{math.degrees(f['angular_error_p99_rad']):.2f}"
+                ),
                 "range err median / p99 [mm]": f"{1000 * f['range_error_median_m']:.1f} / "
                 f"{1000 * f['range_error_p99_m']:.1f}",
                 "robot hits seen / kept": f"{f['robot_hits_seen']} / {f['robot_hits_kept']}",

@@ -27,6 +27,7 @@ from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from experiments.judging import JUDGE_HORIZON_M, FreshJudge
 from experiments.output import OUT_DIR, markdown_table, write_experiment
 from experiments.registry import experiment
+from experiments.seed_spread import seed_spread
 from models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
 from planners.group import ArmGroup, GroupConfig
 from planners.oracle import densify
@@ -244,24 +245,12 @@ def seed_distribution(seeds: range) -> dict:
                 "synchronized_min_clearance_m": r["synchronized_min_clearance_m"],
             }
         )
-    summary = {}
-    for k in (
+    keys = (
         "sequential_colliding_fraction",
         "synchronized_colliding_states",
         "synchronized_min_clearance_m",
-    ):
-        v = np.array([row[k] for row in per_seed], float)
-        summary[k] = {
-            "median": round(float(np.median(v)), 4),
-            "min": round(float(v.min()), 4),
-            "max": round(float(v.max()), 4),
-        }
-    return {
-        "planner_seeds": [seeds.start, seeds.stop - 1],
-        "n_seeds": len(per_seed),
-        "summary": summary,
-        "per_seed": per_seed,
-    }
+    )
+    return {**seed_spread(seeds, per_seed, keys), "per_seed": per_seed}
 
 
 @experiment("sequential")

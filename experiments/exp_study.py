@@ -1,7 +1,8 @@
 """Experiment ``study``: N seeded random reachable goal pairs for ROB's two arms.
 
 Goals: per arm, home + N(0, 0.8 rad) per joint clipped to the limits, the pair free by
->= 10 mm (``experiments.goal_pairs``, shared with bench_planner). Figures: success rate, planning time median/p95,
+>= 10 mm (``experiments.goal_pairs``, shared with bench_planner). Figures: success rate,
+planning time median/p95,
 the smallest clearance over successful plans, the retimed states (samples and sub-steps)
 within the margin before the repair step (first retimed path, the planner's own count),
 and the delivered plans judged independently: coal on a freshly loaded model
@@ -85,9 +86,11 @@ def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:
         )
         if ok
         else None,
-        "true_judge": "coal every 1 ms along the samples' interpolation, capped at the 20 mm horizon",
+        "true_judge": "coal every 1 ms along the samples' interpolation, "
+        "capped at the 20 mm horizon",
         "goal_sampling": SAMPLING,
-        "counting_note": "before: retimed samples and sub-steps within 5 mm on the first retimed path "
+        "counting_note": "before: retimed samples and sub-steps within 5 mm "
+        "on the first retimed path "
         "(the planner's own count); after: delivered plans judged by coal on a fresh model "
         "(samples, 3 states between consecutive samples, waypoints) below 4.9 mm",
     }

@@ -77,7 +77,13 @@ def run_wire_replay(
             while k_target < len(stream) and stream[k_target][0] <= now + 1e-9:
                 seq += 1
                 driver.owner.submit(
-                    ArmTarget(Arm.RIGHT, stream[k_target][1], seq, driver.owner.generation, lease)
+                    ArmTarget(
+                        arm=Arm.RIGHT,
+                        positions_rad=stream[k_target][1],
+                        sequence=seq,
+                        generation=driver.owner.generation,
+                        lease=lease,
+                    )
                 )
                 k_target += 1
             rep = driver.tick()

@@ -8,7 +8,8 @@ drawn by a seeded rejection search with its own acceptance rule on the arms' han
 
 - ``reach_across``: a goal among the pool's ``INWARD_QUANTILE`` configurations whose
   innermost hand is nearest the midplane between the arms, from a start among the
-  outer half: a hand reaches over towards the other arm. ROB's hands cannot cross: over 3,000 uniform samples of both arms neither
+  outer half: a hand reaches over towards the other arm. ROB's hands cannot cross: over
+  3,000 uniform samples of both arms neither
   hand passed the midplane and they never came closer than 26 cm (hand = body of the
   arm's last joint), so "hands crossing" means reaching towards each other there;
 - ``hands_close``: a goal among the pool's ``INWARD_QUANTILE`` configurations with the
@@ -192,13 +193,11 @@ def groups() -> dict[str, ArmGroup]:
     """The two models of the hard set, each as a group at its reference: ROB at home
     (``rob``) and the two-arm stand of the tests (``stand``)."""
     from controllers.names import group_arms
-    from models.loading import apply_home, load_scene
+    from models.loading import keyframe_state
 
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
+    m, home = keyframe_state()
     rob = ArmGroup(m, group_arms())
-    rob.set_qpos(d.qpos.copy())
+    rob.set_qpos(home)
     stand_model = mujoco.MjModel.from_xml_path(str(STAND_PATH))
     stand = ArmGroup(stand_model, STAND_ARMS)
     return {"rob": rob, "stand": stand}

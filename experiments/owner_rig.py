@@ -124,11 +124,11 @@ class Rig:
             self.seq += 1
             seq = self.seq
         return ArmTarget(
-            Arm.RIGHT,
-            _vec(positions),
-            seq,
-            self.owner.generation if generation is None else generation,
-            self.lease if lease == "own" else lease,
+            arm=Arm.RIGHT,
+            positions_rad=_vec(positions),
+            sequence=seq,
+            generation=self.owner.generation if generation is None else generation,
+            lease=self.lease if lease == "own" else lease,
             **kw,
         )
 
@@ -155,7 +155,7 @@ class Rig:
 def experiment_rig(
     config: OwnerConfig | None = None, hooks: OwnerHooks | None = None, p0=None
 ) -> Rig:
-    """The rig the owner experiments were recorded with (bare reports, published-sample feedback)."""
+    """The rig of the owner experiments: bare reports, feedback = the published sample."""
     return Rig(
         config,
         hooks,
@@ -171,7 +171,8 @@ def experiment_rig(
 class StopRaceLog:
     """What happened around a stop() issued while one tick held a computed, unpublished sample.
 
-    events: ("computed" | "published" | "stop_returned", stop had returned at that moment), in order.
+    events: ("computed" | "published" | "stop_returned", stop had returned at that moment),
+    in order.
     stop_returned_while_held: stop() returned before the held sample was released (must be False).
     """
 

@@ -97,7 +97,7 @@ class CartesianStatus(enum.Enum):
     LIMITS = "limits"  # the time law could not be made to respect the joint limits
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CartesianFailure:
     """Where and why: IK sample index (of ``samples``), path fraction s, the arm at fault
     (None when a collision involves no single moving arm), reason, and the geom pair."""
@@ -204,9 +204,10 @@ def plan_cartesian(
     stages = timer.stages
 
     def fail(status, k, arm, reason, pair=None):
-        return CartesianResult(
-            status, failure=CartesianFailure(status, k, n + 1, k / n, arm, reason, pair)
+        failure = CartesianFailure(
+            status=status, sample=k, samples=n + 1, s=k / n, arm=arm, reason=reason, pair=pair
         )
+        return CartesianResult(status, failure=failure)
 
     with timer.stage("ik"):
         rows, q = [], dict(q0)

@@ -147,7 +147,7 @@ def lipschitz_bound(
     return total
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanCertificate:
     """The continuous clearance bound of a plan [m] from its samples: per segment, the
     two-sample envelope with that segment's own Lipschitz bound (seed 003's
@@ -209,17 +209,25 @@ def certify_plan(
         max_l = max(max_l, lk)
         seg = certify(t[k : k + 2], lower[k : k + 2], upper[k : k + 2], lk)
         if not seg.consistent:
-            return PlanCertificate(0.0, float(t[k]), k, lk, float(lower.min()), t.size, horizon_m)
+            return PlanCertificate(
+                min_lower_m=0.0,
+                t_min_s=float(t[k]),
+                segment=k,
+                max_lipschitz_m_s=lk,
+                min_sampled_m=float(lower.min()),
+                samples=t.size,
+                horizon_m=horizon_m,
+            )
         if seg.min_lower_m < best.min_lower_m:
             best = Certificate(seg.min_lower_m, seg.t_min_s, k, lk, True)
     if t.size == 1:
         best = Certificate(float(lower[0]), float(t[0]), 0, 0.0, True)
     return PlanCertificate(
-        float(best.min_lower_m),
-        best.t_min_s,
-        best.segment,
-        max_l,
-        float(lower.min()),
-        int(t.size),
-        horizon_m,
+        min_lower_m=float(best.min_lower_m),
+        t_min_s=best.t_min_s,
+        segment=best.segment,
+        max_lipschitz_m_s=max_l,
+        min_sampled_m=float(lower.min()),
+        samples=int(t.size),
+        horizon_m=horizon_m,
     )

@@ -37,7 +37,7 @@ from planners.uncertainty import UncertaintySpec, pair_allowances_m
 AGREE_TOLERANCE_M = 2e-4  # MuJoCo's and coal's distances of one mesh pair differ by ~1e-6..1e-4 m
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CheckReport:
     """ok: no disagreement; disagreements: one line each; pairs_checked: pairs recomputed;
     worst: the lowest recomputed certified minimum [m] and its pair."""
@@ -144,15 +144,15 @@ def verify_document(
             f"{worst * 1e3:.3f} mm ({_pair_name(geometry, p_worst)})"
         )
     return CheckReport(
-        not problems,
-        h,
-        cert["model_hash"],
-        worst,
-        _pair_name(geometry, p_worst) if pair_min.size else "",
-        int(geometry.g1.size),
-        coal_queries,
-        problems,
-        max_diff,
+        ok=not problems,
+        model_hash=h,
+        stored_hash=cert["model_hash"],
+        certified_min_m=worst,
+        pair=_pair_name(geometry, p_worst) if pair_min.size else "",
+        pairs_checked=int(geometry.g1.size),
+        coal_queries=coal_queries,
+        disagreements=problems,
+        max_pair_difference_m=max_diff,
     )
 
 

@@ -218,28 +218,34 @@ class CheckSession:
         self.checks += 1
         return d
 
-    def is_free(self, q: np.ndarray) -> bool:
-        """True when every checked pair is at least ``margin_m`` apart at stacked ``q``."""
+    def _contacts(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The contacts within the horizon at stacked ``q``: their distances [m], geom pairs
+        (ncon, 2) and which of them are checked pairs; None when there is none."""
         d = self._collide(q)
         if d.ncon == 0:
-            return True
+            return None
         con = d.contact
         geom = con.geom
-        near = self.checked[geom[:, 0], geom[:, 1]]
-        return not bool((con.dist[near] < self.margin).any())
+        return con.dist, geom, self.checked[geom[:, 0], geom[:, 1]]
+
+    def is_free(self, q: np.ndarray) -> bool:
+        """True when every checked pair is at least ``margin_m`` apart at stacked ``q``."""
+        contacts = self._contacts(q)
+        if contacts is None:
+            return True
+        dist, _, near = contacts
+        return not bool((dist[near] < self.margin).any())
 
     def clearance(self, q: np.ndarray) -> Clearance:
         """Smallest checked distance within the horizon at stacked ``q`` and its pair."""
-        d = self._collide(q)
-        if d.ncon == 0:
+        contacts = self._contacts(q)
+        if contacts is None:
             return _NOTHING_NEAR
-        con = d.contact
-        geom = con.geom
-        near = self.checked[geom[:, 0], geom[:, 1]]
+        dist, geom, near = contacts
         if not near.any():
             return _NOTHING_NEAR
-        dist = np.where(near, con.dist, np.inf)
-        k = int(dist.argmin())  # the first smallest among checked pairs, as before
+        dist = np.where(near, dist, np.inf)
+        k = int(dist.argmin())  # the first smallest among checked pairs
         return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
 
     def sweep(

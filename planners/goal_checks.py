@@ -35,7 +35,7 @@ class CheckKind(enum.Enum):
     TCP_SPEED = "tcp_speed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Violation:
     """One broken limit: ``value`` lies beyond ``bound`` by ``excess`` (> 0), all in ``unit``."""
 
@@ -141,9 +141,25 @@ def _result(kind: CheckKind, unit: str, names, values, lows, highs) -> CheckResu
     for name, v, lo, hi in zip(names, values, lows, highs, strict=True):
         margin = min(margin, v - lo, hi - v)
         if v < lo:
-            out.append(Violation(f"{name} lower", float(v), float(lo), float(lo - v), unit))
+            out.append(
+                Violation(
+                    limit=f"{name} lower",
+                    value=float(v),
+                    bound=float(lo),
+                    excess=float(lo - v),
+                    unit=unit,
+                )
+            )
         elif v > hi:
-            out.append(Violation(f"{name} upper", float(v), float(hi), float(v - hi), unit))
+            out.append(
+                Violation(
+                    limit=f"{name} upper",
+                    value=float(v),
+                    bound=float(hi),
+                    excess=float(v - hi),
+                    unit=unit,
+                )
+            )
     return CheckResult(kind, tuple(out), float(margin), unit)
 
 
@@ -226,7 +242,16 @@ def check_tcp_speed(
         speed = float(np.linalg.norm(jac[:3, 0] * rate[i] + jac[:3, 1:] @ qd[i]))
         margin = min(margin, limit - speed)
         if speed > limit:
-            out.append(Violation("tcp speed", speed, limit, speed - limit, "m/s", sample=i))
+            out.append(
+                Violation(
+                    limit="tcp speed",
+                    value=speed,
+                    bound=limit,
+                    excess=speed - limit,
+                    unit="m/s",
+                    sample=i,
+                )
+            )
     return CheckResult(CheckKind.TCP_SPEED, tuple(out), float(margin), "m/s")
 
 

@@ -486,8 +486,8 @@ class ArmGroup:
                 return PlanResult(
                     status,
                     reason=(
-                        f"retimed state at t={hit[0]:.3f} s collides or is not certified ({hit[1]}) "
-                        "and its segment could not be re-planned"
+                        f"retimed state at t={hit[0]:.3f} s collides or is not certified "
+                        f"({hit[1]}) and its segment could not be re-planned"
                     ),
                     pair=hit[1].pair,
                     stage_times_s=stages,
@@ -618,8 +618,9 @@ class ArmGroup:
             PlanResult(
                 PlanStatus.GOAL_IN_COLLISION,
                 reason=(
-                    f"{'every' if n > 1 else 'the'} goal combination ({n} tried, {resamples} resample "
-                    f"rounds) is within {margin * 1e3:.1f} mm of collision; first: {first.pair} at "
+                    f"{'every' if n > 1 else 'the'} goal combination ({n} tried, "
+                    f"{resamples} resample rounds) is within {margin * 1e3:.1f} mm of "
+                    f"collision; first: {first.pair} at "
                     f"{first.distance_m * 1e3:.1f} mm"
                 ),
                 pair=first.pair,

@@ -344,7 +344,7 @@ def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
     )
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Placements:
     """Poses of geom ``mover`` next to geom ``fixed`` (at the session's reference pose): positions
     (n, 3) [m], rotations (n, 3, 3), and coal's signed distance at each (n,) [m]."""
@@ -399,7 +399,14 @@ def targeted_placements(
         dist[k] = coal.distance(
             s1, coal.Transform3s(rot[k], pos[k]), s2, tf2, req, coal.DistanceResult()
         )
-    return Placements(mover, fixed, pair_type(model, mover, fixed), pos, rot, dist)
+    return Placements(
+        mover=mover,
+        fixed=fixed,
+        type_name=pair_type(model, mover, fixed),
+        pos=pos,
+        rot=rot,
+        oracle_m=dist,
+    )
 
 
 def checker_distances(session: CheckSession, placements: Placements) -> np.ndarray:

@@ -13,6 +13,7 @@ from models.loading import HOME_KEY, keyframe_state
 STAND_PATH = Path(__file__).parent / "models" / "two_arm_stand.xml"
 STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}
 ROB_ARMS = group_arms()
+STAND_START = {"a": [-0.34, 0.37, -1.22, -0.79], "b": [-1.06, -0.33, -0.46, 0.45]}  # [rad]
 
 
 def rob_home():
@@ -32,6 +33,17 @@ def rob_home_group():
 
 def load_stand() -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_path(str(STAND_PATH))
+
+
+def stand_at_start():
+    """A fresh ArmGroup of the stand's two arms with the reference state at ``STAND_START``
+    (the arms' crossing start)."""
+    from planners.group import ArmGroup
+
+    g = ArmGroup(load_stand(), STAND_ARMS)
+    for a, q in STAND_START.items():
+        g.set_arm(a, q)
+    return g
 
 
 def straight(start: np.ndarray, goal: np.ndarray, n: int = 120) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The Amber DBC: generated, readable by cantools, and in agreement with the codec count for count."""
+"""The Amber DBC: generated, readable by cantools, and in agreement with the codec count for
+count."""
 
 from __future__ import annotations
 

@@ -6,7 +6,15 @@ import math
 
 import numpy as np
 import pytest
-from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home_group, straight
+from planner_fixtures import (
+    ROB_ARMS,
+    STAND_ARMS,
+    STAND_START,
+    load_stand,
+    rob_home_group,
+    stand_at_start,
+    straight,
+)
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
 from models.loading import load_scene
@@ -22,7 +30,6 @@ MARGIN = 0.005
 TOL = 1e-4
 
 # Found once by a seeded search and frozen here; the tests below prove they are traps.
-STAND_CROSS_START = {"a": [-0.34, 0.37, -1.22, -0.79], "b": [-1.06, -0.33, -0.46, 0.45]}
 STAND_CROSS_GOAL = {"a": [0.28, -0.25, -0.54, -0.25], "b": [-0.9, 0.31, -0.76, -1.61]}
 ROB_UNDER_TABLE_GOAL = [0.532, -1.012, -0.35, 0.0, 1.027, -0.785, -0.301]
 
@@ -46,10 +53,7 @@ def _judge(fresh_model, arms, states, threshold):
 
 @pytest.fixture(scope="module")
 def stand_group():
-    g = ArmGroup(load_stand(), STAND_ARMS)
-    for a, q in STAND_CROSS_START.items():
-        g.set_arm(a, q)
-    return g
+    return stand_at_start()
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +63,7 @@ def rob_group():
 
 def test_crossing_trap_on_a_model_that_is_not_rob(stand_group):
     g = stand_group
-    start = np.concatenate([STAND_CROSS_START[a] for a in ("a", "b")])
+    start = np.concatenate([STAND_START[a] for a in ("a", "b")])
     goal = np.concatenate([STAND_CROSS_GOAL[a] for a in ("a", "b")])
     naive = _judge(
         load_stand(), STAND_ARMS, _full_states(g, ("a", "b"), straight(start, goal)), 0.0

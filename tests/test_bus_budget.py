@@ -1,4 +1,5 @@
-"""The rehearsal's bus-budget gate: ROB's streaming fits at 1 Mbit/s, 1 kHz at 250 kbit/s does not."""
+"""The rehearsal's bus-budget gate: ROB's streaming fits at 1 Mbit/s, 1 kHz at 250 kbit/s
+does not."""
 
 from __future__ import annotations
 

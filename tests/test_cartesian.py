@@ -61,8 +61,8 @@ def test_lockstep_lines_on_one_time_base(group):
 
 def test_line_from_home_with_j7_on_its_limit_stays_in_range(group):
     # ROB's home has J7 on its lower limit and this line wants it further: the IK pins it on
-    # the bound, and the C2 spline through the kinked samples used to leave the range by
-    # ~12 urad (LIMITS). The IK samples now keep limit_inset_rad from every bound.
+    # the bound, and a C2 spline through the kinked samples can overshoot a bound; the IK
+    # samples keep limit_inset_rad from every bound so the retimed path stays in range.
     targets = _targets(group, 0.05, 0.04, 0.11, yaw=0.0)
     lo = np.concatenate([group.joint_limits(a)[0] for a in ROB_ARMS])
     hi = np.concatenate([group.joint_limits(a)[1] for a in ROB_ARMS])

@@ -74,7 +74,13 @@ def test_stop_waits_for_the_in_flight_mit_sample():
     try:
         lease = drv.owner.grant_lease("t", 100.0)
         assert drv.owner.submit(
-            ArmTarget(Arm.RIGHT, Q0 + 0.4, 1, drv.owner.generation, lease)
+            ArmTarget(
+                arm=Arm.RIGHT,
+                positions_rad=Q0 + 0.4,
+                sequence=1,
+                generation=drv.owner.generation,
+                lease=lease,
+            )
         ).accepted
         _tick(clock, resp, drv, 100)
         state["hold"] = True
@@ -124,7 +130,15 @@ def test_concurrent_producers_never_tear_a_sample():
                 seq += 1
                 q = Q0 + rng.uniform(-0.3, 0.3, 7) * np.array([1, 1, 1, 0, 1, 1, 1])
                 q[3] = 0.5 + rng.uniform(0.0, 0.3)
-                drv.owner.submit(ArmTarget(Arm.RIGHT, q, seq * 10 + k, drv.owner.generation, lease))
+                drv.owner.submit(
+                    ArmTarget(
+                        arm=Arm.RIGHT,
+                        positions_rad=q,
+                        sequence=seq * 10 + k,
+                        generation=drv.owner.generation,
+                        lease=lease,
+                    )
+                )
         except BaseException as err:  # noqa: BLE001 - reported below
             errors.append(err)
 

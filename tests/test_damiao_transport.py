@@ -66,6 +66,22 @@ def rig():
     resp.close()
 
 
+def _right_driver(
+    rig, owner: OwnerConfig | None = None, bus: can.BusABC | None = None, **transport
+) -> DamiaoArmDriver:
+    """The right arm's driver on the rig's channel (its bus unless ``bus``), starting with
+    joint 4 at 0.5 rad; ``transport``: DamiaoTransportConfig fields."""
+    ch, clock, _, rig_bus = rig
+    return DamiaoArmDriver.create_damiao(
+        Arm.RIGHT,
+        clock,
+        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
+        owner or OwnerConfig(period_s=0.002, require_feedback=False),
+        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, **transport),
+        bus=rig_bus if bus is None else bus,
+    )
+
+
 def gravity_const(tau):
     return lambda q: np.array(tau, dtype=float)
 
@@ -142,7 +158,10 @@ def test_owner_publishes_the_coherent_ruckig_velocity(rig):
     q0 = np.array([0, 0, 0, 0.5, 0, 0, 0.0])
     owner = ArmOwner(Arm.RIGHT, tr, clock, q0, OwnerConfig(period_s=0.002, require_feedback=False))
     lease = owner.grant_lease("test", 10.0)
-    assert owner.submit(ArmTarget(Arm.RIGHT, q0 + 0.2, 1, owner.generation, lease)).accepted
+    target = ArmTarget(
+        arm=Arm.RIGHT, positions_rad=q0 + 0.2, sequence=1, generation=owner.generation, lease=lease
+    )
+    assert owner.submit(target).accepted
     for _ in range(150):
         clock.advance(0.002)
         owner.tick()
@@ -187,14 +206,7 @@ def test_bring_up_reports_missing_replies(rig):
 
 def test_driver_latches_drive_error_from_the_status_nibble(rig):
     ch, clock, resp, bus = rig
-    drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT,
-        clock,
-        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
-        OwnerConfig(period_s=0.002, feedback_timeout_s=0.05),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch),
-        bus=bus,
-    )
+    drv = _right_driver(rig, OwnerConfig(period_s=0.002, feedback_timeout_s=0.05))
     resp.q[3] = 0.5  # where the owner starts
     assert drv.bring_up(resp.serve).passed
     for _ in range(5):
@@ -212,14 +224,7 @@ def test_driver_latches_drive_error_from_the_status_nibble(rig):
 
 def test_foreign_frame_on_our_esc_ids_latches_foreign_writer(rig):
     ch, clock, resp, bus = rig
-    drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT,
-        clock,
-        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
-        OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch, require_enable=False),
-        bus=bus,
-    )
+    drv = _right_driver(rig, require_enable=False)
     other = open_virtual(ch)
     other.send(can.Message(arbitration_id=0x02, data=bytes(8), is_extended_id=False))
     clock.advance(0.002)
@@ -248,14 +253,7 @@ def test_bad_config_is_a_typed_error():
 
 def test_streaming_before_the_enable_sequence_latches(rig):
     ch, clock, resp, bus = rig
-    drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT,
-        clock,
-        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
-        OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch),
-        bus=bus,
-    )
+    drv = _right_driver(rig)
     rep = drv.tick()
     assert rep.fault is FaultKind.DRIVE_ERROR and "not enabled" in drv.owner.fault_reason
     assert resp.bus.recv(timeout=0) is None
@@ -287,14 +285,7 @@ def test_bring_up_on_a_refusing_bus_fails_without_raising(rig):
             return None, False
 
     off = BusOff()
-    drv = DamiaoArmDriver.create_damiao(
-        Arm.RIGHT,
-        clock,
-        np.zeros(7) + [0, 0, 0, 0.5, 0, 0, 0],
-        OwnerConfig(period_s=0.002, require_feedback=False),
-        DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch),
-        bus=off,
-    )
+    drv = _right_driver(rig, bus=off)
     rep = drv.bring_up(lambda: None)
     assert not rep.passed and "CanOperationError" in rep.reason
     assert drv.owner.fault is FaultKind.DRIVE_ERROR and drv.measured_velocities() is None

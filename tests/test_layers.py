@@ -43,8 +43,8 @@ CASES = [
 ]
 
 
-def _loaded_after(statement: str) -> set[str]:
-    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+def _last_line(code: str) -> str:
+    """The last line ``code`` prints when run in a fresh interpreter from the repo root."""
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
@@ -53,7 +53,15 @@ def _loaded_after(statement: str) -> set[str]:
         timeout=120,
         check=True,
     )
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = (
+        f"import json, sys\n{statement}\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    return set(json.loads(_last_line(code)))
 
 
 @pytest.mark.parametrize(("statement", "kept_out"), CASES, ids=[c[0] for c in CASES])
@@ -68,15 +76,7 @@ def test_cli_reaches_experiments_only_through_the_registry():
         "twin.cli.main(['experiment', '--list'])\n"
         "print(before, 'experiments.registry' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert out.stdout.strip().splitlines()[-1] == "False True"
+    assert _last_line(code) == "False True"
 
 
 def test_every_error_the_project_defines_derives_from_the_one_base():
@@ -94,15 +94,7 @@ def test_every_error_the_project_defines_derives_from_the_one_base():
         "                bad.append(f'{mod.__name__}.{name}')\n"
         "print(json.dumps(bad))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert json.loads(_last_line(code)) == []
 
 
 def test_entry_points_export_what_they_list_and_name_the_choices_for_anything_else():

@@ -12,7 +12,13 @@ from controllers.target import ArmTarget
 
 
 def _t(seq: int, gen: int = 1) -> ArmTarget:
-    return ArmTarget(Arm.RIGHT, np.full(7, 0.01 * seq), seq, gen, None)
+    return ArmTarget(
+        arm=Arm.RIGHT,
+        positions_rad=np.full(7, 0.01 * seq),
+        sequence=seq,
+        generation=gen,
+        lease=None,
+    )
 
 
 def test_replace_take_and_close():

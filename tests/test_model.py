@@ -1,4 +1,5 @@
-"""The ROB model: compiles, steps cleanly, names, limits, thin-geometry contacts, Pinocchio agreement."""
+"""The ROB model: compiles, steps cleanly, names, limits, thin-geometry contacts, Pinocchio
+agreement."""
 
 from __future__ import annotations
 

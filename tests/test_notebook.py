@@ -22,42 +22,31 @@ def _kernel_imports_this_checkout(monkeypatch):
     )
 
 
-def test_headless_run_notebook_executes(tmp_path):
-    nb = nbformat.read(NOTEBOOKS / "headless_run.ipynb", as_version=4)
+def _execute(name: str, folder: Path) -> tuple[list[dict], str]:
+    """Run notebook ``name`` with ``folder`` as its working folder: (every output of its
+    code cells, their printed text)."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
     ).execute()
-    text = "".join(
-        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    return outputs, "".join(o.get("text", "") for o in outputs)
+
+
+def test_headless_run_notebook_executes(tmp_path):
+    _, text = _execute("headless_run.ipynb", tmp_path)
     assert "simulated 1.00 s" in text and "max tracking error" in text
 
 
 def test_dual_arm_crossing_notebook_executes(tmp_path):
-    nb = nbformat.read(NOTEBOOKS / "dual_arm_crossing.ipynb", as_version=4)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    text = "".join(
-        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
+    outputs, text = _execute("dual_arm_crossing.ipynb", tmp_path)
     assert "ArmGroup plan: 0 of" in text and "synchronized: 0 of" in text
-    assert any(
-        o.get("output_type") == "display_data" for c in nb.cells for o in c.get("outputs", [])
-    )
+    assert any(o.get("output_type") == "display_data" for o in outputs)
 
 
 def test_collision_study_notebook_executes(tmp_path):
-    nb = nbformat.read(NOTEBOOKS / "collision_study.ipynb", as_version=4)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    text = "".join(
-        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
+    outputs, text = _execute("collision_study.ipynb", tmp_path)
     assert "arms.0='middle' is invalid" in text and "12 of 12 tasks" in text
     assert "same as stored: True" in text
-    images = [
-        o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "display_data"
-    ]
+    images = [o for o in outputs if o.get("output_type") == "display_data"]
     assert len(images) == 3 and all("image/png" in o["data"] for o in images)

@@ -66,7 +66,8 @@ def _covering_pairs(session) -> list[tuple[int, int]]:
 
 
 def _targets(rng, n, margin_m):
-    """Half just inside the margin (the band a 1 mm shrink flips), half from 4 mm deep to 2 mm out."""
+    """Half just inside the margin (the band a 1 mm shrink flips), half from 4 mm deep to
+    2 mm out."""
     band = rng.uniform(margin_m - 0.9 * SHRINK_M, margin_m - 2 * TOLERANCE_M, n)
     wide = rng.uniform(-0.004, margin_m + 0.002, n)
     return np.where(np.arange(n) % 2 == 0, band, wide)
@@ -157,10 +158,11 @@ def test_approximate_pair_types_miss_no_penetration_and_keep_most_of_the_margin(
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "UNSOUND (found by this study, not fixed here): with mujoco 3.17's native CCD, mj_collision "
-        "reports some penetrating capsule-cylinder pairs (table legs, can) at a positive distance: "
-        "right/link1 vs table/leg0 penetrating 9.9 mm by coal and by mj_geomDistance was reported at "
-        "+5.4 mm, so the state counted as free. With mjDSBL_NATIVECCD (libccd) that probe showed no "
+        "UNSOUND (found by this study, not fixed here): with mujoco 3.17's native CCD, "
+        "mj_collision reports some penetrating capsule-cylinder pairs (table legs, can) at a "
+        "positive distance: right/link1 vs table/leg0 penetrating 9.9 mm by coal and by "
+        "mj_geomDistance was reported at +5.4 mm, so the state counted as free. With "
+        "mjDSBL_NATIVECCD (libccd) that probe showed no "
         "capsule-cylinder miss; the planner's checker still uses the default."
     ),
 )
@@ -217,8 +219,7 @@ def test_a_1mm_smaller_collision_geom_is_caught_for_every_geom(rob, study):
             model.geom_size[:], model.mesh_vert[:] = saved
     names = session.checker.pairs.geom_names
     assert all(n > 0 for n in caught.values()), {names[g]: n for g, n in caught.items() if n == 0}
-    # every sized geom of a checked pair was shrunk (the count follows the model: 37 since
-    # the scene gained its room walls)
+    # every sized geom of a checked pair was shrunk (the count follows the model)
     in_pairs = {
         g for pair in _checked_pairs(session) for g in pair if int(model.geom_type[g]) != plane
     }

@@ -276,7 +276,13 @@ def test_wrong_arm_rejected():
     from controllers.target import ArmTarget
 
     rig = Rig()
-    t = ArmTarget(Arm.LEFT, np.full(7, 0.1), 1, rig.owner.generation, rig.lease)
+    t = ArmTarget(
+        arm=Arm.LEFT,
+        positions_rad=np.full(7, 0.1),
+        sequence=1,
+        generation=rig.owner.generation,
+        lease=rig.lease,
+    )
     assert rig.owner.submit(t).reason is RejectReason.WRONG_ARM
 
 

@@ -145,7 +145,15 @@ def test_realtime_thread_ticks_and_stops():
     clock = MonotonicClock()
     owner = ArmOwner(Arm.LEFT, pub, clock, np.zeros(7), OwnerConfig(require_feedback=False))
     lease = owner.grant_lease("rt", 5.0)
-    owner.submit(ArmTarget(Arm.LEFT, np.full(7, 0.01), 1, owner.generation, lease))
+    owner.submit(
+        ArmTarget(
+            arm=Arm.LEFT,
+            positions_rad=np.full(7, 0.01),
+            sequence=1,
+            generation=owner.generation,
+            lease=lease,
+        )
+    )
     reports = []
     got = threading.Event()
 

@@ -226,8 +226,9 @@ def test_bad_feedback_stamp_is_refused_and_stale_supervision_still_trips(name, s
 
 
 def test_fresh_feedback_after_a_future_stamp_is_still_supervised():
-    """A future stamp used to be stored, so every later (older-looking) fresh observation
-    was ignored, tracking errors included. Now it is refused and the next fresh one counts."""
+    """A future stamp is refused rather than stored (a stored one would make every later,
+    older-looking fresh observation be ignored, tracking errors included): the next fresh
+    one counts."""
     rig = Rig()
     rig.submit(0.2)
     rig.step(10)
@@ -342,8 +343,8 @@ def test_a_hook_that_raises_is_contained_as_internal_error():
 
 
 def test_realtime_thread_survives_an_over_limit_target_and_a_failing_observer():
-    """Under the real-time thread, an over-limit target used to raise inside Ruckig and end
-    the thread with the arm unsupervised."""
+    """Under the real-time thread, an over-limit target and a raising observer end neither
+    the thread nor the supervision of the arm."""
     pub = RecordingPublisher()
     owner = ArmOwner(
         Arm.RIGHT,
@@ -367,11 +368,11 @@ def test_realtime_thread_survives_an_over_limit_target_and_a_failing_observer():
     try:
         res = owner.submit(
             ArmTarget(
-                Arm.RIGHT,
-                np.full(7, 0.1),
-                1,
-                owner.generation,
-                lease,
+                arm=Arm.RIGHT,
+                positions_rad=np.full(7, 0.1),
+                sequence=1,
+                generation=owner.generation,
+                lease=lease,
                 velocity_rad_s=np.full(7, 5.0),
             )
         )
@@ -525,11 +526,11 @@ def test_hostile_producers_against_the_realtime_thread():
             try:
                 owner.submit(
                     ArmTarget(
-                        Arm.RIGHT,
-                        rng.uniform(0.0, 0.4, 7),
-                        seq * 4 + k,
-                        owner.generation,
-                        lease,
+                        arm=Arm.RIGHT,
+                        positions_rad=rng.uniform(0.0, 0.4, 7),
+                        sequence=seq * 4 + k,
+                        generation=owner.generation,
+                        lease=lease,
                         velocity_rad_s=vel,
                     )
                 )

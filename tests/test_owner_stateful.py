@@ -106,13 +106,13 @@ class OwnerMachine(RuleBasedStateMachine):
         scale = lambda x: None if x is None else np.array(x) * VMAX  # noqa: E731
         try:
             t = ArmTarget(
-                Arm.RIGHT,
-                pos,
-                self.seq,
-                self.owner.generation + (3 if foreign else 0),
-                self.lease if lease == "own" else None,
-                scale(vel),
-                None if acc is None else np.array(acc) * AMAX,
+                arm=Arm.RIGHT,
+                positions_rad=pos,
+                sequence=self.seq,
+                generation=self.owner.generation + (3 if foreign else 0),
+                lease=self.lease if lease == "own" else None,
+                velocity_rad_s=scale(vel),
+                acceleration_rad_s2=None if acc is None else np.array(acc) * AMAX,
             )
         except RobTwinError:
             return

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from planner_fixtures import STAND_ARMS, load_stand, rob_home_group
+from planner_fixtures import STAND_ARMS, STAND_START, load_stand, rob_home_group, stand_at_start
 
 from controllers.errors import RobTwinError
 from controllers.trajectory import MultiArmTrajectory
@@ -17,17 +17,13 @@ from planners.goals import JointGoal
 from planners.group import ArmGroup, GroupConfig
 from planners.plan import PlanStatus
 
-STAND_START = {"a": [-0.34, 0.37, -1.22, -0.79], "b": [-1.06, -0.33, -0.46, 0.45]}
 STAND_GOAL = {"a": [0.28, -0.25, -0.54, -0.25], "b": [-0.9, 0.31, -0.76, -1.61]}
 ROB_UNDER_TABLE_GOAL = [0.532, -1.012, -0.35, 0.0, 1.027, -0.785, -0.301]
 
 
 @pytest.fixture(scope="module")
 def stand():
-    g = ArmGroup(load_stand(), STAND_ARMS)
-    for a, q in STAND_START.items():
-        g.set_arm(a, q)
-    return g
+    return stand_at_start()
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,8 @@ EXAMPLES = sorted(p for p in SCHEMA_PATH.parent.glob("*.json") if p != SCHEMA_PA
 
 def test_the_committed_schema_is_the_generated_one():
     assert SCHEMA_PATH.read_text() == schema_text(), (
-        "experiments/scenarios/scenario.schema.json is stale: python -m twin.scenario_schema --write"
+        "experiments/scenarios/scenario.schema.json is stale: "
+        "python -m twin.scenario_schema --write"
     )
 
 

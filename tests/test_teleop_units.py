@@ -147,13 +147,7 @@ def test_filter_checks_arm_against_arm_at_the_target_and_on_the_stopping_path():
 
 
 def test_reclutching_with_a_still_controller_moves_nothing():
-    loop = ClosedLoop()
-    model = loop.twin.model
-    session = CollisionChecker(model, group_arms()).session(
-        ("right", "left"), loop.twin.data.qpos.copy()
-    )
-    accel = np.array(loop.config.owner.max_acceleration)
-    filters = {arm: ArmSafetyFilter(arm, session, accel) for arm in Arm}
+    loop, filters = _filter_setup()
     owners = {arm: loop.drivers[arm].owner for arm in Arm}
     ctl = TeleopController(owners, filters, now=lambda: loop.time)
     ctl.hello("c", Hello("s", "operator"))

@@ -1,6 +1,6 @@
-"""``rob-twin view`` under a virtual X server exits cleanly (it used to segfault or hang at
-interpreter exit: the viewer's daemon render thread was still tearing down its window when
-GLFW was terminated). Needs Debian's ``xvfb`` (``make test`` installs it when run as root)."""
+"""``rob-twin view`` under a virtual X server exits cleanly (no crash or hang at interpreter
+exit while the viewer's render thread tears down its window). Needs Debian's ``xvfb``
+(``make test`` installs it when run as root)."""
 
 from __future__ import annotations
 

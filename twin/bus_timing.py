@@ -271,14 +271,14 @@ class BusTimeline:
             st.refused += 1
             raise TransmitQueueFullError(self.name, node, st.capacity, msg.arbitration_id)
         st.bus_off = False  # it sends again: any bus-off episode is over
-        st.queue.append(_Queued(msg, node, now))
+        st.queue.append(_Queued(msg=msg, node=node, submit_s=now))
         self._waiting += 1
         st.max_depth = max(st.max_depth, len(st.queue))
 
     def destroyed(self, node: str, msg: can.Message, now: float) -> None:
         """``msg`` goes out from ``node`` but is destroyed on the wire (error frame)."""
         st = self._node(node)
-        st.queue.append(_Queued(msg, node, now, lost=True))
+        st.queue.append(_Queued(msg=msg, node=node, submit_s=now, lost=True))
         self._waiting += 1
         st.max_depth = max(st.max_depth, len(st.queue))
 
@@ -299,7 +299,7 @@ class BusTimeline:
             + self._error_s
         )
         for _ in range(self.config.bus_off_attempts):
-            st.queue.append(_Queued(msg, node, now, lost=True, busy_s=per_try))
+            st.queue.append(_Queued(msg=msg, node=node, submit_s=now, lost=True, busy_s=per_try))
         self._waiting += self.config.bus_off_attempts
 
     def _node(self, node: str) -> NodeState:

@@ -437,9 +437,8 @@ def _play_onto(args: argparse.Namespace, rec) -> int:
     finally:
         for bus in buses.values():
             close_bus(bus)
-    print(
-        f"played {sent} host frames onto {args.onto} ({', '.join(chans.get(str(n), f'CAN{n}') for n in numbers)})"
-    )
+    onto = ", ".join(chans.get(str(n), f"CAN{n}") for n in numbers)
+    print(f"played {sent} host frames onto {args.onto} ({onto})")
     return 0
 
 
@@ -502,7 +501,8 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
         verdict = "AGREES" if report["ok"] else "DISAGREES"
         print(
             f"{verdict}: certified minimum {report['certified_min_m'] * 1e3:.3f} mm "
-            f"({report['pair']}), {report['pairs_checked']} pairs, {report['coal_queries']} coal queries"
+            f"({report['pair']}), {report['pairs_checked']} pairs, "
+            f"{report['coal_queries']} coal queries"
         )
         for line in report["disagreements"]:
             print(f"  {line}")

@@ -245,13 +245,13 @@ class ClosedLoop:
         owner = self.drivers[arm].owner
         self._seq[arm] += 1
         target = ArmTarget(
-            arm,
-            positions_rad,
-            self._seq[arm],
-            owner.generation,
-            self.lease(arm),
-            velocity_rad_s,
-            acceleration_rad_s2,
+            arm=arm,
+            positions_rad=positions_rad,
+            sequence=self._seq[arm],
+            generation=owner.generation,
+            lease=self.lease(arm),
+            velocity_rad_s=velocity_rad_s,
+            acceleration_rad_s2=acceleration_rad_s2,
         )
         result = owner.submit(target)
         if not result.accepted:

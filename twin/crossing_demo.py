@@ -203,7 +203,9 @@ def demo_figures(contrast: Contrast, planner: PlanRunner | None) -> dict:
         **out,
         "group_colliding_samples": len(hits),
         "group_samples": int(plan.t.size),
-        "group_judge": f"coal on a fresh model copy, distance < {GROUP_MARGIN_M - JUDGE_TOLERANCE_M} m",
+        "group_judge": (
+            f"coal on a fresh model copy, distance < {GROUP_MARGIN_M - JUDGE_TOLERANCE_M} m"
+        ),
         "group_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
         "group_duration_s": round(plan.duration_s, 3),
         "group_outcome": row.get("outcome"),

@@ -26,17 +26,14 @@ from pathlib import Path
 
 import can
 import mujoco
-import numpy as np
 
 from controllers.damiao_codec import MitCommand, Register, Scaling, encode_mit
 from controllers.damiao_motors import ESC_IDS, MST_IDS, OPENARM_ARM_MOTORS, REGISTER_ID
-from controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError, arm_joints
-from models.loading import arm_actuator_indices, arm_qpos_indices
+from controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError
 
 from .damiao_drive import DamiaoDrive, DamiaoDriveConfig
 from .faults import FaultKind, FaultSchedule
-from .motor_bank import STALL_FRICTION_NM, BankBuses
-from .wire import open_virtual
+from .motor_bank import STALL_FRICTION_NM, BankBuses, BusDrives
 
 
 def default_damiao_configs(timeout_counts: int = 0) -> tuple[DamiaoDriveConfig, ...]:
@@ -57,20 +54,14 @@ class DamiaoBusCounters:
     second_writer_frames: int = 0
 
 
-@dataclass
-class DamiaoArmDrives:
-    channel: str
-    arm: Arm
-    bus: can.BusABC
+@dataclass(kw_only=True)
+class DamiaoArmDrives(BusDrives):
+    """The Damiao drives on one bus; silent: drives that do not answer; encoder offsets
+    [rad] of each drive's reported position."""
+
     drives: list[DamiaoDrive]
-    qpos: np.ndarray
-    dof: np.ndarray
-    actuators: np.ndarray
     counters: DamiaoBusCounters = field(default_factory=DamiaoBusCounters)
-    logger: can.Listener | None = None
-    powered: bool = True
     silent: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
-    stalled: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
     encoder_offset_rad: tuple[float, ...] = (0.0,) * JOINTS_PER_ARM
 
 
@@ -98,22 +89,11 @@ class DamiaoBank(BankBuses):
         self._friction = model.dof_frictionloss.copy()
         self.buses: dict[str, DamiaoArmDrives] = {}
         for channel, arm in wiring.items():
-            arm = Arm.parse(arm)
-            dof = np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)])
+            fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
             drives = [DamiaoDrive(j, configs[j - 1]) for j in range(1, JOINTS_PER_ARM + 1)]
             for d in drives:
                 d.last_command_s = now
-            logger = self._open_logger(log_dir, channel, log_suffix)
-            self.buses[channel] = DamiaoArmDrives(
-                channel,
-                arm,
-                open_virtual(channel),
-                drives,
-                arm_qpos_indices(model, arm),
-                dof,
-                arm_actuator_indices(model, arm),
-                logger=logger,
-            )
+            self.buses[channel] = DamiaoArmDrives(drives=drives, **fields)
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
 

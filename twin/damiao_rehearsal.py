@@ -188,10 +188,9 @@ def gate_enable_sequence(cfg: RehearsalConfig) -> GateResult:
             "frames_after": after,
         }
     )
-    return GateResult(
+    return GateResult.of_cases(
         "enable_sequence",
-        all(c["passed"] for c in cases),
-        {"cases": cases},
+        cases,
         "every drive answers its enable with ENABLED before the owner streams and "
         "stays ENABLED; a drive that cannot enable stops bring-up (DRIVE_ERROR)",
     )

@@ -39,7 +39,7 @@ def plan_arrays(plan: Plan) -> dict[Arm, tuple]:
 def loop_executor_config(loop: ClosedLoop) -> ExecutorConfig:
     """The executor's defaults with the lookahead at one owner period of ``loop`` (the rule
     of ``controllers.executor.default_config``: 5 ms at ROB's 200 Hz, 2 ms at the 500 Hz of
-    the OpenArm-class robot; 5 ms there lets Ruckig run ahead by 76 mrad, simulated)."""
+    the OpenArm-class robot, where a longer lookahead lets Ruckig run ahead of the plan)."""
     return replace(default_executor_config(), lookahead_s=loop.config.owner.period_s)
 
 

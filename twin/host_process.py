@@ -1,4 +1,5 @@
-"""``rob-twin host``: ROB's host stack (owners + codec + CanTransport) on a real python-can interface.
+"""``rob-twin host``: ROB's host stack (owners + codec + CanTransport) on a real python-can
+interface.
 
 The same ``ArmDriver`` / ``CanTransport`` code as in the lockstep twin, driven by the
 wall clock at the owners' rate against drives it did not start: ``rob-twin bank`` over
@@ -230,7 +231,13 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
                     leases[arm] = renewed or drv.owner.grant_lease("rob-twin host", 1.0)
                     seq[arm] += 1
                     drv.owner.submit(
-                        ArmTarget(arm, sources[arm](t), seq[arm], drv.owner.generation, leases[arm])
+                        ArmTarget(
+                            arm=arm,
+                            positions_rad=sources[arm](t),
+                            sequence=seq[arm],
+                            generation=drv.owner.generation,
+                            lease=leases[arm],
+                        )
                     )
                 drv.tick()
             if cfg.ping_hz > 0 and now >= next_ping:

@@ -3,8 +3,9 @@
 Inside ``stop_requests()`` the first SIGINT or SIGTERM only records itself; the run polls
 ``StopRequest.reason`` between frames, stops, finishes its video and writes a summary
 marked ``interrupted``. A SIGINT while a stop is already pending raises KeyboardInterrupt
-at once (a second Ctrl-C: the usual way out of a stuck program). Outside the main thread signals cannot be caught: the request
-then never fires and the process keeps the default behaviour.
+at once (a second Ctrl-C: the usual way out of a stuck program). Outside the main thread
+signals cannot be caught: the request then never fires and the process keeps the default
+behaviour.
 """
 
 from __future__ import annotations

@@ -59,21 +59,29 @@ class BusCounters:
     second_writer_frames: int = 0
 
 
-@dataclass
-class ArmDrives:
-    """The drives on one bus and where their arm lives in the MuJoCo model."""
+@dataclass(kw_only=True)
+class BusDrives:
+    """What every bank knows of one bus: its arm, and where that arm lives in the MuJoCo
+    model (indices of its joints' qpos, dofs and actuators); a traffic logger; whether
+    the drives are powered; which drives are stalled."""
 
     channel: str
     arm: Arm
     bus: can.BusABC
-    drives: list[SimulatedDrive]
     qpos: np.ndarray
     dof: np.ndarray
     actuators: np.ndarray
-    counters: BusCounters = field(default_factory=BusCounters)
     logger: can.Listener | None = None
     powered: bool = True
     stalled: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
+
+
+@dataclass(kw_only=True)
+class ArmDrives(BusDrives):
+    """The Amber drives on one bus."""
+
+    drives: list[SimulatedDrive]
+    counters: BusCounters = field(default_factory=BusCounters)
     qpos_at: slice | np.ndarray = field(init=False, repr=False)
     ctrl_at: slice | np.ndarray = field(init=False, repr=False)
 
@@ -97,6 +105,28 @@ class BankBuses:
     ``.logger``); a second writer's virtual buses; bus loggers."""
 
     buses: dict
+
+    @classmethod
+    def _bus_fields(
+        cls,
+        model: mujoco.MjModel,
+        channel: str,
+        arm: Arm | str,
+        log_dir: Path | str | None,
+        log_suffix: str,
+    ) -> dict:
+        """The ``BusDrives`` fields of ``channel`` carrying ``arm``'s drives: its virtual bus,
+        where the arm lives in ``model`` (qpos, dof and actuator indices), its logger."""
+        arm = Arm.parse(arm)
+        return dict(
+            channel=channel,
+            arm=arm,
+            bus=open_virtual(channel),
+            qpos=arm_qpos_indices(model, arm),
+            dof=np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)]),
+            actuators=arm_actuator_indices(model, arm),
+            logger=cls._open_logger(log_dir, channel, log_suffix),
+        )
 
     @staticmethod
     def _open_logger(log_dir: Path | str | None, channel: str, log_suffix: str):
@@ -171,25 +201,13 @@ class MotorBank(BankBuses):
         self._friction = model.dof_frictionloss.copy()
         self.buses: dict[str, ArmDrives] = {}
         for channel, arm in wiring.items():
-            arm = Arm.parse(arm)
-            qpos = arm_qpos_indices(model, arm)
-            dof = np.array([model.jnt_dofadr[model.joint(n).id] for n in arm_joints(arm)])
-            q0 = data.qpos[qpos]
+            fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
+            q0 = data.qpos[fields["qpos"]]
             drives = [
                 SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
                 for j in range(1, JOINTS_PER_ARM + 1)
             ]
-            logger = self._open_logger(log_dir, channel, log_suffix)
-            self.buses[channel] = ArmDrives(
-                channel,
-                arm,
-                open_virtual(channel),
-                drives,
-                qpos,
-                dof,
-                arm_actuator_indices(model, arm),
-                logger=logger,
-            )
+            self.buses[channel] = ArmDrives(drives=drives, **fields)
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
 

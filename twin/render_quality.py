@@ -1,9 +1,8 @@
 """Render quality that suits the machine: ``fast`` on a software GL renderer, ``full`` on a GPU.
 
 ``fast``: no shadows, no reflections, no multisampling, and an offscreen buffer the size
-of the frame (a software rasteriser pays for every pixel of every pass: on a 2-core
-machine with llvmpipe a 640x480 overview frame costs about 1 s with shadows, reflections
-and 4x multisampling, about 60 ms without). ``full``: the model's own settings.
+of the frame (a software rasteriser pays for every pixel of every pass, so each of these
+multiplies the cost of a frame). ``full``: the model's own settings.
 ``auto`` (the default) picks ``fast`` when the GL renderer is a software one
 (llvmpipe, softpipe, swrast, OSMesa) or cannot be named, ``full`` otherwise.
 """

@@ -165,7 +165,7 @@ def read_recording(path: Path | str) -> Recording:
     return Recording(path, frames, meta)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ReplayResult:
     frames_fed: int
     feedback_frames: int
@@ -320,15 +320,15 @@ def replay(
         if seconds is None:
             mismatches += abs(len(a) - len(b))
     return ReplayResult(
-        state["fed"],
-        n_fb,
-        mismatches,
-        twin.time - start_s,
-        wall,
-        np.array(times),
-        np.array(qs),
-        read_s,
-        notes,
+        frames_fed=state["fed"],
+        feedback_frames=n_fb,
+        feedback_mismatches=mismatches,
+        simulated_s=twin.time - start_s,
+        wall_s=wall,
+        times=np.array(times),
+        qpos=np.array(qs),
+        read_s=read_s,
+        notes=notes,
     )
 
 

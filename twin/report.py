@@ -19,7 +19,8 @@ EVIDENCE = {
 
 
 def json_default(value):
-    """For ``json.dumps(default=...)``: numpy scalars and arrays as numbers, anything else as text."""
+    """For ``json.dumps(default=...)``: numpy scalars and arrays as numbers, anything else as
+    text."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -28,7 +29,8 @@ def json_default(value):
 
 
 def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
-    """A GitHub-flavoured Markdown table of ``rows`` (list of dicts); columns: those of the first row."""
+    """A GitHub-flavoured Markdown table of ``rows`` (list of dicts); columns: those of the
+    first row."""
     if not rows:
         return "(no rows)\n"
     columns = columns or list(rows[0])
@@ -192,7 +194,8 @@ def summarize(
             "",
             "Simulated CAN buses (load, latencies p50/p99/max in us):",
             "",
-            "| bus | config | load | frames | lost | error frames | queueing | command->drive | feedback |",
+            "| bus | config | load | frames | lost | error frames | queueing | command->drive "
+            "| feedback |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for b in result.bus.values():

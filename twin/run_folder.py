@@ -62,6 +62,14 @@ def write_json_atomic(path: Path, obj: object, default=str) -> Path:
     return write_atomic(path, json.dumps(obj, indent=2, default=default) + "\n")
 
 
+def _make_folder(path: Path, what: str) -> None:
+    """Make ``path`` and its parents; RunFolderError naming ``what`` and why otherwise."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise RunFolderError(f"cannot create {what} {str(path)!r}: {err.strerror or err}") from None
+
+
 def _probe(path: Path) -> None:
     """Write, flush and remove a small file in ``path``: proof that the run can write there."""
     try:
@@ -96,12 +104,7 @@ class RunFolder:
                 f"run folder {str(path)!r} is a symbolic link; runs write only "
                 f"inside --out {str(root)!r}: remove the link or pick another --out"
             )
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise RunFolderError(
-                f"cannot create run folder {str(path)!r}: {err.strerror or err}"
-            ) from None
+        _make_folder(path, "run folder")
         if path.resolve().parent != root.resolve():
             raise RunFolderError(f"run folder {str(path)!r} resolves outside --out {str(root)!r}")
         folder = cls(path, name)
@@ -114,12 +117,7 @@ class RunFolder:
     def check_writable(path: Path | str) -> Path:
         """Make ``path`` (and its parents) and prove it writable; RunFolderError otherwise."""
         path = Path(path)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise RunFolderError(
-                f"cannot create output folder {str(path)!r}: {err.strerror or err}"
-            ) from None
+        _make_folder(path, "output folder")
         _probe(path)
         return path
 

@@ -26,13 +26,13 @@ Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed 
 through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
 not both. ``base`` steps drive ROB's tracked base (``twin.scenario_base``: forward speed
 ``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
-scans are written next to the summary). ``robot`` picks the robot and its drive family: ``"rob"`` (default, Amber
-position drives) or ``"openarm"`` (Damiao MIT drives with gravity compensation,
-``twin.damiao_loop``). ``quality`` is the video's render quality (``twin.render_quality``:
-``fast``, ``full``, or ``auto``, fast on a software GL renderer). The run counts the targets each owner refused (per reason), the
-plan steps that failed and the owner faults that latched; ``expect`` declares which of
-those the scenario means to provoke (``twin.verdict``). Recorded output lands in
-``out/<name>/``.
+scans are written next to the summary). ``robot`` picks the robot and its drive family:
+``"rob"`` (default, Amber position drives) or ``"openarm"`` (Damiao MIT drives with gravity
+compensation, ``twin.damiao_loop``). ``quality`` is the video's render quality
+(``twin.render_quality``: ``fast``, ``full``, or ``auto``, fast on a software GL renderer).
+The run counts the targets each owner refused (per reason), the plan steps that failed and
+the owner faults that latched; ``expect`` declares which of those the scenario means to
+provoke (``twin.verdict``). Recorded output lands in ``out/<name>/``.
 """
 
 from __future__ import annotations

@@ -558,7 +558,8 @@ def _message(e: dict) -> str:
         return f"a fault needs a 'kind'; valid: {', '.join(FAULT_KINDS)}"
     if kind == "union_tag_invalid":
         return (
-            f"unknown fault kind {ctx.get('tag')!r}{did_you_mean(ctx.get('tag', ''), FAULT_KINDS)}; "
+            f"unknown fault kind {ctx.get('tag')!r}"
+            f"{did_you_mean(ctx.get('tag', ''), FAULT_KINDS)}; "
             f"valid: {', '.join(FAULT_KINDS)}"
         )
     if kind in ("too_short", "too_long") and (

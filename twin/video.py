@@ -31,7 +31,8 @@ def make_renderer(
         return renderer
     except Exception as err:  # mujoco raises plain Exceptions for GL failures
         raise RenderUnavailable(
-            f"no GL backend for offscreen rendering (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): {err}"
+            "no GL backend for offscreen rendering "
+            f"(MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): {err}"
         ) from err
 
 

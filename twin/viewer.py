@@ -10,11 +10,10 @@ key acting through the owners and the executor.
 display is checked first and a missing one is reported as NoDisplayError.
 
 Teardown: ``launch_passive`` runs the viewer's render loop in a daemon thread, and closing
-the handle only *asks* that loop to stop. Returning at once let the interpreter exit while
-that thread was still destroying its window and GL context, racing the ``glfw.terminate``
-the viewer registers with atexit: ``rob-twin view`` segfaulted (or hung) at exit about
-every other run under Xvfb. ``view`` now keeps the viewer's threads and joins them before
-it returns, so GLFW is terminated only after the window is gone.
+the handle only *asks* that loop to stop. ``view`` keeps the viewer's threads and joins them
+before it returns, so the ``glfw.terminate`` the viewer registers with atexit runs only
+after the window and its GL context are gone (an exit that raced that teardown could
+crash or hang the interpreter).
 """
 
 from __future__ import annotations
@@ -161,8 +160,8 @@ def view(
     ``report``: the session's ViewOutcome as JSON; ``max_sim_s``: close once this much
     simulated time [s] has run; ``quality``: render quality (default:
     the scenario's, ``auto``: fast on a software GL renderer). The window is refreshed at
-    most ``SYNC_HZ`` times per wall second: a sync waits for the render thread, and on a
-    software renderer syncing every 10 ms step held the loop at a tenth of real time."""
+    most ``SYNC_HZ`` times per wall second: a sync waits for the render thread, which on a
+    software renderer takes longer than a physics step."""
     require_display()
     import mujoco
     import numpy as np

@@ -6,36 +6,13 @@ resumable row table (``store``) and reported with plots (``report``). Entry poin
 
 from __future__ import annotations
 
-import importlib
+from controllers.lazy_exports import lazy_exports
 
-__all__ = [
-    "LocalBackend",
-    "RayBackend",
-    "StudySpec",
-    "StudySpecError",
-    "load_spec",
-    "replay_row",
-    "run_study",
-]
-
-_WHERE = {
-    "LocalBackend": "backends",
-    "RayBackend": "backends",
-    "StudySpec": "spec",
-    "StudySpecError": "spec",
-    "load_spec": "spec",
-    "replay_row": "runner",
-    "run_study": "runner",
-}
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(
-            f"module {__name__!r} has no attribute {name!r}; its public names: {', '.join(__all__)}"
-        )
-    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "experiments.study.backends": ("LocalBackend", "RayBackend"),
+        "experiments.study.spec": ("StudySpec", "StudySpecError", "load_spec"),
+        "experiments.study.runner": ("replay_row", "run_study"),
+    },
+)

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from controllers.errors import RobTwinError
 from experiments.study.tasks import StudyContext, Task
-from experiments.study.worker import COLUMNS, run_task
+from experiments.study.worker import run_task, task_row
 
 OnRow = Callable[[dict], None]
 
@@ -27,18 +27,8 @@ class RayUnreachableError(RobTwinError, ConnectionError):
 
 
 def error_row(task: Task, message: str) -> dict:
-    row = {c: None for c in COLUMNS}
-    row.update(
-        row=task.row,
-        pair=task.pair,
-        margin_m=task.margin_m,
-        goal_seed=task.goal_seed,
-        plan_seed=task.plan_seed,
-        status="error",
-        reason="",
-        error=message,
-    )
-    return row
+    """The row of a task whose worker failed with ``message``."""
+    return task_row(task, status="error", reason="", error=message)
 
 
 def default_workers() -> int:

@@ -148,7 +148,8 @@ PLOTS = {
 def write_report(
     spec: StudySpec, rows: list[dict], summary: dict, out_dir: Path, spec_path: str
 ) -> dict:
-    """Write plots, ``summary.json`` and ``report.md`` into ``out_dir``; return the stamped summary."""
+    """Write plots, ``summary.json`` and ``report.md`` into ``out_dir``; return the stamped
+    summary."""
     _plot_margins(summary["per_margin"], out_dir / PLOTS["margins"])
     _plot_times(rows, list(spec.margins_m), out_dir / PLOTS["times"])
     _plot_failures(rows, list(spec.arms), out_dir / PLOTS["failures"])
@@ -166,7 +167,8 @@ def write_report(
         "not from a physical robot.",
         "",
         f"{summary['finished']} of {summary['tasks']} tasks finished on {summary['backend']} in "
-        f"{summary['wall_s']} s ({summary['plans_per_s']} plans/s); statuses: {summary['statuses']}.",
+        f"{summary['wall_s']} s ({summary['plans_per_s']} plans/s); "
+        f"statuses: {summary['statuses']}.",
         "",
         markdown_table(summary["per_margin"]),
         "",

@@ -81,7 +81,10 @@ def comparable(row: dict) -> dict:
 
 
 def replay_row(spec: StudySpec, base_dir: Path, row: int, out_dir: Path | None = None) -> dict:
-    """Plan row ``row`` again here; {"row": new row, "stored": stored row or None, "same": bool|None}."""
+    """Plan row ``row`` again here.
+
+    Returns {"row": new row, "stored": stored row or None, "same": bool | None}.
+    """
     task = task_for_row(spec, base_dir, row)
     new = run_task(context(spec, base_dir), task)
     stored = next(

@@ -139,9 +139,9 @@ def tcp_positions(group: ArmGroup, goals: dict[str, np.ndarray]) -> dict[str, fl
     return out
 
 
-def run_task(ctx: StudyContext, task: Task) -> dict:
-    """The result row of ``task`` (never raises for the task's own failures)."""
-    t0 = time.perf_counter()
+def task_row(task: Task, **fields) -> dict:
+    """A result row of ``task``: every column None but the task's own (row, pair, margin,
+    seeds), then ``fields``."""
     row: dict = {c: None for c in COLUMNS}
     row.update(
         row=task.row,
@@ -149,10 +149,15 @@ def run_task(ctx: StudyContext, task: Task) -> dict:
         margin_m=task.margin_m,
         goal_seed=task.goal_seed,
         plan_seed=task.plan_seed,
-        reason="",
-        error="",
-        worker=os.getpid(),
+        **fields,
     )
+    return row
+
+
+def run_task(ctx: StudyContext, task: Task) -> dict:
+    """The result row of ``task`` (never raises for the task's own failures)."""
+    t0 = time.perf_counter()
+    row = task_row(task, reason="", error="", worker=os.getpid())
     try:
         goals = task_goals(ctx, task)
         group = group_for(ctx, task.margin_m)

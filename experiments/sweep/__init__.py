@@ -3,18 +3,8 @@ compared with its stored baseline (``runner``; what is compared and how: ``figur
 
 from __future__ import annotations
 
-import importlib
+from controllers.lazy_exports import lazy_exports
 
-__all__ = ["SweepInputError", "run_sweep"]
-
-
-def __getattr__(name: str):
-    if name not in __all__:
-        raise AttributeError(
-            f"module {__name__!r} has no attribute {name!r}; its public names: {', '.join(__all__)}"
-        )
-    return getattr(importlib.import_module(f"{__name__}.runner"), name)
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__, {"experiments.sweep.runner": ("SweepInputError", "run_sweep")}
+)

@@ -53,7 +53,8 @@ def scenario_files(folder: Path) -> list[Path]:
     files = sorted(f for f in folder.glob("*.json") if not f.name.endswith(".schema.json"))
     if not files:
         raise SweepInputError(
-            f"sweep folder {str(folder)!r} holds no *.json scenario; valid: a folder of scenario files"
+            f"sweep folder {str(folder)!r} holds no *.json scenario; "
+            "valid: a folder of scenario files"
         )
     return files
 

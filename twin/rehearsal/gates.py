@@ -35,6 +35,16 @@ class GateResult:
     requirement: str
     detail: str = ""
 
+    @classmethod
+    def of_cases(cls, name: str, cases: list[dict], requirement: str) -> GateResult:
+        """A gate that passed when each of ``cases`` (dicts with ``"passed"``) passed."""
+        return cls(
+            name=name,
+            passed=all(c["passed"] for c in cases),
+            figures={"cases": cases},
+            requirement=requirement,
+        )
+
     def as_dict(self) -> dict:
         return {
             "name": self.name,
@@ -75,6 +85,27 @@ def _loop(cfg: RehearsalConfig, *faults: FaultSpec) -> ClosedLoop:
 
 def _r(x: float, n: int = 6) -> float:
     return round(float(x), n)
+
+
+def _latch_case(
+    name: str,
+    *,
+    passed: bool,
+    expected: OwnerFault,
+    latched: OwnerFault | None,
+    time_to_latch_s: float | None,
+    **figures,
+) -> dict:
+    """One case of a gate that expects the owner to latch ``expected``: what latched and
+    after how long [s] (None when nothing latched), then the gate's own ``figures``."""
+    return {
+        "case": name,
+        "passed": passed,
+        "expected": expected.value,
+        "latched": latched and latched.value,
+        "time_to_latch_s": None if time_to_latch_s is None else _r(time_to_latch_s, 4),
+        **figures,
+    }
 
 
 def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> None:
@@ -310,10 +341,9 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
                     "travel_bound_rad": _r(bound, 4),
                 }
             )
-    return GateResult(
+    return GateResult.of_cases(
         "stopping",
-        all(c["passed"] for c in cases),
-        {"cases": cases},
+        cases,
         "Stop while moving brakes within the configured limits (travel within the "
         "braking bound plus servo lag); with the bus down or the owner gone the "
         "drives time out and hold",
@@ -375,20 +405,19 @@ def gate_feedback(cfg: RehearsalConfig) -> GateResult:
             after = _frames_after(lp, Arm.RIGHT, 0.3)
         ok = bool(got is expect and t is not None and t <= bound and after == 0)
         cases.append(
-            {
-                "case": name,
-                "passed": ok,
-                "expected": expect.value,
-                "latched": got and got.value,
-                "time_to_latch_s": None if t is None else _r(t, 4),
-                "bound_s": _r(bound, 4),
-                "frames_after_latch": after,
-            }
+            _latch_case(
+                name,
+                passed=ok,
+                expected=expect,
+                latched=got,
+                time_to_latch_s=t,
+                bound_s=_r(bound, 4),
+                frames_after_latch=after,
+            )
         )
-    return GateResult(
+    return GateResult.of_cases(
         "feedback",
-        all(c["passed"] for c in cases),
-        {"cases": cases},
+        cases,
         "stale or frozen feedback and tracking error beyond the threshold latch a "
         "fault within a bounded time; nothing is published after it",
     )
@@ -421,21 +450,20 @@ def gate_output_uncertainty(cfg: RehearsalConfig) -> GateResult:
             got = lp.drivers[Arm.RIGHT].owner.fault
         ok = got is expect and attempts == 1 and retries == 0 and after == 0
         cases.append(
-            {
-                "case": name,
-                "passed": ok,
-                "expected": expect.value,
-                "latched": got and got.value,
-                "time_to_latch_s": None if t is None else _r(t, 4),
-                "publish_attempts_to_latch": attempts,
-                "retries": retries,
-                "frames_after_latch": after,
-            }
+            _latch_case(
+                name,
+                passed=ok,
+                expected=expect,
+                latched=got,
+                time_to_latch_s=t,
+                publish_attempts_to_latch=attempts,
+                retries=retries,
+                frames_after_latch=after,
+            )
         )
-    return GateResult(
+    return GateResult.of_cases(
         "output_uncertainty",
-        all(c["passed"] for c in cases),
-        {"cases": cases},
+        cases,
         "a partial batch or an uncertain write latches a fault at the first affected "
         "sample, with zero retries and no frame after it",
     )

@@ -300,7 +300,8 @@ def run_teleop(
         if lan:
             for a in addrs:
                 print(
-                    f"  on the LAN: https://{a}:{app.server.port}/  (accept the self-signed certificate)"
+                    f"  on the LAN: https://{a}:{app.server.port}/  "
+                    "(accept the self-signed certificate)"
                 )
         print(
             "  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True

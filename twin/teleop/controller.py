@@ -248,7 +248,15 @@ class TeleopController:
             h.last_reject = ""
             return
         self._target_seq += 1
-        offer = owner.submit(ArmTarget(arm, res.q, self._target_seq, h.generation, renewed))
+        offer = owner.submit(
+            ArmTarget(
+                arm=arm,
+                positions_rad=res.q,
+                sequence=self._target_seq,
+                generation=h.generation,
+                lease=renewed,
+            )
+        )
         if self.record_latency:
             self.submit_log.append((received_s, self.now()))
         if offer.accepted:

@@ -16,7 +16,8 @@ from controllers.errors import RobTwinError
 
 
 class ProgressTimeout(RobTwinError, TimeoutError):
-    """The server did not reach the awaited point in time (it is stalled or the message was lost)."""
+    """The server did not reach the awaited point in time (it is stalled or the message was
+    lost)."""
 
     def __init__(self, what: str, reached: str, timeout_s: float):
         super().__init__(
@@ -62,7 +63,8 @@ class ServerProgress:
             return self._seq.get(session)
 
     def wait_for(self, predicate: Callable[[], bool], what: str, timeout_s: float) -> None:
-        """Block until ``predicate()`` (called under the lock) holds; ``ProgressTimeout`` after ``timeout_s``."""
+        """Block until ``predicate()`` (called under the lock) holds; ``ProgressTimeout`` after
+        ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while not predicate():

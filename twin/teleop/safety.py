@@ -72,7 +72,7 @@ def default_config() -> SafetyConfig:
     return SafetyConfig()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FilterResult:
     """accepted: q [rad] may go to the owner; reason: why not (or what was clamped)."""
 
@@ -146,10 +146,10 @@ class ArmSafetyFilter:
                 res = self.ik.solve_continuous(goal, seed, self.torso, c.ik_step_bound_rad)
                 if not res.ok:
                     return FilterResult(
-                        False,
-                        None,
-                        f"IK {res.status.value}: {res.message}",
-                        tcp_clamped,
+                        accepted=False,
+                        q=None,
+                        reason=f"IK {res.status.value}: {res.message}",
+                        tcp_clamped=tcp_clamped,
                         check="ik",
                     )
                 q = res.q
@@ -160,22 +160,35 @@ class ArmSafetyFilter:
         report = check_goal(self.kin, q, self.torso, config=self.goal_config)
         if not report.ok:
             return FilterResult(
-                False,
-                None,
-                f"goal check: {report.violations[0]}",
-                tcp_clamped,
-                joint_clamped,
-                "goal",
+                accepted=False,
+                q=None,
+                reason=f"goal check: {report.violations[0]}",
+                tcp_clamped=tcp_clamped,
+                joint_clamped=joint_clamped,
+                check="goal",
             )
         hit = self._collision(q_cmd, v_cmd, q, other_q)
         if hit:
-            return FilterResult(False, None, hit, tcp_clamped, joint_clamped, "collision")
+            return FilterResult(
+                accepted=False,
+                q=None,
+                reason=hit,
+                tcp_clamped=tcp_clamped,
+                joint_clamped=joint_clamped,
+                check="collision",
+            )
         notes = [
             n
             for n, on in (("TCP speed clamped", tcp_clamped), ("joint step clamped", joint_clamped))
             if on
         ]
-        return FilterResult(True, q, "; ".join(notes), tcp_clamped, joint_clamped)
+        return FilterResult(
+            accepted=True,
+            q=q,
+            reason="; ".join(notes),
+            tcp_clamped=tcp_clamped,
+            joint_clamped=joint_clamped,
+        )
 
     def _nullspace_seed(self, q: np.ndarray, motion: float) -> np.ndarray:
         """``q`` moved by at most ``nullspace_rad_per_m * motion`` [rad] in the Jacobian's

@@ -9,6 +9,7 @@ import pytest
 from planner_fixtures import ROB_ARMS, rob_home_group
 
 from planners import GoalUnreachableError, PlanStatus, PoseGoal
+from planners.errors import PlannerConfigError
 from planners.goals import StreamingGoal
 from planners.ik import IKSolver, default_config
 from planners.kinematics import ArmKinematics
@@ -149,3 +150,17 @@ def test_an_unreachable_pose_goal_fails_on_its_first_candidate(group):
         next(iter(far.candidate_stream(group, "right", group.arm_q("right"))))
     r = group.plan({"right": far}, seed=0)
     assert r.status is PlanStatus.GOAL_UNREACHABLE and far.calls["streamed"] == 0
+
+
+def test_an_eager_pose_goal_offers_its_nearest_solution_first(group):
+    target = ArmKinematics("right").tcp_pose(np.array(RESAMPLE_Q["right"]))
+    start = group.arm_q("right")
+    eager = PoseGoal(target, n_candidates=3, lazy=False)
+    offered = list(eager.candidate_stream(group, "right", start))
+    assert eager.calls["joint_candidates"] == 1 and len(offered) >= 2
+    dist = [float(np.linalg.norm(q - start)) for q in offered]
+    assert dist == sorted(dist)
+    plan = group.plan({"right": PoseGoal(target, n_candidates=3, lazy=False)}, seed=0).unwrap()
+    np.testing.assert_allclose(plan.arms["right"].q[-1], offered[0], atol=1e-9)
+    with pytest.raises(PlannerConfigError, match="lazy"):
+        PoseGoal(target, lazy="yes")

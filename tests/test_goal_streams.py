@@ -8,9 +8,8 @@ import pinocchio as pin
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home_group
 
-from planners import GoalUnreachableError, PlanStatus, PoseGoal
+from planners import GoalUnreachableError, PlanStatus, PoseGoal, StreamingGoal
 from planners.errors import PlannerConfigError
-from planners.goals import StreamingGoal
 from planners.ik import IKSolver, default_config
 from planners.kinematics import ArmKinematics
 

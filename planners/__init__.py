@@ -22,7 +22,7 @@ from planners.goal_checks import (
     check_tcp_speed,
     check_workspace,
 )
-from planners.goals import GoalResolver, JointGoal, JointGoalSet, ResamplingGoal
+from planners.goals import GoalResolver, JointGoal, JointGoalSet, ResamplingGoal, StreamingGoal
 from planners.group import ArmGroup, GroupConfig
 from planners.ik import IKConfig, IKResult, IKSolution, IKSolver, IKStatus
 from planners.kinematics import ArmKinematics, Payload
@@ -60,6 +60,7 @@ __all__ = [
     "PlanStatus",
     "PoseGoal",
     "ResamplingGoal",
+    "StreamingGoal",
     "CheckKind",
     "CheckResult",
     "GoalCheckConfig",

@@ -11,12 +11,18 @@ when no combination of the candidates so far passes the combined check, the grou
 it for more (new IK solutions) instead of failing. A resolver that finds no candidate at
 all raises ``GoalUnreachableError`` (the plan then fails with GOAL_UNREACHABLE).
 
+A resolver that also has ``candidate_stream(group, arm, start) -> Iterator[array]`` is a
+*streaming* goal: the group takes its candidates one at a time, the first at once and
+each further one only when no combination of those so far passes the combined check (an
+IK solution costs far more than a check, and the first pair is usually free). The
+stream raises ``GoalUnreachableError`` on its first item when there is no candidate.
+
 Units: radians.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -91,6 +97,15 @@ class ResamplingGoal(GoalResolver, Protocol):
     ) -> Sequence[np.ndarray]: ...
 
 
+@runtime_checkable
+class StreamingGoal(GoalResolver, Protocol):
+    """A resolver whose candidates the group can take one at a time, best first."""
+
+    def candidate_stream(
+        self, group: ArmGroup, arm: str, start: np.ndarray
+    ) -> Iterator[np.ndarray]: ...
+
+
 Goal = JointGoal | JointGoalSet | GoalResolver | Sequence[float] | np.ndarray
 
 
@@ -104,3 +119,17 @@ def raw_candidates(goal: Goal, group: ArmGroup, arm: str, start: np.ndarray) -> 
     if isinstance(goal, GoalResolver):
         return list(goal.joint_candidates(group, arm, start))
     return [goal]
+
+
+def candidate_source(
+    goal: Goal, group: ArmGroup, arm: str, start: np.ndarray
+) -> tuple[list[np.ndarray], Iterator[np.ndarray] | None]:
+    """(the unvalidated candidates to try first, the stream of further ones or None).
+
+    A streaming goal gives its first candidate and the rest of its stream; any other goal
+    gives all of its candidates at once and no stream."""
+    if isinstance(goal, StreamingGoal):
+        stream = iter(goal.candidate_stream(group, arm, start))
+        first = next(stream, None)
+        return ([] if first is None else [first]), stream
+    return raw_candidates(goal, group, arm, start), None

@@ -16,9 +16,15 @@ between the states the check measured is bounded with seed 003's envelope, reusi
 check's distances; a plan that cannot be certified at the margin is repaired like a hit,
 else the result is ``PlanStatus.UNCERTIFIED``: no plan is returned uncertified).
 
-Goal resampling: when no combination of the goal candidates passes the combined check,
-goals that can resample (``planners.goals.ResamplingGoal``, e.g. ``PoseGoal``) are asked
-for more candidates, up to ``max_goal_resamples`` rounds, before GOAL_IN_COLLISION.
+Lazy goal candidates: a streaming goal (``planners.goals.StreamingGoal``, e.g.
+``PoseGoal``: one IK solve per candidate) gives one candidate at first; only when no
+combination of the candidates so far passes the combined check does each streaming arm
+give its next one (in arm order), so a free first pair costs one IK solution per arm.
+
+Goal resampling: when no combination of the goal candidates passes the combined check
+(streams spent), goals that can resample (``planners.goals.ResamplingGoal``, e.g.
+``PoseGoal``) are asked for more candidates, up to ``max_goal_resamples`` rounds, before
+GOAL_IN_COLLISION.
 
 Repair (why it is reliable): shortcut waypoints are checked themselves (they used to be
 unchecked states between an edge's checks, and a waypoint within the margin made every
@@ -54,7 +60,7 @@ import numpy as np
 from planners import collision, search
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
-from planners.goals import Goal, ResamplingGoal, raw_candidates
+from planners.goals import Goal, ResamplingGoal, candidate_source
 from planners.pair_certificate import (
     CertificateConfig,
     PairRecorder,
@@ -351,6 +357,8 @@ class ArmGroup:
         with timer.stage("goals"):
             try:
                 candidates = {a: self._candidates(a, goals[a]) for a in moving}
+                streams = {a: candidates[a][1] for a in moving}
+                candidates = {a: candidates[a][0] for a in moving}
             except GoalUnreachableError as err:
                 unreachable = err
         if unreachable is not None:
@@ -368,7 +376,7 @@ class ArmGroup:
             start_free = at_start.is_free(margin)
             if start_free:
                 goal, failure, resamples = self._pick_goal(
-                    moving, goals, candidates, meter, deadline
+                    moving, goals, candidates, meter, deadline, streams
                 )
         if not start_free:
             return PlanResult(
@@ -568,21 +576,31 @@ class ArmGroup:
         timer.total()
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=timer.stages)
 
-    def _candidates(self, arm: str, goal: Goal) -> list[np.ndarray]:
-        raw = raw_candidates(goal, self, arm, self.arm_q(arm))
+    def _candidates(self, arm: str, goal: Goal):
+        """(validated first candidates, stream of further raw ones or None) of ``goal``."""
+        raw, stream = candidate_source(goal, self, arm, self.arm_q(arm))
         if not raw:
             raise GoalInputError(arm, "goal", goal, "at least one candidate joint vector")
-        return [self._validated(arm, c, "goal") for c in raw]
+        return [self._validated(arm, c, "goal") for c in raw], stream
 
     def _pick_goal(
-        self, moving, goals, candidates, meter: CheckSession, deadline: float | None = None
+        self,
+        moving,
+        goals,
+        candidates,
+        meter: CheckSession,
+        deadline: float | None = None,
+        streams: Mapping | None = None,
     ):
         """First combination of candidates (in preference order) that is free; when none
-        is, resampling goals are asked for more candidates (``max_goal_resamples`` rounds).
-        Returns (goal or None, failure or None, resample rounds used); (None, None, n)
-        when ``deadline`` (``time.perf_counter()``) passed first."""
+        is, each arm with a stream (``streams``: arm -> iterator or None) adds its next
+        candidate, and once every stream is spent resampling goals are asked for more
+        candidates (``max_goal_resamples`` rounds). Returns (goal or None, failure or
+        None, resample rounds used); (None, None, n) when ``deadline``
+        (``time.perf_counter()``) passed first."""
         first: Clearance | None = None
         lists = {a: list(candidates[a]) for a in moving}
+        live = {a: s for a, s in (streams or {}).items() if s is not None}
         tried: set[tuple[int, ...]] = set()
         margin = self.config.collision.margin_m
         resamples = 0
@@ -598,10 +616,11 @@ class ArmGroup:
                 if c.is_free(margin):
                     return q, None, resamples
                 first = first or c
-            if (
-                resamples >= self.config.max_goal_resamples
-                or len(tried) >= self.config.max_goal_combinations
-            ):
+            if len(tried) >= self.config.max_goal_combinations:
+                break
+            if self._grow_from_streams(moving, lists, live):
+                continue
+            if resamples >= self.config.max_goal_resamples:
                 break
             grew = False
             for a in moving:
@@ -627,6 +646,21 @@ class ArmGroup:
             ),
             resamples,
         )
+
+    def _grow_from_streams(self, moving, lists, live) -> bool:
+        """Append each live stream's next candidate (validated) to its arm's list; drop
+        spent streams. True when any list grew."""
+        grew = False
+        for a in moving:
+            if a not in live:
+                continue
+            nxt = next(live[a], None)
+            if nxt is None:
+                del live[a]
+            else:
+                lists[a].append(self._validated(a, nxt, "goal"))
+                grew = True
+        return grew
 
     def _check_timed(
         self,

@@ -160,16 +160,22 @@ class IKSolver:
         seed = None if seed is None else joint_vector(seed, "seed")
         if n_solutions < 1:
             raise PlannerConfigError("n_solutions", n_solutions, ">= 1")
-        run = _Run(self, target, torso, seed, t0)
-        if (early := run.reach_check()) is not None:
-            return early
-        starts = self._table_starts(target, torso) if seed is None else [seed, self._nudged(seed)]
-        while run.attempts < self.config.max_attempts and len(run.found) < n_solutions:
-            q0 = starts.pop(0) if starts else self.rng.uniform(self.kin.lower, self.kin.upper)
-            run.try_local(q0)
-        if seed is not None:
-            run.found.sort(key=lambda s: float(np.linalg.norm(s.q - seed)))
-        return run.result(IKStatus.SOLVED if run.found else IKStatus.NOT_CONVERGED)
+        stream = IKStream(self, target, torso, seed, t0)
+        if stream.unreachable is not None:
+            return stream.unreachable
+        while len(stream.run.found) < n_solutions and stream.next_solution() is not None:
+            pass
+        return stream.result(sort_by_seed=True)
+
+    def stream(
+        self, target: pin.SE3 | np.ndarray, torso: float = 0.0, seed: np.ndarray | None = None
+    ) -> IKStream:
+        """Distinct verified solutions of ``target`` one at a time (``IKStream``), in the
+        order ``solve`` finds them: a caller that needs only the first pays only for it."""
+        t0 = time.perf_counter()
+        target, torso = as_pose(target), torso_angle(torso)
+        seed = None if seed is None else joint_vector(seed, "seed")
+        return IKStream(self, target, torso, seed, t0)
 
     def solve_continuous(
         self,
@@ -239,6 +245,60 @@ class IKSolver:
         return np.clip(
             seed + self.config.nudge_rad * np.sign(mid - seed), self.kin.lower, self.kin.upper
         )
+
+
+class IKStream:
+    """One target's distinct verified solutions, found lazily by ``next_solution``.
+
+    Starts, in order: with a seed, the seed, the nudged seed, then the seed table's
+    vectors nearest the target; without one, the table's vectors; then random restarts
+    (the solver's rng). At most ``max_attempts`` local solves in all. ``unreachable`` is
+    the UNREACHABLE result when the target is out of reach (then nothing is solved).
+    """
+
+    def __init__(self, solver: IKSolver, target: pin.SE3, torso: float, seed, t0: float):
+        self.solver = solver
+        self.run = _Run(solver, target, torso, seed, t0)
+        self.unreachable = self.run.reach_check()
+        self._starts = self._fixed_starts()
+
+    def _fixed_starts(self):
+        solver, run = self.solver, self.run
+        if run.seed is not None:
+            yield run.seed
+            yield solver._nudged(run.seed)
+        yield from solver._table_starts(run.target, run.torso)
+
+    @property
+    def solutions(self) -> tuple[IKSolution, ...]:
+        """The solutions found so far, in the order found."""
+        return tuple(self.run.found)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.unreachable is not None or self.run.attempts >= self.solver.config.max_attempts
+
+    def next_solution(self) -> IKSolution | None:
+        """The next verified solution distinct (``distinct_min_rad``) from those found so
+        far, or None when the attempt budget is spent (or the target is out of reach)."""
+        run, kin = self.run, self.solver.kin
+        have = len(run.found)
+        while not self.exhausted:
+            q0 = next(self._starts, None)
+            run.try_local(self.solver.rng.uniform(kin.lower, kin.upper) if q0 is None else q0)
+            if len(run.found) > have:
+                return run.found[-1]
+        return None
+
+    def result(self, sort_by_seed: bool = False) -> IKResult:
+        """The IKResult of what was found so far (nearest the seed first when
+        ``sort_by_seed``); UNREACHABLE when out of reach."""
+        if self.unreachable is not None:
+            return self.unreachable
+        run = self.run
+        if sort_by_seed and run.seed is not None:
+            run.found.sort(key=lambda s: float(np.linalg.norm(s.q - run.seed)))
+        return run.result(IKStatus.SOLVED if run.found else IKStatus.NOT_CONVERGED)
 
 
 TORSO_JOINT_ID = 1  # Pinocchio joint id of the torso yaw in the reduced model

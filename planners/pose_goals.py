@@ -8,17 +8,20 @@ is at its qpos0 (origin, identity), as in ``load_scene()`` (tests/test_pose_goal
 checks FK against MuJoCo's site there). The torso angle is the group's reference torso
 (``torso/yaw`` of its reference qpos) unless given.
 
-Candidates: ``n_candidates`` distinct IK solutions, nearest to the arm's start first
-(the start is the IK seed, so the nearest branch comes first). When no combination of
-the arms' candidates passes the group's combined check, the group calls
-``more_candidates`` and gets ``resample_count`` new solutions from fresh random restarts.
+Candidates: up to ``n_candidates`` distinct IK solutions, the first from the arm's start
+as the IK seed (the nearest branch). The group takes them lazily through
+``candidate_stream``: one IK solution per arm, and the next only when no combination of
+those so far passes the combined check (``joint_candidates`` gives them all at once,
+nearest to the start first). When every combination of the ``n_candidates`` fails, the
+group calls ``more_candidates`` and gets up to ``resample_count`` new solutions from
+fresh restarts (the seed table's vectors nearest the pose, then random ones).
 
 Units: metres, radians.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import mujoco
@@ -48,7 +51,11 @@ class PoseGoal:
 
     n_candidates: IK solutions offered first; resample_count: new solutions per resample
     round; torso: torso yaw [rad] (None: the group's reference); ik_config: IKConfig
-    (``planners.ik.default_config()``; its ``rng_seed`` makes the candidates reproducible).
+    (``planners.ik.default_config()``; its ``rng_seed`` makes the candidates reproducible);
+    lazy: True (default) gives the group one IK solution at a time, the one seeded from the
+    start first (fast: usually one IK solve per arm); False solves all ``n_candidates``
+    before the first is tried and offers them nearest to the start first (tens of ms more
+    per arm, a motion a few per cent shorter on the planner benchmark's pairs).
     One PoseGoal belongs to one thread (it owns IK solvers).
     """
 
@@ -59,8 +66,12 @@ class PoseGoal:
         resample_count: int = 4,
         torso: float | None = None,
         ik_config: IKConfig | None = None,
+        lazy: bool = True,
     ):
         self.target = as_pose(target)
+        if not isinstance(lazy, bool):
+            raise PlannerConfigError("lazy", lazy, "True or False")
+        self.lazy = lazy
         if n_candidates < 1 or resample_count < 1:
             raise PlannerConfigError(
                 "n_candidates/resample_count", (n_candidates, resample_count), ">= 1"
@@ -69,7 +80,7 @@ class PoseGoal:
         self.torso = torso
         self.ik_config = ik_config
         self._solvers: dict[str, IKSolver] = {}
-        self.calls = {"joint_candidates": 0, "more_candidates": 0}
+        self.calls = {"joint_candidates": 0, "more_candidates": 0, "streamed": 0}
 
     def solver(self, group: ArmGroup, arm: str) -> IKSolver:
         if arm not in self._solvers:
@@ -96,20 +107,48 @@ class PoseGoal:
             )
         return [s.q.copy() for s in result.solutions]
 
+    def candidate_stream(
+        self, group: ArmGroup, arm: str, start: np.ndarray
+    ) -> Iterator[np.ndarray]:
+        """Up to ``n_candidates`` verified distinct IK solutions, one per ``next``, each
+        solved only when asked for: the first seeded from ``start`` (its branch), the next
+        from the seed table's vectors nearest the pose, then random restarts (the IK's
+        budget of ``max_attempts`` local solves in all). GoalUnreachableError on the
+        first ``next`` when the IK finds none. ``calls["streamed"]`` counts those given.
+        Not ``lazy``: the ``joint_candidates`` (all solved first, nearest first)."""
+        if not self.lazy:
+            for q in self.joint_candidates(group, arm, start):
+                self.calls["streamed"] += 1
+                yield q
+            return
+        stream = self.solver(group, arm).stream(self.target, self._torso(group), seed=start)
+        for k in range(self.n_candidates):
+            sol = stream.next_solution()
+            if sol is None:
+                if k == 0:
+                    r = stream.result()
+                    raise GoalUnreachableError(
+                        arm, f"IK of the TCP pose: {r.status.value}: {r.message}"
+                    )
+                return
+            self.calls["streamed"] += 1
+            yield sol.q.copy()
+
     def more_candidates(
         self, group: ArmGroup, arm: str, start: np.ndarray, have: Sequence[np.ndarray]
     ) -> list[np.ndarray]:
-        """Up to ``resample_count`` new solutions (fresh random restarts), each farther
-        than the IK's ``distinct_min_rad`` from every one in ``have``; nearest first."""
+        """Up to ``resample_count`` new solutions (fresh unseeded restarts: the seed
+        table's vectors nearest the pose, then random ones), each farther than the IK's
+        ``distinct_min_rad`` from every one in ``have``; nearest to ``start`` first. The
+        restarts stop as soon as ``resample_count`` new ones are found (or the IK's
+        ``max_attempts`` are spent)."""
         self.calls["more_candidates"] += 1
         solver = self.solver(group, arm)
         gap = solver.config.distinct_min_rad
-        result = solver.solve(
-            self.target, self._torso(group), seed=None, n_solutions=len(have) + self.resample_count
-        )
+        stream = solver.stream(self.target, self._torso(group), seed=None)
         new: list[np.ndarray] = []
-        for s in result.solutions:
+        while len(new) < self.resample_count and (s := stream.next_solution()) is not None:
             if all(np.max(np.abs(s.q - h)) > gap for h in [*have, *new]):
                 new.append(s.q.copy())
         new.sort(key=lambda q: float(np.linalg.norm(q - start)))
-        return new[: self.resample_count]
+        return new

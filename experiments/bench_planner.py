@@ -345,7 +345,5 @@ def run_hard() -> dict:
 @benchmark("pose_goals")
 def run_pose_goals() -> dict:
     """The planner benchmark's PoseGoal pairs alone (seconds: for iterating on goals/IK)."""
-    m = load_scene()
-    d = mujoco.MjData(m)
-    apply_home(m, d)
-    return {"model": "models/rob/scene.xml", "pose_goal_pairs": _pose_goals(m, d.qpos.copy())}
+    m, home = keyframe_state()
+    return {"model": "models/rob/scene.xml", "pose_goal_pairs": _pose_goals(m, home)}

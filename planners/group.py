@@ -26,11 +26,11 @@ Goal resampling: when no combination of the goal candidates passes the combined 
 ``PoseGoal``) are asked for more candidates, up to ``max_goal_resamples`` rounds, before
 GOAL_IN_COLLISION.
 
-Repair (why it is reliable): shortcut waypoints are checked themselves (they used to be
-unchecked states between an edge's checks, and a waypoint within the margin made every
-later repair end at the same colliding state); a repair spans from the nearest waypoint
-before the hit that is free to the nearest one after it, keeps the search padding
-whenever the padded re-plan succeeds, and shortcuts the re-planned span.
+Repair (why it is reliable): shortcut waypoints are checked themselves (a waypoint
+within the margin would make every later repair end at the same colliding state); a
+repair spans from the nearest waypoint before the hit that is free to the nearest one
+after it, keeps the search padding whenever the padded re-plan succeeds, and shortcuts
+the re-planned span.
 
 A goal equal to the start (every moving arm already there, within 1e-12 rad) is a
 zero-length plan: one sample at t = 0, at rest, after the start is checked; nothing is
@@ -39,8 +39,8 @@ searched or timed.
 Wall-time budget: ``GroupConfig.time_budget_s`` (or ``plan(..., time_budget_s=...)``)
 bounds the planning wall time [s]. The search, the shortcutting, the final check and the
 repairs look at the deadline as they go; past it ``plan`` returns a TIMEOUT result that
-names the stage. Without a budget nothing looks at the clock, so the same seed gives the
-same plan as before.
+names the stage. Without a budget nothing looks at the clock, so the same seed always
+gives the same plan.
 
 Units: radians, seconds, metres.
 """

@@ -1,0 +1,213 @@
+"""The planner's final check of a retimed path: every 125 Hz sample measured or proven free.
+
+A sample is either
+
+- **measured**: one ``mj_collision`` with every geom's margin at the clearance horizon
+  gives the distance of every checked pair (pairs beyond the horizon count as exactly the
+  horizon away, a lower bound); a measured distance below the margin is a hit (the
+  planner repairs the path there), or
+- **proven free** from the last measured state: pair p's clearance is 1-Lipschitz in its
+  arc s_p (the integral of the pair's speed bound L_p = sum_j R_pj v_j, the same per-pair
+  radii R and per-segment joint speed bounds v that ``planners.pair_certificate`` uses), so
+  it stays at least its threshold (margin + uncertainty allowance E_p + query tolerance)
+  while s_p since the measurement is below d_p - threshold_p.
+
+The check measures the first sample, jumps to the first later sample where some pair's
+bound could fail, measures it, and so on; the last sample is always measured. Samples
+where the bound proves nothing (a pair within its threshold) are simply the next one
+measured. The measured states and distances go to the certificate
+(``pair_certificate.certify_timed(initial=...)``), whose envelope covers the continuous
+time between them, skipped samples included.
+
+Units: metres, seconds, radians.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from planners.collision import CheckSession, Clearance
+from planners.pair_certificate import (
+    PairGeometry,
+    _group_geometry,
+    plan_allowances_m,
+    segment_speed_bounds,
+)
+from planners.plan import ClearanceRecord
+from planners.retime import TimedPath, sample_times
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalCheck:
+    """hit: (time [s], Clearance) of the first measured state within the margin, or None;
+    record: the smallest measured clearance (None on a hit or a timeout); measured: states
+    measured (-1 when the deadline passed first); proven: samples proven free without a
+    query; samples: 125 Hz samples of the path; initial: (times (M,), states (M, n),
+    distances (P, M)) of the measured samples, for the certificate (None on a hit);
+    sampled: (times (N,), q, qd (N, n)) of the path at the sample rate [s, rad, rad/s]."""
+
+    hit: tuple[float, Clearance] | None
+    record: ClearanceRecord | None
+    measured: int
+    proven: int
+    samples: int
+    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    sampled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def final_check(
+    group,
+    moving: Sequence[str],
+    timed: TimedPath,
+    meter: CheckSession,
+    deadline: float | None = None,
+) -> FinalCheck:
+    """Check ``timed`` (stacked path of ``group``'s ``moving`` arms) at ``group``'s sample
+    rate; ``meter``: a session of ``group.meter`` (margins at the clearance horizon) at the
+    group's reference state; ``deadline``: a ``time.perf_counter()`` reading, looked at
+    every 32 measurements."""
+    moving = tuple(moving)
+    cfg = group.config
+    times = sample_times(timed.duration, cfg.rate_hz)
+    q, qd, _ = timed.evaluate(times)
+    geometry = _group_geometry(group, moving, cfg.certificate.payload_reach_m)
+    horizon = group.meter.config.horizon_m
+    margin = cfg.collision.margin_m
+    spec = cfg.certificate.spec
+    threshold = margin + plan_allowances_m(geometry, q, spec) + spec.query_tolerance_m
+    n_samples = times.size
+    cum = np.zeros((n_samples, q.shape[1]))
+    if n_samples > 1:
+        accel = np.concatenate([np.asarray(group.motion_limits(a).acceleration) for a in moving])
+        vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity) for a in moving])
+        speeds = segment_speed_bounds(times, qd, accel.astype(float), vmax.astype(float))
+        cum[1:] = np.cumsum(speeds * np.diff(times)[:, None], axis=0)
+    radii = geometry.radii
+    # pairs at the horizon: bounded together by the covering rows (every pair's radii are
+    # below one of them in every joint) against the smallest slack a pair there can have
+    far_arcs = cum @ covering_rows(geometry).T  # (N, C) [m], nondecreasing
+    far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
+    index = geometry.index
+    idx: list[int] = []
+    hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
+    best, best_i, best_p = math.inf, -1, -1
+    proven = 0
+    i = 0
+    while True:
+        if deadline is not None and len(idx) % 32 == 31 and time.perf_counter() > deadline:
+            return FinalCheck(
+                hit=None, record=None, measured=-1, proven=proven, samples=n_samples, initial=None
+            )
+        data = meter._collide(q[i])
+        near, dist = _EMPTY, _NONE
+        if data.ncon:
+            con = data.contact
+            pair = index[con.geom[:, 0], con.geom[:, 1]]
+            keep = pair >= 0
+            near, dist = pair[keep], con.dist[keep]
+        idx.append(i)
+        hits.append((near, dist))
+        if near.size:  # several contacts of one pair: each is a distance of that pair
+            k = int(np.argmin(dist))
+            if dist[k] < margin:
+                hit = (float(times[i]), _clearance(meter, geometry, int(near[k]), float(dist[k])))
+                return FinalCheck(
+                    hit=hit,
+                    record=None,
+                    measured=len(idx),
+                    proven=proven,
+                    samples=n_samples,
+                    initial=None,
+                )
+            if dist[k] < best:
+                best, best_i, best_p = float(dist[k]), i, int(near[k])
+        if i == n_samples - 1:
+            break
+        slack = dist - threshold[near]
+        nxt = _next_query(i, near, slack, radii, far_arcs, far_limit, cum)
+        proven += nxt - i - 1
+        i = nxt
+    if best_i < 0:
+        record = ClearanceRecord(horizon, None, None, True)
+    else:
+        pair = _clearance(meter, geometry, best_p, best).pair
+        record = ClearanceRecord(best, float(times[best_i]), pair, False)
+    k = np.asarray(idx)
+    return FinalCheck(
+        hit=None,
+        record=record,
+        measured=len(idx),
+        proven=proven,
+        samples=n_samples,
+        initial=(times[k], q[k], _distance_table(hits, geometry.g1.size, horizon)),
+        sampled=(times, q, qd),
+    )
+
+
+def _distance_table(hits, n_pairs: int, horizon_m: float) -> np.ndarray:
+    """(P, M) every pair's distance [m] at each measured state: the smallest of its
+    contacts, the horizon where it has none."""
+    out = np.full((n_pairs, len(hits)), horizon_m)
+    rows = np.concatenate([h[0] for h in hits])
+    if rows.size:
+        cols = np.repeat(np.arange(len(hits)), [h[0].size for h in hits])
+        np.minimum.at(out, (rows, cols), np.concatenate([h[1] for h in hits]))
+    return out
+
+
+_EMPTY = np.zeros(0, np.int64)
+_NONE = np.zeros(0)
+
+
+def covering_rows(geometry: PairGeometry) -> np.ndarray:
+    """(C, n) the distinct per-joint radii rows [m] of ``geometry`` that no other row
+    dominates (>= in every joint): every pair's row is below one of them in every joint, so
+    its arc is at most the largest of theirs (cached on the geometry)."""
+    cached = geometry.__dict__.get("_covering_rows")
+    if cached is None:
+        r = np.unique(geometry.radii, axis=0)
+        ge = (r[:, None, :] >= r[None, :, :]).all(axis=2)
+        np.fill_diagonal(ge, False)  # rows are distinct: ge off the diagonal is strict
+        cached = r[~ge.any(axis=0)] if r.size else np.zeros((0, geometry.radii.shape[1]))
+        geometry.__dict__["_covering_rows"] = cached
+    return cached
+
+
+def _next_query(
+    i: int,
+    near: np.ndarray,
+    slack: np.ndarray,
+    radii: np.ndarray,
+    far_arcs: np.ndarray,
+    far_limit: float,
+    cum: np.ndarray,
+) -> int:
+    """The first sample after ``i`` where some pair's arc since sample i could reach its
+    slack (distance - threshold) [m]: every sample before it is proven free (the last
+    sample when none could before it). Pairs measured at the horizon are bounded together
+    by the covering rows' arcs ``far_arcs`` (N, C) [m] against ``far_limit`` (the smallest
+    slack any pair at the horizon can have); the pairs of the contacts within the horizon
+    (``near``, one entry per contact, ``slack`` alike) one by one. ``cum`` (N, n): each
+    joint's speed-bound integral from the start [rad]."""
+    n = cum.shape[0]
+    if far_limit <= 0.0 or (slack.size and float(slack.min()) <= 0.0):
+        return i + 1
+    stop = n - 1
+    for c in range(far_arcs.shape[1]):  # arcs only grow: the first crossing, by bisection
+        col = far_arcs[:, c]
+        stop = min(stop, int(np.searchsorted(col, col[i] + far_limit, side="left")))
+    if near.size and stop > i + 1:
+        arcs = (cum[i + 1 : stop] - cum[i]) @ radii[near].T  # (samples, contacts) [m]
+        bad = (arcs >= slack[None, :]).any(axis=1)
+        if bad.any():
+            return i + 1 + int(np.argmax(bad))
+    return max(stop, i + 1)
+
+
+def _clearance(meter: CheckSession, geometry, p: int, distance_m: float) -> Clearance:
+    return Clearance(distance_m, meter._pair(int(geometry.g1[p]), int(geometry.g2[p])))

@@ -49,7 +49,8 @@ class FinalCheck:
     measured (-1 when the deadline passed first); proven: samples proven free without a
     query; samples: 125 Hz samples of the path; initial: (times (M,), states (M, n),
     distances (P, M)) of the measured samples, for the certificate (None on a hit);
-    sampled: (times (N,), q, qd (N, n)) of the path at the sample rate [s, rad, rad/s]."""
+    sampled: (times (N,), q, qd (N, n)) of the path at the sample rate [s, rad, rad/s];
+    measured_index: the samples measured, in order (None on a timeout)."""
 
     hit: tuple[float, Clearance] | None
     record: ClearanceRecord | None
@@ -58,6 +59,7 @@ class FinalCheck:
     samples: int
     initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     sampled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    measured_index: np.ndarray | None = None
 
 
 def final_check(
@@ -123,6 +125,8 @@ def final_check(
                     proven=proven,
                     samples=n_samples,
                     initial=None,
+                    sampled=(times, q, qd),
+                    measured_index=np.asarray(idx),
                 )
             if dist[k] < best:
                 best, best_i, best_p = float(dist[k]), i, int(near[k])
@@ -146,6 +150,7 @@ def final_check(
         samples=n_samples,
         initial=(times[k], q[k], _distance_table(hits, geometry.g1.size, horizon)),
         sampled=(times, q, qd),
+        measured_index=k,
     )
 
 

@@ -407,16 +407,16 @@ def certify_samples(
     if t.size > 1:
         speeds = segment_speed_bounds(t, np.asarray(qd, float), accel, vmax)  # (K, n)
         # far pairs: sum_j r_pj max_gap(arc_j) / 2 >= the largest two-query dip, arc_j the
-        # integral of joint j's speed bound across the gap (all segments it spans; no BLAS:
-        # OpenBLAS threads cost more than they save on these small products)
+        # integral of joint j's speed bound across the gap (all segments it spans)
         reach = np.max(np.diff(_cumulative_at(qt0, t, speeds), axis=0), axis=0)  # (n,) [rad]
-        dip = (geometry.radii * reach[None, :]).sum(axis=1) / 2.0
+        dip = geometry.radii @ reach / 2.0
     else:
         speeds = np.zeros((0, q.shape[1]))
         dip = np.zeros(geometry.g1.size)
-    near_mask = np.any(dist_all < horizon_m, axis=1)
+    row_min = dist_all.min(axis=1)
+    near_mask = row_min < horizon_m
     far_bound = horizon_m - spec.query_tolerance_m - dip - allowance_all
-    sampled_min = float(np.min(dist_all - spec.query_tolerance_m - allowance_all[:, None]))
+    sampled_min = float(np.min(row_min - spec.query_tolerance_m - allowance_all))
     active_mask = near_mask | (far_bound < max(margin_m, config.tighten_ratio * sampled_min))
     active = np.flatnonzero(active_mask)
     far = np.flatnonzero(~active_mask)  # bounded in closed form, no envelope of their own
@@ -430,7 +430,7 @@ def certify_samples(
         geometry.names,
     )
     allowance, dist = allowance_all[active], dist_all[active]
-    seg_L = (sub.radii[:, None, :] * speeds[None, :, :]).sum(axis=2)  # (P_active, K) [m/s]
+    seg_L = sub.radii @ speeds.T  # (P_active, K) [m/s]
     threshold = margin_m + allowance
     P = active.size
     qt, qq = list(qt0), list(qq0)

@@ -33,8 +33,8 @@ import numpy as np
 
 from planners.collision import CheckSession, Clearance
 from planners.pair_certificate import (
-    PairGeometry,
     _group_geometry,
+    covering_rows,
     plan_allowances_m,
     segment_speed_bounds,
 )
@@ -169,20 +169,6 @@ _EMPTY = np.zeros(0, np.int64)
 _NONE = np.zeros(0)
 
 
-def covering_rows(geometry: PairGeometry) -> np.ndarray:
-    """(C, n) the distinct per-joint radii rows [m] of ``geometry`` that no other row
-    dominates (>= in every joint): every pair's row is below one of them in every joint, so
-    its arc is at most the largest of theirs (cached on the geometry)."""
-    cached = geometry.__dict__.get("_covering_rows")
-    if cached is None:
-        r = np.unique(geometry.radii, axis=0)
-        ge = (r[:, None, :] >= r[None, :, :]).all(axis=2)
-        np.fill_diagonal(ge, False)  # rows are distinct: ge off the diagonal is strict
-        cached = r[~ge.any(axis=0)] if r.size else np.zeros((0, geometry.radii.shape[1]))
-        geometry.__dict__["_covering_rows"] = cached
-    return cached
-
-
 def _next_query(
     i: int,
     near: np.ndarray,
@@ -205,7 +191,12 @@ def _next_query(
     stop = n - 1
     for c in range(far_arcs.shape[1]):  # arcs only grow: the first crossing, by bisection
         col = far_arcs[:, c]
-        stop = min(stop, int(np.searchsorted(col, col[i] + far_limit, side="left")))
+        first = int(np.searchsorted(col, col[i] + far_limit, side="left"))
+        if first > i + 1 and first < n and col[first] - col[i] > 2.0 * far_limit:
+            # the certificate's envelope between two states at the horizon needs an arc
+            # of at most twice the slack: stop one sample short of such an overshoot
+            first -= 1
+        stop = min(stop, first)
     if near.size and stop > i + 1:
         arcs = (cum[i + 1 : stop] - cum[i]) @ radii[near].T  # (samples, contacts) [m]
         bad = (arcs >= slack[None, :]).any(axis=1)

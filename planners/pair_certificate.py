@@ -53,13 +53,18 @@ class CertificateConfig:
     segment is inconclusive; report_m: pairs whose certified minimum is below this are
     listed one by one in the artifact (the rest only counted) [m]; tighten_ratio: segments
     whose envelope minimum is below this share of the smallest sampled clearance are
-    bisected too (within ``max_bisections``; 0 turns tightening off)."""
+    bisected too (within ``max_bisections``; 0 turns tightening off); tighten_far_pairs:
+    tighten pairs never measured within the horizon too (their bound, horizon - arc / 2
+    between measured states, is then raised by bisection queries; off: such a pair is
+    bisected only where its bound is below its threshold, and may set a certified minimum
+    well below the horizon)."""
 
     spec: UncertaintySpec = field(default_factory=UncertaintySpec)
     payload_reach_m: float = 0.0
     max_bisections: int = 8
     report_m: float = 0.02
     tighten_ratio: float = 0.8
+    tighten_far_pairs: bool = False
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.payload_reach_m) and 0.0 <= self.payload_reach_m <= 2.0):
@@ -167,6 +172,20 @@ def pair_geometry(
     return PairGeometry(
         g1, g2, table.table[g1, g2].astype(int), rel.T.copy(), index, table.geom_names
     )
+
+
+def covering_rows(geometry: PairGeometry) -> np.ndarray:
+    """(C, n) the distinct per-joint radii rows [m] of ``geometry`` that no other row
+    dominates (>= in every joint): every pair's row is below one of them in every joint, so
+    its arc is at most the largest of theirs (cached on the geometry)."""
+    cached = geometry.__dict__.get("_covering_rows")
+    if cached is None:
+        r = np.unique(geometry.radii, axis=0)
+        ge = (r[:, None, :] >= r[None, :, :]).all(axis=2)
+        np.fill_diagonal(ge, False)  # rows are distinct: ge off the diagonal is strict
+        cached = r[~ge.any(axis=0)] if r.size else np.zeros((0, geometry.radii.shape[1]))
+        geometry.__dict__["_covering_rows"] = cached
+    return cached
 
 
 _GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -407,9 +426,12 @@ def certify_samples(
     if t.size > 1:
         speeds = segment_speed_bounds(t, np.asarray(qd, float), accel, vmax)  # (K, n)
         # far pairs: sum_j r_pj max_gap(arc_j) / 2 >= the largest two-query dip, arc_j the
-        # integral of joint j's speed bound across the gap (all segments it spans)
-        reach = np.max(np.diff(_cumulative_at(qt0, t, speeds), axis=0), axis=0)  # (n,) [rad]
-        dip = geometry.radii @ reach / 2.0
+        # integral of joint j's speed bound across the gap (all segments it spans) ...
+        gap_arcs = np.diff(_cumulative_at(qt0, t, speeds), axis=0)  # (gaps, n) [rad]
+        reach = np.max(gap_arcs, axis=0)  # (n,) [rad]
+        # ... and no more than the largest arc of a covering row (it dominates every pair)
+        cover = float(np.max(gap_arcs @ covering_rows(geometry).T, initial=0.0))
+        dip = np.minimum(geometry.radii @ reach, cover) / 2.0
     else:
         speeds = np.zeros((0, q.shape[1]))
         dip = np.zeros(geometry.g1.size)
@@ -417,7 +439,8 @@ def certify_samples(
     near_mask = row_min < horizon_m
     far_bound = horizon_m - spec.query_tolerance_m - dip - allowance_all
     sampled_min = float(np.min(row_min - spec.query_tolerance_m - allowance_all))
-    active_mask = near_mask | (far_bound < max(margin_m, config.tighten_ratio * sampled_min))
+    tight_far = config.tighten_ratio * sampled_min if config.tighten_far_pairs else 0.0
+    active_mask = near_mask | (far_bound < max(margin_m, tight_far))
     active = np.flatnonzero(active_mask)
     far = np.flatnonzero(~active_mask)  # bounded in closed form, no envelope of their own
     far_min = float(far_bound[far].min()) if far.size else math.inf
@@ -432,6 +455,7 @@ def certify_samples(
     allowance, dist = allowance_all[active], dist_all[active]
     seg_L = sub.radii @ speeds.T  # (P_active, K) [m/s]
     threshold = margin_m + allowance
+    tight_rows = near_mask[active]  # pairs measured within the horizon somewhere
     P = active.size
     qt, qq = list(qt0), list(qq0)
     samples = set(t.tolist())
@@ -463,6 +487,8 @@ def certify_samples(
         bad = val < threshold[:, None]
         target = config.tighten_ratio * float(np.min(lower - allowance[:, None]))
         loose = (val - allowance[:, None]) < target  # tightening: never a failure
+        if not config.tighten_far_pairs:
+            loose &= tight_rows[:, None]
         if not (
             bad.any() or (loose.any() and evaluate is not None and round_ < config.max_bisections)
         ):

@@ -509,7 +509,7 @@ class ArmGroup:
                     )
                 hit = (cert.fail_time_s, Clearance(cert.certified_min_m, None))
             if repairs == 0:
-                before = self._count_colliding(timed, meter, deadline)
+                before = self._count_colliding(timed, plain, deadline)
                 if before < 0:
                     return timeout("check")
             if repairs >= self.config.max_repairs:
@@ -745,17 +745,17 @@ class ArmGroup:
         return None, record, dense.size
 
     def _count_colliding(
-        self, timed: TimedPath, meter: CheckSession, deadline: float | None = None
+        self, timed: TimedPath, session: CheckSession, deadline: float | None = None
     ) -> int:
-        """Retimed states (samples and sub-steps) of ``timed`` within the margin; -1 when
+        """Retimed states (samples and sub-steps) of ``timed`` within the margin, counted
+        with ``session`` (a margin check: the plain checker's is the cheapest); -1 when
         ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
-        margin = self.config.collision.margin_m
         q, _, _ = timed.evaluate(self._dense_times(timed.duration))
         n = 0
         for i, row in enumerate(q):
             if deadline is not None and i % 32 == 0 and time.perf_counter() > deadline:
                 return -1
-            n += meter.clearance(row).distance_m < margin
+            n += not session.is_free(row)
         return n
 
     def _dense_times(self, duration: float) -> np.ndarray:

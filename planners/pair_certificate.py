@@ -458,14 +458,10 @@ def certify_samples(
     tight_rows = near_mask[active]  # pairs measured within the horizon somewhere
     P = active.size
     qt, qq = list(qt0), list(qq0)
-    samples = set(t.tolist())
-    between = (
-        np.array([float(x) not in samples for x in qt0], bool)
-        if initial is not None
-        else np.zeros(qt0.size, bool)
-    )
+    between = ~np.isin(qt0, t) if initial is not None else np.zeros(qt0.size, bool)
     extra_t, extra_q = [qt0[between]], [np.asarray(qq0)[between]]
     failure, fail_t, fail_kind = "", None, ""
+    last_env = None  # (query count, arcs, envelope) of the last round's envelope
     for round_ in range(config.max_bisections + 1):
         tt = np.asarray(qt)
         lower = dist - spec.query_tolerance_m
@@ -483,7 +479,9 @@ def certify_samples(
         if tt.size == 1 or P == 0:
             break
         s = _arc(tt, t, seg_L)
-        val, _, _, _ = envelope_minima(s, lower)
+        env = envelope_minima(s, lower)
+        last_env = (tt.size, s, env)
+        val = env[0]
         bad = val < threshold[:, None]
         target = config.tighten_ratio * float(np.min(lower - allowance[:, None]))
         loose = (val - allowance[:, None]) < target  # tightening: never a failure
@@ -518,8 +516,9 @@ def certify_samples(
     tt = np.asarray(qt)
     measured = np.flatnonzero(np.isin(t, qt0))
     order_e = np.argsort(np.concatenate(extra_t), kind="stable")
+    reuse = last_env[1:] if last_env is not None and last_env[0] == tt.size else None
     bounds = _pair_bounds(
-        sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m
+        sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m, reuse
     )
     best = bounds[0] if bounds else None
     near_min = best.certified_min_m if best else math.inf
@@ -588,9 +587,12 @@ def _pair_name(geometry: PairGeometry, p: int) -> str:
     return f"{geometry.names[geometry.g1[p]]} vs {geometry.names[geometry.g2[p]]} ({cls})"
 
 
-def _pair_bounds(geometry, tt, t, lower, seg_L, allowance, report_m) -> tuple[PairBound, ...]:
+def _pair_bounds(
+    geometry, tt, t, lower, seg_L, allowance, report_m, reuse=None
+) -> tuple[PairBound, ...]:
     """Per pair, the certified minimum, where, and its active queries; pairs below
-    ``report_m`` (at least the lowest one), lowest first."""
+    ``report_m`` (at least the lowest one), lowest first. ``reuse``: (arcs, envelope) of
+    these very queries when already computed."""
     P = lower.shape[0]
     if P == 0:
         return ()
@@ -598,8 +600,11 @@ def _pair_bounds(geometry, tt, t, lower, seg_L, allowance, report_m) -> tuple[Pa
         val, at = lower[:, :1], np.full((P, 1), tt[0])
         ia = ib = np.zeros((P, 1), int)
     else:
-        s = _arc(tt, t, seg_L)
-        val, sc, ia, ib = envelope_minima(s, lower)
+        s, env = reuse if reuse is not None else (None, None)
+        if s is None:
+            s = _arc(tt, t, seg_L)
+            env = envelope_minima(s, lower)
+        val, sc, ia, ib = env
         ds = np.diff(s, axis=1)
         rate = np.where(ds > 0, (sc - s[:, :-1]) / np.where(ds > 0, ds, 1.0), 0.0)
         at = tt[None, :-1] + rate * np.diff(tt)[None, :]

@@ -458,7 +458,8 @@ def certify_samples(
     tight_rows = near_mask[active]  # pairs measured within the horizon somewhere
     P = active.size
     qt, qq = list(qt0), list(qq0)
-    between = ~np.isin(qt0, t) if initial is not None else np.zeros(qt0.size, bool)
+    at_sample = _sample_index(qt0, t)  # (M,) sample index of each query, -1 between
+    between = at_sample < 0
     extra_t, extra_q = [qt0[between]], [np.asarray(qq0)[between]]
     failure, fail_t, fail_kind = "", None, ""
     last_env = None  # (query count, arcs, envelope) of the last round's envelope
@@ -514,7 +515,7 @@ def certify_samples(
         qq = [merged[j] for j in order]
         dist = np.concatenate([dist, new_d], axis=1)[:, order]
     tt = np.asarray(qt)
-    measured = np.flatnonzero(np.isin(t, qt0))
+    measured = at_sample[at_sample >= 0]
     order_e = np.argsort(np.concatenate(extra_t), kind="stable")
     reuse = last_env[1:] if last_env is not None and last_env[0] == tt.size else None
     bounds = _pair_bounds(
@@ -574,6 +575,12 @@ def _cumulative_at(query_t: np.ndarray, sample_t: np.ndarray, rate: np.ndarray) 
     into = (query_t - sample_t[k]).reshape((-1,) + (1,) * (rate.ndim - 1))
     out = at_samples[k] + rate[k] * into
     return out - out[:1]
+
+
+def _sample_index(times: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
+    """Index of the sample time equal to each time, -1 for times between samples."""
+    k = np.clip(np.searchsorted(sample_t, times), 0, sample_t.size - 1)
+    return np.where(sample_t[k] == times, k, -1)
 
 
 def _segment_of(times: np.ndarray, sample_t: np.ndarray) -> np.ndarray:

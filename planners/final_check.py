@@ -94,6 +94,7 @@ def final_check(
     # below one of them in every joint) against the smallest slack a pair there can have
     far_arcs = cum @ covering_rows(geometry).T  # (N, C) [m], nondecreasing
     far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
+    far_stop = far_stops(far_arcs, far_limit)
     index = geometry.index
     idx: list[int] = []
     hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
@@ -133,7 +134,7 @@ def final_check(
         if i == n_samples - 1:
             break
         slack = dist - threshold[near]
-        nxt = _next_query(i, near, slack, radii, far_arcs, far_limit, cum)
+        nxt = _next_query(i, near, slack, radii, int(far_stop[i]), cum)
         proven += nxt - i - 1
         i = nxt
     if best_i < 0:
@@ -169,40 +170,50 @@ _EMPTY = np.zeros(0, np.int64)
 _NONE = np.zeros(0)
 
 
+def far_stops(far_arcs: np.ndarray, far_limit: float) -> np.ndarray:
+    """(N,) for a measurement at each sample i, the sample where the pairs at the horizon
+    need the next one: the first where a covering row's arc since i (``far_arcs`` (N, C)
+    [m], nondecreasing) reaches ``far_limit`` [m], one sample earlier when that arc is over
+    twice the limit (the certificate's envelope between two states at the horizon needs an
+    arc of at most twice the slack), and never before i + 1 nor after the last sample."""
+    n = far_arcs.shape[0]
+    rows = np.arange(n)
+    stop = np.full(n, n - 1)
+    if not far_limit > 0.0:
+        return np.minimum(rows + 1, n - 1)
+    for c in range(far_arcs.shape[1]):
+        col = far_arcs[:, c]
+        first = np.searchsorted(col, col + far_limit, side="left")  # arcs only grow
+        over = np.zeros(n, bool)
+        inside = first < n
+        over[inside] = col[first[inside]] - col[inside] > 2.0 * far_limit
+        first = np.where(over & (first > rows + 1), first - 1, first)
+        stop = np.minimum(stop, first)
+    return np.clip(stop, np.minimum(rows + 1, n - 1), n - 1)
+
+
 def _next_query(
     i: int,
     near: np.ndarray,
     slack: np.ndarray,
     radii: np.ndarray,
-    far_arcs: np.ndarray,
-    far_limit: float,
+    stop: int,
     cum: np.ndarray,
 ) -> int:
     """The first sample after ``i`` where some pair's arc since sample i could reach its
-    slack (distance - threshold) [m]: every sample before it is proven free (the last
-    sample when none could before it). Pairs measured at the horizon are bounded together
-    by the covering rows' arcs ``far_arcs`` (N, C) [m] against ``far_limit`` (the smallest
-    slack any pair at the horizon can have); the pairs of the contacts within the horizon
-    (``near``, one entry per contact, ``slack`` alike) one by one. ``cum`` (N, n): each
-    joint's speed-bound integral from the start [rad]."""
-    n = cum.shape[0]
-    if far_limit <= 0.0 or (slack.size and float(slack.min()) <= 0.0):
-        return i + 1
-    stop = n - 1
-    for c in range(far_arcs.shape[1]):  # arcs only grow: the first crossing, by bisection
-        col = far_arcs[:, c]
-        first = int(np.searchsorted(col, col[i] + far_limit, side="left"))
-        if first > i + 1 and first < n and col[first] - col[i] > 2.0 * far_limit:
-            # the certificate's envelope between two states at the horizon needs an arc
-            # of at most twice the slack: stop one sample short of such an overshoot
-            first -= 1
-        stop = min(stop, first)
-    if near.size and stop > i + 1:
-        arcs = (cum[i + 1 : stop] - cum[i]) @ radii[near].T  # (samples, contacts) [m]
-        bad = (arcs >= slack[None, :]).any(axis=1)
-        if bad.any():
-            return i + 1 + int(np.argmax(bad))
-    return max(stop, i + 1)
+    slack (distance - threshold) [m]: every sample before it is proven free. ``stop``: that
+    sample for the pairs at the horizon (``far_stops``); the pairs of the contacts within
+    the horizon (``near``, one entry per contact, ``slack`` alike) are bounded one by one.
+    ``cum`` (N, n): each joint's speed-bound integral from the start [rad]."""
+    if near.size:
+        if float(slack.min()) <= 0.0:
+            return i + 1
+        if stop > i + 1:
+            arcs = (cum[i + 1 : stop] - cum[i]) @ radii[near].T  # (samples, contacts) [m]
+            bad = (arcs >= slack[None, :]).any(axis=1)
+            if bad.any():
+                return i + 1 + int(np.argmax(bad))
+    return stop
 
 
 def _clearance(meter: CheckSession, geometry, p: int, distance_m: float) -> Clearance:

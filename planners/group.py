@@ -81,24 +81,26 @@ from planners.timing import StageTimer
 @dataclass(frozen=True)
 class GroupConfig:
     """collision: margin for planning (``horizon_m`` = margin keeps checks cheapest);
-    clearance_horizon_m: range [m] up to which the final check measures clearance;
-    search: RRT-Connect settings; rate_hz: shared time base [Hz]; substeps: states
-    checked between consecutive samples; max_repairs: segment re-plans after a retimed
-    state collides; repair_step_factor: edge step of a repair relative to the search's;
+    clearance_horizon_m: range [m] up to which the final check measures clearance (a longer
+    range proves more samples free without a query: 4 cm by default); search: RRT-Connect
+    settings; rate_hz: shared time base [Hz]; substeps: states between consecutive samples
+    checked by the dense check (Cartesian plans, and the count of colliding states before a
+    repair; ``plan``'s final check measures or proves free every sample and its certificate
+    covers the time between); max_repairs: segment re-plans after a retimed state collides;
+    repair_step_factor: edge step of a repair relative to the search's;
     velocity/acceleration/jerk: default joint limits [rad/s, rad/s^2, rad/s^3] (per-arm
     ``JointLimits`` may be given to ArmGroup instead); max_goal_combinations: candidate
     combinations tried against the combined check; max_goal_resamples: rounds of extra
-    candidates asked of resampling goals when no combination is free; search_padding_m:
-    extra clearance [m] the search keeps (so densely checked retimed states between its
-    edge checks keep the margin); when the padded search fails, it is retried unpadded
-    (and repairs still try padded first); certificate: how every returned plan is
-    certified between its samples (``planners.pair_certificate``, seed 003: declared
-    uncertainty, payload reach, bisection rounds); a plan that cannot be certified at the
-    margin is repaired like a colliding one, else fails with ``PlanStatus.UNCERTIFIED``;
-    time_budget_s: wall time [s] a ``plan`` call may take (None: no limit), overridable per
-    call; slow_factor: a segment whose certificate stays inconclusive after bisection is
-    retimed with its velocity and acceleration limits times this (in (0, 1)), up to
-    max_slowdowns times per plan, before the segment is re-planned."""
+    candidates asked of resampling goals when no combination is free; search_padding_m: extra
+    clearance [m] the search keeps (so densely checked retimed states between its edge checks
+    keep the margin); when the padded search fails, it is retried unpadded (and repairs still
+    try padded first); certificate: how every returned plan is certified between its samples
+    (``planners.pair_certificate``, seed 003: declared uncertainty, payload reach, bisection
+    rounds); a plan that cannot be certified at the margin is repaired like a colliding one,
+    else fails with ``PlanStatus.UNCERTIFIED``; time_budget_s: wall time [s] a ``plan`` call may
+    take (None: no limit), overridable per call; slow_factor: a segment whose certificate stays
+    inconclusive after bisection is retimed with its velocity and acceleration limits times this
+    (in (0, 1)), up to max_slowdowns times per plan, before the segment is re-planned."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
     clearance_horizon_m: float = 0.04

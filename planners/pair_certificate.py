@@ -252,9 +252,12 @@ def plan_allowances_m(geometry: PairGeometry, q: np.ndarray, spec: UncertaintySp
     """(P,) each pair's uncertainty allowance E [m] over a plan whose samples are ``q``
     (N, n) [rad] (the largest |rotation| of each joint over the samples)."""
     theta = np.max(np.abs(q), axis=0)
-    world = geometry.pair_class == int(PairClass.ARM_WORLD)
-    movers = (geometry.radii > 0).any(axis=1).astype(float)
-    return pair_allowances_m(geometry.radii, theta, world, movers, spec)
+    cached = geometry.__dict__.get("_allowance_inputs")
+    if cached is None:  # constant per geometry
+        world = geometry.pair_class == int(PairClass.ARM_WORLD)
+        movers = (geometry.radii > 0).any(axis=1).astype(float)
+        cached = geometry.__dict__["_allowance_inputs"] = (world, movers)
+    return pair_allowances_m(geometry.radii, theta, cached[0], cached[1], spec)
 
 
 # ----------------------------------------------------------------------------- records

@@ -11,7 +11,7 @@ from planner_fixtures import rob_home_group
 
 from experiments.hard_problems import load
 from planners.errors import PlannerConfigError
-from planners.final_check import covering_rows, final_check
+from planners.final_check import far_stops, final_check
 from planners.geom_pairs import PairClass
 from planners.group import GroupConfig
 from planners.pair_certificate import (
@@ -20,11 +20,12 @@ from planners.pair_certificate import (
     _arc,
     _group_geometry,
     certify_samples,
+    covering_rows,
     mujoco_query,
     plan_allowances_m,
 )
 from planners.plan import PlanStatus
-from planners.retime import JointLimits, time_path
+from planners.retime import JointLimits, limit_report, time_path
 
 MOVING = ("right", "left")
 
@@ -210,3 +211,23 @@ def test_a_plan_carries_a_certificate_of_its_measured_samples(rob):
     assert set(plan.stage_times_s) >= {"check", "certify", "total"}
     shares = plan.stage_shares
     assert 0 < shares["certify_share"] <= shares["check_certify_share"] <= 1
+
+
+def test_far_stops_stop_short_of_an_arc_the_envelope_cannot_cover():
+    """Covering-row arcs 0, 1, 2.5, 5, 5.5. Slack 2: from sample 0 the bound fails at
+    sample 2 (arc 2.5 >= 2, and 2.5 <= 2 x 2: the next measurement); from 1 at 3 (4 <= 4).
+    Slack 1.2: from sample 0 it fails at 2 with an arc of 2.5 > 2.4, so sample 1 (proven
+    free) is measured instead. Never before i + 1 nor past the last sample."""
+    arcs = np.array([[0.0], [1.0], [2.5], [5.0], [5.5]])
+    np.testing.assert_array_equal(far_stops(arcs, 2.0), [2, 3, 3, 4, 4])
+    np.testing.assert_array_equal(far_stops(arcs, 1.2)[:2], [1, 2])
+    np.testing.assert_array_equal(far_stops(arcs, 0.0), [1, 2, 3, 4, 4])
+
+
+def test_slowed_plan_keeps_the_joint_limits(rob):
+    limits = JointLimits.stack([rob.motion_limits(a) for a in MOVING])
+    base = np.concatenate([rob.arm_q(a) for a in MOVING])
+    slow = time_path([base, base + 0.3, base - 0.1], limits).slowed(1, 0.5)
+    t = np.arange(0.0, slow.duration, 1 / 125.0)
+    q, qd, qdd = slow.evaluate(t)
+    assert limit_report(q, qd, qdd, 1 / 125.0, limits).respected(1e-6)

@@ -18,6 +18,13 @@ the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear t
 - **Cheap bound first.** One ``mj_collision`` per query time, with every geom's margin at
   the horizon, gives the distance of every pair nearer than the horizon; every other
   checked pair is known to be at least the horizon away and needs no query of its own.
+- **Measured samples only.** The planner's final check (``planners.final_check``) measures
+  only the samples its per-pair bound cannot prove free; the arc between two queries is
+  the integral of the pair's L across every 125 Hz segment between them, so the skipped
+  samples are covered by the envelope like any other time between queries.
+- **Tightening** (bisection that raises a low but passing envelope towards the sampled
+  minimum) applies to pairs measured within the horizon; pairs never within it are
+  bisected only where their bound is below their threshold (``tighten_far_pairs``).
 - **Bisection.** Where some pair's envelope minus its uncertainty allowance falls below the
   margin between two queries that are themselves above it, one more query at the middle
   (all pairs at once), up to ``max_bisections`` rounds. A query below the threshold ends

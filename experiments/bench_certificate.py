@@ -79,7 +79,8 @@ def plan_figures(budget_s: float = SOUNDNESS_BUDGET_S, max_plans: int = MAX_PLAN
                     "check_s": st.get("check", 0.0),
                     "first_try": c.uncertified_attempts == 0,
                     "queries_between": c.n_extra_queries,
-                    "samples": c.sample_queries,
+                    "samples": c.samples,
+                    "samples_measured": c.sample_queries,
                 }
             )
             if true_min < c.certified_min_m - 1e-7:

@@ -4,7 +4,9 @@ The check trusts nothing the planner measured: it rebuilds the checked pairs fro
 model (``GeomPairTable``), the per-pair Lipschitz radii, the speed bounds from the stored
 velocities and acceleration limits, the uncertainty allowances from the stored spec; it
 measures every distance again with coal (``planners.oracle.CoalOracle``: GJK/EPA on coal
-shapes, no MuJoCo collider) at every sample and every stored bisection query, pairs
+shapes, no MuJoCo collider) at every sample the certificate measured
+(``measured_sample_index``; every sample in documents without it) and every stored
+bisection query, pairs
 whose bounding spheres are farther apart than the horizon getting that sphere bound (a
 valid lower bound) instead; then it recomputes each pair's envelope minimum.
 
@@ -97,8 +99,20 @@ def verify_document(
     qpos_index = np.concatenate(
         [[model.jnt_qposadr[model.joint(j).id] for j in doc["joint_names"][a]] for a in moving]
     ).astype(int)
-    tt = np.concatenate([t, extra_t])
-    qq = np.vstack([q, extra_q]) if extra_t.size else q
+    # the samples the certificate measured (older documents: every sample); the envelope
+    # integrates the speed bound across the skipped ones
+    index = cert.get("measured_sample_index")
+    k = np.arange(t.size) if index is None else np.asarray(index, int)
+    if index is not None and (
+        k.size < 1 or k[0] != 0 or k[-1] != t.size - 1 or np.any(np.diff(k) <= 0)
+    ):
+        problems.append(
+            "measured_sample_index must rise from the first to the last sample "
+            f"(got {k.size} indices over {t.size} samples)"
+        )
+        k = np.arange(t.size)
+    tt = np.concatenate([t[k], extra_t])
+    qq = np.vstack([q[k], extra_q]) if extra_t.size else q[k]
     order = np.argsort(tt, kind="stable")
     tt, qq = tt[order], qq[order]
     oracle = CoalOracle(model)

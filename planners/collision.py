@@ -14,8 +14,10 @@ generated, and enables MuJoCo's parent filter; which pair is checked is decided 
 Soundness: MuJoCo's colliders are physics colliders; ``planners.oracle`` proves them
 against coal on the models we plan with (see tests/test_oracle.py).
 
-Each thread gets its own MjData (``threading.local``); the private model is read-only
-after construction and shared. Units: metres, radians.
+Each checker keeps one MjData per thread (``threading.local``), shared by its sessions
+(a session writes its reference state in when another one used the data last); no MjData
+is allocated per session or per query. The private model is read-only after construction
+and shared. Units: metres, radians.
 """
 
 from __future__ import annotations
@@ -169,6 +171,31 @@ class CollisionChecker:
         self.arm_names = self.pairs.arm_names
         self.arm_joints = {a: tuple(arms[a]) for a in self.arm_names}
         self.arm_qpos = {a: joint_qpos_addresses(model, arms[a]) for a in self.arm_names}
+        self._local = threading.local()
+        self._checked: dict[tuple[str, ...], np.ndarray] = {}
+
+    def data_for(self, session: CheckSession) -> mujoco.MjData:
+        """This thread's MjData of the private model (made once per checker and thread), with
+        ``session``'s reference state written in when another session used it last."""
+        local = self._local
+        d = getattr(local, "data", None)
+        if d is None:
+            d = local.data = mujoco.MjData(self.model)
+            local.owner = None
+        if local.owner is not session:
+            d.qpos[:] = session.reference_qpos
+            local.owner = session
+        return d
+
+    def checked_table(self, moving: Sequence[str]) -> np.ndarray:
+        """The pair table's ``checked_table(moving)``, made once per set of moving arms
+        (read-only)."""
+        key = tuple(moving)
+        table = self._checked.get(key)
+        if table is None:
+            table = self._checked[key] = self.pairs.checked_table(key)
+            table.flags.writeable = False
+        return table
 
     def session(self, moving: Sequence[str], reference_qpos: np.ndarray) -> CheckSession:
         """A checker for configurations of the ``moving`` arms (stacked in that order);
@@ -197,18 +224,13 @@ class CheckSession:
         )
         self.reference_qpos = reference_qpos.copy()
         self.reference_qpos.flags.writeable = False
-        self.checked = checker.pairs.checked_table(moving)
-        self._local = threading.local()
+        self.checked = checker.checked_table(moving)
         self._pairs: dict[tuple[int, int], GeomPair] = {}
         self.checks = 0
 
     def _data(self) -> mujoco.MjData:
-        d = getattr(self._local, "data", None)
-        if d is None:
-            d = mujoco.MjData(self.model)
-            d.qpos[:] = self.reference_qpos
-            self._local.data = d
-        return d
+        """This thread's MjData of the checker, holding this session's reference state."""
+        return self.checker.data_for(self)
 
     def _collide(self, q: np.ndarray) -> mujoco.MjData:
         d = self._data()

@@ -8,12 +8,15 @@ moving arms only; a one-arm request is a one-arm group.
 
 Stages (wall time of each in ``Plan.stage_times_s``): ``goals`` (candidates, combined
 check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``retime``
-(jerk-limited time law, 125 Hz samples), ``check`` (every sample and ``substeps`` states
-between samples re-checked with the margin while measuring clearance up to the
-horizon; a hit re-plans only the offending span at a finer edge step, shortcuts it
-again and retimes), ``certify`` (``planners.pair_certificate``: every pair's clearance
-between the states the check measured is bounded with seed 003's envelope, reusing the
-check's distances; a plan that cannot be certified at the margin is repaired like a hit,
+(jerk-limited time law, 125 Hz samples), ``check`` (``planners.final_check``: every
+sample is either measured, all pairs' distances up to the clearance horizon in one
+collision pass, or proven free from the last measured state by each pair's Lipschitz
+bound; a measured state within the margin is a hit, which re-plans only the offending
+span at a finer edge step, shortcuts it again and retimes), ``certify``
+(``planners.pair_certificate``: every pair's clearance between the measured states is
+bounded with seed 003's envelope, reusing the check's distances; a segment whose
+envelope stays inconclusive is first slowed (``slow_factor``, up to ``max_slowdowns``
+per plan), else a plan that cannot be certified at the margin is repaired like a hit,
 else the result is ``PlanStatus.UNCERTIFIED``: no plan is returned uncertified).
 
 Lazy goal candidates: a streaming goal (``planners.goals.StreamingGoal``, e.g.
@@ -60,8 +63,10 @@ import numpy as np
 from planners import collision, search
 from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
+from planners.final_check import final_check
 from planners.goals import Goal, ResamplingGoal, candidate_source
 from planners.pair_certificate import (
+    FAIL_INCONCLUSIVE,
     CertificateConfig,
     PairRecorder,
     certify_plan_timed,
@@ -76,25 +81,29 @@ from planners.timing import StageTimer
 @dataclass(frozen=True)
 class GroupConfig:
     """collision: margin for planning (``horizon_m`` = margin keeps checks cheapest);
-    clearance_horizon_m: range [m] up to which the final check measures clearance;
-    search: RRT-Connect settings; rate_hz: shared time base [Hz]; substeps: states
-    checked between consecutive samples; max_repairs: segment re-plans after a retimed
-    state collides; repair_step_factor: edge step of a repair relative to the search's;
+    clearance_horizon_m: range [m] up to which the final check measures clearance (a longer
+    range proves more samples free without a query: 4 cm by default); search: RRT-Connect
+    settings; rate_hz: shared time base [Hz]; substeps: states between consecutive samples
+    checked by the dense check (Cartesian plans, and the count of colliding states before a
+    repair; ``plan``'s final check measures or proves free every sample and its certificate
+    covers the time between); max_repairs: segment re-plans after a retimed state collides;
+    repair_step_factor: edge step of a repair relative to the search's;
     velocity/acceleration/jerk: default joint limits [rad/s, rad/s^2, rad/s^3] (per-arm
     ``JointLimits`` may be given to ArmGroup instead); max_goal_combinations: candidate
     combinations tried against the combined check; max_goal_resamples: rounds of extra
-    candidates asked of resampling goals when no combination is free; search_padding_m:
-    extra clearance [m] the search keeps (so densely checked retimed states between its
-    edge checks keep the margin); when the padded search fails, it is retried unpadded
-    (and repairs still try padded first); certificate: how every returned plan is
-    certified between its samples (``planners.pair_certificate``, seed 003: declared
-    uncertainty, payload reach, bisection rounds); a plan that cannot be certified at the
-    margin is repaired like a colliding one, else fails with ``PlanStatus.UNCERTIFIED``;
-    time_budget_s: wall time [s] a ``plan`` call may take (None: no limit), overridable per
-    call."""
+    candidates asked of resampling goals when no combination is free; search_padding_m: extra
+    clearance [m] the search keeps (so densely checked retimed states between its edge checks
+    keep the margin); when the padded search fails, it is retried unpadded (and repairs still
+    try padded first); certificate: how every returned plan is certified between its samples
+    (``planners.pair_certificate``, seed 003: declared uncertainty, payload reach, bisection
+    rounds); a plan that cannot be certified at the margin is repaired like a colliding one,
+    else fails with ``PlanStatus.UNCERTIFIED``; time_budget_s: wall time [s] a ``plan`` call may
+    take (None: no limit), overridable per call; slow_factor: a segment whose certificate stays
+    inconclusive after bisection is retimed with its velocity and acceleration limits times this
+    (in (0, 1)), up to max_slowdowns times per plan, before the segment is re-planned."""
 
     collision: CollisionConfig = field(default_factory=collision.default_config)
-    clearance_horizon_m: float = 0.02
+    clearance_horizon_m: float = 0.04
     search: SearchConfig = field(default_factory=search.default_config)
     rate_hz: float = 125.0
     substeps: int = 1
@@ -108,9 +117,19 @@ class GroupConfig:
     search_padding_m: float = 0.002
     certificate: CertificateConfig = field(default_factory=CertificateConfig)
     time_budget_s: float | None = None
+    slow_factor: float = 0.5
+    max_slowdowns: int = 3
 
     def __post_init__(self) -> None:
         _check_budget("time_budget_s", self.time_budget_s)
+        if not (isinstance(self.slow_factor, numbers.Real) and 0.0 < self.slow_factor < 1.0):
+            raise PlannerConfigError("slow_factor", self.slow_factor, "in (0, 1)")
+        if (
+            isinstance(self.max_slowdowns, bool)
+            or not isinstance(self.max_slowdowns, numbers.Integral)
+            or not 0 <= self.max_slowdowns <= 20
+        ):
+            raise PlannerConfigError("max_slowdowns", self.max_slowdowns, "an integer in [0, 20]")
         if not self.clearance_horizon_m >= self.collision.margin_m:
             raise PlannerConfigError(
                 "clearance_horizon_m",
@@ -156,7 +175,7 @@ def _check_budget(field: str, value: object) -> float | None:
 
 
 def default_config() -> GroupConfig:
-    """5 mm margin, clearance measured to 2 cm, 125 Hz, one sub-step, 1 rad/s, 2.5 rad/s^2,
+    """5 mm margin, clearance measured to 4 cm, 125 Hz, one sub-step, 1 rad/s, 2.5 rad/s^2,
     15 rad/s^3 on every joint (ASSUMED planning limits, well inside the OpenArm motors)."""
     return GroupConfig()
 
@@ -445,31 +464,54 @@ class ArmGroup:
 
         limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
         stages["retime"] = stages["check"] = 0.0
-        repairs = before = uncertified = 0
+        repairs = before = uncertified = slowdowns = 0
+        timed = None
         while True:
-            with timer.stage("retime"):
-                timed = time_path(path, limits)
+            if timed is None:
+                with timer.stage("retime"):
+                    timed = time_path(path, limits)
             with timer.stage("check"):
-                recorder = PairRecorder(self, moving, self.config.certificate)
-                hit, record, checked = self._check_timed(timed, meter, recorder, deadline)
-            if checked < 0:
+                fc = final_check(self, moving, timed, meter, deadline)
+            if fc.measured < 0:
                 return timeout("check")
+            hit, record, checked = fc.hit, fc.record, fc.measured
             if hit is None:
                 with timer.stage("certify"):
-                    cert = certify_timed(self, moving, timed, self.config.certificate, recorder)
+                    cert = certify_timed(
+                        self,
+                        moving,
+                        timed,
+                        self.config.certificate,
+                        initial=fc.initial,
+                        sampled=fc.sampled,
+                        session=meter,
+                    )
                 if cert.certified:
                     cert = replace(cert, uncertified_attempts=uncertified)
                     break
                 uncertified += 1
+                if (
+                    cert.fail_kind == FAIL_INCONCLUSIVE
+                    and slowdowns < self.config.max_slowdowns
+                    and cert.fail_time_s is not None
+                ):  # a tighter speed bound may certify it: slow the segment, keep the path
+                    with timer.stage("retime"):
+                        k = int(timed.segment_of(np.array([cert.fail_time_s]))[0])
+                        timed = timed.slowed(k, self.config.slow_factor)
+                    slowdowns += 1
+                    continue
                 if repairs >= self.config.max_repairs:
                     return PlanResult(
                         PlanStatus.UNCERTIFIED,
-                        reason=(f"not certified after {repairs} segment repairs: {cert.failure}"),
+                        reason=(
+                            f"not certified ({cert.fail_kind}) after {repairs} segment repairs "
+                            f"and {slowdowns} slowdowns: {cert.failure}"
+                        ),
                         stage_times_s=stages,
                     )
                 hit = (cert.fail_time_s, Clearance(cert.certified_min_m, None))
             if repairs == 0:
-                before = self._count_colliding(timed, meter, deadline)
+                before = self._count_colliding(timed, plain, deadline)
                 if before < 0:
                     return timeout("check")
             if repairs >= self.config.max_repairs:
@@ -489,6 +531,7 @@ class ArmGroup:
             if late():
                 return timeout("repair")
             repairs += 1
+            timed = None
             if path is None:
                 status = PlanStatus.CHECK_FAILED if hit[1].pair else PlanStatus.UNCERTIFIED
                 return PlanResult(
@@ -501,7 +544,7 @@ class ArmGroup:
                     stage_times_s=stages,
                 )
 
-        times = sample_times(timed.duration, self.config.rate_hz)
+        times = fc.sampled[0]
         q, qd, qdd = timed.evaluate(times)
         arms, col = {}, 0
         for a in moving:
@@ -527,6 +570,8 @@ class ArmGroup:
             goal_resamples=resamples,
             colliding_before_repair=before,
             certificate=cert,
+            proven_samples=fc.proven,
+            slowdowns=slowdowns,
         )
         timer.total()
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
@@ -702,17 +747,17 @@ class ArmGroup:
         return None, record, dense.size
 
     def _count_colliding(
-        self, timed: TimedPath, meter: CheckSession, deadline: float | None = None
+        self, timed: TimedPath, session: CheckSession, deadline: float | None = None
     ) -> int:
-        """Retimed states (samples and sub-steps) of ``timed`` within the margin; -1 when
+        """Retimed states (samples and sub-steps) of ``timed`` within the margin, counted
+        with ``session`` (a margin check: the plain checker's is the cheapest); -1 when
         ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
-        margin = self.config.collision.margin_m
         q, _, _ = timed.evaluate(self._dense_times(timed.duration))
         n = 0
         for i, row in enumerate(q):
             if deadline is not None and i % 32 == 0 and time.perf_counter() > deadline:
                 return -1
-            n += meter.clearance(row).distance_m < margin
+            n += not session.is_free(row)
         return n
 
     def _dense_times(self, duration: float) -> np.ndarray:

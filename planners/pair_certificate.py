@@ -18,6 +18,13 @@ the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear t
 - **Cheap bound first.** One ``mj_collision`` per query time, with every geom's margin at
   the horizon, gives the distance of every pair nearer than the horizon; every other
   checked pair is known to be at least the horizon away and needs no query of its own.
+- **Measured samples only.** The planner's final check (``planners.final_check``) measures
+  only the samples its per-pair bound cannot prove free; the arc between two queries is
+  the integral of the pair's L across every 125 Hz segment between them, so the skipped
+  samples are covered by the envelope like any other time between queries.
+- **Tightening** (bisection that raises a low but passing envelope towards the sampled
+  minimum) applies to pairs measured within the horizon; pairs never within it are
+  bisected only where their bound is below their threshold (``tighten_far_pairs``).
 - **Bisection.** Where some pair's envelope minus its uncertainty allowance falls below the
   margin between two queries that are themselves above it, one more query at the middle
   (all pairs at once), up to ``max_bisections`` rounds. A query below the threshold ends
@@ -53,13 +60,18 @@ class CertificateConfig:
     segment is inconclusive; report_m: pairs whose certified minimum is below this are
     listed one by one in the artifact (the rest only counted) [m]; tighten_ratio: segments
     whose envelope minimum is below this share of the smallest sampled clearance are
-    bisected too (within ``max_bisections``; 0 turns tightening off)."""
+    bisected too (within ``max_bisections``; 0 turns tightening off); tighten_far_pairs:
+    tighten pairs never measured within the horizon too (their bound, horizon - arc / 2
+    between measured states, is then raised by bisection queries; off: such a pair is
+    bisected only where its bound is below its threshold, and may set a certified minimum
+    well below the horizon)."""
 
     spec: UncertaintySpec = field(default_factory=UncertaintySpec)
     payload_reach_m: float = 0.0
     max_bisections: int = 8
     report_m: float = 0.02
     tighten_ratio: float = 0.8
+    tighten_far_pairs: bool = False
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.payload_reach_m) and 0.0 <= self.payload_reach_m <= 2.0):
@@ -169,6 +181,20 @@ def pair_geometry(
     )
 
 
+def covering_rows(geometry: PairGeometry) -> np.ndarray:
+    """(C, n) the distinct per-joint radii rows [m] of ``geometry`` that no other row
+    dominates (>= in every joint): every pair's row is below one of them in every joint, so
+    its arc is at most the largest of theirs (cached on the geometry)."""
+    cached = geometry.__dict__.get("_covering_rows")
+    if cached is None:
+        r = np.unique(geometry.radii, axis=0)
+        ge = (r[:, None, :] >= r[None, :, :]).all(axis=2)
+        np.fill_diagonal(ge, False)  # rows are distinct: ge off the diagonal is strict
+        cached = r[~ge.any(axis=0)] if r.size else np.zeros((0, geometry.radii.shape[1]))
+        geometry.__dict__["_covering_rows"] = cached
+    return cached
+
+
 _GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -229,6 +255,18 @@ def _running_argmax(x: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(idx, axis=1)
 
 
+def plan_allowances_m(geometry: PairGeometry, q: np.ndarray, spec: UncertaintySpec) -> np.ndarray:
+    """(P,) each pair's uncertainty allowance E [m] over a plan whose samples are ``q``
+    (N, n) [rad] (the largest |rotation| of each joint over the samples)."""
+    theta = np.max(np.abs(q), axis=0)
+    cached = geometry.__dict__.get("_allowance_inputs")
+    if cached is None:  # constant per geometry
+        world = geometry.pair_class == int(PairClass.ARM_WORLD)
+        movers = (geometry.radii > 0).any(axis=1).astype(float)
+        cached = geometry.__dict__["_allowance_inputs"] = (world, movers)
+    return pair_allowances_m(geometry.radii, theta, cached[0], cached[1], spec)
+
+
 # ----------------------------------------------------------------------------- records
 
 
@@ -279,7 +317,7 @@ class PlanClearanceCertificate:
     pairs_total: int
     pairs_far: int
     far_pairs_min_m: float
-    sample_queries: int
+    sample_queries: int  # 125 Hz samples measured (the rest proven free by the final check)
     extra_t_s: np.ndarray
     extra_q_rad: np.ndarray
     spec: UncertaintySpec
@@ -287,12 +325,21 @@ class PlanClearanceCertificate:
     model_hash: str
     failure: str = ""
     fail_time_s: float | None = None
+    fail_kind: str = ""  # FAIL_QUERY_BELOW or FAIL_INCONCLUSIVE when not certified
+    samples: int = 0  # 125 Hz samples the certificate covers (measured or not)
+    measured_index: np.ndarray | None = None  # which samples were measured (None: all)
     elapsed_s: float = 0.0
     uncertified_attempts: int = 0  # earlier retimed paths of this plan that failed (then repaired)
 
     @property
     def n_extra_queries(self) -> int:
+        """Queries between samples (bisection; sub-steps of an older check)."""
         return int(self.extra_t_s.size)
+
+    @property
+    def measured_samples(self) -> int:
+        """125 Hz samples whose distances were measured (<= ``samples``)."""
+        return self.sample_queries
 
     def as_dict(self) -> dict:
         return {
@@ -308,6 +355,11 @@ class PlanClearanceCertificate:
             if math.isfinite(self.far_pairs_min_m)
             else None,
             "sample_queries": self.sample_queries,
+            "measured_samples": self.sample_queries,
+            "samples": self.samples,
+            "measured_sample_index": None
+            if self.measured_index is None
+            else [int(k) for k in self.measured_index],
             "extra_queries": [
                 {"t_s": float(t), "q_rad": q.tolist()}
                 for t, q in zip(self.extra_t_s, self.extra_q_rad, strict=True)
@@ -318,12 +370,16 @@ class PlanClearanceCertificate:
             "model_hash": self.model_hash,
             "failure": self.failure,
             "fail_time_s": self.fail_time_s,
+            "fail_kind": self.fail_kind,
             "uncertified_attempts": self.uncertified_attempts,
             "method": "seed 003 multi-sample Lipschitz envelope, per pair, exact minimum",
         }
 
 
 # ----------------------------------------------------------------------------- certify
+
+FAIL_QUERY_BELOW = "query_below_threshold"  # a measured state within margin + allowance
+FAIL_INCONCLUSIVE = "envelope_inconclusive"  # the envelope dips below after every bisection
 
 QueryFn = Callable[[np.ndarray], np.ndarray]
 
@@ -347,47 +403,54 @@ def certify_samples(
 
     query(q) -> (P,) distances of every pair at stacked q (``horizon_m`` for far pairs);
     evaluate(times) -> (M, n) stacked q at those times (for bisection; None: none); initial:
-    distances already measured (times (M,) including every sample time, states (M, n),
-    distances (P, M)), e.g. by the planner's final check, used instead of new queries
-    (the states between samples become listed queries of the certificate). Pairs never
+    distances already measured (increasing times (M,) from the first to the last sample
+    time, states (M, n), distances (P, M)), e.g. by the planner's final check, used instead
+    of new queries; samples between may be skipped (the envelope integrates each pair's
+    speed bound across every segment between two queries), states between samples become
+    listed queries of the certificate. Pairs never
     within the horizon at a sample get the closed-form two-sample bound
     (horizon - tol - L_k dt_k / 2 on the worst segment) and no further work."""
     started = time.perf_counter()
     t = np.asarray(t, float)
     q = np.asarray(q, float)
     spec = config.spec
-    theta = np.max(np.abs(q), axis=0)
-    world = geometry.pair_class == int(PairClass.ARM_WORLD)
-    movers = (geometry.radii > 0).any(axis=1).astype(float)
-    allowance_all = pair_allowances_m(geometry.radii, theta, world, movers, spec)
+    allowance_all = plan_allowances_m(geometry, q, spec)
     if initial is None:
         qt0, qq0 = t, q
         dist_all = np.stack([query(q[i]) for i in range(t.size)], axis=1)
     else:
         qt0, qq0, dist_all = (np.asarray(x, float) for x in initial)
-        if not set(t.tolist()) <= set(qt0.tolist()) or dist_all.shape != (
-            geometry.g1.size,
-            qt0.size,
+        if (
+            qt0.size == 0
+            or qt0[0] != t[0]
+            or qt0[-1] != t[-1]
+            or np.any(np.diff(qt0) <= 0)
+            or dist_all.shape != (geometry.g1.size, qt0.size)
         ):
             raise PlannerConfigError(
                 "initial",
                 (qt0.shape, dist_all.shape),
-                "query times including every sample time, distances (pairs, times)",
+                "increasing query times from the first to the last sample time (samples "
+                "between may be skipped), distances (pairs, times)",
             )
     if t.size > 1:
         speeds = segment_speed_bounds(t, np.asarray(qd, float), accel, vmax)  # (K, n)
-        gaps = _parent_segments(qt0, t)
-        # far pairs: sum_j r_pj max_gap(v_j dt) / 2 >= the largest two-query dip (no BLAS:
-        # OpenBLAS threads cost more than they save on these small products)
-        reach = np.max(speeds[gaps] * np.diff(qt0)[:, None], axis=0)  # (n,) [rad]
-        dip = (geometry.radii * reach[None, :]).sum(axis=1) / 2.0
+        # far pairs: sum_j r_pj max_gap(arc_j) / 2 >= the largest two-query dip, arc_j the
+        # integral of joint j's speed bound across the gap (all segments it spans) ...
+        gap_arcs = np.diff(_cumulative_at(qt0, t, speeds), axis=0)  # (gaps, n) [rad]
+        reach = np.max(gap_arcs, axis=0)  # (n,) [rad]
+        # ... and no more than the largest arc of a covering row (it dominates every pair)
+        cover = float(np.max(gap_arcs @ covering_rows(geometry).T, initial=0.0))
+        dip = np.minimum(geometry.radii @ reach, cover) / 2.0
     else:
         speeds = np.zeros((0, q.shape[1]))
         dip = np.zeros(geometry.g1.size)
-    near_mask = np.any(dist_all < horizon_m, axis=1)
+    row_min = dist_all.min(axis=1)
+    near_mask = row_min < horizon_m
     far_bound = horizon_m - spec.query_tolerance_m - dip - allowance_all
-    sampled_min = float(np.min(dist_all - spec.query_tolerance_m - allowance_all[:, None]))
-    active_mask = near_mask | (far_bound < max(margin_m, config.tighten_ratio * sampled_min))
+    sampled_min = float(np.min(row_min - spec.query_tolerance_m - allowance_all))
+    tight_far = config.tighten_ratio * sampled_min if config.tighten_far_pairs else 0.0
+    active_mask = near_mask | (far_bound < max(margin_m, tight_far))
     active = np.flatnonzero(active_mask)
     far = np.flatnonzero(~active_mask)  # bounded in closed form, no envelope of their own
     far_min = float(far_bound[far].min()) if far.size else math.inf
@@ -400,18 +463,16 @@ def certify_samples(
         geometry.names,
     )
     allowance, dist = allowance_all[active], dist_all[active]
-    seg_L = (sub.radii[:, None, :] * speeds[None, :, :]).sum(axis=2)  # (P_active, K) [m/s]
+    seg_L = sub.radii @ speeds.T  # (P_active, K) [m/s]
     threshold = margin_m + allowance
+    tight_rows = near_mask[active]  # pairs measured within the horizon somewhere
     P = active.size
     qt, qq = list(qt0), list(qq0)
-    samples = set(t.tolist())
-    between = (
-        np.array([float(x) not in samples for x in qt0], bool)
-        if initial is not None
-        else np.zeros(qt0.size, bool)
-    )
+    at_sample = _sample_index(qt0, t)  # (M,) sample index of each query, -1 between
+    between = at_sample < 0
     extra_t, extra_q = [qt0[between]], [np.asarray(qq0)[between]]
-    failure, fail_t = "", None
+    failure, fail_t, fail_kind = "", None, ""
+    last_env = None  # (query count, arcs, envelope) of the last round's envelope
     for round_ in range(config.max_bisections + 1):
         tt = np.asarray(qt)
         lower = dist - spec.query_tolerance_m
@@ -424,15 +485,19 @@ def certify_samples(
                 f"{_pair_name(sub, p)} is {dist[p, i] * 1e3:.2f} mm apart at t={tt[i]:.4f} s, "
                 f"below its threshold {threshold[p] * 1e3:.2f} mm"
             )
-            fail_t = float(tt[i])
+            fail_t, fail_kind = float(tt[i]), FAIL_QUERY_BELOW
             break
         if tt.size == 1 or P == 0:
             break
         s = _arc(tt, t, seg_L)
-        val, _, _, _ = envelope_minima(s, lower)
+        env = envelope_minima(s, lower)
+        last_env = (tt.size, s, env)
+        val = env[0]
         bad = val < threshold[:, None]
         target = config.tighten_ratio * float(np.min(lower - allowance[:, None]))
         loose = (val - allowance[:, None]) < target  # tightening: never a failure
+        if not config.tighten_far_pairs:
+            loose &= tight_rows[:, None]
         if not (
             bad.any() or (loose.any() and evaluate is not None and round_ < config.max_bisections)
         ):
@@ -447,7 +512,7 @@ def certify_samples(
                 f"t={tt[k]:.4f} and {tt[k + 1]:.4f} s is below its threshold "
                 f"{threshold[p] * 1e3:.2f} mm after {round_} bisection rounds"
             )
-            fail_t = float((tt[k] + tt[k + 1]) / 2)
+            fail_t, fail_kind = float((tt[k] + tt[k + 1]) / 2), FAIL_INCONCLUSIVE
             break
         mids = (tt[bad_segments] + tt[bad_segments + 1]) / 2.0
         new_q = list(np.asarray(evaluate(mids), float).reshape(mids.size, -1))
@@ -460,9 +525,11 @@ def certify_samples(
         qq = [merged[j] for j in order]
         dist = np.concatenate([dist, new_d], axis=1)[:, order]
     tt = np.asarray(qt)
+    measured = at_sample[at_sample >= 0]
     order_e = np.argsort(np.concatenate(extra_t), kind="stable")
+    reuse = last_env[1:] if last_env is not None and last_env[0] == tt.size else None
     bounds = _pair_bounds(
-        sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m
+        sub, tt, t, dist - spec.query_tolerance_m, seg_L, allowance, config.report_m, reuse
     )
     best = bounds[0] if bounds else None
     near_min = best.certified_min_m if best else math.inf
@@ -480,7 +547,9 @@ def certify_samples(
         pairs_total=int(geometry.g1.size),
         pairs_far=int(far.size),
         far_pairs_min_m=far_min,
-        sample_queries=int(t.size),
+        sample_queries=int(measured.size),
+        samples=int(t.size),
+        measured_index=measured,
         extra_t_s=np.concatenate(extra_t)[order_e],
         extra_q_rad=np.concatenate(extra_q).reshape(-1, q.shape[1])[order_e],
         spec=spec,
@@ -488,20 +557,46 @@ def certify_samples(
         model_hash=model_hash_hex,
         failure=failure,
         fail_time_s=fail_t,
+        fail_kind=fail_kind,
         elapsed_s=time.perf_counter() - started,
     )
 
 
 def _arc(query_t: np.ndarray, sample_t: np.ndarray, seg_L: np.ndarray) -> np.ndarray:
-    """(P, M) arc coordinate s = integral of each pair's L over the query times."""
-    ds = np.diff(query_t)[None, :] * seg_L[:, _parent_segments(query_t, sample_t)]
-    return np.concatenate([np.zeros((seg_L.shape[0], 1)), np.cumsum(ds, axis=1)], axis=1)
+    """(P, M) arc coordinate s = integral of each pair's L [m/s] from ``query_t[0]`` to each
+    query time [s]. seg_L (P, K) is constant on each 125 Hz segment of ``sample_t``; the
+    integral runs across every segment between two queries, so queries may skip samples
+    (the final check measures only some of them)."""
+    return _cumulative_at(query_t, sample_t, seg_L.T).T
 
 
-def _parent_segments(query_t: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
-    """The 125 Hz segment holding each gap between consecutive query times."""
-    mid = (query_t[:-1] + query_t[1:]) / 2.0
-    return np.clip(np.searchsorted(sample_t, mid, side="right") - 1, 0, sample_t.size - 2)
+def _cumulative_at(query_t: np.ndarray, sample_t: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """(M, ...) integral of a per-segment constant ``rate`` (K, ...) from ``query_t[0]`` to
+    each query time: exact for a piecewise-constant rate, whatever samples lie between."""
+    query_t = np.asarray(query_t, float)
+    dt = np.diff(sample_t)
+    at_samples = np.concatenate(
+        [
+            np.zeros((1,) + rate.shape[1:]),
+            np.cumsum(rate * dt.reshape((-1,) + (1,) * (rate.ndim - 1)), axis=0),
+        ]
+    )
+    k = _segment_of(query_t, sample_t)
+    into = (query_t - sample_t[k]).reshape((-1,) + (1,) * (rate.ndim - 1))
+    out = at_samples[k] + rate[k] * into
+    return out - out[:1]
+
+
+def _sample_index(times: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
+    """Index of the sample time equal to each time, -1 for times between samples."""
+    k = np.clip(np.searchsorted(sample_t, times), 0, sample_t.size - 1)
+    return np.where(sample_t[k] == times, k, -1)
+
+
+def _segment_of(times: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
+    """The 125 Hz segment holding each time (a sample time starts its segment; the last
+    sample time belongs to the last segment)."""
+    return np.clip(np.searchsorted(sample_t, times, side="right") - 1, 0, sample_t.size - 2)
 
 
 def _pair_name(geometry: PairGeometry, p: int) -> str:
@@ -509,9 +604,12 @@ def _pair_name(geometry: PairGeometry, p: int) -> str:
     return f"{geometry.names[geometry.g1[p]]} vs {geometry.names[geometry.g2[p]]} ({cls})"
 
 
-def _pair_bounds(geometry, tt, t, lower, seg_L, allowance, report_m) -> tuple[PairBound, ...]:
+def _pair_bounds(
+    geometry, tt, t, lower, seg_L, allowance, report_m, reuse=None
+) -> tuple[PairBound, ...]:
     """Per pair, the certified minimum, where, and its active queries; pairs below
-    ``report_m`` (at least the lowest one), lowest first."""
+    ``report_m`` (at least the lowest one), lowest first. ``reuse``: (arcs, envelope) of
+    these very queries when already computed."""
     P = lower.shape[0]
     if P == 0:
         return ()
@@ -519,8 +617,11 @@ def _pair_bounds(geometry, tt, t, lower, seg_L, allowance, report_m) -> tuple[Pa
         val, at = lower[:, :1], np.full((P, 1), tt[0])
         ia = ib = np.zeros((P, 1), int)
     else:
-        s = _arc(tt, t, seg_L)
-        val, sc, ia, ib = envelope_minima(s, lower)
+        s, env = reuse if reuse is not None else (None, None)
+        if s is None:
+            s = _arc(tt, t, seg_L)
+            env = envelope_minima(s, lower)
+        val, sc, ia, ib = env
         ds = np.diff(s, axis=1)
         rate = np.where(ds > 0, (sc - s[:, :-1]) / np.where(ds > 0, ds, 1.0), 0.0)
         at = tt[None, :-1] + rate * np.diff(tt)[None, :]
@@ -576,13 +677,17 @@ def certify_group_path(
     evaluate: Callable[[np.ndarray], np.ndarray] | None,
     config: CertificateConfig | None = None,
     initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    session=None,
 ) -> PlanClearanceCertificate:
     """Certify a stacked trajectory of ``group``'s ``moving`` arms against its reference state
-    (the ArmGroup's meter measures distances; its horizon is the cheap far-pair bound)."""
+    (the ArmGroup's meter measures distances; its horizon is the cheap far-pair bound);
+    ``session``: a session of ``group.meter`` for these arms at the reference state (one is
+    made when None)."""
     config = config or default_config()
     moving = tuple(moving)
     geometry = _group_geometry(group, moving, config.payload_reach_m)
-    session = group.meter.session(moving, group.reference_qpos)
+    if session is None:
+        session = group.meter.session(moving, group.reference_qpos)
     horizon = group.meter.config.horizon_m
     accel = np.concatenate([np.asarray(group.motion_limits(a).acceleration, float) for a in moving])
     vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity, float) for a in moving])
@@ -675,17 +780,27 @@ def certify_timed(
     timed,
     config: CertificateConfig | None = None,
     recorder: PairRecorder | None = None,
+    initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    sampled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    session=None,
 ) -> PlanClearanceCertificate:
     """Certify a ``planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the group's
     sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself;
-    ``recorder``: the distances the final check measured (reused, not queried again)."""
+    ``recorder`` or ``initial`` (``planners.final_check``): the distances the final check
+    measured (reused, not queried again; samples it proved free are skipped); ``sampled``:
+    (times, q, qd) of ``timed`` at the sample rate when already evaluated; ``session``: the
+    meter session to query with (see ``certify_group_path``)."""
     from planners.retime import sample_times
 
-    times = sample_times(timed.duration, group.config.rate_hz)
-    q, qd, _ = timed.evaluate(times)
+    if sampled is None:
+        times = sample_times(timed.duration, group.config.rate_hz)
+        q, qd, _ = timed.evaluate(times)
+    else:
+        times, q, qd = sampled
 
     def evaluate(x: np.ndarray) -> np.ndarray:
         return timed.evaluate(np.asarray(x, float))[0]
 
-    initial = recorder.initial() if recorder is not None else None
-    return certify_group_path(group, moving, times, q, qd, evaluate, config, initial)
+    if initial is None and recorder is not None:
+        initial = recorder.initial()
+    return certify_group_path(group, moving, times, q, qd, evaluate, config, initial, session)

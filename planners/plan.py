@@ -67,13 +67,26 @@ class Plan:
     waypoints: np.ndarray  # stacked states of the moving arms, (K+1, n)
     min_clearance: ClearanceRecord
     stage_times_s: dict[str, float]
-    checked_states: int  # retimed samples and sub-steps checked in the final pass
+    checked_states: int  # retimed states measured in the final check (the rest proven free)
     repairs: int  # segments re-planned after a retimed state collided
     seed: int
     goal_resamples: int = 0  # rounds of extra goal candidates asked of resampling goals
     colliding_before_repair: int = 0  # retimed states (samples, sub-steps) within the margin
     # on the first retimed path, before any segment repair (0 when it was clean)
     certificate: PlanClearanceCertificate | None = None  # every plan ArmGroup.plan returns has one
+    proven_samples: int = 0  # samples the final check proved free without measuring them
+    slowdowns: int = 0  # segments slowed so that the certificate could hold
+
+    @property
+    def stage_shares(self) -> dict[str, float]:
+        """certify_share (certify / total) and check_certify_share ((check + certify) /
+        total) of the planning wall time (0 when no total was recorded)."""
+        st = self.stage_times_s
+        total = st.get("total", 0.0)
+        if total <= 0:
+            return {"certify_share": 0.0, "check_certify_share": 0.0}
+        certify, check = st.get("certify", 0.0), st.get("check", 0.0)
+        return {"certify_share": certify / total, "check_certify_share": (check + certify) / total}
 
     @property
     def moving(self) -> tuple[str, ...]:

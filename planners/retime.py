@@ -71,6 +71,7 @@ class ScalarProfile:
     J [1/s^3] (seven phases of constant jerk)."""
 
     def __init__(self, V: float, A: float, J: float):
+        self.limits = (float(V), float(A), float(J))  # as given (before any adjustment)
         if A * A / J * 1.0 > V:  # the acceleration limit is not reached at full speed
             A = math.sqrt(V * J)
         ramp = V / A + A / J  # time to reach V from rest
@@ -146,6 +147,20 @@ class TimedPath:
             qd[rows] = sd[:, None] * dq
             qdd[rows] = sdd[:, None] * dq
         return q, qd, qdd
+
+    def slowed(self, k: int, factor: float) -> TimedPath:
+        """This path with segment ``k`` retimed under its velocity and acceleration limits
+        times ``factor`` (in (0, 1); jerk limit kept); later segments shift in time. The
+        segments are rest-to-rest, so no other segment's motion changes."""
+        if not 0.0 < factor < 1.0:
+            raise PlannerConfigError("factor", factor, "in (0, 1)")
+        if not 0 <= k < len(self.profiles):
+            raise PlannerConfigError("k", k, f"a segment index in [0, {len(self.profiles) - 1}]")
+        V, A, J = self.profiles[k].limits
+        profiles = list(self.profiles)
+        profiles[k] = ScalarProfile(V * factor, A * factor, J)
+        starts = np.concatenate([[0.0], np.cumsum([p.duration for p in profiles])])
+        return TimedPath(self.waypoints, tuple(profiles), starts)
 
 
 def time_path(waypoints: Sequence[np.ndarray], limits: JointLimits) -> TimedPath:

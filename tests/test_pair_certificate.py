@@ -121,8 +121,9 @@ def test_bad_uncertainty_is_a_typed_error():
         UncertaintySpec.from_dict({"pivot": 0.1})
     with pytest.raises(PlannerConfigError, match="payload_reach_m"):
         CertificateConfig(payload_reach_m=-0.1)
-    with pytest.raises(PlannerConfigError, match="can ever be certified"):  # 30 mm > 20 mm horizon
-        GroupConfig(certificate=CertificateConfig(spec=UncertaintySpec(point_m=0.015)))
+    # margin 5 mm + 2 x 20 mm point error = 45 mm > the 40 mm default horizon
+    with pytest.raises(PlannerConfigError, match="can ever be certified"):
+        GroupConfig(certificate=CertificateConfig(spec=UncertaintySpec(point_m=0.02)))
 
 
 # ---------------------------------------------------------------- a group and its plans

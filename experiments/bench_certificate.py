@@ -12,7 +12,9 @@ depend on how the list is split.
 - soundness: every delivered plan is checked by ``experiments.dense_clearance``: coal every
   1 ms along the samples' linear interpolation (a motion inside the certificate's speed
   bound), every checked pair, against each pair's certified value; counterexamples must
-  be 0 (count and up to 5 examples).
+  be 0 (count and up to 5 examples). Also the smallest slack (a pair's true minimum minus
+  its certified value) and, per pair type, the smallest true minimum within the horizon
+  (which colliders the plans actually exercised near the margin).
 - bound validity: >= 10^6 random configuration pairs (consecutive states of a random
   walk with mixed step sizes): every point of every arm geom (six points on its bounding
   sphere about its centre, and the centre) moves at most sum_j |dq_j| R_j(g) in the frame
@@ -53,6 +55,7 @@ from experiments.dense_clearance import check_plan, for_group
 from experiments.goal_pairs import SAMPLING, goal_pairs
 from experiments.registry import benchmark
 from planners.group import ArmGroup
+from planners.oracle import pair_type
 from planners.pair_certificate import joint_geom_radii
 
 N_PLANS = 1000
@@ -174,8 +177,30 @@ def run_plan(spec: PlanSpec) -> dict:
             dense_coal_queries=dense.coal_queries,
             dense_s=round(time.perf_counter() - t1, 4),
             counterexamples=dense.counterexamples[:3],
+            **_near_figures(g.model, dense),
         )
     return row
+
+
+def _near_figures(model: mujoco.MjModel, dense) -> dict:
+    """The pair closest to a counterexample (smallest true minus certified value, pairs that
+    came below the cap) and each pair type's smallest true minimum below the cap [m]."""
+    near = np.flatnonzero(dense.min_m < dense.cap_m)
+    if near.size == 0:
+        return {"slack_m": None, "slack_pair": "", "types": {}}
+    slack = dense.min_m[near] - dense.claimed_m[near]
+    k = int(near[np.argmin(slack)])
+    types: dict[str, float] = {}
+    for p in near.tolist():
+        t = pair_type(model, int(dense.g1[p]), int(dense.g2[p]))
+        types[t] = min(types.get(t, np.inf), float(dense.min_m[p]))
+    return {
+        "slack_m": float(slack.min()),
+        "slack_pair": dense.names[k],
+        "slack_pair_true_m": float(dense.min_m[k]),
+        "slack_pair_certified_m": float(dense.claimed_m[k]),
+        "types": types,
+    }
 
 
 def _validity_task(n_pairs: int) -> dict:
@@ -259,6 +284,8 @@ def plan_figures(
         for c in r["counterexamples"]
     ]
     crossing = next((r for r in ok if r["set"] == "crossing"), None)
+    with_slack = [r for r in ok if r["slack_m"] is not None]
+    closest = min(with_slack, key=lambda r: r["slack_m"]) if with_slack else None
     overall = _set_figures(rows)
     figures = {
         "plans_attempted": len(rows),
@@ -278,6 +305,23 @@ def plan_figures(
             "counterexamples": len(examples),
             "counterexample_plans": overall["counterexample_plans"],
             "examples": examples[:5],
+            "smallest_slack_m": round(closest["slack_m"], 7) if closest else None,
+            "smallest_slack_at": {
+                k: closest[k]
+                for k in (
+                    "set",
+                    "index",
+                    "seed",
+                    "slack_pair",
+                    "slack_pair_true_m",
+                    "slack_pair_certified_m",
+                )
+            }
+            if closest
+            else None,
+            "slack_rule": "per pair: true minimum minus its certified value, over pairs that "
+            "came within the cap; negative would be a counterexample",
+            "pair_types_within_horizon": _type_figures(ok),
             "judge": "experiments.dense_clearance: coal every 1 ms along the samples' linear "
             "interpolation, every checked pair, against each pair's certified value (its "
             "own entry, else the certificate's minimum); skipping by sound sphere and motion "
@@ -307,6 +351,20 @@ def plan_figures(
         "cpus": os.cpu_count(),
     }
     return figures, validity_result
+
+
+def _type_figures(ok: list[dict]) -> dict:
+    """Per pair type ("capsule-mesh"): plans where such a pair came within the cap, and the
+    smallest true minimum [m]."""
+    out: dict[str, dict] = {}
+    for r in ok:
+        for t, v in r["types"].items():
+            e = out.setdefault(t, {"plans": 0, "smallest_true_m": np.inf})
+            e["plans"] += 1
+            e["smallest_true_m"] = min(e["smallest_true_m"], v)
+    return {
+        t: {**e, "smallest_true_m": round(e["smallest_true_m"], 6)} for t, e in sorted(out.items())
+    }
 
 
 def overall_t(rows: list[dict], name: str) -> dict:
@@ -374,7 +432,7 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
         # world frame, every arm geom
         pts = (
             gx[:, geoms, None, :]
-            + np.einsum("kgij,pj->kgpi", gm[:, geoms], local) * rb[None, :, None, None]
+            + np.swapaxes(gm[:, geoms] @ local.T, -1, -2) * rb[None, :, None, None]
         )
         move = np.linalg.norm(np.diff(pts, axis=0), axis=-1).max(axis=-1)  # (k-1, G)
         bound = dq @ radii[:, geoms]
@@ -383,9 +441,9 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
         sg, sc = self_geom, self_anc
         p_world = (
             gx[:, sg, None, :]
-            + np.einsum("kgij,pj->kgpi", gm[:, sg], local) * m.geom_rbound[sg][None, :, None, None]
+            + np.swapaxes(gm[:, sg] @ local.T, -1, -2) * m.geom_rbound[sg][None, :, None, None]
         )
-        p_local = np.einsum("kgji,kgpj->kgpi", bm[:, sc], p_world - bx[:, sc, None, :])
+        p_local = (p_world - bx[:, sc, None, :]) @ bm[:, sc]  # rows: points in the body frame
         mv = np.linalg.norm(np.diff(p_local, axis=0), axis=-1).max(axis=-1)  # (k-1, S)
         excess = np.concatenate([excess, mv - dq @ self_radii], axis=1)
         violations += int(np.sum(excess > 1e-9))

@@ -130,8 +130,9 @@ class DenseClearance:
 
     # ------------------------------------------------------------------ pieces
     def grid(self, t: np.ndarray, q: np.ndarray, step_s: float = STEP_S):
-        """(times (N,), states (N, n), arc (P, N)): the 1 ms grid (ends included), the linear
-        interpolation there, and each pair's s_p at those times (see the module)."""
+        """(times (N,), states (N, n), arc (P, N)): the grid every ``step_s`` from the first
+        sample (ends included), the linear interpolation there, and each pair's s_p at those
+        times (see the module)."""
         t = np.asarray(t, float)
         q = np.asarray(q, float).reshape(t.size, -1)
         if not (np.isfinite(step_s) and step_s > 0):
@@ -142,7 +143,7 @@ class DenseClearance:
                 (t.shape, q.shape),
                 f"(M,) non-decreasing times, M >= 1, and (M, {self.qpos_index.size}) states",
             )
-        dense_t = np.append(np.arange(0.0, t[-1], step_s), t[-1]) if t[-1] > 0 else t[:1]
+        dense_t = np.append(np.arange(t[0], t[-1], step_s), t[-1]) if t[-1] > t[0] else t[:1]
         states = np.column_stack([np.interp(dense_t, t, q[:, j]) for j in range(q.shape[1])])
         union = np.union1d(dense_t, t)
         uq = np.column_stack([np.interp(union, t, q[:, j]) for j in range(q.shape[1])])

@@ -99,6 +99,9 @@ def test_agrees_with_brute_force_coal_at_every_ms(planned, brute):
     loose = checker.check(t, q, 0.0, CAP_M, tolerance_m=1e-4)
     assert np.all(loose.min_m >= want - 1e-12) and np.all(loose.min_m <= want + 1e-4)
     assert exact.counterexamples == [] and loose.counterexamples == []
+    later = checker.check(t + 1.0, q, 0.0, CAP_M, tolerance_m=0.0)  # a piece starting at 1 s
+    np.testing.assert_allclose(later.min_m, want, rtol=0, atol=1e-12)
+    assert later.states == states
 
 
 def test_finds_a_planted_counterexample(planned, brute):

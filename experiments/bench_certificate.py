@@ -19,7 +19,8 @@ depend on how the list is split.
   walk with mixed step sizes): every point of every arm geom (six points on its bounding
   sphere about its centre, and the centre) moves at most sum_j |dq_j| R_j(g) in the frame
   the pair's bound is stated in (world for arm-arm / arm-world / arm-body pairs; the
-  common ancestor's frame for same-arm pairs). Violations must be 0. It runs in a worker
+  common ancestor's frame for same-arm pairs). Violations must be 0. Its batches are
+  shared out between the workers (each walks the same seeded walk and checks its share),
   beside the plans.
 - cost: certificate wall time as a share of planning time (stage ``certify`` over
   ``total``), median, p95 and over all plans.
@@ -54,6 +55,7 @@ from experiments.crossing_goals import (
 from experiments.dense_clearance import check_plan, for_group
 from experiments.goal_pairs import SAMPLING, goal_pairs
 from experiments.registry import benchmark
+from planners.errors import PlannerConfigError
 from planners.group import ArmGroup
 from planners.oracle import pair_type
 from planners.pair_certificate import joint_geom_radii
@@ -203,8 +205,8 @@ def _near_figures(model: mujoco.MjModel, dense) -> dict:
     }
 
 
-def _validity_task(n_pairs: int) -> dict:
-    return bound_validity(n_pairs)
+def _validity_task(n_pairs: int, part: int, parts: int) -> dict:
+    return bound_validity(n_pairs, part=part, parts=parts)
 
 
 # ----------------------------------------------------------------------------- figures
@@ -272,11 +274,14 @@ def plan_figures(
     rows: list[dict] = [{}] * len(specs)
     ctx = mp.get_context("spawn")
     with ctx.Pool(workers) as pool:
-        validity = pool.apply_async(_validity_task, (validity_pairs,)) if validity_pairs else None
+        validity = [
+            pool.apply_async(_validity_task, (validity_pairs, part, workers))
+            for part in range(workers if validity_pairs else 0)
+        ]
         results = pool.imap_unordered(_indexed, [(i, specs[i]) for i in order])
         for i, row in tqdm(results, total=len(specs), file=sys.stderr, desc="certificate plans"):
             rows[i] = row
-        validity_result = validity.get() if validity else None
+        validity_result = merge_validity([v.get() for v in validity]) if validity else None
     ok = [r for r in rows if "true_min_m" in r]
     examples = [
         {"set": r["set"], "index": r["index"], "seed": r["seed"], **c}
@@ -375,8 +380,16 @@ def _indexed(item: tuple[int, PlanSpec]) -> tuple[int, dict]:
     return item[0], run_plan(item[1])
 
 
-def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 5000) -> dict:
-    """Point-motion bound of every arm geom over consecutive states of a random walk."""
+def bound_validity(
+    n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 5000, part: int = 0, parts: int = 1
+) -> dict:
+    """Point-motion bound of every arm geom over consecutive states of a random walk.
+
+    ``part`` of ``parts``: every call walks the same seeded walk and checks only the batches
+    whose number modulo ``parts`` is ``part`` (``merge_validity`` adds the parts up), so
+    ``parts`` processes check the one walk together."""
+    if not (isinstance(parts, int) and parts >= 1 and isinstance(part, int) and 0 <= part < parts):
+        raise PlannerConfigError("part, parts", (part, parts), "ints with 0 <= part < parts")
     m, home = rob_home()
     g = ArmGroup(m, ARMS)
     d = mujoco.MjData(m)
@@ -412,13 +425,19 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
     q = rng.uniform(lo, hi)
     violations, worst, checked = 0, -np.inf, 0
     started = time.perf_counter()
-    while checked < n_pairs:
-        k = min(batch, n_pairs - checked) + 1
+    number, walked = 0, 0
+    while checked + walked < n_pairs:
+        k = min(batch, n_pairs - checked - walked) + 1
         steps = rng.normal(0.0, 1.0, (k, q.size)) * rng.choice([0.005, 0.05, 0.5], size=(k, 1))
         qs = np.empty((k, q.size))
         for i in range(k):
             q = np.clip(q + steps[i], lo, hi)
             qs[i] = q
+        number += 1
+        if (number - 1) % parts != part:
+            walked += k - 1
+            q = qs[-1]
+            continue
         gx = np.empty((k, m.ngeom, 3))
         gm = np.empty((k, m.ngeom, 3, 3))
         bx = np.empty((k, m.nbody, 3))
@@ -460,6 +479,17 @@ def bound_validity(n_pairs: int = VALIDITY_PAIRS, seed: int = 0, batch: int = 50
         "walk_steps_rad": "N(0, s) per joint, s in {0.005, 0.05, 0.5}, clipped to the limits",
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
+
+
+def merge_validity(parts: list[dict]) -> dict:
+    """One figure from the parts of ``bound_validity`` (pairs and violations added up)."""
+    out = dict(parts[0])
+    out["configuration_pairs"] = sum(p["configuration_pairs"] for p in parts)
+    out["violations"] = sum(p["violations"] for p in parts)
+    out["largest_excess_m"] = max(p["largest_excess_m"] for p in parts)
+    out["elapsed_s"] = max(p["elapsed_s"] for p in parts)
+    out["parts"] = len(parts)
+    return out
 
 
 def _common_ancestor(m, b1: int, b2: int) -> int:

@@ -810,7 +810,15 @@ def _load(folder: str) -> dict:
 
 def compare(a_dir: str, b_dir: str, out=sys.stdout) -> dict:
     """Per group: identical / differs / unavailable; returns the summary dict."""
-    a, b = _load(a_dir)["groups"], _load(b_dir)["groups"]
+    fa, fb = _load(a_dir), _load(b_dir)
+    a, b = fa["groups"], fb["groups"]
+    for side, f in (("A", fa), ("B", fb)):
+        if f["meta"].get("foreign_modules"):
+            print(
+                f"WARNING: {side} imported modules from outside its checkout: "
+                f"{f['meta']['foreign_modules'][:3]}",
+                file=out,
+            )
     summary = {"identical": [], "differs": {}, "unavailable": {}, "availability_changed": {}}
     for name in list(a) + [n for n in b if n not in a]:
         ga, gb = a.get(name, {"unavailable": "not in A"}), b.get(name, {"unavailable": "not in B"})
@@ -848,6 +856,38 @@ def compare(a_dir: str, b_dir: str, out=sys.stdout) -> dict:
     return summary
 
 
+PACKAGES = ("controllers", "planners", "twin", "experiments", "models")
+
+
+def isolate_checkout(root: str | None = None) -> None:
+    """Import the project only from ``root`` (default: the working directory).
+
+    An editable install adds a finder after the path finder that serves any module the
+    checkout lacks from the installed tree: a module that did not exist at an old commit
+    would silently come from another one. That finder goes; ``root`` goes first on
+    sys.path and into PYTHONPATH for child processes."""
+    root = os.path.abspath(root or os.getcwd())
+    sys.meta_path[:] = [
+        f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")
+    ]
+    sys.path[:] = [root] + [p for p in sys.path if p not in ("", root)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
+
+
+def foreign_modules(root: str | None = None) -> list[str]:
+    """Project modules loaded from outside ``root`` (must be empty)."""
+    root = os.path.abspath(root or os.getcwd()) + os.sep
+    out = []
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if name.split(".")[0] in PACKAGES and f and not os.path.abspath(f).startswith(root):
+            if os.path.abspath(f) != os.path.abspath(__file__):
+                out.append(f"{name}: {f}")
+    return sorted(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="fingerprint", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="folder to write fingerprint.json into")
@@ -863,7 +903,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if compare(*args.compare)["any_difference"] else 0
     if not args.out:
         ap.error("give --out DIR or --compare DIR_A DIR_B")
+    isolate_checkout()
     fp = fingerprint(args.only, args.slow)
+    fp["meta"]["foreign_modules"] = foreign_modules()
+    if fp["meta"]["foreign_modules"]:
+        print(
+            f"WARNING: modules from outside the checkout: {fp['meta']['foreign_modules']}",
+            file=sys.stderr,
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / FILE_NAME).write_text(json.dumps(fp, indent=1, sort_keys=True) + "\n")

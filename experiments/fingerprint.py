@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -700,8 +701,16 @@ def _experiment(name: str) -> dict:
         fn = reg.get_experiment(name)
     except (KeyError, ValueError) as err:
         raise Unavailable(f"experiment {name!r} not registered: {err}") from None
-    with quiet():
-        result = fn(seed=0)
+    output = sys.modules.get("experiments.output")
+    saved = getattr(output, "OUT_DIR", None)
+    with tempfile.TemporaryDirectory() as tmp, quiet():
+        if saved is not None:  # result files go to a scratch folder, not the checkout's out/
+            output.OUT_DIR = Path(tmp) / "out"
+        try:
+            result = fn(seed=0)
+        finally:
+            if saved is not None:
+                output.OUT_DIR = saved
     plain = json.loads(json.dumps(result, default=lambda o: canon(o)))
     return canon(plain, (name,))
 

@@ -192,7 +192,11 @@ def g_model_files() -> dict:
     """sha256 of the generated MJCF files in the checkout (rob.xml, scene.xml)."""
     robot = Path(attr(LOADING, "ROBOT_PATH"))
     scene = Path(attr(LOADING, "SCENE_PATH"))
-    return {p.name: sha(p.read_bytes()) for p in (robot, scene)}
+    out = {p.name: sha(p.read_bytes()) for p in (robot, scene)}
+    for p in (robot, scene):  # the same without XML comments (a moved builder's header)
+        text = re.sub(r"<!--.*?-->", "", p.read_text(), flags=re.S)
+        out[f"{p.name} without comments"] = sha(text)
+    return out
 
 
 @group("model_generated_xml")
@@ -273,7 +277,7 @@ def g_model_keyframes() -> dict:
 
 @group("physics_steps")
 def g_physics() -> dict:
-    """300 physics steps from home with the arm servos holding home (qpos after each 50)."""
+    """300 physics steps from home with the servos holding home (qpos after each 50 steps)."""
     import mujoco
     import numpy as np
 
@@ -281,8 +285,11 @@ def g_physics() -> dict:
     d = mujoco.MjData(m)
     d.qpos[:] = qpos
     mujoco.mj_forward(m, d)
-    if m.nkey:
-        d.ctrl[:] = m.key_ctrl[0]
+    # every joint-driven servo commanded to its joint's home angle (not from a keyframe:
+    # models before the keyframes existed must get the same commands)
+    for i in range(m.nu):
+        if m.actuator_trntype[i] == mujoco.mjtTrn.mjTRN_JOINT:
+            d.ctrl[i] = qpos[m.jnt_qposadr[m.actuator_trnid[i, 0]]]
     out = []
     for k in range(300):
         mujoco.mj_step(m, d)
@@ -788,7 +795,12 @@ def diff(a, b, path: str = "") -> list[tuple[str, float | None]]:
                     for x, y in zip(va, vb, strict=True)
                     if x != y
                 ]
-                return [(path, max(gaps))] if gaps else []
+                if gaps:
+                    return [(path, max(gaps))]
+                if a.get("dtype") != b.get("dtype"):
+                    return [(f"{path} (dtype {a.get('dtype')} vs {b.get('dtype')})", 0.0)]
+                signed = sum(repr(x) != repr(y) for x, y in zip(va, vb, strict=True))
+                return [(f"{path} (equal values, {signed} signed zeros differ)", 0.0)]
             return [(f"{path} (shape {a['__array__']} vs {b['__array__']})", None)]
         out = []
         for k in sorted(set(a) | set(b)):

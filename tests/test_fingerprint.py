@@ -133,3 +133,14 @@ def test_a_group_that_cannot_run_reports_why(monkeypatch):
     assert out["groups"] == {
         "broken": {"unavailable": "Unavailable: no module of twin.model.loading"}
     }
+
+
+def test_diff_reports_signed_zeros_and_largest_gap():
+    import numpy as np
+
+    a = fp.canon({"axis": np.array([0.0, 1.0]), "size": np.array([0.1, 0.2])})
+    b = fp.canon({"axis": np.array([-0.0, 1.0]), "size": np.array([0.1, 0.2 + 3e-8])})
+    d = dict(fp.diff(a, b))
+    assert d["axis (equal values, 1 signed zeros differ)"] == 0.0
+    assert d["size"] == pytest.approx(3e-8, rel=1e-6)
+    assert fp.diff(a, fp.canon({"axis": np.array([0.0, 1.0]), "size": np.array([0.1, 0.2])})) == []

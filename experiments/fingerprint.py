@@ -204,8 +204,9 @@ def g_model_generated() -> dict:
     """sha256 of the MJCF the builder writes now (must equal the files: nothing stale)."""
     out = {}
     for fn_name in ("robot_xml", "scene_xml"):
-        fn = attr(BUILD, fn_name)
-        out[fn_name] = sha(fn())
+        text = attr(BUILD, fn_name)()
+        out[fn_name] = sha(text)
+        out[f"{fn_name} without comments"] = sha(re.sub(r"<!--.*?-->", "", text, flags=re.S))
     return out
 
 
@@ -421,6 +422,22 @@ def g_plan_hard() -> dict:
     return {f"problem{i}_{p.kind}": _plan_figures(r) for i, (p, r) in enumerate(_hard_plans())}
 
 
+@group("plan_pose_goals")
+def g_plan_pose_goals() -> dict:
+    """The first two study pairs as TCP pose goals (PoseGoal, default IK), planner seed 0."""
+    pose_targets = attr(("experiments.goal_pairs",), "pose_targets")
+    PoseGoal = attr(("planners.pose_goals", "planners"), "PoseGoal")
+    pairs = [p for p, _ in _study_plans()][0][:2]
+    g = _group()
+    _, home = _home_state()
+    out = {}
+    for i, targets in enumerate(pose_targets(g, pairs)):
+        g.set_qpos(home)
+        goals = {a: PoseGoal(t) for a, t in sorted(targets.items())}
+        out[f"pair{i}"] = _plan_figures(_plan(g, goals, 0))
+    return out
+
+
 @group("plan_certificates")
 def g_plan_certificates() -> dict:
     """The clearance certificates the plans above carry (None before certificates existed)."""
@@ -445,8 +462,8 @@ def g_clearance() -> dict:
             q[a] = np.clip(g.arm_q(a) + rng.normal(0.0, 0.6, lo.size), lo, hi)
         c = g.clearance(q)
         dist.append(c.distance_m)
-        pairs.append(canon(getattr(c, "pair", None)))
-    return {"distance_m": canon(np.array(dist)), "pairs_sha256": sha(json.dumps(pairs))}
+        pairs.append(str(getattr(c, "pair", None)))  # names, not geom indices
+    return {"distance_m": canon(np.array(dist)), "nearest_pairs": pairs}
 
 
 @group("kinematics_ik")
@@ -475,6 +492,29 @@ def g_ik() -> dict:
             "ik_status": status,
             "ik_q": canon(np.array(sols)),
         }
+    return out
+
+
+@group("ik_seeded")
+def g_ik_seeded() -> dict:
+    """IK seeded near the answer (q + 0.05 rad noise) for 8 seeded poses per arm."""
+    import numpy as np
+
+    ArmKinematics = attr(("planners.kinematics", "planners"), "ArmKinematics")
+    IKSolver = attr(("planners.ik", "planners"), "IKSolver")
+    rng = np.random.default_rng(17)
+    out = {}
+    for arm in ("right", "left"):
+        kin = ArmKinematics(arm)
+        solver = IKSolver(kin)
+        lo, hi = kin.model.lowerPositionLimit[1:], kin.model.upperPositionLimit[1:]
+        status, sols = [], []
+        for _ in range(8):
+            q = rng.uniform(lo * 0.8, hi * 0.8)
+            res = solver.solve(kin.tcp_pose(q), seed=q + rng.normal(0, 0.05, q.size))
+            status.append(canon(res.status))
+            sols.append(res.q if res.q is not None else np.full(q.size, np.nan))
+        out[arm] = {"ik_status": status, "ik_q": canon(np.array(sols))}
     return out
 
 

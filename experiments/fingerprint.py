@@ -10,15 +10,18 @@ the commit before and after and comparing::
     python experiments/fingerprint.py --compare /tmp/fp/out/OLD /tmp/fp/out/NEW
 
 The file is self-contained (standard library at import time) so one copy can be run inside an
-old checkout: the checkout's packages are imported (its directory goes first on sys.path) and
+old checkout: only the checkout's packages are imported (its directory goes first on sys.path
+and the editable install's fallback finder is removed, so a module the old commit lacks is
+missing rather than taken from another tree; ``meta.foreign_modules`` must stay empty) and
 each group resolves its imports with fallbacks over the module paths the project has had
 (``models.*`` / ``twin.model.*``). A group that cannot run at a commit is recorded as
 ``unavailable`` with the reason instead of stopping the run.
 
 Every figure is exact: floats are written with ``repr`` (round-trips bit for bit), arrays as
-their float64 values plus a sha256 of the bytes. Wall times, timestamps, paths, host names and
-thread-interleaving counts are stripped (``STRIP_KEYS``); what remains must be identical run to
-run (``--runs 2`` checks that in one process).
+their float64 values plus a sha256 of the bytes. Wall times, timestamps, absolute paths, the
+Python version, in-process bus run ids and thread-interleaving counts are stripped
+(``STRIP_KEYS``, ``STRIP_PATHS``, ``strip_text``); what remains is identical run to run (run
+it twice and compare). Groups in ``SLOW`` run only with ``--slow`` or ``--only``.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ FORMAT = 1
 MAX_VALUES = 60_000  # arrays up to this many elements keep their values (for max differences)
 FILE_NAME = "fingerprint.json"
 
-# Keys whose values depend on the host or the clock, not on the seeds: dropped everywhere.
+# Keys whose values depend on the host or the clock, not on the seeds: dropped everywhere
+# (a word of the key's snake_case name, or one of the owner's and planner's wall-time fields).
 STRIP_KEYS = re.compile(
-    r"(^|_)(wall|elapsed|cpu|utc|timestamp|written|hostname|host|pid|python|platform|"
-    r"compute|ruckig|stage_times|per_second|throughput|speedup|machine|git|commit)($|_)",
+    r"(^|_)(wall|elapsed|cpu|utc|timestamp|written|hostname|pid|python|platform|machine|"
+    r"git|commit|stage_times|per_second|throughput|speedup)($|_)|^(compute_s|ruckig_s)$",
     re.IGNORECASE,
 )
 # Keys whose values come from thread interleaving (several threads racing on a mailbox).

@@ -19,7 +19,7 @@ from twin.closed_loop import ClosedLoop
 from twin.rehearsal import wave_source
 
 SECONDS = 3.0
-ROUNDS = 5
+ROUNDS = 9
 
 
 def _closed_loop_rtf(seconds: float) -> tuple[float, float, dict]:

@@ -385,6 +385,7 @@ class ArmOwner:
 
     def _set_hold_target(self, p: np.ndarray) -> None:
         self._inp.control_interface = ControlInterface.Position
+        self._inp.minimum_duration = None
         self._inp.target_position = list(map(float, p))
         self._inp.target_velocity = [0.0] * N
         self._inp.target_acceleration = [0.0] * N
@@ -793,6 +794,12 @@ class ArmOwner:
         inp.target_acceleration = (
             [0.0] * N if tgt.acceleration_rad_s2 is None else tgt.acceleration_rad_s2.tolist()
         )
+        # A target that carries a velocity or an acceleration is a state on a stream (the
+        # executor sends the plan's state one period ahead): arrive no sooner than one
+        # period. A time-optimal re-plan to it each tick can pick a profile that turns away
+        # from the stream after an acceleration peak and falls behind it.
+        streamed = tgt.velocity_rad_s is not None or tgt.acceleration_rad_s2 is not None
+        inp.minimum_duration = self.config.period_s if streamed else None
         self._active = tgt
         self.mode = Mode.TRACKING
 
@@ -805,6 +812,7 @@ class ArmOwner:
         self._brake_cause = cause
         inp = self._inp
         inp.control_interface = ControlInterface.Velocity
+        inp.minimum_duration = None
         inp.target_velocity = [0.0] * N
         inp.target_acceleration = [0.0] * N
 

@@ -21,6 +21,18 @@ def test_crossing_plans_complete_on_the_openarm_robot():
     assert all(v["owner_fault"] is None for v in res.pipeline.values())
 
 
+def test_plans_are_commanded_as_planned_on_the_openarm_robot():
+    # plan seed 8 gives a right-arm plan whose acceleration peaks made the 500 Hz owner's
+    # time-optimal re-plans fall 0.17 rad behind the stream before it arrived no sooner
+    # than one period at each streamed state
+    sc = Scenario.load(CROSSING)
+    steps = [dataclasses.replace(s, seed=8) for s in sc.plans]
+    sc = dataclasses.replace(sc, robot="openarm", plans=steps)
+    res = run_scenario(sc, record=False, progress=False)
+    assert [p["outcome"] for p in res.plans] == ["completed", "completed"]
+    assert all(p["max_deviation_rad"] < 1e-6 for p in res.plans)
+
+
 def test_executor_lookahead_is_one_owner_period():
     sc = dataclasses.replace(Scenario.load(CROSSING), robot="openarm")
     lp = scenario_loop(sc)

@@ -458,6 +458,7 @@ class ArmGroup:
                 self.config.search.shortcut_rounds,
                 self.config.search.edge_step_rad,
                 deadline_s=deadline,
+                min_gain=self.config.search.shortcut_min_gain,
             )
         if late():
             return timeout("shortcut")
@@ -813,6 +814,7 @@ class ArmGroup:
                     self.config.search.shortcut_rounds // 2,
                     step,
                     deadline_s=deadline,
+                    min_gain=self.config.search.shortcut_min_gain,
                 )
                 return pts[:lo] + span + pts[hi + 1 :]
             if found.timed_out:

@@ -32,7 +32,7 @@ def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
         assert key in r
     assert r["hardware_io"] is False
     assert r["separate_colliding_frames"] > 0  # the trap is real ...
-    # ... and strong (the frozen pair: 91 of 182 frames, the group bends a hand 8.2 cm)
+    # ... and strong (the frozen pair: 91 of 182 frames, the group bends a hand 9.6 cm)
     assert r["separate_colliding_frames"] >= 0.3 * r["separate_frames"]
     assert r["max_bend_from_separate_m"] >= 0.05
     assert r["group_colliding_states"] == 0 and r["group_samples"] > 100

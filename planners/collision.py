@@ -26,7 +26,7 @@ import copy
 import math
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -270,16 +270,12 @@ class CheckSession:
         k = int(dist.argmin())  # the first smallest among checked pairs
         return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
 
-    def sweep(
-        self, states: np.ndarray, on_state: Callable[[int], None] | None = None
-    ) -> tuple[int, int, Clearance]:
+    def sweep(self, states: np.ndarray) -> tuple[int, int, Clearance]:
         """Check the rows of ``states`` (stacked configurations) in order, stopping at the
         first within the margin. Returns (index of that state or -1, index of the state
         with the smallest clearance so far (first of equals; -1 when nothing was within
         the horizon), its Clearance, or the hit's when there is a hit). Same figures as
-        calling ``clearance`` per row, without building a Clearance per state.
-        ``on_state(i)`` is called right after row i's collision pass (its contacts are in
-        this session's data), e.g. to record every pair's distance for a certificate."""
+        calling ``clearance`` per row, without building a Clearance per state."""
         d = self._data()
         m, index, checked, margin = self.model, self.index, self.checked, self.margin
         best, best_i, best_pair = math.inf, -1, (0, 0)
@@ -288,8 +284,6 @@ class CheckSession:
             mujoco.mj_kinematics(m, d)
             mujoco.mj_collision(m, d)
             self.checks += 1
-            if on_state is not None:
-                on_state(i)
             if d.ncon == 0:
                 continue
             con = d.contact

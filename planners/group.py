@@ -68,7 +68,6 @@ from planners.goals import Goal, ResamplingGoal, candidate_source
 from planners.pair_certificate import (
     FAIL_INCONCLUSIVE,
     CertificateConfig,
-    PairRecorder,
     certify_plan_timed,
     certify_timed,
 )
@@ -712,30 +711,19 @@ class ArmGroup:
         self,
         timed: TimedPath,
         meter: CheckSession,
-        recorder: PairRecorder | None = None,
         deadline: float | None = None,
     ):
-        """Check samples and sub-steps in time order; return (hit or None, clearance record,
-        states checked). A hit is (time, Clearance). ``recorder`` keeps every pair's
-        distance at each checked state for the certificate. States checked is -1 when
-        ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
+        """Check samples and sub-steps in time order (the Cartesian planner's check); return
+        (hit or None, clearance record, states checked). A hit is (time, Clearance). States
+        checked is -1 when ``deadline`` (``time.perf_counter()``) passed first (looked at
+        every 32 states)."""
         dense = self._dense_times(timed.duration)
         q, _, _ = timed.evaluate(dense)
         best, best_t = Clearance(math.inf, None), None
         for lo in range(0, dense.size, 32):
             if deadline is not None and time.perf_counter() > deadline:
                 return None, None, -1
-            chunk = q[lo : lo + 32]
-            on_state = (
-                None
-                if recorder is None
-                else (
-                    lambda i, lo=lo, chunk=chunk: recorder.record(
-                        float(dense[lo + i]), chunk[i], meter
-                    )
-                )
-            )
-            hit_i, best_i, c = meter.sweep(chunk, on_state)
+            hit_i, best_i, c = meter.sweep(q[lo : lo + 32])
             if hit_i >= 0:
                 return (float(dense[lo + hit_i]), c), None, lo + hit_i + 1
             if best_i >= 0 and c.distance_m < best.distance_m:

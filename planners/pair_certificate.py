@@ -737,59 +737,22 @@ def certify_plan_timed(
     )
 
 
-class PairRecorder:
-    """Keeps every pair's distance at each state the planner's final check measures (read
-    from the contacts that check already computed: no query of its own)."""
-
-    def __init__(self, group, moving: Sequence[str], config: CertificateConfig | None = None):
-        config = config or default_config()
-        self.geometry = _group_geometry(group, tuple(moving), config.payload_reach_m)
-        self.horizon_m = group.meter.config.horizon_m
-        self.times: list[float] = []
-        self.states: list[np.ndarray] = []
-        self._hits: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def record(self, time_s: float, q: np.ndarray, session) -> None:
-        """Keep the pair distances of ``session``'s last check (made at stacked ``q``)."""
-        d = session._data()
-        if d.ncon:
-            geom = d.contact.geom
-            idx = self.geometry.index[geom[:, 0], geom[:, 1]]
-            keep = idx >= 0
-            self._hits.append((idx[keep], d.contact.dist[keep].copy()))
-        else:
-            self._hits.append((np.zeros(0, np.int64), np.zeros(0)))
-        self.times.append(float(time_s))
-        self.states.append(np.array(q, float))
-
-    def initial(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(times (M,), states (M, n), distances (P, M), capped at the horizon) or None."""
-        if not self.times:
-            return None
-        dist = np.full((self.geometry.g1.size, len(self.times)), self.horizon_m)
-        rows = np.concatenate([h[0] for h in self._hits])
-        cols = np.repeat(np.arange(len(self._hits)), [h[0].size for h in self._hits])
-        vals = np.concatenate([h[1] for h in self._hits])
-        np.minimum.at(dist, (rows, cols), vals)  # several contacts of one pair: the smallest
-        return np.array(self.times), np.array(self.states), dist
-
-
 def certify_timed(
     group,
     moving: Sequence[str],
     timed,
     config: CertificateConfig | None = None,
-    recorder: PairRecorder | None = None,
     initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     sampled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     session=None,
 ) -> PlanClearanceCertificate:
     """Certify a ``planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the group's
     sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself;
-    ``recorder`` or ``initial`` (``planners.final_check``): the distances the final check
-    measured (reused, not queried again; samples it proved free are skipped); ``sampled``:
-    (times, q, qd) of ``timed`` at the sample rate when already evaluated; ``session``: the
-    meter session to query with (see ``certify_group_path``)."""
+    ``initial`` (``planners.final_check``): the distances the final check measured (reused,
+    not queried again; samples it proved free are skipped); ``sampled``: (times, q, qd) of
+    ``timed`` at the sample rate when already evaluated; ``session``: the meter session to
+    query with (see ``certify_group_path``)."""
+
     from planners.retime import sample_times
 
     if sampled is None:
@@ -801,6 +764,4 @@ def certify_timed(
     def evaluate(x: np.ndarray) -> np.ndarray:
         return timed.evaluate(np.asarray(x, float))[0]
 
-    if initial is None and recorder is not None:
-        initial = recorder.initial()
     return certify_group_path(group, moving, times, q, qd, evaluate, config, initial, session)

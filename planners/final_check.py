@@ -49,7 +49,8 @@ class FinalCheck:
     measured (-1 when the deadline passed first); proven: samples proven free without a
     query; samples: 125 Hz samples of the path; initial: (times (M,), states (M, n),
     distances (P, M)) of the measured samples, for the certificate (None on a hit);
-    sampled: (times (N,), q, qd (N, n)) of the path at the sample rate [s, rad, rad/s];
+    sampled: (times (N,), q, qd, qdd (N, n)) of the path at the sample rate
+    [s, rad, rad/s, rad/s^2];
     measured_index: the samples measured, in order (None on a timeout)."""
 
     hit: tuple[float, Clearance] | None
@@ -58,7 +59,7 @@ class FinalCheck:
     proven: int
     samples: int
     initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None
-    sampled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    sampled: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     measured_index: np.ndarray | None = None
 
 
@@ -76,7 +77,7 @@ def final_check(
     moving = tuple(moving)
     cfg = group.config
     times = sample_times(timed.duration, cfg.rate_hz)
-    q, qd, _ = timed.evaluate(times)
+    q, qd, qdd = timed.evaluate(times)
     geometry = _group_geometry(group, moving, cfg.certificate.payload_reach_m)
     horizon = group.meter.config.horizon_m
     margin = cfg.collision.margin_m
@@ -126,7 +127,7 @@ def final_check(
                     proven=proven,
                     samples=n_samples,
                     initial=None,
-                    sampled=(times, q, qd),
+                    sampled=(times, q, qd, qdd),
                     measured_index=np.asarray(idx),
                 )
             if dist[k] < best:
@@ -150,7 +151,7 @@ def final_check(
         proven=proven,
         samples=n_samples,
         initial=(times[k], q[k], _distance_table(hits, geometry.g1.size, horizon)),
-        sampled=(times, q, qd),
+        sampled=(times, q, qd, qdd),
         measured_index=k,
     )
 

@@ -71,7 +71,7 @@ def test_every_sample_proven_free_is_free_when_measured(rob, problems):
     worst = np.inf
     for timed in _paths(rob, problems):
         fc = final_check(rob, MOVING, timed, meter)
-        times, q, _ = fc.sampled
+        times, q, _, _ = fc.sampled
         measured = fc.measured_index
         assert measured[0] == 0 and np.all(np.diff(measured) > 0)
         hits += fc.hit is not None

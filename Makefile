@@ -42,7 +42,7 @@ stress: $(STAMP)
 	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress
 
 bench: $(STAMP)
-	$(PY) -m experiments.bench
+	$(PY) -m rob_twin.experiments.bench
 
 lint: $(STAMP)
 	$(PY) -m ruff check twin controllers planners experiments tests models

@@ -4,19 +4,19 @@ pinocchio (an import test checks).
 
 Start here::
 
-    from controllers import ArmOwner, OwnerConfig, ArmTarget, CanTransport, SyncExecutor
+    from rob_twin.controllers import ArmOwner, OwnerConfig, ArmTarget, CanTransport, SyncExecutor
 
 Names are imported on first use, so ``import controllers`` stays light.
 """
 
-from controllers.lazy_exports import lazy_exports
+from rob_twin.controllers.lazy_exports import lazy_exports
 
 _MODULES = {
-    "controllers.owner": ("ArmOwner", "OwnerConfig", "TickReport", "FaultKind", "Mode"),
-    "controllers.target": ("ArmTarget",),
-    "controllers.arm_driver": ("ArmDriver",),
-    "controllers.clock": ("SimClock", "MonotonicClock"),
-    "controllers.codec": (
+    "rob_twin.controllers.owner": ("ArmOwner", "OwnerConfig", "TickReport", "FaultKind", "Mode"),
+    "rob_twin.controllers.target": ("ArmTarget",),
+    "rob_twin.controllers.arm_driver": ("ArmDriver",),
+    "rob_twin.controllers.clock": ("SimClock", "MonotonicClock"),
+    "rob_twin.controllers.codec": (
         "CodecConfig",
         "Frame",
         "encode_sample",
@@ -25,11 +25,11 @@ _MODULES = {
         "decode_feedback",
         "encode_feedback",
     ),
-    "controllers.transport": ("CanTransport", "TransportConfig"),
-    "controllers.damiao_transport": ("DamiaoTransport", "DamiaoTransportConfig"),
-    "controllers.damiao_driver": ("DamiaoArmDriver",),
-    "controllers.executor": ("SyncExecutor", "ExecutorConfig"),
-    "controllers.names": ("Arm",),
-    "controllers.errors": ("RobTwinError", "UnknownNameError"),
+    "rob_twin.controllers.transport": ("CanTransport", "TransportConfig"),
+    "rob_twin.controllers.damiao_transport": ("DamiaoTransport", "DamiaoTransportConfig"),
+    "rob_twin.controllers.damiao_driver": ("DamiaoArmDriver",),
+    "rob_twin.controllers.executor": ("SyncExecutor", "ExecutorConfig"),
+    "rob_twin.controllers.names": ("Arm",),
+    "rob_twin.controllers.errors": ("RobTwinError", "UnknownNameError"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

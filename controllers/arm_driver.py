@@ -24,12 +24,16 @@ the owner's to latch. No mujoco here.
 from __future__ import annotations
 
 import numpy as np
-
-from controllers.clock import Clock
-from controllers.errors import OwnerConfigError, RobTwinError, TransportConfigError, describe
-from controllers.names import JOINTS_PER_ARM, Arm
-from controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
-from controllers.transport import CanTransport, TransportConfig
+from rob_twin.controllers.clock import Clock
+from rob_twin.controllers.errors import (
+    OwnerConfigError,
+    RobTwinError,
+    TransportConfigError,
+    describe,
+)
+from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
+from rob_twin.controllers.transport import CanTransport, TransportConfig
 
 
 class ArmDriver:

@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Protocol
 
-from controllers.checks import finite_real
-from controllers.errors import OwnerConfigError
+from rob_twin.controllers.checks import finite_real
+from rob_twin.controllers.errors import OwnerConfigError
 
 
 class Clock(Protocol):

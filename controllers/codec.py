@@ -48,7 +48,7 @@ become eight zero bytes) and a CAN id that is not an integer (145.0 would match 
 typed errors (``CodecTypeError``, ``FrameDataError``, ``UnknownFrameIdError``), never a
 silent conversion or a raw ``TypeError``.
 
-Pure numpy + stdlib (and the pure-data ``models.dimensions``): no mujoco, no bus.
+Pure numpy + stdlib (and the pure-data ``rob_twin.models.dimensions``): no mujoco, no bus.
 ``transport.py`` puts these frames on a wire.
 """
 
@@ -62,8 +62,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-
-from controllers.errors import (
+from rob_twin.controllers.errors import (
     CodecConfigError,
     CodecTypeError,
     FeedbackRangeError,
@@ -78,8 +77,8 @@ from controllers.errors import (
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
-from controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
-from models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
+from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 
 COUNTS_PER_DEGREE = 128
 RAD_PER_COUNT = math.radians(1.0 / COUNTS_PER_DEGREE)  # 0.000136354 rad
@@ -102,7 +101,7 @@ CURRENT_SCALE = 256  # current = int16(bytes 5-6) / 256, drive units (unverified
 @dataclass(frozen=True)
 class CodecConfig:
     """Per-joint sign (+1/-1, joint frame -> drive frame) and inclusive bounds [rad]
-    (by default the joint bounds of ``models.dimensions``, OpenArm v10).
+    (by default the joint bounds of ``rob_twin.models.dimensions``, OpenArm v10).
 
     Bounds may be infinite (no bound); they may not be NaN or out of order.
     """

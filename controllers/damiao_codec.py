@@ -45,7 +45,7 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from controllers.damiao_errors import (
+from rob_twin.controllers.damiao_errors import (
     DamiaoFieldError,
     DamiaoFrameLengthError,
     DamiaoScalingError,
@@ -54,7 +54,7 @@ from controllers.damiao_errors import (
     UnknownMotorIdError,
     UnknownRegisterError,
 )
-from controllers.damiao_motors import KD_MAX, KP_MAX, MotorLimits
+from rob_twin.controllers.damiao_motors import KD_MAX, KP_MAX, MotorLimits
 
 FRAME_LEN = 8
 Q_BITS = 16

@@ -14,18 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-
-from controllers.arm_driver import ArmDriver
-from controllers.clock import Clock
-from controllers.damiao_codec import Status
-from controllers.damiao_transport import (
+from rob_twin.controllers.arm_driver import ArmDriver
+from rob_twin.controllers.clock import Clock
+from rob_twin.controllers.damiao_codec import Status
+from rob_twin.controllers.damiao_transport import (
     BringUpReport,
     DamiaoTransport,
     DamiaoTransportConfig,
     GravityModel,
 )
-from controllers.names import JOINTS_PER_ARM, Arm
-from controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
+from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
 
 
 class DamiaoArmDriver(ArmDriver):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controllers.names import JOINTS_PER_ARM
+from rob_twin.controllers.names import JOINTS_PER_ARM
 
 # MIT gain ranges, the same for every motor (openarm_can ``dm_motor_control.cpp``).
 KP_MAX = 500.0  # [Nm/rad]

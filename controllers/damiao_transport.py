@@ -1,6 +1,6 @@
 """The CAN transport of one arm on Damiao MIT-mode drives (OpenArm's motors).
 
-The sibling of ``controllers.transport.CanTransport`` for torque-capable drives. It is
+The sibling of ``rob_twin.controllers.transport.CanTransport`` for torque-capable drives. It is
 a ``StatePublisher``: the owner hands it the coherent Ruckig sample (p, v, a) and it
 sends, per joint, one MIT frame with
 
@@ -17,7 +17,7 @@ A feed-forward torque that is not finite or exceeds the motor's physical peak to
 ``fault_kind="torque_limit"``: the owner latches, nothing is clipped or sent. Other
 out-of-range values (q past PMAX, |v| past VMAX) are codec errors: REFUSED, no frame.
 
-Sending, polling and the second-writer accounting are ``controllers.transport_core``'s,
+Sending, polling and the second-writer accounting are ``rob_twin.controllers.transport_core``'s,
 as for ``CanTransport`` (all seven frames or a typed outcome: REFUSED, PARTIAL,
 UNCERTAIN; never a retry; a late batch is UNCERTAIN).
 
@@ -49,8 +49,7 @@ from dataclasses import dataclass, field
 
 import can
 import numpy as np
-
-from controllers.damiao_codec import (
+from rob_twin.controllers.damiao_codec import (
     CTRL_MODE_MIT,
     TIMEOUT_UNIT_S,
     MitCommand,
@@ -66,8 +65,12 @@ from controllers.damiao_codec import (
     looks_like_register_reply,
     special_frame,
 )
-from controllers.damiao_errors import DamiaoCodecError, DamiaoTransportError, UnknownMotorIdError
-from controllers.damiao_motors import (
+from rob_twin.controllers.damiao_errors import (
+    DamiaoCodecError,
+    DamiaoTransportError,
+    UnknownMotorIdError,
+)
+from rob_twin.controllers.damiao_motors import (
     ESC_IDS,
     KD_MAX,
     KP_MAX,
@@ -78,9 +81,9 @@ from controllers.damiao_motors import (
     REGISTER_ID,
     MotorLimits,
 )
-from controllers.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
-from controllers.publish import PublishOutcome, PublishReport
-from controllers.transport_core import TransportCore, TransportCounters
+from rob_twin.controllers.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
+from rob_twin.controllers.publish import PublishOutcome, PublishReport
+from rob_twin.controllers.transport_core import TransportCore, TransportCounters
 
 GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7,)
 Clock = Callable[[], float]

@@ -4,7 +4,7 @@ Every message names the offending value and the valid range, so a log line alone
 says what was wrong. Codec errors are also ``ValueError`` (bad input values);
 transport errors are not (they describe the bus, not the caller's data).
 Others may add their own classes here, deriving from ``RobTwinError``; the planners'
-(``planners.errors``) and the twin's errors derive from it too, so ``except RobTwinError``
+(``rob_twin.planners.errors``) and the twin's errors derive from it too, so ``except RobTwinError``
 catches every error the project raises on purpose. An input error is also a ``ValueError``
 (an unknown name also a ``KeyError``) so that callers that catch those keep working.
 """

@@ -1,6 +1,6 @@
 """What a synchronized execution reports: outcome, acquisition failure, per-arm figures.
 
-Data only (``controllers.executor`` produces these). Units: seconds, radians.
+Data only (``rob_twin.controllers.executor`` produces these). Units: seconds, radians.
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import enum
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from controllers.names import Arm
+from rob_twin.controllers.names import Arm
 
 
 class Outcome(enum.Enum):

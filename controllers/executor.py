@@ -3,7 +3,7 @@
 A two-arm plan is only safe when both arms run it *together* (seed 002: run one arm
 after the other, 97 of 1,400 states intersected). ``SyncExecutor.begin(trajectory)``:
 
-1. validates the arrays (``controllers.trajectory``: one shared time base, finite, shapes);
+1. validates the arrays (``rob_twin.controllers.trajectory``: one shared time base, finite, shapes);
 2. acquires every moving arm all-or-nothing: each owner must be TRACKING or HOLD, at rest
    at the trajectory's first sample, and the samples must be inside its limits; then a
    lease is granted on every owner and a fresh generation opened (no stale target of an
@@ -32,20 +32,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from controllers.clock import Clock
-from controllers.execution_report import (
+from rob_twin.controllers.clock import Clock
+from rob_twin.controllers.execution_report import (
     AcquireReason,
     AcquisitionFailure,
     ArmReport,
     ExecutionReport,
     Outcome,
 )
-from controllers.lease import Lease, LeaseStatus
-from controllers.names import Arm
-from controllers.owner import ArmOwner, Mode, TickReport
-from controllers.target import ArmTarget
-from controllers.trajectory import MultiArmTrajectory, TrajectoryError
+from rob_twin.controllers.lease import Lease, LeaseStatus
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, Mode, TickReport
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.controllers.trajectory import MultiArmTrajectory, TrajectoryError
 
 
 @dataclass(frozen=True)

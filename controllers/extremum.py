@@ -35,8 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from controllers.errors import SegmentError
+from rob_twin.controllers.errors import SegmentError
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import itertools
 import threading
 from dataclasses import dataclass
 
-from controllers.checks import finite_real
-from controllers.clock import Clock
-from controllers.errors import OwnerConfigError
+from rob_twin.controllers.checks import finite_real
+from rob_twin.controllers.clock import Clock
+from rob_twin.controllers.errors import OwnerConfigError
 
 
 @dataclass(frozen=True)

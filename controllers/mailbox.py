@@ -17,8 +17,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from controllers.errors import TargetRefusedError, TargetTypeError
-from controllers.target import ArmTarget, as_integer
+from rob_twin.controllers.errors import TargetRefusedError, TargetTypeError
+from rob_twin.controllers.target import ArmTarget, as_integer
 
 
 class RejectReason(enum.Enum):

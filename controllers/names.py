@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from controllers.errors import UnknownNameError
+from rob_twin.controllers.errors import UnknownNameError
 
 JOINTS_PER_ARM = 7
 

@@ -48,11 +48,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
-
-from controllers.checks import finite_real
-from controllers.clock import Clock
-from controllers.errors import (
+from rob_twin.controllers.checks import finite_real
+from rob_twin.controllers.clock import Clock
+from rob_twin.controllers.errors import (
     FeedbackError,
     OwnerConfigError,
     OwnerStateError,
@@ -60,13 +58,19 @@ from controllers.errors import (
     TargetTypeError,
     describe,
 )
-from controllers.lease import Lease, LeaseAuthority, LeaseStatus
-from controllers.mailbox import LatestTargetMailbox, MailboxCounts, OfferResult, RejectReason
-from controllers.names import JOINTS_PER_ARM, Arm
-from controllers.publish import PublishOutcome, PublishReport, SamplePublisher
-from controllers.target import ArmTarget, as_joint_vector
-from controllers.target_limits import TargetStateCheck
-from models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
+from rob_twin.controllers.lease import Lease, LeaseAuthority, LeaseStatus
+from rob_twin.controllers.mailbox import (
+    LatestTargetMailbox,
+    MailboxCounts,
+    OfferResult,
+    RejectReason,
+)
+from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.controllers.publish import PublishOutcome, PublishReport, SamplePublisher
+from rob_twin.controllers.target import ArmTarget, as_joint_vector
+from rob_twin.controllers.target_limits import TargetStateCheck
+from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 N = JOINTS_PER_ARM
 
@@ -82,7 +86,8 @@ class OwnerConfig:
 
     period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
     max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets (by default the joint bounds of ``models.dimensions``); late_tick_periods: a tick
+    targets (by default the joint bounds of ``rob_twin.models.dimensions``); late_tick_periods: a
+    tick
     gap above this many periods is late;
     feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
     per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
@@ -299,7 +304,8 @@ class ArmOwner:
             raise OwnerConfigError("lease_authority", lease_authority, "a LeaseAuthority or None")
         self.config = config or default_config()
         self._pub = publisher
-        # torque-capable drives take the whole coherent state (controllers.publish.StatePublisher)
+        # torque-capable drives take the whole coherent state
+        # (rob_twin.controllers.publish.StatePublisher)
         self._publish_state = getattr(publisher, "publish_state", None)
         self._clock = clock
         self.hooks = hooks or OwnerHooks()

@@ -23,11 +23,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from rob_twin.controllers.errors import TargetRefusedError
+from rob_twin.controllers.mailbox import RejectReason
+from rob_twin.controllers.names import JOINTS_PER_ARM
 from ruckig import ControlInterface, InputParameter, Ruckig, RuckigError
-
-from controllers.errors import TargetRefusedError
-from controllers.mailbox import RejectReason
-from controllers.names import JOINTS_PER_ARM
 
 N = JOINTS_PER_ARM
 

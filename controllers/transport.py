@@ -3,9 +3,9 @@
 ``CanTransport`` is a thin layer over a python-can ``Bus`` (``virtual`` by default;
 interface and channel are configuration, the channel defaulting to the arm's
 ``BUS_MAPPING`` entry). It implements ``SamplePublisher``; the sending rules, the
-polling and the second-writer accounting are ``controllers.transport_core``'s:
+polling and the second-writer accounting are ``rob_twin.controllers.transport_core``'s:
 
-* ``publish_sample`` encodes the seven joints with ``controllers.codec`` all or
+* ``publish_sample`` encodes the seven joints with ``rob_twin.controllers.codec`` all or
   nothing (REFUSED when one does not encode), then sends the seven frames in joint
   order, once, with the core's outcome rules (REFUSED, PARTIAL, UNCERTAIN; a batch
   later than ``publish_deadline_s`` is UNCERTAIN when ``late_is_uncertain``). It
@@ -31,9 +31,8 @@ from pathlib import Path
 
 import can
 import numpy as np
-
-from controllers.checks import finite_real
-from controllers.codec import (
+from rob_twin.controllers.checks import finite_real
+from rob_twin.controllers.codec import (
     CodecConfig,
     DecodedCommand,
     JointFeedback,
@@ -41,13 +40,13 @@ from controllers.codec import (
     decode_feedback,
     encode_sample,
 )
-from controllers.codec import (
+from rob_twin.controllers.codec import (
     default_config as default_codec_config,
 )
-from controllers.errors import CodecError, TransportConfigError
-from controllers.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
-from controllers.publish import PublishReport
-from controllers.transport_core import (
+from rob_twin.controllers.errors import CodecError, TransportConfigError
+from rob_twin.controllers.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
+from rob_twin.controllers.publish import PublishReport
+from rob_twin.controllers.transport_core import (
     Clock,
     ForeignFrame,
     TransportCore,

@@ -41,10 +41,9 @@ from typing import Any, Protocol, Self
 
 import can
 import numpy as np
-
-from controllers.errors import TransportClosedError, TransportConfigError
-from controllers.names import JOINTS_PER_ARM
-from controllers.publish import PublishOutcome, PublishReport
+from rob_twin.controllers.errors import TransportClosedError, TransportConfigError
+from rob_twin.controllers.names import JOINTS_PER_ARM
+from rob_twin.controllers.publish import PublishOutcome, PublishReport
 
 Clock = Callable[[], float]
 

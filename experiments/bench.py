@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from experiments.output import OUT_DIR, write_json
-from experiments.registry import benchmarks
+from rob_twin.experiments.output import OUT_DIR, write_json
+from rob_twin.experiments.registry import benchmarks
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@
   through the real-time bank process on this (shared, 2-core) machine;
 - replay: frames per second read and re-simulated from a 60 s recording (.blf, .log).
 
-``python -m experiments.bench bus`` -> out/bench/bus.json.
+``python -m rob_twin.experiments.bench bus`` -> out/bench/bus.json.
 """
 
 from __future__ import annotations
@@ -24,16 +24,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from controllers.names import Arm
-from experiments.registry import benchmark
-from twin.bus_budget import BusBudgetConfig, bus_budget
-from twin.bus_timing import BusTimingConfig, parse_bus_spec
-from twin.can_bits import Stuffing
-from twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from twin.host_process import wave_around
-from twin.recording import TrafficRecorder
-from twin.replay import read_recording, replay
+from rob_twin.controllers.names import Arm
+from rob_twin.experiments.registry import benchmark
+from rob_twin.twin.bus_budget import BusBudgetConfig, bus_budget
+from rob_twin.twin.bus_timing import BusTimingConfig, parse_bus_spec
+from rob_twin.twin.can_bits import Stuffing
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.host_process import wave_around
+from rob_twin.twin.recording import TrafficRecorder
+from rob_twin.twin.replay import read_recording, replay
 
 ROUNDS = 4
 SECONDS = 2.0
@@ -134,8 +133,8 @@ def rob_configuration() -> dict:
 
 
 def two_process(seconds: float = 5.0) -> dict:
-    from twin.bank_process import control
-    from twin.host_process import HostConfig, run_host
+    from rob_twin.twin.bank_process import control
+    from rob_twin.twin.host_process import HostConfig, run_host
 
     with tempfile.TemporaryDirectory() as tmp:
         ready = Path(tmp) / "ready.json"
@@ -143,7 +142,7 @@ def two_process(seconds: float = 5.0) -> dict:
             [
                 sys.executable,
                 "-m",
-                "twin.cli",
+                "rob_twin.twin.cli",
                 "bank",
                 "--port",
                 "0",

@@ -3,13 +3,13 @@ the per-pair clearance certificate every ``ArmGroup.plan`` returns (simulated).
 
 The plans: a fixed list of ``N_PLANS`` seeded plans (``plan_list``): the crossing plan,
 the study set (the ``study`` experiment's 50 goal pairs from home, seeds 0..49), the frozen
-hard problems on ROB and on the two-arm stand (``experiments.hard_problems``; every plan
+hard problems on ROB and on the two-arm stand (``rob_twin.experiments.hard_problems``; every plan
 needs the search), then random goal pairs from home (the study's sampling, its own seed)
 up to ``N_PLANS``. They run in ``WORKERS`` spawned processes, each building its own
 groups; every plan has its own seed and starts from its own state, so the rows do not
 depend on how the list is split.
 
-- soundness: every delivered plan is checked by ``experiments.dense_clearance``: coal every
+- soundness: every delivered plan is checked by ``rob_twin.experiments.dense_clearance``: coal every
   1 ms along the samples' linear interpolation (a motion inside the certificate's speed
   bound), every checked pair, against each pair's certified value; counterexamples must
   be 0 (count and up to 5 examples). Also the smallest slack (a pair's true minimum minus
@@ -45,23 +45,22 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from tqdm import tqdm
-
-from experiments.crossing_goals import (
+from rob_twin.experiments.crossing_goals import (
     ARMS,
     crossing_start_qpos,
     rob_crossing_goals,
     rob_crossing_start,
     rob_home,
 )
-from experiments.dense_clearance import check_plan, for_group
-from experiments.goal_pairs import SAMPLING, goal_pairs
-from experiments.output import OUT_DIR, write_json
-from experiments.registry import benchmark
-from planners.errors import PlannerConfigError
-from planners.group import ArmGroup
-from planners.oracle import pair_type
-from planners.pair_certificate import joint_geom_radii
+from rob_twin.experiments.dense_clearance import check_plan, for_group
+from rob_twin.experiments.goal_pairs import SAMPLING, goal_pairs
+from rob_twin.experiments.output import OUT_DIR, write_json
+from rob_twin.experiments.registry import benchmark
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.oracle import pair_type
+from rob_twin.planners.pair_certificate import joint_geom_radii
+from tqdm import tqdm
 
 N_PLANS = 1000
 N_STUDY = 50  # the ``study`` experiment's goal pairs (seed 0)
@@ -90,7 +89,7 @@ class PlanSpec:
 
 def plan_list(n_plans: int = N_PLANS) -> list[PlanSpec]:
     """The fixed, seeded plan list (see the module docstring)."""
-    from experiments.hard_problems import load
+    from rob_twin.experiments.hard_problems import load
 
     out = [
         PlanSpec(
@@ -135,7 +134,7 @@ def _group(name: str) -> tuple[ArmGroup, np.ndarray]:
             g = ArmGroup(m, ARMS)
             g.set_qpos(home)
         else:
-            from experiments.hard_problems import groups
+            from rob_twin.experiments.hard_problems import groups
 
             built = groups()
             _GROUPS.setdefault("hard_rob", (built["rob"], built["rob"].reference_qpos.copy()))
@@ -337,7 +336,8 @@ def plan_figures(
             "slack_rule": "per pair: true minimum minus its certified value, over pairs that "
             "came within the cap; negative would be a counterexample",
             "pair_types_within_horizon": _type_figures(ok),
-            "judge": "experiments.dense_clearance: coal every 1 ms along the samples' linear "
+            "judge": "rob_twin.experiments.dense_clearance: coal every 1 ms along the samples' "
+            "linear "
             "interpolation, every checked pair, against each pair's certified value (its "
             "own entry, else the certificate's minimum); skipping by sound sphere and motion "
             "bounds",

@@ -12,11 +12,10 @@ import time
 
 import mujoco
 import numpy as np
-
-from controllers.names import Arm
-from experiments.registry import benchmark
-from twin.closed_loop import ClosedLoop
-from twin.rehearsal import wave_source
+from rob_twin.controllers.names import Arm
+from rob_twin.experiments.registry import benchmark
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.rehearsal import wave_source
 
 SECONDS = 3.0
 ROUNDS = 9

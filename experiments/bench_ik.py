@@ -20,14 +20,13 @@ import time
 import mujoco
 import numpy as np
 import pinocchio as pin
-
-from controllers import names as N
-from controllers.names import Arm
-from experiments.registry import benchmark
-from models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
-from planners.ik import IKSolver, default_config
-from planners.kinematics import ArmKinematics, Payload
-from planners.pose import pose_error
+from rob_twin.controllers import names as N
+from rob_twin.controllers.names import Arm
+from rob_twin.experiments.registry import benchmark
+from rob_twin.models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
+from rob_twin.planners.ik import IKSolver, default_config
+from rob_twin.planners.kinematics import ArmKinematics, Payload
+from rob_twin.planners.pose import pose_error
 
 N_RANDOM = 1000
 N_PATH = 1000

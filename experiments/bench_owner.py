@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, OwnerConfig
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.experiments.owner_rig import NullPublisher
+from rob_twin.experiments.registry import benchmark
 from ruckig import InputParameter, OutputParameter, Ruckig
-
-from controllers.clock import SimClock
-from controllers.names import Arm
-from controllers.owner import ArmOwner, OwnerConfig
-from controllers.target import ArmTarget
-from experiments.owner_rig import NullPublisher
-from experiments.registry import benchmark
 
 
 def _targets(n: int, k: int) -> np.ndarray:

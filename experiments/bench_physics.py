@@ -5,16 +5,15 @@ from __future__ import annotations
 import time
 
 import mujoco
-
-from experiments.registry import benchmark
-from twin.scenario import demo_scenario, run_scenario
+from rob_twin.experiments.registry import benchmark
+from rob_twin.twin.scenario import demo_scenario, run_scenario
 
 
 @benchmark("physics")
 def run() -> dict:
     sc = demo_scenario()
     result = run_scenario(sc, record=False, progress=False)
-    from models.loading import load_scene
+    from rob_twin.models.loading import load_scene
 
     m = load_scene()
     d = mujoco.MjData(m)

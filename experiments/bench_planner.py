@@ -1,7 +1,7 @@
 """Benchmark: collision check cost vs bare mj_kinematics + mj_collision; dual-arm plan +
 retime + check time on seeded random joint goal pairs, on the same pairs' TCP poses as
 PoseGoal pairs, and on lockstep Cartesian requests (median/p95 [ms]); coal oracle
-agreement per pair type. Goal pairs come from ``experiments.goal_pairs`` (shared with the
+agreement per pair type. Goal pairs come from ``rob_twin.experiments.goal_pairs`` (shared with the
 ``study`` experiment)."""
 
 from __future__ import annotations
@@ -11,18 +11,22 @@ from dataclasses import replace
 
 import mujoco
 import numpy as np
-
-from controllers.names import group_arms
-from experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
-from experiments.registry import benchmark
-from experiments.toppra_baseline import toppra_retime
-from models.loading import keyframe_state, load_scene
-from planners.cartesian import plan_cartesian
-from planners.collision import CheckSession, CollisionChecker
-from planners.group import ArmGroup
-from planners.ik import default_config as ik_default
-from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreement_on_placements
-from planners.pose_goals import PoseGoal
+from rob_twin.controllers.names import group_arms
+from rob_twin.experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
+from rob_twin.experiments.registry import benchmark
+from rob_twin.experiments.toppra_baseline import toppra_retime
+from rob_twin.models.loading import keyframe_state, load_scene
+from rob_twin.planners.cartesian import plan_cartesian
+from rob_twin.planners.collision import CheckSession, CollisionChecker
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.ik import default_config as ik_default
+from rob_twin.planners.oracle import (
+    Agreement,
+    CoalOracle,
+    agreement_on_configs,
+    agreement_on_placements,
+)
+from rob_twin.planners.pose_goals import PoseGoal
 
 ARMS = group_arms()
 
@@ -200,7 +204,7 @@ def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
 @benchmark("planner")
 def run() -> dict:
     m, home = keyframe_state()
-    from experiments.hard_problems import groups
+    from rob_twin.experiments.hard_problems import groups
 
     return {
         "model": "models/rob/scene.xml",
@@ -216,9 +220,9 @@ def run() -> dict:
 
 def _hard(name: str, group: ArmGroup) -> dict:
     """The frozen hard problems of ``name``: ours (plan + retime + check) and the baseline
-    (``experiments.rrt_baseline``) interleaved per problem in this process."""
-    from experiments.hard_problems import load
-    from experiments.rrt_baseline import plan_baseline
+    (``rob_twin.experiments.rrt_baseline``) interleaved per problem in this process."""
+    from rob_twin.experiments.hard_problems import load
+    from rob_twin.experiments.rrt_baseline import plan_baseline
 
     problems = load(name)
     moving = tuple(group.arm_names)
@@ -292,7 +296,7 @@ def _hard(name: str, group: ArmGroup) -> dict:
             "success": base_ok,
             **_times(base_t, "plan_retime_check"),
             "path_duration_s_median": _median(base_dur),
-            "what": "experiments.rrt_baseline: stacked-joint RRT-Connect, edge checks "
+            "what": "rob_twin.experiments.rrt_baseline: stacked-joint RRT-Connect, edge checks "
             "every 0.1 rad, shortcut smoothing, TOPP-RA, every 125 Hz sample "
             "checked; same CheckSession.is_free",
         },
@@ -330,7 +334,7 @@ def _check_cost_random(m, home, n=5000, seed=2) -> dict:
 @benchmark("planner_hard")
 def run_hard() -> dict:
     """Only the hard problem sets and the check cost (the quick way to measure search)."""
-    from experiments.hard_problems import groups
+    from rob_twin.experiments.hard_problems import groups
 
     m, home = keyframe_state()
     return {

@@ -16,12 +16,12 @@ import statistics
 import time
 from pathlib import Path
 
-from experiments.registry import benchmark
-from experiments.study.backends import LocalBackend, RayBackend, default_workers
-from experiments.study.runner import comparable, run_study
-from experiments.study.spec import parse_spec
-from experiments.study.store import read_rows
-from experiments.sweep import run_sweep
+from rob_twin.experiments.registry import benchmark
+from rob_twin.experiments.study.backends import LocalBackend, RayBackend, default_workers
+from rob_twin.experiments.study.runner import comparable, run_study
+from rob_twin.experiments.study.spec import parse_spec
+from rob_twin.experiments.study.store import read_rows
+from rob_twin.experiments.sweep import run_sweep
 
 OUT = Path("out") / "bench" / "scale"
 

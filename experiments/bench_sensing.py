@@ -3,9 +3,9 @@
 - Lidar revolution cost: CPU time of one unit's revolution (all its ``mj_multiRay`` slice
   calls plus the scan's assembly), median over the revolutions of a 3 s run; and, as the
   floor, the cost of casting a whole revolution in a single call from one pose.
-- Merge cost: ``twin.scan_merge.merge`` on recorded pairs, median.
+- Merge cost: ``rob_twin.twin.scan_merge.merge`` on recorded pairs, median.
 - Merged-scan error vs ground truth, base still and backing at 0.5 m/s (median, p99):
-  ``experiments.exp_scan_merge.merge_run``.
+  ``rob_twin.experiments.exp_scan_merge.merge_run``.
 - Environment steps per second (20 Hz control, random policy, scan on / off) vs the bare
   closed loop (the same owners, codec and bus, targets at 20 Hz, no env, no sensors).
 All CPU times are this thread's (``time.thread_time``); simulated, hardware_io false.
@@ -17,16 +17,15 @@ import time
 
 import mujoco
 import numpy as np
-
-from controllers.names import Arm
-from experiments.exp_scan_merge import merge_run
-from experiments.registry import benchmark
-from twin.base_drive import place_base
-from twin.closed_loop import ClosedLoop
-from twin.env import EnvConfig, RobEnv
-from twin.lidar import LidarPair
-from twin.scan_merge import merge, mounts_from_model
-from twin.twin import Twin
+from rob_twin.controllers.names import Arm
+from rob_twin.experiments.exp_scan_merge import merge_run
+from rob_twin.experiments.registry import benchmark
+from rob_twin.twin.base_drive import place_base
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.env import EnvConfig, RobEnv
+from rob_twin.twin.lidar import LidarPair
+from rob_twin.twin.scan_merge import merge, mounts_from_model
+from rob_twin.twin.twin import Twin
 
 SECONDS = 3.0
 ENV_STEPS = 100

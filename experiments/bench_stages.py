@@ -1,8 +1,9 @@
 """Benchmark: where a plan's wall time goes, stage by stage, per problem set (simulated).
 
 Problem sets: the study set (30 seeded joint goal pairs of ROB's two arms from home,
-``experiments.goal_pairs``, plan seed = index, as the ``planner`` benchmark's study), the
-frozen hard ROB set and the hard two-arm stand set (``experiments.hard_problems``). Per set:
+``rob_twin.experiments.goal_pairs``, plan seed = index, as the ``planner`` benchmark's study), the
+frozen hard ROB set and the hard two-arm stand set (``rob_twin.experiments.hard_problems``). Per
+set:
 median and p95 of the total plan time and of every stage [ms], the certify share (certify /
 total) and check + certify share per plan, the final check's measured and proven samples,
 certificate queries between samples, slowdowns, repairs, statuses. One untimed warm-up plan
@@ -16,8 +17,7 @@ import os
 import time
 
 import numpy as np
-
-from experiments.registry import benchmark
+from rob_twin.experiments.registry import benchmark
 
 STAGES = ("goals", "search", "shortcut", "retime", "check", "certify")
 
@@ -91,24 +91,24 @@ def _run_set(group, requests) -> dict:
 
 
 def _study_requests(group, n_pairs: int = 30, seed: int = 0) -> list:
-    from experiments.goal_pairs import goal_pairs
+    from rob_twin.experiments.goal_pairs import goal_pairs
 
     pairs = goal_pairs(group, n_pairs, np.random.default_rng(seed))
     return [(None, goals, i) for i, goals in enumerate(pairs)]
 
 
 def _hard_requests(name: str) -> list:
-    from experiments.hard_problems import load
+    from rob_twin.experiments.hard_problems import load
 
     return [(p.start, p.goal, i) for i, p in enumerate(load(name))]
 
 
 @benchmark("planner-stages")
 def run() -> dict:
-    from controllers.names import group_arms
-    from experiments.hard_problems import groups
-    from models.loading import keyframe_state
-    from planners.group import ArmGroup
+    from rob_twin.controllers.names import group_arms
+    from rob_twin.experiments.hard_problems import groups
+    from rob_twin.models.loading import keyframe_state
+    from rob_twin.planners.group import ArmGroup
 
     load_before = os.getloadavg()
     m, home = keyframe_state()

@@ -24,18 +24,17 @@ import sys
 import time
 
 import numpy as np
+from rob_twin.controllers.names import Arm, group_arms
+from rob_twin.experiments.registry import benchmark
+from rob_twin.experiments.teleop_clients import input_frame as _frame
+from rob_twin.planners.collision import CollisionChecker
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.teleop.app import AppConfig, TeleopApp, with_port
+from rob_twin.twin.teleop.controller import TeleopController
+from rob_twin.twin.teleop.messages import Hello, parse_message
+from rob_twin.twin.teleop.safety import ArmSafetyFilter
+from rob_twin.twin.teleop.server import ServerConfig
 from websockets.asyncio.client import connect
-
-from controllers.names import Arm, group_arms
-from experiments.registry import benchmark
-from experiments.teleop_clients import input_frame as _frame
-from planners.collision import CollisionChecker
-from twin.closed_loop import ClosedLoop
-from twin.teleop.app import AppConfig, TeleopApp, with_port
-from twin.teleop.controller import TeleopController
-from twin.teleop.messages import Hello, parse_message
-from twin.teleop.safety import ArmSafetyFilter
-from twin.teleop.server import ServerConfig
 
 RATE_HZ = 90.0
 
@@ -64,7 +63,7 @@ def _clients(app: TeleopApp, seconds: float, watchers: int = 0, stalled: bool = 
     cmd = [
         sys.executable,
         "-m",
-        "experiments.teleop_clients",
+        "rob_twin.experiments.teleop_clients",
         app.server.ws_url,
         str(seconds),
         "--watchers",
@@ -100,7 +99,7 @@ def receive_to_submit(seconds: float = 3.0) -> dict:
 
 
 def _at_rest(owner) -> bool:
-    from controllers.owner import Mode
+    from rob_twin.controllers.owner import Mode
 
     _, v, a = owner.commanded_state()
     return (
@@ -193,7 +192,7 @@ def staleness_brake(trials: int = 8) -> dict:
 
 
 async def _drop_once(app: TeleopApp, session: str, lat_cmd: list, lat_mode: list) -> None:
-    from controllers.owner import Mode
+    from rob_twin.controllers.owner import Mode
 
     owner = app.controller.owners[Arm.RIGHT]
     async with connect(app.server.ws_url, max_queue=None, close_timeout=0.5) as ws:

@@ -2,17 +2,16 @@
 
 Between its 125 Hz samples the plan is followed by linear interpolation (a motion within the
 certificate's speed bound, so the certificate must hold for it too). Every checked pair is
-measured with coal (``planners.certificate_check.coal_pair_distances``: bounding-sphere gap
+measured with coal (``rob_twin.planners.certificate_check.coal_pair_distances``: bounding-sphere gap
 beyond the horizon, coal GJK/EPA within it). Units: metres, seconds.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from planners.certificate_check import coal_pair_distances
-from planners.oracle import CoalOracle
-from planners.pair_certificate import _group_geometry
+from rob_twin.planners.certificate_check import coal_pair_distances
+from rob_twin.planners.oracle import CoalOracle
+from rob_twin.planners.pair_certificate import _group_geometry
 
 
 def dense_states(plan, step_s: float = 0.001) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """ROB's crossing goal pair: the hands swap sides in front of the chest.
 
 Shared by the ``crossing`` experiment (planner) and the ``sequential`` experiment
-(executor). The frozen pair is data of the robot description (``models.poses``, with its
+(executor). The frozen pair is data of the robot description (``rob_twin.models.poses``, with its
 figures; its start is the model's ``crossing_start`` keyframe); ``rob_crossing_goals()``
 returns it and ``search_crossing_goals()`` is the deterministic search that found it
 (re-run it to reproduce the numbers there).
@@ -28,14 +28,13 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from controllers.names import group_arms
-from models import poses
-from models.loading import CROSSING_START_KEY, HOME_KEY, keyframe_state
+from rob_twin.controllers.names import group_arms
+from rob_twin.models import poses
+from rob_twin.models.loading import CROSSING_START_KEY, HOME_KEY, keyframe_state
 
 ARMS = group_arms()
 
-CROSSING_START, CROSSING_GOALS = poses.CROSSING_START, poses.CROSSING_GOALS  # models.poses
+CROSSING_START, CROSSING_GOALS = poses.CROSSING_START, poses.CROSSING_GOALS  # rob_twin.models.poses
 
 
 def rob_home():
@@ -91,13 +90,13 @@ class TrapFigures:
 def trap_figures(model, start_qpos: np.ndarray, goals, seed: int = 0) -> TrapFigures | None:
     """TrapFigures of the pair (start: full qpos; goals: {arm: q}); None if the group
     cannot plan it."""
-    from experiments.exp_crossing import (
+    from rob_twin.experiments.exp_crossing import (
         bend_from,
         max_detour,
         separate_sync_collisions,
         tcp_paths,
     )
-    from planners.group import ArmGroup
+    from rob_twin.planners.group import ArmGroup
 
     n_sep, frames, sep_states, _ = separate_sync_collisions(model, start_qpos, goals, seed)
     group = ArmGroup(model, ARMS)
@@ -179,8 +178,8 @@ def search_crossing_goals(
 
     Returns (start, goals, TrapFigures, [(pick, TrapFigures | None), ...]) or None.
     Takes a few minutes (not run by the tests)."""
-    from planners.group import ArmGroup
-    from planners.kinematics import ArmKinematics
+    from rob_twin.planners.group import ArmGroup
+    from rob_twin.planners.kinematics import ArmKinematics
 
     m, home = rob_home()
     group = ArmGroup(m, ARMS)

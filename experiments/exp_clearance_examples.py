@@ -2,10 +2,10 @@
 
 - Envelope: queries at 0, 1, 2 s with clearance intervals [5, 7], [6, 8], [5, 7] mm and
   L = 4 mm/s certify 3.5 mm (at t = 0.375 s and 1.625 s); the two outer queries alone
-  certify 1 mm (``planners.pair_certificate.envelope_minima``).
+  certify 1 mm (``rob_twin.planners.pair_certificate.envelope_minima``).
 - Rotation: R = 0.50 m, theta = 90 deg, axis error 1 deg, pivot error 1 mm, point error
   0.2 mm give 0.200 + 1.414 + 12.341 = 13.955 mm; 20 mm nominal clearance leaves 6.045 mm
-  (``planners.uncertainty``).
+  (``rob_twin.planners.uncertainty``).
 - Two-link sensitivity: links 0.5 m, angles (0, pi/2): endpoint (0.5, 0.5) m; a 0.01 rad
   first-joint offset moves it about 7.07 mm.
 
@@ -17,11 +17,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from experiments.output import markdown_table, write_experiment
-from experiments.registry import experiment
-from planners.pair_certificate import envelope_minima
-from planners.uncertainty import UncertaintySpec, axis_term_m, pivot_term_m, zero_offset_term_m
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
+from rob_twin.planners.pair_certificate import envelope_minima
+from rob_twin.planners.uncertainty import (
+    UncertaintySpec,
+    axis_term_m,
+    pivot_term_m,
+    zero_offset_term_m,
+)
 
 
 def envelope_example() -> dict:

@@ -13,9 +13,8 @@ import uuid
 
 import can
 import numpy as np
-
-from controllers import codec
-from controllers.codec import (
+from rob_twin.controllers import codec
+from rob_twin.controllers.codec import (
     MAX_COUNT,
     MIN_COUNT,
     RAD_PER_COUNT,
@@ -27,12 +26,12 @@ from controllers.codec import (
     encode_positions,
     words_to_counts,
 )
-from controllers.names import JOINTS_PER_ARM
-from controllers.publish import PublishOutcome
-from controllers.transport import CanTransport, TransportConfig
-from experiments.output import markdown_table, write_experiment
-from experiments.registry import experiment
-from models import dimensions as D
+from rob_twin.controllers.names import JOINTS_PER_ARM
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.controllers.transport import CanTransport, TransportConfig
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
+from rob_twin.models import dimensions as D
 
 ALT_SIGNS = (1, -1, 1, -1, 1, -1, 1)
 SIGN_SETS = (ALT_SIGNS, tuple(-s for s in ALT_SIGNS))  # every joint sees both signs

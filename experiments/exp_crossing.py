@@ -7,7 +7,7 @@ does not (seed 002: 58 of 210 frames vs none, one gripper bent ~16 cm around the
    in contact (coal distance < 0) on a fresh model copy: N of M (125 Hz frames, as the
    seed counts), and the same judged at four states per frame interval.
 2. Group: both arms planned together by ArmGroup; judged by coal on a freshly loaded model
-   (``experiments.judging``) against the 5 mm margin less 0.1 mm: every 125 Hz sample,
+   (``rob_twin.experiments.judging``) against the 5 mm margin less 0.1 mm: every 125 Hz sample,
    three joint-space states between samples (twice the planner's own sample + one
    sub-step) and every waypoint (colliding states must be 0).
 3. Detour: the largest distance of a TCP from its straight start-goal line; bend: the
@@ -26,25 +26,24 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-from experiments.clearance_truth import true_min_clearance  # noqa: E402
-from experiments.crossing_goals import (  # noqa: E402
+from rob_twin.experiments.clearance_truth import true_min_clearance  # noqa: E402
+from rob_twin.experiments.crossing_goals import (  # noqa: E402
     ARMS,
     crossing_start_qpos,
     rob_crossing_goals,
     rob_home,
 )
-from experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
-from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
-from experiments.registry import experiment
-from experiments.seed_spread import seed_spread
-from models.loading import load_scene  # noqa: E402
-from planners.geom_pairs import GeomPairTable  # noqa: E402
-from planners.group import ArmGroup  # noqa: E402
-from planners.kinematics import ArmKinematics  # noqa: E402
-from planners.oracle import CoalOracle, densify, judge_states  # noqa: E402
-from planners.separate import separate_plans, sync_states  # noqa: E402
-from twin.report import save_png  # noqa: E402
+from rob_twin.experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
+from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
+from rob_twin.experiments.registry import experiment
+from rob_twin.experiments.seed_spread import seed_spread
+from rob_twin.models.loading import load_scene  # noqa: E402
+from rob_twin.planners.geom_pairs import GeomPairTable  # noqa: E402
+from rob_twin.planners.group import ArmGroup  # noqa: E402
+from rob_twin.planners.kinematics import ArmKinematics  # noqa: E402
+from rob_twin.planners.oracle import CoalOracle, densify, judge_states  # noqa: E402
+from rob_twin.planners.separate import separate_plans, sync_states  # noqa: E402
+from rob_twin.twin.report import save_png  # noqa: E402
 
 MARGIN = 0.005
 TOL = 1e-4

@@ -6,19 +6,17 @@ Simulated (hardware_io false).
 from __future__ import annotations
 
 import numpy as np
+from rob_twin.controllers.extremum import segment_extrema, segments_from_trajectory
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
 from ruckig import InputParameter, Ruckig, Trajectory
-
-from controllers.extremum import segment_extrema, segments_from_trajectory
-from experiments.output import markdown_table, write_experiment
-from experiments.registry import experiment
 
 
 @experiment("extremum")
 def extremum(seed: int = 0, n_traj: int = 250, n_samples: int = 301) -> dict:
     """Exact checker vs dense sampling on random 7-joint Ruckig trajectories (brakes, tails)."""
+    from rob_twin.controllers.extremum import JerkSegment, state_at
     from ruckig import Synchronization
-
-    from controllers.extremum import JerkSegment, state_at
 
     rng = np.random.default_rng(seed)
     obs = 0

@@ -8,13 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-
-from controllers.mailbox import RejectReason
-from controllers.owner import FaultKind, LateTickAction, Mode, default_config
-from controllers.publish import PublishOutcome
-from experiments.output import markdown_table, write_experiment
-from experiments.owner_rig import Rig, experiment_rig, held_tick_stop_race
-from experiments.registry import experiment
+from rob_twin.controllers.mailbox import RejectReason
+from rob_twin.controllers.owner import FaultKind, LateTickAction, Mode, default_config
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.owner_rig import Rig, experiment_rig, held_tick_stop_race
+from rob_twin.experiments.registry import experiment
 
 
 def _moving_rig(config=None) -> Rig:

@@ -8,11 +8,10 @@ from __future__ import annotations
 import math
 
 import ruckig
+from rob_twin.controllers.extremum import segment_extrema, segments_from_trajectory
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
 from ruckig import InputParameter, OutputParameter, Result, Ruckig, Trajectory
-
-from controllers.extremum import segment_extrema, segments_from_trajectory
-from experiments.output import markdown_table, write_experiment
-from experiments.registry import experiment
 
 J6_START, J6_TARGET = 0.34, 1.05
 SEED_TABLE = {(0.2, 0.0): 0.340000, (0.0, -40.0): -5.262596, (0.0, 0.0): 0.340000}

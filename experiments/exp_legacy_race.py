@@ -8,12 +8,11 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-
-from controllers.owner import OwnerHooks
-from experiments.legacy_host import LegacyHooks, LegacyHost
-from experiments.output import markdown_table, write_experiment
-from experiments.owner_rig import RecordingPublisher, experiment_rig
-from experiments.registry import experiment
+from rob_twin.controllers.owner import OwnerHooks
+from rob_twin.experiments.legacy_host import LegacyHooks, LegacyHost
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.owner_rig import RecordingPublisher, experiment_rig
+from rob_twin.experiments.registry import experiment
 
 
 def superseded_publications(plan_tags: list) -> int:

@@ -19,13 +19,12 @@ import math
 from pathlib import Path
 
 import numpy as np
-
-from experiments.output import OUT_DIR, markdown_table, write_experiment
-from experiments.registry import experiment
-from twin.base_drive import BaseDrive, place_base
-from twin.odometry import MocapStream, Mounting, Odometry, OdometryConfig, position_errors
-from twin.report import save_png
-from twin.twin import Twin
+from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
+from rob_twin.twin.base_drive import BaseDrive, place_base
+from rob_twin.twin.odometry import MocapStream, Mounting, Odometry, OdometryConfig, position_errors
+from rob_twin.twin.report import save_png
+from rob_twin.twin.twin import Twin
 
 STRAIGHT_M = 5.5
 STRAIGHT_SPEED_M_S = 0.5

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import threading
 
-from controllers.owner import OwnerConfig
-from experiments.exp_replay import MOTION_FIGURES, run_replay
-from experiments.output import markdown_table, write_experiment
-from experiments.owner_rig import experiment_rig
-from experiments.registry import experiment
+from rob_twin.controllers.owner import OwnerConfig
+from rob_twin.experiments.exp_replay import MOTION_FIGURES, run_replay
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.owner_rig import experiment_rig
+from rob_twin.experiments.registry import experiment
 
 
 def _burst(n: int = 1000) -> int:

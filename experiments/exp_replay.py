@@ -8,11 +8,10 @@ Lockstep on a SimClock with idealized feedback (the previous output).
 from __future__ import annotations
 
 import numpy as np
-
-from controllers.owner import default_config
-from experiments.output import markdown_table, write_experiment
-from experiments.owner_rig import experiment_rig
-from experiments.registry import experiment
+from rob_twin.controllers.owner import default_config
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.owner_rig import experiment_rig
+from rob_twin.experiments.registry import experiment
 
 
 def target_stream(seed: int, rate_hz: float, duration_s: float, settle_s: float):

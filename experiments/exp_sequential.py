@@ -2,7 +2,7 @@
 other vs synchronized through the owners and the motor bank (simulated, hardware_io false).
 
 The same dual-arm crossing as the ``crossing`` experiment: start and goals from
-``experiments.crossing_goals`` (the hands swap sides in front of the chest; the straight
+``rob_twin.experiments.crossing_goals`` (the hands swap sides in front of the chest; the straight
 joint interpolation between them collides arm against arm). ArmGroup plans both arms
 together (with limits inside the owners'). Then, through the closed loop with the
 synchronized executor:
@@ -13,7 +13,7 @@ synchronized executor:
 
 Every published commanded state (both arms at the same 200 Hz owner tick) and one
 joint-space state between consecutive ones (400 Hz, denser than the planner's own 250 Hz
-check) is judged by coal on a freshly loaded model (``experiments.judging``; a state
+check) is judged by coal on a freshly loaded model (``rob_twin.experiments.judging``; a state
 collides when some judged pair penetrates). Writes result.json, report.md and
 clearance.png under out/experiments/sequential/.
 """
@@ -21,20 +21,19 @@ clearance.png under out/experiments/sequential/.
 from __future__ import annotations
 
 import numpy as np
-
-from controllers.names import Arm, group_arms
-from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
-from experiments.judging import JUDGE_HORIZON_M, FreshJudge
-from experiments.output import OUT_DIR, markdown_table, write_experiment
-from experiments.registry import experiment
-from experiments.seed_spread import seed_spread
-from models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
-from planners.group import ArmGroup, GroupConfig
-from planners.oracle import densify
-from twin.closed_loop import ClosedLoop, twin_owner_config
-from twin.execution import execute_arrays, executed_states, plan_arrays
-from twin.report import save_png
-from twin.twin import Twin, TwinConfig
+from rob_twin.controllers.names import Arm, group_arms
+from rob_twin.experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
+from rob_twin.experiments.judging import JUDGE_HORIZON_M, FreshJudge
+from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
+from rob_twin.experiments.seed_spread import seed_spread
+from rob_twin.models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
+from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.planners.oracle import densify
+from rob_twin.twin.closed_loop import ClosedLoop, twin_owner_config
+from rob_twin.twin.execution import execute_arrays, executed_states, plan_arrays
+from rob_twin.twin.report import save_png
+from rob_twin.twin.twin import Twin, TwinConfig
 
 ARMS = group_arms()
 START = {a: tuple(rob_crossing_start()[a.value]) for a in Arm}  # [rad], shared with crossing

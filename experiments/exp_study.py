@@ -1,12 +1,12 @@
 """Experiment ``study``: N seeded random reachable goal pairs for ROB's two arms.
 
 Goals: per arm, home + N(0, 0.8 rad) per joint clipped to the limits, the pair free by
->= 10 mm (``experiments.goal_pairs``, shared with bench_planner). Figures: success rate,
+>= 10 mm (``rob_twin.experiments.goal_pairs``, shared with bench_planner). Figures: success rate,
 planning time median/p95,
 the smallest clearance over successful plans, the retimed states (samples and sub-steps)
 within the margin before the repair step (first retimed path, the planner's own count),
 and the delivered plans judged independently: coal on a freshly loaded model
-(``experiments.judging``), every sample with three joint-space states between samples
+(``rob_twin.experiments.judging``), every sample with three joint-space states between samples
 (twice the planner's density) and every waypoint, against the margin less 0.1 mm.
 Simulated: hardware_io false.
 """
@@ -21,14 +21,13 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-from experiments.clearance_truth import true_min_clearance  # noqa: E402
-from experiments.crossing_goals import ARMS, rob_home  # noqa: E402
-from experiments.goal_pairs import SAMPLING, goal_pairs  # noqa: E402
-from experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
-from experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
-from experiments.registry import experiment  # noqa: E402
-from planners.group import ArmGroup  # noqa: E402
+from rob_twin.experiments.clearance_truth import true_min_clearance  # noqa: E402
+from rob_twin.experiments.crossing_goals import ARMS, rob_home  # noqa: E402
+from rob_twin.experiments.goal_pairs import SAMPLING, goal_pairs  # noqa: E402
+from rob_twin.experiments.judging import FreshJudge, judge_factor, plan_states  # noqa: E402
+from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
+from rob_twin.experiments.registry import experiment  # noqa: E402
+from rob_twin.planners.group import ArmGroup  # noqa: E402
 
 
 def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:

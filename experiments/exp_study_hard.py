@@ -13,10 +13,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
-from experiments.hard_problems import groups, load
-from experiments.output import markdown_table, write_experiment
-from experiments.registry import experiment
+from rob_twin.experiments.hard_problems import groups, load
+from rob_twin.experiments.output import markdown_table, write_experiment
+from rob_twin.experiments.registry import experiment
 
 
 def figures(seed: int = 0) -> tuple[dict, list[dict]]:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
-
-from planners.group import ArmGroup
-from planners.kinematics import ArmKinematics
-from planners.pose_goals import group_torso
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.kinematics import ArmKinematics
+from rob_twin.planners.pose_goals import group_torso
 
 SAMPLING = "home + N(0, 0.8 rad) per joint, clipped; each arm and the pair >= 10 mm free"
 

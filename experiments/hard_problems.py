@@ -21,7 +21,7 @@ drawn by a seeded rejection search with its own acceptance rule on the arms' han
 
 ``generate`` is the search; the problems the benchmark and the ``study`` experiment use
 are frozen as JSON under ``experiments/data/`` (``load``), so a change of sampling code
-never silently changes the figures. ``python -m experiments.hard_problems`` rewrites them.
+never silently changes the figures. ``python -m rob_twin.experiments.hard_problems`` rewrites them.
 
 Units: radians, metres.
 """
@@ -35,9 +35,8 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
-from planners.collision import CheckSession
-from planners.group import ArmGroup
+from rob_twin.planners.collision import CheckSession
+from rob_twin.planners.group import ArmGroup
 
 DATA_DIR = Path(__file__).parent / "data"
 KINDS = ("reach_across", "hands_close", "parked", "around")
@@ -192,8 +191,8 @@ def load(name: str) -> list[HardProblem]:
 def groups() -> dict[str, ArmGroup]:
     """The two models of the hard set, each as a group at its reference: ROB at home
     (``rob``) and the two-arm stand of the tests (``stand``)."""
-    from controllers.names import group_arms
-    from models.loading import keyframe_state
+    from rob_twin.controllers.names import group_arms
+    from rob_twin.models.loading import keyframe_state
 
     m, home = keyframe_state()
     rob = ArmGroup(m, group_arms())
@@ -215,7 +214,7 @@ def main() -> int:
         path = save(
             problems,
             name,
-            f"experiments.hard_problems.generate(per_kind={PER_KIND}, "
+            f"rob_twin.experiments.hard_problems.generate(per_kind={PER_KIND}, "
             f"seed={SEEDS[name]}): uniform start and goal within the "
             f"limits, ends >= {MIN_END_CLEARANCE_M} m free, straight "
             f"motion (every {STRAIGHT_STEP_RAD} rad) within the margin",

@@ -1,7 +1,7 @@
 """The experiments' independent collision judge: coal on a freshly loaded model.
 
 Nothing of the planner's models or colliders is shared: ``fresh_judge()`` loads the scene
-again and builds coal shapes (``planners.oracle``). States are judged at least twice as
+again and builds coal shapes (``rob_twin.planners.oracle``). States are judged at least twice as
 densely as the planner checks its own plans (it checks every 125 Hz sample and
 ``substeps`` states between samples): each pair of consecutive states gets
 ``2 * (substeps + 1) - 1`` joint-space states in between, and a plan's waypoints (the
@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-
-from controllers.names import group_arms
-from models.loading import load_scene
-from planners.geom_pairs import GeomPairTable
-from planners.oracle import CoalOracle, clearances, densify
+from rob_twin.controllers.names import group_arms
+from rob_twin.models.loading import load_scene
+from rob_twin.planners.geom_pairs import GeomPairTable
+from rob_twin.planners.oracle import CoalOracle, clearances, densify
 
 ARMS = group_arms()
 JUDGE_HORIZON_M = 0.05  # clearances beyond this are reported as this

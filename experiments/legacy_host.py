@@ -9,7 +9,7 @@ transaction. ``LegacyHooks.between_check_and_write`` lets a test hold a worker i
 that window and show an old worker publishing after a replacement was accepted.
 
 It exists so the owner's tests and the ``legacy-race`` experiment can reproduce the
-hazard side by side with the replacement (``controllers.owner.ArmOwner``).
+hazard side by side with the replacement (``rob_twin.controllers.owner.ArmOwner``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from rob_twin.controllers.publish import SamplePublisher
 from ruckig import InputParameter, OutputParameter, Result, Ruckig
-
-from controllers.publish import SamplePublisher
 
 
 @dataclass

@@ -12,12 +12,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from controllers.clock import SimClock
-from controllers.names import Arm
-from controllers.owner import ArmOwner, OwnerConfig, OwnerHooks, default_config
-from controllers.publish import PublishOutcome, PublishReport
-from controllers.target import ArmTarget
+from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, OwnerConfig, OwnerHooks, default_config
+from rob_twin.controllers.publish import PublishOutcome, PublishReport
+from rob_twin.controllers.target import ArmTarget
 
 ALL_JOINTS = tuple(range(1, 8))
 

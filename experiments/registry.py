@@ -1,7 +1,7 @@
 """Experiments and benchmarks register themselves here by name.
 
 An experiment is a function ``run(seed: int) -> dict`` whose dict is the JSON result;
-``experiments.output.finish`` adds the evidence fields and writes the files under
+``rob_twin.experiments.output.finish`` adds the evidence fields and writes the files under
 ``out/``. Benchmarks are functions ``run() -> dict`` written to ``out/bench/NAME.json``.
 """
 
@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from controllers.errors import RobTwinError, UnknownNameError
+from rob_twin.controllers.errors import RobTwinError, UnknownNameError
 
 ExperimentFn = Callable[..., dict]
 
@@ -59,9 +59,9 @@ def _load_all() -> None:
     global _loaded
     if _loaded:
         return
-    import experiments
+    import rob_twin.experiments as package
 
-    for info in pkgutil.walk_packages(experiments.__path__, prefix="experiments."):
+    for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
         if info.name.rsplit(".", 1)[-1].startswith(("exp_", "bench_")):
             importlib.import_module(info.name)
     _loaded = True

@@ -7,7 +7,8 @@ smoothing with the same edge checks, TOPP-RA retiming under the same velocity an
 acceleration limits, and every 125 Hz sample of the retimed trajectory checked (a sample
 in collision fails the request: TOPP-RA's spline may leave the checked segments).
 
-Nothing of ``planners.search`` or ``planners.retime`` is used; the state check is the
+Nothing of ``rob_twin.planners.search`` or ``rob_twin.planners.retime`` is used; the state check is
+the
 same ``CheckSession.is_free`` (same margin) as the planner's, so the figures compare the
 algorithms, not the collision checkers.
 
@@ -22,8 +23,7 @@ import numpy as np
 import toppra
 import toppra.algorithm
 import toppra.constraint
-
-from planners.collision import CheckSession
+from rob_twin.planners.collision import CheckSession
 
 toppra.setup_logging("WARNING")
 

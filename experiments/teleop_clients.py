@@ -1,7 +1,7 @@
 """Scripted teleop clients for the benchmark, run in their own process so that their
 work does not share the server's interpreter lock.
 
-``python -m experiments.teleop_clients URL SECONDS [--watchers N] [--stalled]``: one
+``python -m rob_twin.experiments.teleop_clients URL SECONDS [--watchers N] [--stalled]``: one
 operator streams both hands at 90 Hz (grip held after 5 frames), N watchers record the
 telemetry latency (publish stamp to receive, both ``time.monotonic``, one clock per
 machine on Linux), and optionally one watcher with a tiny receive window never reads.

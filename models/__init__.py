@@ -2,19 +2,21 @@
 builder (``mujoco.MjSpec``), the loaders (MuJoCo, Pinocchio) and the generated MJCF under
 ``models/rob/``.
 
-``models.dimensions`` and ``models.poses`` are pure data (no mujoco, no pinocchio), so
-``controllers`` may read them; ``models.build`` and ``models.loading`` import mujoco. Layers
+``rob_twin.models.dimensions`` and ``rob_twin.models.poses`` are pure data (no mujoco, no
+pinocchio), so
+``controllers`` may read them; ``rob_twin.models.build`` and ``rob_twin.models.loading`` import
+mujoco. Layers
 above: ``planners`` -> ``twin`` -> ``experiments``.
 
 Start here::
 
-    from models import load_scene, apply_home, keyframe_state, dimensions
+    from rob_twin.models import load_scene, apply_home, keyframe_state, dimensions
 """
 
-from controllers.lazy_exports import lazy_exports
+from rob_twin.controllers.lazy_exports import lazy_exports
 
 _MODULES = {
-    "models.loading": (
+    "rob_twin.models.loading": (
         "load_scene",
         "load_pinocchio",
         "apply_home",
@@ -23,6 +25,6 @@ _MODULES = {
         "SCENE_PATH",
         "ROBOT_PATH",
     ),
-    "models.build": ("robot_spec", "scene_spec"),
+    "rob_twin.models.build": ("robot_spec", "scene_spec"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

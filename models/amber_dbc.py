@@ -1,9 +1,9 @@
 """ROB's Amber CAN protocol as a DBC file (``models/rob/amber.dbc``), generated here.
 
-``python -m models.amber_dbc`` rewrites the committed file; a test requires the two to
+``python -m rob_twin.models.amber_dbc`` rewrites the committed file; a test requires the two to
 agree, and decodes a recorded run with cantools against the project's codec.
 
-What the DBC says (seed 001; ``controllers.codec`` is the authority):
+What the DBC says (seed 001; ``rob_twin.controllers.codec`` is the authority):
 
 - ``CMD_J<j>`` on 0x10 + j (j = 1..7), 3 bytes, host -> drive: ``opcode`` (byte 0) is
   a multiplexer; under opcode 0x40 ``position`` is the big-endian 16-bit word of
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
 
 DBC_PATH = Path(__file__).parent / "rob" / "amber.dbc"
 COUNT_DEG = 1.0 / 128.0
@@ -40,7 +40,7 @@ POSITION_NOTE = (
 
 
 def amber_dbc() -> str:
-    """The DBC text (ids from ``controllers.names``)."""
+    """The DBC text (ids from ``rob_twin.controllers.names``)."""
     drives = [f"DRIVE{j}" for j in range(1, JOINTS_PER_ARM + 1)]
     out = [
         'VERSION "rob-twin Amber protocol 1"',

@@ -2,7 +2,7 @@
 
 ROB's real dimensions are not measured yet (DESIGN.md). Each value below says where
 it comes from, so calibration can replace it here and regenerate ``models/rob/``
-(``python -m models.build``). Units: metres, kilograms, radians, seconds,
+(``python -m rob_twin.models.build``). Units: metres, kilograms, radians, seconds,
 newton-metres, unless a name says otherwise.
 
 Provenance tags used below:
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controllers.names import JOINTS_PER_ARM
+from rob_twin.controllers.names import JOINTS_PER_ARM
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,8 +149,9 @@ ARM_JOINTS: tuple[JointSpec, ...] = (
 )
 assert len(ARM_JOINTS) == JOINTS_PER_ARM
 
-# The joint position bounds [rad], J1..J7: the one source the owner (``controllers.owner``),
-# the codec (``controllers.codec``), the simulated drives and the model all read.
+# The joint position bounds [rad], J1..J7: the one source the owner
+# (``rob_twin.controllers.owner``),
+# the codec (``rob_twin.controllers.codec``), the simulated drives and the model all read.
 ARM_LOWER_RAD: tuple[float, ...] = tuple(j.lower for j in ARM_JOINTS)
 ARM_UPPER_RAD: tuple[float, ...] = tuple(j.upper for j in ARM_JOINTS)
 

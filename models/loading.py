@@ -6,11 +6,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
-from controllers import names as N
-from controllers.names import Arm, UnknownNameError
-
-from .build import MODEL_DIR
+from rob_twin.controllers import names as N
+from rob_twin.controllers.names import Arm, UnknownNameError
+from rob_twin.models.build import MODEL_DIR
 
 SCENE_PATH = MODEL_DIR / "scene.xml"
 ROBOT_PATH = MODEL_DIR / "rob.xml"
@@ -55,7 +53,8 @@ CROSSING_START_KEY = "crossing_start"
 
 
 def keyframe_index(model: mujoco.MjModel, name: str) -> int:
-    """Index of keyframe ``name`` (``models.poses.KEYFRAMES``); UnknownNameError lists them."""
+    """Index of keyframe ``name`` (``rob_twin.models.poses.KEYFRAMES``); UnknownNameError
+    lists them."""
     kid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, name)
     if kid < 0:
         raise UnknownNameError("keyframe", name, [model.key(i).name for i in range(model.nkey)])

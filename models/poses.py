@@ -1,5 +1,5 @@
 """Named arm poses of ROB [rad], pure data (no mujoco): the model's keyframes are written
-from them (``models.build``), so each pose has one definition.
+from them (``rob_twin.models.build``), so each pose has one definition.
 
 ``KEYFRAMES`` names the states experiments and the twin start from: ``home`` (both arms at
 ``dimensions.HOME_ARM_POSE``) and ``crossing_start`` (the start of the crossing pair).
@@ -8,14 +8,14 @@ from them (``models.build``), so each pose has one definition.
 
 from __future__ import annotations
 
-from models.dimensions import HOME_ARM_POSE
+from rob_twin.models.dimensions import HOME_ARM_POSE
 
 ArmPoses = dict[str, tuple[float, ...]]  # {"right": q, "left": q}, 7 joint angles [rad] each
 
 HOME: ArmPoses = {"right": HOME_ARM_POSE, "left": HOME_ARM_POSE}
 
 # The crossing pair: the hands swap sides in front of the chest. Found by
-# experiments.crossing_goals.search_crossing_goals(seed=1) with its default budget
+# rob_twin.experiments.crossing_goals.search_crossing_goals(seed=1) with its default budget
 # (150,000 joint draws per arm -> pools of 450 right / 444 left states; 4,000 start picks
 # ranked by straight-line arm-arm hits; the 40 best fully evaluated, 91 s on one core),
 # rounded to 1e-4 rad. Its figures (planner seed 0, simulated): planned separately and run

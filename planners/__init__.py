@@ -1,16 +1,16 @@
 # Kinematics, IK, goal checks; ArmGroup (joint/pose goals, lockstep
 # Cartesian paths), collision checks, plans. Each module has its own default_config().
-from planners.cartesian import (
+from rob_twin.planners.cartesian import (
     CartesianConfig,
     CartesianFailure,
     CartesianResult,
     CartesianStatus,
     plan_cartesian,
 )
-from planners.certificate import Certificate, PlanCertificate, certify, certify_plan
-from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
-from planners.errors import GoalUnreachableError, PlanFailedError
-from planners.goal_checks import (
+from rob_twin.planners.certificate import Certificate, PlanCertificate, certify, certify_plan
+from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
+from rob_twin.planners.errors import GoalUnreachableError, PlanFailedError
+from rob_twin.planners.goal_checks import (
     CheckKind,
     CheckResult,
     GoalCheckConfig,
@@ -22,18 +22,24 @@ from planners.goal_checks import (
     check_tcp_speed,
     check_workspace,
 )
-from planners.goals import GoalResolver, JointGoal, JointGoalSet, ResamplingGoal, StreamingGoal
-from planners.group import ArmGroup, GroupConfig
-from planners.ik import IKConfig, IKResult, IKSolution, IKSolver, IKStatus
-from planners.kinematics import ArmKinematics, Payload
-from planners.lm import LMSettings
-from planners.pair_certificate import CertificateConfig, PlanClearanceCertificate
-from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
-from planners.plan_file import save_plan
-from planners.pose import as_pose, pose_error
-from planners.pose_goals import PoseGoal
-from planners.retime import JointLimits
-from planners.uncertainty import UncertaintySpec
+from rob_twin.planners.goals import (
+    GoalResolver,
+    JointGoal,
+    JointGoalSet,
+    ResamplingGoal,
+    StreamingGoal,
+)
+from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.planners.ik import IKConfig, IKResult, IKSolution, IKSolver, IKStatus
+from rob_twin.planners.kinematics import ArmKinematics, Payload
+from rob_twin.planners.lm import LMSettings
+from rob_twin.planners.pair_certificate import CertificateConfig, PlanClearanceCertificate
+from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
+from rob_twin.planners.plan_file import save_plan
+from rob_twin.planners.pose import as_pose, pose_error
+from rob_twin.planners.pose_goals import PoseGoal
+from rob_twin.planners.retime import JointLimits
+from rob_twin.planners.uncertainty import UncertaintySpec
 
 __all__ = [
     "ArmGroup",

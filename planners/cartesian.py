@@ -13,7 +13,7 @@ group's checker (margin). A broken continuity or a colliding sample ends the req
 a typed ``CartesianFailure`` (which sample, which arm, why).
 
 Time law: a C2 cubic spline Q(s) through the IK samples and one jerk-limited rest-to-rest
-profile s(t) (``planners.retime.ScalarProfile``); q(t) = Q(s(t)). Its limits are first
+profile s(t) (``rob_twin.planners.retime.ScalarProfile``); q(t) = Q(s(t)). Its limits are first
 set from max |Q'| and then the whole law is slowed by a uniform time scale
 (V/k, A/k^2, J/k^3 is exactly s(t/k)) until velocity, acceleration and jerk hold, both
 analytically on a dense grid and as divided differences of the 125 Hz samples. Every
@@ -43,18 +43,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from rob_twin.planners.errors import GoalInputError, PlanFailedError, PlannerConfigError
+from rob_twin.planners.geom_pairs import GeomPair
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.ik import IKConfig, IKSolver
+from rob_twin.planners.kinematics import ArmKinematics
+from rob_twin.planners.plan import ArmTrajectory, Plan
+from rob_twin.planners.pose import as_pose
+from rob_twin.planners.pose_goals import group_torso
+from rob_twin.planners.retime import JointLimits, ScalarProfile, limit_report, sample_times
+from rob_twin.planners.timing import StageTimer
 from scipy.interpolate import CubicSpline
-
-from planners.errors import GoalInputError, PlanFailedError, PlannerConfigError
-from planners.geom_pairs import GeomPair
-from planners.group import ArmGroup
-from planners.ik import IKConfig, IKSolver
-from planners.kinematics import ArmKinematics
-from planners.plan import ArmTrajectory, Plan
-from planners.pose import as_pose
-from planners.pose_goals import group_torso
-from planners.retime import JointLimits, ScalarProfile, limit_report, sample_times
-from planners.timing import StageTimer
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from planners.errors import PlannerConfigError
+from rob_twin.planners.errors import PlannerConfigError
 
 
 @dataclass(frozen=True)
@@ -169,14 +168,15 @@ class PlanCertificate:
 def certify_plan(
     group, plan, horizon_m: float = 0.05, tolerance_m: float = 1e-6
 ) -> PlanCertificate:
-    """Certify ``plan`` (a ``planners.plan.Plan`` of ``group``, an ``ArmGroup``) between its
+    """Certify ``plan`` (a ``rob_twin.planners.plan.Plan`` of ``group``, an ``ArmGroup``) between
+    its
     samples. Clearance is measured at every sample up to ``horizon_m`` [m] (beyond it only
     ``horizon_m`` is claimed), with ``tolerance_m`` [m] of query error either side; a
     segment's speed bound is max(|qd_k|, |qd_k+1|) + a_max dt / 2 per joint (the most a
     joint can speed up between two samples under its acceleration limit)."""
     from dataclasses import replace
 
-    from planners.collision import CollisionChecker
+    from rob_twin.planners.collision import CollisionChecker
 
     arms = list(plan.arms)
     checker = CollisionChecker(

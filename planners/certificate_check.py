@@ -3,7 +3,7 @@
 The check trusts nothing the planner measured: it rebuilds the checked pairs from the
 model (``GeomPairTable``), the per-pair Lipschitz radii, the speed bounds from the stored
 velocities and acceleration limits, the uncertainty allowances from the stored spec; it
-measures every distance again with coal (``planners.oracle.CoalOracle``: GJK/EPA on coal
+measures every distance again with coal (``rob_twin.planners.oracle.CoalOracle``: GJK/EPA on coal
 shapes, no MuJoCo collider) at every sample the certificate measured
 (``measured_sample_index``; every sample in documents without it) and every stored
 bisection query, pairs
@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-
-from planners.geom_pairs import GeomPairTable, PairClass
-from planners.oracle import CoalOracle
-from planners.pair_certificate import (
+from rob_twin.planners.geom_pairs import GeomPairTable, PairClass
+from rob_twin.planners.oracle import CoalOracle
+from rob_twin.planners.pair_certificate import (
     _arc,
     _pair_name,
     envelope_minima,
@@ -34,7 +33,7 @@ from planners.pair_certificate import (
     pair_geometry,
     segment_speed_bounds,
 )
-from planners.uncertainty import UncertaintySpec, pair_allowances_m
+from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
 
 AGREE_TOLERANCE_M = 2e-4  # MuJoCo's and coal's distances of one mesh pair differ by ~1e-6..1e-4 m
 
@@ -73,7 +72,7 @@ class CheckReport:
 def verify_document(
     doc: dict, model: mujoco.MjModel, agree_tolerance_m: float = AGREE_TOLERANCE_M
 ) -> CheckReport:
-    """Re-verify the plan document ``doc`` (``planners.plan_file``) against ``model``."""
+    """Re-verify the plan document ``doc`` (``rob_twin.planners.plan_file``) against ``model``."""
     cert = doc["certificate"]
     problems: list[str] = []
     h = model_hash(model)

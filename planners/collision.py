@@ -11,7 +11,7 @@ conaffinity so that pairs with no arm in them (floor-tread, table-can) are not e
 generated, and enables MuJoCo's parent filter; which pair is checked is decided by the
 ``GeomPairTable`` (one table lookup per contact, no names).
 
-Soundness: MuJoCo's colliders are physics colliders; ``planners.oracle`` proves them
+Soundness: MuJoCo's colliders are physics colliders; ``rob_twin.planners.oracle`` proves them
 against coal on the models we plan with (see tests/test_oracle.py).
 
 Each checker keeps one MjData per thread (``threading.local``), shared by its sessions
@@ -31,9 +31,8 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from planners.errors import GoalInputError, PlannerConfigError
-from planners.geom_pairs import (
+from rob_twin.planners.errors import GoalInputError, PlannerConfigError
+from rob_twin.planners.geom_pairs import (
     GeomPair,
     GeomPairTable,
     joint_qpos_addresses,

@@ -8,7 +8,7 @@ A sample is either
   planner repairs the path there), or
 - **proven free** from the last measured state: pair p's clearance is 1-Lipschitz in its
   arc s_p (the integral of the pair's speed bound L_p = sum_j R_pj v_j, the same per-pair
-  radii R and per-segment joint speed bounds v that ``planners.pair_certificate`` uses), so
+  radii R and per-segment joint speed bounds v that ``rob_twin.planners.pair_certificate`` uses), so
   it stays at least its threshold (margin + uncertainty allowance E_p + query tolerance)
   while s_p since the measurement is below d_p - threshold_p.
 
@@ -30,16 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from planners.collision import CheckSession, Clearance
-from planners.pair_certificate import (
+from rob_twin.planners.collision import CheckSession, Clearance
+from rob_twin.planners.pair_certificate import (
     _group_geometry,
     covering_rows,
     plan_allowances_m,
     segment_speed_bounds,
 )
-from planners.plan import ClearanceRecord
-from planners.retime import TimedPath, sample_times
+from rob_twin.planners.plan import ClearanceRecord
+from rob_twin.planners.retime import TimedPath, sample_times
 
 
 @dataclass(frozen=True, kw_only=True)

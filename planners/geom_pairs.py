@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from planners.errors import GroupNameError, PlannerConfigError
+from rob_twin.planners.errors import GroupNameError, PlannerConfigError
 
 TOUCHING_TOLERANCE_M = 1e-6  # reference distance that counts as touching at any margin [m]
 BODY_OWNER = -1
@@ -278,7 +277,7 @@ def weak_pairs(model: mujoco.MjModel, table: GeomPairTable) -> list[tuple[GeomPa
     """Checked pairs whose MuJoCo collider is known to miss penetrations, with why:
     a capsule against a primitive box thinner than ``THIN_BOX_M`` (DESIGN.md), and a box
     against a cylinder (MuJoCo 3.17 misses about 1 in 2,500 deep penetrations; found by
-    ``planners.oracle``). Use mesh geoms for such obstacles instead."""
+    ``rob_twin.planners.oracle``). Use mesh geoms for such obstacles instead."""
     out = []
     g1s, g2s = np.nonzero(np.triu(table.table > 0))
     for g1, g2 in zip(g1s.tolist(), g2s.tolist(), strict=True):

@@ -21,11 +21,10 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
-
-from controllers.names import TORSO_JOINT
-from models import dimensions as D
-from planners.errors import KinematicsInputError, PlannerConfigError
-from planners.kinematics import ArmKinematics, Payload, joint_vector, torso_angle
+from rob_twin.controllers.names import TORSO_JOINT
+from rob_twin.models import dimensions as D
+from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
+from rob_twin.planners.kinematics import ArmKinematics, Payload, joint_vector, torso_angle
 
 
 class CheckKind(enum.Enum):

@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
-
-from planners.errors import (
+from rob_twin.planners.errors import (
     GoalInputError,
     GoalUnreachableError,  # noqa: F401  (re-exported)
 )
 
 if TYPE_CHECKING:
-    from planners.group import ArmGroup
+    from rob_twin.planners.group import ArmGroup
 
 
 @dataclass(frozen=True)

@@ -8,24 +8,24 @@ moving arms only; a one-arm request is a one-arm group.
 
 Stages (wall time of each in ``Plan.stage_times_s``): ``goals`` (candidates, combined
 check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``retime``
-(jerk-limited time law, 125 Hz samples), ``check`` (``planners.final_check``: every
+(jerk-limited time law, 125 Hz samples), ``check`` (``rob_twin.planners.final_check``: every
 sample is either measured, all pairs' distances up to the clearance horizon in one
 collision pass, or proven free from the last measured state by each pair's Lipschitz
 bound; a measured state within the margin is a hit, which re-plans only the offending
 span at a finer edge step, shortcuts it again and retimes), ``certify``
-(``planners.pair_certificate``: every pair's clearance between the measured states is
+(``rob_twin.planners.pair_certificate``: every pair's clearance between the measured states is
 bounded with seed 003's envelope, reusing the check's distances; a segment whose
 envelope stays inconclusive is first slowed (``slow_factor``, up to ``max_slowdowns``
 per plan), else a plan that cannot be certified at the margin is repaired like a hit,
 else the result is ``PlanStatus.UNCERTIFIED``: no plan is returned uncertified).
 
-Lazy goal candidates: a streaming goal (``planners.goals.StreamingGoal``, e.g.
+Lazy goal candidates: a streaming goal (``rob_twin.planners.goals.StreamingGoal``, e.g.
 ``PoseGoal``: one IK solve per candidate) gives one candidate at first; only when no
 combination of the candidates so far passes the combined check does each streaming arm
 give its next one (in arm order), so a free first pair costs one IK solution per arm.
 
 Goal resampling: when no combination of the goal candidates passes the combined check
-(streams spent), goals that can resample (``planners.goals.ResamplingGoal``, e.g.
+(streams spent), goals that can resample (``rob_twin.planners.goals.ResamplingGoal``, e.g.
 ``PoseGoal``) are asked for more candidates, up to ``max_goal_resamples`` rounds, before
 GOAL_IN_COLLISION.
 
@@ -59,22 +59,26 @@ from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
-
-from planners import collision, search
-from planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
-from planners.errors import GoalInputError, GoalUnreachableError, GroupNameError, PlannerConfigError
-from planners.final_check import final_check
-from planners.goals import Goal, ResamplingGoal, candidate_source
-from planners.pair_certificate import (
+from rob_twin.planners import collision, search
+from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
+from rob_twin.planners.errors import (
+    GoalInputError,
+    GoalUnreachableError,
+    GroupNameError,
+    PlannerConfigError,
+)
+from rob_twin.planners.final_check import final_check
+from rob_twin.planners.goals import Goal, ResamplingGoal, candidate_source
+from rob_twin.planners.pair_certificate import (
     FAIL_INCONCLUSIVE,
     CertificateConfig,
     certify_plan_timed,
     certify_timed,
 )
-from planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
-from planners.retime import JointLimits, TimedPath, sample_times, time_path
-from planners.search import SearchConfig
-from planners.timing import StageTimer
+from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
+from rob_twin.planners.retime import JointLimits, TimedPath, sample_times, time_path
+from rob_twin.planners.search import SearchConfig
+from rob_twin.planners.timing import StageTimer
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,8 @@ class GroupConfig:
     clearance [m] the search keeps (so densely checked retimed states between its edge checks
     keep the margin); when the padded search fails, it is retried unpadded (and repairs still
     try padded first); certificate: how every returned plan is certified between its samples
-    (``planners.pair_certificate``, seed 003: declared uncertainty, payload reach, bisection
+    (``rob_twin.planners.pair_certificate``, seed 003: declared uncertainty, payload reach,
+    bisection
     rounds); a plan that cannot be certified at the margin is repaired like a colliding one,
     else fails with ``PlanStatus.UNCERTIFIED``; time_budget_s: wall time [s] a ``plan`` call may
     take (None: no limit), overridable per call; slow_factor: a segment whose certificate stays
@@ -334,7 +339,7 @@ class ArmGroup:
         """Plan the arms named in ``goals`` to their goals from their commanded poses.
 
         goals: arm -> JointGoal, JointGoalSet, a joint vector, or a goal resolver (see
-        ``planners.goals``); seed: the search's random seed, an int >= 0 (same seed, same
+        ``rob_twin.planners.goals``); seed: the search's random seed, an int >= 0 (same seed, same
         plan); time_budget_s: wall time allowed [s] (default ``config.time_budget_s``; None:
         no limit). Raises GroupNameError / GoalInputError / PlannerConfigError for caller
         mistakes; planning failures (TIMEOUT included) come back as a PlanResult with a

@@ -30,11 +30,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
-
-from planners.errors import PlannerConfigError
-from planners.kinematics import ARM_SLICE, TORSO_INDEX, ArmKinematics, joint_vector, torso_angle
-from planners.lm import LMSettings, LocalResult, solve_local
-from planners.pose import as_pose, pose_error
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.kinematics import (
+    ARM_SLICE,
+    TORSO_INDEX,
+    ArmKinematics,
+    joint_vector,
+    torso_angle,
+)
+from rob_twin.planners.lm import LMSettings, LocalResult, solve_local
+from rob_twin.planners.pose import as_pose, pose_error
 
 
 @dataclass(frozen=True)

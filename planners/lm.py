@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-
-from planners.errors import PlannerConfigError
-from planners.kinematics import ARM_SLICE, TORSO_INDEX, ArmKinematics
-from planners.pose import pose_error
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.kinematics import ARM_SLICE, TORSO_INDEX, ArmKinematics
+from rob_twin.planners.pose import pose_error
 
 
 @dataclass(frozen=True)

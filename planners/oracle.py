@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 import coal
 import mujoco
 import numpy as np
-
-from planners.collision import CheckSession
-from planners.geom_pairs import GeomPairTable
+from rob_twin.planners.collision import CheckSession
+from rob_twin.planners.geom_pairs import GeomPairTable
 
 GEOM_TYPE_NAMES = {
     int(mujoco.mjtGeom.mjGEOM_PLANE): "plane",

@@ -18,7 +18,7 @@ the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear t
 - **Cheap bound first.** One ``mj_collision`` per query time, with every geom's margin at
   the horizon, gives the distance of every pair nearer than the horizon; every other
   checked pair is known to be at least the horizon away and needs no query of its own.
-- **Measured samples only.** The planner's final check (``planners.final_check``) measures
+- **Measured samples only.** The planner's final check (``rob_twin.planners.final_check``) measures
   only the samples its per-pair bound cannot prove free; the arc between two queries is
   the integral of the pair's L across every 125 Hz segment between them, so the skipped
   samples are covered by the envelope like any other time between queries.
@@ -29,10 +29,10 @@ the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear t
   margin between two queries that are themselves above it, one more query at the middle
   (all pairs at once), up to ``max_bisections`` rounds. A query below the threshold ends
   the attempt: that time is where the plan must be repaired.
-- **Uncertainty.** Each pair's threshold is margin + E_pair (``planners.uncertainty``).
+- **Uncertainty.** Each pair's threshold is margin + E_pair (``rob_twin.planners.uncertainty``).
 
 The certificate is a record (``PlanClearanceCertificate``) that serializes to JSON with the
-plan and is re-verified by ``planners.certificate_check`` from the model alone with coal.
+plan and is re-verified by ``rob_twin.planners.certificate_check`` from the model alone with coal.
 Units: metres, seconds, radians.
 """
 
@@ -47,10 +47,9 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-
-from planners.errors import PlannerConfigError
-from planners.geom_pairs import PairClass
-from planners.uncertainty import UncertaintySpec, pair_allowances_m
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.geom_pairs import PairClass
+from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
 
 
 @dataclass(frozen=True)
@@ -723,7 +722,8 @@ def _hash_of(model: mujoco.MjModel) -> str:
 def certify_plan_timed(
     group, plan, timed=None, config: CertificateConfig | None = None
 ) -> PlanClearanceCertificate:
-    """Certify ``plan`` (a ``planners.plan.Plan`` of ``group``); ``timed`` (the TimedPath it
+    """Certify ``plan`` (a ``rob_twin.planners.plan.Plan`` of ``group``); ``timed`` (the TimedPath
+    it
     was sampled from) enables bisection queries between samples."""
     moving = plan.moving
     evaluate = None
@@ -746,14 +746,15 @@ def certify_timed(
     sampled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     session=None,
 ) -> PlanClearanceCertificate:
-    """Certify a ``planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the group's
+    """Certify a ``rob_twin.planners.retime.TimedPath`` of ``group``'s ``moving`` arms at the
+    group's
     sample rate (what ``ArmGroup.plan`` returns), bisecting on the timed path itself;
-    ``initial`` (``planners.final_check``): the distances the final check measured (reused,
+    ``initial`` (``rob_twin.planners.final_check``): the distances the final check measured (reused,
     not queried again; samples it proved free are skipped); ``sampled``: (times, q, qd) of
     ``timed`` at the sample rate when already evaluated; ``session``: the meter session to
     query with (see ``certify_group_path``)."""
 
-    from planners.retime import sample_times
+    from rob_twin.planners.retime import sample_times
 
     if sampled is None:
         times = sample_times(timed.duration, group.config.rate_hz)

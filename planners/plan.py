@@ -15,10 +15,9 @@ import enum
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from planners.errors import PlanFailedError
-from planners.geom_pairs import GeomPair
-from planners.pair_certificate import PlanClearanceCertificate
+from rob_twin.planners.errors import PlanFailedError
+from rob_twin.planners.geom_pairs import GeomPair
+from rob_twin.planners.pair_certificate import PlanClearanceCertificate
 
 
 class PlanStatus(enum.Enum):

@@ -1,7 +1,7 @@
 """A plan and its clearance certificate as one JSON document (``save_plan`` / ``load_plan_file``).
 
 Everything the certificate rests on travels with it, so that anyone can re-verify it from
-the model alone (``planners.certificate_check``): the moving arms and joint names, the
+the model alone (``rob_twin.planners.certificate_check``): the moving arms and joint names, the
 shared time base ``t`` [s], positions ``q`` [rad] and velocities ``qd`` [rad/s] per arm,
 the full reference qpos of every other joint, the acceleration and velocity limits the
 speed bound between samples uses, margin and horizon [m], the certificate itself
@@ -15,8 +15,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from planners.errors import PlannerError
+from rob_twin.planners.errors import PlannerError
 
 FORMAT = "rob-twin plan with clearance certificate, v1"
 

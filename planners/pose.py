@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
-
-from planners.errors import KinematicsInputError
+from rob_twin.planners.errors import KinematicsInputError
 
 ROTATION_TOLERANCE = 1e-9  # max |R^T R - I| entry accepted as a rotation [-]
 

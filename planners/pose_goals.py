@@ -1,6 +1,6 @@
 """PoseGoal: a TCP pose goal of one arm, resolved by the IK into a resampling goal set.
 
-Frames: ``target`` is a TCP pose in ROB's *base* frame (``planners.kinematics``: the
+Frames: ``target`` is a TCP pose in ROB's *base* frame (``rob_twin.planners.kinematics``: the
 reduced Pinocchio model with the base free joint at identity). The IK returns joint
 angles, which do not depend on where the base stands, so they go straight into the
 group's MuJoCo qpos; the base frame equals MuJoCo's world frame when the base free joint
@@ -27,15 +27,14 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 import pinocchio as pin
-
-from controllers import names as N
-from planners.errors import GoalInputError, GoalUnreachableError, PlannerConfigError
-from planners.ik import IKConfig, IKSolver
-from planners.kinematics import ArmKinematics
-from planners.pose import as_pose
+from rob_twin.controllers import names as N
+from rob_twin.planners.errors import GoalInputError, GoalUnreachableError, PlannerConfigError
+from rob_twin.planners.ik import IKConfig, IKSolver
+from rob_twin.planners.kinematics import ArmKinematics
+from rob_twin.planners.pose import as_pose
 
 if TYPE_CHECKING:
-    from planners.group import ArmGroup
+    from rob_twin.planners.group import ArmGroup
 
 
 def group_torso(group: ArmGroup) -> float:
@@ -51,7 +50,7 @@ class PoseGoal:
 
     n_candidates: IK solutions offered first; resample_count: new solutions per resample
     round; torso: torso yaw [rad] (None: the group's reference); ik_config: IKConfig
-    (``planners.ik.default_config()``; its ``rng_seed`` makes the candidates reproducible);
+    (``rob_twin.planners.ik.default_config()``; its ``rng_seed`` makes the candidates reproducible);
     lazy: True (default) gives the group one IK solution at a time, the one seeded from the
     start first (fast: usually one IK solve per arm); False solves all ``n_candidates``
     before the first is tried and offers them nearest to the start first (tens of ms more

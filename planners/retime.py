@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from planners.errors import PlannerConfigError
+from rob_twin.planners.errors import PlannerConfigError
 
 
 @dataclass(frozen=True)

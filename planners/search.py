@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-
-from planners.errors import PlannerConfigError
+from rob_twin.planners.errors import PlannerConfigError
 
 StateCheck = Callable[[np.ndarray], bool]
 

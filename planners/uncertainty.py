@@ -24,8 +24,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-
-from planners.errors import PlannerConfigError
+from rob_twin.planners.errors import PlannerConfigError
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
-from controllers.names import group_arms
-from models.loading import HOME_KEY, keyframe_state
+from rob_twin.controllers.names import group_arms
+from rob_twin.models.loading import HOME_KEY, keyframe_state
 
 STAND_PATH = Path(__file__).parent / "models" / "two_arm_stand.xml"
 STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}
@@ -23,7 +22,7 @@ def rob_home():
 
 def rob_home_group():
     """A fresh ArmGroup of ROB's two arms with the reference state at home."""
-    from planners.group import ArmGroup
+    from rob_twin.planners.group import ArmGroup
 
     m, home = rob_home()
     g = ArmGroup(m, ROB_ARMS)
@@ -38,7 +37,7 @@ def load_stand() -> mujoco.MjModel:
 def stand_at_start():
     """A fresh ArmGroup of the stand's two arms with the reference state at ``STAND_START``
     (the arms' crossing start)."""
-    from planners.group import ArmGroup
+    from rob_twin.planners.group import ArmGroup
 
     g = ArmGroup(load_stand(), STAND_ARMS)
     for a, q in STAND_START.items():

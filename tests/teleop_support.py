@@ -13,8 +13,8 @@ import json
 import threading
 import time
 
-from twin.teleop.app import AppConfig, TeleopApp, with_port
-from twin.teleop.controller import TeleopConfig
+from rob_twin.twin.teleop.app import AppConfig, TeleopApp, with_port
+from rob_twin.twin.teleop.controller import TeleopConfig
 
 # The tests share 2 loaded cores with other jobs: a client may stall for a few hundred ms.
 # Timeouts are relaxed so that only the faults a test injects fire (the dropout test

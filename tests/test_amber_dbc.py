@@ -6,13 +6,12 @@ from __future__ import annotations
 import can
 import cantools
 import pytest
-
-from controllers.codec import decode_command, decode_feedback, word_to_count
-from controllers.names import COMMAND_IDS, FEEDBACK_IDS, Arm
-from models.amber_dbc import DBC_PATH, amber_dbc
-from twin.closed_loop import ClosedLoop
-from twin.recording import TrafficRecorder
-from twin.rehearsal import wave_source
+from rob_twin.controllers.codec import decode_command, decode_feedback, word_to_count
+from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, Arm
+from rob_twin.models.amber_dbc import DBC_PATH, amber_dbc
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.recording import TrafficRecorder
+from rob_twin.twin.rehearsal import wave_source
 
 
 @pytest.fixture(scope="module")

@@ -15,16 +15,15 @@ from planner_fixtures import (
     stand_at_start,
     straight,
 )
+from rob_twin.models.loading import load_scene
+from rob_twin.planners.errors import GoalInputError, GroupNameError, PlanFailedError
+from rob_twin.planners.geom_pairs import GeomPairTable
+from rob_twin.planners.goals import JointGoal, JointGoalSet
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.oracle import CoalOracle, judge_states
+from rob_twin.planners.plan import PlanStatus
+from rob_twin.planners.retime import JointLimits, ScalarProfile, limit_report
 from ruckig import InputParameter, Result, Ruckig, Trajectory
-
-from models.loading import load_scene
-from planners.errors import GoalInputError, GroupNameError, PlanFailedError
-from planners.geom_pairs import GeomPairTable
-from planners.goals import JointGoal, JointGoalSet
-from planners.group import ArmGroup
-from planners.oracle import CoalOracle, judge_states
-from planners.plan import PlanStatus
-from planners.retime import JointLimits, ScalarProfile, limit_report
 
 MARGIN = 0.005
 TOL = 1e-4

@@ -6,19 +6,18 @@ import math
 
 import numpy as np
 import pytest
-
-from controllers.errors import RobTwinError
-from controllers.names import Arm
-from twin.base_drive import (
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import Arm
+from rob_twin.twin.base_drive import (
     BaseCommandError,
     BaseDrive,
     BaseDriveConfig,
     BaseStoppedError,
     place_base,
 )
-from twin.closed_loop import ClosedLoop
-from twin.errors import TwinInputError
-from twin.odometry import (
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.odometry import (
     MocapStream,
     Mounting,
     Odometry,
@@ -26,8 +25,8 @@ from twin.odometry import (
     base_pose,
     position_errors,
 )
-from twin.scheduler import SchedulerError
-from twin.twin import Twin
+from rob_twin.twin.scheduler import SchedulerError
+from rob_twin.twin.twin import Twin
 
 
 @pytest.fixture
@@ -147,8 +146,8 @@ def test_unknown_estimator_lists_the_valid_ones():
 
 
 def test_a_scenario_drives_the_base_while_both_arms_move_and_records_the_merged_scan(tmp_path):
-    from models.poses import HOME
-    from twin.scenario import Scenario, ScenarioError, run_scenario
+    from rob_twin.models.poses import HOME
+    from rob_twin.twin.scenario import Scenario, ScenarioError, run_scenario
 
     home = list(HOME["right"])
     reach = [home[0] + 0.2, *home[1:]]
@@ -183,7 +182,7 @@ def test_a_scenario_drives_the_base_while_both_arms_move_and_records_the_merged_
 
 
 def test_odometry_experiment_reports_both_runs_side_by_side_with_the_seed(tmp_path, monkeypatch):
-    from experiments import exp_odometry, output
+    from rob_twin.experiments import exp_odometry, output
 
     for mod in (output, exp_odometry):
         monkeypatch.setattr(mod, "OUT_DIR", tmp_path)

@@ -4,15 +4,14 @@ on which plans its worker ran before (simulated)."""
 from __future__ import annotations
 
 import pytest
-
-from experiments.bench_certificate import (
+from rob_twin.experiments.bench_certificate import (
     N_STUDY,
     bound_validity,
     merge_validity,
     plan_list,
     run_plan,
 )
-from planners.errors import PlannerConfigError
+from rob_twin.planners.errors import PlannerConfigError
 
 
 def test_plan_list_holds_every_set_in_order_with_its_seeds():

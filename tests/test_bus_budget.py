@@ -4,12 +4,11 @@ does not."""
 from __future__ import annotations
 
 import pytest
-
-from twin.bus_budget import BusBudgetConfig, bus_budget
-from twin.bus_timing import BusTimingConfig, BusTimingConfigError
-from twin.can_bits import Stuffing
-from twin.cli import main
-from twin.rehearsal import RehearsalConfig, rehearse
+from rob_twin.twin.bus_budget import BusBudgetConfig, bus_budget
+from rob_twin.twin.bus_timing import BusTimingConfig, BusTimingConfigError
+from rob_twin.twin.can_bits import Stuffing
+from rob_twin.twin.cli import main
+from rob_twin.twin.rehearsal import RehearsalConfig, rehearse
 
 
 def _gate(**kw) -> dict:

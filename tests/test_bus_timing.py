@@ -7,16 +7,15 @@ import random
 import can
 import numpy as np
 import pytest
-
-from controllers.errors import RobTwinError
-from twin.bus_timing import (
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.twin.bus_timing import (
     BusTimeline,
     BusTimingConfig,
     BusTimingConfigError,
     TransmitQueueFullError,
     arbitration_key,
 )
-from twin.can_bits import (
+from rob_twin.twin.can_bits import (
     INTERFRAME_BITS,
     FrameFormatError,
     Stuffing,

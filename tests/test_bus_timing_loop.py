@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-
-from controllers.names import Arm
-from controllers.owner import FaultKind as OwnerFault
-from twin.bus_timing import BusTimingConfig
-from twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from twin.faults import FaultSpec
-from twin.rehearsal import wave_source
-from twin.timed_bus import TimedBus
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import FaultKind as OwnerFault
+from rob_twin.twin.bus_timing import BusTimingConfig
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.faults import FaultSpec
+from rob_twin.twin.rehearsal import wave_source
+from rob_twin.twin.timed_bus import TimedBus
 
 
 def _trajectory(

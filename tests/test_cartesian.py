@@ -7,11 +7,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home_group
-
-from planners import CartesianConfig, CartesianStatus, PlanFailedError, plan_cartesian
-from planners.cartesian import interpolate
-from planners.kinematics import ArmKinematics
-from planners.retime import JointLimits, limit_report
+from rob_twin.planners import CartesianConfig, CartesianStatus, PlanFailedError, plan_cartesian
+from rob_twin.planners.cartesian import interpolate
+from rob_twin.planners.kinematics import ArmKinematics
+from rob_twin.planners.retime import JointLimits, limit_report
 
 
 @pytest.fixture(scope="module")

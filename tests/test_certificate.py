@@ -7,14 +7,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.names import Arm, arm_joints, group_arms
-from models import dimensions as D
-from models.loading import apply_home, load_scene
-from planners.certificate import certify, certify_plan, chain_radii, consistent, lipschitz_bound
-from planners.errors import PlannerConfigError
-from planners.goals import JointGoal
-from planners.group import ArmGroup
+from rob_twin.controllers.names import Arm, arm_joints, group_arms
+from rob_twin.models import dimensions as D
+from rob_twin.models.loading import apply_home, load_scene
+from rob_twin.planners.certificate import (
+    certify,
+    certify_plan,
+    chain_radii,
+    consistent,
+    lipschitz_bound,
+)
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.goals import JointGoal
+from rob_twin.planners.group import ArmGroup
 
 
 def _group_at_home() -> ArmGroup:

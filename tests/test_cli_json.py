@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-import experiments.registry as registry
-from twin.cli import main
+import rob_twin.experiments.registry as registry
+from rob_twin.twin.cli import main
 
 
 def _one_object(capsys) -> dict:

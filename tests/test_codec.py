@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 import pytest
-
-from controllers import codec
-from controllers.codec import (
+from rob_twin.controllers import codec
+from rob_twin.controllers.codec import (
     MAX_COUNT,
     MIN_COUNT,
     RAD_PER_COUNT,
@@ -24,7 +23,7 @@ from controllers.codec import (
     encode_sample,
     words_to_counts,
 )
-from controllers.errors import (
+from rob_twin.controllers.errors import (
     CodecConfigError,
     CodecError,
     FeedbackRangeError,
@@ -38,8 +37,8 @@ from controllers.errors import (
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
-from controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
-from models import dimensions as D
+from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+from rob_twin.models import dimensions as D
 
 DEG = math.pi / 180
 ALT = (1, -1, 1, -1, 1, -1, 1)
@@ -368,7 +367,7 @@ def test_whole_degrees_encode_exactly_despite_float_error():
 
 
 def test_codec_experiment_figures_match_the_tests():
-    from experiments import exp_codec
+    from rob_twin.experiments import exp_codec
 
     fig = exp_codec.figures(seed=1)
     assert fig["sweep_round_trips"] == full_domain_round_trips() == 917_490

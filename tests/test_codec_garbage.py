@@ -1,6 +1,6 @@
 """Garbage in, typed errors out: no input makes the codec raise anything but RobTwinError.
 
-Every public entry point of ``controllers.codec`` gets hypothesis-generated garbage in each
+Every public entry point of ``rob_twin.controllers.codec`` gets hypothesis-generated garbage in each
 argument (None, bools, huge ints, NaN/inf, complex, str, bytes, lists, numpy arrays of any
 dtype, objects whose repr raises). It must either return or raise one of the project's
 typed errors, whose message formats without raising; numpy warnings (a complex value
@@ -16,9 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers import codec
-from controllers.errors import (
+from rob_twin.controllers import codec
+from rob_twin.controllers.errors import (
     CodecConfigError,
     CodecTypeError,
     FeedbackRangeError,

@@ -7,8 +7,7 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.codec import (
+from rob_twin.controllers.codec import (
     MAX_COUNT,
     MIN_COUNT,
     RAD_PER_COUNT,
@@ -20,7 +19,7 @@ from controllers.codec import (
     encode_joint,
     encode_sample,
 )
-from controllers.errors import (
+from rob_twin.controllers.errors import (
     CodecError,
     FrameLengthError,
     JointBoundError,
@@ -28,7 +27,7 @@ from controllers.errors import (
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
-from controllers.names import COMMAND_IDS, FEEDBACK_IDS
+from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS
 
 SETTINGS = settings(max_examples=300, deadline=None)
 any_float = st.floats(allow_nan=True, allow_infinity=True)

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.codec import (
+from rob_twin.controllers.codec import (
     MAX_COUNT,
     MIN_COUNT,
     RAD_PER_COUNT,
@@ -21,7 +20,7 @@ from controllers.codec import (
     word_to_count,
     words_to_counts,
 )
-from controllers.errors import CodecConfigError, CodecError
+from rob_twin.controllers.errors import CodecConfigError, CodecError
 
 
 def test_word_to_count_matches_vectorized_on_every_word():

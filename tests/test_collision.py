@@ -9,10 +9,9 @@ import mujoco
 import numpy as np
 import pytest
 from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home
-
-from planners.collision import CollisionChecker, CollisionConfig
-from planners.errors import GroupNameError, PlannerConfigError
-from planners.geom_pairs import PairClass
+from rob_twin.planners.collision import CollisionChecker, CollisionConfig
+from rob_twin.planners.errors import GroupNameError, PlannerConfigError
+from rob_twin.planners.geom_pairs import PairClass
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +152,7 @@ def test_zero_margin_keeps_reference_contacts_allowed_and_still_finds_penetratio
 
 
 def test_zero_margin_group_plans():
-    from planners.group import ArmGroup, GroupConfig
+    from rob_twin.planners.group import ArmGroup, GroupConfig
 
     m, home = rob_home()
     g = ArmGroup(m, ROB_ARMS, GroupConfig(collision=CollisionConfig(0.0, 0.0)))

@@ -9,8 +9,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.damiao_codec import (
+from rob_twin.controllers.damiao_codec import (
     Q_BITS,
     SMALL_BITS,
     MitCodes,
@@ -40,7 +39,7 @@ from controllers.damiao_codec import (
     to_code,
     unpack_mit,
 )
-from controllers.damiao_errors import (
+from rob_twin.controllers.damiao_errors import (
     DamiaoCodecError,
     DamiaoFieldError,
     DamiaoFrameLengthError,
@@ -50,7 +49,7 @@ from controllers.damiao_errors import (
     UnknownMotorIdError,
     UnknownRegisterError,
 )
-from controllers.damiao_motors import (
+from rob_twin.controllers.damiao_motors import (
     DM4310,
     DM4340,
     DM8009,
@@ -58,7 +57,7 @@ from controllers.damiao_motors import (
     KP_MAX,
     OPENARM_ARM_MOTORS,
 )
-from controllers.errors import RobTwinError
+from rob_twin.controllers.errors import RobTwinError
 
 SETTINGS = settings(max_examples=300, deadline=None)
 SCALINGS = [Scaling.of(m) for m in (DM8009, DM4340, DM4310)]

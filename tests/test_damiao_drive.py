@@ -9,8 +9,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.damiao_codec import (
+from rob_twin.controllers.damiao_codec import (
     MitCommand,
     Register,
     RegisterOp,
@@ -24,9 +23,9 @@ from controllers.damiao_codec import (
     encode_register_write,
     special_frame,
 )
-from controllers.damiao_motors import DM4310, DM4340, DM8009, REGISTER_ID
-from twin.damiao_bank import default_damiao_configs
-from twin.damiao_drive import DamiaoDrive
+from rob_twin.controllers.damiao_motors import DM4310, DM4340, DM8009, REGISTER_ID
+from rob_twin.twin.damiao_bank import default_damiao_configs
+from rob_twin.twin.damiao_drive import DamiaoDrive
 
 
 def drive(joint: int = 1, timeout_counts: int = 0) -> DamiaoDrive:

@@ -7,16 +7,21 @@ import can
 import mujoco
 import numpy as np
 import pytest
-
-from controllers.damiao_codec import MitCommand, Scaling, SpecialCommand, encode_mit, special_frame
-from controllers.damiao_motors import OPENARM_ARM_MOTORS
-from controllers.names import Arm, arm_actuator, arm_joints
-from models.openarm import load_openarm_scene
-from twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from twin.damiao_bank import DamiaoBank
-from twin.damiao_loop import DamiaoClosedLoop, DamiaoOptions, openarm_config
-from twin.twin import Twin, TwinConfig
-from twin.wire import open_virtual
+from rob_twin.controllers.damiao_codec import (
+    MitCommand,
+    Scaling,
+    SpecialCommand,
+    encode_mit,
+    special_frame,
+)
+from rob_twin.controllers.damiao_motors import OPENARM_ARM_MOTORS
+from rob_twin.controllers.names import Arm, arm_actuator, arm_joints
+from rob_twin.models.openarm import load_openarm_scene
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.damiao_bank import DamiaoBank
+from rob_twin.twin.damiao_loop import DamiaoClosedLoop, DamiaoOptions, openarm_config
+from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.wire import open_virtual
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +181,7 @@ def test_bank_never_crashes_on_random_traffic(openarm_model):
 
 
 def test_scenario_field_robot_picks_the_openarm_loop():
-    from twin.scenario import Scenario, ScenarioError, scenario_loop
+    from rob_twin.twin.scenario import Scenario, ScenarioError, scenario_loop
 
     with pytest.raises(
         ScenarioError, match=r"robot: Input should be 'rob' or 'openarm' \(got 'baxter'\)"
@@ -193,7 +198,7 @@ def test_scenario_field_robot_picks_the_openarm_loop():
 
 
 def test_bad_damiao_options_are_a_typed_error():
-    from controllers.errors import RobTwinError
+    from rob_twin.controllers.errors import RobTwinError
 
     with pytest.raises(RobTwinError, match="DamiaoOptions"):
         ClosedLoop(openarm_config(damiao="fast"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from twin.damiao_loop import DamiaoClosedLoop
-from twin.execution import loop_executor_config
-from twin.scenario import Scenario, run_scenario, scenario_loop
+from rob_twin.twin.damiao_loop import DamiaoClosedLoop
+from rob_twin.twin.execution import loop_executor_config
+from rob_twin.twin.scenario import Scenario, run_scenario, scenario_loop
 
 CROSSING = Path(__file__).parents[1] / "experiments" / "scenarios" / "crossing_plan.json"
 

@@ -7,14 +7,13 @@ import dataclasses
 import json
 
 import pytest
-
-from controllers.damiao_codec import Register
-from controllers.names import Arm
-from planners.kinematics import Payload
-from twin.cli import main
-from twin.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
-from twin.damiao_rehearsal import DAMIAO_GATES, openarm_rehearsal_config
-from twin.rehearsal import GATES, gates_for
+from rob_twin.controllers.damiao_codec import Register
+from rob_twin.controllers.names import Arm
+from rob_twin.planners.kinematics import Payload
+from rob_twin.twin.cli import main
+from rob_twin.twin.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
+from rob_twin.twin.damiao_rehearsal import DAMIAO_GATES, openarm_rehearsal_config
+from rob_twin.twin.rehearsal import GATES, gates_for
 
 FAULTY = {
     "register_agreement": DamiaoOptions(

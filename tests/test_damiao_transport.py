@@ -9,19 +9,18 @@ import itertools
 import can
 import numpy as np
 import pytest
-
-from controllers.clock import SimClock
-from controllers.damiao_codec import Register, Scaling, SpecialCommand, Status, decode_mit
-from controllers.damiao_driver import DamiaoArmDriver
-from controllers.damiao_motors import ESC_IDS, OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
-from controllers.damiao_transport import DamiaoTransport, DamiaoTransportConfig
-from controllers.names import Arm
-from controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig
-from controllers.publish import PublishOutcome
-from controllers.target import ArmTarget
-from twin.damiao_bank import default_damiao_configs
-from twin.damiao_drive import DamiaoDrive
-from twin.wire import open_virtual
+from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.damiao_codec import Register, Scaling, SpecialCommand, Status, decode_mit
+from rob_twin.controllers.damiao_driver import DamiaoArmDriver
+from rob_twin.controllers.damiao_motors import ESC_IDS, OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
+from rob_twin.controllers.damiao_transport import DamiaoTransport, DamiaoTransportConfig
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.twin.damiao_bank import default_damiao_configs
+from rob_twin.twin.damiao_drive import DamiaoDrive
+from rob_twin.twin.wire import open_virtual
 
 _CH = itertools.count()
 
@@ -243,7 +242,7 @@ def test_enable_command_helpers(rig):
 
 
 def test_bad_config_is_a_typed_error():
-    from controllers.damiao_errors import DamiaoTransportError
+    from rob_twin.controllers.damiao_errors import DamiaoTransportError
 
     with pytest.raises(DamiaoTransportError, match="kp"):
         DamiaoTransportConfig(kp=(600.0,) * 7)
@@ -260,7 +259,7 @@ def test_streaming_before_the_enable_sequence_latches(rig):
 
 
 def test_host_api_refuses_unknown_joints(rig):
-    from controllers.damiao_errors import UnknownMotorIdError
+    from rob_twin.controllers.damiao_errors import UnknownMotorIdError
 
     ch, clock, resp, bus = rig
     tr = DamiaoTransport(DamiaoTransportConfig(arm=Arm.RIGHT, channel=ch), bus=bus, clock=clock.now)

@@ -13,8 +13,7 @@ import math
 
 import numpy as np
 import pytest
-
-from twin.drive import DriveConfig, SimulatedDrive
+from rob_twin.twin.drive import DriveConfig, SimulatedDrive
 
 
 class _Reference:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import dm_env
 import numpy as np
 import pytest
-
-from controllers.errors import RobTwinError, UnknownNameError
-from twin.env import ACTION_NAMES, MODES, EnvActionError, EnvConfig, RobEnv
-from twin.errors import TwinInputError
+from rob_twin.controllers.errors import RobTwinError, UnknownNameError
+from rob_twin.twin.env import ACTION_NAMES, MODES, EnvActionError, EnvConfig, RobEnv
+from rob_twin.twin.errors import TwinInputError
 
 
 def _rollout(seed: int, steps: int):
@@ -93,7 +92,7 @@ def test_bad_actions_and_configs_are_typed_errors():
 
 
 def test_camera_observation_matches_its_spec():
-    from twin.video import RenderUnavailable
+    from rob_twin.twin.video import RenderUnavailable
 
     try:
         env = RobEnv(EnvConfig(sensors=("commanded", "camera"), camera_size=(48, 64)))

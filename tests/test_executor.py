@@ -11,21 +11,20 @@ import threading
 
 import numpy as np
 import pytest
-from test_owner_support import RecordingPublisher
-
-from controllers.clock import MonotonicClock, SimClock
-from controllers.executor import (
+from rob_twin.controllers.clock import MonotonicClock, SimClock
+from rob_twin.controllers.executor import (
     AcquireReason,
     ExecutorConfig,
     ExecutorHooks,
     Outcome,
     SyncExecutor,
 )
-from controllers.lease import LeaseStatus
-from controllers.names import Arm, UnknownNameError
-from controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig, start_realtime_thread
-from controllers.publish import PublishOutcome
-from controllers.trajectory import TrajectoryError
+from rob_twin.controllers.lease import LeaseStatus
+from rob_twin.controllers.names import Arm, UnknownNameError
+from rob_twin.controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig, start_realtime_thread
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.controllers.trajectory import TrajectoryError
+from test_owner_support import RecordingPublisher
 
 P0 = {Arm.RIGHT: np.full(7, 0.3), Arm.LEFT: np.full(7, 0.6)}
 CFG = OwnerConfig(
@@ -228,9 +227,9 @@ def test_abort_stops_every_arm_mid_motion():
 
 
 def test_bus_off_on_right_stops_left_in_the_closed_loop():
-    from twin.closed_loop import ClosedLoop
-    from twin.execution import execute_arrays
-    from twin.faults import FaultSpec
+    from rob_twin.twin.closed_loop import ClosedLoop
+    from rob_twin.twin.execution import execute_arrays
+    from rob_twin.twin.faults import FaultSpec
 
     with ClosedLoop() as loop:
         loop.run_for(0.1)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ruckig import InputParameter, Result, Ruckig, Synchronization, Trajectory
-
-from controllers.errors import SegmentError
-from controllers.extremum import (
+from rob_twin.controllers.errors import SegmentError
+from rob_twin.controllers.extremum import (
     JerkSegment,
     chain,
     check_limits,
@@ -17,6 +15,7 @@ from controllers.extremum import (
     segments_from_trajectory,
     state_at,
 )
+from ruckig import InputParameter, Result, Ruckig, Synchronization, Trajectory
 
 
 def test_zero_jerk_nonzero_acceleration_interior_maximum():

@@ -8,13 +8,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from planner_fixtures import rob_home_group
-
-from experiments.hard_problems import load
-from planners.errors import PlannerConfigError
-from planners.final_check import far_stops, final_check
-from planners.geom_pairs import PairClass
-from planners.group import GroupConfig
-from planners.pair_certificate import (
+from rob_twin.experiments.hard_problems import load
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.final_check import far_stops, final_check
+from rob_twin.planners.geom_pairs import PairClass
+from rob_twin.planners.group import GroupConfig
+from rob_twin.planners.pair_certificate import (
     FAIL_INCONCLUSIVE,
     CertificateConfig,
     _arc,
@@ -24,8 +23,8 @@ from planners.pair_certificate import (
     mujoco_query,
     plan_allowances_m,
 )
-from planners.plan import PlanStatus
-from planners.retime import JointLimits, limit_report, time_path
+from rob_twin.planners.plan import PlanStatus
+from rob_twin.planners.retime import JointLimits, limit_report, time_path
 
 MOVING = ("right", "left")
 

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from experiments import fingerprint as fp
+from rob_twin.experiments import fingerprint as fp
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["model_geoms", "codec_amber", "codec_damiao", "owner_run"]
@@ -51,7 +50,15 @@ def test_groups_run_and_repeat_in_one_process(first):
 def test_fresh_interpreter_gives_the_same_figures(first, tmp_path):
     out = tmp_path / "fp"
     subprocess.run(
-        [sys.executable, "-m", "experiments.fingerprint", "--out", str(out), "--only", *FAST],
+        [
+            sys.executable,
+            "-m",
+            "rob_twin.experiments.fingerprint",
+            "--out",
+            str(out),
+            "--only",
+            *FAST,
+        ],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -88,7 +95,9 @@ def test_compare_names_a_perturbed_figure_and_its_size(first, tmp_path):
 def test_compare_counts_a_group_that_stopped_running(first, tmp_path):
     a = _write(tmp_path / "a", first)
     b_data = copy.deepcopy(first)
-    b_data["groups"]["owner_run"] = {"unavailable": "ModuleNotFoundError: controllers.owner"}
+    b_data["groups"]["owner_run"] = {
+        "unavailable": "ModuleNotFoundError: rob_twin.controllers.owner"
+    }
     b = _write(tmp_path / "b", b_data)
     summary = fp.compare(str(a), str(b), out=io.StringIO())
     assert "owner_run" in summary["availability_changed"] and summary["any_difference"]
@@ -113,7 +122,7 @@ def test_wall_clock_and_host_fields_are_stripped(first):
     kept = ("frames", "duration_s", "ruckig_position_extrema_worst_gap_rad", "host_queue_frames")
     assert fp.canon(raw) == {"where": "<path>", "bus": "CAN11@<run>", **{k: raw[k] for k in kept}}
     # an experiment's stamped result: the machine facts the stamp adds are gone
-    from experiments.output import stamp
+    from rob_twin.experiments.output import stamp
 
     stamped = stamp({"frames_after": 0, "wall_s": 0.25})
     assert "written_utc" in stamped and "python" in stamped

@@ -6,11 +6,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-
-from controllers.names import TORSO_JOINT, Arm
-from models import dimensions as D
-from planners.errors import KinematicsInputError, PlannerConfigError
-from planners.goal_checks import (
+from rob_twin.controllers.names import TORSO_JOINT, Arm
+from rob_twin.models import dimensions as D
+from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
+from rob_twin.planners.goal_checks import (
     CheckKind,
     GoalCheckConfig,
     check_goal,
@@ -20,7 +19,7 @@ from planners.goal_checks import (
     check_workspace,
     default_config,
 )
-from planners.kinematics import ArmKinematics, Payload
+from rob_twin.planners.kinematics import ArmKinematics, Payload
 
 HOME = np.array(D.HOME_ARM_POSE)
 

@@ -7,11 +7,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home_group
-
-from planners import GoalUnreachableError, PlanStatus, PoseGoal, StreamingGoal
-from planners.errors import PlannerConfigError
-from planners.ik import IKSolver, default_config
-from planners.kinematics import ArmKinematics
+from rob_twin.planners import GoalUnreachableError, PlanStatus, PoseGoal, StreamingGoal
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.ik import IKSolver, default_config
+from rob_twin.planners.kinematics import ArmKinematics
 
 # The left pose's IK solution nearest home collides with the left mount (as in
 # tests/test_pose_goals.py); the right one is free.

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from experiments.hard_problems import KINDS, MIN_END_CLEARANCE_M, groups, load, straight_collides
-from experiments.rrt_baseline import plan_baseline
+from rob_twin.experiments.hard_problems import (
+    KINDS,
+    MIN_END_CLEARANCE_M,
+    groups,
+    load,
+    straight_collides,
+)
+from rob_twin.experiments.rrt_baseline import plan_baseline
 
 
 @pytest.fixture(scope="module")

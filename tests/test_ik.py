@@ -8,14 +8,13 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-
-from controllers import names as N
-from controllers.names import Arm
-from models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
-from planners import lm
-from planners.errors import KinematicsInputError, PlannerConfigError
-from planners.ik import IKConfig, IKSolver, IKStatus, default_config
-from planners.kinematics import ArmKinematics
+from rob_twin.controllers import names as N
+from rob_twin.controllers.names import Arm
+from rob_twin.models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
+from rob_twin.planners import lm
+from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
+from rob_twin.planners.ik import IKConfig, IKSolver, IKStatus, default_config
+from rob_twin.planners.kinematics import ArmKinematics
 
 TOL = 1e-6
 
@@ -174,7 +173,7 @@ def test_a_local_solve_that_lies_about_convergence_is_never_returned(solver, mon
     def liar(kin_, torso, goal, q0, s):
         return lm.LocalResult(np.zeros(7), True, 0.0, 0.0, 1)
 
-    monkeypatch.setattr("planners.ik.solve_local", liar)
+    monkeypatch.setattr("rob_twin.planners.ik.solve_local", liar)
     res = IKSolver(kin, dataclasses.replace(default_config(), max_attempts=3)).solve(target)
     assert res.status is IKStatus.NOT_CONVERGED and res.q is None
     assert solver.solve_continuous(target, np.zeros(7)).status is IKStatus.NOT_CONVERGED

@@ -6,13 +6,12 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-
-from controllers import names as N
-from controllers.names import Arm
-from models import dimensions as D
-from models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
-from planners.errors import KinematicsInputError, PlannerConfigError
-from planners.kinematics import ArmKinematics, Payload
+from rob_twin.controllers import names as N
+from rob_twin.controllers.names import Arm
+from rob_twin.models import dimensions as D
+from rob_twin.models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
+from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
+from rob_twin.planners.kinematics import ArmKinematics, Payload
 
 ARMS = list(Arm)
 

@@ -1,7 +1,7 @@
 """The layers import only downwards: each import runs in a fresh interpreter and the test
 asserts which top-level packages stay out of ``sys.modules``.
 
-models (pure data) / controllers -> planners -> twin -> experiments; ``twin.cli`` reaches
+models (pure data) / controllers -> planners -> twin -> experiments; ``rob_twin.twin.cli`` reaches
 ``experiments`` only through the registry, when an experiment is run.
 """
 
@@ -17,27 +17,30 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 CASES = [
-    ("import controllers", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    ("import rob_twin.controllers", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
     (
-        "from controllers import ArmOwner, CanTransport, SyncExecutor, ArmTarget, CodecConfig",
+        "from rob_twin.controllers import ArmOwner, CanTransport, SyncExecutor, ArmTarget, "
+        "CodecConfig",
         {"mujoco", "pinocchio", "planners", "twin", "experiments"},
     ),
     (
-        "import controllers.owner, controllers.codec, controllers.executor, controllers.transport",
+        "import rob_twin.controllers.owner, rob_twin.controllers.codec, "
+        "rob_twin.controllers.executor, rob_twin.controllers.transport",
         {"mujoco", "pinocchio", "planners", "twin", "experiments"},
     ),
     (
-        "import models.dimensions, models.poses",
+        "import rob_twin.models.dimensions, rob_twin.models.poses",
         {"mujoco", "pinocchio", "planners", "twin", "experiments"},
     ),
-    ("import models.loading, models.build", {"planners", "twin", "experiments"}),
+    ("import rob_twin.models.loading, rob_twin.models.build", {"planners", "twin", "experiments"}),
     (
-        "import planners; from planners import ArmGroup, JointGoal, PoseGoal",
+        "import rob_twin.planners; from rob_twin.planners import ArmGroup, JointGoal, PoseGoal",
         {"twin", "experiments"},
     ),
-    ("import twin", {"mujoco", "experiments"}),
+    ("import rob_twin.twin", {"mujoco", "experiments"}),
     (
-        "from twin import Twin, ClosedLoop, run_scenario, rehearse; import twin.cli, twin.viewer",
+        "from rob_twin.twin import Twin, ClosedLoop, run_scenario, rehearse; import "
+        "rob_twin.twin.cli, rob_twin.twin.viewer",
         {"experiments"},
     ),
 ]
@@ -59,7 +62,9 @@ def _last_line(code: str) -> str:
 def _loaded_after(statement: str) -> set[str]:
     code = (
         f"import json, sys\n{statement}\n"
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+        "parts = [m.split('.') for m in sys.modules]\n"
+        "print(json.dumps(sorted({p[1] if p[0] == 'rob_twin' and len(p) > 1 else p[0] "
+        "for p in parts})))"
     )
     return set(json.loads(_last_line(code)))
 
@@ -71,10 +76,10 @@ def test_layer_keeps_upper_layers_out(statement, kept_out):
 
 def test_cli_reaches_experiments_only_through_the_registry():
     code = (
-        "import sys, twin.cli\n"
-        "before = 'experiments' in sys.modules\n"
-        "twin.cli.main(['experiment', '--list'])\n"
-        "print(before, 'experiments.registry' in sys.modules)"
+        "import sys, rob_twin.twin.cli\n"
+        "before = 'rob_twin.experiments' in sys.modules\n"
+        "rob_twin.twin.cli.main(['experiment', '--list'])\n"
+        "print(before, 'rob_twin.experiments.registry' in sys.modules)"
     )
     assert _last_line(code) == "False True"
 
@@ -82,11 +87,11 @@ def test_cli_reaches_experiments_only_through_the_registry():
 def test_every_error_the_project_defines_derives_from_the_one_base():
     code = (
         "import importlib, inspect, json, pkgutil\n"
-        "from controllers.errors import RobTwinError\n"
+        "from rob_twin.controllers.errors import RobTwinError\n"
         "bad = []\n"
         "for pkg in ('controllers', 'models', 'planners', 'twin'):\n"
-        "    root = importlib.import_module(pkg)\n"
-        "    for info in pkgutil.walk_packages(root.__path__, prefix=pkg + '.'):\n"
+        "    root = importlib.import_module('rob_twin.' + pkg)\n"
+        "    for info in pkgutil.walk_packages(root.__path__, prefix=root.__name__ + '.'):\n"
         "        mod = importlib.import_module(info.name)\n"
         "        for name, cls in inspect.getmembers(mod, inspect.isclass):\n"
         "            if (cls.__module__ == mod.__name__ and issubclass(cls, BaseException)\n"
@@ -98,9 +103,7 @@ def test_every_error_the_project_defines_derives_from_the_one_base():
 
 
 def test_entry_points_export_what_they_list_and_name_the_choices_for_anything_else():
-    import controllers
-    import models
-    import twin
+    from rob_twin import controllers, models, twin
 
     for package in (controllers, models, twin):
         assert package.__all__ == sorted(package.__all__) and dir(package) == package.__all__

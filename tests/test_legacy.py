@@ -6,10 +6,9 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from rob_twin.controllers.owner import OwnerHooks
+from rob_twin.experiments.legacy_host import LegacyHooks, LegacyHost
 from test_owner_support import RecordingPublisher, Rig
-
-from controllers.owner import OwnerHooks
-from experiments.legacy_host import LegacyHooks, LegacyHost
 
 
 def test_legacy_worker_publishes_after_replacement_accepted():

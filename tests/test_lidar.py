@@ -6,13 +6,12 @@ import math
 
 import numpy as np
 import pytest
-
-from controllers.errors import UnknownNameError
-from twin.base_drive import BaseDrive, place_base
-from twin.errors import TwinInputError
-from twin.lidar import Lidar, LidarConfig, LidarPair, Scan
-from twin.odometry import base_pose
-from twin.scan_merge import (
+from rob_twin.controllers.errors import UnknownNameError
+from rob_twin.twin.base_drive import BaseDrive, place_base
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.lidar import Lidar, LidarConfig, LidarPair, Scan
+from rob_twin.twin.odometry import base_pose
+from rob_twin.twin.scan_merge import (
     MergeConfig,
     PoseHistory,
     ScanMerger,
@@ -21,8 +20,8 @@ from twin.scan_merge import (
     mounts_from_model,
     robot_geoms,
 )
-from twin.scheduler import SchedulerError
-from twin.twin import Twin
+from rob_twin.twin.scheduler import SchedulerError
+from rob_twin.twin.twin import Twin
 
 
 def test_bad_lidar_configs_are_typed_errors_naming_value_and_range():
@@ -174,7 +173,7 @@ def test_merged_scan_against_ground_truth(speed):
 
 
 def test_scan_merge_experiment_writes_figures_and_the_plot(tmp_path, monkeypatch):
-    from experiments import exp_scan_merge, output
+    from rob_twin.experiments import exp_scan_merge, output
 
     for mod in (output, exp_scan_merge):
         monkeypatch.setattr(mod, "OUT_DIR", tmp_path)
@@ -189,6 +188,6 @@ def test_scan_merge_experiment_writes_figures_and_the_plot(tmp_path, monkeypatch
 
 
 def test_sensing_benchmark_is_registered():
-    from experiments.registry import benchmarks
+    from rob_twin.experiments.registry import benchmarks
 
     assert "sensing" in benchmarks()

@@ -12,8 +12,7 @@ import time
 import uuid
 
 import can
-
-from twin.wire import LockstepVirtualBus, open_virtual
+from rob_twin.twin.wire import LockstepVirtualBus, open_virtual
 
 
 def _channel() -> str:

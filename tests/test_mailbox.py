@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.mailbox import LatestTargetMailbox, RejectReason
-from controllers.names import Arm
-from controllers.target import ArmTarget
+from rob_twin.controllers.mailbox import LatestTargetMailbox, RejectReason
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.target import ArmTarget
 
 
 def _t(seq: int, gen: int = 1) -> ArmTarget:

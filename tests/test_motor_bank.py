@@ -6,16 +6,15 @@ import can
 import mujoco
 import numpy as np
 import pytest
-
-from controllers.codec import RAD_PER_COUNT, decode_feedback
-from controllers.names import BUS_MAPPING, Arm, tcp_site
-from controllers.owner import FaultKind as OwnerFault
-from controllers.owner import Mode
-from models import dimensions as D
-from twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from twin.drive import STATUS_ENABLED, STATUS_TIMEOUT, DriveConfigError
-from twin.faults import FaultSpec, FaultSpecError
-from twin.wire import open_virtual
+from rob_twin.controllers.codec import RAD_PER_COUNT, decode_feedback
+from rob_twin.controllers.names import BUS_MAPPING, Arm, tcp_site
+from rob_twin.controllers.owner import FaultKind as OwnerFault
+from rob_twin.controllers.owner import Mode
+from rob_twin.models import dimensions as D
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.drive import STATUS_ENABLED, STATUS_TIMEOUT, DriveConfigError
+from rob_twin.twin.faults import FaultSpec, FaultSpecError
+from rob_twin.twin.wire import open_virtual
 
 HOME = np.array(D.HOME_ARM_POSE)
 MOVE = np.array([0.3, 0.25, 0.2, -0.3, 0.2, 0.2, 0.2])
@@ -226,7 +225,7 @@ def test_bad_fault_specs_are_rejected_with_the_valid_values():
     ):
         FaultSpec.from_dict({"kind": "stall", "arm": "middle"})
     with pytest.raises(DriveConfigError, match="sign must be"):
-        from twin.drive import DriveConfig
+        from rob_twin.twin.drive import DriveConfig
 
         DriveConfig(sign=0)
 

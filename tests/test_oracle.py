@@ -6,11 +6,15 @@ import mujoco
 import numpy as np
 import pytest
 from planner_fixtures import ROB_ARMS, STAND_ARMS, load_stand, rob_home
+from rob_twin.models.loading import load_scene
+from rob_twin.planners.collision import CollisionChecker
+from rob_twin.planners.oracle import (
+    Agreement,
+    CoalOracle,
+    agreement_on_configs,
+    agreement_on_placements,
+)
 from test_collision import THIN_BOX_XML
-
-from models.loading import load_scene
-from planners.collision import CollisionChecker
-from planners.oracle import Agreement, CoalOracle, agreement_on_configs, agreement_on_placements
 
 
 def _joint_box(m, arms):

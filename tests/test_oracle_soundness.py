@@ -18,10 +18,9 @@ import mujoco
 import numpy as np
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home
-
-from models.loading import load_scene
-from planners.collision import CollisionChecker
-from planners.oracle import (
+from rob_twin.models.loading import load_scene
+from rob_twin.planners.collision import CollisionChecker
+from rob_twin.planners.oracle import (
     CoalOracle,
     Placements,
     checker_distances,

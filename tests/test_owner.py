@@ -6,17 +6,16 @@ import dataclasses
 
 import numpy as np
 import pytest
-from test_owner_support import Rig
-
-from controllers.errors import (
+from rob_twin.controllers.errors import (
     NonFiniteTargetError,
     OwnerConfigError,
     OwnerStateError,
     TargetShapeError,
 )
-from controllers.mailbox import RejectReason
-from controllers.owner import FaultKind, LateTickAction, Mode, OwnerConfig, default_config
-from controllers.publish import PublishOutcome
+from rob_twin.controllers.mailbox import RejectReason
+from rob_twin.controllers.owner import FaultKind, LateTickAction, Mode, OwnerConfig, default_config
+from rob_twin.controllers.publish import PublishOutcome
+from test_owner_support import Rig
 
 CFG = default_config()
 
@@ -272,8 +271,8 @@ def test_release_and_reconnect_require_fresh_generation():
 
 
 def test_wrong_arm_rejected():
-    from controllers.names import Arm
-    from controllers.target import ArmTarget
+    from rob_twin.controllers.names import Arm
+    from rob_twin.controllers.target import ArmTarget
 
     rig = Rig()
     t = ArmTarget(
@@ -292,7 +291,7 @@ def test_a_target_on_a_position_bound_is_reached_exactly_and_encodes():
     would refuse. The owner snaps such excursions (<= limit_tolerance) onto the bound."""
     import math
 
-    from controllers.codec import encode_sample
+    from rob_twin.controllers.codec import encode_sample
 
     cfg = OwnerConfig(max_velocity=(1.0,) * 7, max_acceleration=(3.0,) * 7, max_jerk=(30.0,) * 7)
     lower = cfg.position_lower[6]

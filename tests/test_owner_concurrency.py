@@ -11,12 +11,11 @@ import threading
 
 import numpy as np
 import pytest
+from rob_twin.controllers.clock import MonotonicClock
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, Mode, OwnerConfig, start_realtime_thread
+from rob_twin.controllers.target import ArmTarget
 from test_owner_support import RecordingPublisher, Rig, held_tick_stop_race
-
-from controllers.clock import MonotonicClock
-from controllers.names import Arm
-from controllers.owner import ArmOwner, Mode, OwnerConfig, start_realtime_thread
-from controllers.target import ArmTarget
 
 STRESS = os.environ.get("ROB_TWIN_STRESS") == "1"
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-import experiments.output as output
-from controllers.owner import Mode
-from experiments import exp_extremum, exp_faults, exp_inconsistent_seed, exp_legacy_race, exp_replay
+import rob_twin.experiments.output as output
+from rob_twin.controllers.owner import Mode
+from rob_twin.experiments import (
+    exp_extremum,
+    exp_faults,
+    exp_inconsistent_seed,
+    exp_legacy_race,
+    exp_replay,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -73,8 +78,8 @@ def test_extremum_validation_small():
 
 
 def test_wire_replay_short_run_through_transport_and_bus():
-    from controllers.codec import RAD_PER_COUNT
-    from experiments.exp_wire_replay import run_wire_replay
+    from rob_twin.controllers.codec import RAD_PER_COUNT
+    from rob_twin.experiments.exp_wire_replay import run_wire_replay
 
     r = run_wire_replay(0, ticks=1200, settle_s=4.5)
     assert r["samples_published"] == 1200 and r["frames"] == 7 * 1200

@@ -13,10 +13,9 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.clock import SimClock
-from controllers.names import Arm
-from controllers.owner import ArmOwner, FaultKind, OwnerConfig, OwnerHooks
+from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, OwnerHooks
 
 CFG = OwnerConfig(require_feedback=False, limit_tolerance=1e-9)
 LO, HI = np.array(CFG.position_lower), np.array(CFG.position_upper)
@@ -24,7 +23,7 @@ LO, HI = np.array(CFG.position_lower), np.array(CFG.position_upper)
 
 class _Accept:
     def publish_sample(self, positions_rad):
-        from controllers.publish import PublishOutcome, PublishReport
+        from rob_twin.controllers.publish import PublishOutcome, PublishReport
 
         return PublishReport(PublishOutcome.ACCEPTED, tuple(range(1, 8)))
 

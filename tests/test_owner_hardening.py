@@ -15,10 +15,8 @@ import threading
 
 import numpy as np
 import pytest
-from test_owner_support import RecordingPublisher, Rig
-
-from controllers.clock import MonotonicClock, SimClock
-from controllers.errors import (
+from rob_twin.controllers.clock import MonotonicClock, SimClock
+from rob_twin.controllers.errors import (
     FeedbackError,
     NonFiniteTargetError,
     OwnerConfigError,
@@ -28,10 +26,10 @@ from controllers.errors import (
     TargetShapeError,
     TargetTypeError,
 )
-from controllers.lease import LeaseAuthority
-from controllers.mailbox import RejectReason
-from controllers.names import Arm, UnknownNameError
-from controllers.owner import (
+from rob_twin.controllers.lease import LeaseAuthority
+from rob_twin.controllers.mailbox import RejectReason
+from rob_twin.controllers.names import Arm, UnknownNameError
+from rob_twin.controllers.owner import (
     ArmOwner,
     FaultKind,
     Mode,
@@ -40,8 +38,9 @@ from controllers.owner import (
     default_config,
     start_realtime_thread,
 )
-from controllers.publish import PublishOutcome
-from controllers.target import ArmTarget
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.controllers.target import ArmTarget
+from test_owner_support import RecordingPublisher, Rig
 
 CFG = default_config()
 NAN, INF = math.nan, math.inf
@@ -490,7 +489,7 @@ def test_latch_fault_with_a_wrong_kind_is_a_typed_error():
 
 
 def test_arm_driver_tick_never_raises_on_a_closed_transport():
-    from controllers.arm_driver import ArmDriver
+    from rob_twin.controllers.arm_driver import ArmDriver
 
     clock = SimClock()
     driver = ArmDriver.create(Arm.RIGHT, clock, np.zeros(7), OwnerConfig(require_feedback=False))
@@ -577,8 +576,8 @@ def test_hostile_producers_against_the_realtime_thread():
     ],
 )
 def test_transport_config_values_that_would_disable_a_check_are_refused(fields):
-    from controllers.errors import TransportConfigError
-    from controllers.transport import TransportConfig
+    from rob_twin.controllers.errors import TransportConfigError
+    from rob_twin.controllers.transport import TransportConfig
 
     with pytest.raises(TransportConfigError, match=list(fields)[0]):
         TransportConfig(**fields)
@@ -586,7 +585,7 @@ def test_transport_config_values_that_would_disable_a_check_are_refused(fields):
 
 @pytest.mark.parametrize("generation", [NAN, True, "2", None])
 def test_mailbox_generations_are_integers(generation):
-    from controllers.mailbox import LatestTargetMailbox
+    from rob_twin.controllers.mailbox import LatestTargetMailbox
 
     with pytest.raises(TargetTypeError):
         LatestTargetMailbox(generation)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rob_twin.controllers.owner import FaultKind, Mode
 from ruckig import InputParameter, OutputParameter, Ruckig, RuckigError
 from test_owner_support import Rig
-
-from controllers.owner import FaultKind, Mode
 
 # Seen on a real-time host after a Stop finished braking (float residue of v and a)
 RESIDUE_V = [

@@ -26,14 +26,13 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, Mode, OwnerConfig, TickReport
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.controllers.target import ArmTarget
 from test_owner_support import RecordingPublisher
-
-from controllers.clock import SimClock
-from controllers.errors import RobTwinError
-from controllers.names import Arm
-from controllers.owner import ArmOwner, Mode, OwnerConfig, TickReport
-from controllers.publish import PublishOutcome
-from controllers.target import ArmTarget
 
 CFG = OwnerConfig(feedback_timeout_s=0.05)
 LO, HI = np.array(CFG.position_lower), np.array(CFG.position_upper)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from experiments.owner_rig import RecordingPublisher, Rig, held_tick_stop_race
+from rob_twin.experiments.owner_rig import RecordingPublisher, Rig, held_tick_stop_race
 
 __all__ = ["RecordingPublisher", "Rig", "held_tick_stop_race"]

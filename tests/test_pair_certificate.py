@@ -10,28 +10,31 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-
-from controllers.names import group_arms
-from experiments.exp_clearance_examples import envelope_example, rotation_example, two_link_example
-from models import dimensions as D
-from models.loading import apply_home, load_scene
-from planners.certificate_check import coal_pair_distances, verify_document
-from planners.errors import PlannerConfigError
-from planners.geom_pairs import PairClass
-from planners.goals import JointGoal
-from planners.group import ArmGroup, GroupConfig
-from planners.oracle import CoalOracle
-from planners.pair_certificate import (
+from rob_twin.controllers.names import group_arms
+from rob_twin.experiments.exp_clearance_examples import (
+    envelope_example,
+    rotation_example,
+    two_link_example,
+)
+from rob_twin.models import dimensions as D
+from rob_twin.models.loading import apply_home, load_scene
+from rob_twin.planners.certificate_check import coal_pair_distances, verify_document
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.geom_pairs import PairClass
+from rob_twin.planners.goals import JointGoal
+from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.planners.oracle import CoalOracle
+from rob_twin.planners.pair_certificate import (
     CertificateConfig,
     _group_geometry,
     envelope_minima,
     joint_geom_radii,
     model_hash,
 )
-from planners.plan import PlanStatus
-from planners.plan_file import PlanFileError, load_plan_file, save_plan
-from planners.uncertainty import UncertaintySpec, pair_allowances_m
-from twin.cli import main as cli_main
+from rob_twin.planners.plan import PlanStatus
+from rob_twin.planners.plan_file import PlanFileError, load_plan_file, save_plan
+from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
+from rob_twin.twin.cli import main as cli_main
 
 # ---------------------------------------------------------------- seed 003's numbers
 

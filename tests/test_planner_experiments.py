@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from experiments import exp_crossing, exp_study, output
-from experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
+from rob_twin.experiments import exp_crossing, exp_study, output
+from rob_twin.experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 
 
 @pytest.fixture
@@ -57,7 +56,7 @@ def test_crossing_is_a_proven_trap_and_the_group_plan_is_clean(out_dir):
 
 
 def test_crossing_goals_are_shared_and_swap_sides():
-    from planners.kinematics import ArmKinematics
+    from rob_twin.planners.kinematics import ArmKinematics
 
     start, goal = rob_crossing_start(), rob_crossing_goals()
     y = {

@@ -9,13 +9,12 @@ import time
 import numpy as np
 import pytest
 from planner_fixtures import STAND_ARMS, STAND_START, load_stand, rob_home_group, stand_at_start
-
-from controllers.errors import RobTwinError
-from controllers.trajectory import MultiArmTrajectory
-from planners.errors import GoalInputError, GroupNameError, PlannerConfigError
-from planners.goals import JointGoal
-from planners.group import ArmGroup, GroupConfig
-from planners.plan import PlanStatus
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.trajectory import MultiArmTrajectory
+from rob_twin.planners.errors import GoalInputError, GroupNameError, PlannerConfigError
+from rob_twin.planners.goals import JointGoal
+from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.planners.plan import PlanStatus
 
 STAND_GOAL = {"a": [0.28, -0.25, -0.54, -0.25], "b": [-0.9, 0.31, -0.76, -1.61]}
 ROB_UNDER_TABLE_GOAL = [0.532, -1.012, -0.35, 0.0, 1.027, -0.785, -0.301]

@@ -8,9 +8,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home_group
-
-from planners import ArmGroup, JointGoal, PlanStatus, PoseGoal
-from planners.kinematics import ArmKinematics
+from rob_twin.planners import ArmGroup, JointGoal, PlanStatus, PoseGoal
+from rob_twin.planners.kinematics import ArmKinematics
 
 # Found by a seeded search (draw 172): the left pose's IK solution nearest home puts
 # left/link3 into left/mount; the right one is free. Frozen; the tests prove the rest.

@@ -7,15 +7,14 @@ import re
 
 import numpy as np
 import pytest
-
-import twin.replay as replay_mod
-from controllers.names import Arm
-from twin.bus_timing import BusTimingConfig
-from twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from twin.faults import FaultSpec
-from twin.recording import RECORDING_FORMATS, RecordingError, TrafficRecorder, sidecar_path
-from twin.rehearsal import wave_source
-from twin.replay import read_recording, replay
+import rob_twin.twin.replay as replay_mod
+from rob_twin.controllers.names import Arm
+from rob_twin.twin.bus_timing import BusTimingConfig
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.faults import FaultSpec
+from rob_twin.twin.recording import RECORDING_FORMATS, RecordingError, TrafficRecorder, sidecar_path
+from rob_twin.twin.rehearsal import wave_source
+from rob_twin.twin.replay import read_recording, replay
 
 
 def _record(path, seconds: float = 0.3, **kw) -> np.ndarray:
@@ -124,7 +123,7 @@ def test_unknown_format_lists_the_valid_ones(tmp_path):
 
 
 def test_cli_replay_exit_codes(good_log, tmp_path, capsys):
-    from twin.cli import main
+    from rob_twin.twin.cli import main
 
     assert main(["replay", str(good_log), "--out", str(tmp_path / "r")]) == 0
     assert json.loads((tmp_path / "r" / "replay.json").read_text())["feedback_mismatches"] == 0

@@ -6,16 +6,15 @@ import dataclasses
 import json
 
 import pytest
-
-from controllers.names import UnknownNameError
-from controllers.owner import ArmOwner
-from controllers.publish import PublishOutcome
-from controllers.transport import CanTransport
-from twin.cli import main
-from twin.closed_loop import ClosedLoopConfig, twin_owner_config
-from twin.faults import FaultSpec
-from twin.motor_bank import default_drive_configs
-from twin.rehearsal import GATES, RehearsalConfig, rehearse, write_report
+from rob_twin.controllers.names import UnknownNameError
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.publish import PublishOutcome
+from rob_twin.controllers.transport import CanTransport
+from rob_twin.twin.cli import main
+from rob_twin.twin.closed_loop import ClosedLoopConfig, twin_owner_config
+from rob_twin.twin.faults import FaultSpec
+from rob_twin.twin.motor_bank import default_drive_configs
+from rob_twin.twin.rehearsal import GATES, RehearsalConfig, rehearse, write_report
 
 
 @pytest.fixture(scope="module")

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from controllers.errors import RobTwinError
-from twin.captions import burn_captions
-from twin.render_quality import (
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.twin.captions import burn_captions
+from rob_twin.twin.render_quality import (
     CHOICES,
     UnknownQualityError,
     is_software_renderer,
     offscreen_settings,
     resolve_quality,
 )
-from twin.scenario import Scenario
-from twin.scenario_schema import ScenarioError
+from rob_twin.twin.scenario import Scenario
+from rob_twin.twin.scenario_schema import ScenarioError
 
 
 def test_software_renderers_are_recognised():
@@ -33,13 +32,13 @@ def test_explicit_quality_wins_and_unknown_is_refused():
 
 
 def test_cli_choices_match_the_module():
-    from twin.cli import QUALITY_CHOICES
+    from rob_twin.twin.cli import QUALITY_CHOICES
 
     assert QUALITY_CHOICES == CHOICES
 
 
 def test_fast_shrinks_the_offscreen_buffer_only_while_rendering():
-    from models.loading import load_scene
+    from rob_twin.models.loading import load_scene
 
     m = load_scene()
     before = (m.vis.global_.offwidth, m.vis.global_.offheight, m.vis.quality.offsamples)
@@ -76,9 +75,8 @@ def test_scenario_quality_field_is_validated():
 
 def test_fast_frames_render_without_shadows():
     import mujoco
-
-    from models.loading import load_scene
-    from twin.video import RenderUnavailable, make_renderer
+    from rob_twin.models.loading import load_scene
+    from rob_twin.twin.video import RenderUnavailable, make_renderer
 
     m = load_scene()
     try:
@@ -107,7 +105,7 @@ class _Status:
 
 
 def test_group_captions_follow_the_plan():
-    from twin.crossing_demo import Contrast, group_captions
+    from rob_twin.twin.crossing_demo import Contrast, group_captions
 
     contrast = Contrast(states=np.zeros((10, 3)), rate_hz=125.0, contact={2: -0.01, 3: -0.02})
     waiting = group_captions(0.1, _Status({"state": "waiting", "last": None}), contrast)
@@ -139,9 +137,9 @@ def test_group_captions_follow_the_plan():
 
 
 def test_the_contrast_replay_marks_contact_frames_in_red():
-    from models.loading import CROSSING_START_KEY, keyframe_state
-    from twin.crossing_demo import TITLE_FRAMES, Contrast, film_contrast
-    from twin.video import RenderUnavailable, VideoRecorder
+    from rob_twin.models.loading import CROSSING_START_KEY, keyframe_state
+    from rob_twin.twin.crossing_demo import TITLE_FRAMES, Contrast, film_contrast
+    from rob_twin.twin.video import RenderUnavailable, VideoRecorder
 
     model, qpos = keyframe_state(CROSSING_START_KEY)
     try:

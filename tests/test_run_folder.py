@@ -9,14 +9,13 @@ import signal
 
 import numpy as np
 import pytest
-
-import twin.cli as cli
-import twin.scenario as scenario_module
-from models import dimensions as D
-from twin.interrupts import stop_requests
-from twin.report import summarize
-from twin.run_folder import RunFolder, RunFolderError, write_atomic
-from twin.scenario import Scenario, run_scenario
+import rob_twin.twin.cli as cli
+import rob_twin.twin.scenario as scenario_module
+from rob_twin.models import dimensions as D
+from rob_twin.twin.interrupts import stop_requests
+from rob_twin.twin.report import summarize
+from rob_twin.twin.run_folder import RunFolder, RunFolderError, write_atomic
+from rob_twin.twin.scenario import Scenario, run_scenario
 
 REACH = (np.array(D.HOME_ARM_POSE) + 0.2).tolist()
 

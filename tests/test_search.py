@@ -13,9 +13,8 @@ import time
 
 import numpy as np
 import pytest
-
-from planners.errors import PlannerConfigError
-from planners.search import (
+from rob_twin.planners.errors import PlannerConfigError
+from rob_twin.planners.search import (
     CollisionMemory,
     SearchConfig,
     motion_is_free,
@@ -152,7 +151,7 @@ def test_memory_finds_a_known_obstacle_first():
 
 def test_shortcut_with_and_without_memory_is_the_same_path():
     """min_gain 0 keeps the path of the plain algorithm: the memory only reorders."""
-    import planners.search as search
+    import rob_twin.planners.search as search
 
     for seed in range(8):
         path, _ = _searched(seed)

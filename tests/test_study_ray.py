@@ -7,12 +7,11 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from experiments.study import LocalBackend, RayBackend, run_study
-from experiments.study.backends import RayUnreachableError
-from experiments.study.runner import comparable
-from experiments.study.spec import parse_spec
-from experiments.study.store import read_rows
+from rob_twin.experiments.study import LocalBackend, RayBackend, run_study
+from rob_twin.experiments.study.backends import RayUnreachableError
+from rob_twin.experiments.study.runner import comparable
+from rob_twin.experiments.study.spec import parse_spec
+from rob_twin.experiments.study.store import read_rows
 
 ray = pytest.importorskip("ray")
 

@@ -65,7 +65,7 @@ def teleop_server():
         [
             sys.executable,
             "-m",
-            "twin.cli",
+            "rob_twin.twin.cli",
             "teleop",
             "--no-viewer",
             "--port",

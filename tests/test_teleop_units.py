@@ -8,15 +8,14 @@ import math
 
 import numpy as np
 import pytest
-
-from controllers.errors import RobTwinError
-from controllers.names import Arm, group_arms
-from planners.collision import CollisionChecker
-from twin.closed_loop import ClosedLoop
-from twin.teleop.clutch import ClutchEvent, HandClutch
-from twin.teleop.controller import TeleopController
-from twin.teleop.messages import Hello, InputFrame, TeleopMessageError, parse_message
-from twin.teleop.safety import ArmSafetyFilter
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import Arm, group_arms
+from rob_twin.planners.collision import CollisionChecker
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.teleop.clutch import ClutchEvent, HandClutch
+from rob_twin.twin.teleop.controller import TeleopController
+from rob_twin.twin.teleop.messages import Hello, InputFrame, TeleopMessageError, parse_message
+from rob_twin.twin.teleop.safety import ArmSafetyFilter
 
 
 def _frame(seq=1, **hands):
@@ -63,8 +62,7 @@ def test_messages_parse_and_refuse_with_typed_errors():
 
 def test_clutch_engages_on_a_fresh_press_and_maps_xr_motion_to_the_robot_frame():
     import pinocchio as pin
-
-    from twin.teleop.messages import HandSample
+    from rob_twin.twin.teleop.messages import HandSample
 
     anchor = pin.SE3(np.eye(3), np.array([0.4, -0.2, 0.9]))
 
@@ -186,8 +184,7 @@ def test_reclutching_with_a_still_controller_moves_nothing():
 
 def test_spare_degree_of_freedom_keeps_joints_away_from_their_limits():
     import pinocchio as pin
-
-    from twin.teleop.safety import SafetyConfig
+    from rob_twin.twin.teleop.safety import SafetyConfig
 
     loop, _ = _filter_setup()
     session = CollisionChecker(loop.twin.model, group_arms()).session(

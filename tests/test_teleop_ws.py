@@ -8,6 +8,9 @@ import asyncio
 import json
 
 import numpy as np
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import Mode
+from rob_twin.twin.teleop.server import ServerConfig
 from teleop_support import (
     TEST_INPUT_TIMEOUT_S,
     WAIT_S,
@@ -24,10 +27,6 @@ from teleop_support import (
     start_app,
 )
 from websockets.asyncio.client import connect
-
-from controllers.names import Arm
-from controllers.owner import Mode
-from twin.teleop.server import ServerConfig
 
 
 def _cmd(app, arm=Arm.RIGHT):
@@ -281,8 +280,8 @@ def test_malformed_oversize_and_flooding_frames_are_dropped_and_counted():
 def test_tls_with_a_generated_certificate(tmp_path):
     import ssl
 
-    from twin.teleop.app import AppConfig, TeleopApp, with_port
-    from twin.teleop.certs import ensure_certificate, server_ssl_context
+    from rob_twin.twin.teleop.app import AppConfig, TeleopApp, with_port
+    from rob_twin.twin.teleop.certs import ensure_certificate, server_ssl_context
 
     cert = ensure_certificate(tmp_path, addresses=[])
     again = ensure_certificate(tmp_path, addresses=[])
@@ -311,7 +310,7 @@ def test_pages_are_served_from_the_package_without_external_urls():
     import re
     import urllib.request
 
-    from twin.teleop.server import STATIC_DIR
+    from rob_twin.twin.teleop.server import STATIC_DIR
 
     with start_app() as app:
         page = urllib.request.urlopen(app.server.url, timeout=5).read().decode()
@@ -334,7 +333,7 @@ def test_pages_are_served_from_the_package_without_external_urls():
 
 
 def test_an_owner_fault_while_engaged_disengages_and_needs_a_reset():
-    from controllers.owner import FaultKind
+    from rob_twin.controllers.owner import FaultKind
 
     with start_app() as app:
         owner = app.controller.owners[Arm.RIGHT]

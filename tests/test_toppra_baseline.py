@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
-from experiments.toppra_baseline import toppra_retime
-from planners.retime import JointLimits, limit_report, sample_times, time_path
+from rob_twin.experiments.toppra_baseline import toppra_retime
+from rob_twin.planners.retime import JointLimits, limit_report, sample_times, time_path
 
 
 def test_toppra_is_faster_but_breaks_jerk_and_leaves_the_checked_path():

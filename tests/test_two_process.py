@@ -17,9 +17,8 @@ from pathlib import Path
 
 import can
 import pytest
-
-from twin.bank_process import control
-from twin.host_process import HostConfig, HostError, run_host
+from rob_twin.twin.bank_process import control
+from rob_twin.twin.host_process import HostConfig, HostError, run_host
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 90.0
@@ -32,7 +31,7 @@ def bank(tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "twin.cli",
+            "rob_twin.twin.cli",
             "bank",
             "--host",
             "127.0.0.1",
@@ -185,7 +184,7 @@ def test_socketcan_vcan0_when_the_host_has_it():
         [
             sys.executable,
             "-m",
-            "twin.cli",
+            "rob_twin.twin.cli",
             "bank",
             "--interface",
             "socketcan",
@@ -221,9 +220,9 @@ def test_socketcan_vcan0_when_the_host_has_it():
 
 
 def test_a_recording_plays_onto_the_live_bank(bank, tmp_path):
-    from twin.cli import main
-    from twin.closed_loop import ClosedLoop
-    from twin.recording import TrafficRecorder
+    from rob_twin.twin.cli import main
+    from rob_twin.twin.closed_loop import ClosedLoop
+    from rob_twin.twin.recording import TrafficRecorder
 
     path = tmp_path / "short.log"
     with ClosedLoop() as lp:

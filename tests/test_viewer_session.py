@@ -35,7 +35,7 @@ def test_scripted_stop_under_xvfb_stops_both_owners_and_writes_a_screenshot():
         "-screen 0 800x600x24",
         sys.executable,
         "-m",
-        "twin.cli",
+        "rob_twin.twin.cli",
         "view",
         "experiments/scenarios/crossing_plan.json",
         "--press",

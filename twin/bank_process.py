@@ -1,7 +1,7 @@
 """``rob-twin bank``: the simulated drives and MuJoCo in their own process, paced in real time.
 
 The motor bank sits on named in-process buses (``CAN10``, ``CAN11``) exposed by a
-socketcand-compatible server (``twin.socketcand``), so a host process the twin did not
+socketcand-compatible server (``rob_twin.twin.socketcand``), so a host process the twin did not
 start drives it over TCP with python-can's ``socketcand`` interface (or any socketcand
 client). With ``interface="socketcan"`` the bank opens real SocketCAN interfaces
 (``vcan0`` ...) instead, where Linux has them.
@@ -9,7 +9,7 @@ client). With ``interface="socketcan"`` the bank opens real SocketCAN interfaces
 A control channel (JSON lines over TCP, 127.0.0.1) takes commands while it runs::
 
     {"cmd": "status"}                     -> sim time, drive counters, bus stats, joints
-    {"cmd": "fault", "fault": {...}}      -> add a fault (``twin.faults`` JSON; "at" is
+    {"cmd": "fault", "fault": {...}}      -> add a fault (``rob_twin.twin.faults`` JSON; "at" is
                                              relative to now, default 0)
     {"cmd": "clear_faults"}
     {"cmd": "shutdown"}
@@ -33,14 +33,12 @@ from pathlib import Path
 
 import can
 import numpy as np
-
-from controllers.errors import RobTwinError
-from controllers.names import BUS_MAPPING, Arm
-
-from .faults import FaultSchedule, FaultSpec, FaultSpecError
-from .motor_bank import MotorBank
-from .socketcand import LOCALHOST, SocketcandServer
-from .twin import Twin, TwinConfig
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import BUS_MAPPING, Arm
+from rob_twin.twin.faults import FaultSchedule, FaultSpec, FaultSpecError
+from rob_twin.twin.motor_bank import MotorBank
+from rob_twin.twin.socketcand import LOCALHOST, SocketcandServer
+from rob_twin.twin.twin import Twin, TwinConfig
 
 PING_ID = 0x7E0  # twin-only diagnostic: answered at once on PONG_ID with the same data
 PONG_ID = 0x7E8
@@ -258,7 +256,7 @@ class BankProcess:
         cfg = self.config
         recorder = None
         if cfg.record_path:
-            from .recording import TrafficRecorder
+            from rob_twin.twin.recording import TrafficRecorder
 
             recorder = TrafficRecorder(self, cfg.record_path, timestamps="wall")
         if self.server is not None:

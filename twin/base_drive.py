@@ -23,13 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
-from controllers import names as N
-from controllers.errors import InvalidValueError, RobTwinError
-from controllers.owner import Mode
-from models import dimensions as D
-
-from .errors import TwinInputError
+from rob_twin.controllers import names as N
+from rob_twin.controllers.errors import InvalidValueError, RobTwinError
+from rob_twin.controllers.owner import Mode
+from rob_twin.models import dimensions as D
+from rob_twin.twin.errors import TwinInputError
 
 STOPPING_MODES = (Mode.FAULTED, Mode.STOPPED)
 
@@ -88,7 +86,7 @@ def place_base(twin, x_m: float, y_m: float, yaw_rad: float) -> None:
     """Put the base at (x, y) [m] on the floor, heading ``yaw_rad``, at rest (then mj_forward).
 
     ROB starts at the origin facing +x with the table ahead; drive runs that need room
-    place it first (the room's walls are at ``models.dimensions.SCENE.room_x/room_y``)."""
+    place it first (the room's walls are at ``rob_twin.models.dimensions.SCENE.room_x/room_y``)."""
     import mujoco
 
     q = twin.model.jnt_qposadr[twin.model.joint(N.BASE_FREEJOINT).id]

@@ -4,7 +4,7 @@ Each arm bus carries one host streaming ``joints`` position commands (3 bytes) a
 ``command_rate_hz`` and ``joints`` drives answering with 8-byte feedback frames at
 ``feedback_rate_hz``, all released on the same instants (the worst alignment, and
 the twin's: feedback ticks coincide with owner ticks). The traffic is played through
-a ``BusTimeline`` (``twin.bus_timing``) for ``duration_s`` with worst-case bit
+a ``BusTimeline`` (``rob_twin.twin.bus_timing``) for ``duration_s`` with worst-case bit
 stuffing by default, and judged:
 
 - offered load (bits per second the schedule asks for / what the bus can carry,
@@ -26,11 +26,14 @@ import math
 from dataclasses import dataclass, field, replace
 
 import can
-
-from controllers.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
-
-from .bus_timing import BusTimeline, BusTimingConfig, BusTimingConfigError, TransmitQueueFullError
-from .can_bits import INTERFRAME_BITS, Stuffing
+from rob_twin.controllers.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
+from rob_twin.twin.bus_timing import (
+    BusTimeline,
+    BusTimingConfig,
+    BusTimingConfigError,
+    TransmitQueueFullError,
+)
+from rob_twin.twin.can_bits import INTERFRAME_BITS, Stuffing
 
 COMMAND_BYTES = 3  # opcode 0x40 + 16-bit position word
 FEEDBACK_BYTES = 8
@@ -145,7 +148,7 @@ def bus_budget(
 
 def gate_bus_budget(cfg) -> object:
     """Rehearsal gate: every arm bus fits ROB's streaming at the rehearsal's rates."""
-    from .rehearsal import GateResult
+    from rob_twin.twin.rehearsal import GateResult
 
     b: BusBudgetConfig = cfg.bus_budget
     cmd_hz = b.command_rate_hz or cfg.base.owner_rate_hz

@@ -43,7 +43,7 @@ def bus_plot(report: dict, latencies_s: dict, path: Path, title: str = "") -> Pa
         ax.grid(alpha=0.3)
     fig.suptitle(title or "Simulated CAN buses (hardware_io: false)", fontsize=10)
     fig.tight_layout()
-    from .report import save_png
+    from rob_twin.twin.report import save_png
 
     save_png(fig, path, dpi=90)
     return path

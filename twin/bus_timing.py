@@ -10,7 +10,7 @@ plays the bus up to ``t``:
   the head frames of all nodes that are waiting contend; the lowest identifier wins
   (ISO 11898-1 bitwise arbitration: base id first, then a standard frame beats an
   extended one with the same base id, then the extended bits; a data frame beats a
-  remote frame). The winner occupies the bus for its exact length (``twin.can_bits``);
+  remote frame). The winner occupies the bus for its exact length (``rob_twin.twin.can_bits``);
 - a frame is delivered to every other node at the end of its EOF, stamped with that
   time; arbitration for an instant ``s`` is settled only once ``advance`` passes
   beyond ``s``, so frames submitted at ``s`` by any task of that instant contend;
@@ -37,11 +37,15 @@ from dataclasses import dataclass, field
 
 import can
 import numpy as np
-
-from controllers.errors import RobTwinError
-from controllers.names import COMMAND_IDS, FEEDBACK_IDS
-
-from .can_bits import INTERFRAME_BITS, FrameBits, Stuffing, classic_frame_bits, fd_frame_bits
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS
+from rob_twin.twin.can_bits import (
+    INTERFRAME_BITS,
+    FrameBits,
+    Stuffing,
+    classic_frame_bits,
+    fd_frame_bits,
+)
 
 FRAME_FORMATS = ("classic", "fd")
 
@@ -118,7 +122,7 @@ class BusTimingConfig:
     def frame_bits(self, msg: can.Message) -> FrameBits:
         data = bytes(msg.data)
         if self.frame_format == "fd":
-            from .can_bits import FD_LENGTHS
+            from rob_twin.twin.can_bits import FD_LENGTHS
 
             n = next(k for k in FD_LENGTHS if k >= len(data))  # FD pads to a valid length
             return fd_frame_bits(

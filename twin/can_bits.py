@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from controllers.errors import RobTwinError
+from rob_twin.controllers.errors import RobTwinError
 
 CLASSIC_TRAILER_BITS = 10  # CRC delimiter 1, ACK slot 1, ACK delimiter 1, EOF 7
 INTERFRAME_BITS = 3

@@ -21,12 +21,15 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from controllers.errors import RobTwinError
-from controllers.names import ROBOTS
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import ROBOTS
+from rob_twin.twin.cli_scale import add_commands as add_scale_commands
 
-from .cli_scale import add_commands as add_scale_commands
-
-QUALITY_CHOICES = ("auto", "fast", "full")  # twin.render_quality.CHOICES (mujoco-free here)
+QUALITY_CHOICES = (
+    "auto",
+    "fast",
+    "full",
+)  # rob_twin.twin.render_quality.CHOICES (mujoco-free here)
 
 # A command registered with json_result=True returns its exit code and the one object
 # main() prints under --json; other commands return an exit code and print for themselves.
@@ -46,13 +49,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
-    from controllers.names import UnknownNameError
-    from planners.plan_file import PlanFileError
-
-    from .bus_timing import BusTimingConfigError
-    from .recording import RecordingError
-    from .run_folder import RunFolderError
-    from .scenario_schema import ScenarioError
+    from rob_twin.controllers.names import UnknownNameError
+    from rob_twin.planners.plan_file import PlanFileError
+    from rob_twin.twin.bus_timing import BusTimingConfigError
+    from rob_twin.twin.recording import RecordingError
+    from rob_twin.twin.run_folder import RunFolderError
+    from rob_twin.twin.scenario_schema import ScenarioError
 
     return (
         UsageError,
@@ -75,7 +77,7 @@ def _say(args: argparse.Namespace) -> Callable[..., None]:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
-    from experiments.registry import experiment_names, get_experiment
+    from rob_twin.experiments.registry import experiment_names, get_experiment
 
     if args.list or not args.name:
         names = experiment_names()
@@ -97,7 +99,7 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
 
 def _bus_timing(args: argparse.Namespace):
     """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
-    from .bus_timing import parse_bus_spec
+    from rob_twin.twin.bus_timing import parse_bus_spec
 
     return parse_bus_spec(getattr(args, "bus", "off"))
 
@@ -107,9 +109,9 @@ def _bus_budget(args: argparse.Namespace):
     stuffing unless the spec says otherwise)."""
     import dataclasses
 
-    from .bus_budget import BusBudgetConfig
-    from .bus_timing import BusTimingConfigError, parse_bus_spec
-    from .can_bits import Stuffing
+    from rob_twin.twin.bus_budget import BusBudgetConfig
+    from rob_twin.twin.bus_timing import BusTimingConfigError, parse_bus_spec
+    from rob_twin.twin.can_bits import Stuffing
 
     bus = parse_bus_spec(args.bus)
     if bus is None:
@@ -128,12 +130,12 @@ def _run_and_report(
     scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
     ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
     sections, asked for after the run."""
-    from .interrupts import EXIT_CODES, stop_requests
-    from .recording import check_format
-    from .report import summarize
-    from .run_folder import RunFolder
-    from .scenario import run_scenario
-    from .verdict import unexpected
+    from rob_twin.twin.interrupts import EXIT_CODES, stop_requests
+    from rob_twin.twin.recording import check_format
+    from rob_twin.twin.report import summarize
+    from rob_twin.twin.run_folder import RunFolder
+    from rob_twin.twin.scenario import run_scenario
+    from rob_twin.twin.verdict import unexpected
 
     say = _say(args)
     bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
@@ -214,15 +216,16 @@ def _run_and_report(
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     """ROB: the crossing pair, separately planned (replayed, colliding) then planned
-    together and executed (``twin.crossing_demo``); openarm: both arms through keyframes."""
+    together and executed (``rob_twin.twin.crossing_demo``); openarm: both arms through
+    keyframes."""
     import dataclasses
 
     if args.robot != "rob":
-        from .scenario import demo_scenario
+        from rob_twin.twin.scenario import demo_scenario
 
         sc = dataclasses.replace(demo_scenario(), name=f"demo_{args.robot}", robot=args.robot)
         return _run_and_report(sc, args)
-    from . import crossing_demo as cd
+    from rob_twin.twin import crossing_demo as cd
 
     say = _say(args)
     say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
@@ -247,7 +250,7 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
-    from .scenario import Scenario
+    from rob_twin.twin.scenario import Scenario
 
     sc = Scenario.load(args.scenario)
     if args.robot is not None:
@@ -267,8 +270,8 @@ def _cmd_run(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from .viewer import NoDisplayError, view
-    from .viewer_keys import key_code
+    from rob_twin.twin.viewer import NoDisplayError, view
+    from rob_twin.twin.viewer_keys import key_code
 
     presses = []
     for item in args.press or ():
@@ -298,13 +301,12 @@ def _cmd_view(args: argparse.Namespace) -> int:
 def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     import dataclasses
 
-    from controllers.names import UnknownNameError
-
-    from .closed_loop import ClosedLoopConfig
-    from .faults import FaultSpec
-    from .rehearsal import RehearsalConfig, gates_for, rehearse, write_report
-    from .run_folder import RunFolder
-    from .scenario_schema import ScenarioError, validate_faults
+    from rob_twin.controllers.names import UnknownNameError
+    from rob_twin.twin.closed_loop import ClosedLoopConfig
+    from rob_twin.twin.faults import FaultSpec
+    from rob_twin.twin.rehearsal import RehearsalConfig, gates_for, rehearse, write_report
+    from rob_twin.twin.run_folder import RunFolder
+    from rob_twin.twin.scenario_schema import ScenarioError, validate_faults
 
     try:
         raw = json.loads(args.faults) if args.faults else []
@@ -312,8 +314,8 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
         raise ScenarioError(f"--faults is not valid JSON: {err}") from None
     faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
     if args.robot == "openarm":
-        from .damiao_loop import openarm_config
-        from .damiao_rehearsal import openarm_rehearsal_config
+        from rob_twin.twin.damiao_loop import openarm_config
+        from rob_twin.twin.damiao_rehearsal import openarm_rehearsal_config
 
         base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
         cfg = openarm_rehearsal_config(base)
@@ -360,11 +362,10 @@ def _channels(text: str | None, default: dict) -> dict:
 
 
 def _cmd_bank(args: argparse.Namespace) -> int:
-    from controllers.names import BUS_MAPPING, Arm, UnknownNameError
-
-    from .bank_process import BankConfig, BankError, BankProcess
-    from .recording import RecordingError
-    from .socketcand import SocketcandError
+    from rob_twin.controllers.names import BUS_MAPPING, Arm, UnknownNameError
+    from rob_twin.twin.bank_process import BankConfig, BankError, BankProcess
+    from rob_twin.twin.recording import RecordingError
+    from rob_twin.twin.socketcand import SocketcandError
 
     try:
         by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
@@ -391,9 +392,8 @@ def _cmd_bank(args: argparse.Namespace) -> int:
 
 
 def _cmd_host(args: argparse.Namespace) -> int:
-    from controllers.names import BUS_MAPPING, Arm
-
-    from .host_process import HostConfig, HostError, run_host
+    from rob_twin.controllers.names import BUS_MAPPING, Arm
+    from rob_twin.twin.host_process import HostConfig, HostError, run_host
 
     try:
         cfg = HostConfig(
@@ -419,9 +419,9 @@ def _cmd_host(args: argparse.Namespace) -> int:
 
 def _play_onto(args: argparse.Namespace, rec) -> int:
     """Play the recording's host frames onto a live interface (a bank, a real bus)."""
-    from .host_process import HostConfig, HostError, close_bus, open_bus
-    from .recording import RecordingError
-    from .replay import play_onto
+    from rob_twin.twin.host_process import HostConfig, HostError, close_bus, open_bus
+    from rob_twin.twin.recording import RecordingError
+    from rob_twin.twin.replay import play_onto
 
     numbers = sorted({f.bus for f in rec.frames})
     chans = _channels(args.channels, {str(n): f"CAN{n}" for n in numbers})
@@ -445,8 +445,8 @@ def _play_onto(args: argparse.Namespace, rec) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .recording import RecordingError
-    from .replay import read_recording, replay
+    from rob_twin.twin.recording import RecordingError
+    from rob_twin.twin.replay import read_recording, replay
 
     try:
         rec = read_recording(args.recording)
@@ -489,9 +489,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_certify(args: argparse.Namespace) -> CommandResult:
-    from models.loading import SCENE_PATH, load_scene
-    from planners.certificate_check import verify_document
-    from planners.plan_file import load_plan_file
+    from rob_twin.models.loading import SCENE_PATH, load_scene
+    from rob_twin.planners.certificate_check import verify_document
+    from rob_twin.planners.plan_file import load_plan_file
 
     doc = load_plan_file(args.plan)
     model = load_scene(args.model or SCENE_PATH)
@@ -513,9 +513,9 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_teleop(args: argparse.Namespace) -> int:
-    from .scenario import ScenarioError
-    from .teleop.app import run_teleop
-    from .teleop.controller import TeleopConfigError
+    from rob_twin.twin.scenario import ScenarioError
+    from rob_twin.twin.teleop.app import run_teleop
+    from rob_twin.twin.teleop.controller import TeleopConfigError
 
     try:
         return run_teleop(
@@ -745,7 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-verify a saved plan's clearance certificate with coal "
         "(exit 1 on any disagreement)",
     )
-    cert.add_argument("plan", help="plan file (JSON, planners.plan_file)")
+    cert.add_argument("plan", help="plan file (JSON, rob_twin.planners.plan_file)")
     cert.add_argument("--model", help="scene XML (default: the generated ROB scene)")
     cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
     cert.set_defaults(func=_cmd_certify, json_result=True)

@@ -1,5 +1,6 @@
 """``rob-twin study`` and ``rob-twin sweep``: the parallel commands (engines in
-``experiments.study`` and ``experiments.sweep``, imported only when a command runs).
+``rob_twin.experiments.study`` and ``rob_twin.experiments.sweep``, imported only when a command
+runs).
 
 Both return ``(exit code, result object)`` (``--json`` prints the object); a bad spec, folder
 or Ray address is exit 2 with the reason on stderr."""
@@ -16,7 +17,7 @@ def _input_error(command: str, err: Exception) -> tuple[int, dict]:
 
 
 def _backend(args: argparse.Namespace):
-    from experiments.study.backends import LocalBackend, RayBackend, default_workers
+    from rob_twin.experiments.study.backends import LocalBackend, RayBackend, default_workers
 
     if args.ray is not None:
         return RayBackend(
@@ -30,9 +31,9 @@ def _backend(args: argparse.Namespace):
 def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
     from pathlib import Path
 
-    from controllers.errors import RobTwinError
-    from experiments.study.runner import replay_row, run_study
-    from experiments.study.spec import load_spec
+    from rob_twin.controllers.errors import RobTwinError
+    from rob_twin.experiments.study.runner import replay_row, run_study
+    from rob_twin.experiments.study.spec import load_spec
 
     out = Path(args.out) if args.out else None
     try:
@@ -84,8 +85,8 @@ def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
 def _cmd_sweep(args: argparse.Namespace) -> tuple[int, dict]:
     from pathlib import Path
 
-    from controllers.errors import RobTwinError
-    from experiments.sweep import run_sweep
+    from rob_twin.controllers.errors import RobTwinError
+    from rob_twin.experiments.sweep import run_sweep
 
     try:
         report = run_sweep(

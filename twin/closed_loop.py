@@ -25,26 +25,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from controllers.arm_driver import ArmDriver
-from controllers.clock import SimClock
-from controllers.errors import RobTwinError
-from controllers.lease import Lease, LeaseStatus
-from controllers.mailbox import OfferResult
-from controllers.names import BUS_MAPPING, ROBOTS, Arm, UnknownNameError
-from controllers.owner import OwnerConfig, TickReport
-from controllers.target import ArmTarget
-from controllers.transport import TransportConfig
-from models import dimensions as D
-
-from .bus_timing import BusTimingConfig
-from .drive import DriveConfig
-from .errors import TwinInputError
-from .faults import FaultSchedule, FaultSpec
-from .motor_bank import MotorBank
-from .timed_bus import BusTimingLayer
-from .twin import Twin, TwinConfig
-from .wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
+from rob_twin.controllers.arm_driver import ArmDriver
+from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.lease import Lease, LeaseStatus
+from rob_twin.controllers.mailbox import OfferResult
+from rob_twin.controllers.names import BUS_MAPPING, ROBOTS, Arm, UnknownNameError
+from rob_twin.controllers.owner import OwnerConfig, TickReport
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.controllers.transport import TransportConfig
+from rob_twin.models import dimensions as D
+from rob_twin.twin.bus_timing import BusTimingConfig
+from rob_twin.twin.drive import DriveConfig
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.faults import FaultSchedule, FaultSpec
+from rob_twin.twin.motor_bank import MotorBank
+from rob_twin.twin.timed_bus import BusTimingLayer
+from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
 
 _RUNS = itertools.count(1)
 N_JOINTS = 7
@@ -56,7 +54,7 @@ def twin_owner_config(period_s: float = 0.005) -> OwnerConfig:
     v 1.0 rad/s, a 3.0 rad/s^2, jerk 30 rad/s^3 on every joint (well inside the
     motors' no-load speeds); feedback timeout 0.2 s (four periods of 20 Hz feedback);
     tracking error 0.15 rad (servo lag plus gravity sag stay below 0.08 rad in the
-    demo); joint bounds from ``models.dimensions``."""
+    demo); joint bounds from ``rob_twin.models.dimensions``."""
     return OwnerConfig(
         period_s=period_s,
         max_velocity=(1.0,) * N_JOINTS,
@@ -77,9 +75,10 @@ class ClosedLoopConfig:
     and the LEFT's on CAN10 (a wiring fault); client_lease_s: lease the twin's target
     client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
     robot: "rob" (Amber position drives) or "openarm" (Damiao MIT drives with gravity
-    compensation, ``twin.damiao_loop``; ``twin.damiao_loop.openarm_config()`` gives its
+    compensation, ``rob_twin.twin.damiao_loop``; ``rob_twin.twin.damiao_loop.openarm_config()``
+    gives its
     500 Hz owners); bus_timing: play every frame through a simulated CAN bus
-    (``twin.bus_timing``: frame durations, arbitration, queues); None (default) delivers
+    (``rob_twin.twin.bus_timing``: frame durations, arbitration, queues); None (default) delivers
     frames instantly."""
 
     seed: int = 0
@@ -93,7 +92,9 @@ class ClosedLoopConfig:
     log_suffix: str = ".log"
     faults: tuple[FaultSpec, ...] = ()
     robot: str = "rob"
-    damiao: object | None = None  # openarm only: twin.damiao_loop.DamiaoOptions (None: defaults)
+    damiao: object | None = (
+        None  # openarm only: rob_twin.twin.damiao_loop.DamiaoOptions (None: defaults)
+    )
     bus_timing: BusTimingConfig | None = None
 
     def __post_init__(self) -> None:
@@ -117,13 +118,13 @@ class ClosedLoop:
     """ROB with both arm owners streaming over simulated CAN to the motor bank.
 
     Built on a ``Twin`` (one is made if not given); the creating thread owns it.
-    A config with ``robot="openarm"`` builds a ``twin.damiao_loop.DamiaoClosedLoop``."""
+    A config with ``robot="openarm"`` builds a ``rob_twin.twin.damiao_loop.DamiaoClosedLoop``."""
 
     first_command_id = FIRST_COMMAND_ID  # where a sample's frames start (wire fault counting)
 
     def __new__(cls, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         if cls is ClosedLoop and config is not None and config.robot == "openarm":
-            from .damiao_loop import DamiaoClosedLoop
+            from rob_twin.twin.damiao_loop import DamiaoClosedLoop
 
             return super().__new__(DamiaoClosedLoop)
         return super().__new__(cls)
@@ -266,7 +267,7 @@ class ClosedLoop:
         Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
         average); ``source`` returning None skips that instant. A target the owner refuses,
         by verdict or by a typed error, is counted in ``refused[arm]`` under its reason and
-        the stream goes on. Returns the task name (``twin.scheduler.remove(name)`` ends
+        the stream goes on. Returns the task name (``rob_twin.twin.scheduler.remove(name)`` ends
         the stream)."""
         arm = Arm.parse(arm)
         if not (rate_hz > 0 and np.isfinite(rate_hz)):

@@ -16,17 +16,15 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from controllers.names import group_arms
-from models import poses
-from models.loading import CROSSING_START_KEY, keyframe_state, load_scene
-from planners.geom_pairs import GeomPairTable
-from planners.oracle import CoalOracle, judge_states
-from planners.separate import separate_plans, sync_states
-
-from .scenario import Scenario
-from .scenario_plans import PlanRunner
-from .video import VideoRecorder
+from rob_twin.controllers.names import group_arms
+from rob_twin.models import poses
+from rob_twin.models.loading import CROSSING_START_KEY, keyframe_state, load_scene
+from rob_twin.planners.geom_pairs import GeomPairTable
+from rob_twin.planners.oracle import CoalOracle, judge_states
+from rob_twin.planners.separate import separate_plans, sync_states
+from rob_twin.twin.scenario import Scenario
+from rob_twin.twin.scenario_plans import PlanRunner
+from rob_twin.twin.video import VideoRecorder
 
 ARMS = group_arms()
 GROUP_MARGIN_M = 0.005  # the planner's margin; a group sample closer than this counts
@@ -38,7 +36,7 @@ TITLE_FRAMES = 8  # frames holding the start pose before the separate replay
 
 def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
     """ROB at the crossing start; at ``PLAN_AT_S`` both arms planned together to the
-    crossing goals (``models.poses``; the seeded plan lasts 3.55 s simulated, so 4.6 s
+    crossing goals (``rob_twin.models.poses``; the seeded plan lasts 3.55 s simulated, so 4.6 s
     shows its end); filmed from the front camera (the hands cross in
     front of the chest), 480x360 at 20
     frames/s, render quality picked for the machine."""

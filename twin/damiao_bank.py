@@ -1,17 +1,17 @@
 """The simulated Damiao motor bank: seven MIT-mode drives per arm, one CAN bus per arm.
 
-The sibling of ``twin.motor_bank.MotorBank`` (Amber position drives) with the same
+The sibling of ``rob_twin.twin.motor_bank.MotorBank`` (Amber position drives) with the same
 surface (``service``, ``emit_feedback``, ``drives_of``, ``wiring``, ``close``), so the
 closed loop can hold either. Every physics step ``service(now, dt)``: apply the drive
 faults in force, answer every frame waiting on each bus (request-reply: the drives
 send nothing unsolicited, so ``emit_feedback`` does nothing), then write each drive's
-impedance torque to its joint's MuJoCo motor (``models.openarm``).
+impedance torque to its joint's MuJoCo motor (``rob_twin.models.openarm``).
 
 Routing: MIT and special frames by ESC id (0x01..0x07 on OpenArm), register frames on
 0x7FF by the ESC id in their first two bytes. Frames for no drive of the bus, extended
 or remote frames are counted and ignored.
 
-Drive faults of ``twin.faults`` that apply here: ``feedback_freeze`` (the joints stop
+Drive faults of ``rob_twin.twin.faults`` that apply here: ``feedback_freeze`` (the joints stop
 answering), ``stall`` (jammed joint), ``encoder_offset`` (reported position shifted),
 ``power_loss`` (no answer, no torque), ``second_writer`` (another node writes MIT hold
 frames on our ESC ids). Damiao-specific faults are injected with ``set_supply_v``,
@@ -26,14 +26,12 @@ from pathlib import Path
 
 import can
 import mujoco
-
-from controllers.damiao_codec import MitCommand, Register, Scaling, encode_mit
-from controllers.damiao_motors import ESC_IDS, MST_IDS, OPENARM_ARM_MOTORS, REGISTER_ID
-from controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError
-
-from .damiao_drive import DamiaoDrive, DamiaoDriveConfig
-from .faults import FaultKind, FaultSchedule
-from .motor_bank import STALL_FRICTION_NM, BankBuses, BusDrives
+from rob_twin.controllers.damiao_codec import MitCommand, Register, Scaling, encode_mit
+from rob_twin.controllers.damiao_motors import ESC_IDS, MST_IDS, OPENARM_ARM_MOTORS, REGISTER_ID
+from rob_twin.controllers.names import JOINTS_PER_ARM, Arm, UnknownNameError
+from rob_twin.twin.damiao_drive import DamiaoDrive, DamiaoDriveConfig
+from rob_twin.twin.faults import FaultKind, FaultSchedule
+from rob_twin.twin.motor_bank import STALL_FRICTION_NM, BankBuses, BusDrives
 
 
 def default_damiao_configs(timeout_counts: int = 0) -> tuple[DamiaoDriveConfig, ...]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from controllers.damiao_codec import (
+from rob_twin.controllers.damiao_codec import (
     CTRL_MODE_MIT,
     FRAME_LEN,
     TIMEOUT_UNIT_S,
@@ -50,8 +50,8 @@ from controllers.damiao_codec import (
     encode_state,
     special_command,
 )
-from controllers.damiao_errors import DamiaoCodecError
-from controllers.damiao_motors import REGISTER_ID, MotorLimits
+from rob_twin.controllers.damiao_errors import DamiaoCodecError
+from rob_twin.controllers.damiao_motors import REGISTER_ID, MotorLimits
 
 
 @dataclass(frozen=True)

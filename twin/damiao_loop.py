@@ -6,9 +6,9 @@
         tau_ff = Pinocchio RNEA gravity at p) -> FaultInjectingBus --CAN10--+
     DamiaoArmDriver(LEFT): ... --CAN11--+
                                          v
-      DamiaoBank: MIT drives (impedance law) -> MuJoCo motors (models.openarm) -> replies
+      DamiaoBank: MIT drives (impedance law) -> MuJoCo motors (rob_twin.models.openarm) -> replies
 
-Differences from ROB's loop (``twin.closed_loop.ClosedLoop``): the model's arm joints
+Differences from ROB's loop (``rob_twin.twin.closed_loop.ClosedLoop``): the model's arm joints
 are torque motors; the owners run at 500 Hz (``openarm_config``), the gravity
 compensation with them; feedback is each drive's reply to each frame; before the
 owners tick, each arm runs the enable sequence (``DamiaoTransport.bring_up``: CAN
@@ -21,21 +21,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from controllers.damiao_codec import Register, Scaling
-from controllers.damiao_driver import DamiaoArmDriver
-from controllers.damiao_motors import OPENARM_KD, OPENARM_KP
-from controllers.damiao_transport import DamiaoTransportConfig
-from controllers.names import Arm
-from controllers.owner import OwnerConfig
-from models.openarm import load_openarm_scene
-from planners.kinematics import Payload
-
-from .closed_loop import ClosedLoop, ClosedLoopConfig, twin_owner_config
-from .damiao_bank import DamiaoBank, default_damiao_configs
-from .errors import TwinInputError
-from .gravity import PinocchioGravity
-from .twin import Twin, TwinConfig
-from .wire import FaultInjectingBus
+from rob_twin.controllers.damiao_codec import Register, Scaling
+from rob_twin.controllers.damiao_driver import DamiaoArmDriver
+from rob_twin.controllers.damiao_motors import OPENARM_KD, OPENARM_KP
+from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import OwnerConfig
+from rob_twin.models.openarm import load_openarm_scene
+from rob_twin.planners.kinematics import Payload
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig, twin_owner_config
+from rob_twin.twin.damiao_bank import DamiaoBank, default_damiao_configs
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.gravity import PinocchioGravity
+from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.wire import FaultInjectingBus
 
 OWNER_RATE_HZ = 500.0  # seed 002: gravity compensation at 500 Hz
 

@@ -1,7 +1,7 @@
 """Rehearsal profile of the Damiao family (the OpenArm-class robot, ``--robot openarm``).
 
 The shared gates that apply to torque drives (exclusive output, units and references,
-feedback, output uncertainty, moving retargets; ``twin.rehearsal``) plus five of this
+feedback, output uncertainty, moving retargets; ``rob_twin.twin.rehearsal``) plus five of this
 family (ROB's ``stopping`` gate relies on drives that hold on a timeout; Damiao drives
 go limp instead, which ``can_timeout`` rehearses):
 
@@ -34,16 +34,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
-from controllers.damiao_codec import TIMEOUT_UNIT_S, Register, Status
-from controllers.damiao_motors import OPENARM_ARM_MOTORS
-from controllers.names import Arm
-from controllers.owner import FaultKind as OwnerFault
-from planners.kinematics import Payload
-
-from .closed_loop import ClosedLoop, ClosedLoopConfig
-from .damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
-from .rehearsal.gates import (
+from rob_twin.controllers.damiao_codec import TIMEOUT_UNIT_S, Register, Status
+from rob_twin.controllers.damiao_motors import OPENARM_ARM_MOTORS
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import FaultKind as OwnerFault
+from rob_twin.planners.kinematics import Payload
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
+from rob_twin.twin.rehearsal.gates import (
     ARMS,
     GateResult,
     RehearsalConfig,

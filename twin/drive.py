@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controllers.codec import CodecConfig, Frame, count_to_rad, encode_feedback
-from controllers.errors import RobTwinError
+from rob_twin.controllers.codec import CodecConfig, Frame, count_to_rad, encode_feedback
+from rob_twin.controllers.errors import RobTwinError
 
 STATUS_ENABLED = 0x01  # powered and answering
 STATUS_TIMEOUT = 0x02  # holding: no valid command for command_timeout_s

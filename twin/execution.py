@@ -2,7 +2,7 @@
 re-check what was *executed*.
 
 ``execute_plan(loop, plan)`` hands the plan's arrays (one shared 125 Hz time base) to a
-``controllers.executor.SyncExecutor`` over the loop's two owners and runs it in lockstep:
+``rob_twin.controllers.executor.SyncExecutor`` over the loop's two owners and runs it in lockstep:
 ``Execution.on_tick`` is registered on ``ClosedLoop.on_tick``, so after each owner tick the
 published commanded state is recorded and the target for the next tick is submitted.
 ``run_plan(loop, group, plan)`` also re-checks every published commanded state (both
@@ -19,15 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from controllers.executor import ExecutionReport, ExecutorConfig, Outcome, SyncExecutor
-from controllers.executor import default_config as default_executor_config
-from controllers.names import Arm
-from planners.collision import CheckSession
-from planners.group import ArmGroup
-from planners.plan import Plan
-
-from .closed_loop import ClosedLoop
+from rob_twin.controllers.executor import ExecutionReport, ExecutorConfig, Outcome, SyncExecutor
+from rob_twin.controllers.executor import default_config as default_executor_config
+from rob_twin.controllers.names import Arm
+from rob_twin.planners.collision import CheckSession
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.plan import Plan
+from rob_twin.twin.closed_loop import ClosedLoop
 
 
 def plan_arrays(plan: Plan) -> dict[Arm, tuple]:
@@ -38,7 +36,7 @@ def plan_arrays(plan: Plan) -> dict[Arm, tuple]:
 
 def loop_executor_config(loop: ClosedLoop) -> ExecutorConfig:
     """The executor's defaults with the lookahead at one owner period of ``loop`` (the rule
-    of ``controllers.executor.default_config``: 5 ms at ROB's 200 Hz, 2 ms at the 500 Hz of
+    of ``rob_twin.controllers.executor.default_config``: 5 ms at ROB's 200 Hz, 2 ms at the 500 Hz of
     the OpenArm-class robot, where a longer lookahead lets Ruckig run ahead of the plan)."""
     return replace(default_executor_config(), lookahead_s=loop.config.owner.period_s)
 

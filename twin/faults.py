@@ -5,7 +5,7 @@ A ``FaultSpec`` names one fault, the arm it hits, when it starts and how long it
 
     {"kind": "partial_batch", "arm": "right", "at": 2.0, "duration": 0.5, "accept_frames": 3}
 
-Wire faults act on the host's side of the bus (``twin.wire.FaultInjectingBus``):
+Wire faults act on the host's side of the bus (``rob_twin.twin.wire.FaultInjectingBus``):
 
 - ``drop``: each host frame is lost with ``probability`` (seeded RNG);
 - ``delay``: host frames reach the drives ``delay_s`` + U(0, ``jitter_s``) later (order kept);
@@ -14,7 +14,7 @@ Wire faults act on the host's side of the bus (``twin.wire.FaultInjectingBus``):
 - ``uncertain_write``: the write of frame ``at_frame`` (0-based) times out: it may be out;
 - ``second_writer``: another node writes position commands on our command ids.
 
-Drive faults act inside the simulated drives (``twin.drive``):
+Drive faults act inside the simulated drives (``rob_twin.twin.drive``):
 
 - ``feedback_freeze``: the listed joints (default all) stop sending feedback (stale);
 - ``stall``: the listed joints are mechanically jammed (huge friction in the model);
@@ -31,8 +31,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from controllers.errors import RobTwinError
-from controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
 
 
 class FaultKind(enum.Enum):
@@ -129,9 +129,10 @@ class FaultSpec:
 
     @classmethod
     def from_dict(cls, raw: dict) -> FaultSpec:
-        """One fault as scenario files write it (``twin.scenario_schema`` checks it: unknown
+        """One fault as scenario files write it (``rob_twin.twin.scenario_schema`` checks it:
+        unknown
         keys, kinds and arms, ranges); FaultSpecError lists the problems."""
-        from .scenario_schema import ScenarioError, validate_faults
+        from rob_twin.twin.scenario_schema import ScenarioError, validate_faults
 
         try:
             (model,) = validate_faults([raw], "fault")
@@ -141,7 +142,7 @@ class FaultSpec:
 
     @classmethod
     def from_model(cls, model) -> FaultSpec:
-        """The fault of a validated ``twin.scenario_schema`` fault model."""
+        """The fault of a validated ``rob_twin.twin.scenario_schema`` fault model."""
         return cls(
             kind=model.kind,
             arm=model.arm,

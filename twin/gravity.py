@@ -11,9 +11,8 @@ One instance per thread (it owns a ``pinocchio.Data``).
 from __future__ import annotations
 
 import numpy as np
-
-from controllers.names import Arm
-from planners.kinematics import ArmKinematics, Payload
+from rob_twin.controllers.names import Arm
+from rob_twin.planners.kinematics import ArmKinematics, Payload
 
 
 class PinocchioGravity:

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from controllers import names as N
-from controllers.errors import UnknownNameError
-
-from .video import RenderUnavailable
+from rob_twin.controllers import names as N
+from rob_twin.controllers.errors import UnknownNameError
+from rob_twin.twin.video import RenderUnavailable
 
 
 @dataclass(frozen=True)

@@ -29,19 +29,17 @@ from dataclasses import dataclass, field
 
 import can
 import numpy as np
-
-from controllers.arm_driver import ArmDriver
-from controllers.clock import MonotonicClock
-from controllers.codec import decode_feedback
-from controllers.errors import RobTwinError
-from controllers.names import BUS_MAPPING, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
-from controllers.target import ArmTarget
-from controllers.transport import TransportConfig
-
-from .bank_process import PING_ID, PONG_ID
-from .bus_timing import percentiles_us
-from .closed_loop import twin_owner_config
-from .socketcand import LOCALHOST
+from rob_twin.controllers.arm_driver import ArmDriver
+from rob_twin.controllers.clock import MonotonicClock
+from rob_twin.controllers.codec import decode_feedback
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import BUS_MAPPING, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.controllers.transport import TransportConfig
+from rob_twin.twin.bank_process import PING_ID, PONG_ID
+from rob_twin.twin.bus_timing import percentiles_us
+from rob_twin.twin.closed_loop import twin_owner_config
+from rob_twin.twin.socketcand import LOCALHOST
 
 STREAMS = ("wave", "hold")
 BOUND_MARGIN_RAD = 0.002

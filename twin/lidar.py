@@ -25,11 +25,9 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-
-from controllers import names as N
-from controllers.errors import UnknownNameError
-
-from .errors import TwinInputError
+from rob_twin.controllers import names as N
+from rob_twin.controllers.errors import UnknownNameError
+from rob_twin.twin.errors import TwinInputError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,7 @@
 """The simulated CAN motor bank: seven drives per arm, each arm on its own bus.
 
 ``wiring`` says which arm's drives sit on which bus channel; on ROB the RIGHT arm
-(L-10) is on CAN10 and the LEFT arm (R-11) on CAN11 (``controllers.names.BUS_MAPPING``).
+(L-10) is on CAN10 and the LEFT arm (R-11) on CAN11 (``rob_twin.controllers.names.BUS_MAPPING``).
 A swapped wiring is a fault the rehearsal must catch.
 
 Every physics step ``service(now, dt)``: apply the drive faults in force, read every
@@ -21,22 +21,26 @@ from pathlib import Path
 import can
 import mujoco
 import numpy as np
-
-from controllers.codec import decode_command, encode_sample
-from controllers.errors import CodecError
-from controllers.names import COMMAND_IDS, JOINTS_PER_ARM, Arm, UnknownNameError, arm_joints
-from models import dimensions as D
-from models.loading import arm_actuator_indices, arm_qpos_indices
-
-from .drive import DRIVE_FRAME, DriveConfig, DriveConfigError, SimulatedDrive
-from .faults import FaultKind, FaultSchedule
-from .wire import open_virtual
+from rob_twin.controllers.codec import decode_command, encode_sample
+from rob_twin.controllers.errors import CodecError
+from rob_twin.controllers.names import (
+    COMMAND_IDS,
+    JOINTS_PER_ARM,
+    Arm,
+    UnknownNameError,
+    arm_joints,
+)
+from rob_twin.models import dimensions as D
+from rob_twin.models.loading import arm_actuator_indices, arm_qpos_indices
+from rob_twin.twin.drive import DRIVE_FRAME, DriveConfig, DriveConfigError, SimulatedDrive
+from rob_twin.twin.faults import FaultKind, FaultSchedule
+from rob_twin.twin.wire import open_virtual
 
 STALL_FRICTION_NM = 1.0e4  # a jammed joint: dry friction far above any servo torque
 
 
 def default_drive_configs() -> tuple[DriveConfig, ...]:
-    """Drives of one arm from ``models.dimensions`` (limits, no-load speeds, peak torque).
+    """Drives of one arm from ``rob_twin.models.dimensions`` (limits, no-load speeds, peak torque).
 
     ASSUMED torque constant: peak torque maps to 20 drive units of current."""
     return tuple(

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-
-from controllers import names as N
-from controllers.errors import UnknownNameError
-from models import dimensions as D
+from rob_twin.controllers import names as N
+from rob_twin.controllers.errors import UnknownNameError
+from rob_twin.models import dimensions as D
 
 ESTIMATORS = ("tread", "tread+gyro", "flow+gyro")
 
@@ -47,7 +46,7 @@ class Mounting:
 
 
 def true_imu_mounting() -> Mounting:
-    """The IMU as the model mounts it (rolled about x; ``models.dimensions``)."""
+    """The IMU as the model mounts it (rolled about x; ``rob_twin.models.dimensions``)."""
     return Mounting(position_m=D.BODY.imu_pos, rotation=_rx(D.BODY.imu_roll))
 
 

@@ -26,11 +26,9 @@ from pathlib import Path
 import can
 import mujoco
 import numpy as np
-
-from controllers.errors import RobTwinError
-from controllers.names import FEEDBACK_IDS
-
-from .faults import WIRE_FAULTS
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import FEEDBACK_IDS
+from rob_twin.twin.faults import WIRE_FAULTS
 
 EVIDENCE = {
     "hardware_io": False,

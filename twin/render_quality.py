@@ -17,8 +17,7 @@ import os
 from collections.abc import Iterator
 
 import mujoco
-
-from controllers.errors import RobTwinError
+from rob_twin.controllers.errors import RobTwinError
 
 QUALITIES = ("fast", "full")
 CHOICES = ("auto", *QUALITIES)

@@ -28,14 +28,12 @@ from pathlib import Path
 import can
 import mujoco
 import numpy as np
-
-from controllers.names import BUS_MAPPING, FEEDBACK_IDS, Arm
-
-from .faults import FaultSchedule, FaultSpec
-from .motor_bank import MotorBank
-from .recording import STATE_SPEC, RecordingError, check_format, sidecar_path
-from .twin import Twin, TwinConfig
-from .wire import open_virtual
+from rob_twin.controllers.names import BUS_MAPPING, FEEDBACK_IDS, Arm
+from rob_twin.twin.faults import FaultSchedule, FaultSpec
+from rob_twin.twin.motor_bank import MotorBank
+from rob_twin.twin.recording import STATE_SPEC, RecordingError, check_format, sidecar_path
+from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.wire import open_virtual
 
 _READERS = {
     ".log": can.CanutilsLogReader,
@@ -333,7 +331,7 @@ def replay(
 
 
 def bus_no(channel: str) -> int:
-    from .recording import bus_number
+    from rob_twin.twin.recording import bus_number
 
     return bus_number(channel)
 

@@ -6,10 +6,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-
-from .run_folder import write_atomic, write_json_atomic
-from .scenario import RunResult
-from .scenario_plans import failed_steps
+from rob_twin.twin.run_folder import write_atomic, write_json_atomic
+from rob_twin.twin.scenario import RunResult
+from rob_twin.twin.scenario_plans import failed_steps
 
 EVIDENCE = {
     "hardware_io": False,
@@ -82,7 +81,7 @@ def joint_plot(result: RunResult, path: Path) -> Path:
 def _bus_plot(result: RunResult, out_dir: Path) -> str | None:
     if not result.bus:
         return None
-    from .bus_plot import bus_plot
+    from rob_twin.twin.bus_plot import bus_plot
 
     return str(
         bus_plot(
@@ -103,7 +102,7 @@ def summarize(
 ) -> dict:
     """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
-    scenario did not expect (``twin.verdict``); ``expect``: the scenario's declaration;
+    scenario did not expect (``rob_twin.twin.verdict``); ``expect``: the scenario's declaration;
     ``extra``: further sections ({name: {figure: value}}), each a table of its own.
     With bus timing on, ``bus.png`` and a table of the simulated buses too."""
     out_dir.mkdir(parents=True, exist_ok=True)

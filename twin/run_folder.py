@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from controllers.errors import RobTwinError
+from rob_twin.controllers.errors import RobTwinError
 
 STATUS_FILE = "summary.json"
 

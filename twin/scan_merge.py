@@ -20,11 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from controllers import names as N
-
-from .errors import TwinInputError
-from .lidar import Scan
+from rob_twin.controllers import names as N
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.lidar import Scan
 
 
 @dataclass(frozen=True, kw_only=True)

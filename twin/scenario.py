@@ -14,25 +14,25 @@ A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.j
      "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
                 "owner_faults": {"left": ["partial_output"]}}}
 
-It is validated as a whole before anything runs (``twin.scenario_schema``): unknown
+It is validated as a whole before anything runs (``rob_twin.twin.scenario_schema``): unknown
 keys, wrong types, non-finite numbers and joint values outside the model's limits are
 refused with the field path, the value and the valid range. ``name`` (default: the
 file's stem) is the run folder's name under ``--out``.
 
-Every run goes through the whole pipeline (``twin.closed_loop``): between keyframes of
+Every run goes through the whole pipeline (``rob_twin.twin.closed_loop``): between keyframes of
 one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
 arm's owner, which plans within its limits and publishes over CAN to the motor bank.
-Fault kinds are those of ``twin.faults``. ``plans`` are ArmGroup plans executed in sync
-through the owners (``twin.scenario_plans``); an arm is driven by keyframes or by plans,
-not both. ``base`` steps drive ROB's tracked base (``twin.scenario_base``: forward speed
+Fault kinds are those of ``rob_twin.twin.faults``. ``plans`` are ArmGroup plans executed in sync
+through the owners (``rob_twin.twin.scenario_plans``); an arm is driven by keyframes or by plans,
+not both. ``base`` steps drive ROB's tracked base (``rob_twin.twin.scenario_base``: forward speed
 ``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
 scans are written next to the summary). ``robot`` picks the robot and its drive family:
 ``"rob"`` (default, Amber position drives) or ``"openarm"`` (Damiao MIT drives with gravity
-compensation, ``twin.damiao_loop``). ``quality`` is the video's render quality
-(``twin.render_quality``: ``fast``, ``full``, or ``auto``, fast on a software GL renderer).
+compensation, ``rob_twin.twin.damiao_loop``). ``quality`` is the video's render quality
+(``rob_twin.twin.render_quality``: ``fast``, ``full``, or ``auto``, fast on a software GL renderer).
 The run counts the targets each owner refused (per reason), the plan steps that failed and
 the owner faults that latched; ``expect`` declares which of those the scenario means to
-provoke (``twin.verdict``). Recorded output lands in ``out/<name>/``.
+provoke (``rob_twin.twin.verdict``). Recorded output lands in ``out/<name>/``.
 """
 
 from __future__ import annotations
@@ -47,18 +47,16 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
-from controllers.names import Arm
-from models import dimensions as D
-from models.loading import joint_qpos_index
-
-from .bus_timing import BusTimingConfig
-from .closed_loop import ClosedLoop, ClosedLoopConfig
-from .faults import FaultSpec
-from .recording import TrafficRecorder
-from .scenario_base import BaseScript, BaseStep
-from .scenario_plans import PlanRunner, PlanStep
-from .scenario_schema import (
+from rob_twin.controllers.names import Arm
+from rob_twin.models import dimensions as D
+from rob_twin.models.loading import joint_qpos_index
+from rob_twin.twin.bus_timing import BusTimingConfig
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.faults import FaultSpec
+from rob_twin.twin.recording import TrafficRecorder
+from rob_twin.twin.scenario_base import BaseScript, BaseStep
+from rob_twin.twin.scenario_plans import PlanRunner, PlanStep
+from rob_twin.twin.scenario_schema import (
     LOG_RATE_HZ,
     NAME_PATTERN,
     Expect,
@@ -67,8 +65,8 @@ from .scenario_schema import (
     short_repr,
     validate_scenario,
 )
-from .twin import Twin, TwinConfig
-from .video import RenderUnavailable, VideoRecorder
+from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.video import RenderUnavailable, VideoRecorder
 
 MAX_FILE_BYTES = 64 * 2**20  # a scenario file larger than this is refused before it is read
 
@@ -82,7 +80,8 @@ class Keyframe:
 
 @dataclass
 class Scenario:
-    """A validated scenario (``from_dict``/``load`` check it with ``twin.scenario_schema``)."""
+    """A validated scenario (``from_dict``/``load`` check it with
+    ``rob_twin.twin.scenario_schema``)."""
 
     name: str
     duration: float
@@ -281,11 +280,10 @@ def scenario_loop(
     sc: Scenario, can_log_dir: Path | str | None = None, bus_timing: BusTimingConfig | None = None
 ) -> ClosedLoop:
     """The closed loop of ``sc``: its seed, initial joint values and faults; with
-    ``bus_timing`` every frame goes through a simulated CAN bus (``twin.bus_timing``)."""
+    ``bus_timing`` every frame goes through a simulated CAN bus (``rob_twin.twin.bus_timing``)."""
     if sc.robot == "openarm":
-        from models.openarm import load_openarm_scene
-
-        from .damiao_loop import openarm_config
+        from rob_twin.models.openarm import load_openarm_scene
+        from rob_twin.twin.damiao_loop import openarm_config
 
         twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
         config = openarm_config(
@@ -349,7 +347,7 @@ def run_scenario(
     worth of physics: a reason ends the run early with status ``interrupted``.
     ``on_progress`` gets ``{"simulated_s", "frames"}`` every ``progress_every_s`` wall
     seconds. ``bus_timing``: play every frame through a simulated CAN bus (figures in
-    ``RunResult.bus``); ``traffic_path``: record all bus traffic there (``twin.recording``:
+    ``RunResult.bus``); ``traffic_path``: record all bus traffic there (``rob_twin.twin.recording``:
     .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``). ``prelude`` gets the
     recorder before the physics starts (to film what comes first); ``captions(now,
     planner)`` gives the lines burned into each frame; ``on_planner`` gets the scenario's

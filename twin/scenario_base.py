@@ -8,7 +8,7 @@ At each step's time ``t`` [s] the base is commanded forward speed ``v`` [m/s] an
 ``omega`` [rad/s] (counter-clockwise); it holds that command until the next step. The
 base drive watches both arm owners: a fault or Stop of either latches a base-stop, and the
 remaining steps are then refused and reported, never retried. Steps are validated with
-the scenario (``twin.scenario_schema.BaseStep``: each tread within its top speed).
+the scenario (``rob_twin.twin.scenario_schema.BaseStep``: each tread within its top speed).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from .base_drive import BaseCommandError, BaseDrive, BaseStoppedError
-from .lidar import LidarPair
-from .scan_merge import ScanMerger, mounts_from_model
+from rob_twin.twin.base_drive import BaseCommandError, BaseDrive, BaseStoppedError
+from rob_twin.twin.lidar import LidarPair
+from rob_twin.twin.scan_merge import ScanMerger, mounts_from_model
 
 
 @dataclass(frozen=True)

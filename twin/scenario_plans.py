@@ -17,13 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from controllers.executor import Execution, SyncExecutor
-from controllers.names import Arm, group_arms
-from planners.group import ArmGroup, GroupConfig
-
-from .closed_loop import ClosedLoop
-from .execution import loop_executor_config, plan_arrays
+from rob_twin.controllers.executor import Execution, SyncExecutor
+from rob_twin.controllers.names import Arm, group_arms
+from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.execution import loop_executor_config, plan_arrays
 
 
 @dataclass(frozen=True)

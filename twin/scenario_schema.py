@@ -4,14 +4,14 @@
 the model, or raises ``ScenarioError`` listing every problem found, each with its field
 path, the bad value and what is valid. Unknown keys are refused with a "did you mean"
 hint; numbers must be finite; joint values are checked against the model's joint limits
-(``models.dimensions``); the scenario's ``name`` becomes a folder name, so it is a plain
+(``rob_twin.models.dimensions``); the scenario's ``name`` becomes a folder name, so it is a plain
 file name (no separators, no ``..``).
 
 The published JSON Schema (``experiments/scenarios/scenario.schema.json``, for editors) is
 generated from these models::
 
-    python -m twin.scenario_schema --write    # regenerate the committed file
-    python -m twin.scenario_schema --check    # exit 1 if the committed file is stale
+    python -m rob_twin.twin.scenario_schema --write    # regenerate the committed file
+    python -m rob_twin.twin.scenario_schema --check    # exit 1 if the committed file is stale
 """
 
 from __future__ import annotations
@@ -36,13 +36,12 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-
-from controllers import names as N
-from controllers.errors import RobTwinError
-from controllers.mailbox import RejectReason
-from controllers.names import JOINTS_PER_ARM
-from controllers.owner import FaultKind as OwnerFaultKind
-from models import dimensions as D
+from rob_twin.controllers import names as N
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.mailbox import RejectReason
+from rob_twin.controllers.names import JOINTS_PER_ARM
+from rob_twin.controllers.owner import FaultKind as OwnerFaultKind
+from rob_twin.models import dimensions as D
 
 SCHEMA_PATH = (
     Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "scenario.schema.json"
@@ -62,7 +61,8 @@ OFFSCREEN_MAX = (
 
 
 def initial_joint_limits() -> dict[str, tuple[float, float]]:
-    """Joints a scenario may set in ``initial`` and their limits [rad or m] (models.dimensions)."""
+    """Joints a scenario may set in ``initial`` and their limits [rad or m]
+    (``rob_twin.models.dimensions``)."""
     limits: dict[str, tuple[float, float]] = {
         N.TORSO_JOINT: D.BODY.torso_range,
         N.HEAD_PAN_JOINT: D.BODY.pan_range,
@@ -637,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(
-        prog="python -m twin.scenario_schema",
+        prog="python -m rob_twin.twin.scenario_schema",
         description="print, write or check the scenario JSON Schema",
     )
     g = p.add_mutually_exclusive_group()
@@ -651,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.check:
         if not SCHEMA_PATH.exists() or SCHEMA_PATH.read_text() != text:
             print(
-                f"{SCHEMA_PATH} is stale: run python -m twin.scenario_schema --write",
+                f"{SCHEMA_PATH} is stale: run python -m rob_twin.twin.scenario_schema --write",
                 file=sys.stderr,
             )
             return 1

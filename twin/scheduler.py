@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from controllers.errors import RobTwinError
+from rob_twin.controllers.errors import RobTwinError
 
 
 class SchedulerError(RobTwinError, ValueError):

@@ -29,9 +29,8 @@ import time
 from dataclasses import dataclass, field
 
 import can
-
-from controllers.errors import RobTwinError
-from controllers.names import FEEDBACK_IDS
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import FEEDBACK_IDS
 
 LOCALHOST = "127.0.0.1"
 DEFAULT_PORT = 29536  # socketcand's default port

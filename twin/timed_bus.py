@@ -1,7 +1,7 @@
 """The bus timing layer in the lockstep twin: python-can buses whose sends take bus time.
 
 ``TimedBus`` wraps one node's python-can bus: ``send`` queues the frame on the bus's
-``BusTimeline`` (``twin.bus_timing``) instead of delivering it; the timeline hands it
+``BusTimeline`` (``rob_twin.twin.bus_timing``) instead of delivering it; the timeline hands it
 to the inner bus (and so to every other node on the channel) at the end of its
 frame, stamped with that simulated time. ``recv`` reads the inner bus unchanged.
 
@@ -22,10 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import can
-
-from controllers.names import FEEDBACK_IDS
-
-from .bus_timing import BusTimeline, BusTimingConfig, TransmitQueueFullError
+from rob_twin.controllers.names import FEEDBACK_IDS
+from rob_twin.twin.bus_timing import BusTimeline, BusTimingConfig, TransmitQueueFullError
 
 HOST_NODE = "host"
 BANK_NODE = "bank"

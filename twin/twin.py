@@ -7,13 +7,11 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
-from controllers.errors import RobTwinError
-from controllers.names import Arm
-from models.loading import apply_home, arm_actuator_indices, arm_qpos_indices, load_scene
-
-from .errors import TwinInputError
-from .scheduler import Scheduler
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import Arm
+from rob_twin.models.loading import apply_home, arm_actuator_indices, arm_qpos_indices, load_scene
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.scheduler import Scheduler
 
 
 class ThreadOwnershipError(RobTwinError, RuntimeError):

@@ -3,9 +3,9 @@ latched owner faults make a run fail unless the scenario's ``expect`` declares t
 
 from __future__ import annotations
 
-from .scenario import RunResult
-from .scenario_plans import failed_steps
-from .scenario_schema import Expect
+from rob_twin.twin.scenario import RunResult
+from rob_twin.twin.scenario_plans import failed_steps
+from rob_twin.twin.scenario_schema import Expect
 
 
 def unexpected(result: RunResult, expect: Expect) -> list[str]:

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
-from controllers.errors import RobTwinError
-
-from .captions import burn_captions
-from .render_quality import apply_scene_flags, offscreen_settings, resolve_quality
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.twin.captions import burn_captions
+from rob_twin.twin.render_quality import apply_scene_flags, offscreen_settings, resolve_quality
 
 
 class RenderUnavailable(RobTwinError, RuntimeError):
@@ -22,7 +20,7 @@ def make_renderer(
     model: mujoco.MjModel, width: int = 640, height: int = 480, quality: str = "full"
 ) -> mujoco.Renderer:
     """An offscreen renderer of ``width`` x ``height`` pixels at ``quality`` (``fast`` or
-    ``full``, ``twin.render_quality``)."""
+    ``full``, ``rob_twin.twin.render_quality``)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         with offscreen_settings(model, quality, width, height):
@@ -43,7 +41,7 @@ class VideoRecorder:
     kept in memory. The file is a fragmented MP4 with a keyframe every second: if the
     process dies, the frames encoded so far stay playable. ``frames`` counts the frames
     sent; without ``path`` frames are only rendered (``capture`` returns them).
-    ``quality``: ``fast``, ``full`` or ``auto``/None (``twin.render_quality``)."""
+    ``quality``: ``fast``, ``full`` or ``auto``/None (``rob_twin.twin.render_quality``)."""
 
     def __init__(
         self,
@@ -56,7 +54,7 @@ class VideoRecorder:
         quality: str | None = None,
     ):
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
-            from controllers.names import UnknownNameError
+            from rob_twin.controllers.names import UnknownNameError
 
             raise UnknownNameError(
                 "camera", camera, [model.camera(i).name for i in range(model.ncam)]

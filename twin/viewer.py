@@ -2,8 +2,8 @@
 
 First view: the scenario's first camera (the one its video records; ``overview`` when it
 lists none), range-finder rays and contacts off (``End`` or MuJoCo's ``Y`` brings them
-back). On screen: the live status (``twin.viewer_status``) and the key list
-(``twin.viewer_keys``: Stop, reset, next plan step, re-plan, traces, planned path), each
+back). On screen: the live status (``rob_twin.twin.viewer_status``) and the key list
+(``rob_twin.twin.viewer_keys``: Stop, reset, next plan step, re-plan, traces, planned path), each
 key acting through the owners and the executor.
 
 ``mujoco.viewer.launch_passive`` kills the process when there is no display, so the
@@ -27,8 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from controllers.errors import RobTwinError
-from controllers.names import Arm
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.names import Arm
 
 
 class NoDisplayError(RobTwinError, RuntimeError):
@@ -165,12 +165,11 @@ def view(
     require_display()
     import mujoco
     import numpy as np
-
-    from .render_quality import apply_model_quality, resolve_quality
-    from .scenario import Scenario, blended_target, demo_scenario, scenario_loop
-    from .scenario_plans import PlanRunner
-    from .viewer_keys import ViewerControls
-    from .viewer_status import StatusBoard
+    from rob_twin.twin.render_quality import apply_model_quality, resolve_quality
+    from rob_twin.twin.scenario import Scenario, blended_target, demo_scenario, scenario_loop
+    from rob_twin.twin.scenario_plans import PlanRunner
+    from rob_twin.twin.viewer_keys import ViewerControls
+    from rob_twin.twin.viewer_status import StatusBoard
 
     sc = Scenario.load(scenario_path) if scenario_path else demo_scenario()
     outcome = ViewOutcome()

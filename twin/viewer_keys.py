@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-
-from controllers.names import Arm, tcp_site
-from controllers.owner import Mode
-
-from .closed_loop import ClosedLoop
-from .scenario_plans import PlanRunner
+from rob_twin.controllers.names import Arm, tcp_site
+from rob_twin.controllers.owner import Mode
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.scenario_plans import PlanRunner
 
 # GLFW key codes (glfw/glfw3.h)
 KEY_F8, KEY_F9, KEY_F10, KEY_F11, KEY_F12 = 297, 298, 299, 300, 301
@@ -42,7 +40,7 @@ KEYS: dict[int, tuple[str, str]] = {
 
 def key_code(name: str) -> int:
     """The GLFW code of a key of ``KEYS`` by its name (``"F8"``); UnknownNameError otherwise."""
-    from controllers.names import UnknownNameError
+    from rob_twin.controllers.names import UnknownNameError
 
     for code, (key, _) in KEYS.items():
         if key.lower() == name.strip().lower():

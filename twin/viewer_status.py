@@ -13,11 +13,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from controllers.names import Arm
-from controllers.owner import TickReport
-
-from .closed_loop import ClosedLoop
-from .scenario_plans import PlanRunner
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import TickReport
+from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.scenario_plans import PlanRunner
 
 RATE_WINDOW_S = 0.5  # simulated seconds over which the bus frame rate is measured
 

@@ -1,4 +1,4 @@
-"""The host's end of a simulated CAN bus, with the wire faults of ``twin.faults``.
+"""The host's end of a simulated CAN bus, with the wire faults of ``rob_twin.twin.faults``.
 
 ``FaultInjectingBus`` is a python-can ``BusABC`` wrapping a ``virtual`` bus, so the
 project's ``CanTransport`` uses it exactly as it would a SocketCAN bus. Frames are
@@ -20,10 +20,8 @@ from collections.abc import Callable
 import can
 import numpy as np
 from can.interfaces.virtual import VirtualBus
-
-from controllers.names import COMMAND_IDS, Arm
-
-from .faults import FaultKind, FaultSchedule
+from rob_twin.controllers.names import COMMAND_IDS, Arm
+from rob_twin.twin.faults import FaultKind, FaultSchedule
 
 FIRST_COMMAND_ID = COMMAND_IDS[0]
 

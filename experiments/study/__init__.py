@@ -6,13 +6,13 @@ resumable row table (``store``) and reported with plots (``report``). Entry poin
 
 from __future__ import annotations
 
-from controllers.lazy_exports import lazy_exports
+from rob_twin.controllers.lazy_exports import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "experiments.study.backends": ("LocalBackend", "RayBackend"),
-        "experiments.study.spec": ("StudySpec", "StudySpecError", "load_spec"),
-        "experiments.study.runner": ("replay_row", "run_study"),
+        "rob_twin.experiments.study.backends": ("LocalBackend", "RayBackend"),
+        "rob_twin.experiments.study.spec": ("StudySpec", "StudySpecError", "load_spec"),
+        "rob_twin.experiments.study.runner": ("replay_row", "run_study"),
     },
 )

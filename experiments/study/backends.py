@@ -2,7 +2,7 @@
 
 Every backend calls ``on_row(row)`` as each task finishes (completion order), so the caller
 can store rows as they stream in. Each worker process (or Ray actor) builds its model and
-planners once (``experiments.study.worker``) and reuses them for all its tasks.
+planners once (``rob_twin.experiments.study.worker``) and reuses them for all its tasks.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from controllers.errors import RobTwinError
-from experiments.study.tasks import StudyContext, Task
-from experiments.study.worker import run_task, task_row
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.experiments.study.tasks import StudyContext, Task
+from rob_twin.experiments.study.worker import run_task, task_row
 
 OnRow = Callable[[dict], None]
 

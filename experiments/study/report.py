@@ -16,9 +16,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-from experiments.output import markdown_table, write_json  # noqa: E402
-from experiments.study.spec import StudySpec  # noqa: E402
+from rob_twin.experiments.output import markdown_table, write_json  # noqa: E402
+from rob_twin.experiments.study.spec import StudySpec  # noqa: E402
 
 
 def _per_margin(rows: list[dict], margins: list[float]) -> list[dict]:

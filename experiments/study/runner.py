@@ -10,14 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+from rob_twin.experiments.study.backends import LocalBackend, RayBackend
+from rob_twin.experiments.study.report import summarize, write_report
+from rob_twin.experiments.study.spec import StudySpec
+from rob_twin.experiments.study.store import RowStore, read_rows
+from rob_twin.experiments.study.tasks import context, expand, task_for_row
+from rob_twin.experiments.study.worker import TIMING_COLUMNS, run_task
 from tqdm import tqdm
-
-from experiments.study.backends import LocalBackend, RayBackend
-from experiments.study.report import summarize, write_report
-from experiments.study.spec import StudySpec
-from experiments.study.store import RowStore, read_rows
-from experiments.study.tasks import context, expand, task_for_row
-from experiments.study.worker import TIMING_COLUMNS, run_task
 
 Backend = LocalBackend | RayBackend
 

@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from controllers.errors import InvalidValueError
-from controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.controllers.errors import InvalidValueError
+from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
 
 ARM_NAMES = tuple(a.value for a in Arm)
 BUILTIN_MODEL = "rob"
@@ -65,7 +64,8 @@ class GoalFile(_Strict):
 
 
 class PlannerSpec(_Strict):
-    """The ArmGroup settings a study may vary (the rest keep ``planners.group`` defaults)."""
+    """The ArmGroup settings a study may vary (the rest keep ``rob_twin.planners.group``
+    defaults)."""
 
     max_iterations: int = Field(4000, ge=1, le=1_000_000)
     edge_step_rad: float = Field(0.05, gt=0.0, le=1.0)

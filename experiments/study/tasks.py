@@ -11,8 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from experiments.study.spec import GoalFile, StudySpec, StudySpecError, model_path, read_goal_file
+from rob_twin.experiments.study.spec import (
+    GoalFile,
+    StudySpec,
+    StudySpecError,
+    model_path,
+    read_goal_file,
+)
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,13 @@ import time
 
 import mujoco
 import numpy as np
-
-from controllers.names import arm_joints
-from experiments.goal_pairs import goal_pairs
-from experiments.study.tasks import StudyContext, Task
-from models.loading import SCENE_PATH, apply_keyframe, load_scene
-from planners.collision import CollisionConfig
-from planners.group import ArmGroup, GroupConfig
-from planners.search import SearchConfig
+from rob_twin.controllers.names import arm_joints
+from rob_twin.experiments.goal_pairs import goal_pairs
+from rob_twin.experiments.study.tasks import StudyContext, Task
+from rob_twin.models.loading import SCENE_PATH, apply_keyframe, load_scene
+from rob_twin.planners.collision import CollisionConfig
+from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.planners.search import SearchConfig
 
 # Per process: model path -> (model, start qpos); (context, margin) -> ArmGroup.
 _MODELS: dict[tuple[str, str], tuple[mujoco.MjModel, np.ndarray]] = {}

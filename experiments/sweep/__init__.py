@@ -3,8 +3,8 @@ compared with its stored baseline (``runner``; what is compared and how: ``figur
 
 from __future__ import annotations
 
-from controllers.lazy_exports import lazy_exports
+from rob_twin.controllers.lazy_exports import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(
-    __name__, {"experiments.sweep.runner": ("SweepInputError", "run_sweep")}
+    __name__, {"rob_twin.experiments.sweep.runner": ("SweepInputError", "run_sweep")}
 )

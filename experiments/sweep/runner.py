@@ -12,11 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.experiments.output import markdown_table, write_json
+from rob_twin.experiments.sweep.figures import DEFAULT_TOLERANCE, compare, run_figures
 from tqdm import tqdm
-
-from controllers.errors import RobTwinError
-from experiments.output import markdown_table, write_json
-from experiments.sweep.figures import DEFAULT_TOLERANCE, compare, run_figures
 
 
 class SweepInputError(RobTwinError, ValueError):
@@ -25,8 +24,8 @@ class SweepInputError(RobTwinError, ValueError):
 
 def run_one(path: str, out_dir: str) -> dict:
     """Run scenario ``path`` headless (no video): {"name", "figures", "wall_s"} or {"error"}."""
-    from twin.report import summarize
-    from twin.scenario import Scenario, run_scenario
+    from rob_twin.twin.report import summarize
+    from rob_twin.twin.scenario import Scenario, run_scenario
 
     t0 = time.perf_counter()
     name = Path(path).stem
@@ -61,7 +60,7 @@ def scenario_files(folder: Path) -> list[Path]:
 
 def run_all(files: list[Path], out_dir: Path, workers: int | None, progress: bool) -> list[dict]:
     """Run the scenarios, ``workers`` at a time (1: in this process)."""
-    from experiments.study.backends import default_workers
+    from rob_twin.experiments.study.backends import default_workers
 
     workers = min(workers or default_workers(), len(files))
     bar = tqdm(

@@ -1,6 +1,6 @@
 """Pre-commissioning rehearsal: the gates the seeds list before real motors are streamed.
 
-Each gate builds fresh closed loops (``twin.closed_loop``) from one base configuration,
+Each gate builds fresh closed loops (``rob_twin.twin.closed_loop``) from one base configuration,
 provokes what it must check, and returns a verdict with measured figures (simulated
 seconds, radians). A base configuration carrying a wiring or installation fault
 (swapped buses, a wrong sign, a second writer) must make the matching gate fail:
@@ -11,7 +11,7 @@ exclusive_output, units_and_references, stopping, feedback, output_uncertainty,
 moving_retargets.
 """
 
-from .gates import (
+from rob_twin.twin.rehearsal.gates import (
     ARMS,
     FAR_MOVE,
     GATES,
@@ -27,9 +27,9 @@ from .gates import (
     gate_units_and_references,
     gates_for,
 )
-from .report import stop_plot, write_report
-from .run import rehearse
-from .targets import HOME, wave_source
+from rob_twin.twin.rehearsal.report import stop_plot, write_report
+from rob_twin.twin.rehearsal.run import rehearse
+from rob_twin.twin.rehearsal.targets import HOME, wave_source
 
 __all__ = [
     "ARMS",

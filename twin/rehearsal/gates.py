@@ -1,4 +1,4 @@
-"""The rehearsal gates: each builds fresh closed loops (``twin.closed_loop``) from one base
+"""The rehearsal gates: each builds fresh closed loops (``rob_twin.twin.closed_loop``) from one base
 configuration, provokes what it must check, and returns a verdict with measured figures
 (simulated seconds, radians). Nothing here touches hardware (hardware_io: false).
 """
@@ -10,15 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from controllers.names import Arm, tcp_site
-from controllers.owner import FaultKind as OwnerFault
-from controllers.owner import Mode
-
-from ..bus_budget import BusBudgetConfig, gate_bus_budget
-from ..closed_loop import ClosedLoop, ClosedLoopConfig
-from ..faults import FaultSpec
-from .targets import HOME, wave_source
+from rob_twin.controllers.names import Arm, tcp_site
+from rob_twin.controllers.owner import FaultKind as OwnerFault
+from rob_twin.controllers.owner import Mode
+from rob_twin.twin.bus_budget import BusBudgetConfig, gate_bus_budget
+from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.faults import FaultSpec
+from rob_twin.twin.rehearsal.targets import HOME, wave_source
 
 ARMS = (Arm.RIGHT, Arm.LEFT)
 # A move that is unique per joint (+0.02 rad * j): any swapped joint, arm or sign shows.
@@ -61,7 +59,7 @@ class RehearsalConfig:
     of the moving-retargets gate; retarget_duration_s: simulated seconds per rate;
     signature_tolerance_rad: allowed error of each joint's signature move [rad];
     stop_margin_rad: servo-lag allowance on top of the braking distance [rad];
-    bus_budget: the bus and rates of the bus-budget gate (``twin.bus_budget``);
+    bus_budget: the bus and rates of the bus-budget gate (``rob_twin.twin.bus_budget``);
     stale_feedback_latch_max_s: the longest a host may take to latch frozen feedback [s], a
     requirement of its own so that a host configured with a lax timeout fails the gate."""
 
@@ -546,9 +544,10 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 
 
 def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
-    """The gate profile of the base configuration's robot (Damiao: ``twin.damiao_rehearsal``)."""
+    """The gate profile of the base configuration's robot (Damiao:
+    ``rob_twin.twin.damiao_rehearsal``)."""
     if cfg.base.robot == "openarm":
-        from ..damiao_rehearsal import DAMIAO_GATES
+        from rob_twin.twin.damiao_rehearsal import DAMIAO_GATES
 
         return DAMIAO_GATES
     return GATES

@@ -6,8 +6,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-
-from models import dimensions as D
+from rob_twin.models import dimensions as D
 
 HOME = np.array(D.HOME_ARM_POSE)
 

@@ -4,9 +4,9 @@ Public entry points: ``TeleopApp`` (closed loop + server), ``TeleopController`` 
 frames -> clutch -> safety filter -> owners), ``parse_message`` (the wire protocol).
 """
 
-from .app import AppConfig, TeleopApp
-from .controller import TeleopConfig, TeleopController
-from .messages import PROTOCOL_VERSION, TeleopMessageError, parse_message
+from rob_twin.twin.teleop.app import AppConfig, TeleopApp
+from rob_twin.twin.teleop.controller import TeleopConfig, TeleopController
+from rob_twin.twin.teleop.messages import PROTOCOL_VERSION, TeleopMessageError, parse_message
 
 __all__ = [
     "AppConfig",

@@ -19,14 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from controllers.names import Arm, gripper_actuator, group_arms
-from planners.collision import CollisionChecker, CollisionConfig
-
-from .controller import TeleopConfig, TeleopController
-from .safety import ArmSafetyFilter, SafetyConfig
-from .server import ServerConfig, TeleopServer
-from .telemetry import TelemetrySource
+from rob_twin.controllers.names import Arm, gripper_actuator, group_arms
+from rob_twin.planners.collision import CollisionChecker, CollisionConfig
+from rob_twin.twin.teleop.controller import TeleopConfig, TeleopController
+from rob_twin.twin.teleop.safety import ArmSafetyFilter, SafetyConfig
+from rob_twin.twin.teleop.server import ServerConfig, TeleopServer
+from rob_twin.twin.teleop.telemetry import TelemetrySource
 
 CLEARANCE_HORIZON_M = 0.10  # telemetry reports clearances up to 10 cm
 
@@ -61,8 +59,7 @@ class HeadCamera:
         self._renderer = None
         try:
             import mujoco
-
-            from controllers.names import HEAD_CAMERA
+            from rob_twin.controllers.names import HEAD_CAMERA
 
             self._renderer = mujoco.Renderer(model, size[1], size[0])
             self._camera = HEAD_CAMERA
@@ -133,7 +130,7 @@ class TeleopApp:
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
-        from twin.scenario import Scenario, demo_scenario, scenario_loop
+        from rob_twin.twin.scenario import Scenario, demo_scenario, scenario_loop
 
         sc = Scenario.load(self.config.scenario) if self.config.scenario else demo_scenario()
         self.loop = loop = scenario_loop(sc)
@@ -252,8 +249,8 @@ def _actuator_id(model, name: str) -> int:
 
 
 def _torso_angle(loop) -> float:
-    from controllers.names import TORSO_JOINT
-    from models.loading import joint_qpos_index
+    from rob_twin.controllers.names import TORSO_JOINT
+    from rob_twin.models.loading import joint_qpos_index
 
     return float(loop.twin.data.qpos[joint_qpos_index(loop.twin.model, TORSO_JOINT)])
 
@@ -279,7 +276,12 @@ def run_teleop(
     )
     ssl_context, host = None, "127.0.0.1"
     if lan:
-        from .certs import DEFAULT_CERT_DIR, ensure_certificate, lan_addresses, server_ssl_context
+        from rob_twin.twin.teleop.certs import (
+            DEFAULT_CERT_DIR,
+            ensure_certificate,
+            lan_addresses,
+            server_ssl_context,
+        )
 
         cert = ensure_certificate(cert_dir or DEFAULT_CERT_DIR)
         ssl_context, host = server_ssl_context(cert), "0.0.0.0"

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-
-from .messages import HandSample
+from rob_twin.twin.teleop.messages import HandSample
 
 XR_TO_ROBOT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 

@@ -26,17 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from controllers.errors import RobTwinError
-from controllers.lease import Lease
-from controllers.names import Arm
-from controllers.owner import ArmOwner, Mode
-from controllers.target import ArmTarget
-
-from .clutch import ClutchConfig, ClutchEvent, HandClutch
-from .messages import Hello, InputFrame, ResetRequest
-from .safety import ArmSafetyFilter
-from .session import OperatorLease
+from rob_twin.controllers.errors import RobTwinError
+from rob_twin.controllers.lease import Lease
+from rob_twin.controllers.names import Arm
+from rob_twin.controllers.owner import ArmOwner, Mode
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.twin.teleop.clutch import ClutchConfig, ClutchEvent, HandClutch
+from rob_twin.twin.teleop.messages import Hello, InputFrame, ResetRequest
+from rob_twin.twin.teleop.safety import ArmSafetyFilter
+from rob_twin.twin.teleop.session import OperatorLease
 
 
 class TeleopConfigError(RobTwinError, ValueError):

@@ -10,7 +10,7 @@ Per proposed TCP target (all from the *commanded* joint state, never the measure
    TCP motion, so a still controller moves nothing). A target equal to ``FK(q_cmd)`` is
    ``q_cmd`` itself, no solve.
 3. Joint-step clamp: ``|q - q_cmd|`` scaled down uniformly to ``max_joint_step_rad``.
-4. Goal checks (joint limits, static torque, workspace: ``planners.goal_checks``).
+4. Goal checks (joint limits, static torque, workspace: ``rob_twin.planners.goal_checks``).
 5. Collision: arm-vs-arm and arm-vs-world with the planner's checker and its margin,
    at the target, along the joint segment from ``q_cmd`` to it and along the stopping
    path (``q_cmd`` plus the braking displacement ``v|v| / 2a`` of the commanded
@@ -28,12 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-
-from controllers.names import Arm
-from planners.collision import CheckSession
-from planners.goal_checks import GoalCheckConfig, check_goal
-from planners.ik import IKSolver
-from planners.kinematics import ArmKinematics
+from rob_twin.controllers.names import Arm
+from rob_twin.planners.collision import CheckSession
+from rob_twin.planners.goal_checks import GoalCheckConfig, check_goal
+from rob_twin.planners.ik import IKSolver
+from rob_twin.planners.kinematics import ArmKinematics
 
 
 @dataclass(frozen=True)

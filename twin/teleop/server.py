@@ -22,13 +22,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 
-from websockets.asyncio.server import ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.exceptions import ConnectionClosed
-from websockets.http11 import Request, Response
-
-from .controller import TeleopController
-from .messages import (
+from rob_twin.twin.teleop.controller import TeleopController
+from rob_twin.twin.teleop.messages import (
     MAX_FRAME_BYTES,
     Hello,
     InputFrame,
@@ -37,8 +32,12 @@ from .messages import (
     encode,
     parse_message,
 )
-from .progress import ServerProgress
-from .telemetry import TelemetryHub, TelemetrySource
+from rob_twin.twin.teleop.progress import ServerProgress
+from rob_twin.twin.teleop.telemetry import TelemetryHub, TelemetrySource
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 STATIC_DIR = Path(__file__).parent / "static"
 ROUTES = {"/": "index.html", "/watch": "watch.html"}

@@ -18,10 +18,8 @@ import math
 import time
 
 import numpy as np
-
-from controllers.names import Arm
-
-from .messages import encode
+from rob_twin.controllers.names import Arm
+from rob_twin.twin.teleop.messages import encode
 
 
 class LatestSlot:

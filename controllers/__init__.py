@@ -9,7 +9,7 @@ Start here::
 Names are imported on first use, so ``import controllers`` stays light.
 """
 
-from rob_twin.controllers.lazy_exports import lazy_exports
+from rob_twin.models.lazy_exports import lazy_exports
 
 _MODULES = {
     "rob_twin.controllers.owner": ("ArmOwner", "OwnerConfig", "TickReport", "FaultKind", "Mode"),
@@ -29,7 +29,7 @@ _MODULES = {
     "rob_twin.controllers.damiao_transport": ("DamiaoTransport", "DamiaoTransportConfig"),
     "rob_twin.controllers.damiao_driver": ("DamiaoArmDriver",),
     "rob_twin.controllers.executor": ("SyncExecutor", "ExecutorConfig"),
-    "rob_twin.controllers.names": ("Arm",),
-    "rob_twin.controllers.errors": ("RobTwinError", "UnknownNameError"),
+    "rob_twin.models.names": ("Arm",),
+    "rob_twin.models.errors": ("RobTwinError", "UnknownNameError"),
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)

@@ -77,8 +77,8 @@ from rob_twin.controllers.errors import (
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
-from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
 from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
+from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
 
 COUNTS_PER_DEGREE = 128
 RAD_PER_COUNT = math.radians(1.0 / COUNTS_PER_DEGREE)  # 0.000136354 rad

@@ -54,7 +54,7 @@ from rob_twin.controllers.damiao_errors import (
     UnknownMotorIdError,
     UnknownRegisterError,
 )
-from rob_twin.controllers.damiao_motors import KD_MAX, KP_MAX, MotorLimits
+from rob_twin.models.damiao_motors import KD_MAX, KP_MAX, MotorLimits
 
 FRAME_LEN = 8
 Q_BITS = 16

@@ -23,8 +23,8 @@ from rob_twin.controllers.damiao_transport import (
     DamiaoTransportConfig,
     GravityModel,
 )
-from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
 from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 
 
 class DamiaoArmDriver(ArmDriver):

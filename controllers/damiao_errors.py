@@ -1,12 +1,13 @@
 """Typed errors of the Damiao MIT codec, transport and drives.
 
-All derive from ``rob_twin.controllers.errors.RobTwinError`` (codec ones also from ``CodecError``,
+All derive from ``rob_twin.models.errors.RobTwinError`` (codec ones also from ``CodecError``,
 so from ``ValueError``). Each message names the value and its valid range.
 """
 
 from __future__ import annotations
 
-from rob_twin.controllers.errors import CodecError, RobTwinError
+from rob_twin.controllers.errors import CodecError
+from rob_twin.models.errors import RobTwinError
 
 
 class DamiaoCodecError(CodecError):

@@ -70,7 +70,9 @@ from rob_twin.controllers.damiao_errors import (
     DamiaoTransportError,
     UnknownMotorIdError,
 )
-from rob_twin.controllers.damiao_motors import (
+from rob_twin.controllers.publish import PublishOutcome, PublishReport
+from rob_twin.controllers.transport_core import TransportCore, TransportCounters
+from rob_twin.models.damiao_motors import (
     ESC_IDS,
     KD_MAX,
     KP_MAX,
@@ -81,9 +83,7 @@ from rob_twin.controllers.damiao_motors import (
     REGISTER_ID,
     MotorLimits,
 )
-from rob_twin.controllers.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
-from rob_twin.controllers.publish import PublishOutcome, PublishReport
-from rob_twin.controllers.transport_core import TransportCore, TransportCounters
+from rob_twin.models.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
 
 GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7,)
 Clock = Callable[[], float]

@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass, field
 
 import numpy as np
-from rob_twin.controllers.names import Arm
+from rob_twin.models.names import Arm
 
 
 class Outcome(enum.Enum):

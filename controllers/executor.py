@@ -41,10 +41,10 @@ from rob_twin.controllers.execution_report import (
     Outcome,
 )
 from rob_twin.controllers.lease import Lease, LeaseStatus
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, Mode, TickReport
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.trajectory import MultiArmTrajectory, TrajectoryError
+from rob_twin.models.names import Arm
 
 
 @dataclass(frozen=True)

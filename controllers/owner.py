@@ -56,7 +56,6 @@ from rob_twin.controllers.errors import (
     OwnerStateError,
     TargetRefusedError,
     TargetTypeError,
-    describe,
 )
 from rob_twin.controllers.lease import Lease, LeaseAuthority, LeaseStatus
 from rob_twin.controllers.mailbox import (
@@ -65,11 +64,12 @@ from rob_twin.controllers.mailbox import (
     OfferResult,
     RejectReason,
 )
-from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
 from rob_twin.controllers.publish import PublishOutcome, PublishReport, SamplePublisher
 from rob_twin.controllers.target import ArmTarget, as_joint_vector
 from rob_twin.controllers.target_limits import TargetStateCheck
 from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
+from rob_twin.models.errors import describe
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 N = JOINTS_PER_ARM

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from rob_twin.controllers.errors import NonFiniteTargetError, TargetShapeError, TargetTypeError
 from rob_twin.controllers.lease import Lease
-from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 
 _REAL_KINDS = "iuf"  # numpy dtype kinds of real numbers (bool is "b", complex "c")
 

@@ -25,7 +25,7 @@ import threading
 import numpy as np
 from rob_twin.controllers.errors import TargetRefusedError
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.controllers.names import JOINTS_PER_ARM
+from rob_twin.models.names import JOINTS_PER_ARM
 from ruckig import ControlInterface, InputParameter, Ruckig, RuckigError
 
 N = JOINTS_PER_ARM

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 
 FIELDS = ("t", "q", "qd", "qdd")
 

@@ -44,7 +44,6 @@ from rob_twin.controllers.codec import (
     default_config as default_codec_config,
 )
 from rob_twin.controllers.errors import CodecError, TransportConfigError
-from rob_twin.controllers.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
 from rob_twin.controllers.publish import PublishReport
 from rob_twin.controllers.transport_core import (
     Clock,
@@ -52,6 +51,7 @@ from rob_twin.controllers.transport_core import (
     TransportCore,
     TransportCounters,
 )
+from rob_twin.models.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
 
 __all__ = [
     "CanTransport",

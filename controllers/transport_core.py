@@ -42,8 +42,8 @@ from typing import Any, Protocol, Self
 import can
 import numpy as np
 from rob_twin.controllers.errors import TransportClosedError, TransportConfigError
-from rob_twin.controllers.names import JOINTS_PER_ARM
 from rob_twin.controllers.publish import PublishOutcome, PublishReport
+from rob_twin.models.names import JOINTS_PER_ARM
 
 Clock = Callable[[], float]
 

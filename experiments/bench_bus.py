@@ -24,15 +24,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rob_twin.controllers.names import Arm
 from rob_twin.experiments.registry import benchmark
-from rob_twin.twin.bus_budget import BusBudgetConfig, bus_budget
-from rob_twin.twin.bus_timing import BusTimingConfig, parse_bus_spec
-from rob_twin.twin.can_bits import Stuffing
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.host_process import wave_around
-from rob_twin.twin.recording import TrafficRecorder
-from rob_twin.twin.replay import read_recording, replay
+from rob_twin.models.names import Arm
+from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
+from rob_twin.twin.bus.frame_bits import Stuffing
+from rob_twin.twin.bus.host_process import wave_around
+from rob_twin.twin.bus.recording import TrafficRecorder
+from rob_twin.twin.bus.replay import read_recording, replay
+from rob_twin.twin.bus.timing import BusTimingConfig, parse_bus_spec
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 
 ROUNDS = 4
 SECONDS = 2.0
@@ -133,8 +133,8 @@ def rob_configuration() -> dict:
 
 
 def two_process(seconds: float = 5.0) -> dict:
-    from rob_twin.twin.bank_process import control
-    from rob_twin.twin.host_process import HostConfig, run_host
+    from rob_twin.twin.bus.bank_process import control
+    from rob_twin.twin.bus.host_process import HostConfig, run_host
 
     with tempfile.TemporaryDirectory() as tmp:
         ready = Path(tmp) / "ready.json"
@@ -142,7 +142,7 @@ def two_process(seconds: float = 5.0) -> dict:
             [
                 sys.executable,
                 "-m",
-                "rob_twin.twin.cli",
+                "rob_twin.cli.main",
                 "bank",
                 "--port",
                 "0",

@@ -12,10 +12,10 @@ import time
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import Arm
 from rob_twin.experiments.registry import benchmark
-from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.models.names import Arm
 from rob_twin.twin.rehearsal import wave_source
+from rob_twin.twin.sim.closed_loop import ClosedLoop
 
 SECONDS = 3.0
 ROUNDS = 9

@@ -26,20 +26,20 @@ from pathlib import Path
 import mujoco
 import numpy as np
 from rob_twin.controllers.damiao_codec import MitCommand, Scaling, encode_mit
-from rob_twin.controllers.damiao_motors import OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
-from rob_twin.controllers.names import Arm
 from rob_twin.experiments.output import OUT_DIR
 from rob_twin.experiments.registry import benchmark
 from rob_twin.models import dimensions as D
+from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
 from rob_twin.models.loading import arm_qpos_indices
+from rob_twin.models.names import Arm
 from rob_twin.models.openarm import load_openarm_scene
-from rob_twin.twin.closed_loop import ClosedLoop
-from rob_twin.twin.damiao_loop import DamiaoOptions, openarm_config
-from rob_twin.twin.gravity import PinocchioGravity
+from rob_twin.twin.drives.gravity import PinocchioGravity
 from rob_twin.twin.rehearsal import wave_source
-from rob_twin.twin.report import save_png
-from rob_twin.twin.scenario import Scenario, run_scenario
-from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.render.figures import save_png
+from rob_twin.twin.scenario.run import Scenario, run_scenario
+from rob_twin.twin.sim.closed_loop import ClosedLoop
+from rob_twin.twin.sim.damiao_loop import DamiaoOptions, openarm_config
+from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 SAMPLES = 5000
 HOLD_S = 1.0

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from rob_twin.experiments.registry import benchmark
-from rob_twin.twin import scenario as scenario_module
-from rob_twin.twin.faults import FaultSchedule
-from rob_twin.twin.scenario import Scenario, run_scenario
+from rob_twin.twin.scenario import run as scenario_module
+from rob_twin.twin.scenario.run import Scenario, run_scenario
+from rob_twin.twin.sim.faults import FaultSchedule
 
 SIZES = (0, 1_000, 10_000, 100_000)
 SCAN_SIZES = (0, 1_000, 10_000)
@@ -45,7 +45,7 @@ class _ScanSchedule(FaultSchedule):
 
 
 def _timed_run(sc: Scenario, scan: bool) -> float:
-    import rob_twin.twin.closed_loop as closed_loop
+    import rob_twin.twin.sim.closed_loop as closed_loop
 
     original = closed_loop.FaultSchedule
     if scan:

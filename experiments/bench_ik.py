@@ -20,10 +20,10 @@ import time
 import mujoco
 import numpy as np
 import pinocchio as pin
-from rob_twin.controllers import names as N
-from rob_twin.controllers.names import Arm
 from rob_twin.experiments.registry import benchmark
+from rob_twin.models import names as N
 from rob_twin.models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
+from rob_twin.models.names import Arm
 from rob_twin.planners.ik import IKSolver, default_config
 from rob_twin.planners.kinematics import ArmKinematics, Payload
 from rob_twin.planners.pose import pose_error

@@ -6,11 +6,11 @@ import time
 
 import numpy as np
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, OwnerConfig
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.experiments.owner_rig import NullPublisher
 from rob_twin.experiments.registry import benchmark
+from rob_twin.models.names import Arm
 from ruckig import InputParameter, OutputParameter, Ruckig
 
 

@@ -6,7 +6,7 @@ import time
 
 import mujoco
 from rob_twin.experiments.registry import benchmark
-from rob_twin.twin.scenario import demo_scenario, run_scenario
+from rob_twin.twin.scenario.run import demo_scenario, run_scenario
 
 
 @benchmark("physics")

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import group_arms
 from rob_twin.experiments.goal_pairs import SAMPLING, cartesian_targets, goal_pairs, pose_targets
 from rob_twin.experiments.registry import benchmark
 from rob_twin.experiments.toppra_baseline import toppra_retime
 from rob_twin.models.loading import keyframe_state, load_scene
+from rob_twin.models.names import group_arms
 from rob_twin.planners.cartesian import plan_cartesian
 from rob_twin.planners.collision import CheckSession, CollisionChecker
 from rob_twin.planners.group import ArmGroup

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import mujoco
 from rob_twin.experiments.registry import benchmark
-from rob_twin.twin.report import EVIDENCE
+from rob_twin.twin.scenario.report import EVIDENCE
 
 SIZES = ((480, 360), (640, 480))
 FRAMES = {"fast": 40, "full": 6}  # full costs ~1 s a frame on a 2-core software renderer
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def frames_per_s(quality: str, width: int, height: int, frames: int) -> float:
     from rob_twin.models.loading import CROSSING_START_KEY, keyframe_state
-    from rob_twin.twin.video import make_renderer
+    from rob_twin.twin.render.video import make_renderer
 
     model, qpos = keyframe_state(CROSSING_START_KEY)
     data = mujoco.MjData(model)
@@ -50,14 +50,14 @@ def frames_per_s(quality: str, width: int, height: int, frames: int) -> float:
 
 
 def demo_wall_s() -> dict:
-    """``python -m rob_twin.twin.cli demo --json`` in a fresh interpreter: wall time [s], its CPU
+    """``python -m rob_twin.cli.main demo --json`` in a fresh interpreter: wall time [s], its CPU
     time [s] (user + system, ffmpeg included: the figure a busy shared machine does not
     inflate) and the summary's own figures."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         run = subprocess.run(
-            [sys.executable, "-m", "rob_twin.twin.cli", "demo", "--json", "--out", tmp],
+            [sys.executable, "-m", "rob_twin.cli.main", "demo", "--json", "--out", tmp],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -81,7 +81,7 @@ def demo_wall_s() -> dict:
 
 @benchmark("render")
 def run() -> dict:
-    from rob_twin.twin.render_quality import gl_renderer_name, resolve_quality
+    from rob_twin.twin.render.quality import gl_renderer_name, resolve_quality
 
     fps = {
         q: {f"{w}x{h}": round(frames_per_s(q, w, h, FRAMES[q]), 2) for w, h in SIZES}

@@ -3,7 +3,7 @@
 - Lidar revolution cost: CPU time of one unit's revolution (all its ``mj_multiRay`` slice
   calls plus the scan's assembly), median over the revolutions of a 3 s run; and, as the
   floor, the cost of casting a whole revolution in a single call from one pose.
-- Merge cost: ``rob_twin.twin.scan_merge.merge`` on recorded pairs, median.
+- Merge cost: ``rob_twin.twin.base.scan_merge.merge`` on recorded pairs, median.
 - Merged-scan error vs ground truth, base still and backing at 0.5 m/s (median, p99):
   ``rob_twin.experiments.exp_scan_merge.merge_run``.
 - Environment steps per second (20 Hz control, random policy, scan on / off) vs the bare
@@ -17,15 +17,15 @@ import time
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import Arm
 from rob_twin.experiments.exp_scan_merge import merge_run
 from rob_twin.experiments.registry import benchmark
-from rob_twin.twin.base_drive import place_base
-from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.models.names import Arm
+from rob_twin.twin.base.lidar import LidarPair
+from rob_twin.twin.base.scan_merge import merge, mounts_from_model
+from rob_twin.twin.base.tread_drive import place_base
 from rob_twin.twin.env import EnvConfig, RobEnv
-from rob_twin.twin.lidar import LidarPair
-from rob_twin.twin.scan_merge import merge, mounts_from_model
-from rob_twin.twin.twin import Twin
+from rob_twin.twin.sim.closed_loop import ClosedLoop
+from rob_twin.twin.sim.twin import Twin
 
 SECONDS = 3.0
 ENV_STEPS = 100

@@ -105,9 +105,9 @@ def _hard_requests(name: str) -> list:
 
 @benchmark("planner-stages")
 def run() -> dict:
-    from rob_twin.controllers.names import group_arms
     from rob_twin.experiments.hard_problems import groups
     from rob_twin.models.loading import keyframe_state
+    from rob_twin.models.names import group_arms
     from rob_twin.planners.group import ArmGroup
 
     load_before = os.getloadavg()

@@ -24,11 +24,11 @@ import sys
 import time
 
 import numpy as np
-from rob_twin.controllers.names import Arm, group_arms
 from rob_twin.experiments.registry import benchmark
 from rob_twin.experiments.teleop_clients import input_frame as _frame
+from rob_twin.models.names import Arm, group_arms
 from rob_twin.planners.collision import CollisionChecker
-from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.sim.closed_loop import ClosedLoop
 from rob_twin.twin.teleop.app import AppConfig, TeleopApp, with_port
 from rob_twin.twin.teleop.controller import TeleopController
 from rob_twin.twin.teleop.messages import Hello, parse_message

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import group_arms
 from rob_twin.models import poses
 from rob_twin.models.loading import CROSSING_START_KEY, HOME_KEY, keyframe_state
+from rob_twin.models.names import group_arms
 
 ARMS = group_arms()
 

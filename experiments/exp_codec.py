@@ -26,12 +26,12 @@ from rob_twin.controllers.codec import (
     encode_positions,
     words_to_counts,
 )
-from rob_twin.controllers.names import JOINTS_PER_ARM
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.transport import CanTransport, TransportConfig
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
 from rob_twin.models import dimensions as D
+from rob_twin.models.names import JOINTS_PER_ARM
 
 ALT_SIGNS = (1, -1, 1, -1, 1, -1, 1)
 SIGN_SETS = (ALT_SIGNS, tuple(-s for s in ALT_SIGNS))  # every joint sees both signs

@@ -43,7 +43,7 @@ from rob_twin.planners.group import ArmGroup  # noqa: E402
 from rob_twin.planners.kinematics import ArmKinematics  # noqa: E402
 from rob_twin.planners.oracle import CoalOracle, densify, judge_states  # noqa: E402
 from rob_twin.planners.separate import separate_plans, sync_states  # noqa: E402
-from rob_twin.twin.report import save_png  # noqa: E402
+from rob_twin.twin.render.figures import save_png  # noqa: E402
 
 MARGIN = 0.005
 TOL = 1e-4

@@ -21,10 +21,16 @@ from pathlib import Path
 import numpy as np
 from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
-from rob_twin.twin.base_drive import BaseDrive, place_base
-from rob_twin.twin.odometry import MocapStream, Mounting, Odometry, OdometryConfig, position_errors
-from rob_twin.twin.report import save_png
-from rob_twin.twin.twin import Twin
+from rob_twin.twin.base.odometry import (
+    MocapStream,
+    Mounting,
+    Odometry,
+    OdometryConfig,
+    position_errors,
+)
+from rob_twin.twin.base.tread_drive import BaseDrive, place_base
+from rob_twin.twin.render.figures import save_png
+from rob_twin.twin.sim.twin import Twin
 
 STRAIGHT_M = 5.5
 STRAIGHT_SPEED_M_S = 0.5

@@ -1,8 +1,9 @@
 """Both lidars and their merge against the simulator's ground truth (seed 002's merge node).
 
 ROB stands in the walled room near the table (whose legs the lidars see), once still and
-once backing away at 0.5 m/s; both units run (``rob_twin.twin.lidar.front_back_configs``) and
-``rob_twin.twin.scan_merge`` pairs and merges their scans. Each kept return is judged against the
+once backing away at 0.5 m/s; both units run (``rob_twin.twin.base.lidar.front_back_configs``) and
+``rob_twin.twin.base.scan_merge`` pairs and merges their scans. Each kept return is judged against
+the
 world point its beam really hit, seen from the true robot pose at the merged stamp:
 angular error (bin centre vs true bearing) and range error; plus how many hits on the
 robot itself the units saw, and how many of those survived the merge (should be none).
@@ -16,11 +17,9 @@ from pathlib import Path
 import numpy as np
 from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
-from rob_twin.twin.base_drive import BaseDrive, place_base
-from rob_twin.twin.lidar import LidarPair
-from rob_twin.twin.odometry import base_pose
-from rob_twin.twin.report import save_png
-from rob_twin.twin.scan_merge import (
+from rob_twin.twin.base.lidar import LidarPair
+from rob_twin.twin.base.odometry import base_pose
+from rob_twin.twin.base.scan_merge import (
     PoseHistory,
     ScanMerger,
     evaluate,
@@ -28,7 +27,9 @@ from rob_twin.twin.scan_merge import (
     robot_geoms,
     scan_points,
 )
-from rob_twin.twin.twin import Twin
+from rob_twin.twin.base.tread_drive import BaseDrive, place_base
+from rob_twin.twin.render.figures import save_png
+from rob_twin.twin.sim.twin import Twin
 
 START_POSE = (-1.2, 0.4, 0.3)  # x, y [m], yaw [rad]: the table's legs and two walls in view
 

@@ -21,19 +21,19 @@ clearance.png under out/experiments/sequential/.
 from __future__ import annotations
 
 import numpy as np
-from rob_twin.controllers.names import Arm, group_arms
 from rob_twin.experiments.crossing_goals import rob_crossing_goals, rob_crossing_start
 from rob_twin.experiments.judging import JUDGE_HORIZON_M, FreshJudge
 from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
 from rob_twin.experiments.seed_spread import seed_spread
 from rob_twin.models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
+from rob_twin.models.names import Arm, group_arms
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.oracle import densify
-from rob_twin.twin.closed_loop import ClosedLoop, twin_owner_config
-from rob_twin.twin.execution import execute_arrays, executed_states, plan_arrays
-from rob_twin.twin.report import save_png
-from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.render.figures import save_png
+from rob_twin.twin.sim.closed_loop import ClosedLoop, twin_owner_config
+from rob_twin.twin.sim.execution import execute_arrays, executed_states, plan_arrays
+from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 ARMS = group_arms()
 START = {a: tuple(rob_crossing_start()[a.value]) for a in Arm}  # [rad], shared with crossing

@@ -21,13 +21,13 @@ import numpy as np
 from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.codec import RAD_PER_COUNT, decode_command, encode_feedback
-from rob_twin.controllers.names import COMMAND_IDS, JOINTS_PER_ARM, Arm
 from rob_twin.controllers.owner import default_config
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.experiments.exp_replay import target_stream
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
+from rob_twin.models.names import COMMAND_IDS, JOINTS_PER_ARM, Arm
 
 SEED = {
     "ticks": 6_000,

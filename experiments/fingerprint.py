@@ -14,8 +14,9 @@ old checkout: only the checkout's packages are imported (its directory goes firs
 and the editable install's fallback finder is removed, so a module the old commit lacks is
 missing rather than taken from another tree; ``meta.foreign_modules`` must stay empty) and
 each group resolves its imports with fallbacks over the module paths the project has had
-(``models.*`` / ``twin.model.*``). A group that cannot run at a commit is recorded as
-``unavailable`` with the reason instead of stopping the run.
+(``rob_twin.models.*``, then the same without ``rob_twin.``, ``twin.model.*``). A group that
+cannot run at a commit is recorded as ``unavailable`` with the reason instead of stopping the
+run.
 
 Every figure is exact: floats are written with ``repr`` (round-trips bit for bit), arrays as
 their float64 values plus a sha256 of the bytes. Wall times, timestamps, absolute paths, the
@@ -335,7 +336,7 @@ def _home_state():
 
 # ----------------------------------------------------------------------------- planners
 def _arms():
-    return attr(("rob_twin.controllers.names",), "group_arms")()
+    return attr(("rob_twin.models.names", "rob_twin.controllers.names"), "group_arms")()
 
 
 def _group(qpos=None, model=None):
@@ -580,7 +581,7 @@ def g_codec_damiao() -> dict:
     import numpy as np
 
     dc = imp("rob_twin.controllers.damiao_codec")
-    motors = imp("rob_twin.controllers.damiao_motors").MOTORS
+    motors = imp("rob_twin.models.damiao_motors", "rob_twin.controllers.damiao_motors").MOTORS
     rng = np.random.default_rng(9)
     out = {}
     for name, lim in sorted(motors.items()):
@@ -617,7 +618,7 @@ def _owner_rig():
 
     SimClock = attr(("rob_twin.controllers.clock",), "SimClock")
     owner_mod = imp("rob_twin.controllers.owner")
-    Arm = attr(("rob_twin.controllers.names",), "Arm")
+    Arm = attr(("rob_twin.models.names", "rob_twin.controllers.names"), "Arm")
     ArmTarget = attr(("rob_twin.controllers.target",), "ArmTarget")
     publish = imp("rob_twin.controllers.publish")
 
@@ -681,7 +682,7 @@ def g_owner() -> dict:
 def _short_scenario(name: str, duration: float):
     import json as _json
 
-    scen = imp("rob_twin.twin.scenario")
+    scen = imp("rob_twin.twin.scenario.run", "rob_twin.twin.scenario")
     path = Path("experiments/scenarios") / f"{name}.json"
     if not path.exists():
         raise Unavailable(f"no scenario file {name}.json")
@@ -718,7 +719,7 @@ def g_scenario() -> dict:
 @group("bus_timing")
 def g_bus() -> dict:
     """The same 1.5 s of 'wave' through a simulated 1 Mbit/s classic CAN bus: bus figures."""
-    bt = imp("rob_twin.twin.bus_timing")
+    bt = imp("rob_twin.twin.bus.timing", "rob_twin.twin.bus_timing")
     scen, sc = _short_scenario("wave", 1.5)
     with quiet():
         res = call(

@@ -191,8 +191,8 @@ def load(name: str) -> list[HardProblem]:
 def groups() -> dict[str, ArmGroup]:
     """The two models of the hard set, each as a group at its reference: ROB at home
     (``rob``) and the two-arm stand of the tests (``stand``)."""
-    from rob_twin.controllers.names import group_arms
     from rob_twin.models.loading import keyframe_state
+    from rob_twin.models.names import group_arms
 
     m, home = keyframe_state()
     rob = ArmGroup(m, group_arms())

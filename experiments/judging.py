@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from rob_twin.controllers.names import group_arms
 from rob_twin.models.loading import load_scene
+from rob_twin.models.names import group_arms
 from rob_twin.planners.geom_pairs import GeomPairTable
 from rob_twin.planners.oracle import CoalOracle, clearances, densify
 

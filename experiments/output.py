@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rob_twin.twin.report import EVIDENCE, markdown_table
+from rob_twin.twin.scenario.report import EVIDENCE, markdown_table
 
 __all__ = ["OUT_DIR", "markdown_table", "stamp", "write_experiment", "write_json"]
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, OwnerConfig, OwnerHooks, default_config
 from rob_twin.controllers.publish import PublishOutcome, PublishReport
 from rob_twin.controllers.target import ArmTarget
+from rob_twin.models.names import Arm
 
 ALL_JOINTS = tuple(range(1, 8))
 

@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from rob_twin.controllers.errors import RobTwinError, UnknownNameError
+from rob_twin.models.errors import RobTwinError, UnknownNameError
 
 ExperimentFn = Callable[..., dict]
 

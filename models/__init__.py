@@ -13,7 +13,7 @@ Start here::
     from rob_twin.models import load_scene, apply_home, keyframe_state, dimensions
 """
 
-from rob_twin.controllers.lazy_exports import lazy_exports
+from rob_twin.models.lazy_exports import lazy_exports
 
 _MODULES = {
     "rob_twin.models.loading": (

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
+from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
 
 DBC_PATH = Path(__file__).parent / "rob" / "amber.dbc"
 COUNT_DEG = 1.0 / 128.0
@@ -40,7 +40,7 @@ POSITION_NOTE = (
 
 
 def amber_dbc() -> str:
-    """The DBC text (ids from ``rob_twin.controllers.names``)."""
+    """The DBC text (ids from ``rob_twin.models.names``)."""
     drives = [f"DRIVE{j}" for j in range(1, JOINTS_PER_ARM + 1)]
     out = [
         'VERSION "rob-twin Amber protocol 1"',

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from rob_twin.controllers import names as N
-from rob_twin.controllers.names import Arm
 from rob_twin.models import dimensions as D
+from rob_twin.models import names as N
+from rob_twin.models.names import Arm
 from rob_twin.models.poses import KEYFRAMES
 
 MODEL_DIR = Path(__file__).resolve().parent / "rob"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rob_twin.controllers.names import JOINTS_PER_ARM
+from rob_twin.models.names import JOINTS_PER_ARM
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from rob_twin.controllers import names as N
-from rob_twin.controllers.names import Arm, UnknownNameError
+from rob_twin.models import names as N
 from rob_twin.models.build import MODEL_DIR
+from rob_twin.models.names import Arm, UnknownNameError
 
 SCENE_PATH = MODEL_DIR / "scene.xml"
 ROBOT_PATH = MODEL_DIR / "rob.xml"

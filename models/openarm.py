@@ -5,8 +5,8 @@ Built at load time from ROB's generated model with ``mujoco.MjSpec`` (no second
 generator): the fourteen arm position servos are swapped for torque motors that keep
 their names (``right/j1_servo`` ...), so every index helper of ``rob_twin.models.loading`` works
 unchanged. ctrl is the joint torque [Nm], limited to the motor's physical peak
-(DM8009 40, DM4340 27, DM4310 7 Nm; ``rob_twin.controllers.damiao_motors``). The impedance law
-and its gains live in the simulated drive (``rob_twin.twin.damiao_drive``), as on the real
+(DM8009 40, DM4340 27, DM4310 7 Nm; ``rob_twin.models.damiao_motors``). The impedance law
+and its gains live in the simulated drive (``rob_twin.twin.drives.damiao_drive``), as on the real
 motors. Grippers, torso and head keep their servos.
 """
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
-from rob_twin.controllers import names as N
-from rob_twin.controllers.damiao_motors import OPENARM_ARM_MOTORS
-from rob_twin.controllers.names import Arm
+from rob_twin.models import names as N
+from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.models.loading import SCENE_PATH
+from rob_twin.models.names import Arm
 
 ROBOT_NAME = "openarm"
 

@@ -8,7 +8,7 @@ Others may add their own classes here, deriving from ``PlannerError``.
 
 from __future__ import annotations
 
-from rob_twin.controllers.errors import InvalidValueError, RobTwinError, UnknownNameError
+from rob_twin.models.errors import InvalidValueError, RobTwinError, UnknownNameError
 
 
 class PlannerError(RobTwinError):

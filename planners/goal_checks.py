@@ -21,8 +21,8 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
-from rob_twin.controllers.names import TORSO_JOINT
 from rob_twin.models import dimensions as D
+from rob_twin.models.names import TORSO_JOINT
 from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
 from rob_twin.planners.kinematics import ArmKinematics, Payload, joint_vector, torso_angle
 

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-from rob_twin.controllers import names as N
-from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
 from rob_twin.models import dimensions as D
+from rob_twin.models import names as N
 from rob_twin.models.loading import ROBOT_PATH, load_pinocchio
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
 
 TORSO_INDEX = 0  # q index of the torso yaw in the reduced model; the arm follows at 1..7

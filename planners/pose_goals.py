@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 import pinocchio as pin
-from rob_twin.controllers import names as N
+from rob_twin.models import names as N
 from rob_twin.planners.errors import GoalInputError, GoalUnreachableError, PlannerConfigError
 from rob_twin.planners.ik import IKConfig, IKSolver
 from rob_twin.planners.kinematics import ArmKinematics

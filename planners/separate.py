@@ -1,6 +1,7 @@
 """The contrast to group planning: each arm planned alone, blind to the other, then run in sync.
 
-Shared by the crossing demo (``rob_twin.twin.crossing_demo``) and the crossing experiment: the
+Shared by the crossing demo (``rob_twin.twin.scenario.crossing_demo``) and the crossing experiment:
+the
 motion a
 planner without the other arm in its model would produce.
 """
@@ -11,7 +12,7 @@ import copy
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import group_arms
+from rob_twin.models.names import group_arms
 from rob_twin.planners.geom_pairs import GeomPairTable
 from rob_twin.planners.group import ArmGroup
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import group_arms
 from rob_twin.models.loading import HOME_KEY, keyframe_state
+from rob_twin.models.names import group_arms
 
 STAND_PATH = Path(__file__).parent / "models" / "two_arm_stand.xml"
 STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}

@@ -7,11 +7,11 @@ import can
 import cantools
 import pytest
 from rob_twin.controllers.codec import decode_command, decode_feedback, word_to_count
-from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, Arm
 from rob_twin.models.amber_dbc import DBC_PATH, amber_dbc
-from rob_twin.twin.closed_loop import ClosedLoop
-from rob_twin.twin.recording import TrafficRecorder
+from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, Arm
+from rob_twin.twin.bus.recording import TrafficRecorder
 from rob_twin.twin.rehearsal import wave_source
+from rob_twin.twin.sim.closed_loop import ClosedLoop
 
 
 @pytest.fixture(scope="module")

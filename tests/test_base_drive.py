@@ -6,18 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.controllers.names import Arm
-from rob_twin.twin.base_drive import (
-    BaseCommandError,
-    BaseDrive,
-    BaseDriveConfig,
-    BaseStoppedError,
-    place_base,
-)
-from rob_twin.twin.closed_loop import ClosedLoop
-from rob_twin.twin.errors import TwinInputError
-from rob_twin.twin.odometry import (
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm
+from rob_twin.twin.base.odometry import (
     MocapStream,
     Mounting,
     Odometry,
@@ -25,8 +16,17 @@ from rob_twin.twin.odometry import (
     base_pose,
     position_errors,
 )
-from rob_twin.twin.scheduler import SchedulerError
-from rob_twin.twin.twin import Twin
+from rob_twin.twin.base.tread_drive import (
+    BaseCommandError,
+    BaseDrive,
+    BaseDriveConfig,
+    BaseStoppedError,
+    place_base,
+)
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.sim.closed_loop import ClosedLoop
+from rob_twin.twin.sim.scheduler import SchedulerError
+from rob_twin.twin.sim.twin import Twin
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_unknown_estimator_lists_the_valid_ones():
 
 def test_a_scenario_drives_the_base_while_both_arms_move_and_records_the_merged_scan(tmp_path):
     from rob_twin.models.poses import HOME
-    from rob_twin.twin.scenario import Scenario, ScenarioError, run_scenario
+    from rob_twin.twin.scenario.run import Scenario, ScenarioError, run_scenario
 
     home = list(HOME["right"])
     reach = [home[0] + 0.2, *home[1:]]

@@ -4,10 +4,10 @@ does not."""
 from __future__ import annotations
 
 import pytest
-from rob_twin.twin.bus_budget import BusBudgetConfig, bus_budget
-from rob_twin.twin.bus_timing import BusTimingConfig, BusTimingConfigError
-from rob_twin.twin.can_bits import Stuffing
-from rob_twin.twin.cli import main
+from rob_twin.cli.main import main
+from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
+from rob_twin.twin.bus.frame_bits import Stuffing
+from rob_twin.twin.bus.timing import BusTimingConfig, BusTimingConfigError
 from rob_twin.twin.rehearsal import RehearsalConfig, rehearse
 
 

@@ -7,15 +7,8 @@ import random
 import can
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.twin.bus_timing import (
-    BusTimeline,
-    BusTimingConfig,
-    BusTimingConfigError,
-    TransmitQueueFullError,
-    arbitration_key,
-)
-from rob_twin.twin.can_bits import (
+from rob_twin.models.errors import RobTwinError
+from rob_twin.twin.bus.frame_bits import (
     INTERFRAME_BITS,
     FrameFormatError,
     Stuffing,
@@ -26,6 +19,13 @@ from rob_twin.twin.can_bits import (
     crc15_bitwise,
     crc15_bytes,
     fd_frame_bits,
+)
+from rob_twin.twin.bus.timing import (
+    BusTimeline,
+    BusTimingConfig,
+    BusTimingConfigError,
+    TransmitQueueFullError,
+    arbitration_key,
 )
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import FaultKind as OwnerFault
-from rob_twin.twin.bus_timing import BusTimingConfig
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.faults import FaultSpec
+from rob_twin.models.names import Arm
+from rob_twin.twin.bus.timed_bus import TimedBus
+from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.rehearsal import wave_source
-from rob_twin.twin.timed_bus import TimedBus
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.faults import FaultSpec
 
 
 def _trajectory(

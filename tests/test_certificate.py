@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rob_twin.controllers.names import Arm, arm_joints, group_arms
 from rob_twin.models import dimensions as D
 from rob_twin.models.loading import apply_home, load_scene
+from rob_twin.models.names import Arm, arm_joints, group_arms
 from rob_twin.planners.certificate import (
     certify,
     certify_plan,

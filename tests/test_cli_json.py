@@ -7,7 +7,7 @@ import json
 
 import pytest
 import rob_twin.experiments.registry as registry
-from rob_twin.twin.cli import main
+from rob_twin.cli.main import main
 
 
 def _one_object(capsys) -> dict:

@@ -32,13 +32,13 @@ from rob_twin.controllers.errors import (
     JointBoundError,
     NonFiniteValueError,
     OpcodeError,
-    RobTwinError,
     SampleShapeError,
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
-from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
 from rob_twin.models import dimensions as D
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM
 
 DEG = math.pi / 180
 ALT = (1, -1, 1, -1, 1, -1, 1)

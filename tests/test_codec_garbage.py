@@ -28,11 +28,11 @@ from rob_twin.controllers.errors import (
     JointNumberError,
     NonFiniteValueError,
     OpcodeError,
-    RobTwinError,
     SampleShapeError,
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
+from rob_twin.models.errors import RobTwinError
 
 
 class BadRepr:

@@ -27,7 +27,7 @@ from rob_twin.controllers.errors import (
     UnknownFrameIdError,
     UnrepresentableCountError,
 )
-from rob_twin.controllers.names import COMMAND_IDS, FEEDBACK_IDS
+from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS
 
 SETTINGS = settings(max_examples=300, deadline=None)
 any_float = st.floats(allow_nan=True, allow_infinity=True)

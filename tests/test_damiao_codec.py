@@ -49,7 +49,7 @@ from rob_twin.controllers.damiao_errors import (
     UnknownMotorIdError,
     UnknownRegisterError,
 )
-from rob_twin.controllers.damiao_motors import (
+from rob_twin.models.damiao_motors import (
     DM4310,
     DM4340,
     DM8009,
@@ -57,7 +57,7 @@ from rob_twin.controllers.damiao_motors import (
     KP_MAX,
     OPENARM_ARM_MOTORS,
 )
-from rob_twin.controllers.errors import RobTwinError
+from rob_twin.models.errors import RobTwinError
 
 SETTINGS = settings(max_examples=300, deadline=None)
 SCALINGS = [Scaling.of(m) for m in (DM8009, DM4340, DM4310)]

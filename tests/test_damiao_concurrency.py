@@ -11,12 +11,12 @@ import pytest
 from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.damiao_codec import Scaling, decode_mit
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
-from rob_twin.controllers.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import Mode, OwnerConfig, OwnerHooks
 from rob_twin.controllers.target import ArmTarget
-from rob_twin.twin.wire import open_virtual
+from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
+from rob_twin.models.names import Arm
+from rob_twin.twin.bus.wire import open_virtual
 from test_damiao_transport import Responder
 
 Q0 = np.array([0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0])

@@ -23,9 +23,9 @@ from rob_twin.controllers.damiao_codec import (
     encode_register_write,
     special_frame,
 )
-from rob_twin.controllers.damiao_motors import DM4310, DM4340, DM8009, REGISTER_ID
-from rob_twin.twin.damiao_bank import default_damiao_configs
-from rob_twin.twin.damiao_drive import DamiaoDrive
+from rob_twin.models.damiao_motors import DM4310, DM4340, DM8009, REGISTER_ID
+from rob_twin.twin.drives.damiao_bank import default_damiao_configs
+from rob_twin.twin.drives.damiao_drive import DamiaoDrive
 
 
 def drive(joint: int = 1, timeout_counts: int = 0) -> DamiaoDrive:

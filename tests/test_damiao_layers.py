@@ -9,7 +9,7 @@ import sys
 def test_damiao_controllers_import_neither_mujoco_nor_pinocchio():
     code = (
         "import sys\n"
-        "import rob_twin.controllers.damiao_codec, rob_twin.controllers.damiao_motors\n"
+        "import rob_twin.controllers.damiao_codec, rob_twin.models.damiao_motors\n"
         "import rob_twin.controllers.damiao_errors\n"
         "import rob_twin.controllers.damiao_transport, rob_twin.controllers.damiao_driver\n"
         "bad = [m for m in ('mujoco', 'pinocchio') if m in sys.modules]\n"

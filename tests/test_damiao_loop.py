@@ -14,14 +14,14 @@ from rob_twin.controllers.damiao_codec import (
     encode_mit,
     special_frame,
 )
-from rob_twin.controllers.damiao_motors import OPENARM_ARM_MOTORS
-from rob_twin.controllers.names import Arm, arm_actuator, arm_joints
+from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
+from rob_twin.models.names import Arm, arm_actuator, arm_joints
 from rob_twin.models.openarm import load_openarm_scene
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.damiao_bank import DamiaoBank
-from rob_twin.twin.damiao_loop import DamiaoClosedLoop, DamiaoOptions, openarm_config
-from rob_twin.twin.twin import Twin, TwinConfig
-from rob_twin.twin.wire import open_virtual
+from rob_twin.twin.bus.wire import open_virtual
+from rob_twin.twin.drives.damiao_bank import DamiaoBank
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop, DamiaoOptions, openarm_config
+from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,7 @@ def test_bank_never_crashes_on_random_traffic(openarm_model):
 
 
 def test_scenario_field_robot_picks_the_openarm_loop():
-    from rob_twin.twin.scenario import Scenario, ScenarioError, scenario_loop
+    from rob_twin.twin.scenario.run import Scenario, ScenarioError, scenario_loop
 
     with pytest.raises(
         ScenarioError, match=r"robot: Input should be 'rob' or 'openarm' \(got 'baxter'\)"
@@ -198,7 +198,7 @@ def test_scenario_field_robot_picks_the_openarm_loop():
 
 
 def test_bad_damiao_options_are_a_typed_error():
-    from rob_twin.controllers.errors import RobTwinError
+    from rob_twin.models.errors import RobTwinError
 
     with pytest.raises(RobTwinError, match="DamiaoOptions"):
         ClosedLoop(openarm_config(damiao="fast"))

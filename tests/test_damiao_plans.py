@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rob_twin.twin.damiao_loop import DamiaoClosedLoop
-from rob_twin.twin.execution import loop_executor_config
-from rob_twin.twin.scenario import Scenario, run_scenario, scenario_loop
+from rob_twin.twin.scenario.run import Scenario, run_scenario, scenario_loop
+from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop
+from rob_twin.twin.sim.execution import loop_executor_config
 
 CROSSING = Path(__file__).parents[1] / "experiments" / "scenarios" / "crossing_plan.json"
 

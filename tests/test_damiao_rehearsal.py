@@ -7,13 +7,13 @@ import dataclasses
 import json
 
 import pytest
+from rob_twin.cli.main import main
 from rob_twin.controllers.damiao_codec import Register
-from rob_twin.controllers.names import Arm
+from rob_twin.models.names import Arm
 from rob_twin.planners.kinematics import Payload
-from rob_twin.twin.cli import main
-from rob_twin.twin.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
-from rob_twin.twin.damiao_rehearsal import DAMIAO_GATES, openarm_rehearsal_config
 from rob_twin.twin.rehearsal import GATES, gates_for
+from rob_twin.twin.rehearsal.damiao import DAMIAO_GATES, openarm_rehearsal_config
+from rob_twin.twin.sim.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
 
 FAULTY = {
     "register_agreement": DamiaoOptions(

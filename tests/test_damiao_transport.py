@@ -12,15 +12,15 @@ import pytest
 from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.damiao_codec import Register, Scaling, SpecialCommand, Status, decode_mit
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
-from rob_twin.controllers.damiao_motors import ESC_IDS, OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
 from rob_twin.controllers.damiao_transport import DamiaoTransport, DamiaoTransportConfig
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.target import ArmTarget
-from rob_twin.twin.damiao_bank import default_damiao_configs
-from rob_twin.twin.damiao_drive import DamiaoDrive
-from rob_twin.twin.wire import open_virtual
+from rob_twin.models.damiao_motors import ESC_IDS, OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
+from rob_twin.models.names import Arm
+from rob_twin.twin.bus.wire import open_virtual
+from rob_twin.twin.drives.damiao_bank import default_damiao_configs
+from rob_twin.twin.drives.damiao_drive import DamiaoDrive
 
 _CH = itertools.count()
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from rob_twin.twin.drive import DriveConfig, SimulatedDrive
+from rob_twin.twin.drives.amber_drive import DriveConfig, SimulatedDrive
 
 
 class _Reference:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dm_env
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import RobTwinError, UnknownNameError
+from rob_twin.models.errors import RobTwinError, UnknownNameError
 from rob_twin.twin.env import ACTION_NAMES, MODES, EnvActionError, EnvConfig, RobEnv
 from rob_twin.twin.errors import TwinInputError
 
@@ -92,7 +92,7 @@ def test_bad_actions_and_configs_are_typed_errors():
 
 
 def test_camera_observation_matches_its_spec():
-    from rob_twin.twin.video import RenderUnavailable
+    from rob_twin.twin.render.video import RenderUnavailable
 
     try:
         env = RobEnv(EnvConfig(sensors=("commanded", "camera"), camera_size=(48, 64)))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rob_twin.controllers.executor import ExecutorConfig, Outcome
-from rob_twin.controllers.names import Arm
 from rob_twin.experiments import exp_sequential as seq
-from rob_twin.twin.execution import run_plan
+from rob_twin.models.names import Arm
+from rob_twin.twin.sim.execution import run_plan
 
 PERIOD = 0.005
 

@@ -20,10 +20,10 @@ from rob_twin.controllers.executor import (
     SyncExecutor,
 )
 from rob_twin.controllers.lease import LeaseStatus
-from rob_twin.controllers.names import Arm, UnknownNameError
 from rob_twin.controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig, start_realtime_thread
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.trajectory import TrajectoryError
+from rob_twin.models.names import Arm, UnknownNameError
 from test_owner_support import RecordingPublisher
 
 P0 = {Arm.RIGHT: np.full(7, 0.3), Arm.LEFT: np.full(7, 0.6)}
@@ -227,9 +227,9 @@ def test_abort_stops_every_arm_mid_motion():
 
 
 def test_bus_off_on_right_stops_left_in_the_closed_loop():
-    from rob_twin.twin.closed_loop import ClosedLoop
-    from rob_twin.twin.execution import execute_arrays
-    from rob_twin.twin.faults import FaultSpec
+    from rob_twin.twin.sim.closed_loop import ClosedLoop
+    from rob_twin.twin.sim.execution import execute_arrays
+    from rob_twin.twin.sim.faults import FaultSpec
 
     with ClosedLoop() as loop:
         loop.run_for(0.1)

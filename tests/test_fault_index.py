@@ -7,8 +7,8 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rob_twin.controllers.names import Arm
-from rob_twin.twin.faults import FaultKind, FaultSchedule, FaultSpec
+from rob_twin.models.names import Arm
+from rob_twin.twin.sim.faults import FaultKind, FaultSchedule, FaultSpec
 
 KINDS = [FaultKind.DROP, FaultKind.STALL, FaultKind.BUS_OFF]
 

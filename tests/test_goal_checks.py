@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from rob_twin.controllers.names import TORSO_JOINT, Arm
 from rob_twin.models import dimensions as D
+from rob_twin.models.names import TORSO_JOINT, Arm
 from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
 from rob_twin.planners.goal_checks import (
     CheckKind,

@@ -5,17 +5,17 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import UnknownNameError
 from rob_twin.models import dimensions as D
+from rob_twin.models.errors import UnknownNameError
 from rob_twin.models.loading import joint_qpos_index
-from rob_twin.twin.scheduler import SchedulerError
-from rob_twin.twin.twin import Twin
-from rob_twin.twin.video import RenderUnavailable
+from rob_twin.twin.render.video import RenderUnavailable
+from rob_twin.twin.sim.scheduler import SchedulerError
+from rob_twin.twin.sim.twin import Twin
 
 
 @pytest.fixture
 def looking_at_the_can():
-    from rob_twin.twin.head_camera import HeadCamera
+    from rob_twin.twin.base.head_camera import HeadCamera
 
     twin = Twin()
     twin.data.qpos[joint_qpos_index(twin.model, "head/tilt")] = 0.7  # look down at the table
@@ -74,7 +74,7 @@ def test_depth_pixels_deprojected_with_the_intrinsics_land_on_the_table_top(look
 
 
 def test_frames_at_the_configured_rate_and_bad_names_or_rates(looking_at_the_can):
-    from rob_twin.twin.head_camera import HeadCamera
+    from rob_twin.twin.base.head_camera import HeadCamera
 
     twin, camera = looking_at_the_can
     camera.attach(twin, rate_hz=10.0)

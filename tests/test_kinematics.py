@@ -6,10 +6,10 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from rob_twin.controllers import names as N
-from rob_twin.controllers.names import Arm
 from rob_twin.models import dimensions as D
+from rob_twin.models import names as N
 from rob_twin.models.loading import ROBOT_PATH, arm_qpos_indices, joint_qpos_index
+from rob_twin.models.names import Arm
 from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
 from rob_twin.planners.kinematics import ArmKinematics, Payload
 

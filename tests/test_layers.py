@@ -1,49 +1,139 @@
-"""The layers import only downwards: each import runs in a fresh interpreter and the test
-asserts which top-level packages stay out of ``sys.modules``.
+"""The layers import only downwards, under the one import name ``rob_twin``.
 
-models (pure data) / controllers -> planners -> twin -> experiments; ``rob_twin.twin.cli`` reaches
-``experiments`` only through the registry, when an experiment is run.
+models (description: the error root, names, motor tables, dimensions; builder and loaders)
+-> controllers -> planners -> twin -> experiments -> cli. Two checks: each import runs in a
+fresh interpreter and the test asserts which layers stay out of ``sys.modules``; and every
+import statement of every module (those inside functions too) is read from the source and
+held against the rules, so a lazy import cannot hide an upward edge.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("models", "controllers", "planners", "twin", "experiments", "cli")
+GENERIC_NAMES = ("models", "controllers", "planners", "twin", "experiments", "cli")
+
+# What each layer may import of the project (itself included) and of the heavy libraries.
+MAY_IMPORT = {layer: set(LAYERS[: i + 1]) for i, layer in enumerate(LAYERS)}
+NEVER = {
+    "controllers": {"mujoco", "pinocchio", "dm_control"},
+    "planners": {"dm_control"},
+}
+# models' pure-data modules: controllers may import them, so they never load mujoco.
+PURE_MODELS = ("names", "errors", "dimensions", "poses", "damiao_motors", "lazy_exports")
+UP = {"mujoco", "pinocchio", "controllers", "planners", "twin", "experiments", "cli"}
 
 CASES = [
-    ("import rob_twin.controllers", {"mujoco", "pinocchio", "planners", "twin", "experiments"}),
+    ("import " + ", ".join(f"rob_twin.models.{m}" for m in PURE_MODELS), UP),
+    ("import rob_twin.models", UP),
+    ("import rob_twin.models.loading, rob_twin.models.build", UP - {"mujoco", "pinocchio"}),
+    ("import rob_twin.controllers", UP - {"controllers"}),
     (
         "from rob_twin.controllers import ArmOwner, CanTransport, SyncExecutor, ArmTarget, "
         "CodecConfig",
-        {"mujoco", "pinocchio", "planners", "twin", "experiments"},
+        UP - {"controllers"},
     ),
     (
         "import rob_twin.controllers.owner, rob_twin.controllers.codec, "
         "rob_twin.controllers.executor, rob_twin.controllers.transport",
-        {"mujoco", "pinocchio", "planners", "twin", "experiments"},
+        UP - {"controllers"},
     ),
-    (
-        "import rob_twin.models.dimensions, rob_twin.models.poses",
-        {"mujoco", "pinocchio", "planners", "twin", "experiments"},
-    ),
-    ("import rob_twin.models.loading, rob_twin.models.build", {"planners", "twin", "experiments"}),
     (
         "import rob_twin.planners; from rob_twin.planners import ArmGroup, JointGoal, PoseGoal",
-        {"twin", "experiments"},
+        {"twin", "experiments", "cli"},
     ),
-    ("import rob_twin.twin", {"mujoco", "experiments"}),
+    ("import rob_twin.twin", {"mujoco", "experiments", "cli"}),
     (
-        "from rob_twin.twin import Twin, ClosedLoop, run_scenario, rehearse; import "
-        "rob_twin.twin.cli, rob_twin.twin.viewer",
-        {"experiments"},
+        "from rob_twin.twin import Twin, ClosedLoop, run_scenario, rehearse\n"
+        "import rob_twin.twin.viewer.session, rob_twin.twin.teleop.app, rob_twin.twin.env",
+        {"experiments", "cli"},
     ),
+    ("import rob_twin.experiments.registry, rob_twin.experiments.study", {"cli"}),
 ]
+
+
+def _layer_of(path: Path) -> str:
+    return path.relative_to(ROOT).parts[0]
+
+
+def _project_modules() -> list[Path]:
+    return sorted(p for layer in LAYERS for p in (ROOT / layer).rglob("*.py"))
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported module) of every import in ``path``, function bodies included."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            out.append((node.lineno, node.module or ""))
+    return out
+
+
+def test_every_import_in_the_source_points_down():
+    bad = []
+    for path in _project_modules():
+        layer = _layer_of(path)
+        for line, name in _imports(path):
+            parts = name.split(".")
+            where = f"{path.relative_to(ROOT)}:{line} imports {name}"
+            if parts[0] in GENERIC_NAMES:
+                bad.append(f"{where} (a generic top-level name: use rob_twin.{name})")
+            elif parts[0] == "rob_twin":
+                target = parts[1] if len(parts) > 1 else ""
+                if target not in MAY_IMPORT[layer]:
+                    bad.append(f"{where} (layer {layer} may import {sorted(MAY_IMPORT[layer])})")
+                if layer == "controllers" and target == "models":
+                    if len(parts) < 3 or parts[2] not in PURE_MODELS:
+                        bad.append(f"{where} (controllers read only {PURE_MODELS} of models)")
+            elif parts[0] in NEVER.get(layer, ()):
+                bad.append(f"{where} (never in {layer})")
+            elif layer == "models" and parts[0] in ("mujoco", "pinocchio"):
+                if path.stem not in ("build", "loading", "openarm"):
+                    bad.append(f"{where} (mujoco only in the builder and loaders)")
+    assert bad == []
+
+
+def test_the_install_puts_only_rob_twin_on_the_path(tmp_path):
+    code = (
+        "import importlib.util, json\n"
+        f"names = {list(GENERIC_NAMES)!r}\n"
+        "print(json.dumps([n for n in names if importlib.util.find_spec(n) is not None]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == []
+    found = subprocess.run(
+        [sys.executable, "-c", "import rob_twin.planners as p; print(p.__name__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert found.stdout.strip() == "rob_twin.planners"
+
+
+def test_pyproject_lists_every_package_folder_of_the_tree():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    tree = sorted(
+        "rob_twin." + ".".join(p.parent.relative_to(ROOT).parts)
+        for layer in LAYERS
+        for p in (ROOT / layer).rglob("__init__.py")
+    )
+    assert sorted(config["packages"]) == tree
+    assert config["package-dir"] == {f"rob_twin.{layer}": layer for layer in LAYERS}
 
 
 def _last_line(code: str) -> str:
@@ -76,9 +166,9 @@ def test_layer_keeps_upper_layers_out(statement, kept_out):
 
 def test_cli_reaches_experiments_only_through_the_registry():
     code = (
-        "import sys, rob_twin.twin.cli\n"
+        "import sys, rob_twin.cli.main\n"
         "before = 'rob_twin.experiments' in sys.modules\n"
-        "rob_twin.twin.cli.main(['experiment', '--list'])\n"
+        "rob_twin.cli.main.main(['experiment', '--list'])\n"
         "print(before, 'rob_twin.experiments.registry' in sys.modules)"
     )
     assert _last_line(code) == "False True"
@@ -87,11 +177,13 @@ def test_cli_reaches_experiments_only_through_the_registry():
 def test_every_error_the_project_defines_derives_from_the_one_base():
     code = (
         "import importlib, inspect, json, pkgutil\n"
-        "from rob_twin.controllers.errors import RobTwinError\n"
+        "from rob_twin.models.errors import RobTwinError\n"
         "bad = []\n"
-        "for pkg in ('controllers', 'models', 'planners', 'twin'):\n"
+        "for pkg in ('controllers', 'models', 'planners', 'twin', 'cli'):\n"
         "    root = importlib.import_module('rob_twin.' + pkg)\n"
         "    for info in pkgutil.walk_packages(root.__path__, prefix=root.__name__ + '.'):\n"
+        "        if info.name.endswith('__main__'):\n"
+        "            continue\n"
         "        mod = importlib.import_module(info.name)\n"
         "        for name, cls in inspect.getmembers(mod, inspect.isclass):\n"
         "            if (cls.__module__ == mod.__name__ and issubclass(cls, BaseException)\n"

@@ -6,12 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import UnknownNameError
-from rob_twin.twin.base_drive import BaseDrive, place_base
-from rob_twin.twin.errors import TwinInputError
-from rob_twin.twin.lidar import Lidar, LidarConfig, LidarPair, Scan
-from rob_twin.twin.odometry import base_pose
-from rob_twin.twin.scan_merge import (
+from rob_twin.models.errors import UnknownNameError
+from rob_twin.twin.base.lidar import Lidar, LidarConfig, LidarPair, Scan
+from rob_twin.twin.base.odometry import base_pose
+from rob_twin.twin.base.scan_merge import (
     MergeConfig,
     PoseHistory,
     ScanMerger,
@@ -20,8 +18,10 @@ from rob_twin.twin.scan_merge import (
     mounts_from_model,
     robot_geoms,
 )
-from rob_twin.twin.scheduler import SchedulerError
-from rob_twin.twin.twin import Twin
+from rob_twin.twin.base.tread_drive import BaseDrive, place_base
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.sim.scheduler import SchedulerError
+from rob_twin.twin.sim.twin import Twin
 
 
 def test_bad_lidar_configs_are_typed_errors_naming_value_and_range():

@@ -12,7 +12,7 @@ import time
 import uuid
 
 import can
-from rob_twin.twin.wire import LockstepVirtualBus, open_virtual
+from rob_twin.twin.bus.wire import LockstepVirtualBus, open_virtual
 
 
 def _channel() -> str:

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rob_twin.controllers.mailbox import LatestTargetMailbox, RejectReason
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.target import ArmTarget
+from rob_twin.models.names import Arm
 
 
 def _t(seq: int, gen: int = 1) -> ArmTarget:

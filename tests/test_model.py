@@ -8,11 +8,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from rob_twin.controllers import names as N
-from rob_twin.controllers.names import Arm
 from rob_twin.models import build
 from rob_twin.models import dimensions as D
+from rob_twin.models import names as N
 from rob_twin.models.loading import ROBOT_PATH, SCENE_PATH, load_pinocchio, load_scene
+from rob_twin.models.names import Arm
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -96,7 +96,7 @@ def test_arms_mirror_and_right_arm_is_on_robots_right():
 
 
 def test_home_pose_is_free_of_self_contact():
-    from rob_twin.twin.twin import Twin
+    from rob_twin.twin.sim.twin import Twin
 
     twin = Twin()
     robot = {
@@ -214,7 +214,7 @@ def test_keyframes_hold_the_named_poses_and_apply_home_uses_them():
 
 
 def test_unknown_keyframe_names_the_valid_ones():
-    from rob_twin.controllers.errors import RobTwinError
+    from rob_twin.models.errors import RobTwinError
     from rob_twin.models.loading import keyframe_index
 
     with pytest.raises(RobTwinError, match="unknown keyframe 'nap'; valid: home, crossing_start"):

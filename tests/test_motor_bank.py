@@ -7,14 +7,15 @@ import mujoco
 import numpy as np
 import pytest
 from rob_twin.controllers.codec import RAD_PER_COUNT, decode_feedback
-from rob_twin.controllers.names import BUS_MAPPING, Arm, tcp_site
 from rob_twin.controllers.owner import FaultKind as OwnerFault
 from rob_twin.controllers.owner import Mode
 from rob_twin.models import dimensions as D
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.drive import STATUS_ENABLED, STATUS_TIMEOUT, DriveConfigError
-from rob_twin.twin.faults import FaultSpec, FaultSpecError
-from rob_twin.twin.wire import open_virtual
+from rob_twin.models.names import BUS_MAPPING, Arm, tcp_site
+from rob_twin.twin.bus.wire import open_virtual
+from rob_twin.twin.drives.amber_drive import STATUS_ENABLED, STATUS_TIMEOUT, DriveConfigError
+from rob_twin.twin.scenario.schema import parse_fault
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.faults import FaultSpec, FaultSpecError
 
 HOME = np.array(D.HOME_ARM_POSE)
 MOVE = np.array([0.3, 0.25, 0.2, -0.3, 0.2, 0.2, 0.2])
@@ -213,7 +214,7 @@ def test_stall_jams_the_joint_in_the_model_and_releases_it(loop):
 
 def test_bad_fault_specs_are_rejected_with_the_valid_values():
     with pytest.raises(FaultSpecError, match="valid: drop, delay, bus_off"):
-        FaultSpec.from_dict({"kind": "gremlins"})
+        parse_fault({"kind": "gremlins"})
     with pytest.raises(FaultSpecError, match=r"probability must be in \[0, 1\]"):
         FaultSpec("drop", "right", params={"probability": 2})
     with pytest.raises(FaultSpecError, match="valid: \\['accept_frames'\\]"):
@@ -223,9 +224,9 @@ def test_bad_fault_specs_are_rejected_with_the_valid_values():
     with pytest.raises(
         FaultSpecError, match=r"faults\[0\]\.arm: Input should be 'right' or 'left'"
     ):
-        FaultSpec.from_dict({"kind": "stall", "arm": "middle"})
+        parse_fault({"kind": "stall", "arm": "middle"})
     with pytest.raises(DriveConfigError, match="sign must be"):
-        from rob_twin.twin.drive import DriveConfig
+        from rob_twin.twin.drives.amber_drive import DriveConfig
 
         DriveConfig(sign=0)
 

@@ -271,8 +271,8 @@ def test_release_and_reconnect_require_fresh_generation():
 
 
 def test_wrong_arm_rejected():
-    from rob_twin.controllers.names import Arm
     from rob_twin.controllers.target import ArmTarget
+    from rob_twin.models.names import Arm
 
     rig = Rig()
     t = ArmTarget(

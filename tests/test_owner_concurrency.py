@@ -12,9 +12,9 @@ import threading
 import numpy as np
 import pytest
 from rob_twin.controllers.clock import MonotonicClock
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, Mode, OwnerConfig, start_realtime_thread
 from rob_twin.controllers.target import ArmTarget
+from rob_twin.models.names import Arm
 from test_owner_support import RecordingPublisher, Rig, held_tick_stop_race
 
 STRESS = os.environ.get("ROB_TWIN_STRESS") == "1"

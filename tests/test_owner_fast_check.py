@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, OwnerHooks
+from rob_twin.models.names import Arm
 
 CFG = OwnerConfig(require_feedback=False, limit_tolerance=1e-9)
 LO, HI = np.array(CFG.position_lower), np.array(CFG.position_upper)

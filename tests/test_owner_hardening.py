@@ -21,14 +21,12 @@ from rob_twin.controllers.errors import (
     NonFiniteTargetError,
     OwnerConfigError,
     OwnerError,
-    RobTwinError,
     TargetRefusedError,
     TargetShapeError,
     TargetTypeError,
 )
 from rob_twin.controllers.lease import LeaseAuthority
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.controllers.names import Arm, UnknownNameError
 from rob_twin.controllers.owner import (
     ArmOwner,
     FaultKind,
@@ -40,6 +38,8 @@ from rob_twin.controllers.owner import (
 )
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.target import ArmTarget
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm, UnknownNameError
 from test_owner_support import RecordingPublisher, Rig
 
 CFG = default_config()

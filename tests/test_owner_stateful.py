@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, Mode, OwnerConfig, TickReport
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.target import ArmTarget
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm
 from test_owner_support import RecordingPublisher
 
 CFG = OwnerConfig(feedback_timeout_s=0.05)

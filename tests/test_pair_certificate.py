@@ -10,7 +10,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from rob_twin.controllers.names import group_arms
+from rob_twin.cli.main import main as cli_main
 from rob_twin.experiments.exp_clearance_examples import (
     envelope_example,
     rotation_example,
@@ -18,6 +18,7 @@ from rob_twin.experiments.exp_clearance_examples import (
 )
 from rob_twin.models import dimensions as D
 from rob_twin.models.loading import apply_home, load_scene
+from rob_twin.models.names import group_arms
 from rob_twin.planners.certificate_check import coal_pair_distances, verify_document
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
@@ -34,7 +35,6 @@ from rob_twin.planners.pair_certificate import (
 from rob_twin.planners.plan import PlanStatus
 from rob_twin.planners.plan_file import PlanFileError, load_plan_file, save_plan
 from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
-from rob_twin.twin.cli import main as cli_main
 
 # ---------------------------------------------------------------- seed 003's numbers
 

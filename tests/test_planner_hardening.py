@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 from planner_fixtures import STAND_ARMS, STAND_START, load_stand, rob_home_group, stand_at_start
-from rob_twin.controllers.errors import RobTwinError
 from rob_twin.controllers.trajectory import MultiArmTrajectory
+from rob_twin.models.errors import RobTwinError
 from rob_twin.planners.errors import GoalInputError, GroupNameError, PlannerConfigError
 from rob_twin.planners.goals import JointGoal
 from rob_twin.planners.group import ArmGroup, GroupConfig

@@ -7,14 +7,19 @@ import re
 
 import numpy as np
 import pytest
-import rob_twin.twin.replay as replay_mod
-from rob_twin.controllers.names import Arm
-from rob_twin.twin.bus_timing import BusTimingConfig
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.faults import FaultSpec
-from rob_twin.twin.recording import RECORDING_FORMATS, RecordingError, TrafficRecorder, sidecar_path
+import rob_twin.twin.bus.replay as replay_mod
+from rob_twin.models.names import Arm
+from rob_twin.twin.bus.recording import (
+    RECORDING_FORMATS,
+    RecordingError,
+    TrafficRecorder,
+    sidecar_path,
+)
+from rob_twin.twin.bus.replay import read_recording, replay
+from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.rehearsal import wave_source
-from rob_twin.twin.replay import read_recording, replay
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.faults import FaultSpec
 
 
 def _record(path, seconds: float = 0.3, **kw) -> np.ndarray:
@@ -123,7 +128,7 @@ def test_unknown_format_lists_the_valid_ones(tmp_path):
 
 
 def test_cli_replay_exit_codes(good_log, tmp_path, capsys):
-    from rob_twin.twin.cli import main
+    from rob_twin.cli.main import main
 
     assert main(["replay", str(good_log), "--out", str(tmp_path / "r")]) == 0
     assert json.loads((tmp_path / "r" / "replay.json").read_text())["feedback_mismatches"] == 0

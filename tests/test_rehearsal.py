@@ -6,15 +6,15 @@ import dataclasses
 import json
 
 import pytest
-from rob_twin.controllers.names import UnknownNameError
+from rob_twin.cli.main import main
 from rob_twin.controllers.owner import ArmOwner
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.transport import CanTransport
-from rob_twin.twin.cli import main
-from rob_twin.twin.closed_loop import ClosedLoopConfig, twin_owner_config
-from rob_twin.twin.faults import FaultSpec
-from rob_twin.twin.motor_bank import default_drive_configs
+from rob_twin.models.names import UnknownNameError
+from rob_twin.twin.drives.amber_bank import default_drive_configs
 from rob_twin.twin.rehearsal import GATES, RehearsalConfig, rehearse, write_report
+from rob_twin.twin.sim.closed_loop import ClosedLoopConfig, twin_owner_config
+from rob_twin.twin.sim.faults import FaultSpec
 
 
 @pytest.fixture(scope="module")

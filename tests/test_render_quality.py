@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.twin.captions import burn_captions
-from rob_twin.twin.render_quality import (
+from rob_twin.models.errors import RobTwinError
+from rob_twin.twin.render.captions import burn_captions
+from rob_twin.twin.render.quality import (
     CHOICES,
     UnknownQualityError,
     is_software_renderer,
     offscreen_settings,
     resolve_quality,
 )
-from rob_twin.twin.scenario import Scenario
-from rob_twin.twin.scenario_schema import ScenarioError
+from rob_twin.twin.scenario.run import Scenario
+from rob_twin.twin.scenario.schema import ScenarioError
 
 
 def test_software_renderers_are_recognised():
@@ -32,7 +32,7 @@ def test_explicit_quality_wins_and_unknown_is_refused():
 
 
 def test_cli_choices_match_the_module():
-    from rob_twin.twin.cli import QUALITY_CHOICES
+    from rob_twin.cli.main import QUALITY_CHOICES
 
     assert QUALITY_CHOICES == CHOICES
 
@@ -76,7 +76,7 @@ def test_scenario_quality_field_is_validated():
 def test_fast_frames_render_without_shadows():
     import mujoco
     from rob_twin.models.loading import load_scene
-    from rob_twin.twin.video import RenderUnavailable, make_renderer
+    from rob_twin.twin.render.video import RenderUnavailable, make_renderer
 
     m = load_scene()
     try:
@@ -105,7 +105,7 @@ class _Status:
 
 
 def test_group_captions_follow_the_plan():
-    from rob_twin.twin.crossing_demo import Contrast, group_captions
+    from rob_twin.twin.scenario.crossing_demo import Contrast, group_captions
 
     contrast = Contrast(states=np.zeros((10, 3)), rate_hz=125.0, contact={2: -0.01, 3: -0.02})
     waiting = group_captions(0.1, _Status({"state": "waiting", "last": None}), contrast)
@@ -138,8 +138,8 @@ def test_group_captions_follow_the_plan():
 
 def test_the_contrast_replay_marks_contact_frames_in_red():
     from rob_twin.models.loading import CROSSING_START_KEY, keyframe_state
-    from rob_twin.twin.crossing_demo import TITLE_FRAMES, Contrast, film_contrast
-    from rob_twin.twin.video import RenderUnavailable, VideoRecorder
+    from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
+    from rob_twin.twin.scenario.crossing_demo import TITLE_FRAMES, Contrast, film_contrast
 
     model, qpos = keyframe_state(CROSSING_START_KEY)
     try:

@@ -9,13 +9,13 @@ import signal
 
 import numpy as np
 import pytest
-import rob_twin.twin.cli as cli
-import rob_twin.twin.scenario as scenario_module
+import rob_twin.cli.main as cli
+import rob_twin.twin.scenario.run as scenario_module
 from rob_twin.models import dimensions as D
-from rob_twin.twin.interrupts import stop_requests
-from rob_twin.twin.report import summarize
-from rob_twin.twin.run_folder import RunFolder, RunFolderError, write_atomic
-from rob_twin.twin.scenario import Scenario, run_scenario
+from rob_twin.twin.scenario.report import summarize
+from rob_twin.twin.scenario.run import Scenario, run_scenario
+from rob_twin.twin.scenario.run_folder import RunFolder, RunFolderError, write_atomic
+from rob_twin.twin.sim.interrupts import stop_requests
 
 REACH = (np.array(D.HOME_ARM_POSE) + 0.2).tolist()
 

@@ -1,4 +1,4 @@
-"""Kill ``python -m rob_twin.twin.cli run`` half-way (SIGINT, SIGTERM, SIGKILL): the run folder says
+"""Kill ``python -m rob_twin.cli.main run`` half-way (SIGINT, SIGTERM, SIGKILL): the run folder says
 interrupted or incomplete, and the video frames rendered so far are a playable file.
 
 Short runs with small frames: the run reports progress to ``summary.json`` about once a
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _render_or_skip() -> None:
     from rob_twin.models.loading import load_scene
-    from rob_twin.twin.video import RenderUnavailable, make_renderer
+    from rob_twin.twin.render.video import RenderUnavailable, make_renderer
 
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
@@ -46,7 +46,7 @@ def _start(
         )
     )
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "rob_twin.twin.cli", "run", str(path), "--out", str(out), "--json"]
+    cmd = [sys.executable, "-m", "rob_twin.cli.main", "run", str(path), "--out", str(out), "--json"]
     if not video:
         cmd.append("--no-video")
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from rob_twin.controllers.names import Arm
+from rob_twin.cli.main import main
 from rob_twin.models import dimensions as D
-from rob_twin.twin.cli import main
-from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.models.names import Arm
+from rob_twin.twin.sim.closed_loop import ClosedLoop
 
 HOME = list(D.HOME_ARM_POSE)
 REACH = (np.array(HOME) + 0.2).tolist()
@@ -108,7 +108,7 @@ def test_a_stream_whose_target_raises_a_typed_error_counts_it_and_goes_on():
 
 
 def test_a_blend_between_keyframes_on_a_joint_limit_never_leaves_the_limit():
-    from rob_twin.twin.scenario import Keyframe, blended_target
+    from rob_twin.twin.scenario.run import Keyframe, blended_target
 
     lo = np.array([s.lower for s in D.ARM_JOINTS])
     start = np.array(HOME)  # j7 of the home pose sits on its lower limit

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from rob_twin.cli.main import main
 from rob_twin.models import dimensions as D
-from rob_twin.twin.cli import main
 
 HOME = list(D.HOME_ARM_POSE)
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rob_twin.models.loading import load_scene
-from rob_twin.twin.faults import FaultKind, FaultSpec
-from rob_twin.twin.scenario import Scenario
-from rob_twin.twin.scenario_schema import (
+from rob_twin.twin.scenario.run import Scenario
+from rob_twin.twin.scenario.schema import (
     CAMERAS,
     FAULT_KINDS,
     FAULT_MODELS,
@@ -22,6 +21,7 @@ from rob_twin.twin.scenario_schema import (
     schema_text,
     validate_faults,
 )
+from rob_twin.twin.sim.faults import FaultKind, FaultSpec
 
 EXAMPLES = sorted(p for p in SCHEMA_PATH.parent.glob("*.json") if p != SCHEMA_PATH)
 
@@ -29,7 +29,7 @@ EXAMPLES = sorted(p for p in SCHEMA_PATH.parent.glob("*.json") if p != SCHEMA_PA
 def test_the_committed_schema_is_the_generated_one():
     assert SCHEMA_PATH.read_text() == schema_text(), (
         "experiments/scenarios/scenario.schema.json is stale: "
-        "python -m rob_twin.twin.scenario_schema --write"
+        "python -m rob_twin.twin.scenario.schema --write"
     )
 
 
@@ -100,7 +100,7 @@ def test_fault_lists_from_the_rehearse_command_use_the_same_checks():
 
 
 def test_schema_cli_check_flags_a_stale_file(tmp_path, monkeypatch):
-    import rob_twin.twin.scenario_schema as schema
+    import rob_twin.twin.scenario.schema as schema
 
     stale = tmp_path / "scenario.schema.json"
     stale.write_text("{}\n")

@@ -7,7 +7,7 @@ import time
 
 import can
 import pytest
-from rob_twin.twin.socketcand import SocketcandError, SocketcandServer, format_frame, parse_send
+from rob_twin.twin.bus.socketcand import SocketcandError, SocketcandServer, format_frame, parse_send
 
 
 def test_send_and_frame_messages_round_trip():
@@ -112,7 +112,7 @@ class _StalledServer(SocketcandServer):
 
 @pytest.mark.parametrize("graceful", [True, False])
 def test_closing_a_client_loses_no_frame_the_server_has_not_read_yet(graceful):
-    from rob_twin.twin.host_process import close_bus
+    from rob_twin.twin.bus.host_process import close_bus
 
     frames = 600  # ~15 kB: more than the server takes in one read
     with _StalledServer(["CANT3"], port=0) as srv:

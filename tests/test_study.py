@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from rob_twin.cli.main import main
 from rob_twin.experiments.study import LocalBackend, StudySpecError, replay_row, run_study
 from rob_twin.experiments.study import worker as study_worker
 from rob_twin.experiments.study.runner import comparable
 from rob_twin.experiments.study.spec import load_spec, parse_spec
 from rob_twin.experiments.study.store import StudyOutputError, read_rows
 from rob_twin.experiments.study.tasks import context, expand, task_for_row
-from rob_twin.twin.cli import main
 
 DATA = Path(__file__).parent / "data" / "study"
 TINY = {

@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from rob_twin.cli.main import main
 from rob_twin.experiments.sweep import SweepInputError, run_sweep
 from rob_twin.experiments.sweep.figures import compare, flatten
-from rob_twin.twin.cli import main
 
 SWEEP = Path(__file__).parent / "data" / "sweep"
 

@@ -65,7 +65,7 @@ def teleop_server():
         [
             sys.executable,
             "-m",
-            "rob_twin.twin.cli",
+            "rob_twin.cli.main",
             "teleop",
             "--no-viewer",
             "--port",

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.controllers.names import Arm, group_arms
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm, group_arms
 from rob_twin.planners.collision import CollisionChecker
-from rob_twin.twin.closed_loop import ClosedLoop
+from rob_twin.twin.sim.closed_loop import ClosedLoop
 from rob_twin.twin.teleop.clutch import ClutchEvent, HandClutch
 from rob_twin.twin.teleop.controller import TeleopController
 from rob_twin.twin.teleop.messages import Hello, InputFrame, TeleopMessageError, parse_message

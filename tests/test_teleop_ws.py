@@ -8,8 +8,8 @@ import asyncio
 import json
 
 import numpy as np
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import Mode
+from rob_twin.models.names import Arm
 from rob_twin.twin.teleop.server import ServerConfig
 from teleop_support import (
     TEST_INPUT_TIMEOUT_S,

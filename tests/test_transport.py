@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from rob_twin.controllers.codec import decode_command, encode_feedback
 from rob_twin.controllers.errors import TransportClosedError, TransportConfigError
-from rob_twin.controllers.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
 from rob_twin.controllers.publish import PublishOutcome, SamplePublisher
 from rob_twin.controllers.transport import CanTransport, TransportConfig, default_config
+from rob_twin.models.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
 
 SAMPLE = np.array([0.1, -0.2, 0.3, 0.4, -0.5, 0.6, -0.7])
 

@@ -7,12 +7,12 @@ import threading
 
 import numpy as np
 import pytest
-from rob_twin.controllers.names import Arm
+from rob_twin.cli.main import main
 from rob_twin.models import dimensions as D
-from rob_twin.twin.cli import main
-from rob_twin.twin.scenario import Scenario, ScenarioError, run_scenario
-from rob_twin.twin.scheduler import Scheduler, SchedulerError
-from rob_twin.twin.twin import ThreadOwnershipError, Twin, TwinConfig
+from rob_twin.models.names import Arm
+from rob_twin.twin.scenario.run import Scenario, ScenarioError, run_scenario
+from rob_twin.twin.sim.scheduler import Scheduler, SchedulerError
+from rob_twin.twin.sim.twin import ThreadOwnershipError, Twin, TwinConfig
 
 
 def test_scheduler_runs_each_task_at_its_own_rate():
@@ -140,7 +140,7 @@ def test_experiment_unknown_name_lists_valid(capsys):
 
 
 def test_headless_render_smoke(tmp_path):
-    from rob_twin.twin.video import RenderUnavailable, VideoRecorder
+    from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
 
     twin = Twin()
     try:

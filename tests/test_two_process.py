@@ -17,8 +17,8 @@ from pathlib import Path
 
 import can
 import pytest
-from rob_twin.twin.bank_process import control
-from rob_twin.twin.host_process import HostConfig, HostError, run_host
+from rob_twin.twin.bus.bank_process import control
+from rob_twin.twin.bus.host_process import HostConfig, HostError, run_host
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 90.0
@@ -31,7 +31,7 @@ def bank(tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "rob_twin.twin.cli",
+            "rob_twin.cli.main",
             "bank",
             "--host",
             "127.0.0.1",
@@ -184,7 +184,7 @@ def test_socketcan_vcan0_when_the_host_has_it():
         [
             sys.executable,
             "-m",
-            "rob_twin.twin.cli",
+            "rob_twin.cli.main",
             "bank",
             "--interface",
             "socketcan",
@@ -220,9 +220,9 @@ def test_socketcan_vcan0_when_the_host_has_it():
 
 
 def test_a_recording_plays_onto_the_live_bank(bank, tmp_path):
-    from rob_twin.twin.cli import main
-    from rob_twin.twin.closed_loop import ClosedLoop
-    from rob_twin.twin.recording import TrafficRecorder
+    from rob_twin.cli.main import main
+    from rob_twin.twin.bus.recording import TrafficRecorder
+    from rob_twin.twin.sim.closed_loop import ClosedLoop
 
     path = tmp_path / "short.log"
     with ClosedLoop() as lp:

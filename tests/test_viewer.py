@@ -22,7 +22,10 @@ pytestmark = pytest.mark.skipif(
 
 def test_viewer_opens_and_exits_with_code_0_under_xvfb():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    code = "from rob_twin.twin.viewer import view; raise SystemExit(view(None, max_wall_s=0.5))"
+    code = (
+        "from rob_twin.twin.viewer.session import view; "
+        "raise SystemExit(view(None, max_wall_s=0.5))"
+    )
     for _ in range(RUNS):
         run = subprocess.run(
             ["xvfb-run", "-a", sys.executable, "-c", code],

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rob_twin.controllers.names import Arm, UnknownNameError
-from rob_twin.twin.scenario import Scenario, scenario_loop
-from rob_twin.twin.scenario_plans import PlanRunner
-from rob_twin.twin.viewer_keys import (
+from rob_twin.models.names import Arm, UnknownNameError
+from rob_twin.twin.scenario.plan_steps import PlanRunner
+from rob_twin.twin.scenario.run import Scenario, scenario_loop
+from rob_twin.twin.viewer.keys import (
     KEY_END,
     KEY_F8,
     KEY_F9,
@@ -22,7 +22,7 @@ from rob_twin.twin.viewer_keys import (
     ViewerControls,
     key_code,
 )
-from rob_twin.twin.viewer_status import StatusBoard
+from rob_twin.twin.viewer.status import StatusBoard
 
 CROSSING = Path(__file__).resolve().parents[1] / "experiments" / "scenarios" / "crossing_plan.json"
 

@@ -35,7 +35,7 @@ def test_scripted_stop_under_xvfb_stops_both_owners_and_writes_a_screenshot():
         "-screen 0 800x600x24",
         sys.executable,
         "-m",
-        "rob_twin.twin.cli",
+        "rob_twin.cli.main",
         "view",
         "experiments/scenarios/crossing_plan.json",
         "--press",

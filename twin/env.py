@@ -1,8 +1,10 @@
 """ROB as a ``dm_env.Environment`` for policies, on ``dm_control.mujoco.Physics``.
 
 Actions do not write ``ctrl``: each ``step`` submits the arm joint targets to the two arm
-owners (``rob_twin.twin.closed_loop``: owner -> Ruckig -> codec -> simulated CAN -> drives), and the
-base command to the tracked base drive (``rob_twin.twin.base_drive``, which stops the base when an
+owners (``rob_twin.twin.sim.closed_loop``: owner -> Ruckig -> codec -> simulated CAN -> drives),
+and the
+base command to the tracked base drive (``rob_twin.twin.base.tread_drive``, which stops the base
+when an
 owner faults or stops), then advances the lockstep closed loop by one control period.
 
 Action (float64, ``ACTION_NAMES`` order): RIGHT arm j1..j7 and LEFT arm j1..j7 joint
@@ -39,18 +41,18 @@ import dm_env
 import numpy as np
 from dm_control import mujoco as dm_mujoco
 from dm_env import specs
-from rob_twin.controllers.errors import InvalidValueError, UnknownNameError
-from rob_twin.controllers.names import Arm, arm_joints
 from rob_twin.controllers.owner import Mode
 from rob_twin.models import dimensions as D
+from rob_twin.models.errors import InvalidValueError, UnknownNameError
 from rob_twin.models.loading import SCENE_PATH, apply_home
-from rob_twin.twin.base_drive import BaseDrive
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.models.names import Arm, arm_joints
+from rob_twin.twin.base.lidar import LidarPair
+from rob_twin.twin.base.odometry import Odometry, OdometryConfig
+from rob_twin.twin.base.scan_merge import ScanMerger, mounts_from_model
+from rob_twin.twin.base.tread_drive import BaseDrive
 from rob_twin.twin.errors import TwinInputError
-from rob_twin.twin.lidar import LidarPair
-from rob_twin.twin.odometry import Odometry, OdometryConfig
-from rob_twin.twin.scan_merge import ScanMerger, mounts_from_model
-from rob_twin.twin.twin import Twin, TwinConfig
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 SENSORS = ("feedback", "commanded", "modes", "base", "scan", "camera")
 MODES = tuple(m.value for m in Mode)
@@ -136,7 +138,7 @@ class RobEnv(dm_env.Environment):
             self.merger = ScanMerger(mounts_from_model(model)).attach(self.lidars)
             self.merger.subscribers.append(self._on_scan)
         if "camera" in self.config.sensors:
-            from rob_twin.twin.head_camera import HeadCamera
+            from rob_twin.twin.base.head_camera import HeadCamera
 
             if self._camera is not None:
                 self._camera.close()

@@ -1,6 +1,6 @@
 """Typed errors of the twin layer that have no more specific home.
 
-Each derives from ``rob_twin.controllers.errors.RobTwinError`` and from ``ValueError`` (callers that
+Each derives from ``rob_twin.models.errors.RobTwinError`` and from ``ValueError`` (callers that
 catch ``ValueError`` keep working) through ``InvalidValueError``: the message names the
 field, the value and what is valid.
 The twin's other errors live next to their concept (``ScenarioError`` in ``scenario``,
@@ -9,7 +9,7 @@ The twin's other errors live next to their concept (``ScenarioError`` in ``scena
 
 from __future__ import annotations
 
-from rob_twin.controllers.errors import InvalidValueError
+from rob_twin.models.errors import InvalidValueError
 
 
 class TwinInputError(InvalidValueError):

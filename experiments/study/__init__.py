@@ -6,7 +6,7 @@ resumable row table (``store``) and reported with plots (``report``). Entry poin
 
 from __future__ import annotations
 
-from rob_twin.controllers.lazy_exports import lazy_exports
+from rob_twin.models.lazy_exports import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,

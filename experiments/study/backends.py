@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from rob_twin.controllers.errors import RobTwinError
 from rob_twin.experiments.study.tasks import StudyContext, Task
 from rob_twin.experiments.study.worker import run_task, task_row
+from rob_twin.models.errors import RobTwinError
 
 OnRow = Callable[[dict], None]
 

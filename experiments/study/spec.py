@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from rob_twin.controllers.errors import InvalidValueError
-from rob_twin.controllers.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.errors import InvalidValueError
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 
 ARM_NAMES = tuple(a.value for a in Arm)
 BUILTIN_MODEL = "rob"

@@ -10,9 +10,9 @@ import json
 import os
 from pathlib import Path
 
-from rob_twin.controllers.errors import RobTwinError
 from rob_twin.experiments.study.spec import StudySpec
 from rob_twin.experiments.study.worker import COLUMNS
+from rob_twin.models.errors import RobTwinError
 
 INT_COLUMNS = {"row", "pair", "goal_seed", "plan_seed", "repairs", "worker"}
 TEXT_COLUMNS = {"status", "reason", "error", "goals"}

@@ -14,10 +14,10 @@ import time
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.names import arm_joints
 from rob_twin.experiments.goal_pairs import goal_pairs
 from rob_twin.experiments.study.tasks import StudyContext, Task
 from rob_twin.models.loading import SCENE_PATH, apply_keyframe, load_scene
+from rob_twin.models.names import arm_joints
 from rob_twin.planners.collision import CollisionConfig
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.search import SearchConfig

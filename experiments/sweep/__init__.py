@@ -3,7 +3,7 @@ compared with its stored baseline (``runner``; what is compared and how: ``figur
 
 from __future__ import annotations
 
-from rob_twin.controllers.lazy_exports import lazy_exports
+from rob_twin.models.lazy_exports import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__, {"rob_twin.experiments.sweep.runner": ("SweepInputError", "run_sweep")}

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from rob_twin.controllers.errors import RobTwinError
 from rob_twin.experiments.output import markdown_table, write_json
 from rob_twin.experiments.sweep.figures import DEFAULT_TOLERANCE, compare, run_figures
+from rob_twin.models.errors import RobTwinError
 from tqdm import tqdm
 
 
@@ -24,8 +24,8 @@ class SweepInputError(RobTwinError, ValueError):
 
 def run_one(path: str, out_dir: str) -> dict:
     """Run scenario ``path`` headless (no video): {"name", "figures", "wall_s"} or {"error"}."""
-    from rob_twin.twin.report import summarize
-    from rob_twin.twin.scenario import Scenario, run_scenario
+    from rob_twin.twin.scenario.report import summarize
+    from rob_twin.twin.scenario.run import Scenario, run_scenario
 
     t0 = time.perf_counter()
     name = Path(path).stem

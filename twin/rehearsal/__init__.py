@@ -1,6 +1,6 @@
 """Pre-commissioning rehearsal: the gates the seeds list before real motors are streamed.
 
-Each gate builds fresh closed loops (``rob_twin.twin.closed_loop``) from one base configuration,
+Each gate builds fresh closed loops (``rob_twin.twin.sim.closed_loop``) from one base configuration,
 provokes what it must check, and returns a verdict with measured figures (simulated
 seconds, radians). A base configuration carrying a wiring or installation fault
 (swapped buses, a wrong sign, a second writer) must make the matching gate fail:

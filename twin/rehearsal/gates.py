@@ -1,4 +1,5 @@
-"""The rehearsal gates: each builds fresh closed loops (``rob_twin.twin.closed_loop``) from one base
+"""The rehearsal gates: each builds fresh closed loops (``rob_twin.twin.sim.closed_loop``) from one
+base
 configuration, provokes what it must check, and returns a verdict with measured figures
 (simulated seconds, radians). Nothing here touches hardware (hardware_io: false).
 """
@@ -6,17 +7,18 @@ configuration, provokes what it must check, and returns a verdict with measured 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from rob_twin.controllers.names import Arm, tcp_site
 from rob_twin.controllers.owner import FaultKind as OwnerFault
 from rob_twin.controllers.owner import Mode
-from rob_twin.twin.bus_budget import BusBudgetConfig, gate_bus_budget
-from rob_twin.twin.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.faults import FaultSpec
+from rob_twin.models.names import BUS_MAPPING, Arm, tcp_site
+from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.rehearsal.targets import HOME, wave_source
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.faults import FaultSpec
 
 ARMS = (Arm.RIGHT, Arm.LEFT)
 # A move that is unique per joint (+0.02 rad * j): any swapped joint, arm or sign shows.
@@ -59,7 +61,7 @@ class RehearsalConfig:
     of the moving-retargets gate; retarget_duration_s: simulated seconds per rate;
     signature_tolerance_rad: allowed error of each joint's signature move [rad];
     stop_margin_rad: servo-lag allowance on top of the braking distance [rad];
-    bus_budget: the bus and rates of the bus-budget gate (``rob_twin.twin.bus_budget``);
+    bus_budget: the bus and rates of the bus-budget gate (``rob_twin.twin.bus.budget``);
     stale_feedback_latch_max_s: the longest a host may take to latch frozen feedback [s], a
     requirement of its own so that a host configured with a lax timeout fails the gate."""
 
@@ -532,6 +534,35 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
     )
 
 
+def gate_bus_budget(cfg: RehearsalConfig) -> GateResult:
+    """Rehearsal gate: every arm bus fits ROB's streaming at the rehearsal's rates."""
+    b: BusBudgetConfig = cfg.bus_budget
+    cmd_hz = b.command_rate_hz or cfg.base.owner_rate_hz
+    fb_hz = b.feedback_rate_hz or cfg.base.feedback_rate_hz
+    rows = [bus_budget(b, cmd_hz, fb_hz, BUS_MAPPING[arm].channel) for arm in Arm]
+    passed = all(r["fits"] for r in rows)
+    worst = max(rows, key=lambda r: (r["offered_load"], r["worst_command_to_drive_us"] or math.inf))
+    detail = (
+        ""
+        if passed
+        else (
+            f"{worst['bus']} at {worst['config']}: {b.joints} joints x {cmd_hz:g} Hz commands + "
+            f"{fb_hz:g} Hz feedback offer load {worst['offered_load']:.3f} (allowed {b.max_load}), "
+            f"worst command-to-drive {worst['worst_command_to_drive_us']} us "
+            f"(period {worst['command_period_us']} us), {worst['frames_refused']} frames refused"
+        )
+    )
+    return GateResult(
+        "bus_budget",
+        passed,
+        {"cases": [{**r, "passed": r["fits"]} for r in rows]},
+        f"each arm bus carries {b.joints} joints x the command rate plus feedback at its rate "
+        f"with load <= {b.max_load} and every sample on the drives within one command period "
+        "(worst-case stuffing unless configured)",
+        detail,
+    )
+
+
 GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "exclusive_output": gate_exclusive_output,
     "units_and_references": gate_units_and_references,
@@ -545,9 +576,9 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 
 def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
     """The gate profile of the base configuration's robot (Damiao:
-    ``rob_twin.twin.damiao_rehearsal``)."""
+    ``rob_twin.twin.rehearsal.damiao``)."""
     if cfg.base.robot == "openarm":
-        from rob_twin.twin.damiao_rehearsal import DAMIAO_GATES
+        from rob_twin.twin.rehearsal.damiao import DAMIAO_GATES
 
         return DAMIAO_GATES
     return GATES

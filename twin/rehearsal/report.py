@@ -1,13 +1,14 @@
 """The rehearsal's report: ``rehearsal.json``, ``rehearsal.md`` and ``stopping.png``
-(simulated; written with the project's report helpers in ``rob_twin.twin.report``)."""
+(simulated; written with the project's report helpers in ``rob_twin.twin.scenario.report``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-from rob_twin.twin.report import EVIDENCE, json_default, markdown_table, save_png
-from rob_twin.twin.run_folder import write_atomic, write_json_atomic
+from rob_twin.twin.render.figures import save_png
+from rob_twin.twin.scenario.report import EVIDENCE, json_default, markdown_table
+from rob_twin.twin.scenario.run_folder import write_atomic, write_json_atomic
 
 
 def stop_plot(report: dict, path: Path) -> Path | None:

@@ -6,14 +6,14 @@ import dataclasses
 import sys
 
 from rob_twin.twin.rehearsal.gates import RehearsalConfig, default_config, gates_for
-from rob_twin.twin.report import EVIDENCE
+from rob_twin.twin.scenario.report import EVIDENCE
 
 
 def rehearse(
     cfg: RehearsalConfig | None = None, gates: list[str] | None = None, progress: bool = False
 ) -> dict:
     """Run the gates (all by default); return the report dict (``hardware_io: false``)."""
-    from rob_twin.controllers.names import UnknownNameError
+    from rob_twin.models.names import UnknownNameError
 
     cfg = cfg or default_config()
     table = gates_for(cfg)

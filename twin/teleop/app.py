@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from rob_twin.controllers.names import Arm, gripper_actuator, group_arms
+from rob_twin.models.names import Arm, gripper_actuator, group_arms
 from rob_twin.planners.collision import CollisionChecker, CollisionConfig
 from rob_twin.twin.teleop.controller import TeleopConfig, TeleopController
 from rob_twin.twin.teleop.safety import ArmSafetyFilter, SafetyConfig
@@ -59,7 +59,7 @@ class HeadCamera:
         self._renderer = None
         try:
             import mujoco
-            from rob_twin.controllers.names import HEAD_CAMERA
+            from rob_twin.models.names import HEAD_CAMERA
 
             self._renderer = mujoco.Renderer(model, size[1], size[0])
             self._camera = HEAD_CAMERA
@@ -130,7 +130,7 @@ class TeleopApp:
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
-        from rob_twin.twin.scenario import Scenario, demo_scenario, scenario_loop
+        from rob_twin.twin.scenario.run import Scenario, demo_scenario, scenario_loop
 
         sc = Scenario.load(self.config.scenario) if self.config.scenario else demo_scenario()
         self.loop = loop = scenario_loop(sc)
@@ -249,8 +249,8 @@ def _actuator_id(model, name: str) -> int:
 
 
 def _torso_angle(loop) -> float:
-    from rob_twin.controllers.names import TORSO_JOINT
     from rob_twin.models.loading import joint_qpos_index
+    from rob_twin.models.names import TORSO_JOINT
 
     return float(loop.twin.data.qpos[joint_qpos_index(loop.twin.model, TORSO_JOINT)])
 

@@ -15,7 +15,7 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from rob_twin.controllers.errors import RobTwinError
+from rob_twin.models.errors import RobTwinError
 
 DEFAULT_CERT_DIR = Path.home() / ".cache" / "rob-twin" / "teleop"
 

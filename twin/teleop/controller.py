@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from rob_twin.controllers.errors import RobTwinError
 from rob_twin.controllers.lease import Lease
-from rob_twin.controllers.names import Arm
 from rob_twin.controllers.owner import ArmOwner, Mode
 from rob_twin.controllers.target import ArmTarget
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm
 from rob_twin.twin.teleop.clutch import ClutchConfig, ClutchEvent, HandClutch
 from rob_twin.twin.teleop.messages import Hello, InputFrame, ResetRequest
 from rob_twin.twin.teleop.safety import ArmSafetyFilter

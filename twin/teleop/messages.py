@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from rob_twin.controllers.errors import RobTwinError
-from rob_twin.controllers.names import Arm
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 4096  # an input frame for two hands is about 400 bytes

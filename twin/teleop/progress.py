@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from rob_twin.controllers.errors import RobTwinError
+from rob_twin.models.errors import RobTwinError
 
 
 class ProgressTimeout(RobTwinError, TimeoutError):

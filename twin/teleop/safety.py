@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-from rob_twin.controllers.names import Arm
+from rob_twin.models.names import Arm
 from rob_twin.planners.collision import CheckSession
 from rob_twin.planners.goal_checks import GoalCheckConfig, check_goal
 from rob_twin.planners.ik import IKSolver

@@ -18,7 +18,7 @@ import math
 import time
 
 import numpy as np
-from rob_twin.controllers.names import Arm
+from rob_twin.models.names import Arm
 from rob_twin.twin.teleop.messages import encode
 
 

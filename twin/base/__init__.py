@@ -1,0 +1,1 @@
+"""The tracked base and its sensing: tread drive, odometry, lidars, scan merging, head camera."""

@@ -1,0 +1,343 @@
+"""``rob-twin host``: ROB's host stack (owners + codec + CanTransport) on a real python-can
+interface.
+
+The same ``ArmDriver`` / ``CanTransport`` code as in the lockstep twin, driven by the
+wall clock at the owners' rate against drives it did not start: ``rob-twin bank`` over
+socketcand (default, 127.0.0.1), SocketCAN, or anything python-can opens.
+
+Start-up: connect (a bounded TCP check first, so a missing bank is an error in
+``connect_timeout_s``, not python-can's 10 s retry), wait up to
+``feedback_timeout_s`` for feedback from all seven joints of each arm (their positions
+become the owners' initial commanded state), then tick every ``1/rate_hz`` s:
+stream targets (``wave``: a smooth motion around the start; ``hold``: the start pose),
+``stop_after_s`` calls Stop, ``seconds`` ends the run. With ``ping_hz`` the host also
+sends a ping frame the bank answers at once (a twin-only diagnostic id), to measure
+the round trip through the bank process.
+
+Report: per arm the owner's mode and fault, samples published, frames sent and
+feedback received; tick jitter (actual tick interval minus the period) and ping round
+trip as p50/p99/max in microseconds. ``on_ready`` is called once streaming starts.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import can
+import numpy as np
+from rob_twin.controllers.arm_driver import ArmDriver
+from rob_twin.controllers.clock import MonotonicClock
+from rob_twin.controllers.codec import decode_feedback
+from rob_twin.controllers.target import ArmTarget
+from rob_twin.controllers.transport import TransportConfig
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.twin.bus.bank_process import PING_ID, PONG_ID
+from rob_twin.twin.bus.socketcand import LOCALHOST
+from rob_twin.twin.bus.timing import percentiles_us
+from rob_twin.twin.sim.closed_loop import twin_owner_config
+
+STREAMS = ("wave", "hold")
+BOUND_MARGIN_RAD = 0.002
+PING_POLL_S = 0.0005
+
+
+class HostError(RobTwinError):
+    """The host cannot reach its drives (no bank, unknown channel, no feedback)."""
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """interface/host/port: where the drives are (socketcand on 127.0.0.1 by default);
+    channels: {arm: channel}; arms: which arms to drive; rate_hz: owner tick rate;
+    seconds: run length [s]; stream: 'wave' or 'hold'; stop_after_s: call Stop then
+    (None: never); feedback_timeout_s: owner feedback supervision [s];
+    late_tick_periods: owner late-tick threshold (a loaded desktop needs slack);
+    ping_hz: round-trip probes per second (0: none); publish_deadline_s: a sample's seven
+    writes must finish within this (a TCP link on a shared desktop is no real-time bus:
+    the default is 20 ms, where SocketCAN on a real-time host would use the period)."""
+
+    interface: str = "socketcand"
+    host: str = LOCALHOST
+    port: int = 29536
+    channels: dict = field(default_factory=lambda: {a.value: BUS_MAPPING[a].channel for a in Arm})
+    arms: tuple[str, ...] = ("right", "left")
+    rate_hz: float = 200.0
+    seconds: float = 3.0
+    stream: str = "wave"
+    stop_after_s: float | None = None
+    connect_timeout_s: float = 3.0
+    startup_feedback_timeout_s: float = 3.0
+    feedback_timeout_s: float = 0.5
+    late_tick_periods: float = 10.0
+    ping_hz: float = 0.0
+    publish_deadline_s: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.stream not in STREAMS:
+            raise HostError(f"stream {self.stream!r} is not one of {STREAMS}")
+        if not (self.rate_hz > 0 and self.seconds > 0):
+            raise HostError(f"rate_hz {self.rate_hz!r} and seconds {self.seconds!r} must be > 0")
+
+
+def open_bus(cfg: HostConfig, channel: str) -> can.BusABC:
+    """The host's python-can bus on ``channel``; HostError (bounded in time) if unreachable."""
+    if cfg.interface == "socketcand":
+        try:
+            socket.create_connection((cfg.host, cfg.port), timeout=cfg.connect_timeout_s).close()
+        except OSError as err:
+            raise HostError(
+                f"no socketcand server (rob-twin bank) at {cfg.host}:{cfg.port}: {err}"
+            ) from None
+        try:
+            return can.Bus(
+                interface="socketcand",
+                channel=channel,
+                host=cfg.host,
+                port=cfg.port,
+                tcp_tune=True,
+                receive_own_messages=False,
+            )
+        except can.CanError as err:
+            raise HostError(
+                f"socketcand server {cfg.host}:{cfg.port} refused channel {channel!r}: {err}"
+            ) from None
+    try:
+        return can.Bus(interface=cfg.interface, channel=channel, receive_own_messages=False)
+    except (OSError, can.CanError, ImportError, ValueError) as err:
+        raise HostError(f"cannot open {cfg.interface} channel {channel!r}: {err}") from None
+
+
+def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.ndarray:
+    """Joint positions [rad] once all seven joints sent feedback; HostError after ``timeout_s``."""
+    seen: dict[int, float] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(seen) < JOINTS_PER_ARM:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise HostError(
+                f"no feedback from joints {sorted(set(range(1, 8)) - set(seen))} on "
+                f"{channel} within {timeout_s} s: is the bank running and wired?"
+            )
+        msg = bus.recv(timeout=min(left, 0.1))
+        if msg is not None and msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
+            fb = decode_feedback(msg.arbitration_id, msg.data)
+            seen[fb.joint] = fb.position_rad
+    return np.array([seen[j] for j in range(1, JOINTS_PER_ARM + 1)])
+
+
+def wave_around(
+    start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray
+) -> Callable[[float], np.ndarray]:
+    """A smooth motion of every joint around ``start`` (0.15 rad, 0.3-0.5 Hz), inside [lo, hi]."""
+    freq = 0.3 + 0.03 * np.arange(7)
+    phase = 0.7 * np.arange(7) + k
+    shape = np.array([1, 1, 1, -1, 1, 0.5, 1]) * 0.15
+    return lambda t: np.clip(
+        start + shape * (np.sin(2 * math.pi * freq * t + phase) - np.sin(phase)), lo, hi
+    )
+
+
+def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dict:
+    arms = [Arm.parse(a) for a in cfg.arms]
+    clock = MonotonicClock()
+    period = 1.0 / cfg.rate_hz
+    owner_cfg = twin_owner_config(period)
+    from dataclasses import replace
+
+    owner_cfg = replace(
+        owner_cfg,
+        feedback_timeout_s=cfg.feedback_timeout_s,
+        late_tick_periods=cfg.late_tick_periods,
+    )
+    buses: dict[Arm, PongTap] = {}
+    drivers: dict[Arm, ArmDriver] = {}
+    try:
+        for arm in arms:
+            buses[arm] = PongTap(open_bus(cfg, cfg.channels[arm.value]))
+        lo = np.array(owner_cfg.position_lower) + BOUND_MARGIN_RAD
+        hi = np.array(owner_cfg.position_upper) - BOUND_MARGIN_RAD
+        # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
+        # hair beyond it: the owners start from the measured pose clipped inside the bounds
+        start = {
+            arm: np.clip(
+                wait_for_feedback(
+                    buses[arm], cfg.startup_feedback_timeout_s, cfg.channels[arm.value]
+                ),
+                lo,
+                hi,
+            )
+            for arm in arms
+        }
+        for arm in arms:
+            tcfg = TransportConfig(
+                arm=arm,
+                interface=cfg.interface,
+                channel=cfg.channels[arm.value],
+                publish_deadline_s=cfg.publish_deadline_s,
+            )
+            drivers[arm] = ArmDriver.create(arm, clock, start[arm], owner_cfg, tcfg, bus=buses[arm])
+        sources = {
+            arm: (
+                wave_around(start[arm], k, lo, hi)
+                if cfg.stream == "wave"
+                else (lambda t, q=start[arm]: q)
+            )
+            for k, arm in enumerate(arms)
+        }
+        leases = {arm: drivers[arm].owner.grant_lease("rob-twin host", 1.0) for arm in arms}
+        seq = dict.fromkeys(arms, 0)
+        pings: dict[int, float] = {}
+        rtt: list[float] = []
+        intervals: list[float] = []
+        stopped_at = None
+        if on_ready is not None:
+            on_ready()
+        t0 = time.monotonic()
+        next_tick, last_tick, next_ping, k_ping = t0, None, t0, 0
+        while True:
+            now = time.monotonic()
+            if now - t0 >= cfg.seconds:
+                break
+            while (
+                now < next_tick
+            ):  # wait; with pings on, keep reading so a pong is timed on arrival
+                if cfg.ping_hz > 0:
+                    for drv in drivers.values():
+                        drv.transport.poll_feedback()
+                    time.sleep(min(PING_POLL_S, max(0.0, next_tick - now)))
+                else:
+                    time.sleep(next_tick - now)
+                now = time.monotonic()
+            if last_tick is not None:
+                intervals.append(now - last_tick)
+            last_tick = now
+            next_tick += period
+            t = now - t0
+            if cfg.stop_after_s is not None and t >= cfg.stop_after_s and stopped_at is None:
+                for arm in arms:
+                    drivers[arm].owner.stop()
+                stopped_at = t
+            for arm in arms:
+                drv = drivers[arm]
+                if stopped_at is None:
+                    renewed = drv.owner.authority.renew(leases[arm], 1.0)
+                    leases[arm] = renewed or drv.owner.grant_lease("rob-twin host", 1.0)
+                    seq[arm] += 1
+                    drv.owner.submit(
+                        ArmTarget(
+                            arm=arm,
+                            positions_rad=sources[arm](t),
+                            sequence=seq[arm],
+                            generation=drv.owner.generation,
+                            lease=leases[arm],
+                        )
+                    )
+                drv.tick()
+            if cfg.ping_hz > 0 and now >= next_ping:
+                next_ping += 1.0 / cfg.ping_hz
+                k_ping += 1
+                pings[k_ping & 0xFFFF] = time.monotonic()
+                bus = buses[arms[0]]
+                bus.send(
+                    can.Message(
+                        arbitration_id=PING_ID,
+                        is_extended_id=False,
+                        data=(k_ping & 0xFFFF).to_bytes(2, "big"),
+                    )
+                )
+        rtt = [t - pings[k] for tap in buses.values() for k, t in tap.pongs.items() if k in pings]
+        arms_report = {}
+        for arm in arms:
+            drv = drivers[arm]
+            o, tc = drv.owner, drv.transport.counters
+            pos = drv.measured_positions()
+            arms_report[arm.value] = {
+                "mode": o.mode.value,
+                "fault": o.fault.value if o.fault else None,
+                "fault_reason": o.fault_reason,
+                "samples_published": o.stats.published,
+                "frames_sent": tc.frames_sent,
+                "feedback_frames": tc.feedback_frames,
+                "foreign_command_frames": tc.foreign_command_frames,
+                "start_rad": np.round(start[arm], 5).tolist(),
+                "measured_rad": None if pos is None else np.round(pos, 5).tolist(),
+                "max_travel_rad": None
+                if pos is None
+                else round(float(np.abs(pos - start[arm]).max()), 5),
+            }
+        jitter = [abs(x - period) for x in intervals]
+        return {
+            "hardware_io": False,
+            "evidence_class": "simulated drives, real processes",
+            "interface": cfg.interface,
+            "endpoint": f"{cfg.host}:{cfg.port}",
+            "rate_hz": cfg.rate_hz,
+            "seconds": cfg.seconds,
+            "stream": cfg.stream,
+            "stopped_at_s": stopped_at,
+            "ticks": len(intervals) + 1,
+            "tick_jitter": percentiles_us(jitter),
+            "ping_round_trip": percentiles_us(rtt),
+            "pings_sent": len(pings),
+            "arms": arms_report,
+        }
+    finally:
+        for drv in drivers.values():
+            drv.close()
+        for bus in buses.values():
+            close_bus(bus)
+
+
+def close_bus(bus: can.BusABC, drain_timeout_s: float = 2.0) -> None:
+    """Shut ``bus`` down without losing the frames it sent.
+
+    A TCP socket closed while frames from its peer sit unread in it is reset (RST), not
+    closed, and the reset makes the peer's kernel drop what it has received but not yet
+    handed to its application: on a loaded machine the last frames a host or a replay
+    sent to the bank vanished. For a socketcand bus the sending side is half-closed
+    first; the server reads everything, then closes its side, and meanwhile what it
+    still sends is read and dropped (at most ``drain_timeout_s`` [s])."""
+    inner = bus._inner if isinstance(bus, PongTap) else bus
+    sock = getattr(inner, "_SocketCanDaemonBus__socket", None)  # python-can keeps it private
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + drain_timeout_s
+            while (left := deadline - time.monotonic()) > 0:
+                sock.settimeout(min(left, 0.2))
+                try:
+                    if not sock.recv(65536):
+                        break  # the server read everything and closed its side
+                except TimeoutError:
+                    continue
+        except OSError:
+            pass  # already closed or reset: nothing more to save
+    bus.shutdown()
+
+
+class PongTap(can.BusABC):
+    """The host's bus, noting when each pong arrives (the transport still sees every frame)."""
+
+    def __init__(self, inner: can.BusABC):
+        self._inner = inner
+        self.pongs: dict[int, float] = {}
+        super().__init__(channel=inner.channel_info)
+        self.channel_info = inner.channel_info
+
+    def _recv_internal(self, timeout: float | None):
+        msg = self._inner.recv(timeout=timeout)
+        if msg is not None and msg.arbitration_id == PONG_ID and len(msg.data) >= 2:
+            self.pongs.setdefault(int.from_bytes(bytes(msg.data[:2]), "big"), time.monotonic())
+        return msg, False
+
+    def send(self, msg: can.Message, timeout: float | None = None) -> None:
+        self._inner.send(msg, timeout=timeout)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+        super().shutdown()

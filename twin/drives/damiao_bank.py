@@ -1,0 +1,213 @@
+"""The simulated Damiao motor bank: seven MIT-mode drives per arm, one CAN bus per arm.
+
+The sibling of ``rob_twin.twin.drives.amber_bank.MotorBank`` (Amber position drives) with the same
+surface (``service``, ``emit_feedback``, ``drives_of``, ``wiring``, ``close``), so the
+closed loop can hold either. Every physics step ``service(now, dt)``: apply the drive
+faults in force, answer every frame waiting on each bus (request-reply: the drives
+send nothing unsolicited, so ``emit_feedback`` does nothing), then write each drive's
+impedance torque to its joint's MuJoCo motor (``rob_twin.models.openarm``).
+
+Routing: MIT and special frames by ESC id (0x01..0x07 on OpenArm), register frames on
+0x7FF by the ESC id in their first two bytes. Frames for no drive of the bus, extended
+or remote frames are counted and ignored.
+
+Drive faults of ``rob_twin.twin.sim.faults`` that apply here: ``feedback_freeze`` (the joints stop
+answering), ``stall`` (jammed joint), ``encoder_offset`` (reported position shifted),
+``power_loss`` (no answer, no torque), ``second_writer`` (another node writes MIT hold
+frames on our ESC ids). Damiao-specific faults are injected with ``set_supply_v``,
+``set_temperature_c`` and ``set_register`` (a drive whose PMAX/VMAX/TMAX differ from
+the host's table). ``wrong_sign`` is not modelled for this family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import can
+import mujoco
+from rob_twin.controllers.damiao_codec import MitCommand, Register, Scaling, encode_mit
+from rob_twin.models.damiao_motors import ESC_IDS, MST_IDS, OPENARM_ARM_MOTORS, REGISTER_ID
+from rob_twin.models.names import JOINTS_PER_ARM, Arm, UnknownNameError
+from rob_twin.twin.drives.amber_bank import STALL_FRICTION_NM, BankBuses, BusDrives
+from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
+from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
+
+
+def default_damiao_configs(timeout_counts: int = 0) -> tuple[DamiaoDriveConfig, ...]:
+    """OpenArm's seven drives: DM8009 x2, DM4340 x2, DM4310 x3; ids 0x01..0x07 / 0x11..0x17;
+    TIMEOUT register ``timeout_counts`` (factory 0 = off)."""
+    return tuple(
+        DamiaoDriveConfig(motor=m, esc_id=e, mst_id=r, timeout_counts=timeout_counts)
+        for m, e, r in zip(OPENARM_ARM_MOTORS, ESC_IDS, MST_IDS, strict=True)
+    )
+
+
+@dataclass
+class DamiaoBusCounters:
+    frames_in: int = 0
+    command_frames: int = 0  # frames addressed to a drive of this bus (MIT, special, register)
+    replies: int = 0
+    not_for_us: int = 0  # ids no drive of this bus answers to
+    second_writer_frames: int = 0
+
+
+@dataclass(kw_only=True)
+class DamiaoArmDrives(BusDrives):
+    """The Damiao drives on one bus; silent: drives that do not answer; encoder offsets
+    [rad] of each drive's reported position."""
+
+    drives: list[DamiaoDrive]
+    counters: DamiaoBusCounters = field(default_factory=DamiaoBusCounters)
+    silent: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
+    encoder_offset_rad: tuple[float, ...] = (0.0,) * JOINTS_PER_ARM
+
+
+class DamiaoBank(BankBuses):
+    """All Damiao drives of the twin; model/data belong to the stepping thread.
+
+    wiring: {channel: arm on that bus}; configs: the seven drives of an arm."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        data: mujoco.MjData,
+        wiring: dict[str, Arm],
+        faults: FaultSchedule | None = None,
+        configs: tuple[DamiaoDriveConfig, ...] | None = None,
+        log_dir: Path | str | None = None,
+        log_suffix: str = ".log",
+        now: float = 0.0,
+    ):
+        self.model, self.data = model, data
+        self.faults = faults if faults is not None else FaultSchedule()
+        configs = configs or default_damiao_configs()
+        if len(configs) != JOINTS_PER_ARM:
+            raise UnknownNameError("drive config count", len(configs), [str(JOINTS_PER_ARM)])
+        self._friction = model.dof_frictionloss.copy()
+        self.buses: dict[str, DamiaoArmDrives] = {}
+        for channel, arm in wiring.items():
+            fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
+            drives = [DamiaoDrive(j, configs[j - 1]) for j in range(1, JOINTS_PER_ARM + 1)]
+            for d in drives:
+                d.last_command_s = now
+            self.buses[channel] = DamiaoArmDrives(drives=drives, **fields)
+        self._writers: dict[str, can.BusABC] = {}
+        self._writer_next: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ injection
+    def set_supply_v(self, arm: Arm | str, volts: float, joints: tuple[int, ...] = ()) -> None:
+        """Bus voltage [V] seen by the listed drives (all when empty)."""
+        for d in self._pick(arm, joints):
+            d.supply_v = float(volts)
+
+    def set_temperature_c(
+        self, arm: Arm | str, t_mos_c: float, t_rotor_c: float, joints: tuple[int, ...] = ()
+    ) -> None:
+        """MOS and rotor temperatures [degC] of the listed drives (no thermal model)."""
+        for d in self._pick(arm, joints):
+            d.t_mos_c, d.t_rotor_c = int(round(t_mos_c)), int(round(t_rotor_c))
+
+    def set_register(self, arm: Arm | str, joint: int, rid: Register, value: float) -> None:
+        """Change one drive's register behind the host's back (a mis-configured motor)."""
+        self._pick(arm, (joint,))[0].set_register(Register(rid), value)
+
+    def _pick(self, arm: Arm | str, joints: tuple[int, ...]) -> list[DamiaoDrive]:
+        drives = self.drives_of(arm).drives
+        for j in joints:
+            if not 1 <= j <= JOINTS_PER_ARM:
+                raise UnknownNameError("joint number", j, [str(i) for i in range(1, 8)])
+        return [d for d in drives if not joints or d.joint in joints]
+
+    # ------------------------------------------------------------------ per step
+    def service(self, now: float, dt: float) -> None:
+        """Apply faults, answer waiting frames, write each drive's torque to its motor."""
+        d = self.data
+        for ad in self.buses.values():
+            if self.faults:
+                self._apply_faults(ad, now)
+                self._second_writer(ad, now)
+            while (msg := ad.bus.recv(timeout=0)) is not None:
+                self._handle(ad, msg, now)
+            q = d.qpos[ad.qpos].tolist()
+            dq = d.qvel[ad.dof].tolist()
+            if not ad.powered:
+                d.ctrl[ad.actuators] = 0.0
+                continue
+            d.ctrl[ad.actuators] = [
+                drv.torque(qk, vk, now) for drv, qk, vk in zip(ad.drives, q, dq, strict=True)
+            ]
+
+    def _handle(self, ad: DamiaoArmDrives, msg: can.Message, now: float) -> None:
+        ad.counters.frames_in += 1
+        if ad.logger is not None:
+            ad.logger.on_message_received(msg)
+        if msg.is_extended_id or msg.is_remote_frame or msg.is_error_frame or not ad.powered:
+            ad.counters.not_for_us += 1
+            return
+        data = bytes(msg.data)
+        if msg.arbitration_id == REGISTER_ID:
+            esc = data[0] | (data[1] << 8) if len(data) >= 2 else -1
+            targets = [drv for drv in ad.drives if drv.esc_id == esc]
+        else:
+            targets = [drv for drv in ad.drives if drv.esc_id == msg.arbitration_id]
+        if not targets:
+            ad.counters.not_for_us += 1
+            return
+        ad.counters.command_frames += 1
+        for drv in targets:
+            k = drv.joint - 1
+            q = float(self.data.qpos[ad.qpos[k]]) + ad.encoder_offset_rad[k]
+            reply = drv.on_frame(msg.arbitration_id, data, now, q, float(self.data.qvel[ad.dof[k]]))
+            if reply is None or ad.silent[k]:
+                continue
+            out = can.Message(
+                timestamp=now, arbitration_id=reply[0], data=reply[1], is_extended_id=False
+            )
+            ad.bus.send(out)
+            ad.counters.replies += 1
+            if ad.logger is not None:
+                ad.logger.on_message_received(out)
+
+    def emit_feedback(self, now: float) -> None:
+        """Nothing: Damiao drives answer each frame and send nothing unsolicited."""
+
+    # ------------------------------------------------------------------ faults
+    def _apply_faults(self, ad: DamiaoArmDrives, now: float) -> None:
+        f, arm = self.faults, ad.arm
+        frozen = f.active(FaultKind.FEEDBACK_FREEZE, arm, now)
+        ad.silent = tuple(any(s.hits_joint(drv.joint) for s in frozen) for drv in ad.drives)
+        offsets = f.active(FaultKind.ENCODER_OFFSET, arm, now)
+        ad.encoder_offset_rad = tuple(
+            sum(s.params["offset_rad"] for s in offsets if s.hits_joint(drv.joint))
+            for drv in ad.drives
+        )
+        ad.powered = f.first(FaultKind.POWER_LOSS, arm, now) is None
+        stalls = f.active(FaultKind.STALL, arm, now)
+        stalled = tuple(any(s.hits_joint(drv.joint) for s in stalls) for drv in ad.drives)
+        if stalled != ad.stalled:
+            ad.stalled = stalled
+            for k, jam in enumerate(stalled):
+                dof = ad.dof[k]
+                self.model.dof_frictionloss[dof] = STALL_FRICTION_NM if jam else self._friction[dof]
+
+    def _second_writer(self, ad: DamiaoArmDrives, now: float) -> None:
+        spec = self._second_writer_due(ad, now)
+        if spec is None:
+            return
+        ch = ad.channel
+        for drv in ad.drives:
+            m = drv.config.motor
+            hold = MitCommand(spec.params["position_rad"], 0.0, 20.0, 1.0, 0.0)
+            data = encode_mit(hold, Scaling.of(m))
+            self._writers[ch].send(
+                can.Message(
+                    timestamp=now, arbitration_id=drv.esc_id, data=data, is_extended_id=False
+                )
+            )
+            ad.counters.second_writer_frames += 1
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        self._close_buses()
+        self.model.dof_frictionloss[:] = self._friction

@@ -1,0 +1,1 @@
+"""Offscreen rendering: video recording, render quality presets, captions."""

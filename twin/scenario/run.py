@@ -1,0 +1,489 @@
+"""Headless scenarios: duration, seed, initial state, scripted arm targets, faults, cameras.
+
+A scenario file is UTF-8 JSON (schema: ``experiments/scenarios/scenario.schema.json``)::
+
+    {"$schema": "./scenario.schema.json",
+     "name": "wave", "duration": 4.0, "seed": 1,
+     "initial": {"torso/yaw": 0.2},
+     "keyframes": [{"t": 0.0, "arm": "right", "q": [7 radians]}, ...],
+     "faults": [{"kind": "drop", "arm": "left", "at": 1.0, "probability": 0.2}],
+     "plans": [{"t": 2.0, "goals": {"right": [7 rad], "left": [7 rad]}}],
+     "cameras": ["overview"], "fps": 30, "frame_size": [640, 480], "robot": "rob",
+     "base": [{"t": 0.5, "v": -0.3}, {"t": 3.0, "v": 0.0, "omega": 0.0}],
+     "quality": "auto",
+     "expect": {"refused_targets": {"left": ["closed"]}, "failed_plans": 0,
+                "owner_faults": {"left": ["partial_output"]}}}
+
+It is validated as a whole before anything runs (``rob_twin.twin.scenario.schema``): unknown
+keys, wrong types, non-finite numbers and joint values outside the model's limits are
+refused with the field path, the value and the valid range. ``name`` (default: the
+file's stem) is the run folder's name under ``--out``.
+
+Every run goes through the whole pipeline (``rob_twin.twin.sim.closed_loop``): between keyframes of
+one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
+arm's owner, which plans within its limits and publishes over CAN to the motor bank.
+Fault kinds are those of ``rob_twin.twin.sim.faults``. ``plans`` are ArmGroup plans executed in sync
+through the owners (``rob_twin.twin.scenario.plan_steps``); an arm is driven by keyframes or by
+plans,
+not both. ``base`` steps drive ROB's tracked base (``rob_twin.twin.scenario.base_steps``: forward
+speed
+``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
+scans are written next to the summary). ``robot`` picks the robot and its drive family:
+``"rob"`` (default, Amber position drives) or ``"openarm"`` (Damiao MIT drives with gravity
+compensation, ``rob_twin.twin.sim.damiao_loop``). ``quality`` is the video's render quality
+(``rob_twin.twin.render.quality``: ``fast``, ``full``, or ``auto``, fast on a software GL renderer).
+The run counts the targets each owner refused (per reason), the plan steps that failed and
+the owner faults that latched; ``expect`` declares which of those the scenario means to
+provoke (``rob_twin.twin.scenario.verdict``). Recorded output lands in ``out/<name>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+from rob_twin.models import dimensions as D
+from rob_twin.models.loading import joint_qpos_index
+from rob_twin.models.names import Arm
+from rob_twin.twin.bus.recording import TrafficRecorder
+from rob_twin.twin.bus.timing import BusTimingConfig
+from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
+from rob_twin.twin.scenario.base_steps import BaseScript, BaseStep
+from rob_twin.twin.scenario.plan_steps import PlanRunner, PlanStep
+from rob_twin.twin.scenario.schema import (
+    LOG_RATE_HZ,
+    NAME_PATTERN,
+    Expect,
+    ScenarioError,
+    ScenarioFile,
+    short_repr,
+    validate_scenario,
+)
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.faults import FaultSpec
+from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+MAX_FILE_BYTES = 64 * 2**20  # a scenario file larger than this is refused before it is read
+
+
+@dataclass
+class Keyframe:
+    t: float
+    arm: Arm
+    q: np.ndarray
+
+
+@dataclass
+class Scenario:
+    """A validated scenario (``from_dict``/``load`` check it with
+    ``rob_twin.twin.scenario.schema``)."""
+
+    name: str
+    duration: float
+    seed: int = 0
+    initial: dict[str, float] = field(default_factory=dict)
+    keyframes: list[Keyframe] = field(default_factory=list)
+    cameras: list[str] = field(default_factory=list)
+    fps: int = 30
+    frame_size: tuple[int, int] = (640, 480)
+    target_rate_hz: float = 100.0
+    faults: list[FaultSpec] = field(default_factory=list)
+    plans: list[PlanStep] = field(default_factory=list)
+    expect: Expect = field(default_factory=Expect)
+    robot: str = "rob"
+    base: list[BaseStep] = field(default_factory=list)  # tracked-base drive steps
+    quality: str = "auto"
+
+    @classmethod
+    def from_dict(cls, raw: object, source: str = "scenario") -> Scenario:
+        """Validate ``raw`` (decoded JSON) and build the scenario; ScenarioError lists
+        every problem with its field path, the bad value and what is valid."""
+        return cls.from_model(validate_scenario(raw, source))
+
+    @classmethod
+    def from_model(cls, m: ScenarioFile) -> Scenario:
+        frames = [Keyframe(k.t, Arm(k.arm), np.array(k.q, float)) for k in m.keyframes]
+        return cls(
+            name=m.name,
+            duration=m.duration,
+            seed=m.seed,
+            initial=dict(m.initial),
+            keyframes=sorted(frames, key=lambda k: k.t),
+            cameras=list(m.cameras),
+            fps=m.fps,
+            frame_size=(m.frame_size[0], m.frame_size[1]),
+            target_rate_hz=m.target_rate_hz,
+            faults=[FaultSpec.from_model(f) for f in m.faults],
+            plans=[
+                PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
+                for p in m.plans
+            ],
+            expect=m.expect,
+            robot=m.robot,
+            quality=m.quality,
+            base=sorted((BaseStep(b.t, b.v, b.omega) for b in m.base), key=lambda b: b.t),
+        )
+
+    @classmethod
+    def load(cls, path: Path | str) -> Scenario:
+        """Read and validate a scenario file (UTF-8 JSON). A file without a ``name`` is
+        named after itself (its stem, when that is a valid folder name)."""
+        raw = read_scenario_json(path)
+        p = Path(path)
+        if isinstance(raw, dict) and "name" not in raw and _plain_name(p.stem):
+            raw = {**raw, "name": p.stem}
+        return cls.from_dict(raw, source=f"scenario file {str(path)!r}")
+
+
+def _plain_name(text: str) -> bool:
+    import re
+
+    return re.fullmatch(NAME_PATTERN, text) is not None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, first: object, second: object):
+        self.key, self.first, self.second = key, first, second
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key, obj[key], value)
+        obj[key] = value
+    return obj
+
+
+def read_scenario_json(path: Path | str) -> object:
+    """The decoded JSON of a scenario file; ScenarioError if it cannot be read as such."""
+    p, where = Path(path), f"scenario file {str(path)!r}"
+    try:
+        if p.is_dir():
+            raise ScenarioError(f"{where} is a directory; give the path of a .json file")
+        with p.open("rb") as f:  # bounded read: a pipe or /dev/zero cannot make it hang
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ScenarioError(f"{where} does not exist") from None
+    except OSError as err:
+        raise ScenarioError(f"{where} cannot be read: {err.strerror or err}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(
+            f"{where} is larger than {MAX_FILE_BYTES} bytes, the most a scenario file may hold"
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(
+            f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+            f"{err.start}); scenario files are UTF-8 JSON"
+        ) from None
+    try:
+        return json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
+    except _DuplicateKey as err:
+        raise ScenarioError(
+            f"{where} has the key {err.key!r} twice in one object "
+            f"(values {short_repr(err.first)} and {short_repr(err.second)}); "
+            "JSON readers would silently keep one"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise ScenarioError(
+            f"{where} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"
+        ) from None
+    except RecursionError:
+        raise ScenarioError(
+            f"{where} is nested too deeply (more than about "
+            f"{sys.getrecursionlimit()} levels) to be a scenario"
+        ) from None
+
+
+def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.ndarray:
+    """Servo target at time ``t`` [s]: cosine blend between the surrounding keyframes.
+
+    The blend stays between its two keyframes joint by joint, rounding included, so a
+    keyframe on a joint limit never yields a target a hair outside it."""
+    prev_t, prev_q = 0.0, start
+    for k in frames:
+        if t < k.t:
+            span = k.t - prev_t
+            s = 1.0 if span <= 0 else (t - prev_t) / span
+            w = 0.5 - 0.5 * math.cos(math.pi * s)
+            return np.clip(
+                prev_q + w * (k.q - prev_q), np.minimum(prev_q, k.q), np.maximum(prev_q, k.q)
+            )
+        prev_t, prev_q = k.t, k.q
+    return prev_q
+
+
+def demo_scenario() -> Scenario:
+    """ROB at the table moves both arms: reach toward the can, wave, return home
+    (validated like a scenario file)."""
+    home = np.array(D.HOME_ARM_POSE)
+    reach = home + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])
+    wave = home + np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])
+    frames = []
+    for arm, a, b in (("right", reach, wave), ("left", wave, reach)):
+        frames += [
+            {"t": t, "arm": arm, "q": q.tolist()}
+            for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))
+        ]
+    return Scenario.from_dict(
+        {
+            "name": "demo",
+            "duration": 6.5,
+            "seed": 0,
+            "keyframes": frames,
+            "cameras": ["overview"],
+            "fps": 30,
+        },
+        source="the demo scenario",
+    )
+
+
+StopCheck = Callable[[], str | None]
+"""Polled between video frames; returns why the run must stop (``"SIGINT"``), else None."""
+
+
+@dataclass
+class RunResult:
+    """What a run did (simulated). ``status``: ``completed`` or ``interrupted`` (then
+    ``stopped_by`` says why and every figure covers the part that ran);
+    ``refused_targets``: per arm, refused target count per reason."""
+
+    scenario: str
+    simulated_s: float
+    wall_s: float
+    physics_wall_s: float
+    render_wall_s: float
+    frames: int
+    video: str | None
+    video_skipped_reason: str | None
+    times: np.ndarray
+    commanded: dict[str, np.ndarray]
+    measured: dict[str, np.ndarray]
+    pipeline: dict = field(default_factory=dict)
+    plans: list[dict] = field(default_factory=list)
+    status: str = "completed"
+    stopped_by: str | None = None
+    refused_targets: dict[str, dict[str, int]] = field(default_factory=dict)
+    base: dict = field(default_factory=dict)
+    bus: dict | None = None  # per-bus timing figures (None: bus timing off)
+    bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
+
+
+def scenario_loop(
+    sc: Scenario, can_log_dir: Path | str | None = None, bus_timing: BusTimingConfig | None = None
+) -> ClosedLoop:
+    """The closed loop of ``sc``: its seed, initial joint values and faults; with
+    ``bus_timing`` every frame goes through a simulated CAN bus (``rob_twin.twin.bus.timing``)."""
+    if sc.robot == "openarm":
+        from rob_twin.models.openarm import load_openarm_scene
+        from rob_twin.twin.sim.damiao_loop import openarm_config
+
+        twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
+        config = openarm_config(
+            seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
+        )
+    else:
+        twin = Twin(TwinConfig(seed=sc.seed))
+        config = ClosedLoopConfig(
+            seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
+        )
+    for joint, value in sc.initial.items():
+        twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
+    mujoco.mj_forward(twin.model, twin.data)
+    return ClosedLoop(config, twin=twin)
+
+
+def _open_recorder(
+    sc: Scenario, twin: Twin, out_dir: Path | None, record: bool
+) -> tuple[VideoRecorder | None, str | None]:
+    if not record:
+        return None, "recording disabled"
+    if not sc.cameras:
+        return None, "scenario lists no camera to record"
+    if out_dir is None:
+        return None, "no output folder to write the video to"
+    try:
+        return VideoRecorder(
+            twin.model,
+            sc.cameras[0],
+            fps=sc.fps,
+            width=sc.frame_size[0],
+            height=sc.frame_size[1],
+            path=out_dir / f"{sc.name}.mp4",
+            quality=sc.quality,
+        ), None
+    except (RenderUnavailable, OSError, RuntimeError) as err:  # no GL, no ffmpeg, no disk
+        return None, f"{type(err).__name__}: {err}"
+
+
+def run_scenario(
+    sc: Scenario,
+    out_dir: Path | None = None,
+    record: bool = True,
+    progress: bool = True,
+    can_log_dir: Path | str | None = None,
+    should_stop: StopCheck | None = None,
+    on_progress: Callable[[dict], None] | None = None,
+    progress_every_s: float = 1.0,
+    bus_timing: BusTimingConfig | None = None,
+    traffic_path: Path | str | None = None,
+    prelude: Callable[[VideoRecorder], None] | None = None,
+    captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
+    on_planner: Callable[[PlanRunner], None] | None = None,
+) -> RunResult:
+    """Run ``sc`` headless through owners, codec, buses and drives.
+
+    Its first camera is streamed, frame by frame as rendered, to ``out_dir/<name>.mp4``
+    (fragmented MP4: a killed run leaves a playable file) when GL works; with
+    ``can_log_dir`` every bus's traffic is written there (python-can canutils ``.log``
+    files, simulated timestamps). ``should_stop`` is polled after every video frame's
+    worth of physics: a reason ends the run early with status ``interrupted``.
+    ``on_progress`` gets ``{"simulated_s", "frames"}`` every ``progress_every_s`` wall
+    seconds. ``bus_timing``: play every frame through a simulated CAN bus (figures in
+    ``RunResult.bus``); ``traffic_path``: record all bus traffic there
+    (``rob_twin.twin.bus.recording``:
+    .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``). ``prelude`` gets the
+    recorder before the physics starts (to film what comes first); ``captions(now,
+    planner)`` gives the lines burned into each frame; ``on_planner`` gets the scenario's
+    PlanRunner once it exists."""
+    loop = scenario_loop(sc, can_log_dir, bus_timing)
+    traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
+    twin = loop.twin
+    start = {arm: twin.arm_positions(arm) for arm in Arm}
+    by_arm = {arm: [k for k in sc.keyframes if k.arm is arm] for arm in Arm}
+    log_t: list[float] = []
+    log_cmd: dict[Arm, list] = {arm: [] for arm in Arm}
+    log_meas: dict[Arm, list] = {arm: [] for arm in Arm}
+
+    for arm in Arm:
+        if by_arm[arm]:
+            loop.stream_targets(
+                arm,
+                lambda now, arm=arm: blended_target(by_arm[arm], now, start[arm]),
+                sc.target_rate_hz,
+            )
+
+    def log(now: float) -> None:
+        log_t.append(now)
+        for arm in Arm:
+            log_cmd[arm].append(loop.commanded(arm))
+            log_meas[arm].append(twin.arm_positions(arm))
+
+    twin.scheduler.add("log", LOG_RATE_HZ, log)
+    planner = None
+    base = BaseScript(loop, sc.base) if sc.base else None
+    recorder, reason = None, None
+    steps_per_frame = max(1, round(1.0 / (sc.fps * twin.scheduler.dt)))
+    total = int(round(sc.duration / twin.scheduler.dt))
+    t0 = last_report = time.perf_counter()
+    physics_s = render_s = 0.0
+    done, stopped_by = 0, None
+    try:
+        planner = PlanRunner(loop, sc.plans) if sc.plans else None
+        if planner is not None and on_planner is not None:
+            on_planner(planner)
+        recorder, reason = _open_recorder(sc, twin, out_dir, record)
+        if recorder is not None and prelude is not None:
+            t2 = time.perf_counter()
+            prelude(recorder)
+            render_s += time.perf_counter() - t2
+        while done < total:
+            if should_stop is not None and (stopped_by := should_stop()) is not None:
+                break
+            n = min(steps_per_frame, total - done)
+            t1 = time.perf_counter()
+            twin.step(n)
+            physics_s += time.perf_counter() - t1
+            done += n
+            if recorder is not None:
+                t2 = time.perf_counter()
+                try:
+                    recorder.capture(twin.data, captions(twin.time, planner) if captions else None)
+                except OSError as err:  # the encoder died: keep simulating, say why
+                    reason = f"video encoder failed after {recorder.frames} frames: {err}"
+                    recorder.close()
+                    recorder = None
+                render_s += time.perf_counter() - t2
+            now = time.perf_counter()
+            if on_progress is not None and now - last_report >= progress_every_s:
+                last_report = now
+                on_progress(
+                    {
+                        "simulated_s": round(done * twin.scheduler.dt, 6),
+                        "frames": recorder.frames if recorder is not None else 0,
+                    }
+                )
+            if progress and (done % (steps_per_frame * 30) == 0 or done == total):
+                print(
+                    f"\r[{sc.name}] {done * twin.scheduler.dt:5.2f}/{sc.duration:.2f} s simulated",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        if progress:
+            print(file=sys.stderr)
+        frames = recorder.frames if recorder is not None else 0
+        video = str(recorder.path) if recorder is not None and recorder.frames else None
+        if recorder is not None:
+            recorder.close()
+        if planner is not None:
+            planner.close("the run was interrupted" if stopped_by else "the scenario ended")
+        pipeline = _pipeline_figures(loop)
+        bus = loop.bus_report()
+        latencies = loop.bus_timing.latencies() if loop.bus_timing is not None else {}
+        if traffic is not None:
+            traffic.close()
+        loop.close()
+    return RunResult(
+        scenario=sc.name,
+        simulated_s=done * twin.scheduler.dt,
+        wall_s=time.perf_counter() - t0,
+        physics_wall_s=physics_s,
+        render_wall_s=render_s,
+        frames=frames,
+        video=video,
+        video_skipped_reason=reason,
+        times=np.array(log_t),
+        commanded={a.value: np.array(v).reshape(-1, 7) for a, v in log_cmd.items()},
+        measured={a.value: np.array(v).reshape(-1, 7) for a, v in log_meas.items()},
+        pipeline=pipeline,
+        plans=planner.results if planner is not None else [],
+        status="completed" if stopped_by is None else "interrupted",
+        stopped_by=stopped_by,
+        refused_targets={a.value: dict(sorted(c.items())) for a, c in loop.refused.items()},
+        base=base.summary(out_dir) if base is not None else {},
+        bus=bus,
+        bus_latencies_s=latencies,
+    )
+
+
+def _pipeline_figures(loop: ClosedLoop) -> dict:
+    """Per arm: what the owner and the bus did during the run (simulated)."""
+    out = {}
+    for arm, drv in loop.drivers.items():
+        o, t = drv.owner, drv.transport.counters
+        ad = loop.bank.drives_of(arm)
+        out[arm.value] = {
+            "owner_mode": o.mode.value,
+            "owner_fault": o.fault.value if o.fault else None,
+            "fault_reason": o.fault_reason,
+            "faults_latched": [kind.value for kind, _ in o.stats.faults],
+            "samples_published": o.stats.published,
+            "plans": o.stats.plans,
+            "moving_retargets": o.stats.moving_retargets,
+            "frames_sent": t.frames_sent,
+            "feedback_frames_received": t.feedback_frames,
+            "drive_command_frames": ad.counters.command_frames,
+            "bus": loop.channels[arm],
+        }
+    return out

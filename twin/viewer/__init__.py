@@ -1,0 +1,1 @@
+"""``rob-twin view``: the interactive viewer session, its keys and its status line."""

@@ -34,8 +34,8 @@ xvfb:
 	  else echo "xvfb not installed (not root or no apt-get): the viewer tests will be skipped"; fi; }
 
 test: $(STAMP) chromium xvfb
-	$(PY) -m ruff check cli twin controllers planners experiments tests models
-	$(PY) -m ruff format --check cli twin controllers planners experiments tests models
+	$(PY) -m ruff check cli twin controllers planners experiments tests models examples
+	$(PY) -m ruff format --check cli twin controllers planners experiments tests models examples
 	$(PY) -m pytest
 
 stress: $(STAMP)
@@ -45,8 +45,8 @@ bench: $(STAMP)
 	$(PY) -m rob_twin.experiments.bench
 
 lint: $(STAMP)
-	$(PY) -m ruff check cli twin controllers planners experiments tests models
-	$(PY) -m ruff format --check cli twin controllers planners experiments tests models
+	$(PY) -m ruff check cli twin controllers planners experiments tests models examples
+	$(PY) -m ruff format --check cli twin controllers planners experiments tests models examples
 
 clean:
 	rm -rf out .pytest_cache

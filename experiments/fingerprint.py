@@ -803,7 +803,8 @@ def _meta() -> dict:
                 mod = importlib.import_module(name)
             except ModuleNotFoundError:
                 continue
-            meta[f"{pkg}.__file__"] = getattr(mod, "__file__", None)
+            file = getattr(mod, "__file__", None)  # the checkout's file behind any link
+            meta[f"{pkg}.__file__"] = os.path.realpath(file) if file else None
             break
     return meta
 

@@ -20,18 +20,14 @@ from rob_twin.models import dimensions as D
 from rob_twin.models.loading import apply_home, load_scene
 from rob_twin.models.names import group_arms
 from rob_twin.planners.certificate_check import coal_pair_distances, verify_document
+from rob_twin.planners.certificate_envelope import envelope_minima
+from rob_twin.planners.certificate_geometry import _group_geometry, joint_geom_radii, model_hash
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.planners.goals import JointGoal
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.oracle import CoalOracle
-from rob_twin.planners.pair_certificate import (
-    CertificateConfig,
-    _group_geometry,
-    envelope_minima,
-    joint_geom_radii,
-    model_hash,
-)
+from rob_twin.planners.pair_certificate import CertificateConfig
 from rob_twin.planners.plan import PlanStatus
 from rob_twin.planners.plan_file import PlanFileError, load_plan_file, save_plan
 from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m

@@ -7,7 +7,6 @@ from rob_twin.planners.cartesian import (
     CartesianStatus,
     plan_cartesian,
 )
-from rob_twin.planners.certificate import Certificate, PlanCertificate, certify, certify_plan
 from rob_twin.planners.certificate_record import PlanClearanceCertificate
 from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from rob_twin.planners.errors import GoalUnreachableError, PlanFailedError
@@ -88,10 +87,6 @@ __all__ = [
     "check_workspace",
     "plan_cartesian",
     "pose_error",
-    "Certificate",
-    "PlanCertificate",
-    "certify",
-    "certify_plan",
     "CertificateConfig",
     "PlanClearanceCertificate",
     "UncertaintySpec",

@@ -56,10 +56,10 @@ from rob_twin.experiments.dense_clearance import check_plan, for_group
 from rob_twin.experiments.goal_pairs import SAMPLING, goal_pairs
 from rob_twin.experiments.output import OUT_DIR, write_json
 from rob_twin.experiments.registry import benchmark
+from rob_twin.planners.certificate_geometry import joint_geom_radii
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.group import ArmGroup
 from rob_twin.planners.oracle import pair_type
-from rob_twin.planners.pair_certificate import joint_geom_radii
 from tqdm import tqdm
 
 N_PLANS = 1000

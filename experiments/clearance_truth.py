@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 from rob_twin.planners.certificate_check import coal_pair_distances
+from rob_twin.planners.certificate_geometry import _group_geometry
 from rob_twin.planners.oracle import CoalOracle
-from rob_twin.planners.pair_certificate import _group_geometry
 
 
 def dense_states(plan, step_s: float = 0.001) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,8 @@ Two lower bounds are used:
   tree path between the two geoms (a joint upstream of both moves them rigidly together
   and leaves their distance unchanged); joint j moves it at speed at most
   |qd_j| R_j(g), R_j(g) the configuration-free reach of joint j's anchor to any point of
-  g (``rob_twin.planners.pair_certificate.joint_geom_radii``: triangle inequality along the tree;
-  bound-checked over 10^6 configuration pairs by the ``certificate`` benchmark). With
+  g (``rob_twin.planners.certificate_geometry.joint_geom_radii``: triangle inequality along
+  the tree; bound-checked over 10^6 configuration pairs by the ``certificate`` benchmark). With
   R_p,j = R_j(g1) for joints moving g1 only, R_j(g2) for those moving g2 only and 0
   otherwise, and s_p(t) = sum_j R_p,j TV_j(0, t) (TV: total variation of q_j along the
   piecewise-linear motion, computed exactly on the union of the 1 ms grid and the sample
@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 import coal
 import mujoco
 import numpy as np
+from rob_twin.planners.certificate_geometry import joint_geom_radii
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import GeomPairTable, PairClass, joint_qpos_addresses
 from rob_twin.planners.oracle import coal_shape
-from rob_twin.planners.pair_certificate import joint_geom_radii
 
 STEP_S = 0.001  # the dense grid [s]
 TOLERANCE_M = 1e-5  # the reported minimum is at most this above the 1 ms grid's minimum [m]

@@ -2,7 +2,7 @@
 
 - Envelope: queries at 0, 1, 2 s with clearance intervals [5, 7], [6, 8], [5, 7] mm and
   L = 4 mm/s certify 3.5 mm (at t = 0.375 s and 1.625 s); the two outer queries alone
-  certify 1 mm (``rob_twin.planners.pair_certificate.envelope_minima``).
+  certify 1 mm (``rob_twin.planners.certificate_envelope.envelope_minima``).
 - Rotation: R = 0.50 m, theta = 90 deg, axis error 1 deg, pivot error 1 mm, point error
   0.2 mm give 0.200 + 1.414 + 12.341 = 13.955 mm; 20 mm nominal clearance leaves 6.045 mm
   (``rob_twin.planners.uncertainty``).
@@ -19,7 +19,7 @@ import math
 import numpy as np
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
-from rob_twin.planners.pair_certificate import envelope_minima
+from rob_twin.planners.certificate_envelope import envelope_minima
 from rob_twin.planners.uncertainty import (
     UncertaintySpec,
     axis_term_m,

@@ -7,7 +7,7 @@ from rob_twin.planners.cartesian import (
     CartesianStatus,
     plan_cartesian,
 )
-from rob_twin.planners.certificate import Certificate, PlanCertificate, certify, certify_plan
+from rob_twin.planners.certificate_record import PlanClearanceCertificate
 from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from rob_twin.planners.errors import GoalUnreachableError, PlanFailedError
 from rob_twin.planners.goal_checks import (
@@ -33,7 +33,7 @@ from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.ik import IKConfig, IKResult, IKSolution, IKSolver, IKStatus
 from rob_twin.planners.kinematics import ArmKinematics, Payload
 from rob_twin.planners.lm import LMSettings
-from rob_twin.planners.pair_certificate import CertificateConfig, PlanClearanceCertificate
+from rob_twin.planners.pair_certificate import CertificateConfig
 from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from rob_twin.planners.plan_file import save_plan
 from rob_twin.planners.pose import as_pose, pose_error
@@ -87,10 +87,6 @@ __all__ = [
     "check_workspace",
     "plan_cartesian",
     "pose_error",
-    "Certificate",
-    "PlanCertificate",
-    "certify",
-    "certify_plan",
     "CertificateConfig",
     "PlanClearanceCertificate",
     "UncertaintySpec",

@@ -23,16 +23,10 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
+from rob_twin.planners.certificate_envelope import _arc, envelope_minima, segment_speed_bounds
+from rob_twin.planners.certificate_geometry import _pair_name, model_hash, pair_geometry
 from rob_twin.planners.geom_pairs import GeomPairTable, PairClass
 from rob_twin.planners.oracle import CoalOracle
-from rob_twin.planners.pair_certificate import (
-    _arc,
-    _pair_name,
-    envelope_minima,
-    model_hash,
-    pair_geometry,
-    segment_speed_bounds,
-)
 from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
 
 AGREE_TOLERANCE_M = 2e-4  # MuJoCo's and coal's distances of one mesh pair differ by ~1e-6..1e-4 m

@@ -8,9 +8,10 @@ A sample is either
   planner repairs the path there), or
 - **proven free** from the last measured state: pair p's clearance is 1-Lipschitz in its
   arc s_p (the integral of the pair's speed bound L_p = sum_j R_pj v_j, the same per-pair
-  radii R and per-segment joint speed bounds v that ``rob_twin.planners.pair_certificate`` uses), so
-  it stays at least its threshold (margin + uncertainty allowance E_p + query tolerance)
-  while s_p since the measurement is below d_p - threshold_p.
+  radii R (``rob_twin.planners.certificate_geometry``) and per-segment joint speed bounds v
+  (``rob_twin.planners.certificate_envelope``) that the certificate uses), so it stays at
+  least its threshold (margin + uncertainty allowance E_p + query tolerance) while s_p
+  since the measurement is below d_p - threshold_p.
 
 The check measures the first sample, jumps to the first later sample where some pair's
 bound could fail, measures it, and so on; the last sample is always measured. Samples
@@ -30,13 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from rob_twin.planners.certificate_envelope import plan_allowances_m, segment_speed_bounds
+from rob_twin.planners.certificate_geometry import _group_geometry, covering_rows
 from rob_twin.planners.collision import CheckSession, Clearance
-from rob_twin.planners.pair_certificate import (
-    _group_geometry,
-    covering_rows,
-    plan_allowances_m,
-    segment_speed_bounds,
-)
 from rob_twin.planners.plan import ClearanceRecord
 from rob_twin.planners.retime import TimedPath, sample_times
 

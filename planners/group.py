@@ -60,6 +60,7 @@ from dataclasses import dataclass, field, replace
 import mujoco
 import numpy as np
 from rob_twin.planners import collision, search
+from rob_twin.planners.certificate_record import FAIL_INCONCLUSIVE
 from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
 from rob_twin.planners.errors import (
     GoalInputError,
@@ -69,12 +70,7 @@ from rob_twin.planners.errors import (
 )
 from rob_twin.planners.final_check import final_check
 from rob_twin.planners.goals import Goal, ResamplingGoal, candidate_source
-from rob_twin.planners.pair_certificate import (
-    FAIL_INCONCLUSIVE,
-    CertificateConfig,
-    certify_plan_timed,
-    certify_timed,
-)
+from rob_twin.planners.pair_certificate import CertificateConfig, certify_plan_timed, certify_timed
 from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
 from rob_twin.planners.retime import JointLimits, TimedPath, sample_times, time_path
 from rob_twin.planners.search import SearchConfig

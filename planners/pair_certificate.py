@@ -1,20 +1,18 @@
 """Per-pair clearance certificates of a plan: seed 003's envelope, one Lipschitz bound per pair.
 
 For every checked geom pair the clearance d(t) between the samples is bounded from below by
-the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear time:
+the multi-sample Lipschitz envelope (seed 003), computed exactly and in linear time. The
+pieces live in their own modules:
 
-- **Per-pair Lipschitz.** A point of geom g moves, relative to the pair's partner, only
-  through the joints on the chain *between* the two geoms (joints that move both move them
-  rigidly together and cancel; joints that move neither, e.g. a torso that stays put, add
-  nothing). Joint j contributes |qd_j| R_j(g), R_j(g) a configuration-free bound on the
-  distance from joint j's anchor to any point of g (triangle inequality along the tree),
-  plus a declared ``payload_reach_m`` for the geoms of the arm's last body.
-- **Speed bound per 125 Hz segment.** Under the acceleration limit a, |qd| on [t_k, t_k+1]
-  is at most (|qd_k| + |qd_k+1| + a dt) / 2 (and at most the velocity limit).
-- **Exact envelope minimum.** With s(t) = the integral of the pair's L, d is 1-Lipschitz in
-  s; prefix maxima A_k of (l_i + s_i) and suffix maxima B_k of (l_i - s_i) give each
-  segment's minimum at the crossing s* = (A_k - B_k)/2 (clamped into the segment), for all
-  pairs at once (numpy).
+- ``rob_twin.planners.certificate_geometry``: the checked pairs and each pair's per-joint
+  radii (per-pair Lipschitz: only the joints between the two geoms count), the model hash.
+- ``rob_twin.planners.certificate_envelope``: the speed bound per 125 Hz segment, the arc
+  coordinate s (d is 1-Lipschitz in s) and the envelope's exact minimum per segment.
+- ``rob_twin.planners.certificate_record``: ``PairBound`` and ``PlanClearanceCertificate``.
+
+This module certifies (``certify_samples``, ``certify_group_path``, ``certify_timed``,
+``certify_plan_timed``):
+
 - **Cheap bound first.** One ``mj_collision`` per query time, with every geom's margin at
   the horizon, gives the distance of every pair nearer than the horizon; every other
   checked pair is known to be at least the horizon away and needs no query of its own.
@@ -38,32 +36,57 @@ Units: metres, seconds, radians.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import mujoco
 import numpy as np
+from rob_twin.planners.certificate_envelope import (
+    _arc,
+    _cumulative_at,
+    envelope_minima,
+    plan_allowances_m,
+    segment_speed_bounds,
+)
+from rob_twin.planners.certificate_geometry import (
+    PairGeometry,
+    _group_geometry,
+    _hash_of,
+    _pair_name,
+    covering_rows,
+)
+from rob_twin.planners.certificate_record import (
+    FAIL_INCONCLUSIVE,
+    FAIL_QUERY_BELOW,
+    PairBound,
+    PlanClearanceCertificate,
+)
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
-from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
+from rob_twin.planners.uncertainty import UncertaintySpec
 
 
 @dataclass(frozen=True)
 class CertificateConfig:
-    """spec: declared uncertainty; payload_reach_m: extra reach of the gripper (last body)
-    geoms for a held payload [m]; max_bisections: rounds of midpoint queries where a
-    segment is inconclusive; report_m: pairs whose certified minimum is below this are
-    listed one by one in the artifact (the rest only counted) [m]; tighten_ratio: segments
-    whose envelope minimum is below this share of the smallest sampled clearance are
-    bisected too (within ``max_bisections``; 0 turns tightening off); tighten_far_pairs:
-    tighten pairs never measured within the horizon too (their bound, horizon - arc / 2
-    between measured states, is then raised by bisection queries; off: such a pair is
-    bisected only where its bound is below its threshold, and may set a certified minimum
-    well below the horizon)."""
+    """How a plan is certified. Fields (units in brackets):
+
+    - spec: the declared uncertainty (``rob_twin.planners.uncertainty.UncertaintySpec``,
+      each term in m or rad); each pair's threshold is the margin plus its allowance.
+    - payload_reach_m: extra reach of the gripper (last body) geoms for a held payload
+      [m], in [0, 2].
+    - max_bisections: rounds of midpoint queries where a segment is inconclusive
+      [count], in [0, 20].
+    - report_m: pairs whose certified minimum is below this are listed one by one in the
+      artifact, the rest only counted [m].
+    - tighten_ratio: segments whose envelope minimum is below this share of the smallest
+      sampled clearance are bisected too, within ``max_bisections`` [ratio], in [0, 1);
+      0 turns tightening off.
+    - tighten_far_pairs: tighten pairs never measured within the horizon too [bool]: their
+      bound, horizon - arc / 2 between measured states, is then raised by bisection
+      queries; off: such a pair is bisected only where its bound is below its threshold,
+      and may set a certified minimum well below the horizon.
+    """
 
     spec: UncertaintySpec = field(default_factory=UncertaintySpec)
     payload_reach_m: float = 0.0
@@ -85,300 +108,6 @@ def default_config() -> CertificateConfig:
     """Model taken as exact (10 um query tolerance), no payload, up to 8 bisection rounds."""
     return CertificateConfig()
 
-
-def model_hash(model: mujoco.MjModel) -> str:
-    """sha256 over the geometry and kinematics a certificate depends on (hex, 16 chars)."""
-    h = hashlib.sha256()
-    for name in (
-        "body_parentid",
-        "body_pos",
-        "body_quat",
-        "jnt_type",
-        "jnt_bodyid",
-        "jnt_pos",
-        "jnt_axis",
-        "geom_type",
-        "geom_bodyid",
-        "geom_size",
-        "geom_pos",
-        "geom_quat",
-        "mesh_vert",
-    ):
-        arr = np.ascontiguousarray(np.round(np.asarray(getattr(model, name), float), 9))
-        h.update(name.encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()[:16]
-
-
-# ----------------------------------------------------------------------------- geometry
-
-
-def joint_geom_radii(
-    model: mujoco.MjModel, joint_names: Sequence[str], payload_reach_m: float = 0.0
-) -> np.ndarray:
-    """(n_joints, ngeom): R_j(g) [m], a bound valid in every configuration on the distance
-    from joint j's anchor to any point of geom g; 0 where joint j does not move g. Geoms of
-    the last joint's body subtree (the gripper) get ``payload_reach_m`` more."""
-    out = np.zeros((len(joint_names), model.ngeom))
-    last_reach: dict[int, float] = {}
-    for k, name in enumerate(joint_names):
-        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-        if jid < 0 or model.jnt_type[jid] != mujoco.mjtJoint.mjJNT_HINGE:
-            raise PlannerConfigError("joint", name, "a hinge joint of the model")
-        root = int(model.jnt_bodyid[jid])
-        reach = {root: float(np.linalg.norm(model.jnt_pos[jid]))}
-        for b in range(root + 1, model.nbody):
-            parent = int(model.body_parentid[b])
-            if parent in reach:
-                reach[b] = reach[parent] + float(np.linalg.norm(model.body_pos[b]))
-        last_reach = reach
-        for g in range(model.ngeom):
-            b = int(model.geom_bodyid[g])
-            if b in reach:
-                out[k, g] = (
-                    reach[b]
-                    + float(np.linalg.norm(model.geom_pos[g]))
-                    + float(model.geom_rbound[g])
-                )
-    if payload_reach_m > 0 and joint_names:
-        gripper = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in last_reach]
-        out[:, gripper] = np.where(out[:, gripper] > 0, out[:, gripper] + payload_reach_m, 0.0)
-    return out
-
-
-@dataclass
-class PairGeometry:
-    """The checked pairs of a set of moving arms and their per-joint relative radii."""
-
-    g1: np.ndarray  # (P,) geom ids
-    g2: np.ndarray
-    pair_class: np.ndarray  # (P,) PairClass values
-    radii: np.ndarray  # (P, n) over the moving arms' stacked joints [m]
-    index: np.ndarray  # (ngeom, ngeom) pair number or -1
-    names: tuple[str, ...]  # geom names
-
-
-def pair_geometry(
-    model: mujoco.MjModel,
-    table,
-    arm_joints: dict[str, Sequence[str]],
-    moving: Sequence[str],
-    payload_reach_m: float,
-) -> PairGeometry:
-    """``table``: the group's ``GeomPairTable``; ``arm_joints``: every arm's joints."""
-    checked = np.triu(table.checked_table(moving), 1)
-    g1, g2 = np.nonzero(checked)
-    joints = [j for a in moving for j in arm_joints[a]]
-    r = joint_geom_radii(model, joints, payload_reach_m)  # (n, ngeom)
-    m1, m2 = r[:, g1] > 0, r[:, g2] > 0  # which joints move each geom
-    rel = np.where(m1 & ~m2, r[:, g1], 0.0) + np.where(m2 & ~m1, r[:, g2], 0.0)
-    index = np.full((model.ngeom, model.ngeom), -1, dtype=np.int64)
-    index[g1, g2] = np.arange(g1.size)
-    index[g2, g1] = np.arange(g1.size)
-    return PairGeometry(
-        g1, g2, table.table[g1, g2].astype(int), rel.T.copy(), index, table.geom_names
-    )
-
-
-def covering_rows(geometry: PairGeometry) -> np.ndarray:
-    """(C, n) the distinct per-joint radii rows [m] of ``geometry`` that no other row
-    dominates (>= in every joint): every pair's row is below one of them in every joint, so
-    its arc is at most the largest of theirs (cached on the geometry)."""
-    cached = geometry.__dict__.get("_covering_rows")
-    if cached is None:
-        r = np.unique(geometry.radii, axis=0)
-        ge = (r[:, None, :] >= r[None, :, :]).all(axis=2)
-        np.fill_diagonal(ge, False)  # rows are distinct: ge off the diagonal is strict
-        cached = r[~ge.any(axis=0)] if r.size else np.zeros((0, geometry.radii.shape[1]))
-        geometry.__dict__["_covering_rows"] = cached
-    return cached
-
-
-_GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _group_geometry(group, moving: tuple[str, ...], payload_reach_m: float) -> PairGeometry:
-    per_group = _GEOMETRY.setdefault(group, {})
-    key = (moving, payload_reach_m)
-    if key not in per_group:
-        per_group[key] = pair_geometry(
-            group.model,
-            group.meter.pairs,
-            {a: group.joint_names(a) for a in group.arm_names},
-            moving,
-            payload_reach_m,
-        )
-    return per_group[key]
-
-
-# ----------------------------------------------------------------------------- envelope
-
-
-def segment_speed_bounds(
-    t: np.ndarray, qd: np.ndarray, accel: np.ndarray, vmax: np.ndarray
-) -> np.ndarray:
-    """(K, n) per segment and joint: the largest |qd| [rad/s] any motion through the sample
-    velocities can reach under the acceleration limit (capped at the velocity limit)."""
-    dt = np.diff(t)[:, None]
-    a = np.abs(qd)
-    v = (a[:-1] + a[1:] + accel[None, :] * dt) / 2.0
-    return np.minimum(v, np.maximum(vmax[None, :], np.maximum(a[:-1], a[1:])))
-
-
-def envelope_minima(
-    s: np.ndarray, lower: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Exact minimum of the lower envelope max_i(l_i - |s - s_i|) on every segment.
-
-    s: (P, N) nondecreasing arc coordinates per pair (d is 1-Lipschitz in s); lower: (P, N).
-    Returns per pair and segment (P, N-1): the minimum, its s, and the indices of the two
-    active queries (the one before, the one after)."""
-    a_val = lower + s
-    b_val = lower - s
-    a_idx = _running_argmax(a_val)
-    b_idx = _running_argmax(b_val[:, ::-1])[:, ::-1]
-    b_idx = b_val.shape[1] - 1 - b_idx
-    rows = np.arange(s.shape[0])[:, None]
-    A = a_val[rows, a_idx][:, :-1]
-    B = b_val[rows, b_idx][:, 1:]
-    sc = np.clip((A - B) / 2.0, s[:, :-1], s[:, 1:])
-    val = np.maximum(A - sc, B + sc)
-    return val, sc, a_idx[:, :-1], b_idx[:, 1:]
-
-
-def _running_argmax(x: np.ndarray) -> np.ndarray:
-    """Index of the running maximum along axis 1 (first index on ties)."""
-    best = np.maximum.accumulate(x, axis=1)
-    is_new = x >= best
-    idx = np.where(is_new, np.arange(x.shape[1])[None, :], 0)
-    return np.maximum.accumulate(idx, axis=1)
-
-
-def plan_allowances_m(geometry: PairGeometry, q: np.ndarray, spec: UncertaintySpec) -> np.ndarray:
-    """(P,) each pair's uncertainty allowance E [m] over a plan whose samples are ``q``
-    (N, n) [rad] (the largest |rotation| of each joint over the samples)."""
-    theta = np.max(np.abs(q), axis=0)
-    cached = geometry.__dict__.get("_allowance_inputs")
-    if cached is None:  # constant per geometry
-        world = geometry.pair_class == int(PairClass.ARM_WORLD)
-        movers = (geometry.radii > 0).any(axis=1).astype(float)
-        cached = geometry.__dict__["_allowance_inputs"] = (world, movers)
-    return pair_allowances_m(geometry.radii, theta, cached[0], cached[1], spec)
-
-
-# ----------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class PairBound:
-    """One pair's certified minimum [m] (envelope minus allowance), where [s], its
-    allowance E [m] and the times of the two active queries [s]."""
-
-    pair: str
-    pair_class: str
-    certified_min_m: float
-    envelope_min_m: float
-    at_s: float
-    allowance_m: float
-    active_query_times_s: tuple[float, float]
-
-    def as_dict(self) -> dict:
-        return {
-            "pair": self.pair,
-            "class": self.pair_class,
-            "certified_min_m": round(self.certified_min_m, 7),
-            "envelope_min_m": round(self.envelope_min_m, 7),
-            "at_s": round(self.at_s, 6),
-            "allowance_m": round(self.allowance_m, 7),
-            "active_query_times_s": [round(x, 6) for x in self.active_query_times_s],
-        }
-
-
-@dataclass(frozen=True)
-class PlanClearanceCertificate:
-    """The clearance certificate of a plan: every checked pair's clearance, over the whole
-    continuous plan, is at least ``margin_m`` (certified) or not (``failure``).
-
-    certified_min_m: smallest certified minimum over all pairs [m]; pair/at_s: where;
-    pairs: the pairs below ``report_m`` one by one; pairs_total / pairs_far: pairs
-    certified, and those never within the horizon (bounded by it, no query of their
-    own); extra_t_s / extra_q_rad: the queries between samples (the check's sub-steps and
-    bisection), times [s] (M,) and stacked states [rad] (M, n); failure: why it
-    is not certified (empty when it is); fail_time_s: where to repair."""
-
-    certified: bool
-    margin_m: float
-    horizon_m: float
-    certified_min_m: float
-    pair: str
-    at_s: float
-    pairs: tuple[PairBound, ...]
-    pairs_total: int
-    pairs_far: int
-    far_pairs_min_m: float
-    sample_queries: int  # 125 Hz samples measured (the rest proven free by the final check)
-    extra_t_s: np.ndarray
-    extra_q_rad: np.ndarray
-    spec: UncertaintySpec
-    payload_reach_m: float
-    model_hash: str
-    failure: str = ""
-    fail_time_s: float | None = None
-    fail_kind: str = ""  # FAIL_QUERY_BELOW or FAIL_INCONCLUSIVE when not certified
-    samples: int = 0  # 125 Hz samples the certificate covers (measured or not)
-    measured_index: np.ndarray | None = None  # which samples were measured (None: all)
-    elapsed_s: float = 0.0
-    uncertified_attempts: int = 0  # earlier retimed paths of this plan that failed (then repaired)
-
-    @property
-    def n_extra_queries(self) -> int:
-        """Queries between samples (bisection; sub-steps of an older check)."""
-        return int(self.extra_t_s.size)
-
-    @property
-    def measured_samples(self) -> int:
-        """125 Hz samples whose distances were measured (<= ``samples``)."""
-        return self.sample_queries
-
-    def as_dict(self) -> dict:
-        return {
-            "certified": self.certified,
-            "margin_m": self.margin_m,
-            "horizon_m": self.horizon_m,
-            "certified_min_m": round(self.certified_min_m, 7),
-            "pair": self.pair,
-            "at_s": round(self.at_s, 6),
-            "pairs_total": self.pairs_total,
-            "pairs_far": self.pairs_far,
-            "far_pairs_min_m": round(self.far_pairs_min_m, 7)
-            if math.isfinite(self.far_pairs_min_m)
-            else None,
-            "sample_queries": self.sample_queries,
-            "measured_samples": self.sample_queries,
-            "samples": self.samples,
-            "measured_sample_index": None
-            if self.measured_index is None
-            else [int(k) for k in self.measured_index],
-            "extra_queries": [
-                {"t_s": float(t), "q_rad": q.tolist()}
-                for t, q in zip(self.extra_t_s, self.extra_q_rad, strict=True)
-            ],
-            "pairs": [p.as_dict() for p in self.pairs],
-            "uncertainty": self.spec.as_dict(),
-            "payload_reach_m": self.payload_reach_m,
-            "model_hash": self.model_hash,
-            "failure": self.failure,
-            "fail_time_s": self.fail_time_s,
-            "fail_kind": self.fail_kind,
-            "uncertified_attempts": self.uncertified_attempts,
-            "method": "seed 003 multi-sample Lipschitz envelope, per pair, exact minimum",
-        }
-
-
-# ----------------------------------------------------------------------------- certify
-
-FAIL_QUERY_BELOW = "query_below_threshold"  # a measured state within margin + allowance
-FAIL_INCONCLUSIVE = "envelope_inconclusive"  # the envelope dips below after every bisection
 
 QueryFn = Callable[[np.ndarray], np.ndarray]
 
@@ -561,46 +290,10 @@ def certify_samples(
     )
 
 
-def _arc(query_t: np.ndarray, sample_t: np.ndarray, seg_L: np.ndarray) -> np.ndarray:
-    """(P, M) arc coordinate s = integral of each pair's L [m/s] from ``query_t[0]`` to each
-    query time [s]. seg_L (P, K) is constant on each 125 Hz segment of ``sample_t``; the
-    integral runs across every segment between two queries, so queries may skip samples
-    (the final check measures only some of them)."""
-    return _cumulative_at(query_t, sample_t, seg_L.T).T
-
-
-def _cumulative_at(query_t: np.ndarray, sample_t: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    """(M, ...) integral of a per-segment constant ``rate`` (K, ...) from ``query_t[0]`` to
-    each query time: exact for a piecewise-constant rate, whatever samples lie between."""
-    query_t = np.asarray(query_t, float)
-    dt = np.diff(sample_t)
-    at_samples = np.concatenate(
-        [
-            np.zeros((1,) + rate.shape[1:]),
-            np.cumsum(rate * dt.reshape((-1,) + (1,) * (rate.ndim - 1)), axis=0),
-        ]
-    )
-    k = _segment_of(query_t, sample_t)
-    into = (query_t - sample_t[k]).reshape((-1,) + (1,) * (rate.ndim - 1))
-    out = at_samples[k] + rate[k] * into
-    return out - out[:1]
-
-
 def _sample_index(times: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
     """Index of the sample time equal to each time, -1 for times between samples."""
     k = np.clip(np.searchsorted(sample_t, times), 0, sample_t.size - 1)
     return np.where(sample_t[k] == times, k, -1)
-
-
-def _segment_of(times: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
-    """The 125 Hz segment holding each time (a sample time starts its segment; the last
-    sample time belongs to the last segment)."""
-    return np.clip(np.searchsorted(sample_t, times, side="right") - 1, 0, sample_t.size - 2)
-
-
-def _pair_name(geometry: PairGeometry, p: int) -> str:
-    cls = PairClass(int(geometry.pair_class[p])).name.lower()
-    return f"{geometry.names[geometry.g1[p]]} vs {geometry.names[geometry.g2[p]]} ({cls})"
 
 
 def _pair_bounds(
@@ -705,18 +398,6 @@ def certify_group_path(
         _hash_of(group.model),
         initial,
     )
-
-
-_HASHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _hash_of(model: mujoco.MjModel) -> str:
-    try:
-        if model not in _HASHES:
-            _HASHES[model] = model_hash(model)
-        return _HASHES[model]
-    except TypeError:  # not weak-referenceable
-        return model_hash(model)
 
 
 def certify_plan_timed(

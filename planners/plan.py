@@ -15,9 +15,9 @@ import enum
 from dataclasses import dataclass, field
 
 import numpy as np
+from rob_twin.planners.certificate_record import PlanClearanceCertificate
 from rob_twin.planners.errors import PlanFailedError
 from rob_twin.planners.geom_pairs import GeomPair
-from rob_twin.planners.pair_certificate import PlanClearanceCertificate
 
 
 class PlanStatus(enum.Enum):

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rob_twin.experiments.dense_clearance import check_plan, for_group
 from rob_twin.experiments.hard_problems import STAND_ARMS, STAND_PATH, load
+from rob_twin.planners.certificate_geometry import _group_geometry
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.group import ArmGroup
 from rob_twin.planners.oracle import CoalOracle
-from rob_twin.planners.pair_certificate import _group_geometry
 
 WINDOW_S = 0.2  # the test piece: this much either side of the plan's closest state [s]
 CAP_M = 0.04

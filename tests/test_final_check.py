@@ -9,20 +9,14 @@ import numpy as np
 import pytest
 from planner_fixtures import rob_home_group
 from rob_twin.experiments.hard_problems import load
+from rob_twin.planners.certificate_envelope import _arc, plan_allowances_m
+from rob_twin.planners.certificate_geometry import _group_geometry, covering_rows
+from rob_twin.planners.certificate_record import FAIL_INCONCLUSIVE
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.final_check import far_stops, final_check
 from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.planners.group import GroupConfig
-from rob_twin.planners.pair_certificate import (
-    FAIL_INCONCLUSIVE,
-    CertificateConfig,
-    _arc,
-    _group_geometry,
-    certify_samples,
-    covering_rows,
-    mujoco_query,
-    plan_allowances_m,
-)
+from rob_twin.planners.pair_certificate import CertificateConfig, certify_samples, mujoco_query
 from rob_twin.planners.plan import PlanStatus
 from rob_twin.planners.retime import JointLimits, limit_report, time_path
 

@@ -18,20 +18,16 @@ from rob_twin.experiments.exp_clearance_examples import (
 )
 from rob_twin.models import dimensions as D
 from rob_twin.models.loading import apply_home, load_scene
-from rob_twin.models.names import group_arms
+from rob_twin.models.names import Arm, arm_joints, group_arms
 from rob_twin.planners.certificate_check import coal_pair_distances, verify_document
+from rob_twin.planners.certificate_envelope import envelope_minima
+from rob_twin.planners.certificate_geometry import _group_geometry, joint_geom_radii, model_hash
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.planners.goals import JointGoal
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.oracle import CoalOracle
-from rob_twin.planners.pair_certificate import (
-    CertificateConfig,
-    _group_geometry,
-    envelope_minima,
-    joint_geom_radii,
-    model_hash,
-)
+from rob_twin.planners.pair_certificate import CertificateConfig
 from rob_twin.planners.plan import PlanStatus
 from rob_twin.planners.plan_file import PlanFileError, load_plan_file, save_plan
 from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
@@ -288,3 +284,42 @@ def test_payload_reach_grows_only_gripper_radii(scene):
         (loaded - plain)[:, grown][plain[:, grown] > 0] == pytest.approx(0.1)
     )
     assert math.isclose(float((loaded - plain).max()), 0.1)
+
+
+def test_joint_geom_radii_bound_every_geom_point_in_random_configurations():
+    """R_j(g) bounds the distance from joint j's anchor to every point of geom g it moves,
+    in any configuration (the triangle inequality along the tree), and is 0 for the rest."""
+    m = load_scene()
+    d = mujoco.MjData(m)
+    names = arm_joints(Arm.RIGHT)
+    radii = joint_geom_radii(m, names)
+    chain = radii.max(axis=1)  # the farthest geom each joint moves
+    assert np.all(np.diff(chain) <= 1e-12) and 0.5 < chain[0] < 1.2  # outer joints move less
+    rng = np.random.default_rng(0)
+    jids = [m.joint(n).id for n in names]
+    for _ in range(50):
+        for jid in jids:
+            lo, hi = m.jnt_range[jid]
+            d.qpos[m.jnt_qposadr[jid]] = rng.uniform(lo, hi)
+        mujoco.mj_kinematics(m, d)
+        for k, jid in enumerate(jids):
+            anchor = d.xanchor[jid]
+            for g in range(m.ngeom):
+                b = m.geom_bodyid[g]
+                while b > 0 and b != m.jnt_bodyid[jid]:
+                    b = m.body_parentid[b]
+                if b == m.jnt_bodyid[jid]:
+                    assert (
+                        np.linalg.norm(d.geom_xpos[g] - anchor) + m.geom_rbound[g]
+                        <= radii[k, g] + 1e-9
+                    )
+                else:
+                    assert radii[k, g] == 0.0
+
+
+def test_every_plan_the_group_returns_carries_a_certificate(scene):
+    plan = _group(scene).plan({"right": JointGoal(HOME + 0.2)}, seed=1).unwrap()
+    cert = plan.certificate
+    assert cert is not None and cert.certified and not cert.failure
+    assert cert.margin_m <= cert.certified_min_m <= plan.min_clearance.distance_m + 1e-9
+    assert "certify" in plan.stage_times_s

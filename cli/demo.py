@@ -21,7 +21,7 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
 
         sc = dataclasses.replace(demo_scenario(), name=f"demo_{args.robot}", robot=args.robot)
         return run_and_report(sc, args)
-    from rob_twin.twin import crossing_demo as cd
+    from rob_twin.twin.scenario import crossing_demo as cd
 
     say = say_for(args)
     say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")

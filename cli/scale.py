@@ -107,7 +107,7 @@ def _cmd_sweep(args: argparse.Namespace) -> tuple[int, dict]:
     return (0 if report["passed"] else 1), report
 
 
-def add_commands(sub) -> None:
+def register(sub) -> None:
     """Add ``study`` and ``sweep`` to the ``rob-twin`` sub-command parser ``sub``."""
     st = sub.add_parser("study", help="collision study from a spec (JSON/TOML), in parallel")
     st.add_argument("spec", help="study spec (.toml or .json); see experiments/studies/")

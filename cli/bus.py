@@ -1,0 +1,226 @@
+"""``rob-twin replay``, ``bank`` and ``host``: the bus commands (a recording fed into a fresh
+lockstep twin or onto a live interface; the simulated drives served in real time; ROB's host
+stack against them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _channels(text: str | None, default: dict) -> dict:
+    """'right=CAN10,left=CAN11' -> {'right': 'CAN10', 'left': 'CAN11'}."""
+    if not text:
+        return default
+    out = {}
+    for part in text.split(","):
+        arm, sep, ch = part.partition("=")
+        if not sep or not ch:
+            raise ValueError(f"--channels wants ARM=CHANNEL[,ARM=CHANNEL], got {part!r}")
+        out[arm.strip()] = ch.strip()
+    return out
+
+
+def _cmd_bank(args: argparse.Namespace) -> int:
+    from rob_twin.models.names import BUS_MAPPING, Arm, UnknownNameError
+    from rob_twin.twin.bus.bank_process import BankConfig, BankError, BankProcess
+    from rob_twin.twin.bus.recording import RecordingError
+    from rob_twin.twin.bus.socketcand import SocketcandError
+
+    try:
+        by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
+        channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
+        cfg = BankConfig(
+            interface=args.interface,
+            channels=channels,
+            host=args.host,
+            port=args.port,
+            control_port=args.control_port,
+            feedback_rate_hz=args.feedback_rate,
+            seed=args.seed,
+            seconds=args.seconds,
+            ready_file=args.ready_file,
+            record_path=args.record_can,
+            max_lag_s=args.max_lag,
+        )
+        final = BankProcess(cfg).run()
+    except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
+        print(f"rob-twin bank: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
+    return 0
+
+
+def _cmd_host(args: argparse.Namespace) -> int:
+    from rob_twin.models.names import BUS_MAPPING, Arm
+    from rob_twin.twin.bus.host_process import HostConfig, HostError, run_host
+
+    try:
+        cfg = HostConfig(
+            interface=args.interface,
+            host=args.host,
+            port=args.port,
+            channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+            arms=tuple(args.arm or ("right", "left")),
+            seconds=args.seconds,
+            stream=args.stream,
+            stop_after_s=args.stop_after,
+            ping_hz=args.ping_hz,
+        )
+        report = run_host(
+            cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True)
+        )
+    except (HostError, ValueError) as err:
+        print(f"rob-twin host: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(report))
+    return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
+
+
+def _play_onto(args: argparse.Namespace, rec) -> int:
+    """Play the recording's host frames onto a live interface (a bank, a real bus)."""
+    from rob_twin.twin.bus.host_process import HostConfig, HostError, close_bus, open_bus
+    from rob_twin.twin.bus.recording import RecordingError
+    from rob_twin.twin.bus.replay import play_onto
+
+    numbers = sorted({f.bus for f in rec.frames})
+    chans = _channels(args.channels, {str(n): f"CAN{n}" for n in numbers})
+    buses = {}
+    try:
+        cfg = HostConfig(interface=args.onto, host=args.host, port=args.port)
+        for n in numbers:
+            buses[n] = open_bus(cfg, chans.get(str(n), f"CAN{n}"))
+        sent = play_onto(rec, buses, speed=args.speed, deadline_s=args.seconds)
+    except (HostError, RecordingError, ValueError) as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    finally:
+        for bus in buses.values():
+            close_bus(bus)
+    onto = ", ".join(chans.get(str(n), f"CAN{n}") for n in numbers)
+    print(f"played {sent} host frames onto {args.onto} ({onto})")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rob_twin.twin.bus.recording import RecordingError
+    from rob_twin.twin.bus.replay import read_recording, replay
+
+    try:
+        rec = read_recording(args.recording)
+    except RecordingError as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
+    if args.onto:
+        return _play_onto(args, rec)
+    try:
+        result = replay(rec, seconds=args.seconds)
+    except RecordingError as err:
+        print(f"rob-twin replay: {err}", file=sys.stderr)
+        return 2
+    summary = {
+        "hardware_io": False,
+        "evidence_class": "simulated",
+        "recording": str(rec.path),
+        **result.summary(),
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
+    np_path = out / "replay_qpos.npz"
+    import numpy as np
+
+    np.savez_compressed(np_path, times=result.times, qpos=result.qpos)
+    for note in result.notes:
+        print(f"note: {note}")
+    print(
+        f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s simulated in "
+        f"{summary['wall_s']} s wall; drive feedback {result.feedback_frames} frames, "
+        f"{result.feedback_mismatches} differ from the recording"
+    )
+    print(f"report: {out / 'replay.json'}, trajectory: {np_path} (simulated; hardware_io: false)")
+    return 0 if result.feedback_mismatches == 0 else 1
+
+
+def register(sub) -> None:
+    """Add ``replay``, ``bank`` and ``host`` to the ``rob-twin`` sub-command parser ``sub``."""
+    rep = sub.add_parser(
+        "replay",
+        help="feed a bus recording as the host's commands into a fresh "
+        "lockstep twin (exit 1 if the drives' feedback differs from the recording)",
+    )
+    rep.add_argument(
+        "recording",
+        help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)",
+    )
+    rep.add_argument(
+        "--seconds", type=float, default=None, help="replay only this much simulated time"
+    )
+    rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
+    rep.add_argument(
+        "--onto",
+        metavar="INTERFACE",
+        help="play the host frames onto a live python-can "
+        "interface instead (socketcand: a running rob-twin bank; socketcan: vcan0 ...)",
+    )
+    rep.add_argument("--host", default="127.0.0.1", help="socketcand server for --onto")
+    rep.add_argument("--port", type=int, default=29536, help="socketcand port for --onto")
+    rep.add_argument("--channels", help="BUS=CHANNEL,... for --onto (default 10=CAN10,11=CAN11)")
+    rep.add_argument("--speed", type=float, default=1.0, help="x real time for --onto")
+    rep.set_defaults(func=_cmd_replay)
+    bank = sub.add_parser(
+        "bank",
+        help="the simulated drives + MuJoCo in real time, served on named "
+        "buses (socketcand on 127.0.0.1, or SocketCAN)",
+    )
+    bank.add_argument("--interface", default="socketcand", choices=("socketcand", "socketcan"))
+    bank.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1 only)"
+    )
+    bank.add_argument("--port", type=int, default=29536, help="socketcand port (0: any free port)")
+    bank.add_argument(
+        "--control-port", type=int, default=0, help="JSON control port (0: any free port)"
+    )
+    bank.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
+    bank.add_argument("--feedback-rate", type=float, default=100.0, help="drive feedback rate [Hz]")
+    bank.add_argument("--seed", type=int, default=0)
+    bank.add_argument(
+        "--seconds", type=float, default=None, help="stop after this long (default: until shutdown)"
+    )
+    bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
+    bank.add_argument(
+        "--max-lag",
+        type=float,
+        default=1.0,
+        help="stop with an error when this many seconds behind real time (default 1)",
+    )
+    bank.add_argument(
+        "--record-can",
+        metavar="FILE",
+        help="record all traffic the drives see and "
+        "send (.log, .asc, .blf, .mf4; wall-clock timestamps)",
+    )
+    bank.set_defaults(func=_cmd_bank)
+    host = sub.add_parser(
+        "host",
+        help="ROB's host stack (owners, codec, transport) against a bank "
+        "over a real interface (exit 1 if an owner latched a fault)",
+    )
+    host.add_argument(
+        "--interface", default="socketcand", help="python-can interface (default socketcand)"
+    )
+    host.add_argument("--host", default="127.0.0.1")
+    host.add_argument("--port", type=int, default=29536)
+    host.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
+    host.add_argument("--arm", action="append", help="drive only this arm (repeatable)")
+    host.add_argument("--seconds", type=float, default=3.0)
+    host.add_argument("--stream", default="wave", choices=("wave", "hold"))
+    host.add_argument(
+        "--stop-after", type=float, default=None, help="call Stop after this many seconds"
+    )
+    host.add_argument("--ping-hz", type=float, default=0.0, help="round-trip probes per second")
+    host.set_defaults(func=_cmd_host)

@@ -1,0 +1,103 @@
+"""What every ``rob-twin`` command shares: the parser class, the usage error, the exit codes
+of errors, the ``--json`` object and the run of one command line (``run_command``).
+
+A command registered with ``json_result=True`` returns ``(exit code, result object)`` and
+prints nothing itself under ``--json`` (``run_command`` prints the one object); other
+commands return an exit code and print for themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import traceback
+from collections.abc import Callable
+
+from rob_twin.models.errors import RobTwinError
+
+QUALITY_CHOICES = (
+    "auto",
+    "fast",
+    "full",
+)  # rob_twin.twin.render.quality.CHOICES (mujoco-free here)
+
+# A command registered with json_result=True returns its exit code and the one object
+# run_command() prints under --json; other commands return an exit code and print for
+# themselves.
+CommandResult = tuple[int, dict]
+
+
+class UsageError(RobTwinError):
+    """A command line argparse refuses (unknown option, missing argument)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """Raises UsageError instead of exiting, so ``--json`` can report it as JSON."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
+    from rob_twin.models.names import UnknownNameError
+    from rob_twin.planners.plan_file import PlanFileError
+    from rob_twin.twin.bus.recording import RecordingError
+    from rob_twin.twin.bus.timing import BusTimingConfigError
+    from rob_twin.twin.scenario.run_folder import RunFolderError
+    from rob_twin.twin.scenario.schema import ScenarioError
+
+    return (
+        UsageError,
+        ScenarioError,
+        RunFolderError,
+        UnknownNameError,
+        BusTimingConfigError,
+        RecordingError,
+        PlanFileError,
+    )
+
+
+def say_for(args: argparse.Namespace) -> Callable[..., None]:
+    """Human-readable lines: stdout normally, stderr under --json (stdout is the JSON)."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda *parts: print(*parts, file=stream)
+
+
+def error_payload(err: BaseException, code: int) -> dict:
+    payload = {"error": str(err), "type": type(err).__name__, "exit_code": code}
+    issues = getattr(err, "issues", None)
+    if issues:
+        payload["issues"] = [i.model_dump() for i in issues]
+    return payload
+
+
+def run_command(build_parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) with the parser ``build_parser`` makes and
+    run its command: the exit code; under ``--json`` exactly one JSON object on stdout, the
+    command's result or the error (exit 2 for bad input, 1 otherwise, 130 when interrupted)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    stdout = sys.stdout
+    try:
+        args = build_parser().parse_args(argv)
+        # a command that returns its result (json_result) prints nothing itself under
+        # --json: stray prints (libraries, experiments) go to stderr, not into the object
+        quiet = as_json and getattr(args, "json_result", False)
+        with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
+            outcome = args.func(args)
+        code, payload = outcome if isinstance(outcome, tuple) else (int(outcome or 0), None)
+    except KeyboardInterrupt as err:
+        code, payload = 130, error_payload(err, 130) | {"error": "interrupted"}
+        print("rob-twin: interrupted", file=sys.stderr)
+    except Exception as err:
+        code = 2 if isinstance(err, input_errors()) else 1
+        payload = error_payload(err, code)
+        if code == 1 and not isinstance(err, RobTwinError):
+            traceback.print_exc(file=sys.stderr)
+        print(f"rob-twin: {err}", file=sys.stderr)
+    if as_json and payload is not None:
+        print(json.dumps(payload, default=str), file=stdout, flush=True)
+    return code

@@ -1,0 +1,123 @@
+"""``rob-twin rehearse``: the pre-commissioning gates, simulated (exit 1 if any fails)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rob_twin.cli.common import CommandResult
+from rob_twin.models.names import ROBOTS
+
+
+def _bus_budget(args: argparse.Namespace):
+    """The bus-budget gate's settings from ``--bus`` and ``--command-rate`` (worst-case
+    stuffing unless the spec says otherwise)."""
+    import dataclasses
+
+    from rob_twin.twin.bus.budget import BusBudgetConfig
+    from rob_twin.twin.bus.frame_bits import Stuffing
+    from rob_twin.twin.bus.timing import BusTimingConfigError, parse_bus_spec
+
+    bus = parse_bus_spec(args.bus)
+    if bus is None:
+        raise BusTimingConfigError("the bus budget needs a bus: --bus off is not valid here")
+    bus = dataclasses.replace(
+        bus, stuffing=Stuffing.EXACT if args.exact_stuffing else Stuffing.WORST
+    )
+    return BusBudgetConfig(bus=bus, command_rate_hz=args.command_rate)
+
+
+def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
+    import dataclasses
+
+    from rob_twin.models.names import UnknownNameError
+    from rob_twin.twin.rehearsal import RehearsalConfig, gates_for, rehearse, write_report
+    from rob_twin.twin.scenario.run_folder import RunFolder
+    from rob_twin.twin.scenario.schema import ScenarioError, validate_faults
+    from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
+    from rob_twin.twin.sim.faults import FaultSpec
+
+    try:
+        raw = json.loads(args.faults) if args.faults else []
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise ScenarioError(f"--faults is not valid JSON: {err}") from None
+    faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
+    if args.robot == "openarm":
+        from rob_twin.twin.rehearsal.damiao import openarm_rehearsal_config
+        from rob_twin.twin.sim.damiao_loop import openarm_config
+
+        base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
+        cfg = openarm_rehearsal_config(base)
+    else:
+        base = dataclasses.replace(
+            ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring, faults=faults
+        )
+        cfg = RehearsalConfig(base=base)
+    gates = gates_for(cfg)
+    for gate in args.gate or ():
+        if gate not in gates:
+            raise UnknownNameError("gate", gate, list(gates))
+    out = Path(args.out)
+    RunFolder.check_writable(out)  # before the gates run, not after
+    report = rehearse(
+        dataclasses.replace(cfg, bus_budget=_bus_budget(args)),
+        args.gate or None,
+        progress=not args.json,
+    )
+    jp, mp = write_report(report, out)
+    if not args.json:
+        for g in report["gates"]:
+            print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
+            if not g["passed"] and g.get("detail"):
+                print(f"      {g['detail']}")
+        print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
+    return (0 if report["passed"] else 1), report
+
+
+def register(sub) -> None:
+    """Add ``rehearse`` to the ``rob-twin`` sub-command parser ``sub``."""
+    reh = sub.add_parser(
+        "rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)"
+    )
+    reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    reh.add_argument(
+        "--out", default="out/rehearsal", help="report folder (default out/rehearsal/)"
+    )
+    reh.add_argument("--gate", action="append", help="run only this gate (repeatable)")
+    reh.add_argument("--seed", type=int, default=0)
+    reh.add_argument(
+        "--swap-wiring",
+        action="store_true",
+        help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)",
+    )
+    reh.add_argument(
+        "--faults",
+        help="JSON list of faults applied to every gate, e.g. "
+        '\'[{"kind": "wrong_sign", "arm": "right", "joints": [5]}]\'',
+    )
+    reh.add_argument(
+        "--robot",
+        choices=ROBOTS,
+        default="rob",
+        help="openarm: the Damiao profile (register agreement, enable sequence, "
+        "gravity compensation, torque limit, CAN timeout, and the shared gates)",
+    )
+    reh.add_argument(
+        "--bus",
+        default="1M",
+        help="bus of the bus_budget gate: 1M (default), 500k, "
+        "250k, fd:1M/5M ... (worst-case stuffing)",
+    )
+    reh.add_argument(
+        "--exact-stuffing",
+        action="store_true",
+        help="budget with the stuffing of typical payloads instead of the worst case",
+    )
+    reh.add_argument(
+        "--command-rate",
+        type=float,
+        default=None,
+        help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)",
+    )
+    reh.set_defaults(func=_cmd_rehearse, json_result=True)

@@ -1,0 +1,173 @@
+"""``rob-twin run``: a scenario file headless, and ``run_and_report``, the run folder, summary
+and exit code that ``run`` and ``demo`` share."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from rob_twin.cli.common import QUALITY_CHOICES, CommandResult, say_for
+from rob_twin.models.names import ROBOTS
+
+BUS_HELP = (
+    "simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
+    "(frames arrive instantly); +worst for worst-case stuffing"
+)
+RECORD_CAN_HELP = (
+    "record all bus traffic to FILE "
+    "(.log, .asc, .blf or .mf4; simulated timestamps) for rob-twin replay"
+)
+
+
+def _bus_timing(args: argparse.Namespace):
+    """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
+    from rob_twin.twin.bus.timing import parse_bus_spec
+
+    return parse_bus_spec(getattr(args, "bus", "off"))
+
+
+def run_and_report(
+    sc, args: argparse.Namespace, hooks: dict | None = None, extra: Callable[[], dict] | None = None
+) -> CommandResult:
+    """Prepare the run folder (checked and marked ``running`` before anything runs), run
+    ``sc`` with Ctrl-C / SIGTERM caught, write the summary; exit 1 on anything the
+    scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
+    ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
+    sections, asked for after the run."""
+    from rob_twin.twin.bus.recording import check_format
+    from rob_twin.twin.scenario.report import summarize
+    from rob_twin.twin.scenario.run import run_scenario
+    from rob_twin.twin.scenario.run_folder import RunFolder
+    from rob_twin.twin.scenario.verdict import unexpected
+    from rob_twin.twin.sim.interrupts import EXIT_CODES, stop_requests
+
+    say = say_for(args)
+    bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
+    traffic = getattr(args, "record_can", None)
+    if traffic:
+        check_format(traffic)
+    if getattr(args, "quality", None) is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, quality=args.quality)
+    with stop_requests() as stop:  # from before the folder is marked running
+        folder = RunFolder.prepare(
+            args.out, sc.name, stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can")
+        )
+        try:
+            result = run_scenario(
+                sc,
+                out_dir=folder.path,
+                record=not args.no_video,
+                can_log_dir=folder.file("can") if args.can_log else None,
+                should_stop=stop,
+                on_progress=lambda figures: folder.write_status("running", **figures),
+                bus_timing=bus,
+                traffic_path=traffic,
+                **(hooks or {}),
+            )
+            problems = unexpected(result, sc.expect) if result.status == "completed" else []
+            summary = summarize(
+                result,
+                folder.path,
+                problems,
+                expect=sc.expect.model_dump(),
+                extra=extra() if extra is not None else None,
+            )
+        except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
+            folder.write_status(
+                "interrupted",
+                stopped_by="SIGINT (twice)",
+                note="stopped at once; no figures were kept",
+            )
+            raise
+        except Exception as err:
+            folder.write_status("failed", error=str(err), type=type(err).__name__)
+            raise
+    if result.status == "interrupted":
+        code = EXIT_CODES.get(result.stopped_by or "", 1)
+        say(
+            f"interrupted by {result.stopped_by} after {summary['simulated_s']} s simulated; "
+            f"summary marked interrupted"
+        )
+    else:
+        code = 1 if problems else 0
+    if summary["video"]:
+        say(
+            f"video: {summary['video']} ({summary['frames']} frames, "
+            f"{summary['render_fps']} frames/s rendering)"
+        )
+    else:
+        say(f"no video written: {summary['video_skipped_reason']}")
+    say(f"summary: {folder.file('summary.md')} and summary.json; plot: {summary['plot']}")
+    if args.can_log:
+        say(f"bus traffic: {folder.file('can')}/*.log (python-can canutils format)")
+    if summary.get("bus_plot"):
+        for b in summary["bus"].values():
+            c = b["command_to_drive_latency"]
+            say(
+                f"bus {b['bus']} ({b['config']}): load {100 * b['load']:.1f} %, command->drive "
+                f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}"
+            )
+        say(f"bus plot: {summary['bus_plot']}")
+    if traffic:
+        say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
+    say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
+    for line in problems:
+        say(f"UNEXPECTED: {line}")
+    return code, {**summary, "run_folder": str(folder.path), "exit_code": code}
+
+
+def _cmd_run(args: argparse.Namespace) -> CommandResult:
+    from rob_twin.twin.scenario.run import Scenario
+
+    sc = Scenario.load(args.scenario)
+    if args.robot is not None:
+        import dataclasses
+
+        sc = dataclasses.replace(sc, robot=args.robot)
+    if args.check:
+        say_for(args)(
+            f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
+            f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)"
+        )
+        return 0, {"valid": True, "scenario": sc.name, "path": str(args.scenario)}
+    return run_and_report(sc, args)
+
+
+def register(sub) -> None:
+    """Add ``run`` to the ``rob-twin`` sub-command parser ``sub``."""
+    run = sub.add_parser(
+        "run",
+        help="run a scenario file headless",
+        description="Run a scenario file headless; outputs go to OUT/NAME/. "
+        "Schema: experiments/scenarios/scenario.schema.json",
+    )
+    run.add_argument("scenario")
+    run.add_argument("--out", default="out")
+    run.add_argument("--no-video", action="store_true")
+    run.add_argument(
+        "--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/"
+    )
+    run.add_argument("--check", action="store_true", help="only validate the scenario file")
+    run.add_argument(
+        "--json", action="store_true", help="print exactly one JSON object (the summary)"
+    )
+    run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
+    run.add_argument(
+        "--bus",
+        default="1M",
+        help=BUS_HELP,
+    )
+    run.add_argument(
+        "--record-can",
+        metavar="FILE",
+        help=RECORD_CAN_HELP,
+    )
+    run.add_argument(
+        "--quality",
+        choices=QUALITY_CHOICES,
+        default=None,
+        help="override the scenario's video render 'quality'",
+    )
+    run.set_defaults(func=_cmd_run, json_result=True)

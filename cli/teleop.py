@@ -1,0 +1,75 @@
+"""``rob-twin teleop``: teleoperate both arms from a browser or WebXR headset (real-time closed
+loop and one server for page, websocket and telemetry)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _cmd_teleop(args: argparse.Namespace) -> int:
+    from rob_twin.twin.scenario.run import ScenarioError
+    from rob_twin.twin.teleop.app import run_teleop
+    from rob_twin.twin.teleop.controller import TeleopConfigError
+
+    try:
+        return run_teleop(
+            args.scenario,
+            port=args.port,
+            lan=args.lan,
+            cert_dir=args.cert_dir,
+            seconds=args.seconds,
+            viewer=False if args.no_viewer else None,
+            camera_hz=args.camera_hz,
+            input_timeout_s=args.input_timeout,
+        )
+    except (ScenarioError, TeleopConfigError) as err:
+        print(f"rob-twin teleop: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"rob-twin teleop: cannot serve on port {args.port}: {err}", file=sys.stderr)
+        return 2
+
+
+def register(sub) -> None:
+    """Add ``teleop`` to the ``rob-twin`` sub-command parser ``sub``."""
+    tele = sub.add_parser(
+        "teleop",
+        help="teleoperate both arms from a browser or WebXR headset "
+        "(real-time closed loop + one server for page, websocket and telemetry)",
+    )
+    tele.add_argument(
+        "scenario", nargs="?", help="scenario file: initial state and faults (default: demo)"
+    )
+    tele.add_argument(
+        "--port",
+        type=int,
+        default=8765,
+        help="port of page, websocket and telemetry (default 8765)",
+    )
+    tele.add_argument(
+        "--lan",
+        action="store_true",
+        help="bind every interface, HTTPS only (self-signed certificate made on first use)",
+    )
+    tele.add_argument(
+        "--cert-dir", help="where the --lan certificate lives (default ~/.cache/rob-twin/teleop)"
+    )
+    tele.add_argument(
+        "--seconds", type=float, default=float("inf"), help="stop after this many seconds"
+    )
+    tele.add_argument(
+        "--no-viewer", action="store_true", help="headless even when a display exists"
+    )
+    tele.add_argument(
+        "--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)"
+    )
+    tele.add_argument(
+        "--input-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="input age that brakes an engaged arm (default 0.1 s; raise it for a slow "
+        "network or a loaded machine)",
+    )
+    tele.set_defaults(func=_cmd_teleop)

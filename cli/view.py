@@ -1,0 +1,70 @@
+"""``rob-twin view``: the interactive viewer paced in real time (exit 3 without a display)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rob_twin.cli.common import QUALITY_CHOICES, UsageError
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from rob_twin.twin.viewer.keys import key_code
+    from rob_twin.twin.viewer.session import NoDisplayError, view
+
+    presses = []
+    for item in args.press or ():
+        at, _, name = item.partition(":")
+        try:
+            presses.append((float(at), key_code(name)))
+        except ValueError:
+            raise UsageError(f"--press {item!r}: expected SECONDS:KEY, e.g. 1.5:F8") from None
+    try:
+        return view(
+            args.scenario,
+            max_wall_s=args.seconds,
+            presses=presses,
+            screenshot=args.screenshot,
+            report=args.report,
+            quality=args.quality,
+            max_sim_s=args.sim_seconds,
+        )
+    except NoDisplayError as err:
+        print(f"rob-twin view: {err}", file=sys.stderr)
+        return 3
+
+
+def register(sub) -> None:
+    """Add ``view`` to the ``rob-twin`` sub-command parser ``sub``."""
+    view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
+    view.add_argument("scenario", nargs="?")
+    view.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="close after this many wall seconds (default: when the window closes)",
+    )
+    view.add_argument(
+        "--sim-seconds",
+        type=float,
+        default=None,
+        help="close once this much simulated time has run",
+    )
+    view.add_argument(
+        "--press",
+        action="append",
+        metavar="SECONDS:KEY",
+        help="press KEY (F8, F9, F10, F11, F12, Insert, Home, End) at this "
+        "simulated time, as if typed (repeatable)",
+    )
+    view.add_argument(
+        "--quality",
+        choices=QUALITY_CHOICES,
+        default=None,
+        help="render quality (default: the scenario's; auto: fast on a software GL renderer)",
+    )
+    view.add_argument("--screenshot", help="PNG of the display taken just before closing")
+    view.add_argument(
+        "--report", help="write what the session did (owner modes, bus frames) as JSON"
+    )
+    view.set_defaults(func=_cmd_view)

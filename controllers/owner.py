@@ -38,14 +38,12 @@ Bad input cannot switch supervision off, and the tick never raises:
 
 from __future__ import annotations
 
-import enum
 import math
 import numbers
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.controllers.checks import finite_real
@@ -64,207 +62,23 @@ from rob_twin.controllers.mailbox import (
     OfferResult,
     RejectReason,
 )
-from rob_twin.controllers.publish import PublishOutcome, PublishReport, SamplePublisher
+from rob_twin.controllers.owner_config import LateTickAction, OwnerConfig, default_config
+from rob_twin.controllers.owner_types import (
+    BrakeCause,
+    FaultKind,
+    Mode,
+    OwnerHooks,
+    OwnerStats,
+    TickReport,
+)
+from rob_twin.controllers.publish import PublishOutcome, SamplePublisher
 from rob_twin.controllers.target import ArmTarget, as_joint_vector
 from rob_twin.controllers.target_limits import TargetStateCheck
-from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 from rob_twin.models.errors import describe
 from rob_twin.models.names import JOINTS_PER_ARM, Arm
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 N = JOINTS_PER_ARM
-
-
-class LateTickAction(enum.Enum):
-    BRAKE = "brake"
-    FAULT = "fault"
-
-
-@dataclass(frozen=True)
-class OwnerConfig:
-    """Explicit per-joint limits and supervision thresholds of one owner.
-
-    period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
-    max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets (by default the joint bounds of ``rob_twin.models.dimensions``); late_tick_periods: a
-    tick
-    gap above this many periods is late;
-    feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
-    per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
-    rest_velocity_rad_s [rad/s]; feedback_future_tolerance_s: how far a feedback stamp
-    may lie ahead of the owner's clock [s] (clock-read jitter between threads; at most
-    ``feedback_timeout_s``). Every value is a finite real number (bools refused).
-    """
-
-    period_s: float = 0.005
-    max_velocity: tuple[float, ...] = (0.3,) * N
-    max_acceleration: tuple[float, ...] = (0.6,) * N
-    max_jerk: tuple[float, ...] = (2.0,) * N
-    position_lower: tuple[float, ...] = ARM_LOWER_RAD
-    position_upper: tuple[float, ...] = ARM_UPPER_RAD
-    late_tick_periods: float = 3.0
-    late_tick_action: LateTickAction = LateTickAction.BRAKE
-    require_feedback: bool = True
-    feedback_timeout_s: float = 0.05
-    tracking_error_rad: float = 0.05
-    limit_tolerance: float = 1e-9
-    rest_velocity_rad_s: float = 1e-9  # |v| below this on every joint counts as at rest
-    feedback_future_tolerance_s: float = 0.001
-
-    def __post_init__(self) -> None:
-        for name in (
-            "period_s",
-            "late_tick_periods",
-            "feedback_timeout_s",
-            "tracking_error_rad",
-            "limit_tolerance",
-            "rest_velocity_rad_s",
-            "feedback_future_tolerance_s",
-        ):
-            finite_real(getattr(self, name), name, "a finite number", OwnerConfigError)
-        for name in (
-            "max_velocity",
-            "max_acceleration",
-            "max_jerk",
-            "position_lower",
-            "position_upper",
-        ):
-            vals = getattr(self, name)
-            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != N:
-                raise OwnerConfigError(name, vals, f"{N} per-joint values")
-            for x in vals:
-                finite_real(x, name, f"{N} finite per-joint numbers", OwnerConfigError)
-            object.__setattr__(self, name, tuple(float(x) for x in vals))
-        if not isinstance(self.late_tick_action, LateTickAction):
-            raise OwnerConfigError(
-                "late_tick_action",
-                self.late_tick_action,
-                f"one of {[a.value for a in LateTickAction]}",
-            )
-        if not isinstance(self.require_feedback, bool):
-            raise OwnerConfigError("require_feedback", self.require_feedback, "True or False")
-        if not self.period_s > 0:
-            raise OwnerConfigError("period_s", self.period_s, "> 0 s")
-        for name in ("max_velocity", "max_acceleration", "max_jerk"):
-            if not all(np.isfinite(x) and x > 0 for x in getattr(self, name)):
-                raise OwnerConfigError(name, getattr(self, name), "finite values > 0")
-        if not all(
-            lo < hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)
-        ):
-            raise OwnerConfigError(
-                "position_lower/upper",
-                (self.position_lower, self.position_upper),
-                "lower < upper per joint",
-            )
-        if not self.late_tick_periods >= 1.0:
-            raise OwnerConfigError("late_tick_periods", self.late_tick_periods, ">= 1 period")
-        if not self.feedback_timeout_s > 0:
-            raise OwnerConfigError("feedback_timeout_s", self.feedback_timeout_s, "> 0 s")
-        if not self.tracking_error_rad > 0:
-            raise OwnerConfigError("tracking_error_rad", self.tracking_error_rad, "> 0 rad")
-        if not 0 <= self.limit_tolerance <= 1e-6:
-            raise OwnerConfigError(
-                "limit_tolerance", self.limit_tolerance, "0..1e-6 (float rounding only)"
-            )
-        if not self.rest_velocity_rad_s >= 0:
-            raise OwnerConfigError("rest_velocity_rad_s", self.rest_velocity_rad_s, ">= 0 rad/s")
-        if not 0 <= self.feedback_future_tolerance_s <= self.feedback_timeout_s:
-            raise OwnerConfigError(
-                "feedback_future_tolerance_s",
-                self.feedback_future_tolerance_s,
-                f"0..feedback_timeout_s ({self.feedback_timeout_s} s)",
-            )
-
-
-def default_config() -> OwnerConfig:
-    """Seed 000's illustrative streaming bounds at 200 Hz: v 0.3, a 0.6, jerk 2 (rad units)."""
-    return OwnerConfig()
-
-
-class Mode(enum.Enum):
-    TRACKING = "tracking"
-    BRAKING = "braking"
-    HOLD = "hold"
-    STOPPED = "stopped"
-    FAULTED = "faulted"
-
-
-class FaultKind(enum.Enum):
-    UNCERTAIN_OUTPUT = "uncertain_output"
-    PARTIAL_OUTPUT = "partial_output"
-    STALE_FEEDBACK = "stale_feedback"
-    TRACKING_ERROR = "tracking_error"
-    BLOCKED_BRAKING_PATH = "blocked_braking_path"
-    LATE_TICK = "late_tick"
-    PLANNER_ERROR = "planner_error"
-    LIMIT_VIOLATION = "limit_violation"
-    FOREIGN_WRITER = (
-        "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
-    )
-    TORQUE_LIMIT = "torque_limit"  # a feed-forward torque beyond the motor's limit (never clipped)
-    DRIVE_ERROR = (
-        "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
-    )
-    INVALID_CLOCK = (
-        "invalid_clock"  # the clock read NaN/inf or ran backwards: no time-based check holds
-    )
-    INTERNAL_ERROR = "internal_error"  # something raised inside the tick (a hook, a bug): contained
-
-
-class BrakeCause(enum.Enum):
-    STOP = "stop"
-    LEASE = "lease"  # lease expired or revoked (loss of authority)
-    LATE_TICK = "late_tick"
-    OUTPUT_REFUSED = "output_refused"
-    RELEASE = "release"
-
-
-@dataclass
-class OwnerHooks:
-    """Deterministic interleaving points (tests/experiments). Called inside the barrier:
-    a hook must not call back into the owner's barrier-taking methods (tick/stop/reset)."""
-
-    after_take: Callable[[ArmTarget], None] | None = None
-    after_compute: Callable[[np.ndarray], None] | None = None
-    before_publish: Callable[[np.ndarray], None] | None = None
-    after_publish: Callable[[PublishReport], None] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TickReport:
-    """What one tick did. compute_s: wall time of the whole tick incl. publish [s];
-    ruckig_s: Ruckig's own calculation time [s]; gap_periods: time since the previous
-    tick in periods; positions/velocities/accelerations: commanded state after the tick."""
-
-    index: int
-    stamp_s: float
-    mode: Mode
-    published: bool
-    outcome: PublishOutcome | None
-    new_plan: bool
-    target_sequence: int | None
-    moving_retarget: bool
-    positions_rad: np.ndarray
-    velocities_rad_s: np.ndarray
-    accelerations_rad_s2: np.ndarray
-    fault: FaultKind | None
-    reason: str
-    compute_s: float
-    ruckig_s: float
-    gap_periods: float
-
-
-@dataclass
-class OwnerStats:
-    ticks: int = 0
-    published: int = 0
-    plans: int = 0
-    moving_retargets: int = 0
-    dropped_at_take: int = 0
-    refused_outputs: int = 0
-    faults: list = field(default_factory=list)
-    feedback_refused: int = 0  # observations refused (bad stamp or positions): FeedbackError raised
-    feedback_out_of_order: int = 0  # observations older than the newest one: ignored
 
 
 class ArmOwner:

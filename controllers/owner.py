@@ -43,7 +43,6 @@ import numbers
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 
 import numpy as np
 from rob_twin.controllers.checks import finite_real
@@ -63,6 +62,7 @@ from rob_twin.controllers.mailbox import (
     RejectReason,
 )
 from rob_twin.controllers.owner_config import LateTickAction, OwnerConfig, default_config
+from rob_twin.controllers.owner_supervision import feedback_fault, lease_reject_reason
 from rob_twin.controllers.owner_types import (
     BrakeCause,
     FaultKind,
@@ -211,6 +211,11 @@ class ArmOwner:
         self._inp.target_acceleration = [0.0] * N
 
     @property
+    def clock(self) -> Clock:
+        """The injected time base (``now()`` [s])."""
+        return self._clock
+
+    @property
     def generation(self) -> int:
         return self._generation
 
@@ -270,7 +275,7 @@ class ArmOwner:
             bad = self._target_check.refusal(target.velocity_rad_s, target.acceleration_rad_s2)
             if bad is not None:
                 return bad
-        reason = _lease_reason(self.authority.status(target.lease))
+        reason = lease_reject_reason(self.authority.status(target.lease))
         if reason is not None:
             return TargetRefusedError(
                 reason, "lease", target.lease, "the current, unexpired lease granted by this owner"
@@ -706,40 +711,10 @@ class ArmOwner:
         return ""
 
     def _supervise_feedback(self, now: float) -> tuple[FaultKind, str] | None:
-        c = self.config
+        """The feedback fault at ``now`` [s] (``feedback_fault``), or None."""
         with self._fb_lock:
             fb = self._fb
-        if fb is None:
-            if c.require_feedback and not now - self._started_s <= c.feedback_timeout_s:
-                return (
-                    FaultKind.STALE_FEEDBACK,
-                    f"no feedback for {now - self._started_s:.4f} s > {c.feedback_timeout_s} s",
-                )
-            return None
-        pos, stamp = fb
-        age = now - stamp
-        if c.require_feedback and not -c.feedback_future_tolerance_s <= age <= c.feedback_timeout_s:
-            if age < 0:  # only a clock that ran backwards gets here (stamps are checked on entry)
-                return FaultKind.STALE_FEEDBACK, (
-                    f"feedback stamp {age:.4f} s in the future "
-                    f"(tolerance {c.feedback_future_tolerance_s} s)"
-                )
-            return FaultKind.STALE_FEEDBACK, f"feedback age {age:.4f} s > {c.feedback_timeout_s} s"
-        ref = self._history[0][1]
-        for s, q in reversed(self._history):
-            if s <= stamp:
-                ref = q
-                break
-        # plain floats on 7 joints; the largest error, first joint on a tie (like argmax)
-        err = [abs(x - y) for x, y in zip(pos.tolist(), ref.tolist(), strict=True)]
-        worst = max(err)
-        if not worst <= c.tracking_error_rad:  # NaN-safe
-            j = err.index(worst)
-            return (
-                FaultKind.TRACKING_ERROR,
-                f"joint {j + 1}: tracking error {worst:.4f} rad > {c.tracking_error_rad} rad",
-            )
-        return None
+        return feedback_fault(self.config, now, self._started_s, fb, self._history)
 
     def _latch(self, kind, why, now, t0, gap, ruckig_s=0.0, outcome=None) -> TickReport:
         self.mode = Mode.FAULTED
@@ -783,69 +758,3 @@ class ArmOwner:
             ruckig_s=ruckig_s,
             gap_periods=gap,
         )
-
-    # ----------------------------------------------------------------- real time
-    def run_realtime(
-        self, stop_event: threading.Event, on_report: Callable[[TickReport], None] | None = None
-    ) -> None:
-        """Tick every ``period_s`` on this owner's clock until ``stop_event`` is set.
-
-        Meant for a dedicated thread with a real clock (``MonotonicClock``); deadlines
-        are absolute, so a slow tick does not shift later ones (a missed one shows up
-        as ``gap_periods`` in the next report).
-
-        A failing ``on_report`` cannot end the loop (the arm would be left unsupervised): it
-        latches INTERNAL_ERROR and the loop keeps ticking; an unreadable clock waits one
-        period (the tick latches INVALID_CLOCK)."""
-        dt = self.config.period_s
-        deadline = self._clock.now()
-        while not stop_event.is_set():
-            rep = self.tick()
-            if on_report:
-                try:
-                    on_report(rep)
-                except Exception as err:  # noqa: BLE001 - the loop outlives its observer
-                    self.latch_fault(
-                        FaultKind.INTERNAL_ERROR,
-                        f"on_report raised {type(err).__name__}: {describe(str(err))}",
-                    )
-            deadline += dt
-            wait = deadline - self._clock.now()
-            if not math.isfinite(wait):
-                stop_event.wait(dt)
-                deadline = self._clock.now()
-            elif wait > 0:
-                stop_event.wait(wait)
-            else:
-                deadline = self._clock.now()
-
-
-def start_realtime_thread(
-    owner: ArmOwner, on_report=None
-) -> tuple[threading.Thread, threading.Event]:
-    """Start ``owner.run_realtime`` in a daemon thread; set the event and join to end it."""
-    if not isinstance(owner, ArmOwner):
-        raise OwnerConfigError("owner", owner, "an ArmOwner")
-    if on_report is not None and not callable(on_report):
-        raise OwnerConfigError("on_report", on_report, "a callable(TickReport) or None")
-    ev = threading.Event()
-    th = threading.Thread(
-        target=owner.run_realtime,
-        args=(ev, on_report),
-        name=f"owner-{owner.arm.value}",
-        daemon=True,
-    )
-    th.start()
-    return th, ev
-
-
-_LEASE_REASONS = {
-    LeaseStatus.VALID: None,
-    LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
-    LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
-    LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
-}
-
-
-def _lease_reason(st: LeaseStatus) -> RejectReason | None:
-    return _LEASE_REASONS[st]

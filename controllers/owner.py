@@ -413,6 +413,40 @@ class ArmOwner:
         return self._latch(FaultKind.INTERNAL_ERROR, why, now, t0, 0.0)
 
     def _tick_locked(self, t0: float) -> TickReport:
+        """One tick under the barrier, in four steps: supervise, take, compute, publish.
+        A step that ends the tick early (a fault, a faulted owner) returns its report."""
+        supervised = self._supervise(t0)
+        if isinstance(supervised, TickReport):
+            return supervised
+        now, gap, reason = supervised
+        new_plan, moving, seq, reason = self._take(reason)
+        computed = self._compute(now, t0, gap)
+        if isinstance(computed, TickReport):
+            return computed
+        res, ruckig_s, p, v, a, snapped = computed
+        return self._publish(
+            now=now,
+            t0=t0,
+            gap=gap,
+            reason=reason,
+            new_plan=new_plan,
+            seq=seq,
+            moving=moving,
+            res=res,
+            ruckig_s=ruckig_s,
+            p=p,
+            v=v,
+            a=a,
+            snapped=snapped,
+        )
+
+    def _supervise(self, t0: float) -> TickReport | tuple[float, float, str]:
+        """Step 1: read the clock, then supervise late ticks, feedback and the active lease.
+
+        t0: ``perf_counter()`` at the tick's start [s]. Returns (now [s], gap [periods],
+        reason) to go on (a late tick or an invalid lease may have begun a brake and set the
+        reason), or the tick's report when the tick ends here: an invalid clock, a faulted
+        owner, a fault latched now (LATE_TICK, STALE_FEEDBACK, TRACKING_ERROR)."""
         now = self._clock.now()
         self._tick_index += 1
         self.stats.ticks += 1
@@ -439,12 +473,11 @@ class ArmOwner:
             )
         gap = 0.0 if last is None else (now - last) / c.period_s
         self._last_tick_s = now
-        new_plan, moving, seq, reason = False, False, None, ""
+        reason = ""
 
         if self.mode is Mode.FAULTED:
             return self._report(now=now, reason=self.fault_reason, t0=t0, gap=gap)
 
-        # 1. supervision
         if not gap <= c.late_tick_periods:
             if c.late_tick_action is LateTickAction.FAULT:
                 return self._latch(
@@ -465,8 +498,15 @@ class ArmOwner:
             if st is not LeaseStatus.VALID:
                 self._begin_brake(BrakeCause.LEASE)
                 reason = f"lease {st.value}: braking to hold"
+        return now, gap, reason
 
-        # 2. take the latest target (only the destination changes)
+    def _take(self, reason: str) -> tuple[bool, bool, int | None, str]:
+        """Step 2: take the latest target from the mailbox (only the destination changes).
+
+        Returns (new_plan, moving: retargeted while not at rest, the target's sequence or
+        None, reason: ``reason`` unless a target was dropped at take)."""
+        c = self.config
+        new_plan, moving, seq = False, False, None
         if self.mode in (Mode.TRACKING, Mode.HOLD):
             tgt = self.mailbox.take()
             if tgt is not None:
@@ -482,8 +522,18 @@ class ArmOwner:
                     self.stats.moving_retargets += int(moving)
                     if self.hooks.after_take:
                         self.hooks.after_take(tgt)
+        return new_plan, moving, seq, reason
 
-        # 3. compute and check
+    def _compute(
+        self, now: float, t0: float, gap: float
+    ) -> TickReport | tuple[Result, float, np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Step 3: the next sample from Ruckig (tracking or braking), checked against the
+        position bounds and limits.
+
+        now: the tick's stamp [s]; t0: ``perf_counter()`` at its start [s]; gap [periods].
+        Returns (Ruckig's result, ruckig_s [s], p [rad], v [rad/s], a [rad/s^2], snapped:
+        p was snapped onto a bound), or the report of a latched PLANNER_ERROR or
+        LIMIT_VIOLATION."""
         try:
             res = self._otg.update(self._inp, self._out)
         except RuckigError as err:  # submit refuses what Ruckig would; this is the last guard
@@ -506,8 +556,33 @@ class ArmOwner:
             bad = self._check(p, v, a)
             if bad:
                 return self._latch(FaultKind.LIMIT_VIOLATION, bad, now, t0, gap, ruckig_s)
+        return res, ruckig_s, p, v, a, snapped
 
-        # 4. publish; only ACCEPTED advances the coherent commanded state
+    def _publish(
+        self,
+        *,
+        now: float,
+        t0: float,
+        gap: float,
+        reason: str,
+        new_plan: bool,
+        seq: int | None,
+        moving: bool,
+        res: Result,
+        ruckig_s: float,
+        p: np.ndarray,
+        v: np.ndarray,
+        a: np.ndarray,
+        snapped: bool,
+    ) -> TickReport:
+        """Step 4: publish the sample and report the tick; only ACCEPTED advances the
+        coherent commanded state. A refusal brakes (or latches what the publisher asks, or
+        BLOCKED_BRAKING_PATH when not tracking); PARTIAL, UNCERTAIN, a raising publisher or
+        one that returns no PublishReport latch a fault, never retried.
+
+        now, t0, gap, ruckig_s: as in the report [s, s, periods, s]; reason, new_plan, seq,
+        moving: from supervise and take; res, p [rad], v [rad/s], a [rad/s^2], snapped:
+        from compute."""
         if self.hooks.before_publish:
             self.hooks.before_publish(p)
         try:

@@ -34,6 +34,10 @@ Bad input cannot switch supervision off, and the tick never raises:
   latches INVALID_CLOCK; every supervision comparison is written so that a NaN trips it.
   A publisher that raises latches UNCERTAIN_OUTPUT (a frame may be out); anything else
   that raises inside the tick latches INTERNAL_ERROR. A latched fault publishes nothing.
+
+The owner's configuration lives in ``owner_config``, its modes, fault kinds, hooks and
+reports in ``owner_types``, the pure supervision rules in ``owner_supervision`` and the
+real-time runner (``start_realtime_thread``) in ``owner_realtime``.
 """
 
 from __future__ import annotations
@@ -204,6 +208,7 @@ class ArmOwner:
         return p
 
     def _set_hold_target(self, p: np.ndarray) -> None:
+        """Ruckig's target: at rest at ``p`` [rad] (position interface)."""
         self._inp.control_interface = ControlInterface.Position
         self._inp.minimum_duration = None
         self._inp.target_position = list(map(float, p))
@@ -685,6 +690,8 @@ class ArmOwner:
 
     # ----------------------------------------------------------------- helpers
     def _retarget(self, tgt: ArmTarget) -> None:
+        """Ruckig's target becomes ``tgt`` (positions [rad], velocity [rad/s] and acceleration
+        [rad/s^2] on arrival, zero when not given); the current state is kept."""
         inp = self._inp
         inp.control_interface = ControlInterface.Position
         inp.target_position = tgt.positions_rad.tolist()
@@ -704,6 +711,8 @@ class ArmOwner:
         self.mode = Mode.TRACKING
 
     def _begin_brake(self, cause: BrakeCause) -> None:
+        """Discard pending targets and brake to velocity 0 [rad/s] within the limits (a
+        stopped owner stays stopped unless ``cause`` is another Stop)."""
         self.mailbox.discard()
         self._active = None
         if self.mode is Mode.STOPPED and cause is not BrakeCause.STOP:
@@ -718,8 +727,8 @@ class ArmOwner:
 
     def _finish_brake(self) -> None:
         # Ruckig reports the brake Finished: velocity and acceleration are zero; what is
-        # left is float residue (1e-17), on which a hold at the same position can make
-        # Ruckig raise ("error in step 2"). Continue from exact zeros.
+        # left is float residue, on which a hold at the same position can make Ruckig
+        # raise. Continue from exact zeros.
         self._inp.current_velocity = [0.0] * N
         self._inp.current_acceleration = [0.0] * N
         self._cmd_v = np.zeros(N)
@@ -730,9 +739,10 @@ class ArmOwner:
     def _onto_bounds(self, p: np.ndarray) -> tuple[np.ndarray, bool]:
         """Snap float-rounding excursions past a position bound back onto it.
 
-        Ruckig lands a target that sits on a bound a few ulps outside it (-1.571 comes out
-        as -1.5710000000000002), which the codec would rightly refuse. Only excursions up to
-        ``limit_tolerance`` are snapped; anything larger is left for ``_check`` to reject."""
+        Ruckig can land a target that sits on a bound a few ulps outside it [rad], which the
+        codec would rightly refuse. Only excursions up to ``limit_tolerance`` [rad] are
+        snapped; anything larger is left for ``_check`` to reject. Returns (p [rad],
+        whether it was snapped)."""
         inside = np.clip(p, self._lo, self._hi)
         if np.array_equal(inside, p):
             return p, False
@@ -741,12 +751,13 @@ class ArmOwner:
         return inside, True
 
     def _sample_ok(self, pl: list, vl: list, al: list) -> bool:
-        """True when the sample (plain floats) is inside every position bound and passes
-        every limit of ``_check``; False sends the tick down the full path (``_onto_bounds``,
-        ``_check``), which decides and names the failure. Every comparison is NaN-safe
-        (a NaN fails it), and passing here implies passing there: ``lo <= x <= hi`` leaves
-        nothing to snap and lies within ``lo - tol .. hi + tol``, and the other four are
-        ``_check``'s own comparisons against the same ``lim + tol``."""
+        """True when the sample (plain floats: pl [rad], vl [rad/s], al [rad/s^2]) is inside
+        every position bound and passes every limit of ``_check``; False sends the tick down
+        the full path (``_onto_bounds``, ``_check``), which decides and names the failure.
+        Every comparison is NaN-safe (a NaN fails it), and passing here implies passing
+        there: ``lo <= x <= hi`` leaves nothing to snap and lies within ``lo - tol .. hi +
+        tol``, and the other four are ``_check``'s own comparisons against the same
+        ``lim + tol``."""
         dt = self.config.period_s
         for x, v, a, a0, p0, (lo, hi, vmax, amax, jmax, smax) in zip(
             pl, vl, al, self._cmd_a.tolist(), self._cmd_p.tolist(), self._fast_limits, strict=True
@@ -762,7 +773,10 @@ class ArmOwner:
         return True
 
     def _check(self, p: np.ndarray, v: np.ndarray, a: np.ndarray) -> str:
-        """The per-sample limit check (plain floats: it runs every tick)."""
+        """The per-sample limit check of p [rad], v [rad/s], a [rad/s^2] (plain floats: it
+        runs every tick): position bounds, velocity, acceleration, discrete jerk [rad/s^3]
+        and step [rad] against the last commanded sample. "" when it passes, else what is
+        wrong (joint, value, limit)."""
         tol = self.config.limit_tolerance
         dt = self.config.period_s
         cmd_p, cmd_a = self._cmd_p.tolist(), self._cmd_a.tolist()
@@ -792,6 +806,8 @@ class ArmOwner:
         return feedback_fault(self.config, now, self._started_s, fb, self._history)
 
     def _latch(self, kind, why, now, t0, gap, ruckig_s=0.0, outcome=None) -> TickReport:
+        """Latch fault ``kind`` (FAULTED: nothing is published until reset) and report the
+        tick; now, t0, gap, ruckig_s as in ``_report`` [s, s, periods, s]."""
         self.mode = Mode.FAULTED
         self.fault, self.fault_reason = kind, why
         self.stats.faults.append((kind, why))

@@ -424,26 +424,11 @@ class ArmOwner:
         if isinstance(supervised, TickReport):
             return supervised
         now, gap, reason = supervised
-        new_plan, moving, seq, reason = self._take(reason)
+        taken = self._take(reason)
         computed = self._compute(now, t0, gap)
         if isinstance(computed, TickReport):
             return computed
-        res, ruckig_s, p, v, a, snapped = computed
-        return self._publish(
-            now=now,
-            t0=t0,
-            gap=gap,
-            reason=reason,
-            new_plan=new_plan,
-            seq=seq,
-            moving=moving,
-            res=res,
-            ruckig_s=ruckig_s,
-            p=p,
-            v=v,
-            a=a,
-            snapped=snapped,
-        )
+        return self._publish(now, t0, gap, taken, computed)
 
     def _supervise(self, t0: float) -> TickReport | tuple[float, float, str]:
         """Step 1: read the clock, then supervise late ticks, feedback and the active lease.
@@ -565,29 +550,21 @@ class ArmOwner:
 
     def _publish(
         self,
-        *,
         now: float,
         t0: float,
         gap: float,
-        reason: str,
-        new_plan: bool,
-        seq: int | None,
-        moving: bool,
-        res: Result,
-        ruckig_s: float,
-        p: np.ndarray,
-        v: np.ndarray,
-        a: np.ndarray,
-        snapped: bool,
+        taken: tuple[bool, bool, int | None, str],
+        computed: tuple[Result, float, np.ndarray, np.ndarray, np.ndarray, bool],
     ) -> TickReport:
         """Step 4: publish the sample and report the tick; only ACCEPTED advances the
         coherent commanded state. A refusal brakes (or latches what the publisher asks, or
         BLOCKED_BRAKING_PATH when not tracking); PARTIAL, UNCERTAIN, a raising publisher or
         one that returns no PublishReport latch a fault, never retried.
 
-        now, t0, gap, ruckig_s: as in the report [s, s, periods, s]; reason, new_plan, seq,
-        moving: from supervise and take; res, p [rad], v [rad/s], a [rad/s^2], snapped:
-        from compute."""
+        now: the tick's stamp [s]; t0: ``perf_counter()`` at its start [s]; gap [periods];
+        taken: what ``_take`` returned; computed: what ``_compute`` returned."""
+        new_plan, moving, seq, reason = taken
+        res, ruckig_s, p, v, a, snapped = computed
         if self.hooks.before_publish:
             self.hooks.before_publish(p)
         try:

@@ -12,7 +12,9 @@ Names are imported on first use, so ``import controllers`` stays light.
 from rob_twin.models.lazy_exports import lazy_exports
 
 _MODULES = {
-    "rob_twin.controllers.owner": ("ArmOwner", "OwnerConfig", "TickReport", "FaultKind", "Mode"),
+    "rob_twin.controllers.owner": ("ArmOwner",),
+    "rob_twin.controllers.owner_config": ("OwnerConfig",),
+    "rob_twin.controllers.owner_types": ("TickReport", "FaultKind", "Mode"),
     "rob_twin.controllers.target": ("ArmTarget",),
     "rob_twin.controllers.arm_driver": ("ArmDriver",),
     "rob_twin.controllers.clock": ("SimClock", "MonotonicClock"),

@@ -26,7 +26,9 @@ from __future__ import annotations
 import numpy as np
 from rob_twin.controllers.clock import Clock
 from rob_twin.controllers.errors import OwnerConfigError, TransportConfigError
-from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import FaultKind, TickReport
 from rob_twin.controllers.transport import CanTransport, TransportConfig
 from rob_twin.models.errors import RobTwinError, describe
 from rob_twin.models.names import JOINTS_PER_ARM, Arm

@@ -23,7 +23,9 @@ from rob_twin.controllers.damiao_transport import (
     DamiaoTransportConfig,
     GravityModel,
 )
-from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, TickReport
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import FaultKind, TickReport
 from rob_twin.models.names import JOINTS_PER_ARM, Arm
 
 

@@ -41,7 +41,8 @@ from rob_twin.controllers.execution_report import (
     Outcome,
 )
 from rob_twin.controllers.lease import Lease, LeaseStatus
-from rob_twin.controllers.owner import ArmOwner, Mode, TickReport
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_types import Mode, TickReport
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.trajectory import MultiArmTrajectory, TrajectoryError
 from rob_twin.models.names import Arm

@@ -34,18 +34,19 @@ Bad input cannot switch supervision off, and the tick never raises:
   latches INVALID_CLOCK; every supervision comparison is written so that a NaN trips it.
   A publisher that raises latches UNCERTAIN_OUTPUT (a frame may be out); anything else
   that raises inside the tick latches INTERNAL_ERROR. A latched fault publishes nothing.
+
+The owner's configuration lives in ``owner_config``, its modes, fault kinds, hooks and
+reports in ``owner_types``, the pure supervision rules in ``owner_supervision`` and the
+real-time runner (``start_realtime_thread``) in ``owner_realtime``.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 import numbers
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.controllers.checks import finite_real
@@ -64,207 +65,24 @@ from rob_twin.controllers.mailbox import (
     OfferResult,
     RejectReason,
 )
-from rob_twin.controllers.publish import PublishOutcome, PublishReport, SamplePublisher
+from rob_twin.controllers.owner_config import LateTickAction, OwnerConfig, default_config
+from rob_twin.controllers.owner_supervision import feedback_fault, lease_reject_reason
+from rob_twin.controllers.owner_types import (
+    BrakeCause,
+    FaultKind,
+    Mode,
+    OwnerHooks,
+    OwnerStats,
+    TickReport,
+)
+from rob_twin.controllers.publish import PublishOutcome, SamplePublisher
 from rob_twin.controllers.target import ArmTarget, as_joint_vector
 from rob_twin.controllers.target_limits import TargetStateCheck
-from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 from rob_twin.models.errors import describe
 from rob_twin.models.names import JOINTS_PER_ARM, Arm
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 N = JOINTS_PER_ARM
-
-
-class LateTickAction(enum.Enum):
-    BRAKE = "brake"
-    FAULT = "fault"
-
-
-@dataclass(frozen=True)
-class OwnerConfig:
-    """Explicit per-joint limits and supervision thresholds of one owner.
-
-    period_s: control period [s]; max_velocity [rad/s], max_acceleration [rad/s^2],
-    max_jerk [rad/s^3] per joint (also used for braking); position bounds [rad] for
-    targets (by default the joint bounds of ``rob_twin.models.dimensions``); late_tick_periods: a
-    tick
-    gap above this many periods is late;
-    feedback_timeout_s [s]; tracking_error_rad [rad]; limit_tolerance: slack of the
-    per-sample limit check [rad-based units] (float rounding only: at most 1e-6);
-    rest_velocity_rad_s [rad/s]; feedback_future_tolerance_s: how far a feedback stamp
-    may lie ahead of the owner's clock [s] (clock-read jitter between threads; at most
-    ``feedback_timeout_s``). Every value is a finite real number (bools refused).
-    """
-
-    period_s: float = 0.005
-    max_velocity: tuple[float, ...] = (0.3,) * N
-    max_acceleration: tuple[float, ...] = (0.6,) * N
-    max_jerk: tuple[float, ...] = (2.0,) * N
-    position_lower: tuple[float, ...] = ARM_LOWER_RAD
-    position_upper: tuple[float, ...] = ARM_UPPER_RAD
-    late_tick_periods: float = 3.0
-    late_tick_action: LateTickAction = LateTickAction.BRAKE
-    require_feedback: bool = True
-    feedback_timeout_s: float = 0.05
-    tracking_error_rad: float = 0.05
-    limit_tolerance: float = 1e-9
-    rest_velocity_rad_s: float = 1e-9  # |v| below this on every joint counts as at rest
-    feedback_future_tolerance_s: float = 0.001
-
-    def __post_init__(self) -> None:
-        for name in (
-            "period_s",
-            "late_tick_periods",
-            "feedback_timeout_s",
-            "tracking_error_rad",
-            "limit_tolerance",
-            "rest_velocity_rad_s",
-            "feedback_future_tolerance_s",
-        ):
-            finite_real(getattr(self, name), name, "a finite number", OwnerConfigError)
-        for name in (
-            "max_velocity",
-            "max_acceleration",
-            "max_jerk",
-            "position_lower",
-            "position_upper",
-        ):
-            vals = getattr(self, name)
-            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != N:
-                raise OwnerConfigError(name, vals, f"{N} per-joint values")
-            for x in vals:
-                finite_real(x, name, f"{N} finite per-joint numbers", OwnerConfigError)
-            object.__setattr__(self, name, tuple(float(x) for x in vals))
-        if not isinstance(self.late_tick_action, LateTickAction):
-            raise OwnerConfigError(
-                "late_tick_action",
-                self.late_tick_action,
-                f"one of {[a.value for a in LateTickAction]}",
-            )
-        if not isinstance(self.require_feedback, bool):
-            raise OwnerConfigError("require_feedback", self.require_feedback, "True or False")
-        if not self.period_s > 0:
-            raise OwnerConfigError("period_s", self.period_s, "> 0 s")
-        for name in ("max_velocity", "max_acceleration", "max_jerk"):
-            if not all(np.isfinite(x) and x > 0 for x in getattr(self, name)):
-                raise OwnerConfigError(name, getattr(self, name), "finite values > 0")
-        if not all(
-            lo < hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)
-        ):
-            raise OwnerConfigError(
-                "position_lower/upper",
-                (self.position_lower, self.position_upper),
-                "lower < upper per joint",
-            )
-        if not self.late_tick_periods >= 1.0:
-            raise OwnerConfigError("late_tick_periods", self.late_tick_periods, ">= 1 period")
-        if not self.feedback_timeout_s > 0:
-            raise OwnerConfigError("feedback_timeout_s", self.feedback_timeout_s, "> 0 s")
-        if not self.tracking_error_rad > 0:
-            raise OwnerConfigError("tracking_error_rad", self.tracking_error_rad, "> 0 rad")
-        if not 0 <= self.limit_tolerance <= 1e-6:
-            raise OwnerConfigError(
-                "limit_tolerance", self.limit_tolerance, "0..1e-6 (float rounding only)"
-            )
-        if not self.rest_velocity_rad_s >= 0:
-            raise OwnerConfigError("rest_velocity_rad_s", self.rest_velocity_rad_s, ">= 0 rad/s")
-        if not 0 <= self.feedback_future_tolerance_s <= self.feedback_timeout_s:
-            raise OwnerConfigError(
-                "feedback_future_tolerance_s",
-                self.feedback_future_tolerance_s,
-                f"0..feedback_timeout_s ({self.feedback_timeout_s} s)",
-            )
-
-
-def default_config() -> OwnerConfig:
-    """Seed 000's illustrative streaming bounds at 200 Hz: v 0.3, a 0.6, jerk 2 (rad units)."""
-    return OwnerConfig()
-
-
-class Mode(enum.Enum):
-    TRACKING = "tracking"
-    BRAKING = "braking"
-    HOLD = "hold"
-    STOPPED = "stopped"
-    FAULTED = "faulted"
-
-
-class FaultKind(enum.Enum):
-    UNCERTAIN_OUTPUT = "uncertain_output"
-    PARTIAL_OUTPUT = "partial_output"
-    STALE_FEEDBACK = "stale_feedback"
-    TRACKING_ERROR = "tracking_error"
-    BLOCKED_BRAKING_PATH = "blocked_braking_path"
-    LATE_TICK = "late_tick"
-    PLANNER_ERROR = "planner_error"
-    LIMIT_VIOLATION = "limit_violation"
-    FOREIGN_WRITER = (
-        "foreign_writer"  # someone else writes our command ids (seed 000: exclusive output)
-    )
-    TORQUE_LIMIT = "torque_limit"  # a feed-forward torque beyond the motor's limit (never clipped)
-    DRIVE_ERROR = (
-        "drive_error"  # a drive reports an error, is not enabled, or disagrees on registers
-    )
-    INVALID_CLOCK = (
-        "invalid_clock"  # the clock read NaN/inf or ran backwards: no time-based check holds
-    )
-    INTERNAL_ERROR = "internal_error"  # something raised inside the tick (a hook, a bug): contained
-
-
-class BrakeCause(enum.Enum):
-    STOP = "stop"
-    LEASE = "lease"  # lease expired or revoked (loss of authority)
-    LATE_TICK = "late_tick"
-    OUTPUT_REFUSED = "output_refused"
-    RELEASE = "release"
-
-
-@dataclass
-class OwnerHooks:
-    """Deterministic interleaving points (tests/experiments). Called inside the barrier:
-    a hook must not call back into the owner's barrier-taking methods (tick/stop/reset)."""
-
-    after_take: Callable[[ArmTarget], None] | None = None
-    after_compute: Callable[[np.ndarray], None] | None = None
-    before_publish: Callable[[np.ndarray], None] | None = None
-    after_publish: Callable[[PublishReport], None] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TickReport:
-    """What one tick did. compute_s: wall time of the whole tick incl. publish [s];
-    ruckig_s: Ruckig's own calculation time [s]; gap_periods: time since the previous
-    tick in periods; positions/velocities/accelerations: commanded state after the tick."""
-
-    index: int
-    stamp_s: float
-    mode: Mode
-    published: bool
-    outcome: PublishOutcome | None
-    new_plan: bool
-    target_sequence: int | None
-    moving_retarget: bool
-    positions_rad: np.ndarray
-    velocities_rad_s: np.ndarray
-    accelerations_rad_s2: np.ndarray
-    fault: FaultKind | None
-    reason: str
-    compute_s: float
-    ruckig_s: float
-    gap_periods: float
-
-
-@dataclass
-class OwnerStats:
-    ticks: int = 0
-    published: int = 0
-    plans: int = 0
-    moving_retargets: int = 0
-    dropped_at_take: int = 0
-    refused_outputs: int = 0
-    faults: list = field(default_factory=list)
-    feedback_refused: int = 0  # observations refused (bad stamp or positions): FeedbackError raised
-    feedback_out_of_order: int = 0  # observations older than the newest one: ignored
 
 
 class ArmOwner:
@@ -390,11 +208,17 @@ class ArmOwner:
         return p
 
     def _set_hold_target(self, p: np.ndarray) -> None:
+        """Ruckig's target: at rest at ``p`` [rad] (position interface)."""
         self._inp.control_interface = ControlInterface.Position
         self._inp.minimum_duration = None
         self._inp.target_position = list(map(float, p))
         self._inp.target_velocity = [0.0] * N
         self._inp.target_acceleration = [0.0] * N
+
+    @property
+    def clock(self) -> Clock:
+        """The injected time base (``now()`` [s])."""
+        return self._clock
 
     @property
     def generation(self) -> int:
@@ -456,7 +280,7 @@ class ArmOwner:
             bad = self._target_check.refusal(target.velocity_rad_s, target.acceleration_rad_s2)
             if bad is not None:
                 return bad
-        reason = _lease_reason(self.authority.status(target.lease))
+        reason = lease_reject_reason(self.authority.status(target.lease))
         if reason is not None:
             return TargetRefusedError(
                 reason, "lease", target.lease, "the current, unexpired lease granted by this owner"
@@ -594,6 +418,25 @@ class ArmOwner:
         return self._latch(FaultKind.INTERNAL_ERROR, why, now, t0, 0.0)
 
     def _tick_locked(self, t0: float) -> TickReport:
+        """One tick under the barrier, in four steps: supervise, take, compute, publish.
+        A step that ends the tick early (a fault, a faulted owner) returns its report."""
+        supervised = self._supervise(t0)
+        if isinstance(supervised, TickReport):
+            return supervised
+        now, gap, reason = supervised
+        taken = self._take(reason)
+        computed = self._compute(now, t0, gap)
+        if isinstance(computed, TickReport):
+            return computed
+        return self._publish(now, t0, gap, taken, computed)
+
+    def _supervise(self, t0: float) -> TickReport | tuple[float, float, str]:
+        """Step 1: read the clock, then supervise late ticks, feedback and the active lease.
+
+        t0: ``perf_counter()`` at the tick's start [s]. Returns (now [s], gap [periods],
+        reason) to go on (a late tick or an invalid lease may have begun a brake and set the
+        reason), or the tick's report when the tick ends here: an invalid clock, a faulted
+        owner, a fault latched now (LATE_TICK, STALE_FEEDBACK, TRACKING_ERROR)."""
         now = self._clock.now()
         self._tick_index += 1
         self.stats.ticks += 1
@@ -620,12 +463,11 @@ class ArmOwner:
             )
         gap = 0.0 if last is None else (now - last) / c.period_s
         self._last_tick_s = now
-        new_plan, moving, seq, reason = False, False, None, ""
+        reason = ""
 
         if self.mode is Mode.FAULTED:
             return self._report(now=now, reason=self.fault_reason, t0=t0, gap=gap)
 
-        # 1. supervision
         if not gap <= c.late_tick_periods:
             if c.late_tick_action is LateTickAction.FAULT:
                 return self._latch(
@@ -646,8 +488,15 @@ class ArmOwner:
             if st is not LeaseStatus.VALID:
                 self._begin_brake(BrakeCause.LEASE)
                 reason = f"lease {st.value}: braking to hold"
+        return now, gap, reason
 
-        # 2. take the latest target (only the destination changes)
+    def _take(self, reason: str) -> tuple[bool, bool, int | None, str]:
+        """Step 2: take the latest target from the mailbox (only the destination changes).
+
+        Returns (new_plan, moving: retargeted while not at rest, the target's sequence or
+        None, reason: ``reason`` unless a target was dropped at take)."""
+        c = self.config
+        new_plan, moving, seq = False, False, None
         if self.mode in (Mode.TRACKING, Mode.HOLD):
             tgt = self.mailbox.take()
             if tgt is not None:
@@ -663,8 +512,18 @@ class ArmOwner:
                     self.stats.moving_retargets += int(moving)
                     if self.hooks.after_take:
                         self.hooks.after_take(tgt)
+        return new_plan, moving, seq, reason
 
-        # 3. compute and check
+    def _compute(
+        self, now: float, t0: float, gap: float
+    ) -> TickReport | tuple[Result, float, np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Step 3: the next sample from Ruckig (tracking or braking), checked against the
+        position bounds and limits.
+
+        now: the tick's stamp [s]; t0: ``perf_counter()`` at its start [s]; gap [periods].
+        Returns (Ruckig's result, ruckig_s [s], p [rad], v [rad/s], a [rad/s^2], snapped:
+        p was snapped onto a bound), or the report of a latched PLANNER_ERROR or
+        LIMIT_VIOLATION."""
         try:
             res = self._otg.update(self._inp, self._out)
         except RuckigError as err:  # submit refuses what Ruckig would; this is the last guard
@@ -687,8 +546,25 @@ class ArmOwner:
             bad = self._check(p, v, a)
             if bad:
                 return self._latch(FaultKind.LIMIT_VIOLATION, bad, now, t0, gap, ruckig_s)
+        return res, ruckig_s, p, v, a, snapped
 
-        # 4. publish; only ACCEPTED advances the coherent commanded state
+    def _publish(
+        self,
+        now: float,
+        t0: float,
+        gap: float,
+        taken: tuple[bool, bool, int | None, str],
+        computed: tuple[Result, float, np.ndarray, np.ndarray, np.ndarray, bool],
+    ) -> TickReport:
+        """Step 4: publish the sample and report the tick; only ACCEPTED advances the
+        coherent commanded state. A refusal brakes (or latches what the publisher asks, or
+        BLOCKED_BRAKING_PATH when not tracking); PARTIAL, UNCERTAIN, a raising publisher or
+        one that returns no PublishReport latch a fault, never retried.
+
+        now: the tick's stamp [s]; t0: ``perf_counter()`` at its start [s]; gap [periods];
+        taken: what ``_take`` returned; computed: what ``_compute`` returned."""
+        new_plan, moving, seq, reason = taken
+        res, ruckig_s, p, v, a, snapped = computed
         if self.hooks.before_publish:
             self.hooks.before_publish(p)
         try:
@@ -791,6 +667,8 @@ class ArmOwner:
 
     # ----------------------------------------------------------------- helpers
     def _retarget(self, tgt: ArmTarget) -> None:
+        """Ruckig's target becomes ``tgt`` (positions [rad], velocity [rad/s] and acceleration
+        [rad/s^2] on arrival, zero when not given); the current state is kept."""
         inp = self._inp
         inp.control_interface = ControlInterface.Position
         inp.target_position = tgt.positions_rad.tolist()
@@ -810,6 +688,8 @@ class ArmOwner:
         self.mode = Mode.TRACKING
 
     def _begin_brake(self, cause: BrakeCause) -> None:
+        """Discard pending targets and brake to velocity 0 [rad/s] within the limits (a
+        stopped owner stays stopped unless ``cause`` is another Stop)."""
         self.mailbox.discard()
         self._active = None
         if self.mode is Mode.STOPPED and cause is not BrakeCause.STOP:
@@ -824,8 +704,8 @@ class ArmOwner:
 
     def _finish_brake(self) -> None:
         # Ruckig reports the brake Finished: velocity and acceleration are zero; what is
-        # left is float residue (1e-17), on which a hold at the same position can make
-        # Ruckig raise ("error in step 2"). Continue from exact zeros.
+        # left is float residue, on which a hold at the same position can make Ruckig
+        # raise. Continue from exact zeros.
         self._inp.current_velocity = [0.0] * N
         self._inp.current_acceleration = [0.0] * N
         self._cmd_v = np.zeros(N)
@@ -836,9 +716,10 @@ class ArmOwner:
     def _onto_bounds(self, p: np.ndarray) -> tuple[np.ndarray, bool]:
         """Snap float-rounding excursions past a position bound back onto it.
 
-        Ruckig lands a target that sits on a bound a few ulps outside it (-1.571 comes out
-        as -1.5710000000000002), which the codec would rightly refuse. Only excursions up to
-        ``limit_tolerance`` are snapped; anything larger is left for ``_check`` to reject."""
+        Ruckig can land a target that sits on a bound a few ulps outside it [rad], which the
+        codec would rightly refuse. Only excursions up to ``limit_tolerance`` [rad] are
+        snapped; anything larger is left for ``_check`` to reject. Returns (p [rad],
+        whether it was snapped)."""
         inside = np.clip(p, self._lo, self._hi)
         if np.array_equal(inside, p):
             return p, False
@@ -847,12 +728,13 @@ class ArmOwner:
         return inside, True
 
     def _sample_ok(self, pl: list, vl: list, al: list) -> bool:
-        """True when the sample (plain floats) is inside every position bound and passes
-        every limit of ``_check``; False sends the tick down the full path (``_onto_bounds``,
-        ``_check``), which decides and names the failure. Every comparison is NaN-safe
-        (a NaN fails it), and passing here implies passing there: ``lo <= x <= hi`` leaves
-        nothing to snap and lies within ``lo - tol .. hi + tol``, and the other four are
-        ``_check``'s own comparisons against the same ``lim + tol``."""
+        """True when the sample (plain floats: pl [rad], vl [rad/s], al [rad/s^2]) is inside
+        every position bound and passes every limit of ``_check``; False sends the tick down
+        the full path (``_onto_bounds``, ``_check``), which decides and names the failure.
+        Every comparison is NaN-safe (a NaN fails it), and passing here implies passing
+        there: ``lo <= x <= hi`` leaves nothing to snap and lies within ``lo - tol .. hi +
+        tol``, and the other four are ``_check``'s own comparisons against the same
+        ``lim + tol``."""
         dt = self.config.period_s
         for x, v, a, a0, p0, (lo, hi, vmax, amax, jmax, smax) in zip(
             pl, vl, al, self._cmd_a.tolist(), self._cmd_p.tolist(), self._fast_limits, strict=True
@@ -868,7 +750,10 @@ class ArmOwner:
         return True
 
     def _check(self, p: np.ndarray, v: np.ndarray, a: np.ndarray) -> str:
-        """The per-sample limit check (plain floats: it runs every tick)."""
+        """The per-sample limit check of p [rad], v [rad/s], a [rad/s^2] (plain floats: it
+        runs every tick): position bounds, velocity, acceleration, discrete jerk [rad/s^3]
+        and step [rad] against the last commanded sample. "" when it passes, else what is
+        wrong (joint, value, limit)."""
         tol = self.config.limit_tolerance
         dt = self.config.period_s
         cmd_p, cmd_a = self._cmd_p.tolist(), self._cmd_a.tolist()
@@ -892,42 +777,14 @@ class ArmOwner:
         return ""
 
     def _supervise_feedback(self, now: float) -> tuple[FaultKind, str] | None:
-        c = self.config
+        """The feedback fault at ``now`` [s] (``feedback_fault``), or None."""
         with self._fb_lock:
             fb = self._fb
-        if fb is None:
-            if c.require_feedback and not now - self._started_s <= c.feedback_timeout_s:
-                return (
-                    FaultKind.STALE_FEEDBACK,
-                    f"no feedback for {now - self._started_s:.4f} s > {c.feedback_timeout_s} s",
-                )
-            return None
-        pos, stamp = fb
-        age = now - stamp
-        if c.require_feedback and not -c.feedback_future_tolerance_s <= age <= c.feedback_timeout_s:
-            if age < 0:  # only a clock that ran backwards gets here (stamps are checked on entry)
-                return FaultKind.STALE_FEEDBACK, (
-                    f"feedback stamp {age:.4f} s in the future "
-                    f"(tolerance {c.feedback_future_tolerance_s} s)"
-                )
-            return FaultKind.STALE_FEEDBACK, f"feedback age {age:.4f} s > {c.feedback_timeout_s} s"
-        ref = self._history[0][1]
-        for s, q in reversed(self._history):
-            if s <= stamp:
-                ref = q
-                break
-        # plain floats on 7 joints; the largest error, first joint on a tie (like argmax)
-        err = [abs(x - y) for x, y in zip(pos.tolist(), ref.tolist(), strict=True)]
-        worst = max(err)
-        if not worst <= c.tracking_error_rad:  # NaN-safe
-            j = err.index(worst)
-            return (
-                FaultKind.TRACKING_ERROR,
-                f"joint {j + 1}: tracking error {worst:.4f} rad > {c.tracking_error_rad} rad",
-            )
-        return None
+        return feedback_fault(self.config, now, self._started_s, fb, self._history)
 
     def _latch(self, kind, why, now, t0, gap, ruckig_s=0.0, outcome=None) -> TickReport:
+        """Latch fault ``kind`` (FAULTED: nothing is published until reset) and report the
+        tick; now, t0, gap, ruckig_s as in ``_report`` [s, s, periods, s]."""
         self.mode = Mode.FAULTED
         self.fault, self.fault_reason = kind, why
         self.stats.faults.append((kind, why))
@@ -969,69 +826,3 @@ class ArmOwner:
             ruckig_s=ruckig_s,
             gap_periods=gap,
         )
-
-    # ----------------------------------------------------------------- real time
-    def run_realtime(
-        self, stop_event: threading.Event, on_report: Callable[[TickReport], None] | None = None
-    ) -> None:
-        """Tick every ``period_s`` on this owner's clock until ``stop_event`` is set.
-
-        Meant for a dedicated thread with a real clock (``MonotonicClock``); deadlines
-        are absolute, so a slow tick does not shift later ones (a missed one shows up
-        as ``gap_periods`` in the next report).
-
-        A failing ``on_report`` cannot end the loop (the arm would be left unsupervised): it
-        latches INTERNAL_ERROR and the loop keeps ticking; an unreadable clock waits one
-        period (the tick latches INVALID_CLOCK)."""
-        dt = self.config.period_s
-        deadline = self._clock.now()
-        while not stop_event.is_set():
-            rep = self.tick()
-            if on_report:
-                try:
-                    on_report(rep)
-                except Exception as err:  # noqa: BLE001 - the loop outlives its observer
-                    self.latch_fault(
-                        FaultKind.INTERNAL_ERROR,
-                        f"on_report raised {type(err).__name__}: {describe(str(err))}",
-                    )
-            deadline += dt
-            wait = deadline - self._clock.now()
-            if not math.isfinite(wait):
-                stop_event.wait(dt)
-                deadline = self._clock.now()
-            elif wait > 0:
-                stop_event.wait(wait)
-            else:
-                deadline = self._clock.now()
-
-
-def start_realtime_thread(
-    owner: ArmOwner, on_report=None
-) -> tuple[threading.Thread, threading.Event]:
-    """Start ``owner.run_realtime`` in a daemon thread; set the event and join to end it."""
-    if not isinstance(owner, ArmOwner):
-        raise OwnerConfigError("owner", owner, "an ArmOwner")
-    if on_report is not None and not callable(on_report):
-        raise OwnerConfigError("on_report", on_report, "a callable(TickReport) or None")
-    ev = threading.Event()
-    th = threading.Thread(
-        target=owner.run_realtime,
-        args=(ev, on_report),
-        name=f"owner-{owner.arm.value}",
-        daemon=True,
-    )
-    th.start()
-    return th, ev
-
-
-_LEASE_REASONS = {
-    LeaseStatus.VALID: None,
-    LeaseStatus.MISSING: RejectReason.LEASE_MISSING,
-    LeaseStatus.UNKNOWN: RejectReason.LEASE_UNKNOWN,
-    LeaseStatus.EXPIRED: RejectReason.LEASE_EXPIRED,
-}
-
-
-def _lease_reason(st: LeaseStatus) -> RejectReason | None:
-    return _LEASE_REASONS[st]

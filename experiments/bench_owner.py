@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.owner import ArmOwner, OwnerConfig
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.experiments.owner_rig import NullPublisher
 from rob_twin.experiments.registry import benchmark

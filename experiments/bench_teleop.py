@@ -99,7 +99,7 @@ def receive_to_submit(seconds: float = 3.0) -> dict:
 
 
 def _at_rest(owner) -> bool:
-    from rob_twin.controllers.owner import Mode
+    from rob_twin.controllers.owner_types import Mode
 
     _, v, a = owner.commanded_state()
     return (
@@ -192,7 +192,7 @@ def staleness_brake(trials: int = 8) -> dict:
 
 
 async def _drop_once(app: TeleopApp, session: str, lat_cmd: list, lat_mode: list) -> None:
-    from rob_twin.controllers.owner import Mode
+    from rob_twin.controllers.owner_types import Mode
 
     owner = app.controller.owners[Arm.RIGHT]
     async with connect(app.server.ws_url, max_queue=None, close_timeout=0.5) as ws:

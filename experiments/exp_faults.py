@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.controllers.owner import FaultKind, LateTickAction, Mode, default_config
+from rob_twin.controllers.owner_config import LateTickAction, default_config
+from rob_twin.controllers.owner_types import FaultKind, Mode
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.owner_rig import Rig, experiment_rig, held_tick_stop_race

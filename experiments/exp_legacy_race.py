@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from rob_twin.controllers.owner import OwnerHooks
+from rob_twin.controllers.owner_types import OwnerHooks
 from rob_twin.experiments.legacy_host import LegacyHooks, LegacyHost
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.owner_rig import RecordingPublisher, experiment_rig

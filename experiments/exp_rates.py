@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from rob_twin.controllers.owner import OwnerConfig
+from rob_twin.controllers.owner_config import OwnerConfig
 from rob_twin.experiments.exp_replay import MOTION_FIGURES, run_replay
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.owner_rig import experiment_rig

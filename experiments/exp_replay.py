@@ -8,7 +8,7 @@ Lockstep on a SimClock with idealized feedback (the previous output).
 from __future__ import annotations
 
 import numpy as np
-from rob_twin.controllers.owner import default_config
+from rob_twin.controllers.owner_config import default_config
 from rob_twin.experiments.output import markdown_table, write_experiment
 from rob_twin.experiments.owner_rig import experiment_rig
 from rob_twin.experiments.registry import experiment

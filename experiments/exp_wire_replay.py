@@ -21,7 +21,7 @@ import numpy as np
 from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.codec import RAD_PER_COUNT, decode_command, encode_feedback
-from rob_twin.controllers.owner import default_config
+from rob_twin.controllers.owner_config import default_config
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.experiments.exp_replay import target_stream

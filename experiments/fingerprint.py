@@ -618,6 +618,9 @@ def _owner_rig():
 
     SimClock = attr(("rob_twin.controllers.clock",), "SimClock")
     owner_mod = imp("rob_twin.controllers.owner")
+    default_config = attr(
+        ("rob_twin.controllers.owner_config", "rob_twin.controllers.owner"), "default_config"
+    )
     Arm = attr(("rob_twin.models.names", "rob_twin.controllers.names"), "Arm")
     ArmTarget = attr(("rob_twin.controllers.target",), "ArmTarget")
     publish = imp("rob_twin.controllers.publish")
@@ -633,7 +636,7 @@ def _owner_rig():
             )
 
     clock, pub = SimClock(), Pub()
-    owner = owner_mod.ArmOwner(Arm.RIGHT, pub, clock, np.zeros(7), owner_mod.default_config())
+    owner = owner_mod.ArmOwner(Arm.RIGHT, pub, clock, np.zeros(7), default_config())
     lease = owner.grant_lease("fingerprint", 1e6)
     return owner, clock, pub, lease, Arm, ArmTarget
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.owner import ArmOwner, OwnerConfig, OwnerHooks, default_config
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig, default_config
+from rob_twin.controllers.owner_types import OwnerHooks
 from rob_twin.controllers.publish import PublishOutcome, PublishReport
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.names import Arm

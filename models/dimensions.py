@@ -149,9 +149,9 @@ ARM_JOINTS: tuple[JointSpec, ...] = (
 )
 assert len(ARM_JOINTS) == JOINTS_PER_ARM
 
-# The joint position bounds [rad], J1..J7: the one source the owner
-# (``rob_twin.controllers.owner``),
-# the codec (``rob_twin.controllers.codec``), the simulated drives and the model all read.
+# The joint position bounds [rad], J1..J7: the one source the owner's configuration
+# (``rob_twin.controllers.owner_config``), the codec (``rob_twin.controllers.codec``), the
+# simulated drives and the model all read.
 ARM_LOWER_RAD: tuple[float, ...] = tuple(j.lower for j in ARM_JOINTS)
 ARM_UPPER_RAD: tuple[float, ...] = tuple(j.upper for j in ARM_JOINTS)
 

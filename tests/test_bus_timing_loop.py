@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from rob_twin.controllers.owner import FaultKind as OwnerFault
+from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.models.names import Arm
 from rob_twin.twin.bus.timed_bus import TimedBus
 from rob_twin.twin.bus.timing import BusTimingConfig

@@ -12,7 +12,8 @@ from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.damiao_codec import Scaling, decode_mit
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
 from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
-from rob_twin.controllers.owner import Mode, OwnerConfig, OwnerHooks
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import Mode, OwnerHooks
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.models.names import Arm

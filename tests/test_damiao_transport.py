@@ -13,7 +13,9 @@ from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.damiao_codec import Register, Scaling, SpecialCommand, Status, decode_mit
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
 from rob_twin.controllers.damiao_transport import DamiaoTransport, DamiaoTransportConfig
-from rob_twin.controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import FaultKind, Mode
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.damiao_motors import ESC_IDS, OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP

@@ -20,7 +20,10 @@ from rob_twin.controllers.executor import (
     SyncExecutor,
 )
 from rob_twin.controllers.lease import LeaseStatus
-from rob_twin.controllers.owner import ArmOwner, FaultKind, Mode, OwnerConfig, start_realtime_thread
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_realtime import start_realtime_thread
+from rob_twin.controllers.owner_types import FaultKind, Mode
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.trajectory import TrajectoryError
 from rob_twin.models.names import Arm, UnknownNameError

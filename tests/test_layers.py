@@ -43,7 +43,9 @@ CASES = [
         UP - {"controllers"},
     ),
     (
-        "import rob_twin.controllers.owner, rob_twin.controllers.codec, "
+        "import rob_twin.controllers.owner, rob_twin.controllers.owner_config, "
+        "rob_twin.controllers.owner_types, rob_twin.controllers.owner_supervision, "
+        "rob_twin.controllers.owner_realtime, rob_twin.controllers.codec, "
         "rob_twin.controllers.executor, rob_twin.controllers.transport",
         UP - {"controllers"},
     ),

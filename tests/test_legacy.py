@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from rob_twin.controllers.owner import OwnerHooks
+from rob_twin.controllers.owner_types import OwnerHooks
 from rob_twin.experiments.legacy_host import LegacyHooks, LegacyHost
 from test_owner_support import RecordingPublisher, Rig
 

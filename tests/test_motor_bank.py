@@ -7,8 +7,8 @@ import mujoco
 import numpy as np
 import pytest
 from rob_twin.controllers.codec import RAD_PER_COUNT, decode_feedback
-from rob_twin.controllers.owner import FaultKind as OwnerFault
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import FaultKind as OwnerFault
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.models import dimensions as D
 from rob_twin.models.names import BUS_MAPPING, Arm, tcp_site
 from rob_twin.twin.bus.wire import open_virtual

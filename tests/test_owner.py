@@ -13,7 +13,8 @@ from rob_twin.controllers.errors import (
     TargetShapeError,
 )
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.controllers.owner import FaultKind, LateTickAction, Mode, OwnerConfig, default_config
+from rob_twin.controllers.owner_config import LateTickAction, OwnerConfig, default_config
+from rob_twin.controllers.owner_types import FaultKind, Mode
 from rob_twin.controllers.publish import PublishOutcome
 from test_owner_support import Rig
 

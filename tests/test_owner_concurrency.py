@@ -12,7 +12,10 @@ import threading
 import numpy as np
 import pytest
 from rob_twin.controllers.clock import MonotonicClock
-from rob_twin.controllers.owner import ArmOwner, Mode, OwnerConfig, start_realtime_thread
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_realtime import start_realtime_thread
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.names import Arm
 from test_owner_support import RecordingPublisher, Rig, held_tick_stop_race

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import rob_twin.experiments.output as output
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.experiments import (
     exp_extremum,
     exp_faults,

@@ -14,7 +14,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.owner import ArmOwner, FaultKind, OwnerConfig, OwnerHooks
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import FaultKind, OwnerHooks
 from rob_twin.models.names import Arm
 
 CFG = OwnerConfig(require_feedback=False, limit_tolerance=1e-9)

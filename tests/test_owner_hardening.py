@@ -27,15 +27,10 @@ from rob_twin.controllers.errors import (
 )
 from rob_twin.controllers.lease import LeaseAuthority
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.controllers.owner import (
-    ArmOwner,
-    FaultKind,
-    Mode,
-    OwnerConfig,
-    OwnerHooks,
-    default_config,
-    start_realtime_thread,
-)
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig, default_config
+from rob_twin.controllers.owner_realtime import start_realtime_thread
+from rob_twin.controllers.owner_types import FaultKind, Mode, OwnerHooks
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.errors import RobTwinError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rob_twin.controllers.owner import FaultKind, Mode
+from rob_twin.controllers.owner_types import FaultKind, Mode
 from ruckig import InputParameter, OutputParameter, Ruckig, RuckigError
 from test_owner_support import Rig
 

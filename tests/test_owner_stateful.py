@@ -27,7 +27,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.owner import ArmOwner, Mode, OwnerConfig, TickReport
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import Mode, TickReport
 from rob_twin.controllers.publish import PublishOutcome
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.errors import RobTwinError

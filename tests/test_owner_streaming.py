@@ -10,7 +10,7 @@ the commanded state lands on the reference at every tick.
 from __future__ import annotations
 
 import numpy as np
-from rob_twin.controllers.owner import default_config
+from rob_twin.controllers.owner_config import default_config
 from test_owner_support import Rig
 
 CFG = default_config()  # v 0.3 rad/s, a 0.6 rad/s^2, jerk 2 rad/s^3, 200 Hz

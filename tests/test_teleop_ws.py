@@ -8,7 +8,7 @@ import asyncio
 import json
 
 import numpy as np
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.names import Arm
 from rob_twin.twin.teleop.server import ServerConfig
 from teleop_support import (
@@ -333,7 +333,7 @@ def test_pages_are_served_from_the_package_without_external_urls():
 
 
 def test_an_owner_fault_while_engaged_disengages_and_needs_a_reset():
-    from rob_twin.controllers.owner import FaultKind
+    from rob_twin.controllers.owner_types import FaultKind
 
     with start_app() as app:
         owner = app.controller.owners[Arm.RIGHT]

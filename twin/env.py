@@ -41,7 +41,7 @@ import dm_env
 import numpy as np
 from dm_control import mujoco as dm_mujoco
 from dm_env import specs
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.models import dimensions as D
 from rob_twin.models.errors import InvalidValueError, UnknownNameError
 from rob_twin.models.loading import SCENE_PATH, apply_home

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.models import dimensions as D
 from rob_twin.models import names as N
 from rob_twin.models.errors import InvalidValueError, RobTwinError

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from rob_twin.controllers.damiao_codec import TIMEOUT_UNIT_S, Register, Status
-from rob_twin.controllers.owner import FaultKind as OwnerFault
+from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.models.names import Arm
 from rob_twin.planners.kinematics import Payload

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from rob_twin.controllers.owner import FaultKind as OwnerFault
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import FaultKind as OwnerFault
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.names import BUS_MAPPING, Arm, tcp_site
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.rehearsal.targets import HOME, wave_source

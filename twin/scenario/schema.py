@@ -37,7 +37,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.controllers.owner import FaultKind as OwnerFaultKind
+from rob_twin.controllers.owner_types import FaultKind as OwnerFaultKind
 from rob_twin.models import dimensions as D
 from rob_twin.models import names as N
 from rob_twin.models.errors import RobTwinError

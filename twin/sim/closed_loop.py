@@ -29,7 +29,8 @@ from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import SimClock
 from rob_twin.controllers.lease import Lease, LeaseStatus
 from rob_twin.controllers.mailbox import OfferResult
-from rob_twin.controllers.owner import OwnerConfig, TickReport
+from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_types import TickReport
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models import dimensions as D

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from rob_twin.controllers.damiao_codec import Register, Scaling
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
 from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
-from rob_twin.controllers.owner import OwnerConfig
+from rob_twin.controllers.owner_config import OwnerConfig
 from rob_twin.models.damiao_motors import OPENARM_KD, OPENARM_KP
 from rob_twin.models.names import Arm
 from rob_twin.models.openarm import load_openarm_scene

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.controllers.lease import Lease
-from rob_twin.controllers.owner import ArmOwner, Mode
+from rob_twin.controllers.owner import ArmOwner
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import Arm

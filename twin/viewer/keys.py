@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.owner import Mode
+from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.names import Arm, tcp_site
 from rob_twin.twin.scenario.plan_steps import PlanRunner
 from rob_twin.twin.sim.closed_loop import ClosedLoop

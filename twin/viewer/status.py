@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from rob_twin.controllers.owner import TickReport
+from rob_twin.controllers.owner_types import TickReport
 from rob_twin.models.names import Arm
 from rob_twin.twin.scenario.plan_steps import PlanRunner
 from rob_twin.twin.sim.closed_loop import ClosedLoop

@@ -115,9 +115,11 @@ class ArmGroup:
 
     # ------------------------------------------------------------ commanded state
     def _arm(self, arm: str) -> str:
+        """The group's own name (a plain str) of ``arm``: a name or a str-valued enum member
+        such as ``rob_twin.models.names.Arm``; GroupNameError for any other."""
         if arm not in self.arm_names:
             raise GroupNameError("arm", arm, self.arm_names)
-        return arm
+        return self.arm_names[self.arm_names.index(arm)]
 
     def joint_names(self, arm: str) -> tuple[str, ...]:
         return self.checker.arm_joints[self._arm(arm)]
@@ -147,7 +149,8 @@ class ArmGroup:
 
     def set_arm(self, arm: str, q: Sequence[float] | np.ndarray) -> None:
         """Set ``arm``'s commanded joint positions [rad] (validated against its limits)."""
-        self.reference_qpos[self._qpos[self._arm(arm)]] = self._validated(arm, q, "commanded")
+        arm = self._arm(arm)  # named first: an unknown name is a GroupNameError, not a KeyError
+        self.reference_qpos[self._qpos[arm]] = self._validated(arm, q, "commanded")
 
     def arm_q(self, arm: str) -> np.ndarray:
         return self.reference_qpos[self._qpos[self._arm(arm)]].copy()

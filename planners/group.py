@@ -33,12 +33,20 @@ import numbers
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 import mujoco
 import numpy as np
+from rob_twin.controllers.execution_report import START_TOLERANCE_RAD
+from rob_twin.models.names import group_arms
 from rob_twin.planners import search
 from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker
-from rob_twin.planners.errors import GoalInputError, GroupNameError, PlannerConfigError
+from rob_twin.planners.errors import (
+    GoalInputError,
+    GroupNameError,
+    PlannerConfigError,
+    StartMismatchError,
+)
 from rob_twin.planners.goal_select import pick_goal, resolve_candidates
 from rob_twin.planners.goals import Goal
 from rob_twin.planners.group_config import GroupConfig, _check_budget, default_config
@@ -48,7 +56,27 @@ from rob_twin.planners.refine import Refined, refine
 from rob_twin.planners.retime import JointLimits, TimedPath, sample_times
 from rob_twin.planners.timing import PlanClock, StageTimer
 
-__all__ = ["ArmGroup", "GroupConfig", "default_config"]
+__all__ = ["ArmGroup", "GroupConfig", "RunningLoop", "default_config"]
+
+
+class LoopTwin(Protocol):
+    """The simulated body a running loop drives: its MjModel and MjData."""
+
+    model: mujoco.MjModel
+    data: mujoco.MjData
+
+
+class RunningLoop(Protocol):
+    """What ``ArmGroup.for_loop`` reads of a running closed loop (duck typed: the planners
+    never import the twin; ``rob_twin.twin.sim.closed_loop.ClosedLoop`` and its Damiao variant
+    satisfy it). ``twin.model``: the model planned over; ``twin.data.qpos``: the full simulated
+    state (torso, head, base, objects: the obstacles); ``commanded(arm)``: the arm owner's last
+    published commanded positions [rad], where an execution starts from."""
+
+    @property
+    def twin(self) -> LoopTwin: ...
+
+    def commanded(self, arm: str) -> np.ndarray: ...
 
 
 class ArmGroup:
@@ -112,6 +140,52 @@ class ArmGroup:
         if unknown:
             raise GroupNameError("arm", sorted(unknown)[0], self.arm_names)
         self.reference_qpos = model.qpos0.copy()
+        self._loop: RunningLoop | None = None
+        self.start_tolerance_rad = START_TOLERANCE_RAD
+
+    @classmethod
+    def for_loop(
+        cls,
+        loop: RunningLoop,
+        config: GroupConfig | None = None,
+        limits: Mapping[str, JointLimits] | None = None,
+        arms: Mapping[str, Sequence[str]] | None = None,
+        start_tolerance_rad: float = START_TOLERANCE_RAD,
+    ) -> ArmGroup:
+        """A group over ``loop.twin.model`` that plans from the loop's owners.
+
+        Every ``plan`` first takes the reference state from the loop (``sync_to_loop``: the
+        full simulated state, each arm at its owner's commanded positions), so a plan starts
+        where an execution through the owners will; an explicit ``plan(..., start=...)`` that
+        differs from the owners' commanded state by more than ``start_tolerance_rad`` [rad]
+        (default: the executor's ``start_tolerance_rad``) raises StartMismatchError when
+        planning. loop: any object with ``twin.model``, ``twin.data.qpos`` and
+        ``commanded(arm)`` (``RunningLoop``); arms: default ROB's two arms
+        (``rob_twin.models.names.group_arms()``); config, limits: as for ``ArmGroup``.
+        """
+        if not (math.isfinite(start_tolerance_rad) and start_tolerance_rad > 0):
+            raise PlannerConfigError(
+                "start_tolerance_rad", start_tolerance_rad, "finite and > 0 rad"
+            )
+        group = cls(loop.twin.model, group_arms() if arms is None else arms, config, limits)
+        group._loop = loop
+        group.start_tolerance_rad = float(start_tolerance_rad)
+        group.sync_to_loop()
+        return group
+
+    @property
+    def loop(self) -> RunningLoop | None:
+        """The running loop the group plans from (``for_loop``), else None."""
+        return self._loop
+
+    def sync_to_loop(self) -> None:
+        """Reference state := the loop's full simulated state with every arm at its owner's
+        commanded positions (what scenario plan steps take); only for a ``for_loop`` group."""
+        if self._loop is None:
+            raise PlannerConfigError("loop", None, "a group made by ArmGroup.for_loop")
+        self.set_qpos(self._loop.twin.data.qpos.copy())
+        for a in self.arm_names:
+            self.set_arm(a, self._loop.commanded(a))
 
     # ------------------------------------------------------------ commanded state
     def _arm(self, arm: str) -> str:
@@ -134,6 +208,10 @@ class ArmGroup:
 
     def set_qpos(self, qpos: np.ndarray) -> None:
         """Set the whole reference state (full model qpos): nq finite real numbers."""
+        self.reference_qpos = self._validated_qpos(qpos)
+
+    def _validated_qpos(self, qpos) -> np.ndarray:
+        """A copy of ``qpos`` as nq finite floats; GoalInputError otherwise."""
         raw = np.asarray(qpos)
         if raw.dtype.kind not in "iuf":
             raise GoalInputError(
@@ -145,7 +223,7 @@ class ArmGroup:
         if not np.all(np.isfinite(qpos)):
             k = int(np.flatnonzero(~np.isfinite(qpos))[0])
             raise GoalInputError("*", f"qpos[{k}]", float(qpos[k]), "a finite number")
-        self.reference_qpos = qpos.copy()
+        return qpos.copy()
 
     def set_arm(self, arm: str, q: Sequence[float] | np.ndarray) -> None:
         """Set ``arm``'s commanded joint positions [rad] (validated against its limits)."""
@@ -204,18 +282,29 @@ class ArmGroup:
 
     # -------------------------------------------------------------------- plan
     def plan(
-        self, goals: Mapping[str, Goal], seed: int = 0, time_budget_s: float | None = None
+        self,
+        goals: Mapping[str, Goal],
+        seed: int = 0,
+        time_budget_s: float | None = None,
+        start: Mapping[str, Sequence[float] | np.ndarray] | np.ndarray | None = None,
     ) -> PlanResult:
-        """Plan the arms named in ``goals`` to their goals from their commanded poses.
+        """Plan the arms named in ``goals`` to their goals from the start state.
 
         goals: arm -> JointGoal, JointGoalSet, a joint vector, or a goal resolver (see
         ``rob_twin.planners.goals``); seed: the search's random seed, an int >= 0 (same seed, same
         plan); time_budget_s: wall time allowed [s] (default ``config.time_budget_s``; None:
-        no limit). Raises GroupNameError / GoalInputError / PlannerConfigError for caller
-        mistakes; planning failures (TIMEOUT included) come back as a PlanResult with a
-        PlanStatus and a reason.
+        no limit); start: where the plan starts, written into the reference state before
+        planning (as ``set_arm``/``set_qpos`` would, so ``full_qpos`` and later plans see it):
+        arm -> joint vector [rad] (arms not named keep theirs) or a full model qpos. Without
+        ``start`` a plan starts at the reference state: the loop's owners' commanded state
+        for a ``for_loop`` group, else what ``set_arm``/``set_qpos`` set, else the model's
+        ``qpos0`` (not where a running robot is). Raises GroupNameError / GoalInputError /
+        PlannerConfigError for caller mistakes and StartMismatchError for a start a
+        ``for_loop`` group's owners are not at; planning failures (TIMEOUT included) come
+        back as a PlanResult with a PlanStatus and a reason.
         """
         moving, clock = self._begin(goals, seed, time_budget_s)
+        self._take_start(start)
         start = np.concatenate([self._validated(a, self.arm_q(a), "start") for a in moving])
         resolved = resolve_candidates(self, moving, goals, clock.timer)
         if isinstance(resolved, PlanResult):
@@ -264,6 +353,40 @@ class ArmGroup:
         for a in goals:
             self._arm(a)
         return tuple(a for a in self.arm_names if a in goals), PlanClock(budget)
+
+    def _take_start(self, start) -> None:
+        """Reference state := the loop's (``for_loop`` groups), then ``start`` written in,
+        after it is validated (and, for a ``for_loop`` group, held against the owners'
+        commanded state within ``start_tolerance_rad``)."""
+        if self._loop is not None:
+            self.sync_to_loop()
+        if start is None:
+            return
+        if isinstance(start, Mapping):
+            ref, named = self.reference_qpos.copy(), [self._arm(key) for key in start]
+            for a, q in zip(named, start.values(), strict=True):
+                ref[self._qpos[a]] = self._validated(a, q, "start")
+        elif isinstance(start, (np.ndarray, list, tuple)):
+            ref = self._validated_qpos(start)
+            named = list(self.arm_names)
+        else:
+            raise GoalInputError(
+                "*", "start", start, f"a mapping arm -> joint vector or a ({self.model.nq},) qpos"
+            )
+        if self._loop is not None:
+            for a in named:
+                q, commanded = ref[self._qpos[a]], self.arm_q(a)
+                err = np.abs(q - commanded)
+                j = int(np.argmax(err))
+                if not err[j] <= self.start_tolerance_rad:
+                    raise StartMismatchError(
+                        a,
+                        self.checker.arm_joints[a][j],
+                        float(q[j]),
+                        float(commanded[j]),
+                        self.start_tolerance_rad,
+                    )
+        self.reference_qpos = ref
 
     def _select_goal(self, moving, goals, start, resolved, meter: CheckSession, clock: PlanClock):
         """(goal, clearance at the start, resample rounds), or the START_IN_COLLISION /

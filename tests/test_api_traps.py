@@ -96,3 +96,15 @@ def test_a_for_loop_plan_executes_without_start_mismatch(loop):
     assert ep.report.outcome is Outcome.COMPLETED, ep.report.reason
     np.testing.assert_allclose(loop.commanded(Arm.RIGHT), goal, atol=1e-4)
     assert np.array_equal(ArmGroup.for_loop(loop).arm_q("right"), loop.commanded(Arm.RIGHT))
+
+
+def test_closed_loop_refuses_an_openarm_config_and_the_factory_builds_it():
+    from rob_twin.twin import ClosedLoop, make_closed_loop
+    from rob_twin.twin.errors import TwinInputError
+    from rob_twin.twin.sim.damiao_loop import openarm_config
+    from rob_twin.twin.sim.loops import LOOPS
+
+    with pytest.raises(TwinInputError, match=r"'rob' for ClosedLoop.*make_closed_loop\(config\)"):
+        ClosedLoop(openarm_config())
+    assert make_closed_loop.__module__ == "rob_twin.twin.sim.loops"
+    assert all(cls.robot == robot for robot, cls in LOOPS.items())

@@ -18,6 +18,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 _MODULES = {
     "rob_twin.twin.sim.twin": ("Twin", "TwinConfig"),
     "rob_twin.twin.sim.closed_loop": ("ClosedLoop", "ClosedLoopConfig"),
+    "rob_twin.twin.sim.loops": ("make_closed_loop",),
     "rob_twin.twin.sim.damiao_loop": ("DamiaoOptions", "openarm_config"),
     "rob_twin.twin.sim.faults": ("FaultSpec",),
     "rob_twin.twin.scenario.run": ("Scenario", "ScenarioError", "run_scenario", "demo_scenario"),

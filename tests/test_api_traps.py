@@ -108,3 +108,11 @@ def test_closed_loop_refuses_an_openarm_config_and_the_factory_builds_it():
         ClosedLoop(openarm_config())
     assert make_closed_loop.__module__ == "rob_twin.twin.sim.loops"
     assert all(cls.robot == robot for robot, cls in LOOPS.items())
+
+
+def test_the_twin_exports_run_plan():
+    import rob_twin.twin as twin
+    from rob_twin.twin.sim import execution
+
+    assert twin.run_plan is execution.run_plan and twin.ExecutedPlan is execution.ExecutedPlan
+    assert "run_plan" in twin.__all__

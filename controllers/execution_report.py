@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from rob_twin.models.names import Arm
 
+# Owner's commanded position vs a trajectory's first sample [rad] beyond which acquisition
+# fails with START_MISMATCH (``ExecutorConfig.start_tolerance_rad``'s default); the planner
+# refuses such a start when planning (``rob_twin.planners.group.ArmGroup.for_loop``).
+START_TOLERANCE_RAD = 1e-3
+
 
 class Outcome(enum.Enum):
     COMPLETED = "completed"

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from rob_twin.controllers.clock import Clock
 from rob_twin.controllers.execution_report import (
+    START_TOLERANCE_RAD,
     AcquireReason,
     AcquisitionFailure,
     ArmReport,
@@ -62,7 +63,7 @@ class ExecutorConfig:
     lead_time_s: float = 0.05
     lookahead_s: float = 0.005
     lease_s: float = 0.25
-    start_tolerance_rad: float = 1e-3
+    start_tolerance_rad: float = START_TOLERANCE_RAD
     rest_tolerance_rad_s: float = 1e-3
     final_tolerance_rad: float = 1e-4
     settle_timeout_s: float = 0.5

@@ -37,8 +37,8 @@ from rob_twin.twin.drives.gravity import PinocchioGravity
 from rob_twin.twin.rehearsal import wave_source
 from rob_twin.twin.render.figures import save_png
 from rob_twin.twin.scenario.run import Scenario, run_scenario
-from rob_twin.twin.sim.closed_loop import ClosedLoop
 from rob_twin.twin.sim.damiao_loop import DamiaoOptions, openarm_config
+from rob_twin.twin.sim.loops import make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 SAMPLES = 5000
@@ -108,7 +108,7 @@ def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> d
     mujoco.mj_forward(twin.model, twin.data)
     cfg = openarm_config(damiao=DamiaoOptions(gravity_compensation=compensation))
     cfg = dataclasses.replace(cfg, owner=dataclasses.replace(cfg.owner, tracking_error_rad=1.0))
-    with ClosedLoop(cfg, twin=twin) as lp:
+    with make_closed_loop(cfg, twin=twin) as lp:
         q0 = lp.measured(Arm.RIGHT)
         worst = 0.0
         for _ in range(int(HOLD_S / 0.01)):
@@ -201,7 +201,7 @@ def tracking() -> dict:
 
 
 def _loop_rtf() -> tuple[float, float]:
-    with ClosedLoop(openarm_config()) as lp:
+    with make_closed_loop(openarm_config()) as lp:
         for k, arm in enumerate(Arm):
             lp.stream_targets(arm, wave_source(k), 60.0)
         lp.run_for(0.2)

@@ -62,10 +62,7 @@ def crossing_loop(keyframe: str = CROSSING_START_KEY) -> ClosedLoop:
 
 
 def plan_crossing(loop: ClosedLoop, seed: int = 0):
-    group = ArmGroup(loop.twin.model, ARMS, planning_config())
-    group.set_qpos(loop.twin.data.qpos.copy())
-    for arm in Arm:
-        group.set_arm(arm.value, loop.commanded(arm))
+    group = ArmGroup.for_loop(loop, planning_config(), arms=ARMS)
     plan = group.plan({a.value: np.array(GOAL[a]) for a in Arm}, seed=seed).unwrap()
     return group, plan
 

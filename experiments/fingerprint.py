@@ -134,6 +134,12 @@ def sha(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _member(x: enum.Enum) -> str:
+    """An enum member as ``Type.NAME``; a str-valued one (``StrEnum``) too, as a key or value,
+    so whether an enum mixes in str does not change the fingerprint."""
+    return f"{type(x).__name__}.{x.name}"
+
+
 def canon(x, key_path: tuple = ()):
     """``x`` as plain JSON data, exactly: arrays -> {shape, dtype, sha256, values}."""
     np = sys.modules.get("numpy")
@@ -149,17 +155,17 @@ def canon(x, key_path: tuple = ()):
     if np is not None and isinstance(x, np.generic):
         return canon(x.item())
     if isinstance(x, str):
-        return strip_text(x)
+        return _member(x) if isinstance(x, enum.Enum) else strip_text(x)
     if isinstance(x, bool) or x is None or isinstance(x, int):
         return x
     if isinstance(x, float):
         return x if math.isfinite(x) else repr(x)
     if isinstance(x, enum.Enum):
-        return f"{type(x).__name__}.{x.name}"
+        return _member(x)
     if isinstance(x, dict):
         out = {}
         for k, v in x.items():
-            k = str(k)
+            k = _member(k) if isinstance(k, enum.Enum) and isinstance(k, str) else str(k)
             if STRIP_KEYS.search(k) or (key_path + (k,)) in STRIP_PATHS:
                 continue
             out[k] = canon(v, key_path + (k,))

@@ -18,8 +18,12 @@ from rob_twin.models.errors import UnknownNameError
 JOINTS_PER_ARM = 7
 
 
-class Arm(enum.Enum):
-    """ROB's physical arms, named for the robot's own sides."""
+class Arm(enum.StrEnum):
+    """ROB's physical arms, named for the robot's own sides.
+
+    A ``StrEnum``: an Arm is the string ``"right"``/``"left"`` wherever an arm name is taken
+    (``ArmGroup`` keys, dict lookups, JSON), and ``str(Arm.RIGHT)`` / ``f"{Arm.RIGHT}"`` is
+    ``"right"`` (``repr`` still names the member)."""
 
     RIGHT = "right"
     LEFT = "left"

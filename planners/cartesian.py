@@ -40,12 +40,12 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
 from rob_twin.planners.errors import GoalInputError, PlanFailedError, PlannerConfigError
 from rob_twin.planners.geom_pairs import GeomPair
-from rob_twin.planners.group import ArmGroup
 from rob_twin.planners.ik import IKConfig, IKSolver
 from rob_twin.planners.kinematics import ArmKinematics
 from rob_twin.planners.plan import ArmTrajectory, Plan
@@ -54,6 +54,9 @@ from rob_twin.planners.pose_goals import group_torso
 from rob_twin.planners.retime import JointLimits, ScalarProfile, limit_report, sample_times
 from rob_twin.planners.timing import StageTimer
 from scipy.interpolate import CubicSpline
+
+if TYPE_CHECKING:
+    from rob_twin.planners.group import ArmGroup
 
 
 @dataclass(frozen=True)

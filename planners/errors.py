@@ -45,6 +45,22 @@ class GoalInputError(PlannerError, ValueError):
         super().__init__(f"arm {arm!r}: {field}={value!r} is invalid; valid: {valid}")
 
 
+class StartMismatchError(PlannerError, ValueError):
+    """A plan's start that differs from the owners' commanded state by more than the
+    executor's start tolerance: the executor would refuse the plan (``start_mismatch``), so
+    the planner refuses it first. ``arm``, ``joint`` (name), ``value`` (the start [rad]),
+    ``commanded`` [rad] and ``tolerance`` [rad] say where and by how much."""
+
+    def __init__(self, arm: str, joint: str, value: float, commanded: float, tolerance: float):
+        self.arm, self.joint, self.value = arm, joint, value
+        self.commanded, self.tolerance = commanded, tolerance
+        super().__init__(
+            f"arm {arm!r}: start {joint}={value:.6g} rad differs from the owners' commanded "
+            f"{commanded:.6g} rad by {abs(value - commanded):.3g} rad > tolerance "
+            f"{tolerance:.3g} rad (the executor would refuse it as start_mismatch)"
+        )
+
+
 class PlanFailedError(PlannerError, RuntimeError):
     """``PlanResult.unwrap()`` on a failed plan; ``result`` holds the typed status and reason."""
 

@@ -6,34 +6,12 @@ torso, head, base, objects) stays at the group's *reference* state (the current 
 pose, ``set_arm``/``set_qpos``) and is an obstacle. The plan holds trajectories of the
 moving arms only; a one-arm request is a one-arm group.
 
-Stages (wall time of each in ``Plan.stage_times_s``): ``goals`` (candidates, combined
-check), ``search`` (RRT-Connect in the stacked joint space), ``shortcut``, ``retime``
-(jerk-limited time law, 125 Hz samples), ``check`` (``rob_twin.planners.final_check``: every
-sample is either measured, all pairs' distances up to the clearance horizon in one
-collision pass, or proven free from the last measured state by each pair's Lipschitz
-bound; a measured state within the margin is a hit, which re-plans only the offending
-span at a finer edge step, shortcuts it again and retimes), ``certify``
-(``rob_twin.planners.pair_certificate``: every pair's clearance between the measured states is
-bounded with seed 003's envelope, reusing the check's distances; a segment whose
-envelope stays inconclusive is first slowed (``slow_factor``, up to ``max_slowdowns``
-per plan), else a plan that cannot be certified at the margin is repaired like a hit,
-else the result is ``PlanStatus.UNCERTIFIED``: no plan is returned uncertified).
-
-Lazy goal candidates: a streaming goal (``rob_twin.planners.goals.StreamingGoal``, e.g.
-``PoseGoal``: one IK solve per candidate) gives one candidate at first; only when no
-combination of the candidates so far passes the combined check does each streaming arm
-give its next one (in arm order), so a free first pair costs one IK solution per arm.
-
-Goal resampling: when no combination of the goal candidates passes the combined check
-(streams spent), goals that can resample (``rob_twin.planners.goals.ResamplingGoal``, e.g.
-``PoseGoal``) are asked for more candidates, up to ``max_goal_resamples`` rounds, before
-GOAL_IN_COLLISION.
-
-Repair (why it is reliable): shortcut waypoints are checked themselves (a waypoint
-within the margin would make every later repair end at the same colliding state); a
-repair spans from the nearest waypoint before the hit that is free to the nearest one
-after it, keeps the search padding whenever the padded re-plan succeeds, and shortcuts
-the re-planned span.
+Stages (wall time of each in ``Plan.stage_times_s``): ``goals`` (candidates and the combined
+check: ``rob_twin.planners.goal_select``), ``search`` (RRT-Connect in the stacked joint
+space), ``shortcut``, then the refine stage (``rob_twin.planners.refine``): ``retime``
+(jerk-limited time law, 125 Hz samples), ``check`` (every sample measured or proven free),
+``certify`` (every pair's clearance bounded between the samples), with slowdowns and segment
+repairs until the plan is certified.
 
 A goal equal to the start (every moving arm already there, within 1e-12 rad) is a
 zero-length plan: one sample at t = 0, at rest, after the start is checked; nothing is
@@ -45,139 +23,60 @@ repairs look at the deadline as they go; past it ``plan`` returns a TIMEOUT resu
 names the stage. Without a budget nothing looks at the clock, so the same seed always
 gives the same plan.
 
-Units: radians, seconds, metres.
+Settings: ``rob_twin.planners.group_config``. Units: radians, seconds, metres.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from typing import Protocol
 
 import mujoco
 import numpy as np
-from rob_twin.planners import collision, search
-from rob_twin.planners.certificate_record import FAIL_INCONCLUSIVE
-from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker, CollisionConfig
+from rob_twin.controllers.execution_report import START_TOLERANCE_RAD
+from rob_twin.models.names import group_arms
+from rob_twin.planners import search
+from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker
 from rob_twin.planners.errors import (
     GoalInputError,
-    GoalUnreachableError,
     GroupNameError,
     PlannerConfigError,
+    StartMismatchError,
 )
-from rob_twin.planners.final_check import final_check
-from rob_twin.planners.goals import Goal, ResamplingGoal, candidate_source
-from rob_twin.planners.pair_certificate import CertificateConfig, certify_plan_timed, certify_timed
+from rob_twin.planners.goal_select import pick_goal, resolve_candidates
+from rob_twin.planners.goals import Goal
+from rob_twin.planners.group_config import GroupConfig, _check_budget, default_config
+from rob_twin.planners.pair_certificate import certify_plan_timed
 from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan, PlanResult, PlanStatus
-from rob_twin.planners.retime import JointLimits, TimedPath, sample_times, time_path
-from rob_twin.planners.search import SearchConfig
-from rob_twin.planners.timing import StageTimer
+from rob_twin.planners.refine import Refined, refine
+from rob_twin.planners.retime import JointLimits, TimedPath, sample_times
+from rob_twin.planners.timing import PlanClock, StageTimer
+
+__all__ = ["ArmGroup", "GroupConfig", "RunningLoop", "default_config"]
 
 
-@dataclass(frozen=True)
-class GroupConfig:
-    """collision: margin for planning (``horizon_m`` = margin keeps checks cheapest);
-    clearance_horizon_m: range [m] up to which the final check measures clearance (a longer
-    range proves more samples free without a query: 4 cm by default); search: RRT-Connect
-    settings; rate_hz: shared time base [Hz]; substeps: states between consecutive samples
-    checked by the dense check (Cartesian plans, and the count of colliding states before a
-    repair; ``plan``'s final check measures or proves free every sample and its certificate
-    covers the time between); max_repairs: segment re-plans after a retimed state collides;
-    repair_step_factor: edge step of a repair relative to the search's;
-    velocity/acceleration/jerk: default joint limits [rad/s, rad/s^2, rad/s^3] (per-arm
-    ``JointLimits`` may be given to ArmGroup instead); max_goal_combinations: candidate
-    combinations tried against the combined check; max_goal_resamples: rounds of extra
-    candidates asked of resampling goals when no combination is free; search_padding_m: extra
-    clearance [m] the search keeps (so densely checked retimed states between its edge checks
-    keep the margin); when the padded search fails, it is retried unpadded (and repairs still
-    try padded first); certificate: how every returned plan is certified between its samples
-    (``rob_twin.planners.pair_certificate``, seed 003: declared uncertainty, payload reach,
-    bisection
-    rounds); a plan that cannot be certified at the margin is repaired like a colliding one,
-    else fails with ``PlanStatus.UNCERTIFIED``; time_budget_s: wall time [s] a ``plan`` call may
-    take (None: no limit), overridable per call; slow_factor: a segment whose certificate stays
-    inconclusive after bisection is retimed with its velocity and acceleration limits times this
-    (in (0, 1)), up to max_slowdowns times per plan, before the segment is re-planned."""
+class LoopTwin(Protocol):
+    """The simulated body a running loop drives: its MjModel and MjData."""
 
-    collision: CollisionConfig = field(default_factory=collision.default_config)
-    clearance_horizon_m: float = 0.04
-    search: SearchConfig = field(default_factory=search.default_config)
-    rate_hz: float = 125.0
-    substeps: int = 1
-    max_repairs: int = 12
-    repair_step_factor: float = 0.25
-    velocity: float = 1.0
-    acceleration: float = 2.5
-    jerk: float = 15.0
-    max_goal_combinations: int = 256
-    max_goal_resamples: int = 3
-    search_padding_m: float = 0.002
-    certificate: CertificateConfig = field(default_factory=CertificateConfig)
-    time_budget_s: float | None = None
-    slow_factor: float = 0.5
-    max_slowdowns: int = 3
-
-    def __post_init__(self) -> None:
-        _check_budget("time_budget_s", self.time_budget_s)
-        if not (isinstance(self.slow_factor, numbers.Real) and 0.0 < self.slow_factor < 1.0):
-            raise PlannerConfigError("slow_factor", self.slow_factor, "in (0, 1)")
-        if (
-            isinstance(self.max_slowdowns, bool)
-            or not isinstance(self.max_slowdowns, numbers.Integral)
-            or not 0 <= self.max_slowdowns <= 20
-        ):
-            raise PlannerConfigError("max_slowdowns", self.max_slowdowns, "an integer in [0, 20]")
-        if not self.clearance_horizon_m >= self.collision.margin_m:
-            raise PlannerConfigError(
-                "clearance_horizon_m",
-                self.clearance_horizon_m,
-                f">= margin ({self.collision.margin_m} m)",
-            )
-        if not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
-            raise PlannerConfigError("rate_hz", self.rate_hz, "finite and > 0 Hz")
-        for name in ("substeps", "max_repairs"):
-            if getattr(self, name) < 0:
-                raise PlannerConfigError(name, getattr(self, name), ">= 0")
-        if not 0 < self.repair_step_factor <= 1:
-            raise PlannerConfigError("repair_step_factor", self.repair_step_factor, "in (0, 1]")
-        if self.max_goal_resamples < 0:
-            raise PlannerConfigError("max_goal_resamples", self.max_goal_resamples, ">= 0")
-        if self.max_goal_combinations < 1:
-            raise PlannerConfigError("max_goal_combinations", self.max_goal_combinations, ">= 1")
-        spec = self.certificate.spec
-        floor = (
-            self.collision.margin_m + 2 * spec.point_m + spec.obstacle_m + spec.query_tolerance_m
-        )
-        if floor >= self.clearance_horizon_m:
-            raise PlannerConfigError(
-                "certificate.spec",
-                spec.as_dict(),
-                f"margin + 2 point_m + obstacle_m + query_tolerance_m = {floor:.4g} m "
-                f"< clearance_horizon_m ({self.clearance_horizon_m} m), else no pair "
-                "can ever be certified",
-            )
+    model: mujoco.MjModel
+    data: mujoco.MjData
 
 
-def _check_budget(field: str, value: object) -> float | None:
-    """None or a finite real number of seconds > 0; PlannerConfigError otherwise."""
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise PlannerConfigError(field, value, "None (no limit) or a finite number of seconds > 0")
-    return float(value)
+class RunningLoop(Protocol):
+    """What ``ArmGroup.for_loop`` reads of a running closed loop (duck typed: the planners
+    never import the twin; ``rob_twin.twin.sim.closed_loop.ClosedLoop`` and its Damiao variant
+    satisfy it). ``twin.model``: the model planned over; ``twin.data.qpos``: the full simulated
+    state (torso, head, base, objects: the obstacles); ``commanded(arm)``: the arm owner's last
+    published commanded positions [rad], where an execution starts from."""
 
+    @property
+    def twin(self) -> LoopTwin: ...
 
-def default_config() -> GroupConfig:
-    """5 mm margin, clearance measured to 4 cm, 125 Hz, one sub-step, 1 rad/s, 2.5 rad/s^2,
-    15 rad/s^3 on every joint (ASSUMED planning limits, well inside the OpenArm motors)."""
-    return GroupConfig()
+    def commanded(self, arm: str) -> np.ndarray: ...
 
 
 class ArmGroup:
@@ -241,12 +140,60 @@ class ArmGroup:
         if unknown:
             raise GroupNameError("arm", sorted(unknown)[0], self.arm_names)
         self.reference_qpos = model.qpos0.copy()
+        self._loop: RunningLoop | None = None
+        self.start_tolerance_rad = START_TOLERANCE_RAD
+
+    @classmethod
+    def for_loop(
+        cls,
+        loop: RunningLoop,
+        config: GroupConfig | None = None,
+        limits: Mapping[str, JointLimits] | None = None,
+        arms: Mapping[str, Sequence[str]] | None = None,
+        start_tolerance_rad: float = START_TOLERANCE_RAD,
+    ) -> ArmGroup:
+        """A group over ``loop.twin.model`` that plans from the loop's owners.
+
+        Every ``plan`` first takes the reference state from the loop (``sync_to_loop``: the
+        full simulated state, each arm at its owner's commanded positions), so a plan starts
+        where an execution through the owners will; an explicit ``plan(..., start=...)`` that
+        differs from the owners' commanded state by more than ``start_tolerance_rad`` [rad]
+        (default: the executor's ``start_tolerance_rad``) raises StartMismatchError when
+        planning. loop: any object with ``twin.model``, ``twin.data.qpos`` and
+        ``commanded(arm)`` (``RunningLoop``); arms: default ROB's two arms
+        (``rob_twin.models.names.group_arms()``); config, limits: as for ``ArmGroup``.
+        """
+        if not (math.isfinite(start_tolerance_rad) and start_tolerance_rad > 0):
+            raise PlannerConfigError(
+                "start_tolerance_rad", start_tolerance_rad, "finite and > 0 rad"
+            )
+        group = cls(loop.twin.model, group_arms() if arms is None else arms, config, limits)
+        group._loop = loop
+        group.start_tolerance_rad = float(start_tolerance_rad)
+        group.sync_to_loop()
+        return group
+
+    @property
+    def loop(self) -> RunningLoop | None:
+        """The running loop the group plans from (``for_loop``), else None."""
+        return self._loop
+
+    def sync_to_loop(self) -> None:
+        """Reference state := the loop's full simulated state with every arm at its owner's
+        commanded positions (what scenario plan steps take); only for a ``for_loop`` group."""
+        if self._loop is None:
+            raise PlannerConfigError("loop", None, "a group made by ArmGroup.for_loop")
+        self.set_qpos(self._loop.twin.data.qpos.copy())
+        for a in self.arm_names:
+            self.set_arm(a, self._loop.commanded(a))
 
     # ------------------------------------------------------------ commanded state
     def _arm(self, arm: str) -> str:
+        """The group's own name (a plain str) of ``arm``: a name or a str-valued enum member
+        such as ``rob_twin.models.names.Arm``; GroupNameError for any other."""
         if arm not in self.arm_names:
             raise GroupNameError("arm", arm, self.arm_names)
-        return arm
+        return self.arm_names[self.arm_names.index(arm)]
 
     def joint_names(self, arm: str) -> tuple[str, ...]:
         return self.checker.arm_joints[self._arm(arm)]
@@ -261,6 +208,10 @@ class ArmGroup:
 
     def set_qpos(self, qpos: np.ndarray) -> None:
         """Set the whole reference state (full model qpos): nq finite real numbers."""
+        self.reference_qpos = self._validated_qpos(qpos)
+
+    def _validated_qpos(self, qpos) -> np.ndarray:
+        """A copy of ``qpos`` as nq finite floats; GoalInputError otherwise."""
         raw = np.asarray(qpos)
         if raw.dtype.kind not in "iuf":
             raise GoalInputError(
@@ -272,11 +223,12 @@ class ArmGroup:
         if not np.all(np.isfinite(qpos)):
             k = int(np.flatnonzero(~np.isfinite(qpos))[0])
             raise GoalInputError("*", f"qpos[{k}]", float(qpos[k]), "a finite number")
-        self.reference_qpos = qpos.copy()
+        return qpos.copy()
 
     def set_arm(self, arm: str, q: Sequence[float] | np.ndarray) -> None:
         """Set ``arm``'s commanded joint positions [rad] (validated against its limits)."""
-        self.reference_qpos[self._qpos[self._arm(arm)]] = self._validated(arm, q, "commanded")
+        arm = self._arm(arm)  # named first: an unknown name is a GroupNameError, not a KeyError
+        self.reference_qpos[self._qpos[arm]] = self._validated(arm, q, "commanded")
 
     def arm_q(self, arm: str) -> np.ndarray:
         return self.reference_qpos[self._qpos[self._arm(arm)]].copy()
@@ -330,19 +282,64 @@ class ArmGroup:
 
     # -------------------------------------------------------------------- plan
     def plan(
-        self, goals: Mapping[str, Goal], seed: int = 0, time_budget_s: float | None = None
+        self,
+        goals: Mapping[str, Goal],
+        seed: int = 0,
+        time_budget_s: float | None = None,
+        start: Mapping[str, Sequence[float] | np.ndarray] | np.ndarray | None = None,
     ) -> PlanResult:
-        """Plan the arms named in ``goals`` to their goals from their commanded poses.
+        """Plan the arms named in ``goals`` to their goals from the start state.
 
         goals: arm -> JointGoal, JointGoalSet, a joint vector, or a goal resolver (see
         ``rob_twin.planners.goals``); seed: the search's random seed, an int >= 0 (same seed, same
         plan); time_budget_s: wall time allowed [s] (default ``config.time_budget_s``; None:
-        no limit). Raises GroupNameError / GoalInputError / PlannerConfigError for caller
-        mistakes; planning failures (TIMEOUT included) come back as a PlanResult with a
-        PlanStatus and a reason.
+        no limit); start: where the plan starts, written into the reference state before
+        planning (as ``set_arm``/``set_qpos`` would, so ``full_qpos`` and later plans see it):
+        arm -> joint vector [rad] (arms not named keep theirs) or a full model qpos. Without
+        ``start`` a plan starts at the reference state: the loop's owners' commanded state
+        for a ``for_loop`` group, else what ``set_arm``/``set_qpos`` set, else the model's
+        ``qpos0`` (not where a running robot is). Raises GroupNameError / GoalInputError /
+        PlannerConfigError for caller mistakes and StartMismatchError for a start a
+        ``for_loop`` group's owners are not at; planning failures (TIMEOUT included) come
+        back as a PlanResult with a PlanStatus and a reason.
         """
-        timer = StageTimer()
-        stages = timer.stages
+        moving, clock = self._begin(goals, seed, time_budget_s)
+        self._take_start(start)
+        start = np.concatenate([self._validated(a, self.arm_q(a), "start") for a in moving])
+        resolved = resolve_candidates(self, moving, goals, clock.timer)
+        if isinstance(resolved, PlanResult):
+            return resolved
+        if clock.late():
+            return clock.timeout("goals")
+        plain = self.checker.session(moving, self.reference_qpos)
+        meter = self.meter.session(moving, self.reference_qpos)
+        picked = self._select_goal(moving, goals, start, resolved, meter, clock)
+        if isinstance(picked, PlanResult):
+            return picked
+        goal, at_start, resamples = picked
+        if float(np.max(np.abs(goal - start))) <= 1e-12:
+            return self._zero_length(moving, start, at_start, seed, resamples, clock.timer)
+        if clock.late():
+            return clock.timeout("goals")
+        rng = np.random.default_rng(seed)
+        box = self._box(moving)
+        searched = self._search(moving, start, goal, box, plain, rng, clock)
+        if isinstance(searched, PlanResult):
+            return searched
+        path, session, padded = searched
+        path = self._shortcut(path, session, rng, clock)
+        if path is None:
+            return clock.timeout("shortcut")
+        refined = refine(self, moving, path, (padded, plain, meter), rng, box, clock)
+        if isinstance(refined, PlanResult):
+            return refined
+        return self._success(moving, refined, seed, resamples, clock.timer)
+
+    # ------------------------------------------------------------------ plan steps
+    def _begin(
+        self, goals: Mapping[str, Goal], seed: int, time_budget_s: float | None
+    ) -> tuple[tuple[str, ...], PlanClock]:
+        """Validate the request; return the moving arms (in group order) and the clock."""
         if not isinstance(goals, Mapping):
             raise GoalInputError(
                 "*", "goals", goals, f"a mapping arm -> goal, arms from {self.arm_names}"
@@ -353,49 +350,55 @@ class ArmGroup:
             raise PlannerConfigError("seed", seed, "an integer >= 0")
         budget = _check_budget("time_budget_s", time_budget_s)
         budget = self.config.time_budget_s if budget is None else budget
-        deadline = None if budget is None else timer.start_s + budget
-
-        def timeout(stage: str) -> PlanResult:
-            spent = timer.total()
-            return PlanResult(
-                PlanStatus.TIMEOUT,
-                reason=(
-                    f"wall-time budget {budget} s exhausted during {stage} after {spent:.4f} s"
-                ),
-                stage_times_s=stages,
-            )
-
-        def late() -> bool:
-            return deadline is not None and time.perf_counter() > deadline
-
         for a in goals:
             self._arm(a)
-        moving = tuple(a for a in self.arm_names if a in goals)
-        start = np.concatenate([self._validated(a, self.arm_q(a), "start") for a in moving])
-        unreachable = None
-        with timer.stage("goals"):
-            try:
-                candidates = {a: self._candidates(a, goals[a]) for a in moving}
-                streams = {a: candidates[a][1] for a in moving}
-                candidates = {a: candidates[a][0] for a in moving}
-            except GoalUnreachableError as err:
-                unreachable = err
-        if unreachable is not None:
-            return PlanResult(
-                PlanStatus.GOAL_UNREACHABLE, reason=str(unreachable), stage_times_s=stages
-            )
-        if late():
-            return timeout("goals")
-        session = self.checker.session(moving, self.reference_qpos)
-        meter = self.meter.session(moving, self.reference_qpos)
-        margin = self.config.collision.margin_m
+        return tuple(a for a in self.arm_names if a in goals), PlanClock(budget)
 
-        with timer.stage("goals"):
+    def _take_start(self, start) -> None:
+        """Reference state := the loop's (``for_loop`` groups), then ``start`` written in,
+        after it is validated (and, for a ``for_loop`` group, held against the owners'
+        commanded state within ``start_tolerance_rad``)."""
+        if self._loop is not None:
+            self.sync_to_loop()
+        if start is None:
+            return
+        if isinstance(start, Mapping):
+            ref, named = self.reference_qpos.copy(), [self._arm(key) for key in start]
+            for a, q in zip(named, start.values(), strict=True):
+                ref[self._qpos[a]] = self._validated(a, q, "start")
+        elif isinstance(start, (np.ndarray, list, tuple)):
+            ref = self._validated_qpos(start)
+            named = list(self.arm_names)
+        else:
+            raise GoalInputError(
+                "*", "start", start, f"a mapping arm -> joint vector or a ({self.model.nq},) qpos"
+            )
+        if self._loop is not None:
+            for a in named:
+                q, commanded = ref[self._qpos[a]], self.arm_q(a)
+                err = np.abs(q - commanded)
+                j = int(np.argmax(err))
+                if not err[j] <= self.start_tolerance_rad:
+                    raise StartMismatchError(
+                        a,
+                        self.checker.arm_joints[a][j],
+                        float(q[j]),
+                        float(commanded[j]),
+                        self.start_tolerance_rad,
+                    )
+        self.reference_qpos = ref
+
+    def _select_goal(self, moving, goals, start, resolved, meter: CheckSession, clock: PlanClock):
+        """(goal, clearance at the start, resample rounds), or the START_IN_COLLISION /
+        GOAL_IN_COLLISION / TIMEOUT result (stage ``goals``)."""
+        candidates, streams = resolved
+        margin = self.config.collision.margin_m
+        with clock.timer.stage("goals"):
             at_start = meter.clearance(start)
             start_free = at_start.is_free(margin)
             if start_free:
-                goal, failure, resamples = self._pick_goal(
-                    moving, goals, candidates, meter, deadline, streams
+                goal, failure, resamples = pick_goal(
+                    self, moving, goals, candidates, meter, clock.deadline, streams
                 )
         if not start_free:
             return PlanResult(
@@ -405,146 +408,77 @@ class ArmGroup:
                     f"(margin {margin * 1e3:.1f} mm): {at_start.pair}"
                 ),
                 pair=at_start.pair,
-                stage_times_s=stages,
+                stage_times_s=clock.stages,
             )
         if goal is None:
             if failure is None:
-                return timeout("goals")
-            failure.stage_times_s.update(stages)
+                return clock.timeout("goals")
+            failure.stage_times_s.update(clock.stages)
             return failure
-        if float(np.max(np.abs(goal - start))) <= 1e-12:
-            return self._zero_length(moving, start, at_start, seed, resamples, timer)
-        if late():
-            return timeout("goals")
+        return goal, at_start, resamples
 
-        rng = np.random.default_rng(seed)
+    def _box(self, moving) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) position limits [rad] of the stacked moving arms."""
         lower = np.concatenate([self._limits[a][0] for a in moving])
         upper = np.concatenate([self._limits[a][1] for a in moving])
-        with timer.stage("search"):
+        return lower, upper
+
+    def _search(self, moving, start, goal, box, plain: CheckSession, rng, clock: PlanClock):
+        """RRT-Connect from ``start`` to ``goal`` (stage ``search``), padded first, then
+        plain when the padded search fails. Returns (path, the session that found it, the
+        padded session), or the NO_PATH / TIMEOUT result."""
+        with clock.timer.stage("search"):
             padded = self.padded.session(moving, self.reference_qpos)
+            session = plain
             found = search.rrt_connect(
                 start,
                 goal,
-                lower,
-                upper,
+                box[0],
+                box[1],
                 padded.is_free,
                 rng,
                 self.config.search,
-                deadline_s=deadline,
+                deadline_s=clock.deadline,
             )
-            plain = session
             if found.path is None and not found.timed_out:
                 found = search.rrt_connect(
                     start,
                     goal,
-                    lower,
-                    upper,
-                    session.is_free,
+                    box[0],
+                    box[1],
+                    plain.is_free,
                     rng,
                     self.config.search,
-                    deadline_s=deadline,
+                    deadline_s=clock.deadline,
                 )
             elif found.path is not None:
                 session = padded
         if found.timed_out:
-            return timeout("search")
+            return clock.timeout("search")
         if found.path is None:
-            return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=stages)
-        with timer.stage("shortcut"):
+            return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=clock.stages)
+        return found.path, session, padded
+
+    def _shortcut(self, path, session: CheckSession, rng, clock: PlanClock):
+        """The path shortcut with ``session`` (stage ``shortcut``); None when the deadline
+        passed."""
+        with clock.timer.stage("shortcut"):
             path = search.shortcut(
-                found.path,
+                path,
                 session.is_free,
                 rng,
                 self.config.search.shortcut_rounds,
                 self.config.search.edge_step_rad,
-                deadline_s=deadline,
+                deadline_s=clock.deadline,
                 min_gain=self.config.search.shortcut_min_gain,
             )
-        if late():
-            return timeout("shortcut")
+        return None if clock.late() else path
 
-        limits = JointLimits.stack([self._dyn_limits[a] for a in moving])
-        stages["retime"] = stages["check"] = 0.0
-        repairs = before = uncertified = slowdowns = 0
-        timed = None
-        while True:
-            if timed is None:
-                with timer.stage("retime"):
-                    timed = time_path(path, limits)
-            with timer.stage("check"):
-                fc = final_check(self, moving, timed, meter, deadline)
-            if fc.measured < 0:
-                return timeout("check")
-            hit, record, checked = fc.hit, fc.record, fc.measured
-            if hit is None:
-                with timer.stage("certify"):
-                    cert = certify_timed(
-                        self,
-                        moving,
-                        timed,
-                        self.config.certificate,
-                        initial=fc.initial,
-                        sampled=fc.sampled[:3],
-                        session=meter,
-                    )
-                if cert.certified:
-                    cert = replace(cert, uncertified_attempts=uncertified)
-                    break
-                uncertified += 1
-                if (
-                    cert.fail_kind == FAIL_INCONCLUSIVE
-                    and slowdowns < self.config.max_slowdowns
-                    and cert.fail_time_s is not None
-                ):  # a tighter speed bound may certify it: slow the segment, keep the path
-                    with timer.stage("retime"):
-                        k = int(timed.segment_of(np.array([cert.fail_time_s]))[0])
-                        timed = timed.slowed(k, self.config.slow_factor)
-                    slowdowns += 1
-                    continue
-                if repairs >= self.config.max_repairs:
-                    return PlanResult(
-                        PlanStatus.UNCERTIFIED,
-                        reason=(
-                            f"not certified ({cert.fail_kind}) after {repairs} segment repairs "
-                            f"and {slowdowns} slowdowns: {cert.failure}"
-                        ),
-                        stage_times_s=stages,
-                    )
-                hit = (cert.fail_time_s, Clearance(cert.certified_min_m, None))
-            if repairs == 0:
-                before = self._count_colliding(timed, plain, deadline)
-                if before < 0:
-                    return timeout("check")
-            if repairs >= self.config.max_repairs:
-                return PlanResult(
-                    PlanStatus.CHECK_FAILED,
-                    reason=(
-                        f"retimed state at t={hit[0]:.3f} s still collides after {repairs} "
-                        f"segment repairs: {hit[1]}"
-                    ),
-                    pair=hit[1].pair,
-                    stage_times_s=stages,
-                )
-            with timer.stage("search"):
-                path = self._repair(
-                    timed, hit[0], (padded, plain), meter, rng, (lower, upper), deadline
-                )
-            if late():
-                return timeout("repair")
-            repairs += 1
-            timed = None
-            if path is None:
-                status = PlanStatus.CHECK_FAILED if hit[1].pair else PlanStatus.UNCERTIFIED
-                return PlanResult(
-                    status,
-                    reason=(
-                        f"retimed state at t={hit[0]:.3f} s collides or is not certified "
-                        f"({hit[1]}) and its segment could not be re-planned"
-                    ),
-                    pair=hit[1].pair,
-                    stage_times_s=stages,
-                )
-
+    def _success(
+        self, moving, refined: Refined, seed: int, resamples: int, timer: StageTimer
+    ) -> PlanResult:
+        """The SUCCESS result of a certified plan (samples as the final check evaluated them)."""
+        fc = refined.check
         times, q, qd, qdd = fc.sampled  # the final check evaluated the path at the samples
         arms, col = {}, 0
         for a in moving:
@@ -561,22 +495,21 @@ class ArmGroup:
             t=times,
             rate_hz=self.config.rate_hz,
             arms=arms,
-            waypoints=timed.waypoints,
-            min_clearance=record,
-            stage_times_s=stages,
-            checked_states=checked,
-            repairs=repairs,
+            waypoints=refined.timed.waypoints,
+            min_clearance=fc.record,
+            stage_times_s=timer.stages,
+            checked_states=fc.measured,
+            repairs=refined.repairs,
             seed=seed,
             goal_resamples=resamples,
-            colliding_before_repair=before,
-            certificate=cert,
+            colliding_before_repair=refined.colliding_before_repair,
+            certificate=refined.certificate,
             proven_samples=fc.proven,
-            slowdowns=slowdowns,
+            slowdowns=refined.slowdowns,
         )
         timer.total()
-        return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=stages)
+        return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=timer.stages)
 
-    # ---------------------------------------------------------------- helpers
     def _zero_length(
         self,
         moving,
@@ -621,92 +554,7 @@ class ArmGroup:
         timer.total()
         return PlanResult(PlanStatus.SUCCESS, plan=plan, stage_times_s=timer.stages)
 
-    def _candidates(self, arm: str, goal: Goal):
-        """(validated first candidates, stream of further raw ones or None) of ``goal``."""
-        raw, stream = candidate_source(goal, self, arm, self.arm_q(arm))
-        if not raw:
-            raise GoalInputError(arm, "goal", goal, "at least one candidate joint vector")
-        return [self._validated(arm, c, "goal") for c in raw], stream
-
-    def _pick_goal(
-        self,
-        moving,
-        goals,
-        candidates,
-        meter: CheckSession,
-        deadline: float | None = None,
-        streams: Mapping | None = None,
-    ):
-        """First combination of candidates (in preference order) that is free; when none
-        is, each arm with a stream (``streams``: arm -> iterator or None) adds its next
-        candidate, and once every stream is spent resampling goals are asked for more
-        candidates (``max_goal_resamples`` rounds). Returns (goal or None, failure or
-        None, resample rounds used); (None, None, n) when ``deadline``
-        (``time.perf_counter()``) passed first."""
-        first: Clearance | None = None
-        lists = {a: list(candidates[a]) for a in moving}
-        live = {a: s for a, s in (streams or {}).items() if s is not None}
-        tried: set[tuple[int, ...]] = set()
-        margin = self.config.collision.margin_m
-        resamples = 0
-        while True:
-            for combo in itertools.product(*(range(len(lists[a])) for a in moving)):
-                if combo in tried or len(tried) >= self.config.max_goal_combinations:
-                    continue
-                if deadline is not None and time.perf_counter() > deadline:
-                    return None, None, resamples
-                tried.add(combo)
-                q = np.concatenate([lists[a][k] for a, k in zip(moving, combo, strict=True)])
-                c = meter.clearance(q)
-                if c.is_free(margin):
-                    return q, None, resamples
-                first = first or c
-            if len(tried) >= self.config.max_goal_combinations:
-                break
-            if self._grow_from_streams(moving, lists, live):
-                continue
-            if resamples >= self.config.max_goal_resamples:
-                break
-            grew = False
-            for a in moving:
-                if isinstance(goals[a], ResamplingGoal):
-                    more = goals[a].more_candidates(self, a, self.arm_q(a), list(lists[a]))
-                    lists[a].extend(self._validated(a, c, "goal") for c in more)
-                    grew = grew or len(more) > 0
-            if not grew:
-                break
-            resamples += 1
-        n = len(tried)
-        return (
-            None,
-            PlanResult(
-                PlanStatus.GOAL_IN_COLLISION,
-                reason=(
-                    f"{'every' if n > 1 else 'the'} goal combination ({n} tried, "
-                    f"{resamples} resample rounds) is within {margin * 1e3:.1f} mm of "
-                    f"collision; first: {first.pair} at "
-                    f"{first.distance_m * 1e3:.1f} mm"
-                ),
-                pair=first.pair,
-            ),
-            resamples,
-        )
-
-    def _grow_from_streams(self, moving, lists, live) -> bool:
-        """Append each live stream's next candidate (validated) to its arm's list; drop
-        spent streams. True when any list grew."""
-        grew = False
-        for a in moving:
-            if a not in live:
-                continue
-            nxt = next(live[a], None)
-            if nxt is None:
-                del live[a]
-            else:
-                lists[a].append(self._validated(a, nxt, "goal"))
-                grew = True
-        return grew
-
+    # ---------------------------------------------------------------- dense check
     def _check_timed(
         self,
         timed: TimedPath,
@@ -735,76 +583,8 @@ class ArmGroup:
             record = ClearanceRecord(best.distance_m, best_t, best.pair, False)
         return None, record, dense.size
 
-    def _count_colliding(
-        self, timed: TimedPath, session: CheckSession, deadline: float | None = None
-    ) -> int:
-        """Retimed states (samples and sub-steps) of ``timed`` within the margin, counted
-        with ``session`` (a margin check: the plain checker's is the cheapest); -1 when
-        ``deadline`` (``time.perf_counter()``) passed first (looked at every 32 states)."""
-        q, _, _ = timed.evaluate(self._dense_times(timed.duration))
-        n = 0
-        for i, row in enumerate(q):
-            if deadline is not None and i % 32 == 0 and time.perf_counter() > deadline:
-                return -1
-            n += not session.is_free(row)
-        return n
-
     def _dense_times(self, duration: float) -> np.ndarray:
         times = sample_times(duration, self.config.rate_hz)
         k = self.config.substeps + 1
         dense = (times[:-1, None] + np.arange(k)[None, :] / (k * self.config.rate_hz)).ravel()
         return np.append(dense, times[-1])
-
-    def _repair(
-        self,
-        timed: TimedPath,
-        t_hit: float,
-        sessions,
-        meter: CheckSession,
-        rng,
-        box,
-        deadline: float | None = None,
-    ):
-        """Re-plan the span around the segment that holds ``t_hit`` at a finer edge step.
-
-        The span runs from the nearest waypoint at or before the segment that is free at the
-        margin to the nearest such waypoint at or after it (the ends of the path are free:
-        checked before the search). The padded session is tried first, then the plain
-        one; the re-planned span is shortcut with the session that found it.
-        """
-        margin = self.config.collision.margin_m
-        pts = list(timed.waypoints)
-        k = int(timed.segment_of(np.array([t_hit]))[0])
-        lo, hi = k, k + 1
-        while lo > 0 and not meter.clearance(pts[lo]).is_free(margin):
-            lo -= 1
-        while hi < len(pts) - 1 and not meter.clearance(pts[hi]).is_free(margin):
-            hi += 1
-        step = self.config.search.edge_step_rad * self.config.repair_step_factor
-        fine = replace(self.config.search, edge_step_rad=step)
-        for session in sessions:
-            found = search.rrt_connect(
-                pts[lo],
-                pts[hi],
-                box[0],
-                box[1],
-                session.is_free,
-                rng,
-                fine,
-                try_direct=False,
-                deadline_s=deadline,
-            )
-            if found.path is not None:
-                span = search.shortcut(
-                    found.path,
-                    session.is_free,
-                    rng,
-                    self.config.search.shortcut_rounds // 2,
-                    step,
-                    deadline_s=deadline,
-                    min_gain=self.config.search.shortcut_min_gain,
-                )
-                return pts[:lo] + span + pts[hi + 1 :]
-            if found.timed_out:
-                return None
-        return None

@@ -1,10 +1,12 @@
-"""Wall-time bookkeeping of a planner's stages (seconds, ``time.perf_counter``)."""
+"""Wall-time bookkeeping of a planner's stages and its budget (seconds, ``time.perf_counter``)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from rob_twin.planners.plan import PlanResult, PlanStatus
 
 
 class StageTimer:
@@ -33,3 +35,28 @@ class StageTimer:
         """Record and return the seconds since the timer started as ``stages["total"]``."""
         self.stages["total"] = spent = self.elapsed_s()
         return spent
+
+
+class PlanClock:
+    """A ``plan`` call's timer and wall-time budget [s] (None: no limit, and nothing looks
+    at the clock). ``late()`` says whether the deadline passed; ``timeout(stage)`` is the
+    TIMEOUT result naming the stage it passed in."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        self.timer = StageTimer()
+        self.stages = self.timer.stages
+        self.budget_s = budget_s
+        self.deadline = None if budget_s is None else self.timer.start_s + budget_s
+
+    def late(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def timeout(self, stage: str) -> PlanResult:
+        spent = self.timer.total()
+        return PlanResult(
+            PlanStatus.TIMEOUT,
+            reason=(
+                f"wall-time budget {self.budget_s} s exhausted during {stage} after {spent:.4f} s"
+            ),
+            stage_times_s=self.stages,
+        )

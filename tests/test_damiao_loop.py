@@ -19,8 +19,9 @@ from rob_twin.models.names import Arm, arm_actuator, arm_joints
 from rob_twin.models.openarm import load_openarm_scene
 from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.damiao_bank import DamiaoBank
-from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
 from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop, DamiaoOptions, openarm_config
+from rob_twin.twin.sim.loops import make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 
@@ -113,7 +114,7 @@ def test_config_picks_the_family():
 
 
 def test_openarm_loop_brings_up_holds_and_moves():
-    with ClosedLoop(openarm_config()) as lp:
+    with make_closed_loop(openarm_config()) as lp:
         assert isinstance(lp, DamiaoClosedLoop)
         assert all(r.passed for r in lp.bring_up.values())
         q0 = {a: lp.measured(a) for a in Arm}
@@ -133,7 +134,7 @@ def test_openarm_loop_brings_up_holds_and_moves():
 
 def test_without_compensation_the_arm_sags():
     opts = DamiaoOptions(gravity_compensation=False)
-    with ClosedLoop(openarm_config(damiao=opts)) as lp:
+    with make_closed_loop(openarm_config(damiao=opts)) as lp:
         q0 = lp.measured(Arm.RIGHT)
         lp.run_for(0.5)
         sag = np.abs(lp.measured(Arm.RIGHT) - q0).max()
@@ -201,4 +202,4 @@ def test_bad_damiao_options_are_a_typed_error():
     from rob_twin.models.errors import RobTwinError
 
     with pytest.raises(RobTwinError, match="DamiaoOptions"):
-        ClosedLoop(openarm_config(damiao="fast"))
+        make_closed_loop(openarm_config(damiao="fast"))

@@ -107,6 +107,65 @@ def test_every_import_in_the_source_points_down():
     assert bad == []
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(["rob_twin", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Modules ``path`` imports when it is imported: its top-level statements (inside
+    if/try/with too), not ``if TYPE_CHECKING:`` blocks nor function bodies; ``from a import
+    b`` counts ``a`` and ``a.b``."""
+    out: set[str] = set()
+
+    def visit(body) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            elif isinstance(node, (ast.If, ast.With)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+            elif isinstance(node, ast.Try):
+                visit(node.body + node.orelse + node.finalbody)
+                for handler in node.handlers:
+                    visit(handler.body)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                out.add(node.module or "")
+                out.update(f"{node.module}.{a.name}" for a in node.names)
+
+    visit(ast.parse(path.read_text()).body)
+    return out
+
+
+@pytest.mark.parametrize("layer", ["models", "controllers", "planners", "experiments", "cli"])
+def test_no_module_level_import_cycle(layer):
+    """Within the layer, the modules imported at import time (a package's ``__init__``
+    included: importing ``a.b.c`` runs ``a``, ``a.b`` and ``a.b.c``) form no cycle."""
+    modules = {_module_name(p): p for p in (ROOT / layer).rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for imported in _module_level_imports(path):
+            parts = imported.split(".")
+            deps |= {".".join(parts[:k]) for k in range(2, len(parts) + 1)}
+        graph[name] = sorted((deps & modules.keys()) - {name})
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo += graph[m]
+        return False
+
+    assert [m for m in sorted(graph) if reaches(m, m)] == []
+
+
 def test_the_install_puts_only_rob_twin_on_the_path(tmp_path):
     code = (
         "import importlib.util, json\n"
@@ -197,9 +256,9 @@ def test_every_error_the_project_defines_derives_from_the_one_base():
 
 
 def test_entry_points_export_what_they_list_and_name_the_choices_for_anything_else():
-    from rob_twin import controllers, models, twin
+    from rob_twin import controllers, models, planners, twin
 
-    for package in (controllers, models, twin):
+    for package in (controllers, models, planners, twin):
         assert package.__all__ == sorted(package.__all__) and dir(package) == package.__all__
         for name in package.__all__:
             assert getattr(package, name) is not None

@@ -2,7 +2,7 @@
 
 Start here::
 
-    from rob_twin.twin import Twin, ClosedLoop, Scenario, run_scenario, rehearse
+    from rob_twin.twin import Twin, make_closed_loop, run_plan, Scenario, run_scenario, rehearse
 
 Names are imported on first use (so ``import twin`` does not load mujoco until one is used).
 Offscreen rendering defaults to EGL (headless machines); it must be chosen before
@@ -18,6 +18,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 _MODULES = {
     "rob_twin.twin.sim.twin": ("Twin", "TwinConfig"),
     "rob_twin.twin.sim.closed_loop": ("ClosedLoop", "ClosedLoopConfig"),
+    "rob_twin.twin.sim.loops": ("make_closed_loop",),
+    "rob_twin.twin.sim.execution": ("run_plan", "ExecutedPlan"),
     "rob_twin.twin.sim.damiao_loop": ("DamiaoOptions", "openarm_config"),
     "rob_twin.twin.sim.faults": ("FaultSpec",),
     "rob_twin.twin.scenario.run": ("Scenario", "ScenarioError", "run_scenario", "demo_scenario"),

@@ -55,6 +55,7 @@ from rob_twin.twin.rehearsal.gates import (
 )
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
+from rob_twin.twin.sim.loops import make_closed_loop
 
 PEAKS = np.array([m.peak_torque_nm for m in OPENARM_ARM_MOTORS])
 
@@ -83,11 +84,13 @@ def _opts(cfg: RehearsalConfig) -> DamiaoOptions:
 
 def _with(cfg: RehearsalConfig, base: ClosedLoopConfig | None = None, **changes) -> ClosedLoop:
     base = base or cfg.base
-    return ClosedLoop(dataclasses.replace(base, damiao=dataclasses.replace(_opts(cfg), **changes)))
+    return make_closed_loop(
+        dataclasses.replace(base, damiao=dataclasses.replace(_opts(cfg), **changes))
+    )
 
 
 def _base(cfg: RehearsalConfig) -> ClosedLoop:
-    return ClosedLoop(cfg.base)
+    return make_closed_loop(cfg.base)
 
 
 def _param(cfg: RehearsalConfig, name: str):

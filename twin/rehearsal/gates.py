@@ -19,6 +19,7 @@ from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.rehearsal.targets import HOME, wave_source
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.faults import FaultSpec
+from rob_twin.twin.sim.loops import make_closed_loop
 
 ARMS = (Arm.RIGHT, Arm.LEFT)
 # A move that is unique per joint (+0.02 rad * j): any swapped joint, arm or sign shows.
@@ -80,7 +81,7 @@ def default_config() -> RehearsalConfig:
 
 def _loop(cfg: RehearsalConfig, *faults: FaultSpec) -> ClosedLoop:
     base = cfg.base
-    return ClosedLoop(dataclasses.replace(base, faults=tuple(base.faults) + faults))
+    return make_closed_loop(dataclasses.replace(base, faults=tuple(base.faults) + faults))
 
 
 def _r(x: float, n: int = 6) -> float:

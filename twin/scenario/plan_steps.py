@@ -46,7 +46,7 @@ class PlanRunner:
     def __init__(self, loop: ClosedLoop, steps: list[PlanStep], config: GroupConfig | None = None):
         self.loop = loop
         self.steps = sorted(steps, key=lambda s: s.t)
-        self.group = ArmGroup(loop.twin.model, group_arms(), config or planning_config())
+        self.group = ArmGroup.for_loop(loop, config or planning_config(), arms=group_arms())
         self.executor = SyncExecutor(
             {a: d.owner for a, d in loop.drivers.items()}, loop.clock, loop_executor_config(loop)
         )
@@ -69,18 +69,15 @@ class PlanRunner:
             self._start(step, now)
 
     def _start(self, step: PlanStep, now: float) -> None:
-        g, loop = self.group, self.loop
-        g.set_qpos(loop.twin.data.qpos.copy())
-        for arm in Arm:
-            g.set_arm(arm.value, loop.commanded(arm))
+        g = self.group
         row: dict = {
             "t": round(step.t, 4),
             "started_s": round(now, 4),
             "arms": [a.value for a in step.goals],
         }
-        try:
+        try:  # from the owners' commanded state (a for_loop group takes it at every plan)
             result = g.plan({a.value: q for a, q in step.goals.items()}, seed=step.seed)
-        except ValueError as err:  # a goal outside the joint limits, a wrong shape
+        except ValueError as err:  # a goal (or commanded state) outside the joint limits, a shape
             self.results.append({**row, "status": "invalid_goal", "reason": str(err)})
             return
         self._last = step
@@ -101,7 +98,7 @@ class PlanRunner:
         if ex.done:  # acquisition failed: every arm released
             self._finish(ex, row)
             return
-        loop.on_tick.append(ex.on_tick)
+        self.loop.on_tick.append(ex.on_tick)
         self._active = (ex, row)
 
     def _finish(self, ex: Execution, row: dict) -> None:

@@ -68,6 +68,7 @@ from rob_twin.twin.scenario.schema import (
 )
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.faults import FaultSpec
+from rob_twin.twin.sim.loops import make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 MAX_FILE_BYTES = 64 * 2**20  # a scenario file larger than this is refused before it is read
@@ -299,7 +300,7 @@ def scenario_loop(
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
-    return ClosedLoop(config, twin=twin)
+    return make_closed_loop(config, twin=twin)
 
 
 def _open_recorder(

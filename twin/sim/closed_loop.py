@@ -119,21 +119,24 @@ def default_config() -> ClosedLoopConfig:
 class ClosedLoop:
     """ROB with both arm owners streaming over simulated CAN to the motor bank.
 
-    Built on a ``Twin`` (one is made if not given); the creating thread owns it.
-    A config with ``robot="openarm"`` builds a
-    ``rob_twin.twin.sim.damiao_loop.DamiaoClosedLoop``."""
+    Built on a ``Twin`` (one is made if not given); the creating thread owns it. Builds ROB's
+    loop only: for a config of any robot use ``rob_twin.twin.sim.loops.make_closed_loop``
+    (``robot="openarm"``: ``rob_twin.twin.sim.damiao_loop.DamiaoClosedLoop``); a config with
+    ``robot="openarm"`` given to ``ClosedLoop`` itself raises TwinInputError."""
+
+    robot = "rob"  # the ClosedLoopConfig.robot this class builds
 
     first_command_id = FIRST_COMMAND_ID  # where a sample's frames start (wire fault counting)
 
-    def __new__(cls, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
-        if cls is ClosedLoop and config is not None and config.robot == "openarm":
-            from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop
-
-            return super().__new__(DamiaoClosedLoop)
-        return super().__new__(cls)
-
     def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         self.config = cfg = config or default_config()
+        if cfg.robot != self.robot:
+            raise TwinInputError(
+                "ClosedLoopConfig.robot",
+                cfg.robot,
+                f"{self.robot!r} for {type(self).__name__}; build the loop of any robot with "
+                "rob_twin.twin.sim.loops.make_closed_loop(config)",
+            )
         self.twin = twin or self._make_twin(cfg)
         self.clock = SimClock(self.twin.time)
         self.faults = FaultSchedule(cfg.faults)

@@ -88,6 +88,7 @@ class DamiaoClosedLoop(ClosedLoop):
     """ROB's body with OpenArm-class arms on Damiao MIT drives, in lockstep."""
 
     first_command_id = 0x01  # MIT frames of a sample start at ESC id 1
+    robot = "openarm"
 
     def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         config = config or openarm_config()

@@ -16,6 +16,10 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 # What each example must print (a regular expression per line); a new example needs a row.
 PROMISES = {
+    "plan_and_execute.py": [
+        r"plan: \d+\.\d\d s, \d+ samples, clearance \d+\.\d mm",
+        r"executed: COMPLETED, 0 colliding states",
+    ],
     "run_scenario.py": [
         r"wave: completed, 1\.50 s simulated",
         r"right: largest tracking error 0\.0\d+ rad, 0 targets refused",

@@ -2,9 +2,8 @@
 
 Problem sets: the study set (30 seeded joint goal pairs of ROB's two arms from home,
 ``rob_twin.experiments.goal_pairs``, plan seed = index, as the ``planner`` benchmark's study), the
-frozen hard ROB set and the hard two-arm stand set (``rob_twin.experiments.hard_problems``). Per
-set:
-median and p95 of the total plan time and of every stage [ms], the certify share (certify /
+frozen hard ROB set and the hard two-arm stand set (``rob_twin.experiments.hard_problems``).
+Per set: median and p95 of the total plan time and of every stage [ms], the certify share (certify /
 total) and check + certify share per plan, the final check's measured and proven samples,
 certificate queries between samples, slowdowns, repairs, statuses. One untimed warm-up plan
 per set first (caches of the group's pair geometry). The machine's load average is recorded

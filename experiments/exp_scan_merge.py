@@ -3,8 +3,7 @@
 ROB stands in the walled room near the table (whose legs the lidars see), once still and
 once backing away at 0.5 m/s; both units run (``rob_twin.twin.base.lidar.front_back_configs``) and
 ``rob_twin.twin.base.scan_merge`` pairs and merges their scans. Each kept return is judged against
-the
-world point its beam really hit, seen from the true robot pose at the merged stamp:
+the world point its beam really hit, seen from the true robot pose at the merged stamp:
 angular error (bin centre vs true bearing) and range error; plus how many hits on the
 robot itself the units saw, and how many of those survived the merge (should be none).
 """

@@ -8,8 +8,7 @@ acceleration limits, and every 125 Hz sample of the retimed trajectory checked (
 in collision fails the request: TOPP-RA's spline may leave the checked segments).
 
 Nothing of ``rob_twin.planners.search`` or ``rob_twin.planners.retime`` is used; the state check is
-the
-same ``CheckSession.is_free`` (same margin) as the planner's, so the figures compare the
+the same ``CheckSession.is_free`` (same margin) as the planner's, so the figures compare the
 algorithms, not the collision checkers.
 
 Units: radians, seconds.

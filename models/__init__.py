@@ -3,10 +3,9 @@ builder (``mujoco.MjSpec``), the loaders (MuJoCo, Pinocchio) and the generated M
 ``models/rob/``.
 
 ``rob_twin.models.dimensions`` and ``rob_twin.models.poses`` are pure data (no mujoco, no
-pinocchio), so
-``controllers`` may read them; ``rob_twin.models.build`` and ``rob_twin.models.loading`` import
-mujoco. Layers
-above: ``planners`` -> ``twin`` -> ``experiments``.
+pinocchio), so ``controllers`` may read them; ``rob_twin.models.build`` and
+``rob_twin.models.loading`` import mujoco. It is the bottom layer: it imports nothing of the
+project above it (``controllers`` -> ``planners`` -> ``twin`` -> ``experiments`` -> ``cli``).
 
 Start here::
 

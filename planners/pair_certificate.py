@@ -404,8 +404,7 @@ def certify_plan_timed(
     group, plan, timed=None, config: CertificateConfig | None = None
 ) -> PlanClearanceCertificate:
     """Certify ``plan`` (a ``rob_twin.planners.plan.Plan`` of ``group``); ``timed`` (the TimedPath
-    it
-    was sampled from) enables bisection queries between samples."""
+    it was sampled from) enables bisection queries between samples."""
     moving = plan.moving
     evaluate = None
     if timed is not None:

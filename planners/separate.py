@@ -1,9 +1,7 @@
 """The contrast to group planning: each arm planned alone, blind to the other, then run in sync.
 
-Shared by the crossing demo (``rob_twin.twin.scenario.crossing_demo``) and the crossing experiment:
-the
-motion a
-planner without the other arm in its model would produce.
+Shared by the crossing demo (``rob_twin.twin.scenario.crossing_demo``) and the crossing
+experiment: the motion a planner without the other arm in its model would produce.
 """
 
 from __future__ import annotations

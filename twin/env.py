@@ -1,11 +1,10 @@
 """ROB as a ``dm_env.Environment`` for policies, on ``dm_control.mujoco.Physics``.
 
-Actions do not write ``ctrl``: each ``step`` submits the arm joint targets to the two arm
-owners (``rob_twin.twin.sim.closed_loop``: owner -> Ruckig -> codec -> simulated CAN -> drives),
-and the
-base command to the tracked base drive (``rob_twin.twin.base.tread_drive``, which stops the base
-when an
-owner faults or stops), then advances the lockstep closed loop by one control period.
+Actions do not write ``ctrl``: each ``step`` submits the arm joint targets to the two arm owners
+(``rob_twin.twin.sim.closed_loop``: owner -> Ruckig -> codec -> simulated CAN -> drives), and
+the base command to the tracked base drive (``rob_twin.twin.base.tread_drive``, which stops the
+base when an owner faults or stops), then advances the lockstep closed loop by one control
+period.
 
 Action (float64, ``ACTION_NAMES`` order): RIGHT arm j1..j7 and LEFT arm j1..j7 joint
 targets [rad] within the joint bounds, then base forward speed v [m/s] and yaw rate omega

@@ -1,6 +1,5 @@
 """What a sweep compares: the figures of a run summary
-(``rob_twin.twin.scenario.report.summarize``), flat,
-and their comparison with a stored baseline.
+(``rob_twin.twin.scenario.report.summarize``), flat, and their comparison with a stored baseline.
 
 Numbers are compared within a tolerance (``abs + rel * |baseline|``); texts, booleans and
 None (owner modes, latched faults and their reasons, plan statuses and execution outcomes)

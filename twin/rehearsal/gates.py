@@ -1,6 +1,5 @@
 """The rehearsal gates: each builds fresh closed loops (``rob_twin.twin.sim.closed_loop``) from one
-base
-configuration, provokes what it must check, and returns a verdict with measured figures
+base configuration, provokes what it must check, and returns a verdict with measured figures
 (simulated seconds, radians). Nothing here touches hardware (hardware_io: false).
 """
 

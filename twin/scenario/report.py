@@ -91,8 +91,7 @@ def summarize(
     """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
     scenario did not expect (``rob_twin.twin.scenario.verdict``); ``expect``: the scenario's
-    declaration;
-    ``extra``: further sections ({name: {figure: value}}), each a table of its own.
+    declaration; ``extra``: further sections ({name: {figure: value}}), each a table of its own.
     With bus timing on, ``bus.png`` and a table of the simulated buses too."""
     out_dir.mkdir(parents=True, exist_ok=True)
     err = {

@@ -19,19 +19,18 @@ keys, wrong types, non-finite numbers and joint values outside the model's limit
 refused with the field path, the value and the valid range. ``name`` (default: the
 file's stem) is the run folder's name under ``--out``.
 
-Every run goes through the whole pipeline (``rob_twin.twin.sim.closed_loop``): between keyframes of
-one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that
-arm's owner, which plans within its limits and publishes over CAN to the motor bank.
-Fault kinds are those of ``rob_twin.twin.sim.faults``. ``plans`` are ArmGroup plans executed in sync
-through the owners (``rob_twin.twin.scenario.plan_steps``); an arm is driven by keyframes or by
-plans,
-not both. ``base`` steps drive ROB's tracked base (``rob_twin.twin.scenario.base_steps``: forward
-speed
-``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
+Every run goes through the whole pipeline (``rob_twin.twin.sim.closed_loop``): between keyframes
+of one arm a smooth (cosine) blend is streamed at ``target_rate_hz`` as targets to that arm's
+owner, which plans within its limits and publishes over CAN to the motor bank. Fault kinds are
+those of ``rob_twin.twin.sim.faults``. ``plans`` are ArmGroup plans executed in sync through the
+owners (``rob_twin.twin.scenario.plan_steps``); an arm is driven by keyframes or by plans, not
+both. ``base`` steps drive ROB's tracked base (``rob_twin.twin.scenario.base_steps``: forward
+speed ``v`` [m/s] and yaw rate ``omega`` [rad/s] from time ``t``; both lidars run and the merged
 scans are written next to the summary). ``robot`` picks the robot and its drive family:
 ``"rob"`` (default, Amber position drives) or ``"openarm"`` (Damiao MIT drives with gravity
 compensation, ``rob_twin.twin.sim.damiao_loop``). ``quality`` is the video's render quality
-(``rob_twin.twin.render.quality``: ``fast``, ``full``, or ``auto``, fast on a software GL renderer).
+(``rob_twin.twin.render.quality``: ``fast``, ``full``, or ``auto``, fast on a software GL
+renderer).
 The run counts the targets each owner refused (per reason), the plan steps that failed and
 the owner faults that latched; ``expect`` declares which of those the scenario means to
 provoke (``rob_twin.twin.scenario.verdict``). Recorded output lands in ``out/<name>/``.

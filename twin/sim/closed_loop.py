@@ -77,9 +77,8 @@ class ClosedLoopConfig:
     client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
     robot: "rob" (Amber position drives) or "openarm" (Damiao MIT drives with gravity
     compensation, ``rob_twin.twin.sim.damiao_loop``;
-    ``rob_twin.twin.sim.damiao_loop.openarm_config()``
-    gives its
-    500 Hz owners); bus_timing: play every frame through a simulated CAN bus
+    ``rob_twin.twin.sim.damiao_loop.openarm_config()`` gives its 500 Hz owners); bus_timing:
+    play every frame through a simulated CAN bus
     (``rob_twin.twin.bus.timing``: frame durations, arbitration, queues); None (default) delivers
     frames instantly."""
 

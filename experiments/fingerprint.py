@@ -998,15 +998,15 @@ def isolate_checkout(root: str | None = None) -> None:
 def foreign_modules(root: str | None = None) -> list[str]:
     """Project modules loaded from outside ``root`` (must be empty)."""
     root = os.path.realpath(root or os.getcwd()) + os.sep
+    this_file = os.path.realpath(__file__)
     out = []
     for name, mod in list(sys.modules.items()):
         f = getattr(mod, "__file__", None)
-        top = name.split(".")[0]
-        if (top in PACKAGES or top == ROOT_PACKAGE) and f:
-            if not os.path.realpath(f).startswith(root) and os.path.realpath(f) != os.path.realpath(
-                __file__
-            ):
-                out.append(f"{name}: {f}")
+        if name.split(".")[0] not in (*PACKAGES, ROOT_PACKAGE) or not f:
+            continue
+        real = os.path.realpath(f)  # a module of a linked rob_twin/<folder> is the checkout's
+        if not real.startswith(root) and real != this_file:
+            out.append(f"{name}: {f}")
     return sorted(out)
 
 

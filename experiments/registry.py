@@ -1,8 +1,8 @@
 """Experiments and benchmarks register themselves here by name.
 
 An experiment is a function ``run(seed: int) -> dict`` whose dict is the JSON result;
-``rob_twin.experiments.output.finish`` adds the evidence fields and writes the files under
-``out/``. Benchmarks are functions ``run() -> dict`` written to ``out/bench/NAME.json``.
+``rob_twin.experiments.output.write_experiment`` adds the evidence fields and writes the files
+under ``out/``. Benchmarks are functions ``run() -> dict`` written to ``out/bench/NAME.json``.
 """
 
 from __future__ import annotations

@@ -272,8 +272,8 @@ class ClosedLoop:
         Any rate works (60 Hz on a 1 kHz clock: every 16 or 17 steps, 60 per second on
         average); ``source`` returning None skips that instant. A target the owner refuses,
         by verdict or by a typed error, is counted in ``refused[arm]`` under its reason and
-        the stream goes on. Returns the task name (``rob_twin.twin.sim.scheduler.remove(name)`` ends
-        the stream)."""
+        the stream goes on. Returns the task name (``self.twin.scheduler.remove(name)`` ends the
+        stream)."""
         arm = Arm.parse(arm)
         if not (rate_hz > 0 and np.isfinite(rate_hz)):
             raise TwinInputError("rate_hz", rate_hz, "a finite rate > 0 Hz")

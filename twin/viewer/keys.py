@@ -179,5 +179,21 @@ class ViewerControls:
                 path[arm].append(data.site_xpos[sid].copy())
         self.ghost = {arm: np.array(p) for arm, p in path.items()}
 
+    def toggle_states(self) -> dict[int, bool]:
+        """The on/off state of each toggle key now (Insert, Home, End, F12)."""
+        return {
+            KEY_INSERT: self.show_traces,
+            KEY_HOME: self.show_ghost,
+            KEY_END: self.show_debug,
+            KEY_F12: self.show_keys,
+        }
+
     def key_list(self) -> str:
-        return "\n".join(f"{name}  {what}" for name, what in KEYS.values()) + "\nEsc  free camera"
+        """One line per key; toggles show their state now (``[on]``/``[off]``), so pressing
+        Insert while traces are on is seen to turn them off."""
+        states = self.toggle_states()
+        lines = [
+            f"{name}  {what}" + (f" [{'on' if states[code] else 'off'}]" if code in states else "")
+            for code, (name, what) in KEYS.items()
+        ]
+        return "\n".join(lines) + "\nEsc  free camera"

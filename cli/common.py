@@ -33,8 +33,30 @@ class UsageError(RobTwinError):
     """A command line argparse refuses (unknown option, missing argument)."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written; each option's help ends with its default, unless the
+    default is None or False (a flag that is off, an option with no value)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" not in text
+            and not any(default is v for v in (None, False, argparse.SUPPRESS))
+            and (action.option_strings or action.nargs in ("?", "*"))
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
 class Parser(argparse.ArgumentParser):
-    """Raises UsageError instead of exiting, so ``--json`` can report it as JSON."""
+    """Raises UsageError instead of exiting, so ``--json`` can report it as JSON; every
+    command's help shows each option's default (``HelpFormatter``)."""
+
+    def __init__(self, *args, **kwargs):
+        if kwargs.get("formatter_class") in (None, argparse.HelpFormatter):
+            kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")

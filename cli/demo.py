@@ -51,7 +51,9 @@ def register(sub) -> None:
         "demo", help="headless demo: ROB at the table moves both arms; video + summary"
     )
     demo.add_argument("--out", default="out", help="output folder (default out/)")
-    demo.add_argument("--no-video", action="store_true")
+    demo.add_argument(
+        "--no-video", action="store_true", help="run and judge without rendering demo.mp4"
+    )
     demo.add_argument(
         "--can-log", action="store_true", help="log all CAN traffic under OUT/demo/can/"
     )

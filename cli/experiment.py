@@ -9,13 +9,19 @@ from rob_twin.cli.common import CommandResult
 
 
 def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.experiments.registry import experiment_names, get_experiment
+    from rob_twin.experiments.registry import (
+        experiment_names,
+        experiment_summary,
+        get_experiment,
+    )
 
     if args.list or not args.name:
-        names = experiment_names()
+        summaries = {name: experiment_summary(name) for name in experiment_names()}
         if not args.json:
-            print("\n".join(names))
-        return 0, {"experiments": names}
+            width = max(map(len, summaries))
+            for name, line in summaries.items():
+                print(f"{name:<{width}}  {line}")
+        return 0, {"experiments": list(summaries), "summaries": summaries}
     fn = get_experiment(args.name)
     result = fn(seed=args.seed)
     if not args.json:
@@ -28,9 +34,17 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
 
 def register(sub) -> None:
     """Add ``experiment`` to the ``rob-twin`` sub-command parser ``sub``."""
-    exp = sub.add_parser("experiment", help="run a registered experiment")
-    exp.add_argument("name", nargs="?", help="experiment name (omit to list)")
+    exp = sub.add_parser(
+        "experiment",
+        help="run a registered experiment",
+        description="Run a registered experiment; its result goes under out/experiments/NAME/.",
+    )
+    exp.add_argument("name", nargs="?", help="experiment name (omit to list them)")
     exp.add_argument("--json", action="store_true", help="print exactly one JSON object")
-    exp.add_argument("--seed", type=int, default=0)
-    exp.add_argument("--list", action="store_true")
+    exp.add_argument(
+        "--seed", type=int, default=0, help="seed of the experiment's random draws and planner"
+    )
+    exp.add_argument(
+        "--list", action="store_true", help="list the experiments, one line each, and exit"
+    )
     exp.set_defaults(func=_cmd_experiment, json_result=True)

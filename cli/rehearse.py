@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rob_twin.cli.common import CommandResult
@@ -31,6 +30,7 @@ def _bus_budget(args: argparse.Namespace):
 def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     import dataclasses
 
+    from rob_twin.models.bounded_json import JsonInputError, read_bounded_json
     from rob_twin.models.names import UnknownNameError
     from rob_twin.twin.rehearsal import RehearsalConfig, gates_for, rehearse, write_report
     from rob_twin.twin.scenario.run_folder import RunFolder
@@ -39,9 +39,9 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     from rob_twin.twin.sim.faults import FaultSpec
 
     try:
-        raw = json.loads(args.faults) if args.faults else []
-    except (json.JSONDecodeError, RecursionError) as err:
-        raise ScenarioError(f"--faults is not valid JSON: {err}") from None
+        raw = read_bounded_json(args.faults, what="--faults") if args.faults else []
+    except JsonInputError as err:
+        raise ScenarioError(str(err)) from None
     faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
     if args.robot == "openarm":
         from rob_twin.twin.rehearsal.damiao import openarm_rehearsal_config
@@ -85,7 +85,9 @@ def register(sub) -> None:
         "--out", default="out/rehearsal", help="report folder (default out/rehearsal/)"
     )
     reh.add_argument("--gate", action="append", help="run only this gate (repeatable)")
-    reh.add_argument("--seed", type=int, default=0)
+    reh.add_argument(
+        "--seed", type=int, default=0, help="seed of the gates' planner and random draws"
+    )
     reh.add_argument(
         "--swap-wiring",
         action="store_true",
@@ -106,8 +108,7 @@ def register(sub) -> None:
     reh.add_argument(
         "--bus",
         default="1M",
-        help="bus of the bus_budget gate: 1M (default), 500k, "
-        "250k, fd:1M/5M ... (worst-case stuffing)",
+        help="bus of the bus_budget gate: 1M, 500k, 250k, fd:1M/5M ... (worst-case stuffing)",
     )
     reh.add_argument(
         "--exact-stuffing",

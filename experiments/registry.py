@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+import sys
 from collections.abc import Callable
 
 from rob_twin.models.errors import RobTwinError, UnknownNameError
@@ -70,6 +72,22 @@ def _load_all() -> None:
 def experiment_names() -> list[str]:
     _load_all()
     return sorted(_EXPERIMENTS)
+
+
+_PREFIX = re.compile(
+    r"^(the\s+)?(experiment\s+)?(``)?[\w-]+(``)?(\s+experiment)?(\s+\([^)]*\))?\s*:\s*", re.I
+)
+
+
+def experiment_summary(name: str) -> str:
+    """One line saying what experiment ``name`` shows: the first sentence of its module's
+    docstring without the "Experiment ``name``:" prefix (``rob-twin experiment --list``)."""
+    fn = get_experiment(name)
+    doc = sys.modules[fn.__module__].__doc__ or fn.__doc__ or ""
+    first = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    first = _PREFIX.sub("", first).replace("``", "")
+    first = re.split(r"(?<=[a-z0-9)])\. ", first, maxsplit=1)[0].rstrip(".")
+    return (first[:1].upper() + first[1:]) if first else "(no description)"
 
 
 def get_experiment(name: str) -> ExperimentFn:

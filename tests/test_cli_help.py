@@ -1,0 +1,43 @@
+"""Every option of every ``rob-twin`` command says what it does, and its help shows the
+default (issue 29: ``run --out``, ``--no-video``, ``experiment --seed``, ``host --host`` had
+none)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from rob_twin.cli.main import build_parser
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+COMMANDS = _commands()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_option_has_help(name):
+    missing = [
+        "/".join(action.option_strings) or action.dest
+        for action in COMMANDS[name]._actions
+        if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
+    ]
+    assert not missing, f"rob-twin {name}: options without help text: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_shows_each_set_default(name):
+    text = " ".join(COMMANDS[name].format_help().split())
+    for action in COMMANDS[name]._actions:
+        default = action.default
+        if not action.option_strings or any(default is v for v in (None, False, True)):
+            continue
+        if default is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        assert f"default: {default}" in text, (
+            f"rob-twin {name} {'/'.join(action.option_strings)}: default {default!r} not shown"
+        )

@@ -35,13 +35,14 @@ class UsageError(RobTwinError):
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Descriptions kept as written; each option's help ends with its default, unless the
-    default is None or False (a flag that is off, an option with no value)."""
+    default is None or False (a flag that is off, an option with no value) or the help
+    already says it."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
         if (
-            "%(default)" not in text
+            "default" not in text.lower()  # a help that already states its default
             and not any(default is v for v in (None, False, argparse.SUPPRESS))
             and (action.option_strings or action.nargs in ("?", "*"))
         ):

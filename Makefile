@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test stress bench lint clean chromium xvfb
+.PHONY: setup demo test stress fuzz bench lint clean chromium xvfb
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ test: $(STAMP) chromium xvfb
 
 stress: $(STAMP)
 	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress
+
+# A longer seeded campaign over the outward surfaces (control port, teleop messages, plan
+# files, replay sidecars, socketcand, study specs, RobEnv); FUZZ_SEED reproduces a finding.
+FUZZ_SEED ?= 1
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -m fuzz --hypothesis-seed=$(FUZZ_SEED)
 
 bench: $(STAMP)
 	$(PY) -m rob_twin.experiments.bench

@@ -6,8 +6,16 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+# Hypothesis: `make test` runs every property test with the library's defaults; `make fuzz`
+# selects the "fuzz" profile, a longer campaign over the outward surfaces (tests marked
+# `fuzz`, which set no max_examples of their own so the profile decides), seeded by
+# `--hypothesis-seed` so a finding reproduces.
+settings.register_profile("fuzz", max_examples=3000, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(autouse=True)

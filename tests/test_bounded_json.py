@@ -57,8 +57,9 @@ def test_duplicate_keys_refused_only_when_asked():
         read_bounded_json('{"a": 1, "a": 2}', limits=JsonLimits(reject_duplicate_keys=True))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.binary(max_size=200))
+@pytest.mark.fuzz
+@settings(deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
 def test_any_bytes_give_a_value_or_the_typed_error(data):
     try:
         read_bounded_json(data)

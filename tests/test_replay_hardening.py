@@ -106,9 +106,7 @@ def test_epoch_stamped_recordings_are_normalised_to_the_twins_clock(originals, t
     assert any("normalised" in note and "1700000000" in note for note in b.notes)
 
 
-def test_a_recording_spanning_more_than_the_limit_is_refused_before_stepping(
-    originals, tmp_path
-):
+def test_a_recording_spanning_more_than_the_limit_is_refused_before_stepping(originals, tmp_path):
     path = _copy(originals, tmp_path, ".log", sidecar=False)
     _retime_log(path, lambda i, t, n: t + 1e6 if i == n - 1 else t)  # one frame 11 days later
     with pytest.raises(RecordingError, match=r"spans 1000000\.0\d* s.*limit 600"):

@@ -78,100 +78,177 @@ def _cmd_host(args: argparse.Namespace) -> int:
     return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
 
 
-def _play_onto(args: argparse.Namespace, rec) -> int:
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def _onto_is_simulated(args: argparse.Namespace, channels: list[str]) -> bool:
+    """True when ``--onto`` reaches no hardware: python-can's ``virtual``, SocketCAN ``vcan``
+    channels, or a socketcand server on this machine (a rob-twin bank)."""
+    if args.onto == "virtual":
+        return True
+    if args.onto == "socketcan":
+        return all(ch.startswith("vcan") for ch in channels)
+    return args.onto == "socketcand" and args.host in LOOPBACK_HOSTS
+
+
+def _play_onto(args: argparse.Namespace, rec) -> tuple[int, dict]:
     """Play the recording's host frames onto a live interface (a bank, a real bus)."""
     from rob_twin.twin.bus.host_process import HostConfig, HostError, close_bus, open_bus
     from rob_twin.twin.bus.recording import RecordingError
-    from rob_twin.twin.bus.replay import play_onto
+    from rob_twin.twin.bus.replay import check_robot_ids, play_onto
 
     numbers = sorted({f.bus for f in rec.frames})
     chans = _channels(args.channels, {str(n): f"CAN{n}" for n in numbers})
+    names = [chans.get(str(n), f"CAN{n}") for n in numbers]
     buses = {}
     try:
+        check_robot_ids(rec)
         cfg = HostConfig(interface=args.onto, host=args.host, port=args.port)
-        for n in numbers:
-            buses[n] = open_bus(cfg, chans.get(str(n), f"CAN{n}"))
+        for n, name in zip(numbers, names, strict=True):
+            buses[n] = open_bus(cfg, name)
         sent = play_onto(rec, buses, speed=args.speed, deadline_s=args.seconds)
     except (HostError, RecordingError, ValueError) as err:
         print(f"rob-twin replay: {err}", file=sys.stderr)
-        return 2
+        return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
     finally:
         for bus in buses.values():
             close_bus(bus)
-    onto = ", ".join(chans.get(str(n), f"CAN{n}") for n in numbers)
-    print(f"played {sent} host frames onto {args.onto} ({onto})")
-    return 0
+    report = {
+        "hardware_io": not _onto_is_simulated(args, names),
+        "recording": str(rec.path),
+        "mode": "onto",
+        "onto": args.onto,
+        "channels": {str(n): name for n, name in zip(numbers, names, strict=True)},
+        "speed": args.speed,
+        "frames_sent": sent,
+    }
+    path = _write_report(args.out, report)
+    if not args.json:
+        print(f"played {sent} host frames onto {args.onto} ({', '.join(names)})")
+        print(f"report: {path}")
+    return 0, report
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
+def _write_report(folder: str, report: dict):
     from pathlib import Path
 
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "replay.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return path
+
+
+def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
+    """Exit 2: the recording or an option is unreadable or invalid; 1: the replayed drives'
+    feedback differs from the recording; 0: it replayed and agrees."""
+    import numpy as np
     from rob_twin.twin.bus.recording import RecordingError
-    from rob_twin.twin.bus.replay import read_recording, replay
+    from rob_twin.twin.bus.replay import ReplayConfig, read_recording, replay
 
     try:
-        rec = read_recording(args.recording)
-    except RecordingError as err:
+        config = ReplayConfig(max_span_s=args.max_span)
+        rec = read_recording(args.recording, config)
+        print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
+        if args.onto:
+            return _play_onto(args, rec)
+        result = replay(rec, seconds=args.seconds, config=config)
+    except (RecordingError, ValueError) as err:
         print(f"rob-twin replay: {err}", file=sys.stderr)
-        return 2
-    print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
-    if args.onto:
-        return _play_onto(args, rec)
-    try:
-        result = replay(rec, seconds=args.seconds)
-    except RecordingError as err:
-        print(f"rob-twin replay: {err}", file=sys.stderr)
-        return 2
+        return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
+    agrees = result.feedback_mismatches == 0
     summary = {
         "hardware_io": False,
         "evidence_class": "simulated",
         "recording": str(rec.path),
+        "mode": "lockstep",
+        "agrees": agrees,
         **result.summary(),
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "replay.json").write_text(json.dumps(summary, indent=2) + "\n")
-    np_path = out / "replay_qpos.npz"
-    import numpy as np
-
+    path = _write_report(args.out, summary)
+    np_path = path.parent / "replay_qpos.npz"
     np.savez_compressed(np_path, times=result.times, qpos=result.qpos)
-    for note in result.notes:
-        print(f"note: {note}")
-    print(
-        f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s simulated in "
-        f"{summary['wall_s']} s wall; drive feedback {result.feedback_frames} frames, "
-        f"{result.feedback_mismatches} differ from the recording"
-    )
-    print(f"report: {out / 'replay.json'}, trajectory: {np_path} (simulated; hardware_io: false)")
-    return 0 if result.feedback_mismatches == 0 else 1
+    summary["trajectory"] = str(np_path)
+    if not args.json:
+        for note in result.notes:
+            print(f"note: {note}")
+        print(
+            f"replayed {result.frames_fed} host frames over {summary['simulated_s']} s "
+            f"simulated in {summary['wall_s']} s wall; drive feedback "
+            f"{result.feedback_frames} frames, {result.feedback_mismatches} differ from the "
+            f"recording ({'agrees' if agrees else 'DISAGREES'})"
+        )
+        print(f"report: {path}, trajectory: {np_path} (simulated; hardware_io: false)")
+    return (0 if agrees else 1), summary
 
 
 def register(sub) -> None:
     """Add ``replay``, ``bank`` and ``host`` to the ``rob-twin`` sub-command parser ``sub``."""
     rep = sub.add_parser(
         "replay",
-        help="feed a bus recording as the host's commands into a fresh "
-        "lockstep twin (exit 1 if the drives' feedback differs from the recording)",
+        help="feed a bus recording as the host's commands into a fresh lockstep twin, or "
+        "play it onto a live interface (exit 2: unreadable or invalid input; 1: the drives' "
+        "feedback differs from the recording; 0: it replayed and agrees)",
     )
     rep.add_argument(
         "recording",
         help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)",
     )
     rep.add_argument(
-        "--seconds", type=float, default=None, help="replay only this much simulated time"
+        "--seconds",
+        type=float,
+        default=None,
+        help="replay only this much simulated time [s], or with --onto this much recorded "
+        "time (default: %(default)s, the whole recording)",
     )
-    rep.add_argument("--out", default="out/replay", help="report folder (default out/replay/)")
+    rep.add_argument(
+        "--max-span",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="refuse a recording that spans more simulated time than this [s] unless "
+        "--seconds cuts it (default: %(default)s)",
+    )
+    rep.add_argument(
+        "--out",
+        default="out/replay",
+        help="report folder: replay.json, and replay_qpos.npz for a lockstep replay "
+        "(default: %(default)s)",
+    )
+    rep.add_argument(
+        "--json",
+        action="store_true",
+        help="print exactly one JSON object (the report) instead of the human lines "
+        "(default: %(default)s)",
+    )
     rep.add_argument(
         "--onto",
         metavar="INTERFACE",
-        help="play the host frames onto a live python-can "
-        "interface instead (socketcand: a running rob-twin bank; socketcan: vcan0 ...)",
+        default=None,
+        help="play the host frames onto a live python-can interface instead (socketcand: a "
+        "running rob-twin bank; socketcan: vcan0 ...; virtual) (default: %(default)s, "
+        "replay into a lockstep twin)",
     )
-    rep.add_argument("--host", default="127.0.0.1", help="socketcand server for --onto")
-    rep.add_argument("--port", type=int, default=29536, help="socketcand port for --onto")
-    rep.add_argument("--channels", help="BUS=CHANNEL,... for --onto (default 10=CAN10,11=CAN11)")
-    rep.add_argument("--speed", type=float, default=1.0, help="x real time for --onto")
-    rep.set_defaults(func=_cmd_replay)
+    rep.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="socketcand server for --onto (default: %(default)s)",
+    )
+    rep.add_argument(
+        "--port", type=int, default=29536, help="socketcand port for --onto (default: %(default)s)"
+    )
+    rep.add_argument(
+        "--channels",
+        default=None,
+        help="BUS=CHANNEL,... for --onto (default: %(default)s, that is 10=CAN10,11=CAN11)",
+    )
+    rep.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="pace for --onto, times real time (default: %(default)s)",
+    )
+    rep.set_defaults(func=_cmd_replay, json_result=True)
     bank = sub.add_parser(
         "bank",
         help="the simulated drives + MuJoCo in real time, served on named "

@@ -3,9 +3,12 @@
 ``read_recording(path)`` reads all frames of a ``.log``, ``.asc``, ``.blf`` or ``.mf4``
 file (python-can's readers) before anything is driven. A malformed recording is a
 ``RecordingError`` naming the file and the line (text formats) or frame (binary):
-a line that does not parse, a truncated last line (no line end: the writer was cut
-off), time going backwards, fewer frames than the sidecar says were written, an
-unknown format.
+an empty recording, a line that does not parse, a truncated last line (no line end:
+the writer was cut off), an ``.asc`` without its ``End TriggerBlock``, time going
+backwards, more frames than ``ReplayConfig.max_frames``, fewer frames than the sidecar
+says were written, an unknown format. The sidecar is read and checked field by field
+(``rob_twin.twin.bus.sidecar``). A damaged ``.mf4`` ends in that one error: asammdf's
+failing teardown of the half-opened file is kept quiet.
 
 ``replay(recording)`` rebuilds the recorded twin from the sidecar (seed, wiring, drive
 faults, the exact initial MuJoCo state; ROB's defaults when there is none), puts
@@ -14,25 +17,37 @@ feedback to the drives at the physics step of its timestamp, exactly as the host
 frames reached them in the run. A lockstep recording therefore reproduces the run's
 joint trajectory bit for bit; the replayed drives' feedback frames are compared
 with the recorded ones (``feedback_mismatches``).
+
+Time is bounded: timestamps are normalised (the sidecar's ``first_frame_sim_s``, or else
+the first frame placed at the start, so epoch-stamped or offset recordings replay from
+the twin's clock), every frame is put on a whole physics step, and the stepping loop
+counts whole steps from the start step to the end step, each pass at least one, so it
+ends after at most ``end - start`` passes. A recording that would span more than
+``ReplayConfig.max_span_s`` of simulated time is refused before the twin is built, as is
+one that carries CAN ids that are not ROB's.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import gc
 import math
+import sys
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import can
 import mujoco
 import numpy as np
-from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, Arm
+from rob_twin.models.errors import InvalidValueError, RobTwinError, hex_id
+from rob_twin.models.names import BUS_MAPPING, COMMAND_IDS, FEEDBACK_IDS, Arm
 from rob_twin.twin.bus.recording import STATE_SPEC, RecordingError, check_format, sidecar_path
+from rob_twin.twin.bus.sidecar import Sidecar, SidecarError, read_sidecar, validate_sidecar
 from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.amber_bank import MotorBank
-from rob_twin.twin.scenario.schema import parse_fault
 from rob_twin.twin.sim.faults import FaultSchedule
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
@@ -42,6 +57,27 @@ _READERS = {
     ".blf": can.BLFReader,
     ".mf4": can.MF4Reader,
 }
+ASC_FOOTER = "end triggerblock"  # the last line of every .asc (python-can, CANoe), any case
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """Bounds on one read and one replay.
+
+    ``max_frames``: frames read from one recording (memory: about 200 bytes each);
+    ``max_span_s``: simulated time [s] one replay may cover (wall time: the twin replays
+    about 20 to 50 times faster than real time); ``max_samples``: trajectory samples kept
+    (memory: one ``qpos`` each).
+    """
+
+    max_frames: int = 5_000_000
+    max_span_s: float = 600.0
+    max_samples: int = 200_000
+
+
+def default_config() -> ReplayConfig:
+    """5 million frames, 600 s simulated, 200,000 samples."""
+    return ReplayConfig()
 
 
 @dataclass(frozen=True)
@@ -57,38 +93,68 @@ class RecordedFrame:
 class Recording:
     path: Path
     frames: list[RecordedFrame]
-    meta: dict = field(default_factory=dict)  # the sidecar ({} when there is none)
+    meta: dict = field(default_factory=dict)  # the sidecar as read ({} when there is none)
+    sidecar: Sidecar | None = None  # the checked sidecar; from ``meta`` when not given
+
+    def __post_init__(self) -> None:
+        if self.sidecar is None:
+            self.sidecar = validate_sidecar(self.meta, self.path) if self.meta else Sidecar()
 
 
 class _CountingLines:
-    """A text file that knows which line its reader is on and whether it ended cleanly."""
+    """A text file that knows which line its reader is on, whether it ended cleanly and
+    what its last non-blank line was."""
 
     def __init__(self, f):
         self._f = f
         self.line = 0
         self.complete = True
+        self.last_text = ""
+
+    def _seen(self, text: str) -> str:
+        self.line += 1
+        self.complete = text.endswith("\n")
+        if text.strip():
+            self.last_text = text.strip()
+        return text
 
     def __iter__(self):
         for text in self._f:
-            self.line += 1
-            self.complete = text.endswith("\n")
-            yield text
+            yield self._seen(text)
 
     def __next__(self):
-        text = next(self._f)
-        self.line += 1
-        self.complete = text.endswith("\n")
-        return text
+        return self._seen(next(self._f))
 
     def readline(self):
         text = self._f.readline()
-        if text:
-            self.line += 1
-            self.complete = text.endswith("\n")
-        return text
+        return self._seen(text) if text else text
 
     def close(self) -> None:
         self._f.close()
+
+
+def _is_asammdf(unraisable) -> bool:
+    return str(getattr(unraisable.object, "__module__", "")).startswith("asammdf")
+
+
+@contextlib.contextmanager
+def _quiet_asammdf_teardown() -> Iterator[None]:
+    """asammdf's ``MDF4.__del__`` raises on an object whose ``__init__`` failed (a damaged
+    file) and Python prints that as "Exception ignored in ... Traceback" after our own
+    message. Inside this block those teardown errors, and only those, are dropped; the
+    half-built objects are collected before it ends."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if not _is_asammdf(unraisable):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        gc.collect()
+        sys.unraisablehook = previous
 
 
 def _channel_number(channel, path: Path, where: int, unit: str) -> int:
@@ -100,39 +166,58 @@ def _channel_number(channel, path: Path, where: int, unit: str) -> int:
     return int(digits)
 
 
-def read_recording(path: Path | str) -> Recording:
+def read_recording(path: Path | str, config: ReplayConfig | None = None) -> Recording:
     """All frames of ``path``, checked; RecordingError at the first defect (nothing partial)."""
+    config = config or default_config()
     path = Path(path)
     suffix = check_format(path)
     if not path.is_file():
         raise RecordingError(path, "no such recording file")
-    side = sidecar_path(path)
-    try:
-        meta = json.loads(side.read_text()) if side.is_file() else {}
-    except json.JSONDecodeError as err:
-        raise RecordingError(side, f"sidecar is not JSON: {err.msg}", err.lineno) from None
+    meta, sidecar = read_sidecar(path)
+    text = suffix in (".log", ".asc")
+    unit = "line" if text else "frame"
+    quiet = _quiet_asammdf_teardown() if suffix == ".mf4" else contextlib.nullcontext()
+    with quiet:
+        frames, failure = _read_frames(path, suffix, config)
+    if failure is not None:  # raised here, after the reader's objects are gone (see quiet)
+        raise RecordingError(path, failure[0], failure[1], unit)
+    if not frames:
+        raise RecordingError(path, "no frames (an empty recording)")
+    if sidecar.frames is not None and sidecar.frames != len(frames):
+        raise RecordingError(
+            path,
+            f"truncated: {len(frames)} frames read, the sidecar says {sidecar.frames} were written",
+            len(frames) + 1,
+            unit,
+        )
+    return Recording(path, frames, meta, sidecar)
+
+
+def _read_frames(
+    path: Path, suffix: str, config: ReplayConfig
+) -> tuple[list[RecordedFrame], tuple[str, int] | None]:
+    """The frames, and (reason, line or frame) of the first defect or None."""
     text = suffix in (".log", ".asc")
     unit = "line" if text else "frame"
     frames: list[RecordedFrame] = []
     counter = _CountingLines(path.open("r", encoding="utf-8", errors="strict")) if text else None
     last = -math.inf
+    reader = None
     try:
         reader = _READERS[suffix](counter if text else str(path))
         for k, msg in enumerate(reader, 1):
             where = counter.line if text else k
             if text and not counter.complete:
-                raise RecordingError(
-                    path, "truncated line (the file ends without a line end)", where, unit
-                )
+                return frames, ("truncated line (the file ends without a line end)", where)
             if msg.is_error_frame:
                 continue
+            if len(frames) >= config.max_frames:
+                return frames, (f"more than {config.max_frames} frames (ReplayConfig)", where)
             t = float(msg.timestamp)
             if not math.isfinite(t):
-                raise RecordingError(path, f"timestamp {t!r} is not finite", where, unit)
+                return frames, (f"timestamp {t!r} is not finite", where)
             if t < last:
-                raise RecordingError(
-                    path, f"time goes backwards: {t:.6f} s after {last:.6f} s", where, unit
-                )
+                return frames, (f"time goes backwards: {t:.6f} s after {last:.6f} s", where)
             last = t
             frames.append(
                 RecordedFrame(
@@ -143,25 +228,51 @@ def read_recording(path: Path | str) -> Recording:
                     msg.is_extended_id,
                 )
             )
+        if text and counter.line and not counter.complete:
+            return frames, ("truncated line (the file ends without a line end)", counter.line)
+        if suffix == ".asc" and counter.line and counter.last_text.lower() != ASC_FOOTER:
+            return frames, (
+                "truncated: the file ends without its 'End TriggerBlock' line",
+                counter.line,
+            )
     except RecordingError:
         raise
     except Exception as err:  # a reader's parse error: say where it stopped
         where = counter.line if text else len(frames) + 1
-        raise RecordingError(
-            path, f"malformed record ({type(err).__name__}: {err})", where, unit
-        ) from None
+        if text and not counter.complete:  # the reader choked on a cut-off last line
+            return frames, ("truncated line (the file ends without a line end)", where)
+        return frames, (f"malformed record ({type(err).__name__}: {err})", where)
     finally:
         if counter is not None:
             counter.close()
-    expected = meta.get("frames")
-    if expected is not None and expected != len(frames):
-        raise RecordingError(
-            path,
-            f"truncated: {len(frames)} frames read, the sidecar says {expected} were written",
-            len(frames) + 1,
-            unit,
-        )
-    return Recording(path, frames, meta)
+        elif reader is not None:
+            with contextlib.suppress(Exception):
+                reader.stop()
+    return frames, None
+
+
+def check_robot_ids(rec: Recording) -> None:
+    """RecordingError naming the bus and the ids when ``rec`` carries frames whose ids are not
+    ROB's (commands 0x11..0x17, feedback 0x91..0x97, standard 11-bit ids): another robot's
+    recording, or a bus that is not ROB's."""
+    ours = set(COMMAND_IDS) | set(FEEDBACK_IDS)
+    foreign: dict[int, Counter] = {}
+    for f in rec.frames:
+        if f.is_extended_id or f.arbitration_id not in ours:
+            foreign.setdefault(f.bus, Counter())[(f.arbitration_id, f.is_extended_id)] += 1
+    if not foreign:
+        return
+    bus = min(foreign)
+    ids = sorted(foreign[bus])
+    shown = ", ".join(hex_id(i) + (" (extended)" if ext else "") for i, ext in ids[:8])
+    more = f" and {len(ids) - 8} more" if len(ids) > 8 else ""
+    raise RecordingError(
+        rec.path,
+        f"bus {bus} carries {sum(foreign[bus].values())} frames with ids that are not ROB's: "
+        f"{shown}{more}; ROB's ids: commands {hex_id(COMMAND_IDS[0])}..{hex_id(COMMAND_IDS[-1])},"
+        f" feedback {hex_id(FEEDBACK_IDS[0])}..{hex_id(FEEDBACK_IDS[-1])}, standard 11-bit "
+        "(another robot's recording, or a bus that is not ROB's?)",
+    )
 
 
 @dataclass(kw_only=True)
@@ -189,67 +300,151 @@ class ReplayResult:
         }
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """Where a recording lands on the twin's clock, in whole physics steps.
+
+    ``shift_s`` is added to every timestamp [s]; ``feed_steps[i]`` is the step at which the
+    i-th host frame reaches the drives; the replay runs steps ``start_step`` to ``end_step``.
+    """
+
+    start_step: int
+    end_step: int
+    shift_s: float
+    feed_steps: list[int]
+    notes: tuple[str, ...] = ()
+
+
+def _positive(name: str, value: object, none_ok: bool) -> None:
+    """InvalidValueError unless ``value`` is a finite number > 0 [s] (or None when ``none_ok``)."""
+    if value is None and none_ok:
+        return
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (number and math.isfinite(value) and value > 0):
+        valid = "a finite number of seconds > 0" + (" or None (all of it)" if none_ok else "")
+        raise InvalidValueError(name, value, valid)
+
+
+def timeline(
+    rec: Recording,
+    feed: list[RecordedFrame],
+    dt: float,
+    seconds: float | None = None,
+    config: ReplayConfig | None = None,
+) -> Timeline:
+    """Put ``rec`` on the twin's clock of step ``dt`` [s]; RecordingError when it would span
+    more than ``config.max_span_s`` (after cutting it to ``seconds``)."""
+    config = config or default_config()
+    if not rec.frames:
+        raise RecordingError(rec.path, "no frames (an empty recording)")
+    side = rec.sidecar
+    start_s = side.start_time_s
+    first = rec.frames[0].timestamp_s
+    notes = []
+    if side.first_frame_sim_s is not None:  # the recorder said where its first frame was
+        shift = side.first_frame_sim_s - first
+    else:
+        shift = start_s - first
+        if shift != 0.0:
+            notes.append(
+                f"timestamps normalised: the first frame's stamp {first:.6f} s is placed at "
+                f"{start_s:g} s of simulated time (every stamp moved by {shift:+.6f} s)"
+            )
+    start_step = int(round(start_s / dt))
+    last_step = int(round((rec.frames[-1].timestamp_s + shift) / dt))
+    if side.end_time_s is not None:
+        end_step = max(start_step, int(round(side.end_time_s / dt)))
+    else:
+        end_step = max(start_step, last_step + 1)
+    if seconds is not None:
+        end_step = min(end_step, start_step + int(round(seconds / dt)))
+    span_s = (end_step - start_step) * dt
+    if span_s > config.max_span_s:
+        raise RecordingError(
+            rec.path,
+            f"spans {span_s:.6f} s of simulated time (stamps {first:.6f} s to "
+            f"{rec.frames[-1].timestamp_s:.6f} s); limit {config.max_span_s:g} s "
+            "(replay a part with seconds / --seconds, or raise ReplayConfig.max_span_s / "
+            "--max-span)",
+        )
+    steps = [int(round((f.timestamp_s + shift) / dt)) for f in feed]
+    return Timeline(start_step, end_step, shift, steps, tuple(notes))
+
+
 def replay(
     recording: Recording | Path | str,
     seconds: float | None = None,
     sample_every_s: float = 0.01,
     on_progress: Callable[[float], None] | None = None,
+    config: ReplayConfig | None = None,
 ) -> ReplayResult:
-    """Feed ``recording`` into a fresh lockstep twin (see the module docstring)."""
+    """Feed ``recording`` into a fresh lockstep twin (see the module docstring).
+
+    seconds: replay only this much simulated time [s] (None: all of it); sample_every_s:
+    trajectory sample period [s]; on_progress: called with the simulated time [s] after
+    every sample."""
+    config = config or default_config()
+    _positive("seconds", seconds, none_ok=True)
+    _positive("sample_every_s", sample_every_s, none_ok=False)
     t_read = time.perf_counter()
-    rec = recording if isinstance(recording, Recording) else read_recording(recording)
+    rec = recording if isinstance(recording, Recording) else read_recording(recording, config)
     read_s = time.perf_counter() - t_read if not isinstance(recording, Recording) else 0.0
-    meta, notes = rec.meta, []
-    if not meta:
+    side, notes = rec.sidecar, []
+    side_path = sidecar_path(rec.path)
+    if not side.present:
         notes.append(
             "no sidecar: ROB's default twin (seed 0, home pose, CAN10 right / CAN11 left, "
             "20 Hz feedback); a run that started elsewhere will not be reproduced"
+            + (
+                "; and a .log cut at a line end cannot be told from a whole one (candump "
+                "logs have no footer; the sidecar's frame count catches it)"
+                if rec.path.suffix.lower() == ".log"
+                else ""
+            )
         )
-    if meta.get("timestamps") == "wall":
+    if side.timestamps == "wall":
         notes.append(
             "wall-clock recording (a real-time run): frames reach the drives at the "
             "nearest physics step, so the replay is close to the run, not bit-exact, and "
             "feedback frames may differ"
         )
-    twin = Twin(TwinConfig(seed=int(meta.get("seed", 0))))
-    if "initial_state" in meta:
-        state = np.array(meta["initial_state"], dtype=float)
-        if state.size != mujoco.mj_stateSize(twin.model, STATE_SPEC):
-            raise RecordingError(
-                sidecar_path(rec.path),
-                f"initial_state does not fit this model ({state.size} values)",
-            )
-        mujoco.mj_setState(twin.model, twin.data, state, STATE_SPEC)
-        mujoco.mj_forward(twin.model, twin.data)
-    dt = twin.scheduler.dt
-    if abs(float(meta.get("physics_dt_s", dt)) - dt) > 1e-15:
+    wiring = side.wiring or {bus_no(BUS_MAPPING[a].channel): a for a in Arm}
+    unknown = {f.bus for f in rec.frames} - set(wiring)
+    if unknown:
         raise RecordingError(
-            sidecar_path(rec.path),
-            f"physics_dt_s {meta['physics_dt_s']!r} differs from this model's {dt!r} s",
+            rec.path,
+            f"frames on bus(es) {sorted(unknown)} that the wiring {sorted(wiring)} does not have",
         )
-    wiring_meta = meta.get("wiring") or {str(bus_no(BUS_MAPPING[a].channel)): a.value for a in Arm}
+    check_robot_ids(rec)
+    twin = Twin(TwinConfig(seed=side.seed))
+    dt = twin.scheduler.dt
+    _check_against_model(side, twin, side_path)
+    feed = [f for f in rec.frames if f.arbitration_id not in FEEDBACK_IDS]
+    line = timeline(rec, feed, dt, seconds, config)
+    notes.extend(line.notes)
+    every = max(1, int(round(sample_every_s / dt)))
+    n_samples = (line.end_step - line.start_step) // every + 2
+    if n_samples > config.max_samples:
+        raise InvalidValueError(
+            "sample_every_s",
+            sample_every_s,
+            f">= {(line.end_step - line.start_step) * dt / config.max_samples:g} s for this "
+            f"recording (at most {config.max_samples} samples, ReplayConfig.max_samples)",
+        )
+    if side.initial_state is not None:
+        mujoco.mj_setState(twin.model, twin.data, np.array(side.initial_state), STATE_SPEC)
+        mujoco.mj_forward(twin.model, twin.data)
     run = f"replay{id(rec)}"
-    channels = {int(n): f"CAN{n}@{run}" for n in wiring_meta}
-    faults = FaultSchedule(
-        [
-            parse_fault({k: v for k, v in f.items() if v is not None})
-            for f in meta.get("drive_faults", [])
-        ]
-    )
-    start_s = float(meta.get("start_time_s", 0.0))
-    twin.scheduler.step_count = int(round(start_s / dt))
+    channels = {n: f"CAN{n}@{run}" for n in wiring}
+    twin.scheduler.step_count = line.start_step
     bank = MotorBank(
         twin.model,
         twin.data,
-        {channels[n]: Arm.parse(a) for n, a in ((int(k), v) for k, v in wiring_meta.items())},
-        faults,
+        {channels[n]: arm for n, arm in wiring.items()},
+        FaultSchedule(list(side.drive_faults)),
         now=twin.time,
     )
     host = {n: open_virtual(ch) for n, ch in channels.items()}
-    shift = 0.0
-    if meta.get("first_frame_sim_s") is not None and rec.frames:  # wall or relative stamps
-        shift = float(meta["first_frame_sim_s"]) - rec.frames[0].timestamp_s
-    feed = [f for f in rec.frames if f.arbitration_id not in FEEDBACK_IDS]
     expected_fb = {
         n: [
             (f.arbitration_id, f.data)
@@ -258,13 +453,7 @@ def replay(
         ]
         for n in channels
     }
-    unknown = {f.bus for f in rec.frames} - set(channels)
-    if unknown:
-        raise RecordingError(
-            rec.path,
-            f"frames on bus(es) {sorted(unknown)} that the wiring {sorted(channels)} does not have",
-        )
-    steps = [int(round((f.timestamp_s + shift) / dt)) for f in feed]
+    steps = line.feed_steps
     state = {"i": 0, "fed": 0}
 
     def bus_task(now: float) -> None:
@@ -286,22 +475,26 @@ def replay(
         bank.service(now, dt)
 
     twin.scheduler.add("bus", 1.0 / dt, bus_task)
-    twin.scheduler.add("feedback", float(meta.get("feedback_rate_hz", 20.0)), bank.emit_feedback)
+    twin.scheduler.add("feedback", side.feedback_rate_hz, bank.emit_feedback)
     got_fb: dict[int, list] = {n: [] for n in channels}
-    end_s = float(meta.get("end_time_s", (feed[-1].timestamp_s + shift + dt) if feed else start_s))
-    if seconds is not None:
-        end_s = min(end_s, start_s + seconds)
-    every = max(1, int(round(sample_every_s / dt)))
     times, qs = [twin.time], [twin.data.qpos.copy()]
     t0 = time.perf_counter()
     try:
-        while twin.time < end_s - 1e-9:
-            twin.step(min(every, int(round((end_s - twin.time) / dt))))
+        k = twin.scheduler.step_count
+        while k < line.end_step:  # each pass advances n >= 1 whole steps: it ends
+            n = min(every, line.end_step - k)
+            twin.step(n)
+            if twin.scheduler.step_count != k + n:
+                raise RobTwinError(
+                    f"replay: the twin advanced {twin.scheduler.step_count - k} steps, "
+                    f"not {n} (a task changed the step count)"
+                )
+            k += n
             times.append(twin.time)
             qs.append(twin.data.qpos.copy())
-            for n, bus in host.items():
+            for n_bus, bus in host.items():
                 while (m := bus.recv(timeout=0)) is not None:
-                    got_fb[n].append((m.arbitration_id, bytes(m.data)))
+                    got_fb[n_bus].append((m.arbitration_id, bytes(m.data)))
             if on_progress is not None:
                 on_progress(twin.time)
     finally:
@@ -322,13 +515,36 @@ def replay(
         frames_fed=state["fed"],
         feedback_frames=n_fb,
         feedback_mismatches=mismatches,
-        simulated_s=twin.time - start_s,
+        simulated_s=(twin.scheduler.step_count - line.start_step) * dt,
         wall_s=wall,
         times=np.array(times),
         qpos=np.array(qs),
         read_s=read_s,
         notes=notes,
     )
+
+
+def _check_against_model(side: Sidecar, twin: Twin, path: Path) -> None:
+    """The sidecar fields that need the model: physics step, state size, feedback rate."""
+    dt = twin.scheduler.dt
+    if side.physics_dt_s is not None and abs(side.physics_dt_s - dt) > 1e-15:
+        raise SidecarError(path, "physics_dt_s", side.physics_dt_s, f"{dt!r} s, this model's step")
+    size = mujoco.mj_stateSize(twin.model, STATE_SPEC)
+    if side.initial_state is not None and len(side.initial_state) != size:
+        raise SidecarError(
+            path,
+            "initial_state",
+            f"{len(side.initial_state)} values",
+            f"{size} values (this model's mj_getState integration state)",
+        )
+    every = 1.0 / (side.feedback_rate_hz * dt)
+    if abs(every - round(every)) > 1e-9 or round(every) < 1:
+        raise SidecarError(
+            path,
+            "feedback_rate_hz",
+            side.feedback_rate_hz,
+            f"{1.0 / dt:g}/k Hz for a whole k >= 1 (a divisor of the physics rate)",
+        )
 
 
 def bus_no(channel: str) -> int:

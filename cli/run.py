@@ -19,6 +19,18 @@ RECORD_CAN_HELP = (
 )
 
 
+class DefaultsShown(argparse.HelpFormatter):
+    """Help that shows each option's default (``(default: out)``) where it has one; flags
+    (off unless given) and options without a default say nothing more."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS)
+        if shown and "%(default)" not in text and "default" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
 def _bus_timing(args: argparse.Namespace):
     """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
     from rob_twin.twin.bus.timing import parse_bus_spec
@@ -140,30 +152,32 @@ def register(sub) -> None:
     run = sub.add_parser(
         "run",
         help="run a scenario file headless",
-        description="Run a scenario file headless; outputs go to OUT/NAME/. "
-        "Schema: experiments/scenarios/scenario.schema.json",
+        formatter_class=DefaultsShown,
+        description="Run a scenario file headless through owners, codec, simulated CAN buses "
+        "and drives; outputs go to OUT/NAME/ (summary.md, summary.json, joints.png, NAME.mp4). "
+        "Exit 0: passed; 1: the run did something its 'expect' does not declare; 2: bad input; "
+        "130/143: interrupted. Schema: experiments/scenarios/scenario.schema.json",
     )
-    run.add_argument("scenario")
-    run.add_argument("--out", default="out")
-    run.add_argument("--no-video", action="store_true")
+    run.add_argument("scenario", help="scenario file (.json)")
+    run.add_argument("--out", default="out", help="output folder; the run writes OUT/NAME/")
+    run.add_argument(
+        "--no-video",
+        action="store_true",
+        help="render no video; an earlier run's NAME.mp4 in OUT/NAME/ is removed (it would "
+        "not match this run) and the summary says so",
+    )
     run.add_argument(
         "--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/"
     )
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
     run.add_argument(
-        "--json", action="store_true", help="print exactly one JSON object (the summary)"
+        "--json",
+        action="store_true",
+        help="print exactly one JSON object (the summary) instead of lines for people",
     )
     run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
-    run.add_argument(
-        "--bus",
-        default="1M",
-        help=BUS_HELP,
-    )
-    run.add_argument(
-        "--record-can",
-        metavar="FILE",
-        help=RECORD_CAN_HELP,
-    )
+    run.add_argument("--bus", default="1M", help=BUS_HELP)
+    run.add_argument("--record-can", metavar="FILE", help=RECORD_CAN_HELP)
     run.add_argument(
         "--quality",
         choices=QUALITY_CHOICES,

@@ -46,10 +46,14 @@ def run_and_report(
     scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
     ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
     sections, asked for after the run."""
+    import dataclasses
+    from pathlib import Path
+
     from rob_twin.twin.bus.recording import check_format
     from rob_twin.twin.scenario.report import summarize
     from rob_twin.twin.scenario.run import run_scenario
-    from rob_twin.twin.scenario.run_folder import RunFolder
+    from rob_twin.twin.scenario.run_folder import RunFolder, write_atomic
+    from rob_twin.twin.scenario.summary_md import failed_markdown
     from rob_twin.twin.scenario.verdict import unexpected
     from rob_twin.twin.sim.interrupts import EXIT_CODES, stop_requests
 
@@ -59,12 +63,12 @@ def run_and_report(
     if traffic:
         check_format(traffic)
     if getattr(args, "quality", None) is not None:
-        import dataclasses
-
         sc = dataclasses.replace(sc, quality=args.quality)
+    video_name = f"{sc.name}.mp4"
+    earlier_video = (Path(args.out) / sc.name / video_name).is_file()
     with stop_requests() as stop:  # from before the folder is marked running
         folder = RunFolder.prepare(
-            args.out, sc.name, stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can")
+            args.out, sc.name, stale=(video_name, "summary.md", "joints.png", "can")
         )
         try:
             result = run_scenario(
@@ -78,6 +82,13 @@ def run_and_report(
                 traffic_path=traffic,
                 **(hooks or {}),
             )
+            if result.video is None:  # say why, and that an earlier run's video is gone
+                reason = "recording disabled (--no-video)" if args.no_video else None
+                reason = reason or result.video_skipped_reason
+                if earlier_video:
+                    reason += f"; the earlier run's {video_name} was removed: it would not match"
+                    reason += " this run"
+                result = dataclasses.replace(result, video_skipped_reason=reason)
             problems = unexpected(result, sc.expect) if result.status == "completed" else []
             summary = summarize(
                 result,
@@ -94,6 +105,7 @@ def run_and_report(
             )
             raise
         except Exception as err:
+            write_atomic(folder.file("summary.md"), failed_markdown(sc.name, err))
             folder.write_status("failed", error=str(err), type=type(err).__name__)
             raise
     if result.status == "interrupted":

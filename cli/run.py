@@ -19,6 +19,18 @@ RECORD_CAN_HELP = (
 )
 
 
+class DefaultsShown(argparse.HelpFormatter):
+    """Help that shows each option's default (``(default: out)``) where it has one; flags
+    (off unless given) and options without a default say nothing more."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS)
+        if shown and "%(default)" not in text and "default" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
 def _bus_timing(args: argparse.Namespace):
     """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
     from rob_twin.twin.bus.timing import parse_bus_spec
@@ -34,10 +46,14 @@ def run_and_report(
     scenario did not expect, 130/143 when interrupted. ``hooks``: keyword arguments of
     ``run_scenario`` (prelude, captions, on_planner); ``extra()``: further summary
     sections, asked for after the run."""
+    import dataclasses
+    from pathlib import Path
+
     from rob_twin.twin.bus.recording import check_format
     from rob_twin.twin.scenario.report import summarize
     from rob_twin.twin.scenario.run import run_scenario
-    from rob_twin.twin.scenario.run_folder import RunFolder
+    from rob_twin.twin.scenario.run_folder import RunFolder, write_atomic
+    from rob_twin.twin.scenario.summary_md import failed_markdown
     from rob_twin.twin.scenario.verdict import unexpected
     from rob_twin.twin.sim.interrupts import EXIT_CODES, stop_requests
 
@@ -47,12 +63,12 @@ def run_and_report(
     if traffic:
         check_format(traffic)
     if getattr(args, "quality", None) is not None:
-        import dataclasses
-
         sc = dataclasses.replace(sc, quality=args.quality)
+    video_name = f"{sc.name}.mp4"
+    earlier_video = (Path(args.out) / sc.name / video_name).is_file()
     with stop_requests() as stop:  # from before the folder is marked running
         folder = RunFolder.prepare(
-            args.out, sc.name, stale=(f"{sc.name}.mp4", "summary.md", "joints.png", "can")
+            args.out, sc.name, stale=(video_name, "summary.md", "joints.png", "can")
         )
         try:
             result = run_scenario(
@@ -66,6 +82,13 @@ def run_and_report(
                 traffic_path=traffic,
                 **(hooks or {}),
             )
+            if result.video is None:  # say why, and that an earlier run's video is gone
+                reason = "recording disabled (--no-video)" if args.no_video else None
+                reason = reason or result.video_skipped_reason
+                if earlier_video:
+                    reason += f"; the earlier run's {video_name} was removed: it would not match"
+                    reason += " this run"
+                result = dataclasses.replace(result, video_skipped_reason=reason)
             problems = unexpected(result, sc.expect) if result.status == "completed" else []
             summary = summarize(
                 result,
@@ -82,6 +105,7 @@ def run_and_report(
             )
             raise
         except Exception as err:
+            write_atomic(folder.file("summary.md"), failed_markdown(sc.name, err))
             folder.write_status("failed", error=str(err), type=type(err).__name__)
             raise
     if result.status == "interrupted":
@@ -140,30 +164,32 @@ def register(sub) -> None:
     run = sub.add_parser(
         "run",
         help="run a scenario file headless",
-        description="Run a scenario file headless; outputs go to OUT/NAME/. "
-        "Schema: experiments/scenarios/scenario.schema.json",
+        formatter_class=DefaultsShown,
+        description="Run a scenario file headless through owners, codec, simulated CAN buses "
+        "and drives; outputs go to OUT/NAME/ (summary.md, summary.json, joints.png, NAME.mp4). "
+        "Exit 0: passed; 1: the run did something its 'expect' does not declare; 2: bad input; "
+        "130/143: interrupted. Schema: experiments/scenarios/scenario.schema.json",
     )
-    run.add_argument("scenario")
-    run.add_argument("--out", default="out")
-    run.add_argument("--no-video", action="store_true")
+    run.add_argument("scenario", help="scenario file (.json)")
+    run.add_argument("--out", default="out", help="output folder; the run writes OUT/NAME/")
+    run.add_argument(
+        "--no-video",
+        action="store_true",
+        help="render no video; an earlier run's NAME.mp4 in OUT/NAME/ is removed (it would "
+        "not match this run) and the summary says so",
+    )
     run.add_argument(
         "--can-log", action="store_true", help="log all CAN traffic under OUT/NAME/can/"
     )
     run.add_argument("--check", action="store_true", help="only validate the scenario file")
     run.add_argument(
-        "--json", action="store_true", help="print exactly one JSON object (the summary)"
+        "--json",
+        action="store_true",
+        help="print exactly one JSON object (the summary) instead of lines for people",
     )
     run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
-    run.add_argument(
-        "--bus",
-        default="1M",
-        help=BUS_HELP,
-    )
-    run.add_argument(
-        "--record-can",
-        metavar="FILE",
-        help=RECORD_CAN_HELP,
-    )
+    run.add_argument("--bus", default="1M", help=BUS_HELP)
+    run.add_argument("--record-can", metavar="FILE", help=RECORD_CAN_HELP)
     run.add_argument(
         "--quality",
         choices=QUALITY_CHOICES,

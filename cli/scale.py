@@ -96,6 +96,7 @@ def _cmd_sweep(args: argparse.Namespace) -> tuple[int, dict]:
             workers=args.workers,
             update=args.update_baselines,
             progress=not args.json,
+            bus=args.bus,
         )
     except RobTwinError as err:
         return _input_error("sweep", err)
@@ -138,19 +139,30 @@ def register(sub) -> None:
     st.add_argument("--json", action="store_true", help="print exactly one JSON object")
     st.add_argument("--no-progress", action="store_true")
     st.set_defaults(func=_cmd_study, json_result=True)
+    from rob_twin.cli.run import BUS_HELP, DefaultsShown
+
     sw = sub.add_parser(
-        "sweep", help="run every scenario in DIR, compare with baselines (exit 1 on a regression)"
+        "sweep",
+        help="run every scenario in DIR, compare with baselines (exit 1 on a regression)",
+        formatter_class=DefaultsShown,
+        description="Run every scenario of DIR headless (no video) on the simulated bus and "
+        "compare each run's figures with DIR/baselines/NAME.json; exit 1 on a regression, with "
+        "a table of what changed (OUT/sweep.md). --update-baselines is how baselines change.",
     )
     sw.add_argument("dir", help="folder of scenario .json files")
-    sw.add_argument("--baselines", help="baseline folder (default DIR/baselines/)")
+    sw.add_argument("--baselines", help="baseline folder (default: DIR/baselines/)")
     sw.add_argument(
         "--update-baselines",
         action="store_true",
-        help="write the baselines from this run instead of comparing",
+        help="write the baselines from this run instead of comparing (keeps their "
+        "tolerances); only for an intended change of behaviour",
     )
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: all cores)")
+    sw.add_argument("--bus", default="1M", help=BUS_HELP)
+    sw.add_argument("--out", default="out/sweep", help="run outputs and report")
     sw.add_argument(
-        "--out", default="out/sweep", help="run outputs and report (default out/sweep/)"
+        "--json",
+        action="store_true",
+        help="print exactly one JSON object (the report) instead of the table",
     )
-    sw.add_argument("--json", action="store_true", help="print exactly one JSON object")
     sw.set_defaults(func=_cmd_sweep, json_result=True)

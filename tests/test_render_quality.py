@@ -148,7 +148,9 @@ def test_the_contrast_replay_marks_contact_frames_in_red():
         pytest.skip(f"no GL: {err}")
     seen = []
     capture = rec.capture
-    rec.capture = lambda data, captions=None: seen.append(captions) or capture(data, captions)
+    rec.capture = lambda data, captions=None, **kw: (
+        seen.append(captions) or capture(data, captions, **kw)
+    )
     try:
         states = np.repeat(qpos[None, :], 50, axis=0)  # 0.4 s at 125 Hz: 10 frames at 25/s
         n = film_contrast(rec, Contrast(states=states, rate_hz=125.0, contact={12: -0.003}))

@@ -78,7 +78,8 @@ def test_initial_joint_limits_are_the_models_hinges_and_slides():
 
 def test_cameras_and_the_offscreen_buffer_are_the_models():
     m = load_scene()
-    assert set(CAMERAS) == {m.camera(i).name for i in range(m.ncam)}
+    # plus "auto", the free camera framed from the arms (rob_twin.twin.render.framing)
+    assert set(CAMERAS) == {"auto"} | {m.camera(i).name for i in range(m.ncam)}
     assert OFFSCREEN_MAX == (m.vis.global_.offwidth, m.vis.global_.offheight)
 
 

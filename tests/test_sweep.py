@@ -110,3 +110,16 @@ def test_a_scenario_without_baseline_or_that_cannot_run_is_a_regression(tmp_path
     (tmp_path / "empty").mkdir()
     with pytest.raises(SweepInputError, match="holds no"):
         run_sweep(tmp_path / "empty", out_dir=tmp_path / "x", progress=False)
+
+
+def test_update_baselines_writes_what_the_next_sweep_then_passes_against(tmp_path):
+    folder = tmp_path / "scen"
+    folder.mkdir()
+    shutil.copy(SWEEP / "reach.json", folder)
+    out = str(tmp_path / "out")
+    assert main(["sweep", str(folder), "--workers", "1", "--out", out, "--json"]) == 1
+    rc = main(["sweep", str(folder), "--workers", "1", "--out", out, "--update-baselines"])
+    written = json.loads((folder / "baselines" / "reach.json").read_text())
+    assert rc == 0 and written["bus"] == "1M" and written["hardware_io"] is False
+    assert written["figures"]["passed"] is True and "expect.failed_plans" not in written["figures"]
+    assert main(["sweep", str(folder), "--workers", "1", "--out", out]) == 0

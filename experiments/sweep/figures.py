@@ -28,6 +28,7 @@ SKIPPED = (
     "planning_s",
     "bus",
     "bus_plot",
+    "expect",  # the scenario's declaration, not a figure: it shows in passed/unexpected
 )
 OUTPUT_SUFFIXES = ("_file", "_path", "_plot")  # paths of files a run wrote
 DEFAULT_TOLERANCE = {"rel": 0.05, "abs": 1e-3}

@@ -1,12 +1,15 @@
 """Regression sweep: run every scenario of a folder (in parallel processes, no video),
 compare each run's figures with its baseline (``DIR/baselines/NAME.json``), report what
-changed. ``update=True`` writes the baselines instead (keeping their tolerances).
+changed. ``update=True`` writes the baselines instead (keeping their tolerances): it is the
+one way a shipped baseline changes (``rob-twin sweep DIR --update-baselines``).
+
+Every scenario runs on the simulated bus ``bus`` (default ``1M``, classic CAN at 1 Mbit/s:
+what ``rob-twin run`` uses), so a scenario that fails on the default bus fails the sweep.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import multiprocessing
 import sys
 import time
@@ -14,26 +17,43 @@ from pathlib import Path
 
 from rob_twin.experiments.output import markdown_table, write_json
 from rob_twin.experiments.sweep.figures import DEFAULT_TOLERANCE, compare, run_figures
+from rob_twin.models.bounded_json import JsonLimits, read_bounded_json
 from rob_twin.models.errors import RobTwinError
 from tqdm import tqdm
+
+DEFAULT_BUS = "1M"  # the default of ``rob-twin run --bus``
+BASELINE_LIMITS = JsonLimits(max_bytes=4_000_000, max_depth=8, reject_duplicate_keys=True)
 
 
 class SweepInputError(RobTwinError, ValueError):
     """A sweep folder that holds no scenarios (or does not exist)."""
 
 
-def run_one(path: str, out_dir: str) -> dict:
-    """Run scenario ``path`` headless (no video): {"name", "figures", "wall_s"} or {"error"}."""
+def run_one(path: str, out_dir: str, bus: str = DEFAULT_BUS) -> dict:
+    """Run scenario ``path`` headless (no video) on the simulated bus ``bus`` (a ``--bus``
+    spec): {"name", "figures", "wall_s"} or {"error"}. The figures are those of the run's
+    summary, judged against the scenario's ``expect`` like ``rob-twin run``."""
+    from rob_twin.twin.bus.timing import parse_bus_spec
     from rob_twin.twin.scenario.report import summarize
     from rob_twin.twin.scenario.run import Scenario, run_scenario
+    from rob_twin.twin.scenario.verdict import unexpected
 
     t0 = time.perf_counter()
     name = Path(path).stem
     try:
         sc = Scenario.load(path)
         name = sc.name
-        result = run_scenario(sc, out_dir=Path(out_dir) / sc.name, record=False, progress=False)
-        summary = summarize(result, Path(out_dir) / sc.name)
+        result = run_scenario(
+            sc,
+            out_dir=Path(out_dir) / sc.name,
+            record=False,
+            progress=False,
+            bus_timing=parse_bus_spec(bus),
+        )
+        problems = unexpected(result, sc.expect) if result.status == "completed" else []
+        summary = summarize(
+            result, Path(out_dir) / sc.name, problems, expect=sc.expect.model_dump()
+        )
         return {"name": name, "figures": run_figures(summary), "wall_s": time.perf_counter() - t0}
     except Exception as err:  # a scenario that cannot run is a regression, not a crash
         return {
@@ -58,8 +78,10 @@ def scenario_files(folder: Path) -> list[Path]:
     return files
 
 
-def run_all(files: list[Path], out_dir: Path, workers: int | None, progress: bool) -> list[dict]:
-    """Run the scenarios, ``workers`` at a time (1: in this process)."""
+def run_all(
+    files: list[Path], out_dir: Path, workers: int | None, progress: bool, bus: str = DEFAULT_BUS
+) -> list[dict]:
+    """Run the scenarios on bus ``bus``, ``workers`` at a time (1: in this process)."""
     from rob_twin.experiments.study.backends import default_workers
 
     workers = min(workers or default_workers(), len(files))
@@ -70,12 +92,12 @@ def run_all(files: list[Path], out_dir: Path, workers: int | None, progress: boo
     try:
         if workers <= 1:
             for f in files:
-                results.append(run_one(str(f), str(out_dir)))
+                results.append(run_one(str(f), str(out_dir), bus))
                 bar.update(1)
         else:
             ctx = multiprocessing.get_context("spawn")
             with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-                futures = {pool.submit(run_one, str(f), str(out_dir)): f for f in files}
+                futures = {pool.submit(run_one, str(f), str(out_dir), bus): f for f in files}
                 for fut in cf.as_completed(futures):
                     try:
                         results.append(fut.result())
@@ -97,6 +119,20 @@ def _baseline_path(baselines: Path, name: str) -> Path:
     return baselines / f"{name}.json"
 
 
+def read_baseline(path: Path) -> dict | None:
+    """The stored baseline at ``path`` (None when there is none); SweepInputError when it is
+    not a baseline (bad JSON, over the limits, no ``figures`` object)."""
+    if not path.is_file():
+        return None
+    stored = read_bounded_json(path.read_bytes(), f"baseline {str(path)!r}", BASELINE_LIMITS)
+    if not (isinstance(stored, dict) and isinstance(stored.get("figures"), dict)):
+        raise SweepInputError(
+            f"baseline {str(path)!r} is not a baseline; valid: an object with a 'figures' "
+            "object (write it with rob-twin sweep --update-baselines)"
+        )
+    return stored
+
+
 def run_sweep(
     folder: Path,
     *,
@@ -105,18 +141,23 @@ def run_sweep(
     workers: int | None = None,
     update: bool = False,
     progress: bool = True,
+    bus: str = DEFAULT_BUS,
 ) -> dict:
-    """Run and compare (or ``update`` the baselines); return the stamped report (``passed``)."""
+    """Run every scenario on the simulated bus ``bus`` and compare (or ``update`` the
+    baselines); return the stamped report (``passed``)."""
+    from rob_twin.twin.bus.timing import parse_bus_spec
+
+    parse_bus_spec(bus)  # a bad spec: BusTimingConfigError before anything runs
     folder = Path(folder)
     baselines = Path(baselines or folder / "baselines")
     files = scenario_files(folder)
     t0 = time.perf_counter()
-    results = run_all(files, out_dir, workers, progress)
+    results = run_all(files, out_dir, workers, progress, bus)
     wall_s = time.perf_counter() - t0
     rows, changes = [], []
     for r in results:
         path = _baseline_path(baselines, r["name"])
-        stored = json.loads(path.read_text()) if path.is_file() else None
+        stored = read_baseline(path)
         if "error" in r:
             verdict, n_changed = "RUN FAILED", 1
             changes.append(
@@ -131,7 +172,13 @@ def run_sweep(
         elif update:
             tolerances = (stored or {}).get("tolerances", {"default": DEFAULT_TOLERANCE})
             write_json(
-                path, {"scenario": r["name"], "tolerances": tolerances, "figures": r["figures"]}
+                path,
+                {
+                    "scenario": r["name"],
+                    "bus": bus,
+                    "tolerances": tolerances,
+                    "figures": r["figures"],
+                },
             )
             verdict, n_changed = "baseline written", 0
         elif stored is None:
@@ -175,6 +222,7 @@ def run_sweep(
             "baselines": str(baselines),
             "scenarios": len(results),
             "workers": workers,
+            "bus": bus,
             "wall_s": round(wall_s, 3),
             "passed": passed,
             "verdict": "PASS" if passed else "REGRESSION",

@@ -20,10 +20,18 @@ from collections.abc import Callable
 import can
 import numpy as np
 from can.interfaces.virtual import VirtualBus
+from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import COMMAND_IDS, Arm
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
 
 FIRST_COMMAND_ID = COMMAND_IDS[0]
+
+
+class DelayedFrameRefused(RobTwinError, RuntimeError):
+    """Frames the host had reported sent, held behind an injected delay, were refused by the
+    bus when the delay released them (a full transmit queue). Raised into the transport's
+    next write: not a ``can.CanError``, so the transport reports UNCERTAIN and the owner
+    latches (the drives may hold a mixed sample); never retried."""
 
 
 class LockstepVirtualBus(VirtualBus):
@@ -105,7 +113,9 @@ class FaultInjectingBus(can.BusABC):
 
     clock: simulated time [s]; faults: the run's schedule; rng: seeded, for drops and jitter.
     Delayed frames wait in a queue until ``pump(now)`` releases them (the twin calls it
-    every physics step).
+    every physics step). A released frame the bus refuses (``can.CanError``: with bus
+    timing on, a host queue too full for the burst) is counted in ``released_refused``
+    and the next ``send`` raises ``DelayedFrameRefused``, so the owner latches it.
     """
 
     def __init__(
@@ -131,6 +141,8 @@ class FaultInjectingBus(can.BusABC):
         self.delayed = 0
         self.refused = 0
         self.timed_out = 0
+        self.released_refused = 0  # frames refused by the bus when a delay released them
+        self._release_error: str | None = None  # raised into the next send, then cleared
         # the bus timing layer, when on: told of frames destroyed on the wire and of bus-off
         self.on_wire_fault: Callable[[str, can.Message], None] | None = None
         super().__init__(channel=inner.channel_info)
@@ -148,6 +160,9 @@ class FaultInjectingBus(can.BusABC):
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         now = self._clock()
         msg.timestamp = now
+        if self._release_error is not None:
+            reason, self._release_error = self._release_error, None
+            raise DelayedFrameRefused(reason)
         if msg.arbitration_id == self._first_command_id:
             self._frame_in_sample = 0
         k = self._frame_in_sample
@@ -197,7 +212,15 @@ class FaultInjectingBus(can.BusABC):
         while self._held and self._held[0][0] <= now:
             due, _, msg = heapq.heappop(self._held)
             msg.timestamp = due
-            self._inner.send(msg)
+            try:
+                self._inner.send(msg)
+            except can.CanError as err:  # counted (bus report too), latched via the next send
+                self.released_refused += 1
+                self._release_error = self._release_error or (
+                    f"frame 0x{msg.arbitration_id:03X} (released at "
+                    f"{msg.timestamp:.4f} s) was refused after an injected delay: {err}"
+                )
+                continue
             n += 1
         return n
 

@@ -9,6 +9,8 @@ import mujoco
 import numpy as np
 from rob_twin.models.errors import RobTwinError
 from rob_twin.twin.render.captions import burn_captions
+from rob_twin.twin.render.framing import AUTO_CAMERA, auto_camera
+from rob_twin.twin.render.highlight import paint
 from rob_twin.twin.render.quality import apply_scene_flags, offscreen_settings, resolve_quality
 
 
@@ -53,7 +55,8 @@ class VideoRecorder:
         path: Path | None = None,
         quality: str | None = None,
     ):
-        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
+        auto = camera == AUTO_CAMERA
+        if not auto and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
             from rob_twin.models.names import UnknownNameError
 
             raise UnknownNameError(
@@ -63,6 +66,9 @@ class VideoRecorder:
         self.quality = resolve_quality(quality)
         self.renderer = make_renderer(model, width, height, self.quality)
         self.frames = 0
+        # ``auto``: framed from the arms' workspace at the first frame (``framing``)
+        self.free_camera: mujoco.MjvCamera | None = None
+        self._auto = auto
         self.path: Path | None = None
         self._encoder = None
         # the 36 range-finder rays would hide the arms in a video
@@ -97,10 +103,16 @@ class VideoRecorder:
         encoder.send(None)  # starts ffmpeg
         self._encoder, self.path = encoder, path
 
-    def capture(self, data: mujoco.MjData, captions: list[str] | None = None) -> np.ndarray:
-        """Render one frame (height x width x 3, uint8), burn ``captions`` (lines of text,
-        top left) into it and send it to the encoder."""
-        self.renderer.update_scene(data, camera=self.camera, scene_option=self.options)
+    def capture(
+        self,
+        data: mujoco.MjData,
+        captions: list[str] | None = None,
+        highlight: set[int] | frozenset[int] = frozenset(),
+    ) -> np.ndarray:
+        """Render one frame (height x width x 3, uint8) with the geoms ``highlight`` drawn
+        red, burn ``captions`` (lines of text, bottom band) into it and send it to the
+        encoder."""
+        self.update_scene(data, highlight)
         frame = self.renderer.render()
         if captions:
             frame = burn_captions(frame, captions)
@@ -108,6 +120,19 @@ class VideoRecorder:
             self._encoder.send(np.ascontiguousarray(frame))
         self.frames += 1
         return frame.copy()
+
+    def update_scene(
+        self, data: mujoco.MjData, highlight: set[int] | frozenset[int] = frozenset()
+    ) -> mujoco.MjvScene:
+        """The renderer's scene of ``data`` from this recorder's camera, ``highlight`` red."""
+        camera: str | mujoco.MjvCamera = self.camera
+        if self._auto:
+            if self.free_camera is None:
+                self.free_camera = auto_camera(self.model, data, self.size[0] / self.size[1])
+            camera = self.free_camera
+        self.renderer.update_scene(data, camera=camera, scene_option=self.options)
+        paint(self.renderer.scene, highlight)
+        return self.renderer.scene
 
     def close(self) -> None:
         """Finish the file (ffmpeg writes its last fragment) and free the GL context."""

@@ -22,6 +22,7 @@ from rob_twin.models.names import group_arms
 from rob_twin.planners.geom_pairs import GeomPairTable
 from rob_twin.planners.oracle import CoalOracle, judge_states
 from rob_twin.planners.separate import separate_plans, sync_states
+from rob_twin.twin.render.highlight import colliding_geoms
 from rob_twin.twin.render.video import VideoRecorder
 from rob_twin.twin.scenario.plan_steps import PlanRunner
 from rob_twin.twin.scenario.run import Scenario
@@ -103,7 +104,8 @@ def separate_contrast(seed: int = 0) -> Contrast:
 
 def film_contrast(recorder: VideoRecorder, contrast: Contrast) -> int:
     """Replay ``contrast`` kinematically at the recorder's frame rate (a scratch MjData:
-    the twin's state is untouched), captioned; returns the frames filmed."""
+    the twin's state is untouched), captioned, the overlapping links drawn red; returns the
+    frames filmed."""
     model = recorder.model
     data = mujoco.MjData(model)
     every = max(1, round(contrast.rate_hz / recorder.fps))
@@ -124,7 +126,10 @@ def film_contrast(recorder: VideoRecorder, contrast: Contrast) -> int:
             if hit
             else "no contact in this frame"
         )
-        recorder.capture(data, [head, f"{tally}   t = {i / contrast.rate_hz:4.2f} s", third])
+        red = colliding_geoms(model, data) if hit else frozenset()  # the links in contact
+        recorder.capture(
+            data, [head, f"{tally}   t = {i / contrast.rate_hz:4.2f} s", third], highlight=red
+        )
         n += 1
     return n
 

@@ -9,6 +9,7 @@ from rob_twin.twin.render.figures import save_png
 from rob_twin.twin.scenario.plan_steps import failed_steps
 from rob_twin.twin.scenario.run import RunResult
 from rob_twin.twin.scenario.run_folder import write_atomic, write_json_atomic
+from rob_twin.twin.scenario.summary_md import run_markdown
 
 EVIDENCE = {
     "hardware_io": False,
@@ -88,7 +89,8 @@ def summarize(
     expect: dict | None = None,
     extra: dict | None = None,
 ) -> dict:
-    """Write ``summary.json``, ``summary.md`` and ``joints.png`` into ``out_dir``, each
+    """Write ``summary.json``, ``summary.md`` (for people: ``rob_twin.twin.scenario.summary_md``)
+    and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
     scenario did not expect (``rob_twin.twin.scenario.verdict``); ``expect``: the scenario's
     declaration; ``extra``: further sections ({name: {figure: value}}), each a table of its own.
@@ -134,67 +136,6 @@ def summarize(
         "bus_plot": _bus_plot(result, out_dir),
         **(extra or {}),
     }
-    lines = [
-        f"# Run `{result.scenario}` (simulated): {result.status}"
-        + (f" by {result.stopped_by}" if result.stopped_by else ""),
-        "",
-        "hardware_io: false. Figures are from the MuJoCo twin, not from a physical robot.",
-        "",
-    ]
-    if problems:
-        lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in problems] + [""]
-    lines += ["| figure | value |", "|---|---|"]
-    lines += [
-        f"| {k} | {v} |"
-        for k, v in summary.items()
-        if k not in EVIDENCE
-        and k not in ("pipeline", "plans", "unexpected", "expect", "bus", *(extra or {}))
-    ]
-    for name, figs in (extra or {}).items():
-        lines += ["", f"{name} (simulated):", "", "| figure | value |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in figs.items()]
-    lines += [
-        "",
-        "Owners -> codec -> CAN -> simulated drives, per arm:",
-        "",
-        "| arm | " + " | ".join(next(iter(result.pipeline.values()), {})) + " |",
-        "|---|" + "---|" * len(next(iter(result.pipeline.values()), {})),
-    ]
-    lines += [
-        f"| {a} | " + " | ".join(str(v) for v in figs.values()) + " |"
-        for a, figs in result.pipeline.items()
-    ]
-    if result.plans:
-        cols = list(dict.fromkeys(k for row in result.plans for k in row))
-        lines += [
-            "",
-            "Planned moves (ArmGroup, executed in sync through the owners):",
-            "",
-            "| " + " | ".join(cols) + " |",
-            "|" + "---|" * len(cols),
-        ]
-        lines += [
-            "| " + " | ".join(str(row.get(c, "")) for c in cols) + " |" for row in result.plans
-        ]
-    if result.bus:
-        lines += [
-            "",
-            "Simulated CAN buses (load, latencies p50/p99/max in us):",
-            "",
-            "| bus | config | load | frames | lost | error frames | queueing | command->drive "
-            "| feedback |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for b in result.bus.values():
-            lat = [b[k] for k in ("queue_latency", "command_to_drive_latency", "feedback_latency")]
-            lines.append(
-                f"| {b['bus']} | {b['config']} | {b['load']:.3f} | {b['frames']} | "
-                f"{b['frames_lost']} | {b['error_frames']} | "
-                + " | ".join(f"{x['p50_us']}/{x['p99_us']}/{x['max_us']}" for x in lat)
-                + " |"
-            )
-        lines += ["", "![buses](bus.png)"]
-    lines += ["", "![joints](joints.png)", ""]
-    write_atomic(out_dir / "summary.md", "\n".join(lines))
+    write_atomic(out_dir / "summary.md", run_markdown(summary, tuple(extra or {})))
     write_json_atomic(out_dir / "summary.json", summary)  # last: its status says the run is over
     return summary

@@ -353,7 +353,8 @@ def run_scenario(
     (``rob_twin.twin.bus.recording``:
     .log, .asc, .blf, .mf4, with a sidecar for ``rob-twin replay``). ``prelude`` gets the
     recorder before the physics starts (to film what comes first); ``captions(now,
-    planner)`` gives the lines burned into each frame; ``on_planner`` gets the scenario's
+    planner)`` gives the lines burned into each frame (default: the scenario's own,
+    ``rob_twin.twin.scenario.run_captions``); ``on_planner`` gets the scenario's
     PlanRunner once it exists."""
     loop = scenario_loop(sc, can_log_dir, bus_timing)
     traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
@@ -379,6 +380,10 @@ def run_scenario(
             log_meas[arm].append(twin.arm_positions(arm))
 
     twin.scheduler.add("log", LOG_RATE_HZ, log)
+    if captions is None and record:  # the scenario's own captions (run_captions)
+        from rob_twin.twin.scenario.run_captions import scenario_captions
+
+        captions = scenario_captions(sc, lambda: _latched_faults(loop))
     planner = None
     base = BaseScript(loop, sc.base) if sc.base else None
     recorder, reason = None, None
@@ -465,6 +470,15 @@ def run_scenario(
         bus=bus,
         bus_latencies_s=latencies,
     )
+
+
+def _latched_faults(loop: ClosedLoop) -> dict[str, str]:
+    """{arm: latched owner fault} of the arms whose owner has latched one."""
+    return {
+        arm.value: drv.owner.fault.value
+        for arm, drv in loop.drivers.items()
+        if drv.owner.fault is not None
+    }
 
 
 def _pipeline_figures(loop: ClosedLoop) -> dict:

@@ -54,7 +54,7 @@ LOG_RATE_HZ = 50.0  # the run logs commanded and measured joints at this rate
 MIN_DURATION_S = 1.0 / LOG_RATE_HZ  # shorter runs would have no logged sample to report
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ARM_NAMES = tuple(a.value for a in N.Arm)
-CAMERAS = (*N.SCENE_CAMERAS, N.HEAD_CAMERA)
+CAMERAS = ("auto", *N.SCENE_CAMERAS, N.HEAD_CAMERA)  # auto: rob_twin.twin.render.framing
 OFFSCREEN_MAX = (
     1280,
     720,

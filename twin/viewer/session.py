@@ -75,9 +75,9 @@ def close_and_join(handle, threads, timeout_s: float = VIEWER_JOIN_TIMEOUT_S) ->
 
 
 def first_view_camera(cameras: list[str]) -> str:
-    """The camera a session starts from: the scenario's first (the one its video
-    records), else the scene's ``overview``."""
-    return cameras[0] if cameras else "overview"
+    """The camera a session starts from: the scenario's first named camera (the one its
+    video records), else the scene's ``overview`` (``auto`` is a video's free camera)."""
+    return next((c for c in cameras if c != "auto"), "overview")
 
 
 @dataclass

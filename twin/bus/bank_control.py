@@ -79,8 +79,15 @@ def parse_control(line: bytes | str) -> ControlCommand:
     try:
         spec = parse_fault(raw)
     except FaultSpecError as err:
-        raise ControlError("fault", raw, " ".join(str(err).split())) from None
+        raise ControlError("fault", raw, _fault_problems(err)) from None
     return ControlCommand(name, spec)
+
+
+def _fault_problems(err: FaultSpecError) -> str:
+    """The schema's problem lines as one line ("fault.at: Input should be ...; ...")."""
+    lines = [ln.strip().removeprefix("- ") for ln in str(err).splitlines()[1:] if ln.strip()]
+    text = "; ".join(lines) if lines else str(err)
+    return text.replace("faults[0]", "fault")
 
 
 def pending_faults_error(pending: int) -> ControlError:

@@ -91,7 +91,7 @@ class BankConfig:
     steps_per_wake: int = 2
     max_lag_s: float = 1.0
     ready_file: str | None = None
-    record_path: str | None = None  # record all traffic (wall timestamps) via python-can writers
+    record_path: str | None = None  # record all traffic (Unix-time stamps) via python-can writers
 
 
 def default_config() -> BankConfig:

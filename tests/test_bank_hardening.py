@@ -22,12 +22,17 @@ WAIT_S = 20.0  # bound on any wait (a loaded 2-core machine), never a speed figu
 
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory):
-    ready = tmp_path_factory.mktemp("bank") / "ready.json"
+    folder = tmp_path_factory.mktemp("bank")
+    ready, recording = folder / "ready.json", folder / "bank.log"
     outcome: dict = {}
 
     def run() -> None:  # the MjData belongs to the thread that builds the twin
         try:
-            proc = BankProcess(BankConfig(port=0, max_lag_s=60.0, ready_file=str(ready)))
+            proc = BankProcess(
+                BankConfig(
+                    port=0, max_lag_s=60.0, ready_file=str(ready), record_path=str(recording)
+                )
+            )
             outcome["proc"] = proc
             outcome["result"] = proc.run()
         except Exception as err:  # noqa: BLE001 - reported by the test that sees it
@@ -47,6 +52,17 @@ def bank(tmp_path_factory):
         thread.join(WAIT_S)
     assert not thread.is_alive()
     assert "error" not in outcome, outcome
+    _check_recording_clock(recording)
+
+
+def _check_recording_clock(path) -> None:
+    """The bank's recording: host frames (rx) and drive frames (tx) on the bus's Unix time."""
+    now = time.time()
+    kinds = set()
+    for msg in can.LogReader(str(path)):
+        kinds.add("drive" if 0x91 <= msg.arbitration_id <= 0x97 else "host")
+        assert abs(msg.timestamp - now) < 600.0, (hex(msg.arbitration_id), msg.timestamp, now)
+    assert "drive" in kinds  # and "host" too when the clock test ran (it sends one)
 
 
 class Line:

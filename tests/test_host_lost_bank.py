@@ -58,13 +58,12 @@ def bank(tmp_path):
         _end(proc)
 
 
-def _host_losing_its_bank(bank, lose) -> tuple[int, str, str]:
+def _host_losing_its_bank(bank, lose, *options: str) -> tuple[int, str, str]:
     """Start a host against ``bank``, call ``lose(bank process)`` once it streams, and
     return the host's exit code, stdout and stderr."""
     proc, info = bank
-    host = _cli(
-        "host", "--port", str(info["socketcand_port"]), "--seconds", str(HOST_SECONDS), "--json"
-    )
+    port = str(info["socketcand_port"])
+    host = _cli("host", "--port", port, "--seconds", str(HOST_SECONDS), *options)
     try:
         seen = ""
         deadline = time.monotonic() + WAIT_S
@@ -80,23 +79,26 @@ def _host_losing_its_bank(bank, lose) -> tuple[int, str, str]:
     return host.returncode, out, seen + err
 
 
-def _check_stopped_for_the_lost_bank(rc: int, out: str, err: str) -> None:
+def _check_one_line_why(rc: int, err: str) -> None:
     assert "Traceback" not in err, err
     assert rc == 1, (rc, err)
     lines = [ln for ln in err.splitlines() if ln.startswith("rob-twin host:")]
     assert len(lines) == 1 and "lost the bank" in lines[0], err
+
+
+def test_host_stops_when_its_bank_is_killed(bank):
+    rc, out, err = _host_losing_its_bank(bank, lambda p: p.kill())
+    _check_one_line_why(rc, err)
+    assert out.startswith("host: ") and "ended: bank_lost" in out  # human output by default
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+
+
+def test_host_stops_when_its_bank_is_frozen(bank):
+    rc, out, err = _host_losing_its_bank(bank, lambda p: p.send_signal(signal.SIGSTOP), "--json")
+    _check_one_line_why(rc, err)
     report = json.loads(out)
     assert report["ended"] == "bank_lost"
     assert report["ended_at_s"] < HOST_SECONDS
     for arm in report["arms"].values():
         assert arm["fault"] in ("stale_feedback", "uncertain_output", "partial_output")
-
-
-def test_host_stops_when_its_bank_is_killed(bank):
-    rc, out, err = _host_losing_its_bank(bank, lambda p: p.kill())
-    _check_stopped_for_the_lost_bank(rc, out, err)
-
-
-def test_host_stops_when_its_bank_is_frozen(bank):
-    rc, out, err = _host_losing_its_bank(bank, lambda p: p.send_signal(signal.SIGSTOP))
-    _check_stopped_for_the_lost_bank(rc, out, err)

@@ -185,16 +185,19 @@ def test_pending_faults_are_capped_with_a_clear_refusal(bank):
 
 
 def test_bank_and_host_frames_share_one_clock_on_the_bus(bank):
-    """What python -m can.logger sees: drive feedback and host frames, both in Unix time."""
+    """What python -m can.logger sees: drive feedback, a second writer's frames (a fault the
+    bank injects) and host frames, all in Unix time."""
     kw = dict(interface="socketcand", host="127.0.0.1", port=bank["socketcand_port"])
     logger = can.Bus(channel="CAN10", receive_own_messages=False, **kw)
     host = can.Bus(channel="CAN10", receive_own_messages=False, **kw)
     try:
         time.sleep(0.3)  # the server's first-frame delay for new clients
         host.send(can.Message(arbitration_id=0x123, data=b"\x01", is_extended_id=False))
+        writer = {"kind": "second_writer", "arm": "right", "duration": 1.0}
+        assert control(bank["control_port"], {"cmd": "fault", "fault": writer})["ok"]
         seen: dict[str, float] = {}
         deadline = time.monotonic() + WAIT_S
-        while len(seen) < 2 and time.monotonic() < deadline:
+        while len(seen) < 3 and time.monotonic() < deadline:
             msg = logger.recv(timeout=0.2)
             if msg is None:
                 continue
@@ -202,10 +205,12 @@ def test_bank_and_host_frames_share_one_clock_on_the_bus(bank):
                 seen["host"] = msg.timestamp
             elif 0x91 <= msg.arbitration_id <= 0x97:
                 seen.setdefault("drive", msg.timestamp)
+            elif 0x11 <= msg.arbitration_id <= 0x17:
+                seen.setdefault("second writer", msg.timestamp)
         now = time.time()
     finally:
         host.shutdown()
         logger.shutdown()
-    assert set(seen) == {"host", "drive"}
+    assert set(seen) == {"host", "drive", "second writer"}
     for who, stamp in seen.items():  # Unix time, not the bank's simulated seconds
         assert abs(stamp - now) < 600.0, (who, stamp, now)

@@ -100,8 +100,13 @@ def pending_faults_error(pending: int) -> ControlError:
 
 
 def encode_reply(reply: dict) -> bytes:
-    """One reply line (JSON, no NaN/Infinity, ``\\n``-terminated)."""
-    return (json.dumps(reply, default=str, allow_nan=False) + "\n").encode()
+    """One reply line (JSON, no NaN/Infinity, ``\\n``-terminated); a reply that holds a
+    non-finite number becomes an error reply naming it (the connection goes on)."""
+    try:
+        return (json.dumps(reply, default=str, allow_nan=False) + "\n").encode()
+    except ValueError as err:
+        refusal = {"ok": False, "error": f"the bank's reply is not valid JSON: {err}"}
+        return (json.dumps(refusal | {"field": "reply", "valid": "finite numbers"}) + "\n").encode()
 
 
 def control(port: int, command: dict, host: str = LOCALHOST, timeout_s: float = 5.0) -> dict:

@@ -68,6 +68,24 @@ PONG_ID = 0x7E8
 __all__ = ["BankConfig", "BankError", "BankProcess", "control", "default_config"]
 
 
+class UnixStampedBank(MotorBank):
+    """The motor bank with every frame it sends stamped in Unix time [s] (``time.time()``)
+    instead of simulated time: a live bus has one clock, the one SocketCAN and the host
+    use. The lockstep twin keeps simulated stamps (deterministic logs)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for ad in self.buses.values():
+            ad.bus.preserve_timestamps = False
+
+    def _second_writer_due(self, ad, now: float):
+        """As ``MotorBank``'s; the writer's bus (opened on first use) stamps Unix time."""
+        spec = super()._second_writer_due(ad, now)
+        if spec is not None:
+            self._writers[ad.channel].preserve_timestamps = False
+        return spec
+
+
 class BankError(RobTwinError):
     """The bank cannot start or fell too far behind real time."""
 
@@ -110,7 +128,7 @@ class BankProcess:
         self.twin = Twin(TwinConfig(seed=cfg.seed))
         self.faults = FaultSchedule()
         wiring = {ch: Arm.parse(a) for ch, a in cfg.channels.items()}
-        self.bank = MotorBank(
+        self.bank = UnixStampedBank(
             self.twin.model, self.twin.data, wiring, self.faults, now=self.twin.time
         )
         self.server: SocketcandServer | None = None
@@ -132,7 +150,6 @@ class BankProcess:
             if cfg.interface == "socketcand"
             else {}
         )
-        self._stamp_unix_time()
         sched.add("bus", 1.0 / sched.dt, self._service)
         sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
         self._commands: queue.Queue = queue.Queue()
@@ -162,18 +179,6 @@ class BankProcess:
                         )
                     )
         self.bank.service(now, self.twin.scheduler.dt)
-        if len(self.bank._writers) != self._stamped_writers:
-            self._stamp_unix_time()
-
-    def _stamp_unix_time(self) -> None:
-        """Put every bus the bank sends on onto Unix time (the lockstep twin keeps
-        simulated stamps; a live bus has one clock, the host's): the drives' buses and a
-        second writer's buses (opened when its fault first fires)."""
-        for ad in self.bank.buses.values():
-            ad.bus.preserve_timestamps = False
-        for bus in self.bank._writers.values():
-            bus.preserve_timestamps = False
-        self._stamped_writers = len(self.bank._writers)
 
     # ------------------------------------------------------------------ control
     def _open_control(self) -> None:

@@ -8,6 +8,8 @@ import argparse
 import json
 import sys
 
+from rob_twin.cli.common import CommandResult
+
 
 def _channels(text: str | None, default: dict) -> dict:
     """'right=CAN10,left=CAN11' -> {'right': 'CAN10', 'left': 'CAN11'}."""
@@ -52,7 +54,7 @@ def _cmd_bank(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_host(args: argparse.Namespace) -> int:
+def _cmd_host(args: argparse.Namespace) -> CommandResult:
     from rob_twin.models.names import BUS_MAPPING, Arm
     from rob_twin.twin.bus.host_process import HostConfig, HostError, run_host
 
@@ -73,9 +75,50 @@ def _cmd_host(args: argparse.Namespace) -> int:
         )
     except (HostError, ValueError) as err:
         print(f"rob-twin host: {err}", file=sys.stderr)
-        return 2
-    print(json.dumps(report))
-    return 0 if not any(a["fault"] for a in report["arms"].values()) else 1
+        return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
+    if report["ended"] == "bank_lost":
+        print(
+            f"rob-twin host: stopped after {report['ended_at_s']:.2f} s: lost the bank "
+            f"at {report['endpoint']} ({report['end_reason']})",
+            file=sys.stderr,
+            flush=True,
+        )
+    if not args.json:
+        for line in host_summary(report):
+            print(line)
+    failed = report["ended"] == "bank_lost" or any(a["fault"] for a in report["arms"].values())
+    return (1 if failed else 0), report
+
+
+def _us(p: dict) -> str:
+    if not p["n"]:
+        return "none"
+    return f"p50 {p['p50_us']:.0f} us, p99 {p['p99_us']:.0f} us, max {p['max_us']:.0f} us"
+
+
+def host_summary(report: dict) -> list[str]:
+    """The host report as a few human lines (``--json`` prints the report itself)."""
+    lines = [
+        f"host: {report['ticks']} ticks at {report['rate_hz']:g} Hz ({report['stream']}) against "
+        f"{report['interface']} {report['endpoint']}; ended: {report['ended']} after "
+        f"{report['ended_at_s']:.2f} s (simulated drives; hardware_io: false)"
+    ]
+    for arm, a in report["arms"].items():
+        fault = f"FAULT {a['fault']}: {a['fault_reason']}" if a["fault"] else "no fault"
+        travel = "-" if a["max_travel_rad"] is None else f"{a['max_travel_rad']:.3f} rad"
+        lines.append(
+            f"  {arm}: {a['mode']}, {fault}; {a['samples_published']} samples, "
+            f"{a['frames_sent']} frames sent, {a['feedback_frames']} feedback frames, "
+            f"max travel {travel}"
+        )
+    lines.append(f"  tick jitter: {_us(report['tick_jitter'])}")
+    if report["pings_sent"]:
+        lines.append(
+            f"  ping round trip ({report['pings_sent']} sent): {_us(report['ping_round_trip'])}"
+        )
+    if report["bus_log"]["records"]:
+        lines.append(f"  python-can logged {report['bus_log']['records']} warning(s)")
+    return lines
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -253,51 +296,114 @@ def register(sub) -> None:
         "bank",
         help="the simulated drives + MuJoCo in real time, served on named "
         "buses (socketcand on 127.0.0.1, or SocketCAN)",
+        description="The simulated drives and MuJoCo paced in real time, served over "
+        "socketcand (or SocketCAN); a JSON-lines control port takes status, fault, "
+        "clear_faults and shutdown (docs/BANK_PROTOCOL.md). Frames on its bus carry Unix "
+        "time (simulated; hardware_io: false).",
     )
-    bank.add_argument("--interface", default="socketcand", choices=("socketcand", "socketcan"))
     bank.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1 only)"
+        "--interface",
+        default="socketcand",
+        choices=("socketcand", "socketcan"),
+        help="serve over TCP (socketcand) or open Linux SocketCAN interfaces "
+        "(default: %(default)s)",
     )
-    bank.add_argument("--port", type=int, default=29536, help="socketcand port (0: any free port)")
     bank.add_argument(
-        "--control-port", type=int, default=0, help="JSON control port (0: any free port)"
+        "--host", default="127.0.0.1", help="address to bind (default: %(default)s only)"
     )
-    bank.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
-    bank.add_argument("--feedback-rate", type=float, default=100.0, help="drive feedback rate [Hz]")
-    bank.add_argument("--seed", type=int, default=0)
     bank.add_argument(
-        "--seconds", type=float, default=None, help="stop after this long (default: until shutdown)"
+        "--port",
+        type=int,
+        default=29536,
+        help="socketcand port, 0: any free port (default: %(default)s)",
     )
-    bank.add_argument("--ready-file", help="write the bound ports here (JSON) once serving")
+    bank.add_argument(
+        "--control-port",
+        type=int,
+        default=0,
+        help="JSON control port, 0: any free port (default: %(default)s)",
+    )
+    bank.add_argument(
+        "--channels",
+        help="ARM=CHANNEL,... wiring of the arms to buses (default: right=CAN10,left=CAN11)",
+    )
+    bank.add_argument(
+        "--feedback-rate",
+        type=float,
+        default=100.0,
+        help="drive feedback rate [Hz] (default: %(default)s)",
+    )
+    bank.add_argument(
+        "--seed", type=int, default=0, help="the twin's random seed (default: %(default)s)"
+    )
+    bank.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="stop after this many seconds (default: run until a shutdown command)",
+    )
+    bank.add_argument(
+        "--ready-file", help="write the bound ports here (JSON) once serving (default: none)"
+    )
     bank.add_argument(
         "--max-lag",
         type=float,
         default=1.0,
-        help="stop with an error when this many seconds behind real time (default 1)",
+        help="stop with an error when this many seconds behind real time (default: %(default)s)",
     )
     bank.add_argument(
         "--record-can",
         metavar="FILE",
-        help="record all traffic the drives see and "
-        "send (.log, .asc, .blf, .mf4; wall-clock timestamps)",
+        help="record all traffic the drives see and send (.log, .asc, .blf, .mf4; Unix-time "
+        "stamps) (default: none)",
     )
     bank.set_defaults(func=_cmd_bank)
     host = sub.add_parser(
         "host",
         help="ROB's host stack (owners, codec, transport) against a bank "
-        "over a real interface (exit 1 if an owner latched a fault)",
+        "over a real interface (exit 1 if an owner latched a fault or the bank was lost)",
+        description="ROB's host stack (owners, codec, CanTransport) on a python-can "
+        "interface, against a running rob-twin bank or real drives. Stops by itself, with "
+        "one line on stderr and exit 1, when every owner latched a loss of bus or feedback.",
     )
     host.add_argument(
-        "--interface", default="socketcand", help="python-can interface (default socketcand)"
+        "--interface",
+        default="socketcand",
+        help="python-can interface (default: %(default)s)",
     )
-    host.add_argument("--host", default="127.0.0.1")
-    host.add_argument("--port", type=int, default=29536)
-    host.add_argument("--channels", help="ARM=CHANNEL,... (default right=CAN10,left=CAN11)")
-    host.add_argument("--arm", action="append", help="drive only this arm (repeatable)")
-    host.add_argument("--seconds", type=float, default=3.0)
-    host.add_argument("--stream", default="wave", choices=("wave", "hold"))
     host.add_argument(
-        "--stop-after", type=float, default=None, help="call Stop after this many seconds"
+        "--host", default="127.0.0.1", help="socketcand server address (default: %(default)s)"
     )
-    host.add_argument("--ping-hz", type=float, default=0.0, help="round-trip probes per second")
-    host.set_defaults(func=_cmd_host)
+    host.add_argument(
+        "--port", type=int, default=29536, help="socketcand server port (default: %(default)s)"
+    )
+    host.add_argument("--channels", help="ARM=CHANNEL,... (default: right=CAN10,left=CAN11)")
+    host.add_argument(
+        "--arm", action="append", help="drive only this arm, repeatable (default: both)"
+    )
+    host.add_argument(
+        "--seconds", type=float, default=3.0, help="run length [s] (default: %(default)s)"
+    )
+    host.add_argument(
+        "--stream",
+        default="wave",
+        choices=("wave", "hold"),
+        help="targets: wave (a smooth motion around the start) or hold (the start pose) "
+        "(default: %(default)s)",
+    )
+    host.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        help="call Stop after this many seconds (default: never)",
+    )
+    host.add_argument(
+        "--ping-hz",
+        type=float,
+        default=0.0,
+        help="round-trip probes per second, 0: none (default: %(default)s)",
+    )
+    host.add_argument(
+        "--json", action="store_true", help="print the report as one JSON object on stdout"
+    )
+    host.set_defaults(func=_cmd_host, json_result=True)

@@ -9,10 +9,21 @@ client). With ``interface="socketcan"`` the bank opens real SocketCAN interfaces
 A control channel (JSON lines over TCP, 127.0.0.1) takes commands while it runs::
 
     {"cmd": "status"}                     -> sim time, drive counters, bus stats, joints
-    {"cmd": "fault", "fault": {...}}      -> add a fault (``rob_twin.twin.sim.faults`` JSON; "at" is
-                                             relative to now, default 0)
+    {"cmd": "fault", "fault": {...}}      -> add a fault (the scenario fault format; "at" is
+                                             relative to now [s], default 0)
     {"cmd": "clear_faults"}
     {"cmd": "shutdown"}
+
+Every line is checked completely before anything acts (``rob_twin.twin.bus.bank_control``;
+the protocol, its limits and its errors: ``docs/BANK_PROTOCOL.md``); a bad line is answered
+``{"ok": false, "error", "field", "valid"}`` on the same connection, which stays open (a
+line over the size limit is answered, then its connection closed). Faults that ended are
+removed; at most ``MAX_PENDING_FAULTS`` are queued or in force at once.
+
+One clock on the bus: every frame on the bank's buses (drive feedback, a second writer's
+frames, pongs, the host's frames) carries Unix time [s] (``time.time()``), as a SocketCAN
+kernel stamps frames, so ``python -m can.logger`` and the bank's recordings show host and
+drives on one time base; the simulated time is in ``status`` (``sim_time_s``).
 
 Pacing: physics runs in chunks of ``steps_per_wake`` steps and sleeps until the wall
 clock catches up; a bank more than ``max_lag_s`` behind stops with an error (an
@@ -23,26 +34,56 @@ pacing thread; the control thread only queues commands and reads a snapshot.
 from __future__ import annotations
 
 import json
+import math
 import queue
 import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import can
 import numpy as np
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import BUS_MAPPING, Arm
+from rob_twin.twin.bus.bank_control import (
+    MAX_CLIENTS,
+    MAX_LINE_BYTES,
+    MAX_PENDING_FAULTS,
+    ControlError,
+    control,
+    encode_reply,
+    parse_control,
+    pending_faults_error,
+)
 from rob_twin.twin.bus.socketcand import LOCALHOST, SocketcandServer
 from rob_twin.twin.drives.amber_bank import MotorBank
-from rob_twin.twin.scenario.schema import parse_fault
-from rob_twin.twin.sim.faults import FaultSchedule, FaultSpecError
+from rob_twin.twin.sim.faults import FaultSchedule
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 PING_ID = 0x7E0  # twin-only diagnostic: answered at once on PONG_ID with the same data
 PONG_ID = 0x7E8
+
+__all__ = ["BankConfig", "BankError", "BankProcess", "control", "default_config"]
+
+
+class UnixStampedBank(MotorBank):
+    """The motor bank with every frame it sends stamped in Unix time [s] (``time.time()``)
+    instead of simulated time: a live bus has one clock, the one SocketCAN and the host
+    use. The lockstep twin keeps simulated stamps (deterministic logs)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for ad in self.buses.values():
+            ad.bus.preserve_timestamps = False
+
+    def _second_writer_due(self, ad, now: float):
+        """As ``MotorBank``'s; the writer's bus (opened on first use) stamps Unix time."""
+        spec = super()._second_writer_due(ad, now)
+        if spec is not None:
+            self._writers[ad.channel].preserve_timestamps = False
+        return spec
 
 
 class BankError(RobTwinError):
@@ -68,7 +109,7 @@ class BankConfig:
     steps_per_wake: int = 2
     max_lag_s: float = 1.0
     ready_file: str | None = None
-    record_path: str | None = None  # record all traffic (wall timestamps) via python-can writers
+    record_path: str | None = None  # record all traffic (Unix-time stamps) via python-can writers
 
 
 def default_config() -> BankConfig:
@@ -87,7 +128,7 @@ class BankProcess:
         self.twin = Twin(TwinConfig(seed=cfg.seed))
         self.faults = FaultSchedule()
         wiring = {ch: Arm.parse(a) for ch, a in cfg.channels.items()}
-        self.bank = MotorBank(
+        self.bank = UnixStampedBank(
             self.twin.model, self.twin.data, wiring, self.faults, now=self.twin.time
         )
         self.server: SocketcandServer | None = None
@@ -112,6 +153,11 @@ class BankProcess:
         sched.add("bus", 1.0 / sched.dt, self._service)
         sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
         self._commands: queue.Queue = queue.Queue()
+        self._fault_lock = threading.Lock()
+        self._faults_pending = 0  # queued + in the schedule, under _fault_lock
+        self._next_fault_end = math.inf  # earliest end [s, simulated] of a fault in force
+        self._fault_list: list[dict] = []  # the status view of the schedule
+        self._clients = 0  # open control connections, under _fault_lock
         self._snapshot: dict = {}
         self._snap_lock = threading.Lock()
         self._stop = threading.Event()
@@ -129,7 +175,7 @@ class BankProcess:
                             arbitration_id=PONG_ID,
                             data=bytes(msg.data),
                             is_extended_id=False,
-                            timestamp=now,
+                            timestamp=time.time(),
                         )
                     )
         self.bank.service(now, self.twin.scheduler.dt)
@@ -154,9 +200,37 @@ class BankProcess:
                 continue
             except OSError:
                 return
+            with self._fault_lock:
+                full = self._clients >= MAX_CLIENTS
+                self._clients += 0 if full else 1
+            if full:
+                err = ControlError(
+                    "connection", f"{MAX_CLIENTS} open", f"at most {MAX_CLIENTS} at once"
+                )
+                self._refuse_and_close(conn, err)
+                continue
             threading.Thread(target=self._control_client, args=(conn,), daemon=True).start()
 
+    @staticmethod
+    def _refuse_and_close(conn: socket.socket, err: ControlError) -> None:
+        try:
+            conn.settimeout(0.5)
+            conn.sendall(encode_reply(err.reply()))
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        conn.close()
+
     def _control_client(self, conn: socket.socket) -> None:
+        """Serve one connection: one reply line per command line; a line over
+        ``MAX_LINE_BYTES`` is answered and the connection closed (framing is lost)."""
+        try:
+            self._serve_lines(conn)
+        finally:
+            with self._fault_lock:
+                self._clients -= 1
+
+    def _serve_lines(self, conn: socket.socket) -> None:
         conn.settimeout(0.5)
         buf = b""
         with conn:
@@ -172,57 +246,78 @@ class BankProcess:
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
-                    reply = self._command(line)
                     try:
-                        conn.sendall((json.dumps(reply, default=str) + "\n").encode())
+                        conn.sendall(encode_reply(self._command(line)))
                     except OSError:
                         return
+                if len(buf) > MAX_LINE_BYTES:
+                    err = ControlError(
+                        "line",
+                        f"{len(buf)} bytes without a newline",
+                        f"<= {MAX_LINE_BYTES} bytes per line, ending in \\n",
+                    )
+                    self._refuse_and_close(conn, err)
+                    return
 
     def _command(self, line: bytes) -> dict:
+        """Check one line completely, then act; a ControlError is the reply, never raised."""
         try:
-            cmd = json.loads(line)
-            name = cmd["cmd"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            return {
-                "ok": False,
-                "error": f"not a JSON command object with 'cmd': {line[:80]!r}; "
-                "valid cmds: status, fault, clear_faults, shutdown",
-            }
-        if name == "status":
+            cmd = parse_control(line)
+        except ControlError as err:
+            return err.reply()
+        if cmd.cmd == "status":
             with self._snap_lock:
                 return {"ok": True, **self._snapshot}
-        if name == "fault":
-            try:
-                raw = dict(cmd["fault"])
-                at = float(raw.pop("at", 0.0))
-                spec = parse_fault({**raw, "at": 0.0})
-            except (KeyError, TypeError, ValueError, FaultSpecError) as err:
-                return {"ok": False, "error": f"bad fault: {err}"}
-            self._commands.put(("fault", spec, at))
+        if cmd.cmd == "fault":
+            spec = cmd.fault
+            with self._fault_lock:
+                if self._faults_pending >= MAX_PENDING_FAULTS:
+                    return pending_faults_error(self._faults_pending).reply()
+                self._faults_pending += 1
+                self._commands.put(("fault", spec))
             return {"ok": True, "queued": spec.kind.value, "arm": spec.arm.value}
-        if name == "clear_faults":
-            self._commands.put(("clear", None, 0.0))
+        if cmd.cmd == "clear_faults":
+            with self._fault_lock:
+                self._faults_pending = 0  # what is queued before the clear goes with it
+                self._commands.put(("clear", None))
             return {"ok": True}
-        if name == "shutdown":
-            self._stop.set()
-            return {"ok": True}
-        return {
-            "ok": False,
-            "error": f"unknown cmd {name!r}; valid: status, fault, clear_faults, shutdown",
-        }
+        self._stop.set()  # shutdown
+        return {"ok": True}
 
     def _apply_commands(self) -> None:
-        while True:
-            try:
-                kind, spec, at = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            if kind == "clear":
+        """Apply queued commands, drop faults that ended, recount the pending ones."""
+        now = self.twin.time
+        changed = False
+        with self._fault_lock:
+            while True:
+                try:
+                    kind, spec = self._commands.get_nowait()
+                except queue.Empty:
+                    break
+                changed = True
+                if kind == "clear":
+                    self.faults.clear()
+                else:  # checked in full by parse_control; "at" is relative to now
+                    self.faults.add(replace(spec, at=now + spec.at))
+            if now >= self._next_fault_end:
+                live = [f for f in self.faults.specs if f.end > now]
                 self.faults.clear()
-            else:
-                from dataclasses import replace
-
-                self.faults.add(replace(spec, at=self.twin.time + max(0.0, at)))
+                for f in live:
+                    self.faults.add(f)
+                changed = True
+            if changed:
+                specs = self.faults.specs
+                self._faults_pending = len(specs)
+                self._next_fault_end = min((f.end for f in specs), default=math.inf)
+                self._fault_list = [
+                    {
+                        "kind": f.kind.value,
+                        "arm": f.arm.value,
+                        "at": round(f.at, 4),
+                        "end": None if math.isinf(f.end) else round(f.end, 4),
+                    }
+                    for f in specs
+                ]
 
     def _update_snapshot(self, lag_s: float) -> None:
         snap = {
@@ -230,9 +325,7 @@ class BankProcess:
             "lag_s": round(lag_s, 4),
             "max_lag_s": round(self.max_lag_s, 4),
             "hardware_io": False,
-            "faults": [
-                {"kind": f.kind.value, "arm": f.arm.value, "at": f.at} for f in self.faults.specs
-            ],
+            "faults": self._fault_list,
             "buses": {
                 ch: {
                     "arm": ad.arm.value,
@@ -315,21 +408,3 @@ class BankProcess:
         if error:
             raise BankError(error)
         return self._snapshot
-
-
-def control(port: int, command: dict, host: str = LOCALHOST, timeout_s: float = 5.0) -> dict:
-    """Send one command to a running bank's control channel and return its reply."""
-    with socket.create_connection((host, port), timeout=timeout_s) as s:
-        s.sendall((json.dumps(command) + "\n").encode())
-        buf = b""
-        deadline = time.monotonic() + timeout_s
-        while b"\n" not in buf:
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"bank control on {host}:{port} did not answer within {timeout_s} s"
-                )
-            chunk = s.recv(65536)
-            if not chunk:
-                raise ConnectionError(f"bank control on {host}:{port} closed without an answer")
-            buf += chunk
-    return json.loads(buf.split(b"\n", 1)[0])

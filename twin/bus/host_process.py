@@ -14,13 +14,24 @@ stream targets (``wave``: a smooth motion around the start; ``hold``: the start 
 sends a ping frame the bank answers at once (a twin-only diagnostic id), to measure
 the round trip through the bank process.
 
+A lost bank ends the run: when every driven owner has latched a loss of its bus or of
+its feedback (``stale_feedback``, ``uncertain_output``, ``partial_output``: a bank killed,
+frozen or unplugged), the host stops at once, within one ``feedback_timeout_s`` of the
+loss, and reports ``ended: "bank_lost"`` with the owners' reasons. python-can's own log
+lines (a socketcand bus logs a traceback when its socket dies) are kept out of stderr and
+counted in the report (``bus_log``).
+
 Report: per arm the owner's mode and fault, samples published, frames sent and
 feedback received; tick jitter (actual tick interval minus the period) and ping round
-trip as p50/p99/max in microseconds. ``on_ready`` is called once streaming starts.
+trip as p50/p99/max in microseconds; ``ended`` (``"seconds"`` or ``"bank_lost"``),
+``end_reason`` and ``ended_at_s`` [s since streaming began]. ``on_ready`` is called once
+streaming starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import socket
 import time
@@ -32,6 +43,7 @@ import numpy as np
 from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import MonotonicClock
 from rob_twin.controllers.codec import decode_feedback
+from rob_twin.controllers.owner_types import FaultKind
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models.errors import RobTwinError
@@ -44,6 +56,11 @@ from rob_twin.twin.sim.closed_loop import twin_owner_config
 STREAMS = ("wave", "hold")
 BOUND_MARGIN_RAD = 0.002
 PING_POLL_S = 0.0005
+# owner faults that mean the bus or the drives behind it are gone (not a motion problem)
+BANK_LOSS_FAULTS = frozenset(
+    {FaultKind.STALE_FEEDBACK, FaultKind.UNCERTAIN_OUTPUT, FaultKind.PARTIAL_OUTPUT}
+)
+BUS_LOG_KEPT = 5  # python-can log lines kept (first line of each) in the report
 
 
 class HostError(RobTwinError):
@@ -142,7 +159,61 @@ def wave_around(
     )
 
 
+def bank_lost_reason(drivers: dict[Arm, ArmDriver]) -> str | None:
+    """Why the host should stop when every owner latched a loss of bus or feedback, else
+    None (one owner faulted for a loss, or any other fault, keeps the run going)."""
+    if not drivers or not all(d.owner.fault in BANK_LOSS_FAULTS for d in drivers.values()):
+        return None
+    return "; ".join(
+        f"{arm.value}: {d.owner.fault.value} ({d.owner.fault_reason})" for arm, d in drivers.items()
+    )
+
+
+class BusLog(logging.Handler):
+    """Keeps python-can's log records (``can.*``, WARNING and up) out of stderr: counts
+    them and keeps the first line of the first ``BUS_LOG_KEPT``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self.first: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        if len(self.first) < BUS_LOG_KEPT:
+            try:
+                text = record.getMessage()
+            except Exception:  # noqa: BLE001 - a log record must never end the host
+                text = str(record.msg)
+            self.first.append(f"{record.name}: {text.splitlines()[0] if text else ''}")
+
+    def report(self) -> dict:
+        return {"records": self.count, "first": list(self.first)}
+
+
+@contextlib.contextmanager
+def captured_bus_log():
+    """Route python-can's log (logger ``can``) into a ``BusLog`` for the block."""
+    log, handler = logging.getLogger("can"), BusLog()
+    propagate = log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield handler
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+
+
 def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dict:
+    """Run the host stack (see the module docstring) and return its report."""
+    with captured_bus_log() as bus_log:
+        report = _run_host(cfg, on_ready)
+    report["bus_log"] = bus_log.report()
+    return report
+
+
+def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
     arms = [Arm.parse(a) for a in cfg.arms]
     clock = MonotonicClock()
     period = 1.0 / cfg.rate_hz
@@ -156,6 +227,7 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
     )
     buses: dict[Arm, PongTap] = {}
     drivers: dict[Arm, ArmDriver] = {}
+    ended, end_reason = "seconds", None
     try:
         for arm in arms:
             buses[arm] = PongTap(open_bus(cfg, cfg.channels[arm.value]))
@@ -202,6 +274,9 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
         while True:
             now = time.monotonic()
             if now - t0 >= cfg.seconds:
+                break
+            if (end_reason := bank_lost_reason(drivers)) is not None:
+                ended = "bank_lost"
                 break
             while (
                 now < next_tick
@@ -250,6 +325,7 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
                         data=(k_ping & 0xFFFF).to_bytes(2, "big"),
                     )
                 )
+        ended_at = time.monotonic() - t0
         rtt = [t - pings[k] for tap in buses.values() for k, t in tap.pongs.items() if k in pings]
         arms_report = {}
         for arm in arms:
@@ -280,6 +356,9 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
             "seconds": cfg.seconds,
             "stream": cfg.stream,
             "stopped_at_s": stopped_at,
+            "ended": ended,
+            "end_reason": end_reason,
+            "ended_at_s": round(ended_at, 4),
             "ticks": len(intervals) + 1,
             "tick_jitter": percentiles_us(jitter),
             "ping_round_trip": percentiles_us(rtt),
@@ -290,7 +369,8 @@ def run_host(cfg: HostConfig, on_ready: Callable[[], None] | None = None) -> dic
         for drv in drivers.values():
             drv.close()
         for bus in buses.values():
-            close_bus(bus)
+            # a lost bank reads nothing more: no frames to save by draining
+            close_bus(bus, drain_timeout_s=0.0 if ended == "bank_lost" else 2.0)
 
 
 def close_bus(bus: can.BusABC, drain_timeout_s: float = 2.0) -> None:

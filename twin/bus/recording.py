@@ -8,8 +8,10 @@ Each frame carries its bus number as channel (10 for CAN10, 11 for CAN11).
 
 Timestamps ``simulated`` (lockstep): the physics step at which the drives read the
 frame (or sent it); with bus timing on that is the first step at or after the end
-of the frame (the exact end-of-frame times are in the bus report). ``wall``: the
-wall clock when the frame was seen (real-time runs).
+of the frame (the exact end-of-frame times are in the bus report). ``wall``: Unix
+time (``time.time()``) when the frame was seen (real-time runs: the bank's
+``--record-can``), the same clock the frames carry on the bank's live bus, so a recording
+and ``python -m can.logger`` output share one time base.
 
 Next to the recording, ``<name>.<suffix>.json`` holds what a replay needs to rebuild
 the same twin: seed, physics step, feedback rate, wiring, the drive faults, the

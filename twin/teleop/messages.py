@@ -14,6 +14,11 @@ Client -> server (every frame carries ``v`` and ``type``):
 Server -> client: ``welcome``, ``status`` (per-hand state, last rejection, counters),
 ``telemetry``, ``camera`` and ``error`` (see ``server.py``).
 
+Every frame is read by the shared bounded JSON reader (``rob_twin.models.bounded_json``:
+UTF-8, at most ``MAX_FRAME_BYTES``, ``MAX_DEPTH`` nested arrays/objects, integers of at
+most ``MAX_INT_DIGITS`` digits, finite numbers only) before any field is looked at, so a
+hostile frame is one ``TeleopMessageError`` naming the field and the limit.
+
 Sequence numbers strictly increase within a session; a frame whose ``seq`` is not above
 the last accepted one is stale (dropped and counted by the controller).
 """
@@ -25,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import Arm
 
@@ -34,6 +40,11 @@ ROLES = ("operator", "watcher")
 TYPES = ("hello", "input", "reset")
 MAX_SESSION_CHARS = 64
 QUATERNION_NORM_TOLERANCE = 1e-2  # |q| must be 1 within this [-]
+MAX_DEPTH = 4  # frame -> hands -> hand -> position/orientation
+MAX_INT_DIGITS = 20  # seq < 2**53 has 16
+FRAME_LIMITS = JsonLimits(
+    max_bytes=MAX_FRAME_BYTES, max_depth=MAX_DEPTH, max_int_digits=MAX_INT_DIGITS
+)
 
 
 class TeleopMessageError(RobTwinError, ValueError):
@@ -150,9 +161,9 @@ def parse_message(text: str | bytes) -> Message:
     if len(text) > MAX_FRAME_BYTES:
         raise TeleopMessageError("frame size", len(text), f"<= {MAX_FRAME_BYTES} bytes")
     try:
-        obj = json.loads(text)
-    except ValueError as err:
-        raise TeleopMessageError("frame", text, f"JSON ({err})") from None
+        obj = read_bounded_json(text, what="teleop frame", limits=FRAME_LIMITS)
+    except JsonInputError as err:
+        raise TeleopMessageError(err.field, err.value, err.valid) from None
     if not isinstance(obj, dict):
         raise TeleopMessageError("frame", obj, "a JSON object")
     if obj.get("v") != PROTOCOL_VERSION:

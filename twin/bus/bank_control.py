@@ -1,0 +1,132 @@
+"""The bank's control protocol: JSON lines over TCP on 127.0.0.1 (``docs/BANK_PROTOCOL.md``).
+
+``parse_control(line)`` turns one received line (bytes, without its ``\\n``) into a
+``ControlCommand`` or raises ``ControlError`` (an ``InvalidValueError``: ``field``,
+``value``, ``valid``) *before* anything acts on it: the line is read by the shared bounded
+JSON reader (size, UTF-8, nesting, integer digits, finite numbers), the command name and
+keys are checked, and a fault is validated completely (kind, arm, times, ranges; the
+scenario fault schema, ``rob_twin.twin.scenario.schema.parse_fault``). The bank answers a
+``ControlError`` on the same connection as ``{"ok": false, "error", "field", "valid"}``
+and keeps serving.
+
+``control(port, command)`` is the client side: one command, one reply.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass
+
+from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
+from rob_twin.models.errors import InvalidValueError
+from rob_twin.twin.bus.socketcand import LOCALHOST
+from rob_twin.twin.scenario.schema import parse_fault
+from rob_twin.twin.sim.faults import FaultSpec, FaultSpecError
+
+COMMANDS = ("status", "fault", "clear_faults", "shutdown")
+MAX_LINE_BYTES = 16_384  # one command line, without its newline [bytes]
+MAX_DEPTH = 8  # nested arrays/objects in one command
+MAX_PENDING_FAULTS = 64  # faults queued or in force at once; more are refused
+MAX_CLIENTS = 8  # control connections served at once; more are refused
+MAX_REPLY_BYTES = 4_000_000  # a status reply for the client side [bytes]
+
+CONTROL_LIMITS = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH, max_int_digits=20)
+REPLY_LIMITS = JsonLimits(max_bytes=MAX_REPLY_BYTES, max_depth=MAX_DEPTH, max_int_digits=20)
+
+
+class ControlError(InvalidValueError):
+    """A control message the bank refuses; ``field`` names what was wrong, ``valid`` the
+    rule or limit. Nothing was changed."""
+
+    subject = "bank control message"
+
+    def reply(self) -> dict:
+        """The answer sent back on the connection."""
+        return {"ok": False, "error": str(self), "field": self.field, "valid": self.valid}
+
+
+@dataclass(frozen=True)
+class ControlCommand:
+    """One checked command; ``fault`` (with ``at`` relative to the bank's now [s]) only
+    for ``cmd == "fault"``."""
+
+    cmd: str
+    fault: FaultSpec | None = None
+
+
+def parse_control(line: bytes | str) -> ControlCommand:
+    """One control line as a checked command; ``ControlError`` names the field and the limit."""
+    try:
+        obj = read_bounded_json(line, what="bank control message", limits=CONTROL_LIMITS)
+    except JsonInputError as err:
+        raise ControlError(err.field, err.value, err.valid) from None
+    if not isinstance(obj, dict):
+        raise ControlError("message", type(obj).__name__, 'a JSON object {"cmd": ...}')
+    name = obj.get("cmd")
+    if not isinstance(name, str) or name not in COMMANDS:
+        raise ControlError("cmd", name, ", ".join(COMMANDS))
+    allowed = {"cmd", "fault"} if name == "fault" else {"cmd"}
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise ControlError("keys", extra, f"only {', '.join(sorted(allowed))} for {name!r}")
+    if name != "fault":
+        return ControlCommand(name)
+    raw = obj.get("fault")
+    if not isinstance(raw, dict):
+        raise ControlError("fault", raw, "an object: kind, arm, at [s from now], duration [s], ...")
+    try:
+        spec = parse_fault(raw)
+    except FaultSpecError as err:
+        raise ControlError("fault", raw, _fault_problems(err)) from None
+    return ControlCommand(name, spec)
+
+
+def _fault_problems(err: FaultSpecError) -> str:
+    """The schema's problem lines as one line ("fault.at: Input should be ...; ...")."""
+    lines = [ln.strip().removeprefix("- ") for ln in str(err).splitlines()[1:] if ln.strip()]
+    text = "; ".join(lines) if lines else str(err)
+    return text.replace("faults[0]", "fault")
+
+
+def pending_faults_error(pending: int) -> ControlError:
+    """The refusal of one fault more when ``pending`` are already queued or in force."""
+    return ControlError(
+        "fault",
+        f"{pending} faults pending",
+        f"at most {MAX_PENDING_FAULTS} queued or in force; wait for some to end or clear_faults",
+    )
+
+
+def encode_reply(reply: dict) -> bytes:
+    """One reply line (JSON, no NaN/Infinity, ``\\n``-terminated); a reply that holds a
+    non-finite number becomes an error reply naming it (the connection goes on)."""
+    try:
+        return (json.dumps(reply, default=str, allow_nan=False) + "\n").encode()
+    except ValueError as err:
+        refusal = {"ok": False, "error": f"the bank's reply is not valid JSON: {err}"}
+        return (json.dumps(refusal | {"field": "reply", "valid": "finite numbers"}) + "\n").encode()
+
+
+def control(port: int, command: dict, host: str = LOCALHOST, timeout_s: float = 5.0) -> dict:
+    """Send one command to a running bank's control channel and return its reply."""
+    with socket.create_connection((host, port), timeout=timeout_s) as s:
+        s.sendall((json.dumps(command) + "\n").encode())
+        buf = b""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in buf:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"bank control on {host}:{port} did not answer within {timeout_s} s"
+                )
+            if len(buf) > MAX_REPLY_BYTES:
+                raise ControlError("reply", f"{len(buf)} bytes", f"<= {MAX_REPLY_BYTES} bytes")
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError(f"bank control on {host}:{port} closed without an answer")
+            buf += chunk
+    reply = read_bounded_json(buf.split(b"\n", 1)[0], what="bank reply", limits=REPLY_LIMITS)
+    if not isinstance(reply, dict):
+        raise ControlError("reply", type(reply).__name__, "a JSON object")
+    return reply

@@ -368,3 +368,35 @@ def _validate_certificate(
 
 def _count(x: float) -> bool:
     return x >= 1 and x == int(x)
+
+
+def plan_from_document(doc: dict):
+    """The ``Plan`` a validated document holds, for execution (``rob_twin.planners.plan``):
+    its time base, each moving arm's q, qd and qdd (documents without qdd: the gradient of
+    qd over t), the waypoints (first and last sample), the certified minimum as its
+    clearance. The certificate itself stays in the document (``certificate_check``)."""
+    from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan
+
+    t = np.asarray(doc["t_s"], float)
+    arms = {}
+    for a in doc["moving"]:
+        q = np.asarray(doc["q_rad"][a], float)
+        qd = np.asarray(doc["qd_rad_s"][a], float)
+        if "qdd_rad_s2" in doc:
+            qdd = np.asarray(doc["qdd_rad_s2"][a], float)
+        else:
+            qdd = np.gradient(qd, t, axis=0) if t.size > 1 else np.zeros_like(qd)
+        arms[a] = ArmTrajectory(a, tuple(doc["joint_names"][a]), q, qd, qdd)
+    stacked = np.hstack([arms[a].q for a in arms])
+    cert = doc["certificate"]
+    return Plan(
+        t=t,
+        rate_hz=float(1.0 / (t[1] - t[0])) if t.size > 1 else 125.0,
+        arms=arms,
+        waypoints=stacked[[0, -1]],
+        min_clearance=ClearanceRecord(float(cert["certified_min_m"]), None, None, False),
+        stage_times_s={},
+        checked_states=0,
+        repairs=0,
+        seed=-1,
+    )

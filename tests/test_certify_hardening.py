@@ -167,8 +167,8 @@ def test_an_emptied_pair_list_is_refused(document, tmp_path, capsys):
 
 
 def test_a_dropped_lowest_pair_is_a_disagreement(document, tmp_path, capsys):
-    """The certificate must list the pair coal finds lowest (and every pair below the
-    highest one it lists); a list without it disagrees (exit 1)."""
+    """The certificate must list the pair it names as its lowest (the planner lists it
+    first); a list without it disagrees (exit 1)."""
     doc = copy.deepcopy(document)
     del doc["certificate"]["pairs"][0]
     code, out, _ = _certify(tmp_path, capsys, doc)

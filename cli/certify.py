@@ -1,5 +1,10 @@
-"""``rob-twin certify``: re-verify a saved plan's clearance certificate with coal (exit 1 on
-any disagreement)."""
+"""``rob-twin certify``: re-verify a saved plan's clearance certificate with coal.
+
+Exit 0 only when the independent check agrees with every figure of the certificate; 1 on
+any disagreement (a pair lower than certified, a pair missing from the list, a margin not
+kept, another model's hash, a certificate that says not certified); 2 for a file that
+cannot be read or holds an invalid field (``PlanFileError`` names the field and the valid
+range: NaN, shapes, limits, margins, pair list, sizes)."""
 
 from __future__ import annotations
 
@@ -13,15 +18,16 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
     from rob_twin.planners.certificate_check import verify_document
     from rob_twin.planners.plan_file import load_plan_file
 
-    doc = load_plan_file(args.plan)
+    doc = load_plan_file(args.plan)  # exit 2 before the model is even loaded
     model = load_scene(args.model or SCENE_PATH)
-    report = verify_document(doc, model).as_dict()
+    report = verify_document(doc, model, where=str(args.plan)).as_dict()
     report["plan"] = str(args.plan)
     if not args.json:
         verdict = "AGREES" if report["ok"] else "DISAGREES"
+        low = report["certified_min_m"]
+        figure = "not compared" if low is None else f"{low * 1e3:.3f} mm ({report['pair']})"
         print(
-            f"{verdict}: certified minimum {report['certified_min_m'] * 1e3:.3f} mm "
-            f"({report['pair']}), {report['pairs_checked']} pairs, "
+            f"{verdict}: certified minimum {figure}, {report['pairs_checked']} pairs, "
             f"{report['coal_queries']} coal queries"
         )
         for line in report["disagreements"]:
@@ -34,9 +40,12 @@ def register(sub) -> None:
     cert = sub.add_parser(
         "certify",
         help="re-verify a saved plan's clearance certificate with coal "
-        "(exit 1 on any disagreement)",
+        "(exit 0 agrees, 1 disagrees, 2 unreadable or invalid file)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    cert.add_argument("plan", help="plan file (JSON, rob_twin.planners.plan_file)")
-    cert.add_argument("--model", help="scene XML (default: the generated ROB scene)")
+    cert.add_argument(
+        "plan", help="plan file (JSON, written by rob-twin plan or planners.save_plan)"
+    )
+    cert.add_argument("--model", default=None, help="scene XML (None: the generated ROB scene)")
     cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
     cert.set_defaults(func=_cmd_certify, json_result=True)

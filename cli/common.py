@@ -66,6 +66,7 @@ class Parser(argparse.ArgumentParser):
 def input_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from rob_twin.models.names import UnknownNameError
+    from rob_twin.planners.goals_file import GoalsFileError
     from rob_twin.planners.plan_file import PlanFileError
     from rob_twin.twin.bus.recording import RecordingError
     from rob_twin.twin.bus.timing import BusTimingConfigError
@@ -80,6 +81,7 @@ def input_errors() -> tuple[type[BaseException], ...]:
         BusTimingConfigError,
         RecordingError,
         PlanFileError,
+        GoalsFileError,
     )
 
 

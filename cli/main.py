@@ -1,5 +1,5 @@
 """``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host, study,
-sweep, certify.
+sweep, plan, certify.
 
 Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
 steps or owner faults; a failed gate; an error while running); 2 bad input (command line,
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 
-from rob_twin.cli import bus, certify, demo, experiment, rehearse, run, scale, teleop, view
+from rob_twin.cli import bus, certify, demo, experiment, plan, rehearse, run, scale, teleop, view
 from rob_twin.cli.common import QUALITY_CHOICES, Parser, UsageError, run_command
 
 __all__ = ["QUALITY_CHOICES", "UsageError", "build_parser", "main"]
 
 # Each module adds its commands (options next to their handler); this order is the order
 # ``rob-twin --help`` lists them in.
-COMMAND_MODULES = (experiment, demo, run, rehearse, bus, certify, view, teleop, scale)
+COMMAND_MODULES = (experiment, demo, run, rehearse, bus, plan, certify, view, teleop, scale)
 
 
 def build_parser() -> argparse.ArgumentParser:

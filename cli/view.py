@@ -1,4 +1,5 @@
-"""``rob-twin view``: the interactive viewer paced in real time (exit 3 without a display)."""
+"""``rob-twin view``: the interactive viewer paced in real time (exit 3 without a display);
+``--plan FILE`` shows a plan file (``rob-twin plan --out``) executed from its start."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ def _cmd_view(args: argparse.Namespace) -> int:
             presses.append((float(at), key_code(name)))
         except ValueError:
             raise UsageError(f"--press {item!r}: expected SECONDS:KEY, e.g. 1.5:F8") from None
+    scenario = args.scenario
+    if args.plan is not None:
+        if scenario is not None:
+            raise UsageError("rob-twin view: give a SCENARIO or --plan, not both")
+        return _view_plan(args, presses)
     try:
         return view(
-            args.scenario,
+            scenario,
             max_wall_s=args.seconds,
             presses=presses,
             screenshot=args.screenshot,
@@ -34,10 +40,46 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 3
 
 
+def _view_plan(args: argparse.Namespace, presses: list) -> int:
+    """The plan file as a scenario (``scenario_for_plan_file``: the arms at the plan's start,
+    the plan at 0.5 s), written to a temporary file the viewer loads; exit 2 for a file
+    that is not a valid plan, before any window opens."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from rob_twin.twin.scenario.plan_steps import scenario_for_plan_file
+    from rob_twin.twin.viewer.session import NoDisplayError, view
+
+    raw = scenario_for_plan_file(args.plan)
+    with tempfile.TemporaryDirectory(prefix="rob-twin-view-") as tmp:
+        path = Path(tmp) / "plan.json"
+        path.write_text(json.dumps(raw))
+        try:
+            return view(
+                str(path),
+                max_wall_s=args.seconds,
+                presses=presses,
+                screenshot=args.screenshot,
+                report=args.report,
+                quality=args.quality,
+                max_sim_s=args.sim_seconds,
+            )
+        except NoDisplayError as err:
+            print(f"rob-twin view: {err}", file=sys.stderr)
+            return 3
+
+
 def register(sub) -> None:
     """Add ``view`` to the ``rob-twin`` sub-command parser ``sub``."""
     view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
-    view.add_argument("scenario", nargs="?")
+    view.add_argument("scenario", nargs="?", help="scenario file (default: the demo scenario)")
+    view.add_argument(
+        "--plan",
+        default=None,
+        help="show a plan file (rob-twin plan --out) executed from its start, instead of "
+        "a scenario",
+    )
     view.add_argument(
         "--seconds",
         type=float,

@@ -19,6 +19,7 @@ says certified. Units: metres, seconds, radians.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import mujoco
@@ -27,6 +28,7 @@ from rob_twin.planners.certificate_envelope import _arc, envelope_minima, segmen
 from rob_twin.planners.certificate_geometry import _pair_name, model_hash, pair_geometry
 from rob_twin.planners.geom_pairs import GeomPairTable, PairClass
 from rob_twin.planners.oracle import CoalOracle
+from rob_twin.planners.plan_file import PlanFileError, validate_plan_document
 from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
 
 AGREE_TOLERANCE_M = 2e-4  # MuJoCo's and coal's distances of one mesh pair differ by ~1e-6..1e-4 m
@@ -52,7 +54,9 @@ class CheckReport:
             "ok": self.ok,
             "model_hash": self.model_hash,
             "stored_model_hash": self.stored_hash,
-            "certified_min_m": round(self.certified_min_m, 7),
+            "certified_min_m": round(self.certified_min_m, 7)
+            if math.isfinite(self.certified_min_m)
+            else None,
             "pair": self.pair,
             "pairs_checked": self.pairs_checked,
             "coal_queries": self.coal_queries,
@@ -64,14 +68,40 @@ class CheckReport:
 
 
 def verify_document(
-    doc: dict, model: mujoco.MjModel, agree_tolerance_m: float = AGREE_TOLERANCE_M
+    doc: dict,
+    model: mujoco.MjModel,
+    agree_tolerance_m: float = AGREE_TOLERANCE_M,
+    where: str = "(in memory)",
 ) -> CheckReport:
-    """Re-verify the plan document ``doc`` (``rob_twin.planners.plan_file``) against ``model``."""
+    """Re-verify the plan document ``doc`` (``rob_twin.planners.plan_file``) against ``model``.
+
+    ``doc`` is validated first (``validate_plan_document``) and checked against the model
+    (its joints exist, ``reference_qpos`` has the model's nq entries): PlanFileError names
+    the field otherwise (``where``: the file, for messages). A model hash that differs is
+    the one disagreement reported (nothing else is comparable then)."""
+    validate_plan_document(doc, where)
+    _check_against_model(doc, model, where)
     cert = doc["certificate"]
     problems: list[str] = []
     h = model_hash(model)
     if h != cert["model_hash"]:
-        problems.append(f"model hash {h} differs from the certificate's {cert['model_hash']}")
+        return CheckReport(
+            ok=False,
+            model_hash=h,
+            stored_hash=cert["model_hash"],
+            certified_min_m=float("nan"),
+            pair="",
+            pairs_checked=0,
+            coal_queries=0,
+            disagreements=[
+                f"model hash {h} differs from the certificate's {cert['model_hash']}: "
+                "the plan was certified on another model (nothing else checked)"
+            ],
+        )
+    if not cert["certified"]:
+        problems.append(
+            f"the certificate says not certified ({cert.get('failure') or 'no reason given'})"
+        )
     moving = list(doc["moving"])
     spec = UncertaintySpec.from_dict(cert["uncertainty"])
     margin, horizon = float(doc["margin_m"]), float(cert["horizon_m"])
@@ -124,26 +154,12 @@ def verify_document(
         pair_min = lower[:, 0] - allowance
     p_worst = int(np.argmin(pair_min)) if pair_min.size else 0
     worst = float(pair_min[p_worst]) if pair_min.size else horizon
-    names = {_pair_name(geometry, p): p for p in range(geometry.g1.size)}
-    max_diff = 0.0
-    for stored in cert["pairs"]:
-        p = names.get(stored["pair"])
-        if p is None:
-            problems.append(
-                f"pair {stored['pair']!r} of the certificate is not a checked pair of this model"
-            )
-            continue
-        diff = float(stored["certified_min_m"]) - float(pair_min[p])
-        max_diff = max(max_diff, abs(diff))
-        if abs(diff) > agree_tolerance_m:
-            problems.append(
-                f"{stored['pair']}: certificate says {stored['certified_min_m'] * 1e3:.3f} mm, "
-                f"coal gives {pair_min[p] * 1e3:.3f} mm"
-            )
-    if cert["certified"] and worst < margin - agree_tolerance_m:
+    max_diff, pair_problems = _compare_pairs(cert, geometry, pair_min, agree_tolerance_m)
+    problems += pair_problems
+    if worst < margin - agree_tolerance_m:
         problems.append(
-            f"certified, but {_pair_name(geometry, p_worst)} is certified only to "
-            f"{worst * 1e3:.3f} mm (margin {margin * 1e3:.1f} mm)"
+            f"{_pair_name(geometry, p_worst)} is certified only to "
+            f"{worst * 1e3:.3f} mm, below the margin {margin * 1e3:.1f} mm"
         )
     if float(cert["certified_min_m"]) > worst + agree_tolerance_m:
         problems.append(
@@ -161,6 +177,63 @@ def verify_document(
         disagreements=problems,
         max_pair_difference_m=max_diff,
     )
+
+
+def _check_against_model(doc: dict, model: mujoco.MjModel, where: str) -> None:
+    """The document's joints exist in ``model`` as hinge or slide joints and its reference
+    qpos has ``model.nq`` entries; PlanFileError otherwise."""
+    valid_joints = {model.joint(i).name for i in range(model.njnt)}
+    for a, joints in doc["arms"].items():
+        for i, j in enumerate(joints):
+            jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+            if jid < 0:
+                raise PlanFileError(
+                    where, f"arms.{a}[{i}]", j, f"a joint of the model ({len(valid_joints)} joints)"
+                )
+            if int(model.jnt_type[jid]) not in (
+                int(mujoco.mjtJoint.mjJNT_HINGE),
+                int(mujoco.mjtJoint.mjJNT_SLIDE),
+            ):
+                raise PlanFileError(where, f"arms.{a}[{i}]", j, "a hinge or slide joint")
+    if len(doc["reference_qpos"]) != model.nq:
+        raise PlanFileError(
+            where,
+            "reference_qpos",
+            f"{len(doc['reference_qpos'])} entries",
+            f"{model.nq} entries (the model's nq)",
+        )
+
+
+def _compare_pairs(cert, geometry, pair_min, tol) -> tuple[float, list[str]]:
+    """Each listed pair against its recomputed minimum; the pair count; the certificate's
+    lowest pair (``pair``, when it names a checked pair) must be listed. Returns the largest
+    difference [m] and the disagreements."""
+    problems = []
+    total = geometry.g1.size
+    if cert["pairs_total"] != total:
+        problems.append(
+            f"pairs_total {cert['pairs_total']} differs from the model's {total} checked pairs"
+        )
+    names = {_pair_name(geometry, p): p for p in range(total)}
+    max_diff = 0.0
+    for stored in cert["pairs"]:
+        p = names.get(stored["pair"])
+        if p is None:
+            problems.append(
+                f"pair {stored['pair']!r} of the certificate is not a checked pair of this model"
+            )
+            continue
+        diff = float(stored["certified_min_m"]) - float(pair_min[p])
+        max_diff = max(max_diff, abs(diff))
+        if abs(diff) > tol:
+            problems.append(
+                f"{stored['pair']}: certificate says {stored['certified_min_m'] * 1e3:.3f} mm, "
+                f"coal gives {pair_min[p] * 1e3:.3f} mm"
+            )
+    listed = {s["pair"] for s in cert["pairs"]}
+    if cert.get("pair") in names and cert["pair"] not in listed:  # the planner lists it first
+        problems.append(f"the certificate's lowest pair {cert['pair']} is not listed in its pairs")
+    return max_diff, problems
 
 
 def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:

@@ -2,37 +2,72 @@
 
 Everything the certificate rests on travels with it, so that anyone can re-verify it from
 the model alone (``rob_twin.planners.certificate_check``): the moving arms and joint names, the
-shared time base ``t`` [s], positions ``q`` [rad] and velocities ``qd`` [rad/s] per arm,
-the full reference qpos of every other joint, the acceleration and velocity limits the
-speed bound between samples uses, margin and horizon [m], the certificate itself
-(``PlanClearanceCertificate.as_dict``: per pair the certified minimum, where, the active
-queries, the uncertainty spec, the bisection queries, the model's hash).
+shared time base ``t`` [s], positions ``q`` [rad], velocities ``qd`` [rad/s] and
+accelerations ``qdd`` [rad/s^2] per arm, the full reference qpos of every other joint, the
+acceleration and velocity limits the speed bound between samples uses, margin and horizon
+[m], the certificate itself (``PlanClearanceCertificate.as_dict``: per pair the certified
+minimum, where, the active queries, the uncertainty spec, the bisection queries, the
+model's hash).
+
+A plan file comes from outside the process: ``load_plan_file`` reads it with the bounded
+JSON reader (size, depth, finite numbers, no repeated keys) and ``validate_plan_document``
+checks every field: each array finite and of its shape, times rising from 0, limits and
+margins positive, the pair list non-empty with each pair once, sample and query counts
+capped (``PlanFileLimits``). Anything else is a ``PlanFileError`` naming the file, the
+field, the value and the valid range.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
+from rob_twin.models.errors import InvalidValueError
 from rob_twin.planners.errors import PlannerError
 
 FORMAT = "rob-twin plan with clearance certificate, v1"
+MAX_PLAN_SAMPLES = 20_000  # 160 s at 125 Hz; the check holds (pairs x samples) distances
 
 
-class PlanFileError(PlannerError, ValueError):
-    """A plan file that cannot be read or lacks a field; names the file and the field."""
+@dataclass(frozen=True)
+class PlanFileLimits:
+    """Caps on one plan file: ``max_bytes`` (file size, bytes), ``max_samples`` (time
+    samples), ``max_extra_queries`` (bisection queries of the certificate), ``max_pairs``
+    (pairs listed), ``max_arms``, ``max_joints`` (per arm)."""
 
-    def __init__(self, where: str, what: str):
-        self.where, self.what = where, what
-        super().__init__(f"plan file {where}: {what}")
+    max_bytes: int = 32_000_000
+    max_samples: int = MAX_PLAN_SAMPLES
+    max_extra_queries: int = MAX_PLAN_SAMPLES
+    max_pairs: int = 10_000
+    max_arms: int = 8
+    max_joints: int = 16
+
+
+def default_config() -> PlanFileLimits:
+    """32 MB, 20,000 samples (160 s at 125 Hz), 20,000 bisection queries, 10,000 pairs."""
+    return PlanFileLimits()
+
+
+class PlanFileError(PlannerError, InvalidValueError):
+    """A plan file that cannot be read or holds an invalid field; ``where`` names the file,
+    ``field`` the field (a path such as ``q_rad.right[3][2]``), ``value`` what was found and
+    ``valid`` the valid range."""
+
+    def __init__(self, where: str, field: str, value: object, valid: str):
+        self.where = where
+        self.subject = f"plan file {where}:"
+        super().__init__(field, value, valid)
 
 
 def plan_document(group, plan) -> dict:
     """The JSON-ready document of ``plan`` (a certified ``Plan`` of ``group``)."""
     if plan.certificate is None:
         raise PlanFileError(
-            "(in memory)", "plan has no certificate; valid: a plan from ArmGroup.plan"
+            "(in memory)", "certificate", None, "a plan from ArmGroup.plan (it has one)"
         )
     moving = list(plan.moving)
     return {
@@ -43,6 +78,7 @@ def plan_document(group, plan) -> dict:
         "t_s": plan.t.tolist(),
         "q_rad": {a: plan.arms[a].q.tolist() for a in moving},
         "qd_rad_s": {a: plan.arms[a].qd.tolist() for a in moving},
+        "qdd_rad_s2": {a: plan.arms[a].qdd.tolist() for a in moving},
         "reference_qpos": group.reference_qpos.tolist(),
         "acceleration_rad_s2": {a: list(group.motion_limits(a).acceleration) for a in moving},
         "velocity_rad_s": {a: list(group.motion_limits(a).velocity) for a in moving},
@@ -55,8 +91,10 @@ def plan_document(group, plan) -> dict:
 def save_plan(path: str | Path, group, plan) -> Path:
     """Write ``plan`` with its certificate to ``path`` (parents created)."""
     path = Path(path)
+    doc = plan_document(group, plan)
+    validate_plan_document(doc, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan_document(group, plan), indent=1) + "\n")
+    path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return path
 
 
@@ -74,34 +112,291 @@ REQUIRED = (
     "margin_m",
     "certificate",
 )
+CERTIFICATE_REQUIRED = (
+    "certified",
+    "margin_m",
+    "horizon_m",
+    "certified_min_m",
+    "pairs",
+    "pairs_total",
+    "extra_queries",
+    "uncertainty",
+    "payload_reach_m",
+    "model_hash",
+)
 
 
-def load_plan_file(path: str | Path) -> dict:
-    """The document of a plan file, checked for its fields and shapes."""
+def load_plan_file(path: str | Path, limits: PlanFileLimits | None = None) -> dict:
+    """The document of the plan file at ``path``, read with the bounded JSON reader and
+    checked field by field (``validate_plan_document``); PlanFileError otherwise."""
+    limits = limits or default_config()
     path = Path(path)
+    where = str(path)
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as err:
-        raise PlanFileError(str(path), f"cannot be read ({err})") from None
-    except json.JSONDecodeError as err:
-        raise PlanFileError(str(path), f"is not JSON ({err})") from None
-    if not isinstance(doc, dict):
-        raise PlanFileError(str(path), "top level is not an object")
-    missing = [k for k in REQUIRED if k not in doc]
-    if missing:
-        raise PlanFileError(
-            str(path), f"missing field {missing[0]!r}; valid: {', '.join(REQUIRED)}"
-        )
-    if doc["format"] != FORMAT:
-        raise PlanFileError(str(path), f"format {doc['format']!r}; valid: {FORMAT!r}")
-    t = np.asarray(doc["t_s"], float)
-    for a in doc["moving"]:
-        for key in ("q_rad", "qd_rad_s"):
-            arr = np.asarray(doc[key].get(a, []), float)
-            if arr.shape != (t.size, len(doc["joint_names"].get(a, []))):
-                raise PlanFileError(
-                    str(path),
-                    f"{key}[{a!r}] has shape {arr.shape}; valid: "
-                    f"({t.size}, {len(doc['joint_names'].get(a, []))})",
+        if path.is_dir():
+            raise PlanFileError(where, "path", where, "a plan file (JSON), not a directory")
+        size = path.stat().st_size
+        if size > limits.max_bytes:  # refused before a byte is read
+            raise PlanFileError(where, "size", f"{size} bytes", f"<= {limits.max_bytes} bytes")
+        with path.open("rb") as f:
+            data = f.read(limits.max_bytes + 1)
+    except OSError as err:
+        raise PlanFileError(where, "path", where, f"a readable file ({err.strerror})") from None
+    json_limits = JsonLimits(max_bytes=limits.max_bytes, max_depth=8, reject_duplicate_keys=True)
+    try:
+        doc = read_bounded_json(data, what=f"plan file {where}", limits=json_limits)
+    except JsonInputError as err:
+        field = "syntax (not JSON)" if err.field == "syntax" else f"JSON {err.field}"
+        raise PlanFileError(where, field, err.value, err.valid) from None
+    return validate_plan_document(doc, where, limits)
+
+
+# ------------------------------------------------------------------ field checks
+
+
+class _Fields:
+    """Checks of one document's fields; each failure a PlanFileError naming the field."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, field: str, value: object, valid: str):
+        raise PlanFileError(self.where, field, value, valid)
+
+    def obj(self, value: object, field: str, required: tuple[str, ...] = ()) -> dict:
+        if not isinstance(value, dict):
+            self.fail(field, _kind(value), "a JSON object {...}")
+        for key in required:
+            if key not in value:
+                where = f"{field}.{key}" if field != "(top level)" else key
+                self.fail(
+                    where, "(missing)", f"present (missing field; required: {', '.join(required)})"
                 )
+        return value
+
+    def text(self, value: object, field: str) -> str:
+        if not isinstance(value, str) or not 0 < len(value) <= 200:
+            self.fail(field, value, "a non-empty string of at most 200 characters")
+        return value
+
+    def names(self, value: object, field: str, most: int) -> list[str]:
+        if not isinstance(value, list) or not 0 < len(value) <= most:
+            self.fail(field, _kind(value), f"a list of 1..{most} names")
+        for i, name in enumerate(value):
+            self.text(name, f"{field}[{i}]")
+        if len(set(value)) != len(value):
+            self.fail(field, value, "each name once")
+        return value
+
+    def number(self, value: object, field: str, valid: str = "a finite number", ok=None) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(field, _kind(value), valid)
+        x = float(value)
+        if not math.isfinite(x) or (ok is not None and not ok(x)):
+            why = valid if math.isfinite(x) else f"finite, {valid} (NaN/Infinity refused)"
+            self.fail(field, value, why)
+        return x
+
+    def array(self, value: object, field: str, shape: tuple[int, ...], valid: str) -> np.ndarray:
+        """A nested list of finite numbers of exactly ``shape``."""
+        if not isinstance(value, list):
+            self.fail(field, _kind(value), f"a list of shape {shape}: {valid}")
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            self.fail(field, "a ragged or non-numeric list", f"shape {shape} numbers: {valid}")
+        if arr.shape != shape:
+            self.fail(f"{field} shape", arr.shape, f"{shape}: {valid}")
+        _only_numbers(self, value, field, len(shape))
+        bad = np.argwhere(~np.isfinite(arr))
+        if bad.size:
+            at = "".join(f"[{int(i)}]" for i in bad[0])
+            self.fail(f"{field}{at}", float(arr[tuple(bad[0])]), "finite (NaN/Infinity refused)")
+        return arr
+
+    def positive(self, arr: np.ndarray, field: str, unit: str) -> None:
+        bad = np.flatnonzero(arr.ravel() <= 0)
+        if bad.size:
+            self.fail(f"{field}[{int(bad[0])}]", float(arr.ravel()[bad[0]]), f"> 0 {unit}")
+
+
+def _kind(value: object) -> object:
+    """The value itself when short, else its type: for messages."""
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return value
+
+
+def _only_numbers(f: _Fields, value: list, field: str, depth: int) -> None:
+    """Refuse bools and strings numpy would have cast (``True`` -> 1.0, ``"1"`` -> 1.0)."""
+    stack = [(value, field, depth)]
+    while stack:
+        node, name, d = stack.pop()
+        if d == 1:
+            for i, x in enumerate(node):
+                if isinstance(x, bool) or not isinstance(x, (int, float)):
+                    f.fail(f"{name}[{i}]", x, "a number")
+        else:
+            stack.extend((x, f"{name}[{i}]", d - 1) for i, x in enumerate(node))
+
+
+def validate_plan_document(
+    doc: object, where: str = "(in memory)", limits: PlanFileLimits | None = None
+) -> dict:
+    """``doc`` itself when every field is valid (see the module docstring); else
+    PlanFileError naming the first invalid field, its value and the valid range."""
+    limits = limits or default_config()
+    f = _Fields(where)
+    doc = f.obj(doc, "(top level)", REQUIRED)
+    if doc["format"] != FORMAT:
+        f.fail("format", doc["format"], repr(FORMAT))
+    if doc.get("hardware_io", False) is not False:
+        f.fail("hardware_io", doc["hardware_io"], "false (plans are simulated)")
+    arms = f.obj(doc["arms"], "arms")
+    if not 0 < len(arms) <= limits.max_arms:
+        f.fail("arms", _kind(arms), f"1..{limits.max_arms} arms")
+    for a, joints in arms.items():
+        f.names(joints, f"arms.{a}", limits.max_joints)
+    moving = f.names(doc["moving"], "moving", limits.max_arms)
+    for a in moving:
+        if a not in arms:
+            f.fail("moving", a, f"arms of the document: {', '.join(arms)}")
+    names = f.obj(doc["joint_names"], "joint_names", tuple(moving))
+    for a in moving:
+        if names[a] != arms[a]:
+            f.fail(f"joint_names.{a}", names[a], f"the arm's joints {arms[a]}")
+    t_raw = doc["t_s"]
+    if isinstance(t_raw, list) and len(t_raw) > limits.max_samples:
+        f.fail("t_s", f"{len(t_raw)} samples", f"1..{limits.max_samples} samples")
+    if not isinstance(t_raw, list) or not t_raw:
+        f.fail("t_s", _kind(t_raw), f"a list of 1..{limits.max_samples} times [s]")
+    t = f.array(t_raw, "t_s", (len(t_raw),), "times [s]")
+    if t[0] != 0.0:
+        f.fail("t_s[0]", float(t[0]), "0 s (a plan starts at 0)")
+    steps = np.flatnonzero(np.diff(t) <= 0)
+    if steps.size:
+        k = int(steps[0]) + 1
+        f.fail(f"t_s[{k}]", float(t[k]), f"> t_s[{k - 1}] = {t[k - 1]!r} s (rising)")
+    n_total = 0
+    for a in moving:
+        n = len(arms[a])
+        n_total += n
+        for key, unit in (("q_rad", "rad"), ("qd_rad_s", "rad/s"), ("qdd_rad_s2", "rad/s^2")):
+            if key == "qdd_rad_s2" and key not in doc:
+                continue  # older documents: derived from qd when executed
+            per_arm = f.obj(doc[key], key, tuple(moving))
+            f.array(per_arm[a], f"{key}.{a}", (t.size, n), f"finite [{unit}]")
+        for key, unit in (("acceleration_rad_s2", "rad/s^2"), ("velocity_rad_s", "rad/s")):
+            per_arm = f.obj(doc[key], key, tuple(moving))
+            f.positive(f.array(per_arm[a], f"{key}.{a}", (n,), unit), f"{key}.{a}", unit)
+    ref = doc["reference_qpos"]
+    if not isinstance(ref, list) or not 0 < len(ref) <= 10_000:
+        f.fail("reference_qpos", _kind(ref), "a list of the model's nq positions")
+    f.array(ref, "reference_qpos", (len(ref),), "finite positions")
+    margin = f.number(doc["margin_m"], "margin_m", "> 0 and <= 1 m", lambda x: 0 < x <= 1)
+    _validate_certificate(f, doc["certificate"], margin, t, n_total, limits)
     return doc
+
+
+def _validate_certificate(
+    f: _Fields, cert: object, margin: float, t: np.ndarray, n: int, limits: PlanFileLimits
+) -> None:
+    cert = f.obj(cert, "certificate", CERTIFICATE_REQUIRED)
+    if not isinstance(cert["certified"], bool):
+        f.fail("certificate.certified", cert["certified"], "true or false")
+    cm = f.number(cert["margin_m"], "certificate.margin_m", f"{margin!r} m (margin_m)")
+    if cm != margin:
+        f.fail("certificate.margin_m", cm, f"{margin!r} m, the document's margin_m")
+    f.number(
+        cert["horizon_m"], "certificate.horizon_m", f"> margin {margin} and <= 1 m",
+        lambda x: margin < x <= 1,
+    )  # fmt: skip
+    f.number(cert["certified_min_m"], "certificate.certified_min_m", "a finite number [m]")
+    f.number(
+        cert["payload_reach_m"], "certificate.payload_reach_m", "in [0, 2] m",
+        lambda x: 0 <= x <= 2,
+    )  # fmt: skip
+    f.number(cert["pairs_total"], "certificate.pairs_total", "an integer >= 1", _count)
+    h = cert["model_hash"]
+    if not (isinstance(h, str) and len(h) == 16 and all(c in "0123456789abcdef" for c in h)):
+        f.fail("certificate.model_hash", h, "16 lower-case hex digits")
+    spec = f.obj(cert["uncertainty"], "certificate.uncertainty")
+    from rob_twin.planners.uncertainty import UncertaintySpec
+
+    try:
+        UncertaintySpec.from_dict(spec)
+    except (InvalidValueError, TypeError) as err:
+        f.fail("certificate.uncertainty", spec, f"an uncertainty spec ({err})")
+    pairs = cert["pairs"]
+    if not isinstance(pairs, list) or not 0 < len(pairs) <= limits.max_pairs:
+        f.fail(
+            "certificate.pairs", _kind(pairs), f"a list of 1..{limits.max_pairs} pairs (the "
+            "lowest pair at least: an empty list certifies nothing)",
+        )  # fmt: skip
+    seen = set()
+    for i, p in enumerate(pairs):
+        p = f.obj(p, f"certificate.pairs[{i}]", ("pair", "certified_min_m"))
+        name = f.text(p["pair"], f"certificate.pairs[{i}].pair")
+        f.number(p["certified_min_m"], f"certificate.pairs[{i}].certified_min_m", "finite [m]")
+        if name in seen:
+            f.fail(f"certificate.pairs[{i}].pair", name, "each pair once")
+        seen.add(name)
+    extra = cert["extra_queries"]
+    if not isinstance(extra, list) or len(extra) > limits.max_extra_queries:
+        f.fail(
+            "certificate.extra_queries", _kind(extra),
+            f"a list of at most {limits.max_extra_queries} queries",
+        )  # fmt: skip
+    for i, e in enumerate(extra):
+        e = f.obj(e, f"certificate.extra_queries[{i}]", ("t_s", "q_rad"))
+        f.number(
+            e["t_s"], f"certificate.extra_queries[{i}].t_s",
+            f"in [0, {t[-1]!r}] s (within the plan)", lambda x: 0 <= x <= t[-1],
+        )  # fmt: skip
+        f.array(e["q_rad"], f"certificate.extra_queries[{i}].q_rad", (n,), "finite [rad]")
+    index = cert.get("measured_sample_index")
+    if index is not None:
+        if not isinstance(index, list) or not 0 < len(index) <= t.size:
+            f.fail("certificate.measured_sample_index", _kind(index), f"1..{t.size} indices")
+        for i, k in enumerate(index):
+            if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < t.size:
+                f.fail(
+                    f"certificate.measured_sample_index[{i}]", k,
+                    f"an integer sample index in [0, {t.size - 1}]",
+                )  # fmt: skip
+
+
+def _count(x: float) -> bool:
+    return x >= 1 and x == int(x)
+
+
+def plan_from_document(doc: dict):
+    """The ``Plan`` a validated document holds, for execution (``rob_twin.planners.plan``):
+    its time base, each moving arm's q, qd and qdd (documents without qdd: the gradient of
+    qd over t), the waypoints (first and last sample), the certified minimum as its
+    clearance. The certificate itself stays in the document (``certificate_check``)."""
+    from rob_twin.planners.plan import ArmTrajectory, ClearanceRecord, Plan
+
+    t = np.asarray(doc["t_s"], float)
+    arms = {}
+    for a in doc["moving"]:
+        q = np.asarray(doc["q_rad"][a], float)
+        qd = np.asarray(doc["qd_rad_s"][a], float)
+        if "qdd_rad_s2" in doc:
+            qdd = np.asarray(doc["qdd_rad_s2"][a], float)
+        else:
+            qdd = np.gradient(qd, t, axis=0) if t.size > 1 else np.zeros_like(qd)
+        arms[a] = ArmTrajectory(a, tuple(doc["joint_names"][a]), q, qd, qdd)
+    stacked = np.hstack([arms[a].q for a in arms])
+    cert = doc["certificate"]
+    return Plan(
+        t=t,
+        rate_hz=float(1.0 / (t[1] - t[0])) if t.size > 1 else 125.0,
+        arms=arms,
+        waypoints=stacked[[0, -1]],
+        min_clearance=ClearanceRecord(float(cert["certified_min_m"]), None, None, False),
+        stage_times_s={},
+        checked_states=0,
+        repairs=0,
+        seed=-1,
+    )

@@ -10,27 +10,52 @@ named stays locked where its owner holds it), from the owners' commanded state, 
 plan is executed by the synchronized executor (one start stamp, one shared cancel) over
 the same closed loop as everything else. A step whose time comes while an earlier plan
 is still running waits for it. Each step's outcome lands in the run summary.
+
+A step may instead name a plan file (``rob-twin plan --out``): ``{"t": 0.5, "plan":
+"plan.json"}`` executes that plan as written (no planning), after checking that it was
+certified on this model; it must start where the owners are (the executor's start check).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 from rob_twin.controllers.executor import Execution, SyncExecutor
 from rob_twin.models.names import Arm, group_arms
+from rob_twin.planners.certificate_geometry import model_hash
 from rob_twin.planners.group import ArmGroup, GroupConfig
+from rob_twin.planners.plan import Plan
+from rob_twin.planners.plan_file import PlanFileError, load_plan_file, plan_from_document
 from rob_twin.twin.sim.closed_loop import ClosedLoop
 from rob_twin.twin.sim.execution import loop_executor_config, plan_arrays
 
 
 @dataclass(frozen=True)
 class PlanStep:
-    """Plan the arms in ``goals`` ({arm: 7 joint angles [rad]}) at ``t`` [s] with ``seed``."""
+    """Plan the arms in ``goals`` ({arm: 7 joint angles [rad]}) at ``t`` [s] with ``seed``;
+    or, with ``plan_file``, execute that file's plan (``stored``, its model hash in
+    ``stored_hash``; ``goals`` then holds its last sample per arm)."""
 
     t: float
     goals: dict[Arm, np.ndarray]
     seed: int = 0
+    plan_file: str | None = None
+    stored: Plan | None = field(default=None, compare=False, repr=False)
+    stored_hash: str = ""
+
+
+def plan_step_of(step) -> PlanStep:
+    """The PlanStep of a scenario file's step (``rob_twin.twin.scenario.schema.PlanStep``):
+    its goals, or the plan file it names, read and validated (PlanFileError otherwise)."""
+    if step.plan is None:
+        goals = {Arm(a): np.array(q, float) for a, q in step.goals.items()}
+        return PlanStep(step.t, goals, step.seed)
+    doc = load_plan_file(step.plan)
+    plan = plan_from_document(doc)
+    goals = {Arm(a): tr.q[-1].copy() for a, tr in plan.arms.items()}
+    return PlanStep(step.t, goals, step.seed, step.plan, plan, doc["certificate"]["model_hash"])
 
 
 def planning_config() -> GroupConfig:
@@ -75,22 +100,27 @@ class PlanRunner:
             "started_s": round(now, 4),
             "arms": [a.value for a in step.goals],
         }
-        try:  # from the owners' commanded state (a for_loop group takes it at every plan)
-            result = g.plan({a.value: q for a, q in step.goals.items()}, seed=step.seed)
-        except ValueError as err:  # a goal (or commanded state) outside the joint limits, a shape
-            self.results.append({**row, "status": "invalid_goal", "reason": str(err)})
-            return
-        self._last = step
-        row["status"] = result.status.value
-        if not result.ok:
-            self.results.append({**row, "reason": result.reason})
-            return
-        plan = result.plan
+        if step.stored is not None:
+            plan = self._stored(step, row)
+            if plan is None:
+                return
+        else:
+            try:  # from the owners' commanded state (a for_loop group takes it at every plan)
+                result = g.plan({a.value: q for a, q in step.goals.items()}, seed=step.seed)
+            except ValueError as err:  # a goal or commanded state outside the limits, a shape
+                self.results.append({**row, "status": "invalid_goal", "reason": str(err)})
+                return
+            self._last = step
+            row["status"] = result.status.value
+            if not result.ok:
+                self.results.append({**row, "reason": result.reason})
+                return
+            plan = result.plan
         row.update(
             {
                 "plan_duration_s": round(plan.duration_s, 4),
                 "plan_min_clearance_m": round(float(plan.min_clearance.distance_m), 5),
-                "planning_s": round(plan.stage_times_s["total"], 4),
+                "planning_s": round(plan.stage_times_s.get("total", 0.0), 4),
             }
         )
         self.executed.append((step, plan))
@@ -100,6 +130,21 @@ class PlanRunner:
             return
         self.loop.on_tick.append(ex.on_tick)
         self._active = (ex, row)
+
+    def _stored(self, step: PlanStep, row: dict) -> Plan | None:
+        """The plan file's plan when it was certified on this loop's model, else None with
+        the step's row recorded as ``invalid_plan_file``."""
+        row["plan_file"] = step.plan_file
+        here = model_hash(self.group.model)
+        if step.stored_hash != here:
+            reason = (
+                f"plan file {step.plan_file} was certified on model {step.stored_hash}, "
+                f"not this loop's {here}"
+            )
+            self.results.append({**row, "status": "invalid_plan_file", "reason": reason})
+            return None
+        row["status"] = "success"
+        return step.stored
 
     def _finish(self, ex: Execution, row: dict) -> None:
         if ex.on_tick in self.loop.on_tick:
@@ -189,3 +234,35 @@ def failed_steps(results: list[dict]) -> list[dict]:
     """The plan steps that did not plan and complete (invalid goal, no plan found,
     execution aborted or failed, never started)."""
     return [r for r in results if r.get("status") != "success" or r.get("outcome") != "completed"]
+
+
+def scenario_for_plan_file(path, lead_s: float = 0.5, tail_s: float = 1.5) -> dict:
+    """A scenario document (``rob_twin.twin.scenario.schema``) that executes the plan file at
+    ``path``: every arm joint starts where the plan does (its reference state, the moving
+    arms at their first sample), the plan starts at ``lead_s`` [s] and the run ends
+    ``tail_s`` [s] after it. What ``rob-twin view --plan`` shows. PlanFileError for a
+    file that is not a valid plan."""
+    from rob_twin.models.loading import load_scene
+
+    doc = load_plan_file(path)
+    model = load_scene()
+    known = {model.joint(i).name for i in range(model.njnt)}
+    ref = doc["reference_qpos"]
+    if len(ref) != model.nq:
+        raise PlanFileError(str(path), "reference_qpos", f"{len(ref)} entries", f"{model.nq}")
+    initial = {
+        j: float(ref[model.jnt_qposadr[model.joint(j).id]])
+        for joints in doc["arms"].values()
+        for j in joints
+        if j in known
+    }
+    for arm in doc["moving"]:
+        for j, value in zip(doc["joint_names"][arm], doc["q_rad"][arm][0], strict=True):
+            initial[j] = float(value)
+    duration = lead_s + float(doc["t_s"][-1]) + tail_s
+    return {
+        "name": "plan",
+        "duration": round(duration, 3),
+        "initial": initial,
+        "plans": [{"t": lead_s, "plan": str(Path(path).resolve())}],
+    }

@@ -55,7 +55,7 @@ from rob_twin.twin.bus.recording import TrafficRecorder
 from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
 from rob_twin.twin.scenario.base_steps import BaseScript, BaseStep
-from rob_twin.twin.scenario.plan_steps import PlanRunner, PlanStep
+from rob_twin.twin.scenario.plan_steps import PlanRunner, PlanStep, plan_step_of
 from rob_twin.twin.scenario.schema import (
     LOG_RATE_HZ,
     NAME_PATTERN,
@@ -121,10 +121,7 @@ class Scenario:
             frame_size=(m.frame_size[0], m.frame_size[1]),
             target_rate_hz=m.target_rate_hz,
             faults=[FaultSpec.from_model(f) for f in m.faults],
-            plans=[
-                PlanStep(p.t, {Arm(a): np.array(q, float) for a, q in p.goals.items()}, p.seed)
-                for p in m.plans
-            ],
+            plans=[plan_step_of(p) for p in m.plans],
             expect=m.expect,
             robot=m.robot,
             quality=m.quality,

@@ -199,11 +199,35 @@ class Keyframe(_Strict):
 
 
 class PlanStep(_Strict):
-    """At ``t``, ArmGroup plans the arms in ``goals`` together and executes the plan."""
+    """At ``t``, ArmGroup plans the arms in ``goals`` together and executes the plan; or
+    the plan file ``plan`` (``rob-twin plan --out``) is executed as written."""
 
     t: Seconds
-    goals: Annotated[dict[ArmName, ArmPose], Field(min_length=1)]
+    goals: dict[ArmName, ArmPose] = Field(
+        default_factory=dict, description="arm -> joint goal; give goals or plan"
+    )
+    plan: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a plan file (rob-twin plan --out; path relative to the working "
+        "directory) executed as written instead of planning goals; give goals or plan",
+    )
     seed: Seed = 0
+
+    @model_validator(mode="after")
+    def _goals_or_plan(self) -> PlanStep:
+        if bool(self.goals) == (self.plan is not None):
+            raise _problem(
+                "goals_or_plan", "give exactly one of goals (arm -> 7 joint angles) or plan"
+            )
+        if self.plan is not None:
+            from rob_twin.planners.plan_file import PlanFileError, load_plan_file
+
+            try:
+                load_plan_file(self.plan)
+            except PlanFileError as err:
+                raise _problem("plan_file", str(err), at=("plan",)) from None
+        return self
 
 
 class BaseStep(_Strict):

@@ -104,3 +104,82 @@ def test_rehearse_passes_every_gate(robot, tmp_path):
     report = json.loads((tmp_path / "out" / "rehearsal.json").read_text())
     assert report["hardware_io"] is False
     assert (tmp_path / "out" / "rehearsal.md").stat().st_size > 0
+
+
+def test_plan_then_certify_then_run_the_plan_file(tmp_path):
+    goals = ROOT / "examples" / "goals.json"
+    done = journey("plan", str(goals), "--out", "plan.json", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    done = journey("certify", "plan.json", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    assert "AGREES" in done.stdout
+
+
+@pytest.mark.parametrize("spec", STUDIES, ids=lambda p: p.stem)
+def test_each_shipped_study_spec_runs_clean(spec, tmp_path):
+    done = journey("study", str(spec), "--workers", "2", "--out", "study", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    assert any((tmp_path / "study").glob("*.csv"))
+    assert any((tmp_path / "study").glob("*.png"))
+
+
+def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
+    """README: `rob-twin bank`, watched with `python -m can.logger -i socketcand -c CAN10
+    --bus-kwargs host=127.0.0.1 port=PORT`, driven by `rob-twin host`: the host ends 0 and
+    the logger shows the host's commands and the drives' feedback on one time base (Unix
+    time: issue 29 saw 10.42 s next to 1796416583.98)."""
+    ready = tmp_path / "ready.json"
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    bank = subprocess.Popen(
+        [str(BIN / "rob-twin"), "bank", "--port", "0", "--ready-file", str(ready)]
+        + ["--seconds", "120", "--max-lag", "30"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    logger = None
+    try:
+        deadline = time.monotonic() + 90
+        while not ready.exists():
+            assert bank.poll() is None, f"bank exited {bank.returncode}: {bank.stderr.read()}"
+            assert time.monotonic() < deadline, "bank not serving within 90 s"
+            time.sleep(0.1)
+        port = json.loads(ready.read_text())["socketcand_port"]
+        log = tmp_path / "can10.log"
+        logger = subprocess.Popen(
+            [sys.executable, "-m", "can.logger", "-i", "socketcand", "-c", "CAN10"]
+            + ["-f", str(log), "--bus-kwargs", "host=127.0.0.1", f"port={port}"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(2.0)  # the logger connects and subscribes
+        started = time.time()
+        done = journey("host", "--port", str(port), "--seconds", "2", cwd=tmp_path)
+        assert done.returncode == 0, explain(done)
+        logger.send_signal(2)  # Ctrl-C: can.logger flushes and closes its file
+        logger.wait(timeout=30)
+        stamps: dict[str, list[float]] = {"host": [], "drives": []}
+        for line in log.read_text().splitlines():
+            parts = line.split()  # "(1796416583.981000) CAN10 091#... R"
+            if len(parts) >= 3 and parts[0].startswith("("):
+                can_id = int(parts[2].split("#")[0], 16)
+                side = "drives" if can_id >= 0x80 else "host"
+                stamps[side].append(float(parts[0].strip("()")))
+        assert stamps["host"] and stamps["drives"], (
+            f"logger wrote {log.stat().st_size if log.exists() else 'no'} bytes: "
+            f"{logger.stderr.read()[-2000:]}"
+        )
+        for side, values in stamps.items():  # every frame within the run, on Unix time
+            assert started - 5 < min(values) and max(values) < time.time() + 1, side
+    finally:
+        if logger is not None and logger.poll() is None:
+            logger.kill()
+        from rob_twin.twin.bus.bank_control import control
+
+        if bank.poll() is None:
+            control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
+            bank.wait(timeout=30)

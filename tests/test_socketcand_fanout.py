@@ -11,7 +11,7 @@ import time
 import can
 import pytest
 from rob_twin.models.errors import InvalidValueError
-from rob_twin.twin.bus.socketcand import SocketcandServer
+from rob_twin.twin.bus.socketcand import SocketcandLimits, SocketcandServer
 from rob_twin.twin.bus.socketcand_protocol import (
     CommandStream,
     SocketcandError,
@@ -206,3 +206,71 @@ def test_a_malformed_open_is_answered_with_an_error_and_closed():
             assert reply.startswith(b"< error ") and b"open" in reply
         finally:
             sock.close()
+
+
+def test_a_client_that_takes_nothing_for_the_stall_timeout_is_closed():
+    limits = SocketcandLimits(
+        send_queue_bytes=1 << 24, socket_send_buffer_bytes=1024, stall_timeout_s=0.05
+    )
+    with SocketcandServer(["CANS4"], port=0, limits=limits) as srv:
+        bank = can.Bus(interface="virtual", channel="CANS4", receive_own_messages=False)
+        stalled = _client(srv.port, "CANS4", rcvbuf=4096)
+        time.sleep(0.1)  # past the server's first-frame delay for new clients
+        stats = srv.stats["CANS4"]
+        try:
+            deadline = time.monotonic() + DEADLINE_S
+            while stats.clients and time.monotonic() < deadline:
+                for _ in range(100):  # far below the queue limit: only the timeout can fire
+                    bank.send(can.Message(arbitration_id=0x91, data=bytes(8)))
+                time.sleep(0.01)
+            assert stats.stalled_disconnects == 1 and stats.clients == 0
+            assert "took no byte" in stats.last_error
+            assert _closed_by_peer(stalled)
+        finally:
+            stalled.close()
+            bank.shutdown()
+
+
+def test_raw_mode_counts_bad_commands_answers_echo_and_keeps_the_connection():
+    with SocketcandServer(["CANS5"], port=0) as srv:
+        bank = can.Bus(interface="virtual", channel="CANS5", receive_own_messages=False)
+        sock = _client(srv.port, "CANS5")
+        try:
+            sock.sendall(b"< bcmmode >< send 011 9 1 >< send xyz 0 >< echo >")
+            reply = b""
+            while not reply.endswith(b">"):
+                reply += sock.recv(64)
+            assert reply == b"< echo >"
+            st = srv.stats["CANS5"]
+            assert st.malformed == 3 and "id='xyz'" in st.last_error
+            sock.sendall(b"< send 011 0 >")
+            assert _bank_recv(bank, 0x11).dlc == 0 and st.clients == 1
+        finally:
+            sock.close()
+            bank.shutdown()
+
+
+def test_a_handshake_that_never_finishes_and_clients_over_the_limit_are_refused():
+    limits = SocketcandLimits(handshake_timeout_s=0.05, max_clients=1)
+    with SocketcandServer(["CANS6"], port=0, limits=limits) as srv:
+        idle = socket.create_connection(("127.0.0.1", srv.port), timeout=5.0)
+        time.sleep(0.05)  # the server has taken the first connection
+        extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5.0)
+        try:
+            for sock, why in ((extra, b"too many clients"), (idle, b"handshake not finished")):
+                reply = b""
+                while chunk := sock.recv(256):
+                    reply += chunk
+                assert why in reply, reply
+        finally:
+            idle.close()
+            extra.close()
+
+
+@pytest.mark.parametrize(
+    "name, value", [("send_queue_bytes", 0), ("stall_timeout_s", -1.0), ("max_clients", True)]
+)
+def test_limits_out_of_range_are_typed_errors(name, value):
+    with pytest.raises(InvalidValueError, match=f"{name}=") as err:
+        SocketcandLimits(**{name: value})
+    assert isinstance(err.value, SocketcandError)

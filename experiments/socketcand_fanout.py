@@ -14,7 +14,6 @@ Per case: feedback frames/s received (whole run and worst 0.5 s window), ping ro
 
 from __future__ import annotations
 
-import json
 import select
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import threading
 import time
 
 import can
+from rob_twin.models.bounded_json import read_bounded_json
 from rob_twin.twin.bus.socketcand import SocketcandServer
 from rob_twin.twin.bus.timing import percentiles_us
 
@@ -141,7 +141,9 @@ def run_case(name: str, load: dict, seconds: float) -> dict:
             out["offered_frames_per_s"] = round((sent[0] - sent0) / (time.monotonic() - start), 1)
             if proc is not None:
                 proc.stdin.close()
-                out["load_clients"] = json.loads(proc.stdout.readline() or "{}")
+                out["load_clients"] = read_bounded_json(
+                    proc.stdout.readline() or "{}", what="socketcand load clients' counts"
+                )
                 proc.wait(timeout=30)
             out["server"] = {
                 k: v

@@ -274,3 +274,21 @@ def test_limits_out_of_range_are_typed_errors(name, value):
     with pytest.raises(InvalidValueError, match=f"{name}=") as err:
         SocketcandLimits(**{name: value})
     assert isinstance(err.value, SocketcandError)
+
+
+class _BrokenServer(SocketcandServer):
+    def _from_client(self, client, text):
+        raise RuntimeError("injected")
+
+
+def test_an_unexpected_error_in_the_io_loop_latches_and_closes_every_client():
+    with _BrokenServer(["CANS7"], port=0) as srv:
+        sock = _client(srv.port, "CANS7")
+        try:
+            sock.sendall(b"< send 011 0 >")
+            assert _closed_by_peer(sock)
+            assert srv.report()["failure"] == "socketcand I/O loop stopped: RuntimeError: injected"
+            with pytest.raises(OSError):
+                _client(srv.port, "CANS7")  # nobody is served half
+        finally:
+            sock.close()

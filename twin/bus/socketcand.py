@@ -184,6 +184,7 @@ class SocketcandServer:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._listener: socket.socket | None = None
+        self.failure = ""  # set when the I/O loop stopped on an unexpected error
         self._sel: selectors.BaseSelector | None = None
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
@@ -211,7 +212,7 @@ class SocketcandServer:
         self._sel = selectors.DefaultSelector()
         self._sel.register(srv, selectors.EVENT_READ, "accept")
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
-        self._spawn(self._io_loop, "socketcand-io")
+        self._spawn(self._serve_until_closed, "socketcand-io")
         for ch in self.channels:
             self._spawn(lambda ch=ch: self._bus_to_clients(ch), f"socketcand-{ch}")
         return self
@@ -243,6 +244,18 @@ class SocketcandServer:
         self.close()
 
     # ------------------------------------------------------------------ the I/O thread
+    def _serve_until_closed(self) -> None:
+        """The I/O loop; an error it did not expect latches in ``failure`` (reported), and
+        every client is closed: the server stops serving rather than serve half."""
+        try:
+            self._io_loop()
+        except Exception as err:  # noqa: BLE001 - latched and reported, never retried
+            self.failure = f"socketcand I/O loop stopped: {type(err).__name__}: {err}"
+            for c in list(self._conns):
+                self._drop(c)
+            if self._listener is not None:
+                _close_quietly(self._listener)
+
     def _io_loop(self) -> None:
         assert self._sel is not None
         next_sweep = time.monotonic() + self.limits.poll_s
@@ -358,7 +371,11 @@ class SocketcandServer:
                 f"frame on feedback id 0x{msg.arbitration_id:02X} from a client: "
                 "a second bank or drive answers on this channel"
             )
-        self._buses[client.channel].send(msg)
+        try:
+            self._buses[client.channel].send(msg)
+        except can.CanError as err:
+            st.last_error = f"frame from a client not put on {client.channel}: {err}"
+            return
         self._broadcast(client.channel, format_frame(msg).encode("ascii"), 1, exclude=client)
 
     def _flush(self, c: _Client) -> None:
@@ -497,6 +514,7 @@ class SocketcandServer:
         return {
             "host": self.host,
             "port": self.port,
+            "failure": self.failure,
             "limits": asdict(self.limits),
             "channels": {ch: dict(st.__dict__) for ch, st in self.stats.items()},
         }

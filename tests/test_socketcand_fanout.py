@@ -292,3 +292,24 @@ def test_an_unexpected_error_in_the_io_loop_latches_and_closes_every_client():
                 _client(srv.port, "CANS7")  # nobody is served half
         finally:
             sock.close()
+
+
+def test_random_bytes_on_the_wire_never_stop_the_server():
+    rng = random.Random(11)
+    alphabet = b"<> send open rawmode echo CANS8 0123456789ABCDEFxyz\xff\x00\n"
+    noise = bytes(rng.choice(alphabet) for _ in range(20000))
+    with SocketcandServer(["CANS8"], port=0) as srv:
+        bank = can.Bus(interface="virtual", channel="CANS8", receive_own_messages=False)
+        raw = _client(srv.port, "CANS8")
+        early = socket.create_connection(("127.0.0.1", srv.port), timeout=5.0)
+        try:
+            early.sendall(noise[:2000])  # noise in the handshake: refused or ignored
+            raw.sendall(noise + b"< send 01F 1 7 >")  # noise in raw mode, then a frame
+            assert bytes(_bank_recv(bank, 0x1F).data) == b"\x07"
+            assert srv.report()["failure"] == "" and srv.stats["CANS8"].garbage_bytes > 0
+            late = _client(srv.port, "CANS8")  # and a new client is still served
+            late.close()
+        finally:
+            for s in (raw, early):
+                s.close()
+            bank.shutdown()

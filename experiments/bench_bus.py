@@ -8,7 +8,10 @@
   1/5 Mbit/s: measured in the closed loop (exact stuffing) and budgeted (worst case);
 - two processes over socketcand on 127.0.0.1: host tick jitter and ping round trip
   through the real-time bank process on this (shared, 2-core) machine;
-- replay: frames per second read and re-simulated from a 60 s recording (.blf, .log).
+- replay: frames per second read and re-simulated from a 60 s recording (.blf, .log);
+- socketcand fan-out: feedback frames/s and ping round trip of one normal client with 0,
+  20 and 200 other clients and with 20 stalled clients plus a flood, side by side
+  (``rob_twin.experiments.socketcand_fanout``; aim: stalled within 20 % of alone).
 
 ``python -m rob_twin.experiments.bench bus`` -> out/bench/bus.json.
 """
@@ -25,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from rob_twin.experiments.registry import benchmark
+from rob_twin.experiments.socketcand_fanout import fanout
 from rob_twin.models.names import Arm
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.bus.frame_bits import Stuffing
@@ -227,4 +231,6 @@ def run() -> dict:
         "rob_configuration": rob_configuration(),
         "two_process_loopback": two_process(),
         "replay_60s": replay_speed(),
+        "socketcand_fanout": fanout(),
+        "hardware_io": False,
     }

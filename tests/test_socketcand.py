@@ -30,9 +30,9 @@ def test_send_and_frame_messages_round_trip():
 @pytest.mark.parametrize(
     "bad, what",
     [
-        ("< send 011 4 40 0 80 >", "length 4"),
-        ("< send 011 3 40 zz 80 >", "non-hex"),
-        ("< send 800 0 >", "out of range"),
+        ("< send 011 4 40 0 80 >", "length=4 is invalid; valid: 0..8 and equal to the 3"),
+        ("< send 011 3 40 zz 80 >", "data='zz' is invalid; valid: 1..2 hex digits"),
+        ("< send 800 0 >", "id='0x800' is invalid; valid: 0x0..0x7FF"),
         ("< open can0 >", "not a socketcand send"),
     ],
 )

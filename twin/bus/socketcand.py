@@ -17,80 +17,142 @@ host's commands, a second host is a visible second writer); the bank's frames go
 every client. A client's frame on a feedback id (0x91..0x97) means another drive or a
 second bank answers on this channel: it is counted (``foreign_feedback``) and reported.
 
-Binds to 127.0.0.1 by default; every socket has a timeout, and ``close()`` ends all
-threads. An unknown channel is answered ``< error unknown channel ... >`` and closed.
+Serving everyone: one thread does all socket I/O (non-blocking sockets, one selector), so
+no client's socket can block another's. Every client has a bounded send queue
+(``SocketcandLimits.send_queue_bytes`` beyond a kernel buffer of
+``socket_send_buffer_bytes``); a frame goes out to a client in one write with whatever
+else is queued for it, so the cost of a frame is one copy per client and one system call
+per client per wake-up, not per frame. A client whose queue overflows, or that takes no
+byte for ``stall_timeout_s`` while frames wait, is stalled: its socket is closed and it is
+counted (``stalled_disconnects``); nobody else waits for it. Bytes outside messages are
+discarded and counted (``garbage_bytes``, see ``socketcand_protocol.CommandStream``); a
+malformed command is a typed error, counted (``malformed``) with its message in
+``last_error``; in raw mode it gets no reply (python-can reads every ``< error >`` as an
+error frame), during the handshake it is answered ``< error ... >`` and the connection
+closed. An unknown channel is answered ``< error unknown channel ... >`` and closed.
+
+Binds to 127.0.0.1 by default; ``close()`` ends all threads.
 """
 
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import can
-from rob_twin.models.errors import RobTwinError
+from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import FEEDBACK_IDS
+from rob_twin.twin.bus.socketcand_protocol import (
+    CommandStream,
+    SocketcandCommandError,
+    SocketcandError,
+    error_reply,
+    format_frame,
+    parse_command,
+    parse_open,
+    parse_send,
+)
+
+__all__ = [
+    "DEFAULT_PORT",
+    "LOCALHOST",
+    "ChannelStats",
+    "SocketcandError",
+    "SocketcandLimits",
+    "SocketcandServer",
+    "default_config",
+    "format_frame",
+    "parse_send",
+]
 
 LOCALHOST = "127.0.0.1"
 DEFAULT_PORT = 29536  # socketcand's default port
 FIRST_FRAME_DELAY_S = 0.05  # python-can's client reads '< ok >' with one recv: keep frames apart
+BUS_BATCH = 256  # frames taken from a bus per wake-up of its thread
 
 
-class SocketcandError(RobTwinError):
-    """A malformed socketcand message or a server that cannot start."""
+class SocketcandLimitsError(SocketcandError, InvalidValueError):
+    """A socketcand limit out of its range."""
+
+    subject = "socketcand limits"
 
 
-def format_frame(msg: can.Message) -> str:
-    """A bus frame as socketcand's ``< frame ID SECONDS DATA >``."""
-    ident = f"{msg.arbitration_id:08X}" if msg.is_extended_id else f"{msg.arbitration_id:03X}"
-    return f"< frame {ident} {msg.timestamp:.6f} {bytes(msg.data).hex().upper()} >"
+@dataclass(frozen=True)
+class SocketcandLimits:
+    """Per-client bounds of the server.
+
+    ``send_queue_bytes``: bytes queued for one client beyond its kernel buffer before it
+    counts as stalled (64 kB: ~1,800 frames, 2.6 s of ROB's feedback on one bus);
+    ``socket_send_buffer_bytes``: SO_SNDBUF asked for each client socket (the kernel may
+    double it); ``stall_timeout_s``: [s] a client with frames waiting that takes no byte
+    for this long is stalled; ``handshake_timeout_s``: [s] to get through open/rawmode;
+    ``max_message_bytes``: longest message read; ``max_clients``: connections at once;
+    ``poll_s``: [s] how often timeouts are checked and ``close()`` is noticed.
+    """
+
+    send_queue_bytes: int = 64 * 1024
+    socket_send_buffer_bytes: int = 64 * 1024
+    stall_timeout_s: float = 2.0
+    handshake_timeout_s: float = 5.0
+    max_message_bytes: int = 256
+    max_clients: int = 1024
+    poll_s: float = 0.2
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (
+            ("send_queue_bytes", 1024, 1 << 30),
+            ("socket_send_buffer_bytes", 1024, 1 << 30),
+            ("max_message_bytes", 64, 65536),
+            ("max_clients", 1, 100_000),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise SocketcandLimitsError(name, v, f"an integer in {lo}..{hi}")
+        for name, lo, hi in (
+            ("stall_timeout_s", 0.01, 3600.0),
+            ("handshake_timeout_s", 0.01, 3600.0),
+            ("poll_s", 0.001, 10.0),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
+                raise SocketcandLimitsError(name, v, f"seconds in {lo}..{hi}")
 
 
-def parse_send(text: str) -> can.Message:
-    """``< send ID LEN B0 B1 ... >`` (hex fields) as a message; SocketcandError if malformed."""
-    parts = text.strip()[1:-1].split()
-    if len(parts) < 3 or parts[0] != "send":
-        raise SocketcandError(f"not a socketcand send command: {text!r}")
-    try:
-        ident, length = int(parts[1], 16), int(parts[2], 16)
-        data = bytes(int(b, 16) for b in parts[3:])
-    except ValueError:
-        raise SocketcandError(f"socketcand send with a non-hex field: {text!r}") from None
-    extended = len(parts[1]) > 3
-    if not (0 <= ident <= (0x1FFFFFFF if extended else 0x7FF)):
-        raise SocketcandError(f"socketcand send: id 0x{ident:X} out of range in {text!r}")
-    if length != len(data) or length > 8:
-        raise SocketcandError(
-            f"socketcand send: length {length} does not match {len(data)} "
-            f"data bytes (0..8) in {text!r}"
-        )
-    return can.Message(
-        arbitration_id=ident, data=data, is_extended_id=extended, timestamp=time.time()
-    )
+def default_config() -> SocketcandLimits:
+    """The server's limits for ROB (see ``SocketcandLimits``)."""
+    return SocketcandLimits()
 
 
 @dataclass
 class ChannelStats:
     frames_from_clients: int = 0
-    frames_to_clients: int = 0
+    frames_to_clients: int = 0  # frames queued for clients (one per client per frame)
     malformed: int = 0
     foreign_feedback: int = 0  # feedback-id frames from a client: a second bank or drive
     clients: int = 0
+    stalled_disconnects: int = 0  # clients closed because they stopped reading
+    garbage_bytes: int = 0  # bytes outside any message, discarded
     last_error: str = ""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Client:
-    sock: socket.socket
-    channel: str
-    ready_at: float
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    alive: bool = True
+    """One connection; its ``out`` buffer is guarded by the server's lock."""
 
-    def send_text(self, text: str) -> None:
-        with self.lock:
-            self.sock.sendall(text.encode("ascii"))
+    sock: socket.socket
+    stream: CommandStream
+    deadline: float  # end of the handshake [s, monotonic]
+    state: str = "open"  # open -> rawmode -> raw
+    channel: str = ""
+    ready_at: float = 0.0
+    out: bytearray = field(default_factory=bytearray)
+    last_progress: float = 0.0  # when it last took a byte, or its queue was empty
+    stalled: str = ""  # why it is to be closed as stalled
+    writing: bool = False  # registered for write readiness
+    closed: bool = False
 
 
 class SocketcandServer:
@@ -102,23 +164,30 @@ class SocketcandServer:
         channels: list[str],
         host: str = LOCALHOST,
         port: int = DEFAULT_PORT,
-        io_timeout_s: float = 0.2,
+        limits: SocketcandLimits | None = None,
     ):
         if not channels:
             raise SocketcandError("a socketcand server needs at least one channel")
+        self.limits = limits or default_config()
         self.host, self.port = host, port
         self.channels = list(channels)
         self.stats = {ch: ChannelStats() for ch in self.channels}
-        self._timeout = io_timeout_s
         self._buses = {
             ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
             for ch in self.channels
         }
-        self._clients: list[_Client] = []
         self._lock = threading.Lock()
+        self._conns: set[_Client] = set()  # loop thread only
+        self._raw: dict[str, list[_Client]] = {ch: [] for ch in self.channels}  # under _lock
+        self._dirty: set[_Client] = set()  # clients with new output, under _lock
+        self._wake_pending = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._listener: socket.socket | None = None
+        self.failure = ""  # set when the I/O loop stopped on an unexpected error
+        self._sel: selectors.BaseSelector | None = None
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> SocketcandServer:
@@ -133,11 +202,17 @@ class SocketcandServer:
             raise SocketcandError(
                 f"cannot bind socketcand server to {self.host}:{self.port}: {err}"
             ) from None
-        srv.listen(8)
-        srv.settimeout(self._timeout)
+        srv.listen(128)
+        srv.setblocking(False)
         self._listener = srv
         self.port = srv.getsockname()[1]
-        self._spawn(self._accept_loop, "socketcand-accept")
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(srv, selectors.EVENT_READ, "accept")
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._spawn(self._serve_until_closed, "socketcand-io")
         for ch in self.channels:
             self._spawn(lambda ch=ch: self._bus_to_clients(ch), f"socketcand-{ch}")
         return self
@@ -149,14 +224,16 @@ class SocketcandServer:
 
     def close(self) -> None:
         self._stop.set()
+        self._wake()
         for t in self._threads:
             t.join(timeout=2.0)
-        with self._lock:
-            for c in self._clients:
-                _close_quietly(c.sock)
-            self._clients.clear()
-        if self._listener is not None:
-            _close_quietly(self._listener)
+        for c in list(self._conns):
+            self._drop(c)
+        for s in (self._listener, self._wake_r, self._wake_w):
+            if s is not None:
+                _close_quietly(s)
+        if self._sel is not None:
+            self._sel.close()
         for bus in self._buses.values():
             bus.shutdown()
 
@@ -166,92 +243,124 @@ class SocketcandServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ threads
-    def _accept_loop(self) -> None:
-        assert self._listener is not None
+    # ------------------------------------------------------------------ the I/O thread
+    def _serve_until_closed(self) -> None:
+        """The I/O loop; an error it did not expect latches in ``failure`` (reported), and
+        every client is closed: the server stops serving rather than serve half."""
+        try:
+            self._io_loop()
+        except Exception as err:  # noqa: BLE001 - latched and reported, never retried
+            self.failure = f"socketcand I/O loop stopped: {type(err).__name__}: {err}"
+            for c in list(self._conns):
+                self._drop(c)
+            if self._listener is not None:
+                _close_quietly(self._listener)
+
+    def _io_loop(self) -> None:
+        assert self._sel is not None
+        next_sweep = time.monotonic() + self.limits.poll_s
         while not self._stop.is_set():
+            for key, mask in self._sel.select(timeout=self.limits.poll_s):
+                if key.data == "accept":
+                    self._accept()
+                elif key.data == "wake":
+                    self._drain_wake()
+                else:
+                    c: _Client = key.data
+                    if mask & selectors.EVENT_READ and not c.closed:
+                        self._read(c)
+                    if mask & selectors.EVENT_WRITE and not c.closed:
+                        self._flush(c)
+            with self._lock:
+                dirty, self._dirty = self._dirty, set()
+                self._wake_pending = False
+            for c in dirty:
+                if not c.closed:
+                    self._flush(c)
+            if (now := time.monotonic()) >= next_sweep:
+                next_sweep = now + self.limits.poll_s
+                self._sweep(now)
+
+    def _accept(self) -> None:
+        assert self._listener is not None and self._sel is not None
+        while True:
             try:
                 sock, _ = self._listener.accept()
-            except TimeoutError:
-                continue
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:
                 return
-            sock.settimeout(self._timeout)
+            if len(self._conns) >= self.limits.max_clients:
+                _refuse(sock, f"too many clients; valid: at most {self.limits.max_clients}")
+                continue
+            sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._spawn(lambda sock=sock: self._serve(sock), "socketcand-client")
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.socket_send_buffer_bytes
+            )
+            now = time.monotonic()
+            c = _Client(
+                sock,
+                CommandStream(self.limits.max_message_bytes),
+                deadline=now + self.limits.handshake_timeout_s,
+                last_progress=now,
+            )
+            self._conns.add(c)
+            self._sel.register(sock, selectors.EVENT_READ, c)
+            self._reply(c, b"< hi >")
 
-    def _read_message(
-        self, sock: socket.socket, buf: bytearray, deadline: float | None
-    ) -> str | None:
-        """The next ``< ... >`` message, or None when the peer closed or the deadline passed."""
-        while True:
-            start, end = buf.find(b"<"), buf.find(b">")
-            if start != -1 and end > start:
-                text = buf[start : end + 1].decode("ascii", errors="replace")
-                del buf[: end + 1]
-                return text
-            if len(buf) > 4096:
-                buf.clear()  # no message in 4 kB of input: discard it
-            if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
-                return None
-            try:
-                chunk = sock.recv(4096)
-            except TimeoutError:
-                continue
-            except OSError:
-                return None
-            if not chunk:
-                return None
-            buf += chunk
-
-    def _serve(self, sock: socket.socket) -> None:
-        buf = bytearray()
-        client: _Client | None = None
+    def _read(self, c: _Client) -> None:
         try:
-            sock.sendall(b"< hi >")
-            opened = self._read_message(sock, buf, time.monotonic() + 5.0)
-            parts = (opened or "").strip("<> ").split()
-            if len(parts) != 2 or parts[0] != "open":
-                return
-            ch = parts[1]
-            if ch not in self._buses:
-                sock.sendall(
-                    f"< error unknown channel {ch}; served: {' '.join(self.channels)} >".encode()
-                )
-                return
-            sock.sendall(b"< ok >")
-            mode = self._read_message(sock, buf, time.monotonic() + 5.0)
-            if (mode or "").strip("<> ") != "rawmode":
-                sock.sendall(b"< error only rawmode is served >")
-                return
-            sock.sendall(b"< ok >")
-            client = _Client(sock, ch, time.monotonic() + FIRST_FRAME_DELAY_S)
-            with self._lock:
-                self._clients.append(client)
-                self.stats[ch].clients += 1
-            while not self._stop.is_set():
-                text = self._read_message(sock, buf, None)
-                if text is None:
-                    return
-                self._from_client(client, text)
-        except OSError:
+            data = c.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
             return
-        finally:
-            if client is not None:
-                client.alive = False
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(c)  # the peer closed (or reset) its side
+            return
+        before = c.stream.discarded_bytes
+        messages = c.stream.feed(data)
+        if c.channel and c.stream.discarded_bytes != before:
+            self.stats[c.channel].garbage_bytes += c.stream.discarded_bytes - before
+        for text in messages:
+            if c.closed:
+                return
+            if c.state == "raw":
+                self._from_client(c, text)
+            else:
+                self._handshake(c, text)
+
+    def _handshake(self, c: _Client, text: str) -> None:
+        try:
+            cmd = parse_command(text)
+            if c.state == "open":
+                ch = parse_open(cmd)
+                if ch not in self._buses:
+                    self._refuse(c, f"unknown channel {ch}; served: {' '.join(self.channels)}")
+                    return
+                c.channel, c.state = ch, "rawmode"
+                self._reply(c, b"< ok >")
+            elif cmd.verb == "rawmode":
+                c.state, c.ready_at = "raw", time.monotonic() + FIRST_FRAME_DELAY_S
                 with self._lock:
-                    if client in self._clients:
-                        self._clients.remove(client)
-                    self.stats[client.channel].clients -= 1
-            _close_quietly(sock)
+                    self._raw[c.channel].append(c)
+                    self.stats[c.channel].clients += 1
+                self._reply(c, b"< ok >")
+            else:
+                self._refuse(c, "only rawmode is served")
+        except SocketcandCommandError as err:
+            self._refuse(c, str(err))
 
     def _from_client(self, client: _Client, text: str) -> None:
+        """One message of a client in raw mode: a frame onto the bus and to the others."""
         st = self.stats[client.channel]
-        if text.strip("<> ").split()[:1] != ["send"]:
-            return  # other commands of the protocol are not served in raw mode
         try:
+            if parse_command(text).verb == "echo":
+                self._reply(client, b"< echo >")
+                return
             msg = parse_send(text)
-        except SocketcandError as err:
+        except SocketcandCommandError as err:
             st.malformed += 1
             st.last_error = str(err)
             return
@@ -262,38 +371,162 @@ class SocketcandServer:
                 f"frame on feedback id 0x{msg.arbitration_id:02X} from a client: "
                 "a second bank or drive answers on this channel"
             )
-        self._buses[client.channel].send(msg)
-        self._broadcast(client.channel, msg, exclude=client)
+        try:
+            self._buses[client.channel].send(msg)
+        except can.CanError as err:
+            st.last_error = f"frame from a client not put on {client.channel}: {err}"
+            return
+        self._broadcast(client.channel, format_frame(msg).encode("ascii"), 1, exclude=client)
 
+    def _flush(self, c: _Client) -> None:
+        """Write what is queued for ``c`` (one system call); closes it when it is stalled."""
+        assert self._sel is not None
+        with self._lock:
+            stalled = c.stalled
+            if not stalled and c.out:
+                try:
+                    n = c.sock.send(c.out)
+                except (BlockingIOError, InterruptedError):
+                    n = 0
+                except OSError:
+                    n = -1
+                if n > 0:
+                    del c.out[:n]
+                    c.last_progress = time.monotonic()
+            else:
+                n = 0
+            pending = bool(c.out)
+        if stalled:
+            self._close_stalled(c, stalled)
+        elif n < 0:
+            self._drop(c)
+        elif pending != c.writing:
+            c.writing = pending
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0)
+            self._sel.modify(c.sock, events, c)
+
+    def _sweep(self, now: float) -> None:
+        """Handshakes that ran out of time; clients that took nothing for too long."""
+        for c in list(self._conns):
+            if c.state != "raw" and now > c.deadline:
+                self._refuse(c, f"handshake not finished in {self.limits.handshake_timeout_s} s")
+            elif c.out and now - c.last_progress > self.limits.stall_timeout_s:
+                with self._lock:
+                    c.stalled = c.stalled or (
+                        f"took no byte for {self.limits.stall_timeout_s} s with "
+                        f"{len(c.out)} bytes queued"
+                    )
+                self._flush(c)
+
+    def _close_stalled(self, c: _Client, why: str) -> None:
+        st = self.stats[c.channel]
+        st.stalled_disconnects += 1
+        st.last_error = f"stalled client closed: {why}"
+        self._drop(c)
+
+    def _reply(self, c: _Client, data: bytes) -> None:
+        with self._lock:
+            if not c.out:
+                c.last_progress = time.monotonic()
+            c.out += data
+        self._flush(c)
+
+    def _refuse(self, c: _Client, reason: str) -> None:
+        """Answer ``< error REASON >`` (best effort) and close."""
+        with self._lock:
+            c.out.clear()
+        _refuse(c.sock, reason, close=False)
+        self._drop(c)
+
+    def _drop(self, c: _Client) -> None:
+        if c.closed:
+            return
+        c.closed = True
+        self._conns.discard(c)
+        with self._lock:
+            if c in self._raw.get(c.channel, ()):
+                self._raw[c.channel].remove(c)
+                self.stats[c.channel].clients -= 1
+            c.out.clear()
+        if self._sel is not None:
+            try:
+                self._sel.unregister(c.sock)
+            except (KeyError, ValueError):
+                pass
+        _close_quietly(c.sock)
+
+    # ------------------------------------------------------------------ the bus threads
     def _bus_to_clients(self, ch: str) -> None:
         bus = self._buses[ch]
         while not self._stop.is_set():
-            msg = bus.recv(timeout=self._timeout)
-            if msg is not None:
-                self._broadcast(ch, msg)
+            msg = bus.recv(timeout=self.limits.poll_s)
+            if msg is None:
+                continue
+            batch = [msg]
+            while len(batch) < BUS_BATCH and (more := bus.recv(timeout=0)) is not None:
+                batch.append(more)
+            text = "".join(format_frame(m) for m in batch)
+            self._broadcast(ch, text.encode("ascii"), len(batch))
+            self._wake()
 
-    def _broadcast(self, ch: str, msg: can.Message, exclude: _Client | None = None) -> None:
-        text = format_frame(msg)
+    def _broadcast(self, ch: str, data: bytes, frames: int, exclude: _Client | None = None) -> None:
+        """Queue ``data`` (``frames`` frames) for every ready client of ``ch``; a client
+        whose queue would pass ``send_queue_bytes`` is marked stalled instead."""
         now = time.monotonic()
+        limit = self.limits.send_queue_bytes
         with self._lock:
-            targets = [
-                c
-                for c in self._clients
-                if c.channel == ch and c is not exclude and c.alive and now >= c.ready_at
-            ]
-        for c in targets:
+            queued = 0
+            for c in self._raw[ch]:
+                if c is exclude or c.stalled or now < c.ready_at:
+                    continue
+                if len(c.out) + len(data) > limit:
+                    c.stalled = f"send queue full ({len(c.out)} bytes, limit {limit})"
+                elif not c.out:
+                    c.last_progress = now
+                    c.out += data
+                    queued += 1
+                else:
+                    c.out += data
+                    queued += 1
+                self._dirty.add(c)
+            self.stats[ch].frames_to_clients += queued * frames
+
+    def _wake(self) -> None:
+        with self._lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        if self._wake_w is not None:
             try:
-                c.send_text(text)
-                self.stats[ch].frames_to_clients += 1
+                self._wake_w.send(b"\0")
             except OSError:
-                c.alive = False
+                pass  # the loop is awake already (buffer full) or closed
+
+    def _drain_wake(self) -> None:
+        assert self._wake_r is not None
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except OSError:
+            pass
 
     def report(self) -> dict:
         return {
             "host": self.host,
             "port": self.port,
+            "failure": self.failure,
+            "limits": asdict(self.limits),
             "channels": {ch: dict(st.__dict__) for ch, st in self.stats.items()},
         }
+
+
+def _refuse(sock: socket.socket, reason: str, close: bool = True) -> None:
+    try:
+        sock.send(error_reply(reason))
+    except OSError:
+        pass
+    if close:
+        _close_quietly(sock)
 
 
 def _close_quietly(sock: socket.socket) -> None:

@@ -37,11 +37,11 @@ def test_a_margin_the_planner_refuses_is_exit_2_naming_the_field(tmp_path, capsy
     spec = {**TINY, "margins_m": [0.005, 0.02]}
     err = _refused(tmp_path, capsys, spec, "margins_m.1=0.02 is invalid")
     assert "clearance_horizon_m" in err
+    # a longer horizon builds a 20 mm planner, but home is ~16.5 mm from collision: every
+    # row at 20 mm would be start_in_collision, so the margin is still refused
     raised = {**spec, "planner": {"clearance_horizon_m": 0.04}}
-    from rob_twin.experiments.study.preflight import check_runnable
-    from rob_twin.experiments.study.spec import parse_spec
-
-    check_runnable(parse_spec(raw=raised), DATA)  # a longer horizon makes 20 mm runnable
+    err = _refused(tmp_path, capsys, raised, "margins_m.1=0.02 is invalid; valid: < 0.01")
+    assert "start keyframe 'home' is 16.5 mm from collision" in err
 
 
 def test_every_shipped_study_spec_validates_whole():

@@ -1,5 +1,6 @@
 """Everything a study checks before its first row: the spec as a whole (the model loads, the
-start keyframe exists, the goal file is finite, every margin builds a planner), and its
+start keyframe exists, the goal file is finite, every margin builds a planner and is below
+the start's clearance), and its
 size, memory and time, estimated and capped (``force`` goes beyond the caps).
 
 A spec that fails here raises ``StudySpecError`` (field, value, what is valid) and no row
@@ -154,16 +155,40 @@ def _check_margins(spec: StudySpec, ctx: StudyContext) -> None:
             ) from None
 
 
+def _check_start_clearance(spec: StudySpec, ctx: StudyContext) -> None:
+    """Every margin below the start's clearance: a start closer to collision than the
+    margin fails every row of that margin (``start_in_collision``) before planning."""
+    from rob_twin.experiments.study import worker
+    from rob_twin.models.loading import arm_qpos_indices
+
+    largest = max(float(m) for m in spec.margins_m)
+    group = worker.group_for(ctx, largest)
+    model, start = worker._model(ctx)
+    at_start = group.clearance({a: start[arm_qpos_indices(model, a)] for a in ctx.arms})
+    for i, margin in enumerate(spec.margins_m):
+        if not at_start.is_free(float(margin)):
+            raise StudySpecError(
+                f"margins_m.{i}",
+                margin,
+                f"< {at_start.distance_m:.4g} m: the start keyframe {ctx.start!r} is "
+                f"{at_start.distance_m * 1e3:.1f} mm from collision ({at_start.pair}), so "
+                "every row at this margin would fail before planning",
+            )
+
+
 def check_runnable(spec: StudySpec, base_dir: Path) -> None:
     """Raise StudySpecError unless every row of ``spec`` can start: the model file loads,
-    ``start`` is one of its keyframes, a goal file holds finite pairs, and every margin
-    (and the goal sampler's clearance) builds a planner config."""
+    ``start`` is one of its keyframes, a goal file holds finite pairs, every margin (and
+    the goal sampler's clearance) builds a planner config, and the start is clear of
+    collision by every margin. Builds this process's model and one planner (the worker
+    cache keeps them for a one-process run)."""
     model_path(spec, base_dir)
     ctx = context(spec, base_dir)
     if isinstance(spec.goals, GoalFile):
         read_goal_file(spec, base_dir)  # shape, finite numbers, enough pairs
     _check_margins(spec, ctx)
     _check_model(ctx, spec.model)
+    _check_start_clearance(spec, ctx)
 
 
 def preflight(

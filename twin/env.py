@@ -10,8 +10,11 @@ Action (float64, ``ACTION_NAMES`` order): RIGHT arm j1..j7 and LEFT arm j1..j7 j
 targets [rad] within the joint bounds, then base forward speed v [m/s] and yaw rate omega
 [rad/s]. The base bounds are the box that fits inside the treads' limits (|v| <= 0.3 m/s,
 |omega| <= 0.3 / (track/2) rad/s), so every action inside the spec is drivable. An action of
-the wrong shape, with a NaN, or outside the spec raises ``EnvActionError`` (the field, the
-value and the valid range) and the environment is left as it was.
+the wrong shape, with a NaN, of a non-real dtype (complex, string, boolean, a masked
+array: refused, never converted) or outside the spec raises ``EnvActionError`` (the field,
+the value and the valid range) and the environment is left as it was. A reset seed that is
+not an integer in [0, 2^32-1] raises ``EnvSeedError`` and the episode goes on; ``step`` and
+``reset`` after ``close()`` raise ``EnvClosedError``.
 
 Observations (``sensors`` picks them; ``SENSORS`` lists the names): ``feedback`` (joint
 positions [rad] decoded by the host from the drives' feedback frames; the commanded ones

@@ -29,9 +29,10 @@ BYTES_PER_ROW = 2_048
 # Per-process memory of one worker [bytes]: the MuJoCo model and one planner per margin
 # (~170 MB max RSS measured for one process planning the built-in scene), rounded up.
 BYTES_PER_WORKER = 256 * 2**20
-# Planning time of one row on one worker [s]: ~13 ms median measured for 5 mm gaussian
-# goals on this machine, taken 4x for harder margins (an estimate, simulated planner).
-SECONDS_PER_ROW = 0.05
+# Time of one row on one worker [s]: margins.toml (200 rows, 2 to 15 mm) took 19.2 s on 2
+# workers of a shared 2-core machine (0.19 s per row; single 5 mm plans ~13 ms unloaded),
+# rounded up (an estimate, simulated planner).
+SECONDS_PER_ROW = 0.2
 
 
 class StudyTooLargeError(StudySpecError):

@@ -110,19 +110,18 @@ def _plot_margins(per: list[dict], path: Path) -> None:
     ax2.set_ylabel("median plan time [ms]", color="tab:blue")
     bad = s["errors"] > 0
     if bad.any():  # rows that raised: a red cross and their count, never a 0 % point
-        ax.scatter(s["margin_mm"][bad], np.full(bad.sum(), 50.0), marker="X", s=90, c="tab:red")
         for x, n in zip(s["margin_mm"][bad], s["errors"][bad], strict=True):
+            ax.axvline(x, color="tab:red", ls=":", lw=1.5)
             ax.annotate(
                 f"{n} error rows",
-                (x, 50.0),
-                textcoords="offset points",
-                xytext=(4, 8),
+                (x, 97.0),
+                ha="right",
                 color="tab:red",
                 fontsize=8,
+                xytext=(-3, 0),
+                textcoords="offset points",
             )
-        ax.set_title(
-            "success and plan time vs margin (simulated; ERROR ROWS marked x)", color="tab:red"
-        )
+        ax.set_title("success, plan time vs margin (simulated; red: error rows)", color="tab:red")
     else:
         ax.set_title("success and plan time vs margin (simulated)")
     fig.tight_layout()

@@ -164,3 +164,11 @@ def test_every_study_option_has_help_with_its_default(capsys):
 
     caps = default_config()
     assert f"{caps.max_rows:,} rows" in text and f"{caps.max_time_s / 3600:g} h" in text
+
+
+def test_a_damaged_study_manifest_is_exit_2_without_a_traceback(tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "study.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert _study(tmp_path, TINY, "--resume") == 2
+    err = capsys.readouterr().err
+    assert "depth=100000" in err and "Traceback" not in err

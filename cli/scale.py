@@ -3,7 +3,9 @@
 runs).
 
 Both return ``(exit code, result object)`` (``--json`` prints the object); a bad spec, folder
-or Ray address is exit 2 with the reason on stderr."""
+or Ray address is exit 2 with the reason on stderr. ``study`` checks the whole spec and its
+estimated size before the first row (exit 2, nothing written; ``--force`` runs a study beyond
+the caps), and exits 1 when a row raised or no row succeeded."""
 
 from __future__ import annotations
 
@@ -26,6 +28,22 @@ def _backend(args: argparse.Namespace):
             connect_timeout_s=args.ray_timeout,
         )
     return LocalBackend(workers=args.workers or default_workers())
+
+
+def _announce_force(spec, backend, force: bool) -> None:
+    """With ``--force``, print (stderr) the estimate of a study beyond the caps before it
+    runs."""
+    from rob_twin.experiments.study.backends import default_workers
+    from rob_twin.experiments.study.preflight import default_config, estimate
+
+    est = estimate(spec, getattr(backend, "workers", None) or default_workers())
+    beyond = est.beyond(default_config())
+    if force and beyond:
+        caps = "; ".join(f"{field} {value} (cap {valid})" for field, value, valid in beyond)
+        print(
+            f"rob-twin study: --force: beyond the caps: {caps}; estimate: {est.text()}",
+            file=sys.stderr,
+        )
 
 
 def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
@@ -53,15 +71,18 @@ def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
             }[result["same"]]
             print(f"plan time {r['plan_time_s']} s; {verdict}")
             return (1 if result["same"] is False else 0), result
+        backend = _backend(args)
+        _announce_force(spec, backend, args.force)
         summary = run_study(
             spec,
             base,
             out,
-            backend=_backend(args),
+            backend=backend,
             resume=args.resume,
             overwrite=args.overwrite,
             progress=not (args.json or args.no_progress),
             spec_path=args.spec,
+            force=args.force,
         )
     except RobTwinError as err:
         return _input_error("study", err)
@@ -71,15 +92,30 @@ def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
             file=sys.stderr,
         )
         raise
-    print(
-        f"{summary['finished']}/{summary['tasks']} tasks ({summary['ran_now']} now) on "
-        f"{summary['backend']} in {summary['wall_s']} s: {summary['statuses']}"
-    )
-    print(
-        f"table: {summary['table']}; report: {Path(summary['table']).parent / 'report.md'} "
-        "(simulated; hardware_io: false)"
-    )
-    return 0, summary
+    est = summary["estimate"]
+    if not args.json:
+        print(
+            f"estimate: {est['rows']} rows, ~{est['memory_bytes'] / 2**20:.0f} MiB, "
+            f"~{est['time_s']:g} s on {est['workers']} worker(s)"
+        )
+        print(
+            f"{summary['finished']}/{summary['tasks']} tasks ({summary['ran_now']} now) on "
+            f"{summary['backend']} in {summary['wall_s']} s: {summary['statuses']}"
+        )
+        print(
+            f"table: {summary['table']}; report: {Path(summary['table']).parent / 'report.md'} "
+            "(simulated; hardware_io: false)"
+        )
+    code = 0 if summary["verdict"] == "clean" else 1
+    if code:
+        print(
+            f"rob-twin study: {summary['verdict']}: {summary['errors']} error rows, "
+            f"{summary['statuses'].get('success', 0)} of {summary['finished']} succeeded; "
+            f"failed rows {summary['failed_rows'][:10]} (replay one with --replay ROW)",
+            file=sys.stderr,
+        )
+    summary["exit_code"] = code
+    return code, summary
 
 
 def _cmd_sweep(args: argparse.Namespace) -> tuple[int, dict]:
@@ -110,14 +146,21 @@ def _cmd_sweep(args: argparse.Namespace) -> tuple[int, dict]:
 
 def register(sub) -> None:
     """Add ``study`` and ``sweep`` to the ``rob-twin`` sub-command parser ``sub``."""
-    st = sub.add_parser("study", help="collision study from a spec (JSON/TOML), in parallel")
+    st = sub.add_parser(
+        "study",
+        help="collision study from a spec (JSON/TOML), in parallel",
+        description="Plan a study spec's goal pairs at every margin. The whole spec and its "
+        "size are checked before the first row (exit 2 with the field named, nothing "
+        "written); exit 1 when a row raised or no row succeeded.",
+    )
     st.add_argument("spec", help="study spec (.toml or .json); see experiments/studies/")
-    st.add_argument("--out", help="output folder (default out/studies/NAME/)")
+    st.add_argument("--out", help="output folder (default: out/studies/NAME/)")
     st.add_argument(
         "--workers",
         type=int,
         default=None,
-        help="local worker processes (default: all cores); with --ray: Ray actors",
+        help="local worker processes (default: all cores); with --ray: Ray actors "
+        "(default: one per cluster CPU)",
     )
     st.add_argument(
         "--ray",
@@ -125,19 +168,43 @@ def register(sub) -> None:
         const="local",
         default=None,
         metavar="ADDRESS",
-        help="run on Ray: a local Ray (no ADDRESS) or the cluster at HOST:PORT",
+        help="run on Ray: a local Ray (no ADDRESS) or the cluster at HOST:PORT "
+        "(default: no Ray, local processes)",
     )
     st.add_argument(
         "--ray-timeout",
         type=float,
         default=10.0,
-        help="seconds to reach the Ray ADDRESS before giving up (default 10)",
+        help="seconds to reach the Ray ADDRESS before giving up (default: %(default)s)",
     )
-    st.add_argument("--resume", action="store_true", help="continue the study in --out")
-    st.add_argument("--overwrite", action="store_true", help="discard the rows already in --out")
-    st.add_argument("--replay", type=int, metavar="ROW", help="plan one row again and compare")
-    st.add_argument("--json", action="store_true", help="print exactly one JSON object")
-    st.add_argument("--no-progress", action="store_true")
+    st.add_argument(
+        "--resume", action="store_true", help="continue the study in --out (default: off)"
+    )
+    st.add_argument(
+        "--overwrite", action="store_true", help="discard the rows already in --out (default: off)"
+    )
+    st.add_argument(
+        "--replay",
+        type=int,
+        metavar="ROW",
+        help="plan one row again and compare it with the stored row (default: run the study)",
+    )
+    st.add_argument(
+        "--force",
+        action="store_true",
+        help="run a study whose estimated rows, memory or time is beyond the caps "
+        "(1,000,000 rows, 4 GiB, 24 h); the estimate is printed (default: off)",
+    )
+    st.add_argument(
+        "--json",
+        action="store_true",
+        help="print exactly one JSON object instead of the human summary (default: off)",
+    )
+    st.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar on stderr (default: a bar, off with --json)",
+    )
     st.set_defaults(func=_cmd_study, json_result=True)
     from rob_twin.cli.run import BUS_HELP, DefaultsShown
 

@@ -10,8 +10,11 @@ Action (float64, ``ACTION_NAMES`` order): RIGHT arm j1..j7 and LEFT arm j1..j7 j
 targets [rad] within the joint bounds, then base forward speed v [m/s] and yaw rate omega
 [rad/s]. The base bounds are the box that fits inside the treads' limits (|v| <= 0.3 m/s,
 |omega| <= 0.3 / (track/2) rad/s), so every action inside the spec is drivable. An action of
-the wrong shape, with a NaN, or outside the spec raises ``EnvActionError`` (the field, the
-value and the valid range) and the environment is left as it was.
+the wrong shape, with a NaN, of a non-real dtype (complex, string, boolean, a masked
+array: refused, never converted) or outside the spec raises ``EnvActionError`` (the field,
+the value and the valid range) and the environment is left as it was. A reset seed that is
+not an integer in [0, 2^32-1] raises ``EnvSeedError`` and the episode goes on; ``step`` and
+``reset`` after ``close()`` raise ``EnvClosedError``.
 
 Observations (``sensors`` picks them; ``SENSORS`` lists the names): ``feedback`` (joint
 positions [rad] decoded by the host from the drives' feedback frames; the commanded ones
@@ -32,6 +35,8 @@ With a display, the dm_control viewer runs it with a policy in the loop::
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +47,7 @@ from dm_control import mujoco as dm_mujoco
 from dm_env import specs
 from rob_twin.controllers.owner_types import Mode
 from rob_twin.models import dimensions as D
-from rob_twin.models.errors import InvalidValueError, UnknownNameError
+from rob_twin.models.errors import InvalidValueError, RobTwinError, UnknownNameError
 from rob_twin.models.loading import SCENE_PATH, apply_home
 from rob_twin.models.names import Arm, arm_joints
 from rob_twin.twin.base.lidar import LidarPair
@@ -59,12 +64,57 @@ ARMS = (Arm.RIGHT, Arm.LEFT)
 ACTION_NAMES = tuple(n for arm in ARMS for n in arm_joints(arm)) + ("base/v", "base/omega")
 BASE_V_MAX_M_S = D.BODY.tread_max_speed / 2
 BASE_OMEGA_MAX_RAD_S = BASE_V_MAX_M_S / D.BODY.tread_y
+SEED_MAX = 2**32 - 1
+CAMERA_MAX_PX = 4096  # per side: the largest offscreen image the env renders
 
 
 class EnvActionError(InvalidValueError):
-    """An action the environment refuses (shape, NaN, outside the action spec)."""
+    """An action the environment refuses (shape, dtype, NaN, outside the action spec)."""
 
     subject = "action"
+
+
+class EnvSeedError(InvalidValueError):
+    """A reset or config seed that is not an integer in [0, SEED_MAX]."""
+
+    subject = "env"
+
+
+class EnvClosedError(RobTwinError, RuntimeError):
+    """``step`` or ``reset`` on an environment after ``close()``."""
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as an int (Python or numpy integer, not bool) in [0, SEED_MAX]; EnvSeedError
+    otherwise."""
+    valid = f"an integer in [0, {SEED_MAX}]"
+    if isinstance(seed, (bool, np.bool_)):
+        raise EnvSeedError("seed", seed, valid)
+    try:
+        n = operator.index(seed)
+    except TypeError:
+        raise EnvSeedError("seed", seed, valid) from None
+    if not 0 <= n <= SEED_MAX:
+        raise EnvSeedError("seed", seed, valid)
+    return int(n)
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_camera_size(size: object) -> tuple[int, int]:
+    valid = f"(height, width): two integers in [1, {CAMERA_MAX_PX}] px"
+    if not (isinstance(size, (tuple, list)) and len(size) == 2):
+        raise TwinInputError("camera_size", size, valid)
+    out = []
+    for v in size:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise TwinInputError("camera_size", size, valid)
+        if not 1 <= int(v) <= CAMERA_MAX_PX:
+            raise TwinInputError("camera_size", size, valid)
+        out.append(int(v))
+    return out[0], out[1]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +131,10 @@ class EnvConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("control_rate_hz", "time_limit_s"):
+            value = getattr(self, name)
+            if not _real(value) or not math.isfinite(_as_float(value)):
+                raise TwinInputError(name, value, "a finite real number")
         physics_hz = 1.0 / D.TIMESTEP
         steps = physics_hz / self.control_rate_hz if self.control_rate_hz > 0 else 0.0
         if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
@@ -91,9 +145,21 @@ class EnvConfig:
             )
         if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
             raise TwinInputError("time_limit_s", self.time_limit_s, "a finite time > 0 s")
+        if not isinstance(self.sensors, (tuple, list)):
+            raise TwinInputError("sensors", self.sensors, f"a tuple of names from {SENSORS}")
         for name in self.sensors:
             if name not in SENSORS:
                 raise UnknownNameError("sensor", name, SENSORS)
+        _check_camera_size(self.camera_size)
+        check_seed(self.seed)
+
+
+def _as_float(value: numbers.Real) -> float:
+    """``float(value)``, inf for an integer too large for a float."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
 
 
 def action_bounds() -> tuple[np.ndarray, np.ndarray]:
@@ -117,32 +183,45 @@ class RobEnv(dm_env.Environment):
         self.loop: ClosedLoop | None = None
         self._camera = None
         self._reset_next = True
+        self._closed = False
         self._build(self.config.seed)
 
     # ------------------------------------------------------------------ set-up
     def _build(self, seed: int) -> None:
+        """Build a new loop from ``seed`` and swap it in; a build that raises closes what it
+        built and leaves the running episode as it was."""
+        parts: dict = {"merged_scan": None}
+        try:
+            physics = dm_mujoco.Physics.from_xml_path(str(SCENE_PATH))
+            model, data = physics.model.ptr, physics.data.ptr
+            apply_home(model, data)
+            twin = Twin(TwinConfig(seed=seed), model=model, data=data)
+            parts["loop"] = loop = ClosedLoop(ClosedLoopConfig(seed=seed), twin=twin)
+            drive = BaseDrive(twin)
+            drive.watch_owners(loop)
+            parts.update(physics=physics, drive=drive)
+            parts["odometry"] = Odometry(twin, drive, OdometryConfig(), seed=seed)
+            if "scan" in self.config.sensors:
+                parts["lidars"] = lidars = LidarPair(twin, seed=seed)
+                parts["merger"] = ScanMerger(mounts_from_model(model)).attach(lidars)
+                parts["merger"].subscribers.append(self._on_scan)
+            if "camera" in self.config.sensors:
+                from rob_twin.twin.base.head_camera import HeadCamera
+
+                h, w = self.config.camera_size
+                parts["_camera"] = HeadCamera(model, height=h, width=w)
+        except BaseException:
+            if "loop" in parts:
+                parts["loop"].close()
+            if parts.get("_camera") is not None:
+                parts["_camera"].close()
+            raise
         if self.loop is not None:
             self.loop.close()
-        self.physics = dm_mujoco.Physics.from_xml_path(str(SCENE_PATH))
-        model, data = self.physics.model.ptr, self.physics.data.ptr
-        apply_home(model, data)
-        twin = Twin(TwinConfig(seed=seed), model=model, data=data)
-        self.loop = ClosedLoop(ClosedLoopConfig(seed=seed), twin=twin)
-        self.drive = BaseDrive(twin)
-        self.drive.watch_owners(self.loop)
-        self.odometry = Odometry(twin, self.drive, OdometryConfig(), seed=seed)
-        self.merged_scan = None
-        if "scan" in self.config.sensors:
-            self.lidars = LidarPair(twin, seed=seed)
-            self.merger = ScanMerger(mounts_from_model(model)).attach(self.lidars)
-            self.merger.subscribers.append(self._on_scan)
-        if "camera" in self.config.sensors:
-            from rob_twin.twin.base.head_camera import HeadCamera
-
-            if self._camera is not None:
-                self._camera.close()
-            h, w = self.config.camera_size
-            self._camera = HeadCamera(model, height=h, width=w)
+        if self._camera is not None and "_camera" in parts:
+            self._camera.close()
+        for name, value in parts.items():
+            setattr(self, name, value)
         self._steps_per_action = int(round(1.0 / (self.config.control_rate_hz * twin.scheduler.dt)))
         self._limit_steps = int(round(self.config.time_limit_s * self.config.control_rate_hz))
         self._step_count = 0
@@ -198,12 +277,19 @@ class RobEnv(dm_env.Environment):
 
     # ------------------------------------------------------------------ dm_env
     def reset(self, seed: int | None = None) -> dm_env.TimeStep:
-        """A new episode: the whole loop rebuilt from ``seed`` (the config's by default)."""
-        self._build(self.config.seed if seed is None else int(seed))
+        """A new episode: the whole loop rebuilt from ``seed`` (the config's by default; an
+        integer in [0, SEED_MAX], else EnvSeedError and the running episode goes on)."""
+        self._check_open("reset")
+        self._build(self.config.seed if seed is None else check_seed(seed))
         self._reset_next = False
         return dm_env.restart(self._observation())
 
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise EnvClosedError(f"RobEnv.{what}() on a closed environment; valid: a new RobEnv")
+
     def step(self, action) -> dm_env.TimeStep:
+        self._check_open("step")
         if self._reset_next:
             return self.reset(self.seed)
         a = self._validate(action)
@@ -221,14 +307,37 @@ class RobEnv(dm_env.Environment):
         return dm_env.transition(reward, obs)
 
     def _validate(self, action) -> np.ndarray:
-        try:
-            a = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise EnvActionError("action", action, f"{len(ACTION_NAMES)} numbers") from None
-        if a.shape != (len(ACTION_NAMES),):
-            raise EnvActionError(
-                "action shape", a.shape, f"({len(ACTION_NAMES)},): {', '.join(ACTION_NAMES)}"
-            )
+        """``action`` as float64, refused unless it is 16 plain real numbers in the spec: no
+        complex, string, boolean or masked values (nothing is converted silently)."""
+        n = len(ACTION_NAMES)
+        if isinstance(action, np.ma.MaskedArray):
+            raise EnvActionError("action", "a masked array", f"{n} plain real numbers")
+        if isinstance(action, (str, bytes)):
+            raise EnvActionError("action", action, f"{n} real numbers")
+        if isinstance(action, np.ndarray):
+            a = action
+        else:
+            try:
+                entries = list(action)
+            except TypeError:
+                raise EnvActionError("action", action, f"{n} real numbers") from None
+            if len(entries) != n:
+                raise EnvActionError(
+                    "action shape", (len(entries),), f"({n},): {', '.join(ACTION_NAMES)}"
+                )
+            for i, (name, v) in enumerate(zip(ACTION_NAMES, entries, strict=True)):
+                if isinstance(v, (str, bytes)):
+                    raise EnvActionError("action dtype", type(v).__name__, "real numbers")
+                if not _real(v):
+                    raise EnvActionError(name, v, "a real number")
+                if not math.isfinite(_as_float(v)):
+                    raise EnvActionError(name, v, f"[{self._lo[i]:.4g}, {self._hi[i]:.4g}]")
+            a = np.array([float(v) for v in entries], dtype=np.float64)
+        if a.dtype.kind not in "iuf":
+            raise EnvActionError("action dtype", str(a.dtype), "integer or floating point")
+        if a.shape != (n,):
+            raise EnvActionError("action shape", a.shape, f"({n},): {', '.join(ACTION_NAMES)}")
+        a = a.astype(np.float64)
         for i, name in enumerate(ACTION_NAMES):
             v = a[i]
             if not (np.isfinite(v) and self._lo[i] <= v <= self._hi[i]):
@@ -260,6 +369,8 @@ class RobEnv(dm_env.Environment):
         return obs
 
     def close(self) -> None:
+        """Release the bus and the renderer; later ``step``/``reset`` raise EnvClosedError."""
+        self._closed = True
         if self.loop is not None:
             self.loop.close()
             self.loop = None

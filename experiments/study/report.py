@@ -20,18 +20,29 @@ from rob_twin.experiments.output import markdown_table, write_json  # noqa: E402
 from rob_twin.experiments.study.spec import StudySpec  # noqa: E402
 
 
+def verdict(rows: list[dict]) -> str:
+    """``clean`` (no row raised and some row succeeded), ``errors`` (a row raised: the study
+    did not measure what it asked) or ``all failed`` (no row succeeded)."""
+    if not any(r["status"] == "success" for r in rows):
+        return "all failed"
+    return "errors" if any(r["status"] == "error" for r in rows) else "clean"
+
+
 def _per_margin(rows: list[dict], margins: list[float]) -> list[dict]:
+    """Per margin: tasks, successes, errors (rows that raised); ``success_rate`` over the
+    planned rows (errors left out; None when every row raised, never 0 %)."""
     out = []
     for m in margins:
         rs = [r for r in rows if r["margin_m"] == m]
         ok = [r for r in rs if r["status"] == "success"]
+        planned = [r for r in rs if r["status"] != "error"]
         times = np.array([r["plan_time_s"] for r in rs if r["plan_time_s"] is not None])
         out.append(
             {
                 "margin_m": m,
                 "tasks": len(rs),
                 "success": len(ok),
-                "success_rate": round(len(ok) / len(rs), 4) if rs else None,
+                "success_rate": round(len(ok) / len(planned), 4) if planned else None,
                 "errors": sum(r["status"] == "error" for r in rs),
                 "plan_time_ms_median": round(float(np.median(times)) * 1e3, 2)
                 if times.size
@@ -61,6 +72,8 @@ def summarize(
         "complete": len(rows) == expected,
         "statuses": statuses,
         "success_rate": round(statuses.get("success", 0) / len(rows), 4) if rows else None,
+        "errors": statuses.get("error", 0),
+        "verdict": verdict(rows),
         "plan_time_s_total": round(float(np.sum(times)), 3),
         "wall_s": round(wall_s, 3),
         "plans_per_s": round(len(rows) / wall_s, 3) if wall_s > 0 else None,
@@ -69,17 +82,48 @@ def summarize(
     }
 
 
+def margin_series(per: list[dict]) -> dict[str, np.ndarray]:
+    """What the margin plot draws: success [%] and median plan time [ms] per margin (NaN,
+    a gap, where no row was planned), and the rows that raised per margin."""
+    nan = float("nan")
+    return {
+        "margin_mm": np.array([p["margin_m"] * 1e3 for p in per]),
+        "success_pct": np.array(
+            [nan if p["success_rate"] is None else 100 * p["success_rate"] for p in per]
+        ),
+        "median_ms": np.array(
+            [nan if p["plan_time_ms_median"] is None else p["plan_time_ms_median"] for p in per]
+        ),
+        "errors": np.array([p["errors"] for p in per]),
+    }
+
+
 def _plot_margins(per: list[dict], path: Path) -> None:
-    m_mm = [p["margin_m"] * 1e3 for p in per]
+    s = margin_series(per)
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(m_mm, [100 * (p["success_rate"] or 0) for p in per], "o-", color="tab:green")
+    ax.plot(s["margin_mm"], s["success_pct"], "o-", color="tab:green", label="success")
     ax.set_xlabel("clearance margin [mm]")
-    ax.set_ylabel("success [%]", color="tab:green")
+    ax.set_ylabel("success of planned rows [%]", color="tab:green")
     ax.set_ylim(0, 105)
     ax2 = ax.twinx()
-    ax2.plot(m_mm, [p["plan_time_ms_median"] or 0 for p in per], "s--", color="tab:blue")
+    ax2.plot(s["margin_mm"], s["median_ms"], "s--", color="tab:blue")
     ax2.set_ylabel("median plan time [ms]", color="tab:blue")
-    ax.set_title("success and plan time vs margin (simulated)")
+    bad = s["errors"] > 0
+    if bad.any():  # rows that raised: a red cross and their count, never a 0 % point
+        for x, n in zip(s["margin_mm"][bad], s["errors"][bad], strict=True):
+            ax.axvline(x, color="tab:red", ls=":", lw=1.5)
+            ax.annotate(
+                f"{n} error rows",
+                (x, 97.0),
+                ha="right",
+                color="tab:red",
+                fontsize=8,
+                xytext=(-3, 0),
+                textcoords="offset points",
+            )
+        ax.set_title("success, plan time vs margin (simulated; red: error rows)", color="tab:red")
+    else:
+        ax.set_title("success and plan time vs margin (simulated)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -103,24 +147,32 @@ def _plot_times(rows: list[dict], margins: list[float], path: Path) -> None:
     )
     ax.set_xlabel("plan time [ms] (simulated planner, this machine)")
     ax.set_ylabel("tasks")
-    ax.legend(title="margin", fontsize=8)
+    if any(data):
+        ax.legend(title="margin", fontsize=8)
+    else:
+        ax.set_title("no row was planned (every row raised)", color="tab:red")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
+def _kind(row: dict) -> str:
+    return row["status"] if row["status"] in ("success", "error") else "failure"
+
+
 def _plot_failures(rows: list[dict], arms: list[str], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
     for ax, (i, j) in zip(axes, (("x", "y"), ("x", "z")), strict=True):
-        for ok, style in (
-            (True, {"c": "0.7", "s": 8, "label": "success"}),
-            (False, {"c": "tab:red", "s": 18, "marker": "x", "label": "failure"}),
+        for kind, style in (
+            ("success", {"c": "0.7", "s": 8, "label": "success"}),
+            ("failure", {"c": "tab:red", "s": 18, "marker": "x", "label": "planner failure"}),
+            ("error", {"c": "k", "s": 24, "marker": "^", "label": "error (row raised)"}),
         ):
             pts = [
                 (r[f"{a}_tcp_{i}"], r[f"{a}_tcp_{j}"])
                 for r in rows
                 for a in arms
-                if (r["status"] == "success") == ok and r[f"{a}_tcp_{i}"] is not None
+                if _kind(r) == kind and r[f"{a}_tcp_{i}"] is not None
             ]
             if pts:
                 ax.scatter(*zip(*pts, strict=True), **style)
@@ -130,8 +182,13 @@ def _plot_failures(rows: list[dict], arms: list[str], path: Path) -> None:
     axes[0].set_title("top view")
     axes[1].set_title("side view")
     axes[0].legend(fontsize=8)
-    failed = sum(r["status"] != "success" for r in rows)
-    fig.suptitle(f"where goals fail: {failed} of {len(rows)} tasks (world frame, simulated)")
+    failed = sum(_kind(r) == "failure" for r in rows)
+    errors = sum(_kind(r) == "error" for r in rows)
+    fig.suptitle(
+        f"where goals fail: {failed} planner failures, {errors} error rows of {len(rows)} "
+        "tasks (world frame, simulated)",
+        color="tab:red" if errors else "k",
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -167,7 +224,13 @@ def write_report(
         "",
         f"{summary['finished']} of {summary['tasks']} tasks finished on {summary['backend']} in "
         f"{summary['wall_s']} s ({summary['plans_per_s']} plans/s); "
-        f"statuses: {summary['statuses']}.",
+        f"statuses: {summary['statuses']}; verdict: **{summary['verdict']}**"
+        + (
+            f" ({summary['errors']} error rows: they raised before planning, so the study "
+            "did not measure them; see the failed rows below)."
+            if summary["errors"]
+            else "."
+        ),
         "",
         markdown_table(summary["per_margin"]),
         "",

@@ -1,5 +1,7 @@
-"""Run a study: expand the spec, skip rows already stored (``resume``), stream the rest
-through a backend into the row store with a progress bar, then write the report.
+"""Run a study: check it whole and estimate its size first (``preflight``: no row runs or is
+written when the spec cannot run, or is beyond the caps without ``force``), expand the spec,
+skip rows already stored (``resume``), stream the rest through a backend into the row store
+with a progress bar, then write the report.
 
 ``replay_row`` plans one row again in this process and compares it with the stored row.
 """
@@ -10,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from rob_twin.experiments.study.backends import LocalBackend, RayBackend
+from rob_twin.experiments.study.backends import LocalBackend, RayBackend, default_workers
+from rob_twin.experiments.study.preflight import StudyLimits, preflight
 from rob_twin.experiments.study.report import summarize, write_report
 from rob_twin.experiments.study.spec import StudySpec
 from rob_twin.experiments.study.store import RowStore, read_rows
@@ -35,12 +38,19 @@ def run_study(
     overwrite: bool = False,
     progress: bool = True,
     spec_path: str = "SPEC",
+    limits: StudyLimits | None = None,
+    force: bool = False,
 ) -> dict:
-    """Run every task of ``spec`` not yet in ``out_dir``; return the stamped summary.
+    """Run every task of ``spec`` not yet in ``out_dir``; return the stamped summary
+    (``estimate``: the preflight estimate; ``verdict``: ``clean``, ``errors`` when a row
+    raised, ``all failed`` when no row succeeded).
 
+    StudySpecError (StudyTooLargeError beyond ``limits`` unless ``force``) before any row.
     A KeyboardInterrupt leaves the finished rows in ``rows.csv`` (``resume=True`` continues)."""
     out_dir = Path(out_dir or default_out_dir(spec))
     backend = backend or LocalBackend()
+    workers = getattr(backend, "workers", None) or default_workers()
+    est = preflight(spec, base_dir, workers, limits, force)
     tasks = expand(spec, base_dir)
     ctx = context(spec, base_dir)
     store = RowStore(out_dir, spec, resume=resume, overwrite=overwrite)
@@ -71,6 +81,7 @@ def run_study(
     wall_s = time.perf_counter() - t0
     summary = summarize(spec, rows, backend=backend.label, wall_s=wall_s, expected=len(tasks))
     summary["ran_now"] = len(todo)
+    summary["estimate"] = est.as_dict()
     return write_report(spec, rows, summary, out_dir, spec_path)
 
 

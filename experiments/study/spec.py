@@ -17,29 +17,55 @@ Example (TOML)::
     max_iterations = 4000
 
 A malformed spec raises ``StudySpecError`` naming the field, the value and what is valid.
-Units: radians, metres.
+Spec and goal files are read with limits (``SpecLimits``: size, UTF-8, nesting depth,
+integer digits; JSON through ``rob_twin.models.bounded_json``), so a damaged file is a
+``StudySpecError``, never a traceback. Units: radians, metres.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from rob_twin.models.bounded_json import (
+    JsonInputError,
+    JsonLimits,
+    nesting_depth,
+    read_bounded_json,
+)
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import JOINTS_PER_ARM, Arm
 
 ARM_NAMES = tuple(a.value for a in Arm)
 BUILTIN_MODEL = "rob"
+# TOML basic and literal strings on one line (left out when looking for long digit runs)
+_STRINGS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
 
 
 class StudySpecError(InvalidValueError):
     """A study spec field with an invalid value (or a spec file that cannot be read)."""
 
     subject = "study spec"
+
+
+@dataclass(frozen=True)
+class SpecLimits:
+    """Limits on a spec or goal file: ``max_bytes`` [bytes], ``max_depth`` [nested
+    arrays/tables], ``max_int_digits`` [digits of one integer]."""
+
+    max_bytes: int = 4_000_000
+    max_depth: int = 16
+    max_int_digits: int = 20
+
+
+def default_config() -> SpecLimits:
+    """4 MB, depth 16, 20-digit integers (a seed is at most 10 digits)."""
+    return SpecLimits()
 
 
 class _Strict(BaseModel):
@@ -137,38 +163,114 @@ def parse_spec(raw: dict) -> StudySpec:
         raise spec_error(err) from None
 
 
-def load_spec(path: Path | str) -> tuple[StudySpec, Path]:
-    """(spec, its folder) from a ``.json`` or ``.toml`` file."""
-    path = Path(path)
+def _read_bytes(path: Path, field: str, limits: SpecLimits) -> bytes:
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > limits.max_bytes:
+            raise StudySpecError(
+                field, str(path), f"a file of <= {limits.max_bytes} bytes ({size})"
+            )
+        return path.read_bytes()
     except OSError as err:
         raise StudySpecError(
-            "path", str(path), f"a readable .json or .toml file ({err.strerror})"
+            field, str(path), f"a readable .json or .toml file ({err.strerror})"
         ) from None
+
+
+def _too_long_int(raw: object, limits: SpecLimits, where: str = "") -> tuple[str, int] | None:
+    """(field, value) of the first integer in ``raw`` with more than ``max_int_digits``."""
+    stack = [(where, raw)]
+    bound = 10**limits.max_int_digits
+    while stack:
+        loc, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{loc}.{k}" if loc else str(k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{loc}.{i}", x) for i, x in enumerate(v))
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= bound:
+            return loc or "(spec)", v
+    return None
+
+
+def read_toml(data: bytes, what: str, limits: SpecLimits | None = None) -> dict:
+    """A TOML document under ``limits`` (size, UTF-8, depth, integer digits) as a dict;
+    StudySpecError naming the broken rule otherwise."""
+    limits = limits or default_config()
+    if len(data) > limits.max_bytes:
+        raise StudySpecError("size", f"{len(data)} bytes", f"<= {limits.max_bytes} ({what})")
     try:
-        if path.suffix == ".toml":
-            raw = tomllib.loads(text)
-        elif path.suffix == ".json":
-            raw = json.loads(text)
-        else:
-            raise StudySpecError("path", str(path), "a file ending .json or .toml")
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as err:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
         raise StudySpecError(
-            "path", str(path), f"well-formed {path.suffix[1:].upper()} ({err})"
+            "encoding", f"byte {err.start}: {data[err.start : err.start + 1]!r}", f"UTF-8 ({what})"
         ) from None
+    unquoted = _STRINGS.sub('""', text)
+    digits = re.search(rf"\d(?:_?\d){{{limits.max_int_digits},}}", unquoted)
+    if digits:
+        run = digits.group().replace("_", "")
+        raise StudySpecError(
+            "integer",
+            f"{run[:12]}... ({len(run)} digits)",
+            f"numbers of <= {limits.max_int_digits} digits ({what})",
+        )
+    depth = nesting_depth(text)
+    if depth > limits.max_depth:
+        raise StudySpecError("depth", depth, f"<= {limits.max_depth} nested arrays/tables ({what})")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise StudySpecError("path", what, f"well-formed TOML ({err})") from None
+    except (ValueError, RecursionError) as err:  # integers of thousands of digits, nesting
+        raise StudySpecError(
+            "path", what, f"TOML within limits ({type(err).__name__}: {str(err)[:120]})"
+        ) from None
+    found = _too_long_int(raw, limits)
+    if found is not None:
+        raise StudySpecError(found[0], found[1], f"an integer of <= {limits.max_int_digits} digits")
+    return raw
+
+
+def _json_limits(limits: SpecLimits) -> JsonLimits:
+    return JsonLimits(
+        max_bytes=limits.max_bytes,
+        max_depth=limits.max_depth,
+        max_int_digits=limits.max_int_digits,
+        reject_duplicate_keys=True,
+    )
+
+
+def read_json(data: bytes, what: str, limits: SpecLimits | None = None) -> object:
+    """A JSON document under ``limits`` (``read_bounded_json``); StudySpecError otherwise."""
+    try:
+        return read_bounded_json(data, what=what, limits=_json_limits(limits or default_config()))
+    except JsonInputError as err:
+        raise StudySpecError(err.field, err.value, f"{err.valid} ({what})") from None
+
+
+def load_spec(path: Path | str, limits: SpecLimits | None = None) -> tuple[StudySpec, Path]:
+    """(spec, its folder) from a ``.json`` or ``.toml`` file read under ``limits``."""
+    path = Path(path)
+    limits = limits or default_config()
+    if path.suffix not in (".toml", ".json"):
+        raise StudySpecError("path", str(path), "a file ending .json or .toml")
+    data = _read_bytes(path, "path", limits)
+    if path.suffix == ".toml":
+        raw = read_toml(data, f"study spec {path}", limits)
+    else:
+        raw = read_json(data, f"study spec {path}", limits)
     if not isinstance(raw, dict):
         raise StudySpecError("(spec)", type(raw).__name__, "a table/object of fields")
     return parse_spec(raw), path.resolve().parent
 
 
 def read_goal_file(spec: StudySpec, base_dir: Path) -> list[dict[str, list[float]]]:
-    """The goal pairs of a ``file`` sampler, checked for shape (limits: the planner's job)."""
+    """The goal pairs of a ``file`` sampler, read under limits and checked for shape and
+    finite numbers (joint limits: the planner's job, a row error)."""
     assert isinstance(spec.goals, GoalFile)
     path = base_dir / spec.goals.path
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        raw = read_json(_read_bytes(path, "goals.path", default_config()), f"goal file {path}")
+    except StudySpecError as err:
         raise StudySpecError(
             "goals.path", spec.goals.path, f"a readable JSON list of goal pairs ({err})"
         ) from None
@@ -182,9 +284,14 @@ def read_goal_file(spec: StudySpec, base_dir: Path) -> list[dict[str, list[float
             if not (
                 isinstance(q, list)
                 and len(q) == JOINTS_PER_ARM
-                and all(isinstance(v, (int, float)) for v in q)
+                and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    for v in q
+                )
             ):
-                raise StudySpecError(f"goals.path[{i}].{arm}", q, f"{JOINTS_PER_ARM} numbers [rad]")
+                raise StudySpecError(
+                    f"goals.path[{i}].{arm}", q, f"{JOINTS_PER_ARM} finite numbers [rad]"
+                )
     if spec.count > len(raw):
         raise StudySpecError("count", spec.count, f"<= {len(raw)} (the pairs in {spec.goals.path})")
     return raw

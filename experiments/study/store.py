@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rob_twin.experiments.study.spec import StudySpec
 from rob_twin.experiments.study.worker import COLUMNS
+from rob_twin.models.bounded_json import JsonLimits, read_bounded_json
 from rob_twin.models.errors import RobTwinError
 
 INT_COLUMNS = {"row", "pair", "goal_seed", "plan_seed", "repairs", "worker"}
@@ -57,7 +58,12 @@ class RowStore:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         existing = read_rows(self.csv_path)
         if self.manifest.is_file() and not overwrite:
-            recorded = json.loads(self.manifest.read_text()).get("spec")
+            manifest = read_bounded_json(
+                self.manifest.read_bytes(),
+                what=f"study manifest {self.manifest}",
+                limits=JsonLimits(max_bytes=4_000_000),
+            )
+            recorded = manifest.get("spec") if isinstance(manifest, dict) else None
             if not resume:
                 raise StudyOutputError(
                     f"{self.out_dir} already holds a study ({len(existing)} rows); valid: --resume "

@@ -147,7 +147,8 @@ CASES = [
         "unknown camera",
         sc(cameras=["overveiw"]),
         "ScenarioError",
-        "cameras[0]: Input should be 'auto', 'overview', 'front' or 'head/rgb' (did you mean 'overview'?)",
+        "cameras[0]: Input should be 'auto', 'overview', 'front' or 'head/rgb' "
+        "(did you mean 'overview'?)",
     ),
     Case(
         "keyframes a string", sc(keyframes="abc"), "ScenarioError", "keyframes: must be a JSON list"

@@ -4,8 +4,9 @@ exception. Under ``make test`` each property runs Hypothesis' default number of 
 ``make fuzz`` runs the same properties as a long seeded campaign (profile ``fuzz``).
 
 Surfaces: the bank's control port, teleop frames, the socketcand stream and its commands,
-plan files (certify), replay sidecars. The bounded JSON reader they share has its own
-property in ``test_bounded_json.py``; studies and RobEnv in their modules.
+plan files (certify), replay sidecars, study specs (TOML and JSON bytes, decoded objects)
+and RobEnv actions. The bounded JSON reader they share has its own property in
+``test_bounded_json.py``.
 """
 
 from __future__ import annotations
@@ -243,3 +244,65 @@ def test_sidecars_with_one_field_broken(tmp_path, pick, value):
         validate_sidecar(_mutated(SIDECAR, pick, value), tmp_path / "run.log")
     except RobTwinError as err:
         assert str(err)  # a typed error with a message (SidecarError or RecordingError)
+
+
+# --- study specs --------------------------------------------------------------------------
+
+
+@FUZZ
+@given(st.binary(max_size=400) | st.text(max_size=300).map(str.encode))
+def test_study_spec_bytes_as_toml_and_json(data):
+    from rob_twin.experiments.study.spec import StudySpecError, parse_spec, read_json, read_toml
+
+    for read in (read_toml, read_json):
+        try:
+            raw = read(data, "fuzz spec")
+            parse_spec(raw) if isinstance(raw, dict) else None
+        except StudySpecError:
+            pass
+
+
+@FUZZ
+@given(JSONISH)
+def test_study_spec_objects_of_any_shape(raw):
+    from rob_twin.experiments.study.spec import StudySpecError, parse_spec
+
+    try:
+        parse_spec(raw if isinstance(raw, dict) else {"spec": raw})
+    except StudySpecError:
+        pass
+
+
+# --- RobEnv actions -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def env():
+    from rob_twin.twin.env import EnvConfig, RobEnv
+
+    env = RobEnv(EnvConfig(sensors=("commanded",)))
+    env.reset(seed=0)
+    yield env
+    env.close()
+
+
+ACTIONS = st.one_of(
+    JSONISH,
+    st.lists(st.floats() | st.integers() | st.text(max_size=3) | st.none(), max_size=20),
+    st.integers(0, 20).flatmap(
+        lambda n: st.sampled_from(["f8", "f4", "i8", "u1", "c16", "U3", "O", "?"]).map(
+            lambda dt: np.zeros(n, dtype=dt)
+        )
+    ),
+)
+
+
+@FUZZ
+@given(ACTIONS)
+def test_env_actions_of_any_kind_step_or_raise_the_typed_error(env, action):
+    from rob_twin.twin.env import EnvActionError
+
+    try:
+        env.step(action)
+    except EnvActionError:
+        pass

@@ -213,7 +213,7 @@ def test_scenario_plans_run_through_armgroup_and_the_executor():
     "plans, match",
     [
         ([{"t": 0.5, "goals": {"right": [0.0] * 6}}], "7 finite joint angles"),
-        ([{"t": 0.5}], r"plans\[0\]\.goals: required field is missing"),
+        ([{"t": 0.5}], r"plans\[0\]: give exactly one of goals .* or plan"),
         (
             [{"t": -1.0, "goals": {"left": [0.5] * 7}}],
             r"plans\[0\]\.t: Input should be greater than or equal to 0",

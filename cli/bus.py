@@ -50,8 +50,30 @@ def _cmd_bank(args: argparse.Namespace) -> int:
     except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
         print(f"rob-twin bank: {err}", file=sys.stderr)
         return 2
-    print(json.dumps({k: v for k, v in final.items() if k != "socketcand"}, default=str))
+    final = {k: v for k, v in final.items() if k != "socketcand"}
+    if args.json:
+        print(json.dumps(final, default=str))
+    else:
+        print(_bank_summary(final))
     return 0
+
+
+def _bank_summary(final: dict) -> str:
+    """The bank's final status for people: time, lag, then one line per bus with its frame
+    counts (the full object with ``--json``)."""
+    lines = [
+        f"bank: ran {final.get('sim_time_s', 0):.2f} s (simulated drives; hardware_io: false), "
+        f"max lag {1000 * final.get('max_lag_s', 0):.1f} ms, "
+        f"{len(final.get('faults') or [])} faults in force at the end"
+    ]
+    for channel, bus in (final.get("buses") or {}).items():
+        counts = ", ".join(
+            f"{k.replace('_', ' ')} {v}"
+            for k, v in bus.items()
+            if isinstance(v, int) and not isinstance(v, bool)
+        )
+        lines.append(f"  {channel} ({bus.get('arm')}): {counts}")
+    return "\n".join(lines)
 
 
 def _cmd_host(args: argparse.Namespace) -> CommandResult:
@@ -356,6 +378,11 @@ def register(sub) -> None:
         metavar="FILE",
         help="record all traffic the drives see and send (.log, .asc, .blf, .mf4; Unix-time "
         "stamps) (default: none)",
+    )
+    bank.add_argument(
+        "--json",
+        action="store_true",
+        help="print the final status as one JSON object instead of the human summary",
     )
     bank.set_defaults(func=_cmd_bank)
     host = sub.add_parser(

@@ -22,6 +22,7 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
             viewer=False if args.no_viewer else None,
             camera_hz=args.camera_hz,
             input_timeout_s=args.input_timeout,
+            as_json=args.json,
         )
     except (ScenarioError, TeleopConfigError) as err:
         print(f"rob-twin teleop: {err}", file=sys.stderr)
@@ -40,6 +41,11 @@ def register(sub) -> None:
     )
     tele.add_argument(
         "scenario", nargs="?", help="scenario file: initial state and faults (default: demo)"
+    )
+    tele.add_argument(
+        "--json",
+        action="store_true",
+        help="human lines to stderr; one JSON object on stdout when the session ends",
     )
     tele.add_argument(
         "--port",

@@ -11,7 +11,6 @@ from rob_twin.cli.common import QUALITY_CHOICES, UsageError
 
 def _cmd_view(args: argparse.Namespace) -> int:
     from rob_twin.twin.viewer.keys import key_code
-    from rob_twin.twin.viewer.session import NoDisplayError, view
 
     presses = []
     for item in args.press or ():
@@ -25,19 +24,44 @@ def _cmd_view(args: argparse.Namespace) -> int:
         if scenario is not None:
             raise UsageError("rob-twin view: give a SCENARIO or --plan, not both")
         return _view_plan(args, presses)
-    try:
-        return view(
-            scenario,
-            max_wall_s=args.seconds,
-            presses=presses,
-            screenshot=args.screenshot,
-            report=args.report,
-            quality=args.quality,
-            max_sim_s=args.sim_seconds,
-        )
-    except NoDisplayError as err:
-        print(f"rob-twin view: {err}", file=sys.stderr)
-        return 3
+    return _run_view(scenario, args, presses)
+
+
+def _run_view(scenario: str | None, args: argparse.Namespace, presses: list) -> int:
+    """The viewer on ``scenario``; exit 3 without a display. Under ``--json`` stdout gets one
+    object when the window closes: the session's outcome (the ``--report`` content) and the
+    exit code, or the error."""
+    import contextlib
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from rob_twin.twin.viewer.session import NoDisplayError, view
+
+    with tempfile.TemporaryDirectory(prefix="rob-twin-view-") as tmp:
+        report = args.report or (str(Path(tmp) / "outcome.json") if args.json else None)
+        # under --json, stdout carries only the one object: the session's lines go to stderr
+        quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+        try:
+            with quiet:
+                code = view(
+                    scenario,
+                    max_wall_s=args.seconds,
+                    presses=presses,
+                    screenshot=args.screenshot,
+                    report=report,
+                    quality=args.quality,
+                    max_sim_s=args.sim_seconds,
+                )
+        except NoDisplayError as err:
+            print(f"rob-twin view: {err}", file=sys.stderr)
+            if args.json:
+                print(json.dumps({"error": str(err), "type": type(err).__name__, "exit_code": 3}))
+            return 3
+        if args.json:
+            outcome = json.loads(Path(report).read_text()) if Path(report).is_file() else {}
+            print(json.dumps({"exit_code": code, "outcome": outcome, "hardware_io": False}))
+        return code
 
 
 def _view_plan(args: argparse.Namespace, presses: list) -> int:
@@ -49,25 +73,12 @@ def _view_plan(args: argparse.Namespace, presses: list) -> int:
     from pathlib import Path
 
     from rob_twin.twin.scenario.plan_steps import scenario_for_plan_file
-    from rob_twin.twin.viewer.session import NoDisplayError, view
 
     raw = scenario_for_plan_file(args.plan)
     with tempfile.TemporaryDirectory(prefix="rob-twin-view-") as tmp:
         path = Path(tmp) / "plan.json"
         path.write_text(json.dumps(raw))
-        try:
-            return view(
-                str(path),
-                max_wall_s=args.seconds,
-                presses=presses,
-                screenshot=args.screenshot,
-                report=args.report,
-                quality=args.quality,
-                max_sim_s=args.sim_seconds,
-            )
-        except NoDisplayError as err:
-            print(f"rob-twin view: {err}", file=sys.stderr)
-            return 3
+        return _run_view(str(path), args, presses)
 
 
 def register(sub) -> None:
@@ -108,5 +119,10 @@ def register(sub) -> None:
     view.add_argument("--screenshot", help="PNG of the display taken just before closing")
     view.add_argument(
         "--report", help="write what the session did (owner modes, bus frames) as JSON"
+    )
+    view.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object when the window closes (the session's outcome)",
     )
     view.set_defaults(func=_cmd_view)

@@ -42,3 +42,11 @@ def test_help_shows_each_set_default(name):
         assert f"default: {default}" in text or "default" in help_text, (
             f"rob-twin {name} {'/'.join(action.option_strings)}: default {default!r} not shown"
         )
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_json_output(name):
+    """Human output by default, one JSON object with --json, for every command (issue 29:
+    bank, view and teleop had none)."""
+    options = {o for action in COMMANDS[name]._actions for o in action.option_strings}
+    assert "--json" in options, f"rob-twin {name} has no --json"

@@ -175,6 +175,12 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
         )
         for side, values in stamps.items():  # every frame within the run, on Unix time
             assert started - 5 < min(values) and max(values) < time.time() + 1, side
+        from rob_twin.twin.bus.bank_control import control
+
+        control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
+        out, err = bank.communicate(timeout=30)
+        assert bank.returncode == 0, err
+        assert out.startswith("bank: ran ") and "CAN10 (right): command frames" in out, out
     finally:
         if logger is not None and logger.poll() is None:
             logger.kill()
@@ -183,3 +189,11 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
         if bank.poll() is None:
             control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
             bank.wait(timeout=30)
+
+
+def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
+    done = journey("teleop", "--json", "--seconds", "2", "--no-viewer", "--port", "0", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    summary = json.loads(done.stdout)
+    assert summary["operator_page"].startswith("http://127.0.0.1:")
+    assert summary["hardware_io"] is False and "operator page" in done.stderr

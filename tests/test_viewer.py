@@ -39,3 +39,20 @@ def test_viewer_opens_and_exits_with_code_0_under_xvfb():
         assert run.returncode == 0, (run.returncode, err[-2000:])
         assert "Segmentation fault" not in err and "Fatal Python error" not in err, err[-2000:]
         assert "still running" not in err, err[-2000:]
+
+
+def test_view_json_prints_one_object_with_the_sessions_outcome():
+    """``rob-twin view --json``: stdout is exactly one JSON object when the window closes."""
+    import json
+
+    rob_twin = Path(sys.executable).parent / "rob-twin"
+    run = subprocess.run(
+        ["xvfb-run", "-a", str(rob_twin), "view", "--json", "--seconds", "0.5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    obj = json.loads(run.stdout)
+    assert obj["exit_code"] == 0 and obj["hardware_io"] is False and obj["outcome"]

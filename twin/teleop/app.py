@@ -268,9 +268,18 @@ def run_teleop(
     viewer: bool | None = None,
     camera_hz: float = 2.0,
     input_timeout_s: float | None = None,
+    as_json: bool = False,
 ) -> int:
     """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``);
-    ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s)."""
+    ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s). With
+    ``as_json`` the human lines go to stderr and stdout gets one JSON object at the end
+    (addresses, counts, ``hardware_io: false``)."""
+    import functools
+    import json
+    import sys
+
+    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
+
     teleop = (
         TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
     )
@@ -285,8 +294,8 @@ def run_teleop(
 
         cert = ensure_certificate(cert_dir or DEFAULT_CERT_DIR)
         ssl_context, host = server_ssl_context(cert), "0.0.0.0"
-        print(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
-        print(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
+        say(f"TLS certificate {'generated' if cert.created else 'reused'}: {cert.cert_path}")
+        say(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
         addrs = lan_addresses()
     cfg = with_port(
         AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz, teleop=teleop), host, port
@@ -296,18 +305,16 @@ def run_teleop(
     def announce() -> None:
         app._ready.wait()
         url = app.server.url
-        print(
+        say(
             f"teleop: operator page {url}  watcher page {url}watch  (simulated; hardware_io: false)"
         )
         if lan:
             for a in addrs:
-                print(
+                say(
                     f"  on the LAN: https://{a}:{app.server.port}/  "
                     "(accept the self-signed certificate)"
                 )
-        print(
-            "  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True
-        )
+        say("  hold Space (grip) to engage a hand, W/A/S/D/R/F to move it; Ctrl-C ends", flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
     try:
@@ -315,5 +322,9 @@ def run_teleop(
     except KeyboardInterrupt:
         pass
     counts = dict(app.controller.counts) if app.controller else {}
-    print(f"teleop ended: {counts}")
+    say("teleop ended: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "no input"))
+    if as_json:
+        url = app.server.url if app.server else None
+        summary = {"operator_page": url, "watcher_page": url and url + "watch"}
+        print(json.dumps(summary | {"counts": counts, "hardware_io": False}, default=str))
     return 0

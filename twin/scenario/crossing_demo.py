@@ -37,10 +37,10 @@ TITLE_FRAMES = 8  # frames holding the start pose before the separate replay
 
 def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
     """ROB at the crossing start; at ``PLAN_AT_S`` both arms planned together to the
-    crossing goals (``rob_twin.models.poses``; the seeded plan lasts 3.55 s simulated, so 4.6 s
-    shows its end); filmed from the front camera (the hands cross in
-    front of the chest), 480x360 at 20
-    frames/s, render quality picked for the machine."""
+    crossing goals (``rob_twin.models.poses``; the seeded plan lasts 2.64 s simulated, from
+    ``rob-twin demo --json``: ``crossing.group_duration_s``, so 4.6 s shows its end with time
+    to spare); filmed from the front camera (the hands cross in front of the chest), 480x360
+    at 20 frames/s, render quality picked for the machine."""
     initial = {
         f"{arm}/j{i + 1}": q
         for arm, pose in poses.CROSSING_START.items()

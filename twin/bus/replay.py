@@ -30,6 +30,7 @@ one that carries CAN ids that are not ROB's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import math
 import sys
@@ -286,6 +287,9 @@ class ReplayResult:
     qpos: np.ndarray  # joint positions of the whole model at those instants
     read_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    actuator_force: np.ndarray | None = None  # [N m] every actuator, at ``times``
+    shift_s: float = 0.0  # added to the recording's stamps to put them on ``times``' clock
+    model: mujoco.MjModel | None = field(default=None, repr=False)  # the model replayed
 
     def summary(self) -> dict:
         return {
@@ -377,12 +381,15 @@ def replay(
     sample_every_s: float = 0.01,
     on_progress: Callable[[float], None] | None = None,
     config: ReplayConfig | None = None,
+    parameters: dict[str, float] | None = None,
 ) -> ReplayResult:
     """Feed ``recording`` into a fresh lockstep twin (see the module docstring).
 
     seconds: replay only this much simulated time [s] (None: all of it); sample_every_s:
     trajectory sample period [s]; on_progress: called with the simulated time [s] after
-    every sample."""
+    every sample; parameters: the twin's parameters to replay with
+    (``rob_twin.twin.calibration.parameters`` names: model, drives and each arm's command
+    delay, which moves the host frames later by that much; None: the twin as it is)."""
     config = config or default_config()
     _positive("seconds", seconds, none_ok=True)
     _positive("sample_every_s", sample_every_s, none_ok=False)
@@ -416,12 +423,28 @@ def replay(
             f"frames on bus(es) {sorted(unknown)} that the wiring {sorted(wiring)} does not have",
         )
     check_robot_ids(rec)
-    twin = Twin(TwinConfig(seed=side.seed))
+    model, configs, command_delay = None, None, {}
+    if parameters:
+        from rob_twin.models.loading import load_scene
+        from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
+
+        model = apply_to_model(load_scene(), parameters)
+        configs = drive_configs(parameters)
+        command_delay = {arm: d[0] for arm, d in delays(parameters).items()}
+    twin = Twin(TwinConfig(seed=side.seed), model=model)
     dt = twin.scheduler.dt
     _check_against_model(side, twin, side_path)
     feed = [f for f in rec.frames if f.arbitration_id not in FEEDBACK_IDS]
     line = timeline(rec, feed, dt, seconds, config)
     notes.extend(line.notes)
+    if any(command_delay.values()):  # each host frame reaches its drives that much later
+        late = [
+            step + int(round(command_delay.get(Arm(wiring[f.bus]), 0.0) / dt))
+            for f, step in zip(feed, line.feed_steps, strict=True)
+        ]
+        order = sorted(range(len(feed)), key=late.__getitem__)
+        feed = [feed[i] for i in order]
+        line = dataclasses.replace(line, feed_steps=[late[i] for i in order])
     every = max(1, int(round(sample_every_s / dt)))
     n_samples = (line.end_step - line.start_step) // every + 2
     if n_samples > config.max_samples:
@@ -442,6 +465,7 @@ def replay(
         twin.data,
         {channels[n]: arm for n, arm in wiring.items()},
         FaultSchedule(list(side.drive_faults)),
+        configs=configs,
         now=twin.time,
     )
     host = {n: open_virtual(ch) for n, ch in channels.items()}
@@ -478,6 +502,7 @@ def replay(
     twin.scheduler.add("feedback", side.feedback_rate_hz, bank.emit_feedback)
     got_fb: dict[int, list] = {n: [] for n in channels}
     times, qs = [twin.time], [twin.data.qpos.copy()]
+    forces = [twin.data.actuator_force.copy()]
     t0 = time.perf_counter()
     try:
         k = twin.scheduler.step_count
@@ -492,6 +517,7 @@ def replay(
             k += n
             times.append(twin.time)
             qs.append(twin.data.qpos.copy())
+            forces.append(twin.data.actuator_force.copy())
             for n_bus, bus in host.items():
                 while (m := bus.recv(timeout=0)) is not None:
                     got_fb[n_bus].append((m.arbitration_id, bytes(m.data)))
@@ -521,6 +547,9 @@ def replay(
         qpos=np.array(qs),
         read_s=read_s,
         notes=notes,
+        actuator_force=np.array(forces),
+        shift_s=line.shift_s,
+        model=twin.model,
     )
 
 

@@ -184,7 +184,8 @@ class MotorBank(BankBuses):
     """All drives of the twin. model/data: the twin's (owned by the stepping thread).
 
     wiring: {channel: arm whose drives sit on that bus}; faults: the run's schedule;
-    configs: per-joint drive configs (default ``default_drive_configs()``)."""
+    configs: per-joint drive configs, one tuple for every arm or a tuple per arm
+    (``{Arm: configs}``, e.g. a calibration's; default ``default_drive_configs()``)."""
 
     def __init__(
         self,
@@ -192,7 +193,7 @@ class MotorBank(BankBuses):
         data: mujoco.MjData,
         wiring: dict[str, Arm],
         faults: FaultSchedule | None = None,
-        configs: tuple[DriveConfig, ...] | None = None,
+        configs: tuple[DriveConfig, ...] | dict[Arm, tuple[DriveConfig, ...]] | None = None,
         log_dir: Path | str | None = None,
         log_suffix: str = ".log",
         now: float = 0.0,
@@ -203,8 +204,13 @@ class MotorBank(BankBuses):
         self._qpos, self._ctrl = data.qpos, data.ctrl
         self.faults = faults if faults is not None else FaultSchedule()
         configs = configs or default_drive_configs()
-        if len(configs) != JOINTS_PER_ARM:
-            raise DriveConfigError(f"need {JOINTS_PER_ARM} drive configs, got {len(configs)}")
+        per_arm = configs if isinstance(configs, dict) else {arm: configs for arm in Arm}
+        for arm in set(wiring.values()):
+            if len(per_arm.get(arm, ())) != JOINTS_PER_ARM:
+                raise DriveConfigError(
+                    f"need {JOINTS_PER_ARM} drive configs for {arm}, "
+                    f"got {len(per_arm.get(arm, ()))}"
+                )
         self._gain = model.actuator_gainprm[:, 0].copy()
         self._bias = model.actuator_biasprm[:, :3].copy()
         self._friction = model.dof_frictionloss.copy()
@@ -213,7 +219,7 @@ class MotorBank(BankBuses):
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
             q0 = data.qpos[fields["qpos"]]
             drives = [
-                SimulatedDrive(j, configs[j - 1], float(q0[j - 1]), now)
+                SimulatedDrive(j, per_arm[arm][j - 1], float(q0[j - 1]), now)
                 for j in range(1, JOINTS_PER_ARM + 1)
             ]
             self.buses[channel] = ArmDrives(drives=drives, **fields)

@@ -86,7 +86,7 @@ class ClosedLoopConfig:
     owner_rate_hz: float = 200.0
     feedback_rate_hz: float = 20.0
     owner: OwnerConfig = field(default_factory=twin_owner_config)
-    drives: tuple[DriveConfig, ...] | None = None
+    drives: tuple[DriveConfig, ...] | dict | None = None  # one tuple, or {Arm: tuple}
     swap_wiring: bool = False
     client_lease_s: float = 2.0
     log_dir: str | Path | None = None

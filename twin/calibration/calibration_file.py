@@ -1,0 +1,156 @@
+"""The calibration file: the twin's fitted parameters, versioned, with where they came from.
+
+A calibration file (JSON, ``format: rob-twin-calibration/1``) holds:
+
+- ``name``; ``model_hash`` (``rob_twin.planners.certificate_geometry.model_hash`` of the
+  model it was fitted on: a calibration for another model is refused);
+- ``parameters``: for each fitted or fixed name (``rob_twin.twin.calibration.parameters``)
+  its ``value``, ``nominal``, ``lower``/``upper`` bounds, ``fitted`` (bool) and the 95 %
+  confidence ``interval`` ([lo, hi], or null when not fitted or not identifiable);
+- ``recordings``: each recording's file name, sha256 and role (``fit`` or ``validate``);
+- ``residuals``: per joint RMS position error [rad] before and after, on fit and
+  validation data; ``not_identifiable``: names the recordings did not excite;
+- ``hardware_io: false`` (the file is computed, not measured; its inputs may be real).
+
+``load_calibration(path, model)`` reads it with the bounded JSON reader, checks every
+field and the model hash, and returns a ``Calibration``; ``CalibrationError`` (exit 2 on
+the command line) names the field and the valid range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
+from rob_twin.models.errors import InvalidValueError, RobTwinError
+from rob_twin.planners.certificate_geometry import model_hash
+from rob_twin.twin.calibration.parameters import check_values, parse_name
+
+FORMAT = "rob-twin-calibration/1"
+MAX_BYTES = 4_000_000
+UNCALIBRATED = "uncalibrated"
+
+
+class CalibrationError(InvalidValueError):
+    """A calibration file that cannot be used: unreadable, invalid, or for another model."""
+
+    subject = "calibration"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A loaded, checked calibration: ``values`` maps parameter names to values [SI]."""
+
+    name: str
+    values: dict[str, float]
+    model_hash: str
+    file_sha256: str = ""
+    document: dict = field(default_factory=dict, compare=False)
+
+    def label(self) -> dict:
+        """What a summary records: the calibration's name and the file's hash."""
+        return {"name": self.name, "sha256": self.file_sha256[:16], "model_hash": self.model_hash}
+
+
+def calibration_label(calibration: Calibration | None) -> dict | str:
+    """``calibration.label()``, or ``"uncalibrated"``."""
+    return calibration.label() if calibration is not None else UNCALIBRATED
+
+
+def file_sha256(path: Path | str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def calibration_document(
+    name: str,
+    model: mujoco.MjModel,
+    parameters: dict[str, dict],
+    recordings: list[dict],
+    residuals: dict,
+    not_identifiable: list[str],
+    fit: dict | None = None,
+) -> dict:
+    """The JSON document of a calibration (see the module docstring)."""
+    return {
+        "format": FORMAT,
+        "name": name,
+        "model_hash": model_hash(model),
+        "hardware_io": False,
+        "evidence_class": "fitted to recordings (the fit is computed in simulation)",
+        "parameters": parameters,
+        "recordings": recordings,
+        "residuals": residuals,
+        "not_identifiable": not_identifiable,
+        "fit": fit or {},
+    }
+
+
+def save_calibration(path: Path | str, document: dict) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _fail(path: Path, field_name: str, value: object, valid: str) -> CalibrationError:
+    return CalibrationError(f"{path.name}: {field_name}", value, valid)
+
+
+def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> Calibration:
+    """Read and check the calibration file at ``path``; with ``model``, refuse a file fitted
+    on another model (its ``model_hash``)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise _fail(path, "file", str(err), "a readable calibration file") from None
+    try:
+        doc = read_bounded_json(
+            data,
+            what=f"calibration {path.name}",
+            limits=JsonLimits(max_bytes=MAX_BYTES, max_depth=8, reject_duplicate_keys=True),
+        )
+    except JsonInputError as err:
+        raise CalibrationError(f"{path.name}: {err.field}", err.value, err.valid) from None
+    if not isinstance(doc, dict):
+        raise _fail(path, "(top level)", type(doc).__name__, "a JSON object")
+    if doc.get("format") != FORMAT:
+        raise _fail(path, "format", doc.get("format"), repr(FORMAT))
+    for key in ("name", "model_hash"):
+        if not isinstance(doc.get(key), str) or not doc[key]:
+            raise _fail(path, key, doc.get(key), "a non-empty string")
+    params = doc.get("parameters")
+    if not isinstance(params, dict) or not params:
+        raise _fail(path, "parameters", params, "an object of parameter name -> {value, ...}")
+    values = {}
+    for name, entry in params.items():
+        try:
+            parse_name(name)
+        except RobTwinError as err:
+            raise _fail(path, f"parameters.{name}", name, str(err)) from None
+        if not isinstance(entry, dict) or "value" not in entry:
+            raise _fail(path, f"parameters.{name}", entry, "an object with a 'value'")
+        values[name] = entry["value"]
+    try:
+        values = check_values(values)
+    except InvalidValueError as err:
+        raise _fail(path, f"parameters.{err.field}", err.value, err.valid) from None
+    if model is not None and doc["model_hash"] != model_hash(model):
+        raise _fail(
+            path,
+            "model_hash",
+            doc["model_hash"],
+            f"{model_hash(model)} (this calibration was fitted on another model)",
+        )
+    return Calibration(doc["name"], values, doc["model_hash"], file_sha256(path), doc)

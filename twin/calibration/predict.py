@@ -1,0 +1,138 @@
+"""What the twin predicts for a recording, next to what was recorded, joint by joint.
+
+``predict(recording, parameters)`` replays the recording's host commands into a twin with
+``parameters`` (``rob_twin.twin.bus.replay.replay``) and lines up, for every drive feedback
+frame in the recording, the recorded position and current with the twin's at the same
+instant: the frame's host-side stamp minus the arm's feedback delay. Positions are
+compared in the drive's frame, as the drive reports them (joint angle minus its zero
+offset, times its sign); currents in drive units (torque times the torque constant).
+``Prediction.residual()`` is the vector a fit minimises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from rob_twin.controllers.codec import decode_feedback
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import (
+    BUS_MAPPING,
+    FEEDBACK_IDS,
+    JOINTS_PER_ARM,
+    Arm,
+    arm_actuators,
+    arm_joints,
+)
+from rob_twin.twin.bus.replay import Recording, bus_no, read_recording, replay
+from rob_twin.twin.calibration.parameters import delays, drive_configs
+from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
+
+
+class NoFeedbackError(RobTwinError, ValueError):
+    """A recording without drive feedback: nothing to compare the twin with."""
+
+
+@dataclass
+class JointTrack:
+    """One joint's recorded and predicted feedback at the recorded frames' instants.
+
+    t [s] (the twin's clock), position_rec / position_pred [rad, drive frame],
+    current_rec / current_pred [drive units]."""
+
+    t: np.ndarray
+    position_rec: np.ndarray
+    position_pred: np.ndarray
+    current_rec: np.ndarray
+    current_pred: np.ndarray
+
+    @property
+    def position_error(self) -> np.ndarray:
+        return self.position_pred - self.position_rec
+
+
+@dataclass
+class Prediction:
+    """Every joint's track (``tracks[(arm, j)]``), and the replay's figures."""
+
+    tracks: dict[tuple[Arm, int], JointTrack]
+    simulated_s: float
+    wall_s: float
+    notes: list[str] = field(default_factory=list)
+
+    def residual(self, current_weight: float = 0.0) -> np.ndarray:
+        """Position errors [rad] of every joint, then (with ``current_weight`` > 0) current
+        errors times the weight [rad per drive unit]."""
+        parts = [tr.position_error for tr in self.tracks.values()]
+        if current_weight > 0:
+            parts += [
+                current_weight * (tr.current_pred - tr.current_rec) for tr in self.tracks.values()
+            ]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def rms_by_joint(self) -> dict[str, float]:
+        """RMS position error per joint [rad], keyed ``right/j1``."""
+        return {
+            f"{arm.value}/j{j}": float(np.sqrt(np.mean(tr.position_error**2)))
+            for (arm, j), tr in self.tracks.items()
+        }
+
+
+def _recorded_feedback(rec: Recording, shift_s: float) -> dict[tuple[int, int], list]:
+    """{(bus, joint): [(t on the twin's clock, position rad, current)]} of the recording."""
+    out: dict[tuple[int, int], list] = {}
+    for f in rec.frames:
+        if f.arbitration_id in FEEDBACK_IDS and not f.is_extended_id:
+            fb = decode_feedback(f.arbitration_id, f.data, DRIVE_FRAME)
+            out.setdefault((f.bus, fb.joint), []).append(
+                (f.timestamp_s + shift_s, fb.position_rad, fb.current)
+            )
+    return out
+
+
+def predict(
+    recording: Recording | str,
+    parameters: dict[str, float] | None = None,
+    seconds: float | None = None,
+) -> Prediction:
+    """The twin's prediction of ``recording`` with ``parameters`` (None: the twin as it is)."""
+    rec = recording if isinstance(recording, Recording) else read_recording(recording)
+    params = dict(parameters or {})
+    result = replay(rec, seconds=seconds, sample_every_s=0.001, parameters=params or None)
+    model = result.model
+    recorded = _recorded_feedback(rec, result.shift_s)
+    if not recorded:
+        raise NoFeedbackError(f"{rec.path}: no drive feedback frames (ids 0x91..0x97) to compare")
+    wiring = rec.sidecar.wiring or {bus_no(BUS_MAPPING[a].channel): a for a in Arm}
+    configs = drive_configs(params)
+    fb_delay = {arm: d[1] for arm, d in delays(params).items()}
+    import mujoco
+
+    tracks: dict[tuple[Arm, int], JointTrack] = {}
+    t_end = result.times[-1]
+    for bus, arm in wiring.items():
+        arm = Arm(arm)
+        qadr = [
+            int(model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)])
+            for n in arm_joints(arm)
+        ]
+        aid = [
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, n) for n in arm_actuators(arm)
+        ]
+        for j in range(1, JOINTS_PER_ARM + 1):
+            rows = [r for r in recorded.get((bus, j), []) if r[0] <= t_end]
+            if not rows:
+                continue
+            t, pos, cur = (np.array(c, float) for c in zip(*rows, strict=True))
+            when = np.clip(t - fb_delay[arm], result.times[0], t_end)
+            cfg = configs[arm][j - 1]
+            q = np.interp(when, result.times, result.qpos[:, qadr[j - 1]])
+            tau = np.interp(when, result.times, result.actuator_force[:, aid[j - 1]])
+            tracks[(arm, j)] = JointTrack(
+                t=t,
+                position_rec=pos,
+                position_pred=cfg.sign * (q - cfg.zero_offset_rad),
+                current_rec=cur,
+                current_pred=np.clip(cfg.sign * tau * cfg.amps_per_nm, -127.0, 127.0),
+            )
+    return Prediction(tracks, result.simulated_s, result.wall_s, list(result.notes))

@@ -1,0 +1,96 @@
+"""``rob-twin calibrate``: fit the twin to recordings of the robot (``rob_twin.twin.calibration``).
+
+Exit 0 with the calibration file written; 2 for bad input (an unreadable, truncated or
+foreign recording, an unknown parameter, a start calibration for another model, recordings
+that excite none of the selected parameters: nothing is written)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rob_twin.cli.common import CommandResult
+
+DEFAULT_FIT = ("armature", "damping", "frictionloss", "command_delay_s", "payload_kg")
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
+    from rob_twin.models.loading import load_scene
+    from rob_twin.twin.calibration.calibrate import calibrate
+    from rob_twin.twin.calibration.calibration_file import load_calibration
+    from rob_twin.twin.calibration.fit import FitConfig
+
+    start = load_calibration(args.start, load_scene()) if args.start else None
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    report = calibrate(
+        args.recordings,
+        args.fit or list(DEFAULT_FIT),
+        args.out,
+        validate=args.validate or [],
+        name=args.name,
+        start=start,
+        config=FitConfig(max_iters=args.max_iters, seconds=args.seconds),
+        progress=progress,
+    )
+    if not args.json:
+        print(f"calibration written: {report['calibration']} (simulated fit; hardware_io: false)")
+        print(f"{'parameter':28} {'value':>12} {'start':>12}  95 % interval")
+        for name, p in report["parameters"].items():
+            ci = p["interval"]
+            span = f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "not identifiable"
+            print(f"{name:28} {p['value']:12.5g} {p['nominal']:12.5g}  {span} {p['unit']}")
+        res = report["residuals"]
+        for role in res["rms_before_rad"]:
+            b, a = res["rms_before_rad"][role], res["rms_after_rad"][role]
+            worst_b, worst_a = max(b.values()), max(a.values())
+            print(
+                f"{role}: worst joint RMS {1000 * worst_b:.3f} -> {1000 * worst_a:.3f} mrad "
+                f"(mean {1000 * sum(b.values()) / len(b):.3f} -> "
+                f"{1000 * sum(a.values()) / len(a):.3f} mrad)"
+            )
+        if report["not_identifiable"]:
+            print(
+                "not identifiable from these recordings: " + ", ".join(report["not_identifiable"])
+            )
+        if report["plot"]:
+            print(f"plot: {report['plot']}")
+    return 0, report
+
+
+def register(sub) -> None:
+    """Add ``calibrate`` to the ``rob-twin`` sub-command parser ``sub``."""
+    cal = sub.add_parser(
+        "calibrate",
+        help="fit the twin's parameters to bus recordings of the robot (mujoco.sysid)",
+        description=__doc__,
+    )
+    cal.add_argument(
+        "recordings",
+        nargs="+",
+        help="bus recordings to fit (.log/.asc/.blf/.mf4 with commands and drive feedback)",
+    )
+    cal.add_argument("--out", default="calibration.json", help="calibration file to write")
+    cal.add_argument(
+        "--fit",
+        action="append",
+        metavar="PATTERN",
+        help="parameters to fit, repeatable: a kind (damping), a name (right/j2/damping) or a "
+        "glob (right/j*/armature); default: " + ", ".join(DEFAULT_FIT),
+    )
+    cal.add_argument(
+        "--validate",
+        action="append",
+        metavar="RECORDING",
+        help="a recording scored before and after but never fitted (repeatable)",
+    )
+    cal.add_argument("--name", help="the calibration's name (default: the --out file's stem)")
+    cal.add_argument(
+        "--start", metavar="CALIBRATION", help="start from this calibration file's values"
+    )
+    cal.add_argument("--max-iters", type=int, default=12, help="solver iterations")
+    cal.add_argument(
+        "--seconds", type=float, default=None, help="use only the first seconds of each recording"
+    )
+    cal.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    cal.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    cal.set_defaults(func=_cmd_calibrate, json_result=True)

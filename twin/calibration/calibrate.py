@@ -1,0 +1,150 @@
+"""``rob-twin calibrate``'s work: fit, write the calibration file, its report and plots.
+
+``calibrate(recordings, patterns, out)`` selects the parameters (``parameters.select``),
+fits them (``fit.fit``), writes ``out`` (the calibration file), ``out``'s stem +
+``_report.json`` (residuals per joint before and after, on fit and validation data, the
+intervals, what was not identifiable) and ``_fit.png`` (recorded vs predicted joint
+positions before and after, for the joints that moved most). A fit in which no selected
+parameter is excited ends in ``NotExcitedError`` (nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.loading import load_scene
+from rob_twin.twin.bus.replay import read_recording
+from rob_twin.twin.calibration.calibration_file import (
+    Calibration,
+    calibration_document,
+    file_sha256,
+    save_calibration,
+)
+from rob_twin.twin.calibration.fit import FitConfig, FitResult, fit
+from rob_twin.twin.calibration.parameters import parse_name, select
+from rob_twin.twin.calibration.predict import predict
+
+
+class NotExcitedError(RobTwinError, ValueError):
+    """The recordings excite none of the selected parameters: no number can be given."""
+
+
+def _parameters_entry(result: FitResult) -> dict[str, dict]:
+    out = {}
+    for name, value in result.values.items():
+        p = parse_name(name)
+        half = result.intervals.get(name)
+        identifiable = name not in result.not_identifiable
+        out[name] = {
+            "value": value,
+            "unit": p.unit,
+            "nominal": result.start[name],
+            "lower": result.bounds[name].lower,
+            "upper": result.bounds[name].upper,
+            "fitted": identifiable,
+            "interval": [value - half, value + half] if half is not None else None,
+        }
+    return out
+
+
+def _plot(path: Path, recording, start: dict, values: dict) -> Path | None:
+    """Recorded vs predicted drive position, before and after, for the four joints whose
+    error fell most; None when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    from rob_twin.twin.render.figures import save_png
+
+    before, after = predict(recording, start), predict(recording, values)
+    gain = {
+        k: float(np.sqrt(np.mean(before.tracks[k].position_error ** 2)))
+        - float(np.sqrt(np.mean(after.tracks[k].position_error ** 2)))
+        for k in before.tracks
+    }
+    keys = sorted(gain, key=gain.get, reverse=True)[:4]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.2 * len(keys)), sharex=True, squeeze=False)
+    for ax, key in zip(axes[:, 0], keys, strict=False):
+        b, a = before.tracks[key], after.tracks[key]
+        ax.plot(b.t, b.position_rec, "k", lw=1.2, label="recorded")
+        ax.plot(b.t, b.position_pred, "C3--", lw=1, label="twin before")
+        ax.plot(a.t, a.position_pred, "C0", lw=1, label="twin calibrated")
+        ax.set_ylabel(f"{key[0].value} j{key[1]} [rad]")
+    axes[0, 0].legend(loc="upper right", fontsize=8)
+    axes[-1, 0].set_xlabel("time [s] (simulated twin; recorded feedback)")
+    fig.suptitle("drive position: recorded vs predicted, before and after calibration")
+    return save_png(fig, path)
+
+
+def calibrate(
+    recordings: list[str | Path],
+    patterns: list[str],
+    out: str | Path,
+    validate: list[str | Path] = (),
+    name: str | None = None,
+    start: Calibration | None = None,
+    config: FitConfig | None = None,
+    progress=None,
+) -> dict:
+    """Fit the parameters matching ``patterns`` to ``recordings`` and write the calibration
+    file ``out`` with its report and plot; returns the report."""
+    names = select(patterns)
+    recs = [read_recording(r) for r in recordings]  # every input checked before any fit
+    vals = [read_recording(r) for r in validate]
+    result = fit(
+        recs,
+        names,
+        start=start.values if start is not None else None,
+        validate=vals,
+        config=config,
+        progress=progress,
+    )
+    if len(result.not_identifiable) == len(names):
+        raise NotExcitedError(
+            f"the recordings excite none of the {len(names)} selected parameters "
+            f"({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}): record an "
+            "excitation (rob-twin excite) and calibrate again"
+        )
+    out = Path(out)
+    model = load_scene()
+    recordings_entry = [
+        {"file": Path(r.path).name, "sha256": file_sha256(r.path), "role": role}
+        for role, group in (("fit", recs), ("validate", vals))
+        for r in group
+    ]
+    residuals = {"rms_before_rad": result.rms_before, "rms_after_rad": result.rms_after}
+    doc = calibration_document(
+        name or out.stem,
+        model,
+        _parameters_entry(result),
+        recordings_entry,
+        residuals,
+        result.not_identifiable,
+        fit={
+            "optimizer": "mujoco.sysid.optimize (mujoco.minimize least squares)",
+            "evaluations": result.evaluations,
+            "wall_s": round(result.wall_s, 2),
+            "cost_before_rad": result.cost_before,
+            "cost_after_rad": result.cost_after,
+            "notes": result.notes,
+        },
+    )
+    save_calibration(out, doc)
+    plot = _plot(out.with_name(out.stem + "_fit.png"), recs[0], result.start, result.values)
+    report = {
+        "calibration": str(out),
+        "hardware_io": False,
+        "parameters": doc["parameters"],
+        "not_identifiable": result.not_identifiable,
+        "residuals": residuals,
+        "fit": doc["fit"],
+        "plot": str(plot) if plot else None,
+    }
+    out.with_name(out.stem + "_report.json").write_text(json.dumps(report, indent=1))
+    return report

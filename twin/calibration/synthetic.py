@@ -1,0 +1,113 @@
+"""Recordings the twin makes of itself with hidden parameters: the ground truth a fit is
+tested and benchmarked against (simulated; a real robot's recording replaces them).
+
+``record_hidden(path, hidden, seconds)`` runs both arms through a multi-sine excitation
+(``excitation_source``) on a twin whose model and drives carry ``hidden`` (parameter names
+of ``rob_twin.twin.calibration.parameters``), records the bus like ``run --record-can``
+(host commands stamped when the host sends them, drive feedback when it is sent), and then
+applies the hidden transport delays: each arm's host frames are stamped ``command_delay_s``
+earlier than the drives saw them (the host sent them before), and its feedback frames
+``feedback_delay_s`` later (the host saw them after).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import can
+import numpy as np
+from rob_twin.models.loading import load_scene
+from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, Arm
+from rob_twin.models.poses import HOME_ARM_POSE
+from rob_twin.twin.bus.recording import TrafficRecorder, sidecar_path
+from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+EXCITATION_HZ = (0.23, 0.61, 1.37)  # three incommensurate tones per joint
+
+
+def excitation_source(k: int, amplitude_rad: float = 0.2) -> Callable[[float], np.ndarray]:
+    """Arm ``k``'s joint targets [rad] around home: three sines per joint with phases that
+    differ by joint and arm, faded in over the first second so the motion starts at rest."""
+    joints = np.arange(7)
+    phases = [0.9 * joints + 1.7 * k + 0.5 * i for i in range(len(EXCITATION_HZ))]
+    weights = (0.6, 0.3, 0.15)
+
+    def source(t: float) -> np.ndarray:
+        fade = min(1.0, t) ** 2
+        wave = sum(
+            w * (np.sin(2 * math.pi * f * t + p) - np.sin(p))
+            for w, f, p in zip(weights, EXCITATION_HZ, phases, strict=True)
+        )
+        return np.asarray(HOME_ARM_POSE, float) + fade * amplitude_rad * wave
+
+    return source
+
+
+def _shift_log(path: Path, hidden: dict[str, float]) -> None:
+    """Move each arm's frames in the ``.log`` at ``path`` by its hidden delays."""
+    shift = {}
+    for arm, (cmd, fb) in delays(hidden).items():
+        n = int(BUS_MAPPING[arm].channel.removeprefix("CAN"))
+        shift[n] = (cmd, fb)
+    frames = list(can.CanutilsLogReader(path))
+    out = []
+    for m in frames:
+        cmd, fb = shift.get(int("".join(c for c in str(m.channel) if c.isdigit())), (0.0, 0.0))
+        late = fb if m.arbitration_id in FEEDBACK_IDS else -cmd
+        out.append((m.timestamp + late, m))
+    out.sort(key=lambda pair: pair[0])
+    # host frames the delay moves before the run's start (the first milliseconds of holding
+    # commands at rest) are left out: a recording cannot start before its twin
+    out = [(t, m) for t, m in out if t >= 0.0]
+    with can.CanutilsLogWriter(path) as writer:
+        for t, m in out:
+            m.timestamp = t
+            writer.on_message_received(m)
+    # the stamps are still simulated time: the sidecar says where the first one now is
+    side = sidecar_path(path)
+    if side.is_file():
+        meta = json.loads(side.read_text())
+        for key in ("first_frame_sim_s", "first_timestamp_s"):
+            if key in meta:
+                meta[key] = out[0][0]
+        if "frames" in meta:
+            meta["frames"] = len(out)
+        side.write_text(json.dumps(meta))
+
+
+def record_hidden(
+    path: Path | str,
+    hidden: dict[str, float],
+    seconds: float,
+    seed: int = 0,
+    feedback_rate_hz: float = 100.0,
+    amplitude_rad: float = 0.2,
+) -> Path:
+    """Record ``seconds`` [s] of both arms' excitation on a twin with ``hidden`` parameters
+    into ``path`` (``.log``: the delays are applied by rewriting its stamps)."""
+    path = Path(path)
+    model = apply_to_model(load_scene(), hidden)
+    loop = ClosedLoop(
+        ClosedLoopConfig(
+            seed=seed, feedback_rate_hz=feedback_rate_hz, drives=drive_configs(hidden)
+        ),
+        twin=Twin(TwinConfig(seed=seed), model=model),
+    )
+    for k, arm in enumerate(Arm):
+        loop.stream_targets(arm, excitation_source(k, amplitude_rad), 100.0)
+    recorder = TrafficRecorder(loop, path)
+    try:
+        loop.run_for(seconds)
+    finally:
+        recorder.close()
+        loop.close()
+    if any(d for pair in delays(hidden).values() for d in pair):
+        if path.suffix.lower() != ".log":
+            raise ValueError(f"hidden delays need a .log recording, got {path.suffix}")
+        _shift_log(path, hidden)
+    return path

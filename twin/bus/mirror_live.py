@@ -10,9 +10,10 @@ frame is compared with the twin at that time (``rob_twin.twin.bus.mirror``).
 One reader thread per bus timestamps each frame's arrival (wall time, Unix [s]) and queues
 it; the thread that owns the twin takes frames from the queue at once, so an alarm is
 emitted (``on_alarm``: printed, a telemetry line) right after the frame that shows it;
-its detection latency (emission minus arrival, and minus the frame's bus stamp) is kept in
-the alarm and summarised. ``on_status`` gets one line every ``status_every_s``; with
-``telemetry`` (a text stream) one JSON line per ``1 / telemetry_hz`` s holds the real arm,
+its detection latency (emission minus arrival, and minus the frame's bus stamp) is
+summarised, apart from alarms on frames that queued while the twin was being built
+(``backlog_alarms``: their latency is the build's). ``on_status`` gets one line every
+``status_every_s``; with ``telemetry`` (a text stream) one JSON line per ``1 / telemetry_hz`` s holds the real arm,
 the twin and their difference, alarms are lines of their own and the summary the last.
 
 A mirror that falls more than ``max_lag_s`` behind the bus (frames queued, the twin not
@@ -251,7 +252,7 @@ def _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s)
     wall0 = time.time()  # frames that arrived before this queued while the twin was built
     next_status = t0 + cfg.status_every_s
     next_sample = t0
-    handled = backlog_frames = 0
+    handled = backlog_frames = backlog_alarms = 0
     delays: list[float] = []  # handled minus arrival [s]
     latency_arrival: list[float] = []
     latency_stamp: list[float] = []
@@ -285,8 +286,11 @@ def _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s)
                 if telemetry is not None:
                     _line(telemetry, {"type": "alarm", **alarm.record()})
                 emitted = time.time()
-                latency_arrival.append(emitted - arrival)
-                latency_stamp.append(emitted - alarm.stamp_s)
+                if backlog:  # queued while the twin was built: its latency is the build's
+                    backlog_alarms += 1
+                else:
+                    latency_arrival.append(emitted - arrival)
+                    latency_stamp.append(emitted - alarm.stamp_s)
             if lag > cfg.max_lag_s:
                 ended = "lagging"
                 error = (
@@ -329,6 +333,7 @@ def _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s)
         "handling_delay": percentiles_us(delays),
         "max_handling_delay_s": round(max_lag, 6),
         "alarm_latency_from_arrival": percentiles_us(latency_arrival),
+        "backlog_alarms": backlog_alarms,
         "alarm_latency_from_bus_stamp": percentiles_us(latency_stamp),
         **mirror.summary(),
     }

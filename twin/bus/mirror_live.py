@@ -13,8 +13,9 @@ emitted (``on_alarm``: printed, a telemetry line) right after the frame that sho
 its detection latency (emission minus arrival, and minus the frame's bus stamp) is
 summarised, apart from alarms on frames that queued while the twin was being built
 (``backlog_alarms``: their latency is the build's). ``on_status`` gets one line every
-``status_every_s``; with ``telemetry`` (a text stream) one JSON line per ``1 / telemetry_hz`` s holds the real arm,
-the twin and their difference, alarms are lines of their own and the summary the last.
+``status_every_s``; with ``telemetry`` (a text stream) one JSON line per
+``1 / telemetry_hz`` s holds the real arm, the twin and their difference, alarms are lines of
+their own and the summary the last.
 
 A mirror that falls more than ``max_lag_s`` behind the bus (frames queued, the twin not
 keeping up) stops with ``MirrorLagError``: a late mirror must not pretend to be live.

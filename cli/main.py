@@ -21,6 +21,7 @@ from rob_twin.cli import (  # one module per command group
     certify,
     demo,
     experiment,
+    mirror,
     plan,
     rehearse,
     run,
@@ -46,6 +47,7 @@ COMMAND_MODULES = (
     teleop,
     scale,
     calibrate,
+    mirror,
 )
 
 

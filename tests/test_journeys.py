@@ -197,3 +197,48 @@ def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
     summary = json.loads(done.stdout)
     assert summary["operator_page"].startswith("http://127.0.0.1:")
     assert summary["hardware_io"] is False and "operator page" in done.stderr
+
+
+def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
+    """README "Fitting the twin to your robot": `rob-twin bank`, then `rob-twin mirror` beside
+    it, then `rob-twin host`: the mirror prints its status lines, feeds the host's commands
+    to its twin and ends 0 with "no alarm" (the same parameters on both sides)."""
+    from rob_twin.twin.bus.bank_control import control
+
+    ready = tmp_path / "ready.json"
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    bank = subprocess.Popen(
+        [str(BIN / "rob-twin"), "bank", "--port", "0", "--ready-file", str(ready)]
+        + ["--seconds", "120", "--max-lag", "30"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not ready.exists():
+            assert bank.poll() is None and time.monotonic() < deadline, "bank not serving"
+            time.sleep(0.1)
+        info = json.loads(ready.read_text())
+        port = str(info["socketcand_port"])
+        mirror = subprocess.Popen(
+            [str(BIN / "rob-twin"), "mirror", "--port", port, "--seconds", "5"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        first = mirror.stderr.readline()  # "mirror: listening ..." once its twin stands
+        assert "listening (never transmitting)" in first, first + mirror.stderr.read()
+        done = journey("host", "--port", port, "--seconds", "2", cwd=tmp_path)
+        assert done.returncode == 0, explain(done)
+        out, err = mirror.communicate(timeout=60)
+        assert mirror.returncode == 0, f"{out}\n{err}"
+        assert "no alarm" in out and "0 send attempts" in out and "hardware_io: false" in out
+        assert "| commands " in err  # the status lines
+    finally:
+        if bank.poll() is None:
+            control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
+        bank.wait(timeout=30)

@@ -1,0 +1,171 @@
+"""``rob-twin mirror``: listen (never transmit) on a live bus and run the twin beside the real
+arm, fed the real host's commands; an alarm when a joint leaves the twin's prediction."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+from rob_twin.cli.common import CommandResult
+
+
+def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
+    """Exit 0: no alarm; 1: an alarm (or the bus was lost, or the mirror fell behind);
+    2: bad input (an option, an unreachable bus, no feedback)."""
+    from rob_twin.cli.bus import _channels
+    from rob_twin.models.names import BUS_MAPPING, Arm, UnknownNameError
+    from rob_twin.twin.bus.host_process import HostError
+    from rob_twin.twin.bus.mirror import MirrorInputError
+    from rob_twin.twin.bus.mirror_live import MirrorConfig, MirrorLagError, run_mirror
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def alarm(a) -> None:
+        say(f"mirror: {a.text()}")
+
+    try:
+        cfg = MirrorConfig(
+            interface=args.interface,
+            host=args.host,
+            port=args.port,
+            channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+            arms=tuple(args.arm or ("right", "left")),
+            seconds=args.seconds,
+            tolerance_rad=args.tolerance_rad,
+            status_every_s=args.status_every,
+            telemetry_hz=args.telemetry_hz,
+            startup_feedback_timeout_s=args.startup_timeout,
+        )
+        with (
+            open(args.telemetry, "w", encoding="utf-8")  # noqa: SIM115 - closed by the stack
+            if args.telemetry
+            else contextlib.nullcontext()
+        ) as telemetry:
+            summary = run_mirror(
+                cfg, on_status=say, on_alarm=alarm, on_ready=say, telemetry=telemetry
+            )
+    except (MirrorInputError, HostError, UnknownNameError, ValueError, OSError) as err:
+        print(f"rob-twin mirror: {err}", file=sys.stderr)
+        return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
+    except MirrorLagError as err:
+        print(f"rob-twin mirror: {err}", file=sys.stderr)
+        return 1, {"error": str(err), "type": type(err).__name__, "exit_code": 1}
+    if not args.json:
+        for line in mirror_summary(summary):
+            print(line)
+    failed = bool(summary["alarms"]) or summary["ended"] != "seconds"
+    return (1 if failed else 0), summary
+
+
+def _ms(p: dict) -> str:
+    if not p["n"]:
+        return "none"
+    return f"p50 {p['p50_us'] / 1000:.1f} ms, max {p['max_us'] / 1000:.1f} ms"
+
+
+def mirror_summary(s: dict) -> list[str]:
+    """The summary as a few human lines (``--json`` prints the summary itself)."""
+    lines = [
+        f"mirror: {s['seconds']:.1f} s on {s['interface']} "
+        f"{s['endpoint'] or ''} ({', '.join(f'{c} {a}' for a, c in s['channels'].items())}); "
+        f"{s['frames_handled']} frames, {s['commands_fed']} host commands fed to the twin, "
+        f"{s['send_attempts']} send attempts; parameters {s['parameters']} "
+        "(simulated twin; hardware_io: false)"
+    ]
+    for arm, a in s["arms"].items():
+        worst = max(range(len(a["max_abs_diff_rad"])), key=a["max_abs_diff_rad"].__getitem__)
+        lines.append(
+            f"  {arm}: max |real - twin| {a['max_abs_diff_rad'][worst]:.4f} rad (J{worst + 1}), "
+            f"RMS {max(a['rms_diff_rad']):.4f} rad at worst, "
+            f"{sum(a['feedback_frames'])} feedback frames"
+        )
+    if s["alarms"]:
+        lines.append(
+            f"  {len(s['alarms'])} ALARM(S) beyond {s['tolerance_rad']:g} rad: "
+            + ", ".join(f"{a['arm']} J{a['joint']} {a['diff_rad']:+.4f} rad" for a in s["alarms"])
+        )
+        lines.append(
+            f"  alarm latency from the frame's arrival: {_ms(s['alarm_latency_from_arrival'])}"
+        )
+    else:
+        lines.append(f"  no alarm (tolerance {s['tolerance_rad']:g} rad)")
+    if s["ended"] != "seconds":
+        lines.append(f"  ended early: {s['ended']} ({s['end_reason']})")
+    return lines
+
+
+def register(sub) -> None:
+    """Add ``mirror`` to the ``rob-twin`` sub-command parser ``sub``."""
+    mir = sub.add_parser(
+        "mirror",
+        help="listen (never transmit) on a live bus, run the twin fed the real host's "
+        "commands beside the real arm, alarm on divergence (exit 1: alarm; 2: bad input)",
+        description="Listen, never transmit, on a live bus (socketcand or SocketCAN, the "
+        "options of `rob-twin host`): the real host's commands drive a lockstep twin at "
+        "their bus time, each drive feedback frame is compared with the twin's joint at "
+        "the same time, and a difference beyond --tolerance-rad raises an alarm (stderr, "
+        "telemetry, summary). A status line every --status-every seconds on stderr. "
+        "Exit 0: no alarm; 1: an alarm, a lost bus or a mirror too slow to stay live; "
+        "2: bad input or no bus.",
+    )
+    mir.add_argument(
+        "--interface",
+        default="socketcand",
+        choices=("socketcand", "socketcan"),
+        help="python-can interface, opened read-only (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--host", default="127.0.0.1", help="socketcand server address (default: %(default)s)"
+    )
+    mir.add_argument(
+        "--port", type=int, default=29536, help="socketcand server port (default: %(default)s)"
+    )
+    mir.add_argument("--channels", help="ARM=CHANNEL,... (default: right=CAN10,left=CAN11)")
+    mir.add_argument(
+        "--arm", action="append", help="mirror only this arm, repeatable (default: both)"
+    )
+    mir.add_argument(
+        "--seconds", type=float, default=10.0, help="run length [s] (default: %(default)s)"
+    )
+    mir.add_argument(
+        "--tolerance-rad",
+        type=float,
+        default=0.05,
+        help="alarm when a joint's real position and the twin's differ by more [rad] "
+        "(default: %(default)s)",
+    )
+    mir.add_argument(
+        "--status-every",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="a status line on stderr every S seconds (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--telemetry",
+        metavar="FILE",
+        help="write JSON-lines telemetry here: samples of real, twin and difference per "
+        "joint, alarms, the summary last (default: none)",
+    )
+    mir.add_argument(
+        "--telemetry-hz",
+        type=float,
+        default=20.0,
+        help="telemetry samples per second (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="wait this long for feedback from every joint before giving up (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as one JSON object on stdout at the end (status and alarms "
+        "stay on stderr)",
+    )
+    mir.set_defaults(func=_cmd_mirror, json_result=True)

@@ -1,0 +1,340 @@
+"""``rob-twin mirror``: listen to a live bus, never transmit, and run the twin beside the real arm.
+
+``run_mirror(config)`` opens each arm's channel read-only (``listen_only``: socketcand on
+127.0.0.1:29536 by default, or SocketCAN), waits until every joint of every mirrored arm
+has sent feedback (``startup_feedback_timeout_s``), builds a ``MirrorTwin`` standing where
+the real arms stand, then until ``seconds`` have passed hands every frame to it as it
+arrives: the host's commands drive the twin's drives at their bus time, each feedback
+frame is compared with the twin at that time (``rob_twin.twin.bus.mirror``).
+
+One reader thread per bus timestamps each frame's arrival (wall time, Unix [s]) and queues
+it; the thread that owns the twin takes frames from the queue at once, so an alarm is
+emitted (``on_alarm``: printed, a telemetry line) right after the frame that shows it;
+its detection latency (emission minus arrival, and minus the frame's bus stamp) is
+summarised, apart from alarms on frames that queued while the twin was being built
+(``backlog_alarms``: their latency is the build's). ``on_status`` gets one line every
+``status_every_s``; with ``telemetry`` (a text stream) one JSON line per
+``1 / telemetry_hz`` s holds the real arm, the twin and their difference, alarms are lines of
+their own and the summary the last.
+
+A mirror that falls more than ``max_lag_s`` behind the bus (frames queued, the twin not
+keeping up) stops with ``MirrorLagError``: a late mirror must not pretend to be live.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+import can
+from rob_twin.controllers.codec import decode_feedback
+from rob_twin.controllers.errors import CodecError
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.twin.bus.host_process import captured_bus_log
+from rob_twin.twin.bus.listen_only import LISTEN_INTERFACES, ListenOnlyBus, open_listen_only
+from rob_twin.twin.bus.mirror import Alarm, MirrorInputError, MirrorTwin, TwinParameters
+from rob_twin.twin.bus.socketcand import LOCALHOST
+from rob_twin.twin.bus.timing import percentiles_us
+from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
+
+READ_POLL_S = 0.05  # a reader thread's recv timeout: how soon it sees the stop [s]
+
+
+class MirrorLagError(RobTwinError):
+    """The mirror fell too far behind the live bus to call itself live."""
+
+
+@dataclass(frozen=True)
+class MirrorConfig:
+    """interface/host/port: where the bus is (the same as ``rob-twin host``); channels:
+    {arm: channel}; arms: which arms to mirror; seconds: run length [s, wall];
+    tolerance_rad: per-joint alarm threshold [rad]; status_every_s [s]; telemetry_hz
+    [Hz]; connect_timeout_s, startup_feedback_timeout_s [s]; max_lag_s: stop when a frame
+    is handled this long after its arrival [s]; seed: the twin's seed."""
+
+    interface: str = "socketcand"
+    host: str = LOCALHOST
+    port: int = 29536
+    channels: dict = field(default_factory=lambda: {a.value: BUS_MAPPING[a].channel for a in Arm})
+    arms: tuple[str, ...] = ("right", "left")
+    seconds: float = 10.0
+    tolerance_rad: float = 0.05
+    status_every_s: float = 1.0
+    telemetry_hz: float = 20.0
+    connect_timeout_s: float = 3.0
+    startup_feedback_timeout_s: float = 3.0
+    max_lag_s: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.interface not in LISTEN_INTERFACES:
+            raise MirrorInputError("interface", self.interface, f"one of {LISTEN_INTERFACES}")
+        if not 0 <= self.port <= 65535 or isinstance(self.port, bool):
+            raise MirrorInputError("port", self.port, "0..65535")
+        limits = {
+            "seconds": (0.0, 86400.0),
+            "tolerance_rad": (0.0, math.pi),
+            "status_every_s": (0.0, 3600.0),
+            "telemetry_hz": (0.0, 1000.0),
+            "connect_timeout_s": (0.0, 60.0),
+            "startup_feedback_timeout_s": (0.0, 60.0),
+            "max_lag_s": (0.0, 60.0),
+        }
+        for name, (lo, hi) in limits.items():
+            v = getattr(self, name)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and lo < v <= hi
+            if not ok:
+                raise MirrorInputError(name, v, f"a number in ({lo:g}, {hi:g}]")
+        if not self.arms:
+            raise MirrorInputError("arms", self.arms, "at least one of 'right', 'left'")
+        for a in self.arms:
+            arm = Arm.parse(a)
+            if arm.value not in self.channels:
+                raise MirrorInputError(
+                    "channels", self.channels, f"a channel for the {arm.value} arm"
+                )
+
+
+def default_config() -> MirrorConfig:
+    """socketcand on 127.0.0.1:29536, both arms, 10 s, 0.05 rad."""
+    return MirrorConfig()
+
+
+def _read_into(bus: ListenOnlyBus, arm: Arm, out: queue.Queue, stop: threading.Event) -> None:
+    """Queue (arm, frame, arrival [s, Unix]) for every frame of ``bus`` until ``stop``."""
+    while not stop.is_set():
+        try:
+            msg = bus.recv(timeout=READ_POLL_S)
+        except (can.CanError, OSError, ValueError) as err:
+            out.put((arm, err, time.time()))
+            return
+        if msg is not None and not msg.is_error_frame:
+            out.put((arm, msg, time.time()))
+
+
+def _wait_for_start(
+    frames: queue.Queue, arms: tuple[Arm, ...], timeout_s: float
+) -> tuple[dict, float]:
+    """The real arms' joint positions [rad, drive frame] once every joint sent feedback, and
+    the bus stamp [s] of the last frame needed; MirrorInputError after ``timeout_s``."""
+    seen: dict[Arm, dict[int, float]] = {a: {} for a in arms}
+    stamp = -math.inf
+    deadline = time.monotonic() + timeout_s
+    while any(len(s) < JOINTS_PER_ARM for s in seen.values()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            missing = {
+                a.value: sorted(set(range(1, 8)) - set(s)) for a, s in seen.items() if len(s) < 7
+            }
+            raise MirrorInputError(
+                "feedback",
+                f"none from joints {missing} within {timeout_s} s",
+                "feedback from all seven joints of each mirrored arm (is the robot, or a "
+                "rob-twin bank, powered and on these channels?)",
+            )
+        try:
+            arm, msg, _ = frames.get(timeout=min(left, 0.1))
+        except queue.Empty:
+            continue
+        if isinstance(msg, Exception):
+            raise msg
+        if msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
+            try:
+                fb = decode_feedback(msg.arbitration_id, bytes(msg.data), DRIVE_FRAME)
+            except CodecError:
+                continue
+            seen[arm][fb.joint] = fb.position_rad
+            stamp = max(stamp, float(msg.timestamp))
+    return {a: [s[j] for j in range(1, JOINTS_PER_ARM + 1)] for a, s in seen.items()}, stamp
+
+
+def status_line(mirror: MirrorTwin, elapsed_s: float, lag_s: float) -> str:
+    """One human line: per arm the worst joint now, frames, alarms, lag."""
+    parts = [f"mirror {elapsed_s:6.1f} s"]
+    for arm, c in mirror.compare.items():
+        diff = abs(c.real_rad - c.twin_rad)
+        if all(math.isnan(x) for x in diff):
+            parts.append(f"{arm.value}: no feedback")
+            continue
+        k = int(max(range(JOINTS_PER_ARM), key=lambda i: -1 if math.isnan(diff[i]) else diff[i]))
+        parts.append(f"{arm.value}: |real-twin| {diff[k]:.4f} rad (J{k + 1})")
+    parts.append(f"commands {mirror.commands}")
+    parts.append(f"alarms {len(mirror.alarms)}")
+    parts.append(f"lag {1000 * lag_s:.1f} ms")
+    return " | ".join(parts)
+
+
+def run_mirror(
+    config: MirrorConfig | None = None,
+    parameters: TwinParameters | None = None,
+    on_status: Callable[[str], None] | None = None,
+    on_alarm: Callable[[Alarm], None] | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    telemetry: TextIO | None = None,
+) -> dict:
+    """Mirror the live bus (see the module docstring) and return the summary."""
+    cfg = config or default_config()
+    with captured_bus_log() as bus_log:
+        summary = _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry)
+    summary["bus_log"] = bus_log.report()
+    if telemetry is not None:
+        _line(telemetry, {"type": "summary", **summary})
+    return summary
+
+
+def _line(stream: TextIO, obj: dict) -> None:
+    stream.write(json.dumps(obj, default=str) + "\n")
+    stream.flush()
+
+
+def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry) -> dict:
+    arms = tuple(Arm.parse(a) for a in cfg.arms)
+    buses: dict[Arm, ListenOnlyBus] = {}
+    frames: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    readers: list[threading.Thread] = []
+    mirror: MirrorTwin | None = None
+    try:
+        for arm in arms:
+            buses[arm] = open_listen_only(
+                cfg.interface, cfg.channels[arm.value], cfg.host, cfg.port, cfg.connect_timeout_s
+            )
+        for arm, bus in buses.items():
+            t = threading.Thread(
+                target=_read_into, args=(bus, arm, frames, stop), name=f"mirror-{arm}", daemon=True
+            )
+            t.start()
+            readers.append(t)
+        start, start_stamp = _wait_for_start(frames, arms, cfg.startup_feedback_timeout_s)
+        t_build = time.monotonic()
+        mirror = MirrorTwin(
+            _joint_frame(start, parameters), start_stamp, cfg.tolerance_rad, parameters, cfg.seed
+        )
+        build_s = time.monotonic() - t_build
+        # frames that queued while the twin was built belong to the twin's first steps
+        if on_ready is not None:
+            on_ready(
+                "mirror: listening (never transmitting) on "
+                + ", ".join(f"{cfg.channels[a.value]} ({a.value})" for a in arms)
+                + f", tolerance {cfg.tolerance_rad:g} rad, parameters "
+                f"{mirror.parameters.name} (simulated twin; hardware_io: false)"
+            )
+        return _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s)
+    finally:
+        stop.set()
+        for t in readers:
+            t.join(timeout=1.0)
+        for bus in buses.values():
+            bus.shutdown()
+        if mirror is not None:
+            mirror.close()
+
+
+def _joint_frame(start: dict, parameters: TwinParameters | None) -> dict:
+    """Drive-frame start positions -> joint frame, through the drive configs in use."""
+    from rob_twin.twin.drives.amber_bank import default_drive_configs
+
+    configs = (parameters.drive_configs if parameters else None) or default_drive_configs()
+    return {
+        arm: [c.sign * q + c.zero_offset_rad for c, q in zip(configs, qs, strict=True)]
+        for arm, qs in start.items()
+    }
+
+
+def _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s) -> dict:
+    t0 = time.monotonic()
+    wall0 = time.time()  # frames that arrived before this queued while the twin was built
+    next_status = t0 + cfg.status_every_s
+    next_sample = t0
+    handled = backlog_frames = backlog_alarms = 0
+    delays: list[float] = []  # handled minus arrival [s]
+    latency_arrival: list[float] = []
+    latency_stamp: list[float] = []
+    lag = max_lag = 0.0
+    ended, error = "seconds", None
+    while True:
+        now = time.monotonic()
+        if now - t0 >= cfg.seconds:
+            break
+        try:
+            arm, msg, arrival = frames.get(timeout=min(0.05, max(0.0, cfg.seconds - (now - t0))))
+        except queue.Empty:
+            arm = None
+        if arm is not None:
+            if isinstance(msg, Exception):
+                ended, error = "bus_lost", f"{arm.value}: {type(msg).__name__}: {msg}"
+                break
+            alarm = mirror.handle(arm, msg, arrival)
+            handled += 1
+            done = time.time()
+            backlog = arrival < wall0
+            lag = 0.0 if backlog else done - arrival
+            if backlog:
+                backlog_frames += 1
+            else:
+                delays.append(lag)
+            max_lag = max(max_lag, lag)
+            if alarm is not None:
+                if on_alarm is not None:
+                    on_alarm(alarm)
+                if telemetry is not None:
+                    _line(telemetry, {"type": "alarm", **alarm.record()})
+                emitted = time.time()
+                if backlog:  # queued while the twin was built: its latency is the build's
+                    backlog_alarms += 1
+                else:
+                    latency_arrival.append(emitted - arrival)
+                    latency_stamp.append(emitted - alarm.stamp_s)
+            if lag > cfg.max_lag_s:
+                ended = "lagging"
+                error = (
+                    f"the mirror fell {lag:.2f} s behind the bus (limit {cfg.max_lag_s} s): "
+                    "the machine is too loaded to mirror live"
+                )
+                break
+        now = time.monotonic()
+        if telemetry is not None and now >= next_sample:
+            next_sample += 1.0 / cfg.telemetry_hz
+            _line(
+                telemetry,
+                {
+                    "type": "sample",
+                    "wall_s": round(time.time(), 6),
+                    "twin_s": round(mirror.twin.time, 6),
+                    "arms": mirror.sample(),
+                },
+            )
+        if on_status is not None and now >= next_status:
+            next_status += cfg.status_every_s
+            on_status(status_line(mirror, now - t0, lag))
+    if ended == "lagging":
+        raise MirrorLagError(error)
+    send_attempts = sum(b.send_attempts for b in buses.values())
+    return {
+        "hardware_io": False,
+        "evidence_class": "simulated twin beside observed frames",
+        "interface": cfg.interface,
+        "endpoint": f"{cfg.host}:{cfg.port}" if cfg.interface == "socketcand" else None,
+        "channels": {a.value: cfg.channels[a.value] for a in mirror.arms},
+        "ended": ended,
+        "end_reason": error,
+        "seconds": round(time.monotonic() - t0, 3),
+        "started_unix_s": round(wall0, 6),
+        "twin_build_s": round(build_s, 3),
+        "frames_handled": handled,
+        "backlog_frames": backlog_frames,
+        "send_attempts": send_attempts,
+        "handling_delay": percentiles_us(delays),
+        "max_handling_delay_s": round(max_lag, 6),
+        "alarm_latency_from_arrival": percentiles_us(latency_arrival),
+        "backlog_alarms": backlog_alarms,
+        "alarm_latency_from_bus_stamp": percentiles_us(latency_stamp),
+        **mirror.summary(),
+    }

@@ -50,18 +50,21 @@ class FitError(RobTwinError):
 class FitConfig:
     """max_iters: solver iterations; current_weight: weight of current errors in the
     residual [rad per drive unit] (0: positions only); identifiable_rel: a parameter whose
-    Jacobian column norm is below this fraction of the largest is not identifiable;
+    Jacobian column norm is below this fraction of the largest is not identifiable, nor one
+    whose change by its whole scale moves the prediction by less than min_sensitivity_rad
+    RMS [rad] (a seventh of the feedback's 1/128 deg quantum);
     seconds: use only the first seconds of each recording [s] (None: all)."""
 
     max_iters: int = 12
     current_weight: float = 0.0
     identifiable_rel: float = 1e-3
+    min_sensitivity_rad: float = 2e-5
     seconds: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_iters, int) or not 1 <= self.max_iters <= 1000:
             raise InvalidValueError("max_iters", self.max_iters, "an integer in 1..1000")
-        for name in ("current_weight", "identifiable_rel"):
+        for name in ("current_weight", "identifiable_rel", "min_sensitivity_rad"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InvalidValueError(name, value, "a finite number >= 0")
@@ -156,6 +159,7 @@ def fit(
     values = dict(base)
     intervals: dict[str, float | None] = {}
     notes: list[str] = []
+    not_identifiable: list[str] = []
 
     # 1. command delays: a search over whole milliseconds (the replay moves frames by steps)
     for name in [n for n in names if parse_name(n).kind == "command_delay_s"]:
@@ -171,6 +175,11 @@ def fit(
             float(d): _cost(run(values | {name: float(d)}, fit_recs), config.current_weight)
             for d in fine
         }
+        if max(scores.values()) - min(scores.values()) < config.min_sensitivity_rad:
+            not_identifiable.append(name)
+            intervals[name] = None
+            say(f"calibrate: {name}: the recordings do not show it (no motion to delay)")
+            continue
         values[name] = min(scores, key=scores.get)
         intervals[name] = 0.0005  # half a physics step: the search's resolution
         say(f"calibrate: {name} = {1000 * values[name]:.0f} ms (search over {len(scores)} delays)")
@@ -178,7 +187,6 @@ def fit(
     # 2. everything else: MuJoCo's least squares in scaled units. A host-side recording
     # sees only the round trip of an arm's command and feedback delays (the physics does not
     # change with time): with the command delay searched, its feedback delay is held.
-    not_identifiable: list[str] = []
     searched = {parse_name(n).arm for n in names if parse_name(n).kind == "command_delay_s"}
     for n in names:
         p = parse_name(n)
@@ -232,8 +240,10 @@ def fit(
         except (np.linalg.LinAlgError, ValueError) as err:
             half = np.full(len(free), np.nan)
             notes.append(f"confidence intervals not computed: {err}")
+        rms_sensitivity = norms / math.sqrt(max(jac.shape[0], 1))
         for i, n in enumerate(free):
-            if top == 0.0 or norms[i] < config.identifiable_rel * top:
+            weak = rms_sensitivity[i] < config.min_sensitivity_rad
+            if top == 0.0 or weak or norms[i] < config.identifiable_rel * top:
                 not_identifiable.append(n)
                 values[n] = base[n]
                 intervals[n] = None

@@ -197,3 +197,15 @@ def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
     summary = json.loads(done.stdout)
     assert summary["operator_page"].startswith("http://127.0.0.1:")
     assert summary["hardware_io"] is False and "operator page" in done.stderr
+
+
+def test_excite_writes_a_certified_excitation_that_run_plays(tmp_path):
+    done = journey("excite", "--out", "ex", "--seconds", "4", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    assert "armature: acceleration" in done.stdout and "hardware_io: false" in done.stdout
+    certified = journey("certify", "ex/excite_plan.json", cwd=tmp_path)
+    assert certified.returncode == 0 and certified.stdout.startswith("AGREES"), explain(certified)
+    ran = journey("run", "ex/excite.json", "--no-video", "--out", "runs", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, explain(ran)
+    summary = json.loads(ran.stdout)
+    assert summary["plans"][0]["outcome"] == "completed" and summary["failed_plan_steps"] == 0

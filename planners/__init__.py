@@ -25,6 +25,17 @@ _MODULES = {
         "GoalUnreachableError",
         "PlanFailedError",
     ),
+    "rob_twin.planners.excitation": (
+        "ExcitationConfig",
+        "ExcitationError",
+        "MultiSinePath",
+        "excitation_path",
+    ),
+    "rob_twin.planners.excitation_summary": ("excitation_summary",),
+    "rob_twin.planners.given_path": (
+        "GivenPathRefused",
+        "certify_given_path",
+    ),
     "rob_twin.planners.goal_checks": (
         "CheckKind",
         "CheckResult",

@@ -242,3 +242,15 @@ def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
         if bank.poll() is None:
             control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
         bank.wait(timeout=30)
+
+
+def test_excite_writes_a_certified_excitation_that_run_plays(tmp_path):
+    done = journey("excite", "--out", "ex", "--seconds", "4", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    assert "armature: acceleration" in done.stdout and "hardware_io: false" in done.stdout
+    certified = journey("certify", "ex/excite_plan.json", cwd=tmp_path)
+    assert certified.returncode == 0 and certified.stdout.startswith("AGREES"), explain(certified)
+    ran = journey("run", "ex/excite.json", "--no-video", "--out", "runs", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, explain(ran)
+    summary = json.loads(ran.stdout)
+    assert summary["plans"][0]["outcome"] == "completed" and summary["failed_plan_steps"] == 0

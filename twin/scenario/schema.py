@@ -431,6 +431,11 @@ class ScenarioFile(_Strict):
             ),
         ),
     ] = "scenario"
+    about: Annotated[str, Field(max_length=4000)] = Field(
+        default="",
+        description="what the scenario is for, in words (rob-twin excite: which model "
+        "parameters its motion excites); not used by the run",
+    )
     duration: Annotated[
         float, Field(ge=MIN_DURATION_S, le=MAX_DURATION_S, description="simulated seconds to run")
     ]

@@ -70,6 +70,8 @@ def input_errors() -> tuple[type[BaseException], ...]:
     from rob_twin.planners.plan_file import PlanFileError
     from rob_twin.twin.bus.recording import RecordingError
     from rob_twin.twin.bus.timing import BusTimingConfigError
+    from rob_twin.twin.calibration.calibration_file import CalibrationError
+    from rob_twin.twin.calibration.predict import NoFeedbackError
     from rob_twin.twin.scenario.run_folder import RunFolderError
     from rob_twin.twin.scenario.schema import ScenarioError
 
@@ -82,6 +84,8 @@ def input_errors() -> tuple[type[BaseException], ...]:
         RecordingError,
         PlanFileError,
         GoalsFileError,
+        CalibrationError,
+        NoFeedbackError,
     )
 
 

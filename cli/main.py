@@ -15,14 +15,38 @@ from __future__ import annotations
 
 import argparse
 
-from rob_twin.cli import bus, certify, demo, experiment, plan, rehearse, run, scale, teleop, view
+from rob_twin.cli import (
+    bus,
+    certify,
+    compare,
+    demo,
+    experiment,
+    plan,
+    rehearse,
+    run,
+    scale,
+    teleop,
+    view,
+)
 from rob_twin.cli.common import QUALITY_CHOICES, Parser, UsageError, run_command
 
 __all__ = ["QUALITY_CHOICES", "UsageError", "build_parser", "main"]
 
 # Each module adds its commands (options next to their handler); this order is the order
 # ``rob-twin --help`` lists them in.
-COMMAND_MODULES = (experiment, demo, run, rehearse, bus, plan, certify, view, teleop, scale)
+COMMAND_MODULES = (
+    experiment,
+    demo,
+    run,
+    rehearse,
+    bus,
+    compare,
+    plan,
+    certify,
+    view,
+    teleop,
+    scale,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,7 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
     from rob_twin.twin.bus.replay import read_recording
     from rob_twin.twin.calibration.compare import (
         CompareConfig,
+        check_comparable,
         compare_plots,
         compare_recording,
         format_table,
@@ -36,6 +37,7 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
     config = CompareConfig(tolerance_rad=args.tolerance_rad)
     calibration = load_calibration_arg(args.calibration)
     rec = read_recording(args.recording)  # bad input: exit 2 before any folder is made
+    check_comparable(rec)
     out = Path(args.out) if args.out else Path("out/compare") / Path(args.recording).stem
     RunFolder.check_writable(out)  # before the replay, not after
     comparison = compare_recording(rec, calibration, config)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import FEEDBACK_IDS, Arm
-from rob_twin.twin.bus.replay import Recording, read_recording
+from rob_twin.twin.bus.replay import Recording, check_robot_ids, read_recording
 from rob_twin.twin.calibration.calibration_file import Calibration, calibration_label
 from rob_twin.twin.calibration.predict import JointTrack, NoFeedbackError, Prediction, predict
 
@@ -186,6 +186,16 @@ class Comparison:
         }
 
 
+def check_comparable(rec: Recording) -> None:
+    """RecordingError when ``rec`` carries ids that are not ROB's, NoFeedbackError when it
+    has no drive feedback: checked before anything is replayed."""
+    check_robot_ids(rec)
+    if not any(f.arbitration_id in FEEDBACK_IDS for f in rec.frames):
+        raise NoFeedbackError(
+            f"{rec.path}: no drive feedback frames (ids 0x91..0x97) to compare the twin with"
+        )
+
+
 def compare_recording(
     recording: Recording | Path | str,
     calibration: Calibration | None = None,
@@ -197,10 +207,7 @@ def compare_recording(
     config = config or default_config()
     t0 = time.perf_counter()
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
-    if not any(f.arbitration_id in FEEDBACK_IDS for f in rec.frames):
-        raise NoFeedbackError(
-            f"{rec.path}: no drive feedback frames (ids 0x91..0x97) to compare the twin with"
-        )
+    check_comparable(rec)
     prediction = predict(rec, calibration.values if calibration is not None else None)
     joints = {
         f"{arm.value}/j{j}": compare_joint(f"{arm.value}/j{j}", track, config)

@@ -7,18 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rob_twin.cli.common import CommandResult, say_for
-
-
-def load_calibration_arg(path: str | None):
-    """The ``--calibration FILE`` option as a checked Calibration for ROB's model (None when
-    not given); CalibrationError (exit 2) for an unreadable file or another model's."""
-    if not path:
-        return None
-    from rob_twin.models.loading import load_scene
-    from rob_twin.twin.calibration.calibration_file import load_calibration
-
-    return load_calibration(path, load_scene())
+from rob_twin.cli.common import CommandResult, calibration_arg, say_for
 
 
 def _cmd_compare(args: argparse.Namespace) -> CommandResult:
@@ -35,7 +24,7 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
 
     say = say_for(args)
     config = CompareConfig(tolerance_rad=args.tolerance_rad)
-    calibration = load_calibration_arg(args.calibration)
+    calibration = calibration_arg(args.calibration)
     rec = read_recording(args.recording)  # bad input: exit 2 before any folder is made
     check_comparable(rec)
     out = Path(args.out) if args.out else Path("out/compare") / Path(args.recording).stem

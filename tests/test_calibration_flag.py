@@ -96,3 +96,13 @@ def test_refusals_exit_2_with_one_line(cal_file, tmp_path, capsys):
         assert code == 2, (case, err)
         assert len(err.strip().splitlines()) == 1 and says in err, (case, err)
         assert not (tmp_path / "never").exists(), case
+
+
+def test_the_bank_serves_the_calibrated_twin_and_says_so(cal_file, tmp_path, capsys):
+    args = ["bank", "--port", "0", "--control-port", "0", "--seconds", "0.2"]
+    code = main([*args, "--json", "--calibration", str(cal_file)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["calibration"]["name"] == "heavy"
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibration"] == "uncalibrated"

@@ -197,3 +197,17 @@ def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
     summary = json.loads(done.stdout)
     assert summary["operator_page"].startswith("http://127.0.0.1:")
     assert summary["hardware_io"] is False and "operator page" in done.stderr
+
+
+def test_compare_of_a_fresh_recording_is_within_tolerance(tmp_path):
+    wave = ROOT / "experiments" / "scenarios" / "wave.json"
+    rec = tmp_path / "wave.log"
+    done = journey("run", str(wave), "--no-video", "--record-can", str(rec), cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    done = journey("compare", str(rec), "--json", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    report = json.loads(done.stdout)
+    assert report["hardware_io"] is False and report["calibration"] == "uncalibrated"
+    assert len(report["joints"]) == 14 and report["within_tolerance"] is True
+    folder = tmp_path / "out" / "compare" / "wave"
+    assert (folder / "compare.json").is_file() and (folder / "compare_right.png").is_file()

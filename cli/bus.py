@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from rob_twin.cli.common import CommandResult
+from rob_twin.cli.common import CALIBRATION_HELP, CommandResult, calibration_arg
 
 
 def _channels(text: str | None, default: dict) -> dict:
@@ -45,6 +45,7 @@ def _cmd_bank(args: argparse.Namespace) -> int:
             ready_file=args.ready_file,
             record_path=args.record_can,
             max_lag_s=args.max_lag,
+            calibration=calibration_arg(args.calibration),
         )
         final = BankProcess(cfg).run()
     except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
@@ -384,6 +385,7 @@ def register(sub) -> None:
         action="store_true",
         help="print the final status as one JSON object instead of the human summary",
     )
+    bank.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     bank.set_defaults(func=_cmd_bank)
     host = sub.add_parser(
         "host",

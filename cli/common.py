@@ -93,6 +93,24 @@ def input_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+CALIBRATION_HELP = (
+    "calibration file (rob-twin calibrate): the twin's model and drives take its fitted "
+    "parameters (ROB only; its transport delays are used by compare and mirror only); "
+    "refused, exit 2, when fitted on another model (default: none, the twin as assumed)"
+)
+
+
+def calibration_arg(path: str | None):
+    """The ``--calibration FILE`` option as a checked Calibration for ROB's model (None when
+    not given); CalibrationError (exit 2) for an unreadable file or another model's."""
+    if not path:
+        return None
+    from rob_twin.models.loading import load_scene
+    from rob_twin.twin.calibration.calibration_file import load_calibration
+
+    return load_calibration(path, load_scene())
+
+
 def say_for(args: argparse.Namespace) -> Callable[..., None]:
     """Human-readable lines: stdout normally, stderr under --json (stdout is the JSON)."""
     stream = sys.stderr if getattr(args, "json", False) else sys.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rob_twin.cli.common import QUALITY_CHOICES, CommandResult, say_for
+from rob_twin.cli.common import CALIBRATION_HELP, QUALITY_CHOICES, CommandResult, say_for
 from rob_twin.cli.run import BUS_HELP, RECORD_CAN_HELP, run_and_report
 from rob_twin.models.names import ROBOTS
 
@@ -16,6 +16,9 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     keyframes."""
     import dataclasses
 
+    from rob_twin.cli.common import calibration_arg
+
+    calibration_arg(args.calibration)  # a bad file: exit 2 before the planning starts
     if args.robot != "rob":
         from rob_twin.twin.scenario.run import demo_scenario
 
@@ -83,4 +86,5 @@ def register(sub) -> None:
         metavar="FILE",
         help=RECORD_CAN_HELP,
     )
+    demo.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     demo.set_defaults(func=_cmd_demo, json_result=True)

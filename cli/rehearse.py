@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rob_twin.cli.common import CommandResult
+from rob_twin.cli.common import CALIBRATION_HELP, CommandResult, calibration_arg
 from rob_twin.models.names import ROBOTS
 
 
@@ -32,6 +32,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
 
     from rob_twin.models.bounded_json import JsonInputError, read_bounded_json
     from rob_twin.models.names import UnknownNameError
+    from rob_twin.twin.calibration.apply import check_robot
     from rob_twin.twin.rehearsal import RehearsalConfig, gates_for, rehearse, write_report
     from rob_twin.twin.scenario.run_folder import RunFolder
     from rob_twin.twin.scenario.schema import ScenarioError, validate_faults
@@ -43,6 +44,8 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     except JsonInputError as err:
         raise ScenarioError(str(err)) from None
     faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
+    calibration = calibration_arg(args.calibration)
+    check_robot(args.robot, calibration)
     if args.robot == "openarm":
         from rob_twin.twin.rehearsal.damiao import openarm_rehearsal_config
         from rob_twin.twin.sim.damiao_loop import openarm_config
@@ -51,7 +54,11 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
         cfg = openarm_rehearsal_config(base)
     else:
         base = dataclasses.replace(
-            ClosedLoopConfig(), seed=args.seed, swap_wiring=args.swap_wiring, faults=faults
+            ClosedLoopConfig(),
+            seed=args.seed,
+            swap_wiring=args.swap_wiring,
+            faults=faults,
+            calibration=calibration,
         )
         cfg = RehearsalConfig(base=base)
     gates = gates_for(cfg)
@@ -121,4 +128,5 @@ def register(sub) -> None:
         default=None,
         help="command streaming rate of the bus_budget gate [Hz] (default: the owners' 200 Hz)",
     )
+    reh.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     reh.set_defaults(func=_cmd_rehearse, json_result=True)

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from rob_twin.cli.common import QUALITY_CHOICES, CommandResult, say_for
+from rob_twin.cli.common import (
+    CALIBRATION_HELP,
+    QUALITY_CHOICES,
+    CommandResult,
+    calibration_arg,
+    say_for,
+)
 from rob_twin.models.names import ROBOTS
 
 BUS_HELP = (
@@ -50,6 +56,7 @@ def run_and_report(
     from pathlib import Path
 
     from rob_twin.twin.bus.recording import check_format
+    from rob_twin.twin.calibration.apply import check_robot
     from rob_twin.twin.scenario.report import summarize
     from rob_twin.twin.scenario.run import run_scenario
     from rob_twin.twin.scenario.run_folder import RunFolder, write_atomic
@@ -59,6 +66,8 @@ def run_and_report(
 
     say = say_for(args)
     bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
+    calibration = calibration_arg(getattr(args, "calibration", None))
+    check_robot(sc.robot, calibration)
     traffic = getattr(args, "record_can", None)
     if traffic:
         check_format(traffic)
@@ -80,6 +89,7 @@ def run_and_report(
                 on_progress=lambda figures: folder.write_status("running", **figures),
                 bus_timing=bus,
                 traffic_path=traffic,
+                calibration=calibration,
                 **(hooks or {}),
             )
             if result.video is None:  # say why, and that an earlier run's video is gone
@@ -136,6 +146,8 @@ def run_and_report(
         say(f"bus plot: {summary['bus_plot']}")
     if traffic:
         say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
+    label = summary["calibration"]
+    say(f"calibration: {label if isinstance(label, str) else label['name']}")
     say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     for line in problems:
         say(f"UNEXPECTED: {line}")
@@ -190,6 +202,7 @@ def register(sub) -> None:
     run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
     run.add_argument("--bus", default="1M", help=BUS_HELP)
     run.add_argument("--record-can", metavar="FILE", help=RECORD_CAN_HELP)
+    run.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     run.add_argument(
         "--quality",
         choices=QUALITY_CHOICES,

@@ -254,3 +254,17 @@ def test_excite_writes_a_certified_excitation_that_run_plays(tmp_path):
     assert ran.returncode == 0, explain(ran)
     summary = json.loads(ran.stdout)
     assert summary["plans"][0]["outcome"] == "completed" and summary["failed_plan_steps"] == 0
+
+
+def test_compare_of_a_fresh_recording_is_within_tolerance(tmp_path):
+    wave = ROOT / "experiments" / "scenarios" / "wave.json"
+    rec = tmp_path / "wave.log"
+    done = journey("run", str(wave), "--no-video", "--record-can", str(rec), cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    done = journey("compare", str(rec), "--json", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    report = json.loads(done.stdout)
+    assert report["hardware_io"] is False and report["calibration"] == "uncalibrated"
+    assert len(report["joints"]) == 14 and report["within_tolerance"] is True
+    folder = tmp_path / "out" / "compare" / "wave"
+    assert (folder / "compare.json").is_file() and (folder / "compare_right.png").is_file()

@@ -110,6 +110,9 @@ class BankConfig:
     max_lag_s: float = 1.0
     ready_file: str | None = None
     record_path: str | None = None  # record all traffic (Unix-time stamps) via python-can writers
+    # a rob_twin.twin.calibration Calibration: model and drives take its fitted parameters
+    # (its transport delays are not applied: a live bus has its own)
+    calibration: object | None = None
 
 
 def default_config() -> BankConfig:
@@ -125,11 +128,19 @@ class BankProcess:
             raise BankError(
                 f"bank interface {cfg.interface!r} is not one of 'socketcand', 'socketcan'"
             )
-        self.twin = Twin(TwinConfig(seed=cfg.seed))
+        model, drives = None, None
+        if cfg.calibration is not None:
+            from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
+
+            model, drives = calibrated_model(cfg.calibration), calibrated_drives(cfg.calibration)
+        self.twin = Twin(TwinConfig(seed=cfg.seed), model=model)
+        self._calibration_label = (
+            cfg.calibration.label() if cfg.calibration is not None else "uncalibrated"
+        )
         self.faults = FaultSchedule()
         wiring = {ch: Arm.parse(a) for ch, a in cfg.channels.items()}
         self.bank = UnixStampedBank(
-            self.twin.model, self.twin.data, wiring, self.faults, now=self.twin.time
+            self.twin.model, self.twin.data, wiring, self.faults, drives, now=self.twin.time
         )
         self.server: SocketcandServer | None = None
         if cfg.interface == "socketcand":
@@ -325,6 +336,7 @@ class BankProcess:
             "lag_s": round(lag_s, 4),
             "max_lag_s": round(self.max_lag_s, 4),
             "hardware_io": False,
+            "calibration": self._calibration_label,
             "faults": self._fault_list,
             "buses": {
                 ch: {

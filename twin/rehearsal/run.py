@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+from rob_twin.twin.calibration.calibration_file import calibration_label
 from rob_twin.twin.rehearsal.gates import RehearsalConfig, default_config, gates_for
 from rob_twin.twin.scenario.report import EVIDENCE
 
@@ -35,6 +36,7 @@ def rehearse(
         **EVIDENCE,
         "report": "pre-commissioning rehearsal (simulated)",
         "passed": all(r["passed"] for r in results),
+        "calibration": calibration_label(cfg.base.calibration),
         "gates": results,
         "base_config": {
             "seed": cfg.base.seed,

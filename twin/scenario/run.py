@@ -273,13 +273,23 @@ class RunResult:
     base: dict = field(default_factory=dict)
     bus: dict | None = None  # per-bus timing figures (None: bus timing off)
     bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
+    calibration: dict | str = "uncalibrated"  # the calibration's label (calibration_label)
 
 
 def scenario_loop(
-    sc: Scenario, can_log_dir: Path | str | None = None, bus_timing: BusTimingConfig | None = None
+    sc: Scenario,
+    can_log_dir: Path | str | None = None,
+    bus_timing: BusTimingConfig | None = None,
+    calibration=None,
 ) -> ClosedLoop:
     """The closed loop of ``sc``: its seed, initial joint values and faults; with
-    ``bus_timing`` every frame goes through a simulated CAN bus (``rob_twin.twin.bus.timing``)."""
+    ``bus_timing`` every frame goes through a simulated CAN bus (``rob_twin.twin.bus.timing``);
+    with ``calibration`` (``rob_twin.twin.calibration``) the model and drives take its
+    parameters (ROB only: CalibrationError for the OpenArm-class robot)."""
+    if calibration is not None:
+        from rob_twin.twin.calibration.apply import check_robot
+
+        check_robot(sc.robot, calibration)
     if sc.robot == "openarm":
         from rob_twin.models.openarm import load_openarm_scene
         from rob_twin.twin.sim.damiao_loop import openarm_config
@@ -289,9 +299,18 @@ def scenario_loop(
             seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
         )
     else:
-        twin = Twin(TwinConfig(seed=sc.seed))
+        model = None
+        if calibration is not None:
+            from rob_twin.twin.calibration.apply import calibrated_model
+
+            model = calibrated_model(calibration)
+        twin = Twin(TwinConfig(seed=sc.seed), model=model)
         config = ClosedLoopConfig(
-            seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
+            seed=sc.seed,
+            faults=tuple(sc.faults),
+            log_dir=can_log_dir,
+            bus_timing=bus_timing,
+            calibration=calibration,
         )
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
@@ -336,6 +355,7 @@ def run_scenario(
     prelude: Callable[[VideoRecorder], None] | None = None,
     captions: Callable[[float, PlanRunner | None], list[str]] | None = None,
     on_planner: Callable[[PlanRunner], None] | None = None,
+    calibration=None,
 ) -> RunResult:
     """Run ``sc`` headless through owners, codec, buses and drives.
 
@@ -352,8 +372,9 @@ def run_scenario(
     recorder before the physics starts (to film what comes first); ``captions(now,
     planner)`` gives the lines burned into each frame (default: the scenario's own,
     ``rob_twin.twin.scenario.run_captions``); ``on_planner`` gets the scenario's
-    PlanRunner once it exists."""
-    loop = scenario_loop(sc, can_log_dir, bus_timing)
+    PlanRunner once it exists; ``calibration``: the twin takes its model and drive
+    parameters (``RunResult.calibration`` records its label, or "uncalibrated")."""
+    loop = scenario_loop(sc, can_log_dir, bus_timing, calibration)
     traffic = TrafficRecorder(loop, traffic_path) if traffic_path is not None else None
     twin = loop.twin
     start = {arm: twin.arm_positions(arm) for arm in Arm}
@@ -466,6 +487,7 @@ def run_scenario(
         base=base.summary(out_dir) if base is not None else {},
         bus=bus,
         bus_latencies_s=latencies,
+        calibration=calibration.label() if calibration is not None else "uncalibrated",
     )
 
 

@@ -97,10 +97,17 @@ class ClosedLoopConfig:
         None  # openarm only: rob_twin.twin.sim.damiao_loop.DamiaoOptions (None: defaults)
     )
     bus_timing: BusTimingConfig | None = None
+    # a rob_twin.twin.calibration.calibration_file.Calibration: the twin's model and (unless
+    # ``drives`` is given) the drives take its parameters; None: the twin as assumed
+    calibration: object | None = None
 
     def __post_init__(self) -> None:
         if self.robot not in ROBOTS:
             raise UnknownNameError("robot", self.robot, list(ROBOTS))
+        if self.calibration is not None:
+            from rob_twin.twin.calibration.apply import check_robot
+
+            check_robot(self.robot, self.calibration)
         if not 0 < self.feedback_rate_hz <= 200.0:
             raise TwinInputError("feedback_rate_hz", self.feedback_rate_hz, "(0, 200] Hz")
         if abs(1.0 / self.owner_rate_hz - self.owner.period_s) > 1e-12:
@@ -113,6 +120,12 @@ class ClosedLoopConfig:
 
 def default_config() -> ClosedLoopConfig:
     return ClosedLoopConfig()
+
+
+def _calibrated_drives(calibration) -> dict:
+    from rob_twin.twin.calibration.apply import calibrated_drives
+
+    return calibrated_drives(calibration)
 
 
 class ClosedLoop:
@@ -181,6 +194,10 @@ class ClosedLoop:
 
     # ------------------------------------------------------------------ family hooks
     def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
+        if cfg.calibration is not None:
+            from rob_twin.twin.calibration.apply import calibrated_model
+
+            return Twin(TwinConfig(seed=cfg.seed), model=calibrated_model(cfg.calibration))
         return Twin(TwinConfig(seed=cfg.seed))
 
     def _make_bank(self, wiring: dict[str, Arm]):
@@ -190,7 +207,9 @@ class ClosedLoop:
             self.twin.data,
             wiring,
             self.faults,
-            cfg.drives,
+            cfg.drives
+            if cfg.drives is not None or cfg.calibration is None
+            else _calibrated_drives(cfg.calibration),
             cfg.log_dir,
             cfg.log_suffix,
             now=self.twin.time,

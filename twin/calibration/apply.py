@@ -1,0 +1,44 @@
+"""A calibration applied to the twin a command builds: ROB's model with the fitted
+model-side parameters, and each arm's drive configurations with the drive-side ones.
+
+The transport delays (``{arm}/command_delay_s``, ``{arm}/feedback_delay_s``) have no hook in
+a live closed loop (the owners and drives exchange frames on simulated buses without a
+transport delay of their own): they are used by ``rob-twin compare`` (and the mirror), which
+replay recordings; a running twin takes only the model and drive parameters.
+"""
+
+from __future__ import annotations
+
+import mujoco
+from rob_twin.models.names import Arm
+from rob_twin.twin.calibration.calibration_file import Calibration, CalibrationError
+from rob_twin.twin.calibration.parameters import apply_to_model, drive_configs
+from rob_twin.twin.drives.amber_drive import DriveConfig
+
+
+def calibrated_model(
+    calibration: Calibration, model: mujoco.MjModel | None = None
+) -> mujoco.MjModel:
+    """A copy of ``model`` (default: ROB's scene) with ``calibration``'s model parameters."""
+    if model is None:
+        from rob_twin.models.loading import load_scene
+
+        model = load_scene()
+    return apply_to_model(model, calibration.values)
+
+
+def calibrated_drives(calibration: Calibration) -> dict[Arm, tuple[DriveConfig, ...]]:
+    """Each arm's drive configurations with ``calibration``'s drive parameters."""
+    return drive_configs(calibration.values)
+
+
+def check_robot(robot: str, calibration: Calibration | None) -> None:
+    """CalibrationError when ``calibration`` is given for a robot other than ROB (the
+    OpenArm-class robot's Damiao drives take no fitted parameters yet)."""
+    if calibration is not None and robot != "rob":
+        raise CalibrationError(
+            "robot",
+            robot,
+            "'rob' (a calibration holds Amber drive and ROB model parameters; the "
+            "OpenArm-class robot's Damiao drives take none yet)",
+        )

@@ -44,7 +44,12 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             else contextlib.nullcontext()
         ) as telemetry:
             summary = run_mirror(
-                cfg, on_status=say, on_alarm=alarm, on_ready=say, telemetry=telemetry
+                cfg,
+                _parameters(args.calibration),
+                on_status=say,
+                on_alarm=alarm,
+                on_ready=say,
+                telemetry=telemetry,
             )
     except (MirrorInputError, HostError, UnknownNameError, ValueError, OSError) as err:
         print(f"rob-twin mirror: {err}", file=sys.stderr)
@@ -96,6 +101,25 @@ def mirror_summary(s: dict) -> list[str]:
     return lines
 
 
+def _parameters(path: str | None):
+    """The mirror twin's parameters from the calibration file at ``path`` (None: the twin's
+    assumed ones); CalibrationError (exit 2) for a file fitted on another model."""
+    if path is None:
+        return None
+    from rob_twin.models.loading import load_scene
+    from rob_twin.twin.bus.mirror import TwinParameters
+    from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
+    from rob_twin.twin.calibration.calibration_file import load_calibration
+
+    model = load_scene()
+    calibration = load_calibration(path, model)
+    return TwinParameters(
+        name=f"{calibration.name} ({calibration.file_sha256[:16]})",
+        model=calibrated_model(calibration, model),
+        drive_configs=calibrated_drives(calibration),
+    )
+
+
 def register(sub) -> None:
     """Add ``mirror`` to the ``rob-twin`` sub-command parser ``sub``."""
     mir = sub.add_parser(
@@ -109,6 +133,12 @@ def register(sub) -> None:
         "telemetry, summary). A status line every --status-every seconds on stderr. "
         "Exit 0: no alarm; 1: an alarm, a lost bus or a mirror too slow to stay live; "
         "2: bad input or no bus.",
+    )
+    mir.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="run the mirror's twin with this calibration's model and drive parameters "
+        "(rob-twin calibrate; default: the twin's assumed ones, reported as uncalibrated)",
     )
     mir.add_argument(
         "--interface",

@@ -89,3 +89,38 @@ def test_bad_inputs_exit_2_with_one_line(recordings, tmp_path):
         assert done.returncode == 2, (what, done.stderr[-1500:])
         lines = [line for line in done.stderr.splitlines() if line.startswith("rob-twin:")]
         assert len(lines) == 1 and "Traceback" not in done.stderr, (what, done.stderr[-1500:])
+
+
+def test_mirror_takes_a_calibration_and_refuses_another_models(tmp_path):
+    """``rob-twin mirror --calibration``: a file for another model exits 2 with one line,
+    before any bus is opened; a good one becomes the twin's parameters, named."""
+    from rob_twin.cli.mirror import _parameters
+    from rob_twin.models.loading import load_scene
+    from rob_twin.twin.calibration.calibration_file import calibration_document, save_calibration
+
+    good = save_calibration(
+        tmp_path / "good.json",
+        calibration_document("lab", load_scene(), {"right/j2/damping": {"value": 2.5}}, [], {}, []),
+    )
+    params = _parameters(str(good))
+    assert params.name.startswith("lab (") and params.drive_configs is not None
+    j2 = params.model.jnt_dofadr[params.model.joint("right/j2").id]
+    assert params.model.dof_damping[j2] == 2.5
+    other = tmp_path / "other.json"
+    other.write_text(
+        json.dumps(
+            {
+                "format": "rob-twin-calibration/1",
+                "name": "x",
+                "model_hash": "0000000000000000",
+                "parameters": {"right/j2/damping": {"value": 1.0}},
+            }
+        )
+    )
+    done = subprocess.run(
+        [str(ROB_TWIN), "mirror", "--calibration", str(other), "--port", "9", "--seconds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "model_hash" in done.stderr, done.stderr[-1500:]

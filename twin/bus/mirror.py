@@ -53,11 +53,12 @@ class TwinParameters:
 
     name: recorded in the summary ("uncalibrated" for the defaults); model: a MuJoCo model
     of ROB's scene with fitted values (None: ``load_scene()``); drive_configs: seven
-    ``DriveConfig`` (joints 1..7, used for both arms; None: ``default_drive_configs()``)."""
+    ``DriveConfig`` (joints 1..7, used for both arms), or seven per arm (``{Arm: configs}``, a
+    calibration's); None: ``default_drive_configs()``."""
 
     name: str = "uncalibrated"
     model: mujoco.MjModel | None = None
-    drive_configs: tuple[DriveConfig, ...] | None = None
+    drive_configs: tuple[DriveConfig, ...] | dict | None = None  # or {Arm: seven configs}
 
 
 def default_parameters() -> TwinParameters:

@@ -95,7 +95,7 @@ def input_errors() -> tuple[type[BaseException], ...]:
 
 CALIBRATION_HELP = (
     "calibration file (rob-twin calibrate): the twin's model and drives take its fitted "
-    "parameters (ROB only; its transport delays are used by compare and mirror only); "
+    "parameters (ROB only; its transport delays are used by compare only); "
     "refused, exit 2, when fitted on another model (default: none, the twin as assumed)"
 )
 

@@ -46,6 +46,19 @@ def _announce_force(spec, backend, force: bool) -> None:
         )
 
 
+def _study_calibration(path: str | None, spec, base):
+    """The ``--calibration`` of a study, checked against the study's model (CalibrationError
+    for another model's file); None without one."""
+    if path is None:
+        return None
+    from rob_twin.experiments.study.spec import model_path
+    from rob_twin.models.loading import load_scene
+    from rob_twin.twin.calibration.calibration_file import load_calibration
+
+    where = model_path(spec, base)
+    return load_calibration(path, load_scene() if where == "rob" else load_scene(where))
+
+
 def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
     from pathlib import Path
 
@@ -56,6 +69,7 @@ def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
     out = Path(args.out) if args.out else None
     try:
         spec, base = load_spec(args.spec)
+        calibration = _study_calibration(args.calibration, spec, base)
         if args.replay is not None:
             result = replay_row(spec, base, args.replay, out)
             r = result["row"]
@@ -92,8 +106,16 @@ def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
             file=sys.stderr,
         )
         raise
+    from rob_twin.twin.calibration.calibration_file import calibration_label
+
+    summary["calibration"] = calibration_label(calibration)
     est = summary["estimate"]
     if not args.json:
+        if calibration is not None:
+            print(
+                f"calibration {calibration.name}: checked against the study's model; planning "
+                "uses kinematics and collision geometry only, which a calibration does not change"
+            )
         print(
             f"estimate: {est['rows']} rows, ~{est['memory_bytes'] / 2**20:.0f} MiB, "
             f"~{est['time_s']:g} s on {est['workers']} worker(s)"
@@ -155,6 +177,13 @@ def register(sub) -> None:
     )
     st.add_argument("spec", help="study spec (.toml or .json); see experiments/studies/")
     st.add_argument("--out", help="output folder (default: out/studies/NAME/)")
+    st.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a calibration (rob-twin calibrate) checked against the study's model and "
+        "recorded in the summary; planning uses kinematics and geometry only, which it does "
+        "not change (default: none, uncalibrated)",
+    )
     st.add_argument(
         "--workers",
         type=int,

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rob_twin.cli.common import CALIBRATION_HELP, calibration_arg
+
 
 def _cmd_teleop(args: argparse.Namespace) -> int:
+    from rob_twin.twin.calibration.calibration_file import CalibrationError
     from rob_twin.twin.scenario.run import ScenarioError
     from rob_twin.twin.teleop.app import run_teleop
     from rob_twin.twin.teleop.controller import TeleopConfigError
@@ -23,8 +26,9 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
             camera_hz=args.camera_hz,
             input_timeout_s=args.input_timeout,
             as_json=args.json,
+            calibration=calibration_arg(args.calibration),
         )
-    except (ScenarioError, TeleopConfigError) as err:
+    except (ScenarioError, TeleopConfigError, CalibrationError) as err:
         print(f"rob-twin teleop: {err}", file=sys.stderr)
         return 2
     except OSError as err:
@@ -42,6 +46,7 @@ def register(sub) -> None:
     tele.add_argument(
         "scenario", nargs="?", help="scenario file: initial state and faults (default: demo)"
     )
+    tele.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     tele.add_argument(
         "--json",
         action="store_true",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rob_twin.cli.common import QUALITY_CHOICES, UsageError
+from rob_twin.cli.common import CALIBRATION_HELP, QUALITY_CHOICES, UsageError, calibration_arg
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -52,6 +52,7 @@ def _run_view(scenario: str | None, args: argparse.Namespace, presses: list) -> 
                     report=report,
                     quality=args.quality,
                     max_sim_s=args.sim_seconds,
+                    calibration=calibration_arg(args.calibration),
                 )
         except NoDisplayError as err:
             print(f"rob-twin view: {err}", file=sys.stderr)
@@ -120,6 +121,7 @@ def register(sub) -> None:
     view.add_argument(
         "--report", help="write what the session did (owner modes, bus frames) as JSON"
     )
+    view.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     view.add_argument(
         "--json",
         action="store_true",

@@ -106,3 +106,28 @@ def test_the_bank_serves_the_calibrated_twin_and_says_so(cal_file, tmp_path, cap
     assert json.loads(out)["calibration"]["name"] == "heavy"
     assert main([*args, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["calibration"] == "uncalibrated"
+
+
+def test_study_view_and_teleop_take_the_flag_and_refuse_another_models(cal_file, tmp_path, capsys):
+    """study records the calibration (planning does not use it); view and teleop build their
+    twin with it; each refuses another model's file with exit 2 before anything runs."""
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(
+        'name = "tiny"\nseed = 1\ncount = 2\nmargins_m = [0.01]\n'
+        '[goals]\nkind = "gaussian"\nsigma_rad = 0.2\n'
+    )
+    code, summary, _ = run_json(
+        capsys, "study", str(spec), "--workers", "1", "--out", str(tmp_path / "s"),
+        "--calibration", str(cal_file),
+    )  # fmt: skip
+    assert code == 0 and summary["calibration"]["name"] == "heavy", summary
+    other = json.loads(cal_file.read_text()) | {"model_hash": "0" * 16}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    for args in (
+        ["study", str(spec), "--out", str(tmp_path / "s2")],
+        ["view", "--seconds", "0.1"],
+        ["teleop", "--seconds", "0.1", "--port", "0", "--no-viewer"],
+    ):
+        code = main([*args, "--calibration", str(tmp_path / "other.json")])
+        _, err = capsys.readouterr()
+        assert code == 2 and "model_hash" in err, (args, err)

@@ -42,6 +42,7 @@ class AppConfig:
     camera_hz: float = 2.0
     camera_size: tuple[int, int] = (320, 240)
     viewer: bool | None = None
+    calibration: object | None = None  # a loaded rob_twin.twin.calibration Calibration
 
 
 class HeadCamera:
@@ -133,7 +134,7 @@ class TeleopApp:
         from rob_twin.twin.scenario.run import Scenario, demo_scenario, scenario_loop
 
         sc = Scenario.load(self.config.scenario) if self.config.scenario else demo_scenario()
-        self.loop = loop = scenario_loop(sc)
+        self.loop = loop = scenario_loop(sc, calibration=self.config.calibration)
         model = loop.twin.model
         checker = CollisionChecker(model, group_arms())
         meter = CollisionChecker(
@@ -269,6 +270,7 @@ def run_teleop(
     camera_hz: float = 2.0,
     input_timeout_s: float | None = None,
     as_json: bool = False,
+    calibration=None,
 ) -> int:
     """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``);
     ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s). With
@@ -298,7 +300,15 @@ def run_teleop(
         say(f"  SHA-256 fingerprint {cert.fingerprint_sha256}")
         addrs = lan_addresses()
     cfg = with_port(
-        AppConfig(scenario=scenario, viewer=viewer, camera_hz=camera_hz, teleop=teleop), host, port
+        AppConfig(
+            scenario=scenario,
+            viewer=viewer,
+            camera_hz=camera_hz,
+            teleop=teleop,
+            calibration=calibration,
+        ),
+        host,
+        port,
     )
     app = TeleopApp(cfg, ssl_context)
 
@@ -326,5 +336,8 @@ def run_teleop(
     if as_json:
         url = app.server.url if app.server else None
         summary = {"operator_page": url, "watcher_page": url and url + "watch"}
-        print(json.dumps(summary | {"counts": counts, "hardware_io": False}, default=str))
+        from rob_twin.twin.calibration.calibration_file import calibration_label
+
+        summary |= {"counts": counts, "calibration": calibration_label(calibration)}
+        print(json.dumps(summary | {"hardware_io": False}, default=str))
     return 0

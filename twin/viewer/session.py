@@ -150,6 +150,7 @@ def view(
     report: Path | None = None,
     quality: str | None = None,
     max_sim_s: float | None = None,
+    calibration=None,
 ) -> int:
     """The scenario runs as headless (initial state, faults, keyframe targets streamed to
     the owners over simulated CAN, plans), paced against the wall clock
@@ -158,7 +159,8 @@ def view(
     ``presses``: (simulated time [s], GLFW key code) pressed as if typed (a scripted
     session); ``screenshot``: a PNG of the display taken just before closing;
     ``report``: the session's ViewOutcome as JSON; ``max_sim_s``: close once this much
-    simulated time [s] has run; ``quality``: render quality (default:
+    simulated time [s] has run; ``calibration``: a loaded calibration for the twin's model and
+    drives (``rob_twin.twin.calibration``); ``quality``: render quality (default:
     the scenario's, ``auto``: fast on a software GL renderer). The window is refreshed at
     most ``SYNC_HZ`` times per wall second: a sync waits for the render thread, which on a
     software renderer takes longer than a physics step."""
@@ -179,7 +181,7 @@ def view(
     sc = Scenario.load(scenario_path) if scenario_path else demo_scenario()
     outcome = ViewOutcome()
     script = sorted(presses or [])
-    with scenario_loop(sc) as loop:
+    with scenario_loop(sc, calibration=calibration) as loop:
         planner = PlanRunner(loop, sc.plans) if sc.plans else None  # plans run once
         start = {arm: loop.measured(arm) for arm in Arm}
         for arm in Arm:

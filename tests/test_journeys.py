@@ -268,3 +268,25 @@ def test_compare_of_a_fresh_recording_is_within_tolerance(tmp_path):
     assert len(report["joints"]) == 14 and report["within_tolerance"] is True
     folder = tmp_path / "out" / "compare" / "wave"
     assert (folder / "compare.json").is_file() and (folder / "compare_right.png").is_file()
+
+
+def test_the_fitting_procedure_excite_record_calibrate_compare(tmp_path):
+    """README "Fitting the twin to your robot", with the twin standing in for the robot:
+    excite, run the excitation with --record-can (the recording), calibrate one parameter
+    from it, compare with the calibration."""
+    done = journey("excite", "--out", "ex", "--seconds", "4", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    rec = "ex/fit.log"
+    done = journey(
+        "run", "ex/excite.json", "--no-video", "--out", "runs", "--record-can", rec, cwd=tmp_path
+    )
+    assert done.returncode == 0, explain(done)
+    done = journey(
+        "calibrate", rec, "--fit", "right/j2/damping", "--max-iters", "3", "--out", "lab.json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, explain(done)
+    assert "calibration written: lab.json" in done.stdout and "right/j2/damping" in done.stdout
+    done = journey("compare", rec, "--calibration", "lab.json", "--out", "cmp", cwd=tmp_path)
+    assert done.returncode in (0, 1), explain(done)  # 1: a joint beyond the tolerance
+    assert "lab" in done.stdout and (tmp_path / "cmp" / "compare.json").is_file()

@@ -23,6 +23,8 @@ intervals from the Jacobian at the optimum). What it lacks for this twin is writ
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import time
 from collections.abc import Callable
@@ -226,9 +228,15 @@ def fit(
             say(f"calibrate: evaluation {evaluations}, {cols.shape[1]} rollout(s)")
             return [r], [], []
 
-        opt_params, result = sysid.optimize(
-            params, residual_fn, optimizer="mujoco", verbose=False, max_iters=config.max_iters
-        )
+        params.move_off_bounds()  # a start on a bound (no payload, no friction) can stall
+        solver_log = io.StringIO()  # the solver prints its iterations: pass them to progress
+        with contextlib.redirect_stdout(solver_log):
+            opt_params, result = sysid.optimize(
+                params, residual_fn, optimizer="mujoco", verbose=False, max_iters=config.max_iters
+            )
+        for line in solver_log.getvalue().splitlines():
+            if line.strip():
+                say(f"calibrate: solver {line.strip()}")
         x = opt_params.as_vector()
         values = values_of(x)
         jac = np.atleast_2d(np.asarray(result.jac, float))

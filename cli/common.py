@@ -72,6 +72,7 @@ def input_errors() -> tuple[type[BaseException], ...]:
     from rob_twin.twin.bus.timing import BusTimingConfigError
     from rob_twin.twin.calibration.calibrate import NotExcitedError
     from rob_twin.twin.calibration.calibration_file import CalibrationError
+    from rob_twin.twin.calibration.dataset import DatasetError
     from rob_twin.twin.calibration.fit import FitError
     from rob_twin.twin.calibration.predict import NoFeedbackError
     from rob_twin.twin.scenario.run_folder import RunFolderError
@@ -87,6 +88,7 @@ def input_errors() -> tuple[type[BaseException], ...]:
         PlanFileError,
         GoalsFileError,
         CalibrationError,
+        DatasetError,
         NotExcitedError,
         FitError,
         NoFeedbackError,

@@ -12,7 +12,6 @@ from rob_twin.cli.common import CommandResult, calibration_arg, say_for
 
 def _cmd_compare(args: argparse.Namespace) -> CommandResult:
     """Exit 2: bad input; 1: a joint's largest position error is above --tolerance-rad; 0."""
-    from rob_twin.twin.bus.replay import read_recording
     from rob_twin.twin.calibration.compare import (
         CompareConfig,
         check_comparable,
@@ -20,12 +19,13 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
         compare_recording,
         format_table,
     )
+    from rob_twin.twin.calibration.dataset import read_input
     from rob_twin.twin.scenario.run_folder import RunFolder, write_json_atomic
 
     say = say_for(args)
     config = CompareConfig(tolerance_rad=args.tolerance_rad)
     calibration = calibration_arg(args.calibration)
-    rec = read_recording(args.recording)  # bad input: exit 2 before any folder is made
+    rec = read_input(args.recording)  # bad input: exit 2 before any folder is made
     check_comparable(rec)
     out = Path(args.out) if args.out else Path("out/compare") / Path(args.recording).stem
     RunFolder.check_writable(out)  # before the replay, not after

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.loading import load_scene
-from rob_twin.twin.bus.replay import read_recording
 from rob_twin.twin.calibration.calibration_file import (
     Calibration,
     calibration_document,
-    file_sha256,
     save_calibration,
 )
+from rob_twin.twin.calibration.dataset import input_sha256, read_input
 from rob_twin.twin.calibration.fit import FitConfig, FitResult, fit
 from rob_twin.twin.calibration.parameters import parse_name, select
 from rob_twin.twin.calibration.predict import predict
@@ -95,8 +94,8 @@ def calibrate(
     """Fit the parameters matching ``patterns`` to ``recordings`` and write the calibration
     file ``out`` with its report and plot; returns the report."""
     names = select(patterns)
-    recs = [read_recording(r) for r in recordings]  # every input checked before any fit
-    vals = [read_recording(r) for r in validate]
+    recs = [read_input(r) for r in recordings]  # every input checked before any fit
+    vals = [read_input(r) for r in validate]
     result = fit(
         recs,
         names,
@@ -114,7 +113,7 @@ def calibrate(
     out = Path(out)
     model = load_scene()
     recordings_entry = [
-        {"file": Path(r.path).name, "sha256": file_sha256(r.path), "role": role}
+        {"file": Path(r.path).name, "sha256": input_sha256(r.path), "role": role}
         for role, group in (("fit", recs), ("validate", vals))
         for r in group
     ]

@@ -116,6 +116,49 @@ def _rms(predictions: list[Prediction]) -> dict[str, float]:
     return {k: float(np.sqrt(np.mean(np.concatenate(v)))) for k, v in sq.items()}
 
 
+def _least_squares(values, free, bounds, fit_recs, run, config, say):
+    """MuJoCo's bounded least squares (``mujoco.sysid.optimize``) over ``free`` in scaled
+    units, from ``values``: (values with the fitted ones, the solver's result, the residual
+    function, the fitted ParameterDict, the scales)."""
+    from mujoco import sysid
+
+    scale = {n: _scale(n, values[n], bounds[n]) for n in free}
+    params = sysid.ParameterDict()
+    for n in free:
+        params.add(
+            sysid.Parameter(
+                n,
+                nominal=values[n] / scale[n],
+                min_value=bounds[n].lower / scale[n],
+                max_value=bounds[n].upper / scale[n],
+            )
+        )
+
+    def values_of(column: np.ndarray) -> dict[str, float]:
+        return values | {n: float(column[i]) * scale[n] for i, n in enumerate(free)}
+
+    def residual_fn(x, _params, **_kw):
+        cols = x.reshape(len(free), -1)
+        out = []
+        for k in range(cols.shape[1]):
+            preds = run(values_of(cols[:, k]), fit_recs)
+            out.append(np.concatenate([p.residual(config.current_weight) for p in preds]))
+        r = np.stack(out, axis=1) if np.ndim(x) == 2 else out[0]  # columns in, columns out
+        say(f"calibrate: {cols.shape[1]} rollout(s)")
+        return [r], [], []
+
+    params.move_off_bounds()  # a start on a bound (no payload, no friction) can stall
+    solver_log = io.StringIO()  # the solver prints its iterations: pass them to progress
+    with contextlib.redirect_stdout(solver_log):
+        opt_params, result = sysid.optimize(
+            params, residual_fn, optimizer="mujoco", verbose=False, max_iters=config.max_iters
+        )
+    for line in solver_log.getvalue().splitlines():
+        if line.strip():
+            say(f"calibrate: solver {line.strip()}")
+    return values_of(opt_params.as_vector()), result, residual_fn, opt_params, scale
+
+
 def fit(
     recordings: list[Recording | str],
     names: list[str],
@@ -202,43 +245,33 @@ def fit(
     free = [
         n for n in names if parse_name(n).kind != "command_delay_s" and n not in not_identifiable
     ]
+    delay_names = [n for n in names if n in intervals and intervals[n] is not None]
     if free:
-        scale = {n: _scale(n, values[n], bounds[n]) for n in free}
-        params = sysid.ParameterDict()
-        for n in free:
-            params.add(
-                sysid.Parameter(
-                    n,
-                    nominal=values[n] / scale[n],
-                    min_value=bounds[n].lower / scale[n],
-                    max_value=bounds[n].upper / scale[n],
-                )
+        values, result, residual_fn, opt_params, scale = _least_squares(
+            values, free, bounds, fit_recs, run, config, say
+        )
+        # the delay was searched with the other parameters at their start: search it again
+        # around its value with the fitted ones, and solve again when it moves (two rounds)
+        for _round in range(2):
+            moved = False
+            for name in delay_names:
+                b, here = bounds[name], values[name]
+                near = [round(here + k * 0.001, 6) for k in (-2, -1, 1, 2)]
+                near = [d for d in near if b.lower <= d <= b.upper]
+                scores = {here: _cost(run(values, fit_recs), config.current_weight)}
+                scores |= {
+                    d: _cost(run(values | {name: d}, fit_recs), config.current_weight) for d in near
+                }
+                best = min(scores, key=scores.get)
+                if best != here:
+                    say(f"calibrate: {name} -> {1000 * best:.0f} ms with the fitted parameters")
+                    values[name], moved = best, True
+            if not moved:
+                break
+            values, result, residual_fn, opt_params, scale = _least_squares(
+                values, free, bounds, fit_recs, run, config, say
             )
-
-        def values_of(column: np.ndarray) -> dict[str, float]:
-            return values | {n: float(column[i]) * scale[n] for i, n in enumerate(free)}
-
-        def residual_fn(x, _params, **_kw):
-            cols = x.reshape(len(free), -1)
-            out = []
-            for k in range(cols.shape[1]):
-                preds = run(values_of(cols[:, k]), fit_recs)
-                out.append(np.concatenate([p.residual(config.current_weight) for p in preds]))
-            r = np.stack(out, axis=1) if np.ndim(x) == 2 else out[0]  # columns in, columns out
-            say(f"calibrate: evaluation {evaluations}, {cols.shape[1]} rollout(s)")
-            return [r], [], []
-
-        params.move_off_bounds()  # a start on a bound (no payload, no friction) can stall
-        solver_log = io.StringIO()  # the solver prints its iterations: pass them to progress
-        with contextlib.redirect_stdout(solver_log):
-            opt_params, result = sysid.optimize(
-                params, residual_fn, optimizer="mujoco", verbose=False, max_iters=config.max_iters
-            )
-        for line in solver_log.getvalue().splitlines():
-            if line.strip():
-                say(f"calibrate: solver {line.strip()}")
         x = opt_params.as_vector()
-        values = values_of(x)
         jac = np.atleast_2d(np.asarray(result.jac, float))
         r_star = residual_fn(x, opt_params)[0]
         norms = np.linalg.norm(jac, axis=0) if jac.size else np.zeros(len(free))

@@ -25,6 +25,15 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
     def alarm(a) -> None:
         say(f"mirror: {a.text()}")
 
+    view = _View(args.screenshot) if args.view else None
+    if view is not None:
+        from rob_twin.twin.viewer.session import NoDisplayError, require_display
+
+        try:
+            require_display()
+        except NoDisplayError as err:
+            print(f"rob-twin mirror: {err}", file=sys.stderr)
+            return 3, {"error": str(err), "type": type(err).__name__, "exit_code": 3}
     try:
         cfg = MirrorConfig(
             interface=args.interface,
@@ -50,6 +59,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
                 on_alarm=alarm,
                 on_ready=say,
                 telemetry=telemetry,
+                on_tick=view.update if view else None,
             )
     except (MirrorInputError, HostError, UnknownNameError, ValueError, OSError) as err:
         print(f"rob-twin mirror: {err}", file=sys.stderr)
@@ -57,6 +67,11 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
     except MirrorLagError as err:
         print(f"rob-twin mirror: {err}", file=sys.stderr)
         return 1, {"error": str(err), "type": type(err).__name__, "exit_code": 1}
+    finally:
+        if view is not None:
+            view.close()
+    if view is not None:
+        summary["view"] = view.report()
     if not args.json:
         for line in mirror_summary(summary):
             print(line)
@@ -101,6 +116,32 @@ def mirror_summary(s: dict) -> list[str]:
     return lines
 
 
+class _View:
+    """``--view``: the 3-D view, opened on the first tick (the mirror's twin exists then)."""
+
+    def __init__(self, screenshot: str | None):
+        self.screenshot, self.view, self.shot = screenshot, None, None
+
+    def update(self, mirror) -> None:
+        if self.view is None:
+            from rob_twin.twin.viewer.mirror_view import MirrorView
+
+            self.view = MirrorView(mirror, self.screenshot)
+        self.view.update()
+
+    def close(self) -> None:
+        if self.view is not None:
+            self.shot = self.view.close()
+
+    def report(self) -> dict:
+        v = self.view
+        return {
+            "frames": v.frames if v else 0,
+            "ghost_geoms": v.ghost_geoms if v else 0,
+            "screenshot": self.shot,
+        }
+
+
 def _parameters(path: str | None):
     """The mirror twin's parameters from the calibration file at ``path`` (None: the twin's
     assumed ones); CalibrationError (exit 2) for a file fitted on another model."""
@@ -133,6 +174,15 @@ def register(sub) -> None:
         "telemetry, summary). A status line every --status-every seconds on stderr. "
         "Exit 0: no alarm; 1: an alarm, a lost bus or a mirror too slow to stay live; "
         "2: bad input or no bus.",
+    )
+    mir.add_argument(
+        "--view",
+        action="store_true",
+        help="open a 3-D view: the twin's prediction solid, the real arm as a ghost (red: a "
+        "joint in alarm); needs a display (exit 3 without one)",
+    )
+    mir.add_argument(
+        "--screenshot", metavar="PNG", help="with --view: save the window when the mirror ends"
     )
     mir.add_argument(
         "--calibration",

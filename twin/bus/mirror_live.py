@@ -178,11 +178,14 @@ def run_mirror(
     on_alarm: Callable[[Alarm], None] | None = None,
     on_ready: Callable[[str], None] | None = None,
     telemetry: TextIO | None = None,
+    on_tick: Callable[[MirrorTwin], None] | None = None,
 ) -> dict:
-    """Mirror the live bus (see the module docstring) and return the summary."""
+    """Mirror the live bus (see the module docstring) and return the summary; ``on_tick`` is
+    called with the mirror's twin after every frame or idle wait, from the thread that steps
+    it (a 3-D view redraws there: ``rob_twin.twin.viewer.mirror_view``)."""
     cfg = config or default_config()
     with captured_bus_log() as bus_log:
-        summary = _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry)
+        summary = _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick)
     summary["bus_log"] = bus_log.report()
     if telemetry is not None:
         _line(telemetry, {"type": "summary", **summary})
@@ -194,7 +197,7 @@ def _line(stream: TextIO, obj: dict) -> None:
     stream.flush()
 
 
-def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry) -> dict:
+def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None) -> dict:
     arms = tuple(Arm.parse(a) for a in cfg.arms)
     buses: dict[Arm, ListenOnlyBus] = {}
     frames: queue.Queue = queue.Queue()
@@ -226,7 +229,7 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry) -> dict:
                 + f", tolerance {cfg.tolerance_rad:g} rad, parameters "
                 f"{mirror.parameters.name} (simulated twin; hardware_io: false)"
             )
-        return _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s)
+        return _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick)
     finally:
         stop.set()
         for t in readers:
@@ -248,7 +251,9 @@ def _joint_frame(start: dict, parameters: TwinParameters | None) -> dict:
     }
 
 
-def _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s) -> dict:
+def _follow(
+    cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick=None
+) -> dict:
     t0 = time.monotonic()
     wall0 = time.time()  # frames that arrived before this queued while the twin was built
     next_status = t0 + cfg.status_every_s
@@ -314,6 +319,8 @@ def _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s)
         if on_status is not None and now >= next_status:
             next_status += cfg.status_every_s
             on_status(status_line(mirror, now - t0, lag))
+        if on_tick is not None:
+            on_tick(mirror)
     if ended == "lagging":
         raise MirrorLagError(error)
     send_attempts = sum(b.send_attempts for b in buses.values())

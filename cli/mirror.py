@@ -46,6 +46,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             status_every_s=args.status_every,
             telemetry_hz=args.telemetry_hz,
             startup_feedback_timeout_s=args.startup_timeout,
+            max_lag_s=args.max_lag,
         )
         with (
             open(args.telemetry, "w", encoding="utf-8")  # noqa: SIM115 - closed by the stack
@@ -174,6 +175,13 @@ def register(sub) -> None:
         "telemetry, summary). A status line every --status-every seconds on stderr. "
         "Exit 0: no alarm; 1: an alarm, a lost bus or a mirror too slow to stay live; "
         "2: bad input or no bus.",
+    )
+    mir.add_argument(
+        "--max-lag",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="stop (exit 1) when the mirror falls this many seconds behind the bus",
     )
     mir.add_argument(
         "--view",

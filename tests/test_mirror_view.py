@@ -43,7 +43,7 @@ def test_mirror_view_draws_the_real_arm_as_a_ghost(tmp_path):
         shot = tmp_path / "mirror.png"
         mirror = subprocess.Popen(
             ["xvfb-run", "-a", str(BIN / "rob-twin"), "mirror", "--view", "--port", port]
-            + ["--seconds", "5", "--screenshot", str(shot), "--json"],
+            + ["--seconds", "5", "--screenshot", str(shot), "--json", "--max-lag", "30"],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -63,7 +63,9 @@ def test_mirror_view_draws_the_real_arm_as_a_ghost(tmp_path):
         out, err = mirror.communicate(timeout=90)
         assert mirror.returncode == 0, f"{out}\n{err[-2000:]}"
         summary = json.loads(out)
-        assert summary["view"]["frames"] > 0 and summary["view"]["ghost_geoms"] == 14, summary["view"]
+        assert summary["view"]["frames"] > 0 and summary["view"]["ghost_geoms"] == 14, summary[
+            "view"
+        ]
         assert not summary["alarms"] and summary["send_attempts"] == 0
         assert shot.stat().st_size > 10_000
     finally:

@@ -6,7 +6,7 @@ user scene as a ghost: translucent capsules from joint anchor to joint anchor an
 TCP, placed by forward kinematics of the latest real joint angles the feedback reported
 (``MirrorTwin.compare[arm].real_rad``) in a separate ``MjData``; a joint in alarm is drawn
 red. ``update()`` is called from the thread that steps the mirror (it owns the data) at up
-to ``SYNC_HZ``; ``close()`` closes the window and joins the viewer's threads. Needs a
+to ``VIEW_HZ``; ``close()`` closes the window and joins the viewer's threads. Needs a
 display (``NoDisplayError`` otherwise).
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_joints, tcp_site
 from rob_twin.twin.render.framing import auto_camera
 from rob_twin.twin.viewer.session import (
-    SYNC_HZ,
+    TEXT_HZ,
     _grab_screenshot,
     close_and_join,
     launch_joinable,
@@ -30,6 +30,7 @@ from rob_twin.twin.viewer.session import (
 GHOST_RGBA = {Arm.RIGHT: (0.95, 0.55, 0.2, 0.45), Arm.LEFT: (0.2, 0.75, 0.95, 0.45)}
 ALARM_RGBA = (1.0, 0.1, 0.1, 0.8)
 GHOST_RADIUS_M = 0.03
+VIEW_HZ = 15.0  # redraws per wall second, at most: the mirror's own thread pays for each
 
 
 class MirrorView:
@@ -50,7 +51,7 @@ class MirrorView:
         self.screenshot = screenshot
         self.frames = 0
         self.ghost_geoms = 0
-        self._last = 0.0
+        self._last = self._last_text = 0.0
         self.handle, self._threads = launch_joinable(
             model, mirror.twin.data, show_left_ui=False, show_right_ui=False
         )
@@ -109,14 +110,21 @@ class MirrorView:
         self.ghost_geoms = scn.ngeom
 
     def update(self) -> None:
-        """Redraw (at most ``SYNC_HZ`` times a wall second): the twin as stepped, the ghost
-        at the latest real angles, the worst joint per arm as text."""
+        """Redraw (at most ``VIEW_HZ`` times a wall second, the text ``TEXT_HZ`` times: setting
+        it waits for a rendered frame, which a software renderer makes slowly, and the mirror
+        must keep up with the bus): the twin as stepped, the ghost at the latest real
+        angles, the worst joint per arm as text."""
         now = time.monotonic()
-        if now - self._last < 1.0 / SYNC_HZ or not self.handle.is_running():
+        if now - self._last < 1.0 / VIEW_HZ or not self.handle.is_running():
             return
         self._last = now
         with self.handle.lock():
             self._draw(self.handle.user_scn)
+        self.handle.sync()
+        self.frames += 1
+        if now - self._last_text < 1.0 / TEXT_HZ:
+            return
+        self._last_text = now
         lines = []
         for arm, c in self.mirror.compare.items():
             diff = np.abs(c.real_rad - c.twin_rad)
@@ -134,8 +142,6 @@ class MirrorView:
                 )
             ]
         )
-        self.handle.sync()
-        self.frames += 1
 
     def close(self) -> str | None:
         """Close the window (a screenshot first when asked); the screenshot's path."""

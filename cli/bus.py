@@ -248,6 +248,29 @@ def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
     return (0 if agrees else 1), summary
 
 
+def add_live_bus_options(
+    parser, verb: str, choices: tuple[str, ...] | None, note: str = ", opened read-only"
+) -> None:
+    """The options of a command on a live python-can bus (``host``, ``mirror``):
+    ``--interface --host --port --channels --arm``; ``verb`` says what is done to an arm."""
+    parser.add_argument(
+        "--interface",
+        default="socketcand",
+        choices=choices,
+        help=f"python-can interface{note} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="socketcand server address (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=29536, help="socketcand server port (default: %(default)s)"
+    )
+    parser.add_argument("--channels", help="ARM=CHANNEL,... (default: right=CAN10,left=CAN11)")
+    parser.add_argument(
+        "--arm", action="append", help=f"{verb} only this arm, repeatable (default: both)"
+    )
+
+
 def register(sub) -> None:
     """Add ``replay``, ``bank`` and ``host`` to the ``rob-twin`` sub-command parser ``sub``."""
     rep = sub.add_parser(
@@ -395,21 +418,7 @@ def register(sub) -> None:
         "interface, against a running rob-twin bank or real drives. Stops by itself, with "
         "one line on stderr and exit 1, when every owner latched a loss of bus or feedback.",
     )
-    host.add_argument(
-        "--interface",
-        default="socketcand",
-        help="python-can interface (default: %(default)s)",
-    )
-    host.add_argument(
-        "--host", default="127.0.0.1", help="socketcand server address (default: %(default)s)"
-    )
-    host.add_argument(
-        "--port", type=int, default=29536, help="socketcand server port (default: %(default)s)"
-    )
-    host.add_argument("--channels", help="ARM=CHANNEL,... (default: right=CAN10,left=CAN11)")
-    host.add_argument(
-        "--arm", action="append", help="drive only this arm, repeatable (default: both)"
-    )
+    add_live_bus_options(host, "drive", choices=None, note="")
     host.add_argument(
         "--seconds", type=float, default=3.0, help="run length [s] (default: %(default)s)"
     )

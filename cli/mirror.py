@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import sys
 
+from rob_twin.cli.bus import add_live_bus_options
 from rob_twin.cli.common import CommandResult
 
 
@@ -198,22 +199,7 @@ def register(sub) -> None:
         help="run the mirror's twin with this calibration's model and drive parameters "
         "(rob-twin calibrate; default: the twin's assumed ones, reported as uncalibrated)",
     )
-    mir.add_argument(
-        "--interface",
-        default="socketcand",
-        choices=("socketcand", "socketcan"),
-        help="python-can interface, opened read-only (default: %(default)s)",
-    )
-    mir.add_argument(
-        "--host", default="127.0.0.1", help="socketcand server address (default: %(default)s)"
-    )
-    mir.add_argument(
-        "--port", type=int, default=29536, help="socketcand server port (default: %(default)s)"
-    )
-    mir.add_argument("--channels", help="ARM=CHANNEL,... (default: right=CAN10,left=CAN11)")
-    mir.add_argument(
-        "--arm", action="append", help="mirror only this arm, repeatable (default: both)"
-    )
+    add_live_bus_options(mir, "mirror", choices=("socketcand", "socketcan"))
     mir.add_argument(
         "--seconds", type=float, default=10.0, help="run length [s] (default: %(default)s)"
     )

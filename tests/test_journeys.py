@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bank_support import running_bank
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -128,40 +129,28 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
     --bus-kwargs host=127.0.0.1 port=PORT`, driven by `rob-twin host`: the host ends 0 and
     the logger shows the host's commands and the drives' feedback on one time base (Unix
     time: issue 29 saw 10.42 s next to 1796416583.98)."""
-    ready = tmp_path / "ready.json"
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    bank = subprocess.Popen(
-        [str(BIN / "rob-twin"), "bank", "--port", "0", "--ready-file", str(ready)]
-        + ["--seconds", "120", "--max-lag", "30"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
     logger = None
-    try:
-        deadline = time.monotonic() + 90
-        while not ready.exists():
-            assert bank.poll() is None, f"bank exited {bank.returncode}: {bank.stderr.read()}"
-            assert time.monotonic() < deadline, "bank not serving within 90 s"
-            time.sleep(0.1)
-        port = json.loads(ready.read_text())["socketcand_port"]
-        log = tmp_path / "can10.log"
-        logger = subprocess.Popen(
-            [sys.executable, "-m", "can.logger", "-i", "socketcand", "-c", "CAN10"]
-            + ["-f", str(log), "--bus-kwargs", "host=127.0.0.1", f"port={port}"],
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(2.0)  # the logger connects and subscribes
-        started = time.time()
-        done = journey("host", "--port", str(port), "--seconds", "2", cwd=tmp_path)
-        assert done.returncode == 0, explain(done)
-        logger.send_signal(2)  # Ctrl-C: can.logger flushes and closes its file
-        logger.wait(timeout=30)
+    with running_bank(tmp_path) as bank:
+        try:
+            port = bank.socketcand_port
+            log = tmp_path / "can10.log"
+            logger = subprocess.Popen(
+                [sys.executable, "-m", "can.logger", "-i", "socketcand", "-c", "CAN10"]
+                + ["-f", str(log), "--bus-kwargs", "host=127.0.0.1", f"port={port}"],
+                cwd=tmp_path,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(2.0)  # the logger connects and subscribes
+            started = time.time()
+            done = journey("host", "--port", str(port), "--seconds", "2", cwd=tmp_path)
+            assert done.returncode == 0, explain(done)
+            logger.send_signal(2)  # Ctrl-C: can.logger flushes and closes its file
+            logger.wait(timeout=30)
+        finally:
+            if logger is not None and logger.poll() is None:
+                logger.kill()
         stamps: dict[str, list[float]] = {"host": [], "drives": []}
         for line in log.read_text().splitlines():
             parts = line.split()  # "(1796416583.981000) CAN10 091#... R"
@@ -175,53 +164,18 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
         )
         for side, values in stamps.items():  # every frame within the run, on Unix time
             assert started - 5 < min(values) and max(values) < time.time() + 1, side
-        from rob_twin.twin.bus.bank_control import control
-
-        control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
-        out, err = bank.communicate(timeout=30)
-        assert bank.returncode == 0, err
+        out, err = bank.shutdown()
+        assert bank.process.returncode == 0, err
         assert out.startswith("bank: ran ") and "CAN10 (right): command frames" in out, out
-    finally:
-        if logger is not None and logger.poll() is None:
-            logger.kill()
-        from rob_twin.twin.bus.bank_control import control
-
-        if bank.poll() is None:
-            control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
-            bank.wait(timeout=30)
-
-
-def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
-    done = journey("teleop", "--json", "--seconds", "2", "--no-viewer", "--port", "0", cwd=tmp_path)
-    assert done.returncode == 0, explain(done)
-    summary = json.loads(done.stdout)
-    assert summary["operator_page"].startswith("http://127.0.0.1:")
-    assert summary["hardware_io"] is False and "operator page" in done.stderr
 
 
 def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
     """README "Fitting the twin to your robot": `rob-twin bank`, then `rob-twin mirror` beside
     it, then `rob-twin host`: the mirror prints its status lines, feeds the host's commands
     to its twin and ends 0 with "no alarm" (the same parameters on both sides)."""
-    from rob_twin.twin.bus.bank_control import control
-
-    ready = tmp_path / "ready.json"
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    bank = subprocess.Popen(
-        [str(BIN / "rob-twin"), "bank", "--port", "0", "--ready-file", str(ready)]
-        + ["--seconds", "120", "--max-lag", "30"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while not ready.exists():
-            assert bank.poll() is None and time.monotonic() < deadline, "bank not serving"
-            time.sleep(0.1)
-        info = json.loads(ready.read_text())
-        port = str(info["socketcand_port"])
+    with running_bank(tmp_path) as bank:
+        port = str(bank.socketcand_port)
         mirror = subprocess.Popen(
             [str(BIN / "rob-twin"), "mirror", "--port", port, "--seconds", "5"],
             cwd=tmp_path,
@@ -238,10 +192,6 @@ def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
         assert mirror.returncode == 0, f"{out}\n{err}"
         assert "no alarm" in out and "0 send attempts" in out and "hardware_io: false" in out
         assert "| commands " in err  # the status lines
-    finally:
-        if bank.poll() is None:
-            control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
-        bank.wait(timeout=30)
 
 
 def test_excite_writes_a_certified_excitation_that_run_plays(tmp_path):

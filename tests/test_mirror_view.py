@@ -10,10 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from bank_support import running_bank
 
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.skipif(
@@ -22,24 +22,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_mirror_view_draws_the_real_arm_as_a_ghost(tmp_path):
-    from rob_twin.twin.bus.bank_control import control
-
-    ready = tmp_path / "ready.json"
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    bank = subprocess.Popen(
-        [str(BIN / "rob-twin"), "bank", "--port", "0", "--ready-file", str(ready)]
-        + ["--seconds", "120", "--max-lag", "30"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while not ready.exists():
-            assert bank.poll() is None and time.monotonic() < deadline, "bank not serving"
-            time.sleep(0.1)
-        port = str(json.loads(ready.read_text())["socketcand_port"])
+    with running_bank(tmp_path) as bank:
+        port = str(bank.socketcand_port)
         shot = tmp_path / "mirror.png"
         mirror = subprocess.Popen(
             ["xvfb-run", "-a", str(BIN / "rob-twin"), "mirror", "--view", "--port", port]
@@ -61,17 +46,11 @@ def test_mirror_view_draws_the_real_arm_as_a_ghost(tmp_path):
         )
         assert host.returncode == 0, host.stderr[-2000:]
         out, err = mirror.communicate(timeout=90)
-        assert mirror.returncode == 0, f"{out}\n{err[-2000:]}"
-        summary = json.loads(out)
-        assert summary["view"]["frames"] > 0 and summary["view"]["ghost_geoms"] == 14, summary[
-            "view"
-        ]
-        assert not summary["alarms"] and summary["send_attempts"] == 0
-        assert shot.stat().st_size > 10_000
-    finally:
-        if bank.poll() is None:
-            control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
-        bank.wait(timeout=30)
+    assert mirror.returncode == 0, f"{out}\n{err[-2000:]}"
+    summary = json.loads(out)
+    assert summary["view"]["frames"] > 0 and summary["view"]["ghost_geoms"] == 14, summary["view"]
+    assert not summary["alarms"] and summary["send_attempts"] == 0
+    assert shot.stat().st_size > 10_000
 
 
 def test_mirror_view_without_a_display_exits_3():

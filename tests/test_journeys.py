@@ -169,6 +169,14 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
         assert out.startswith("bank: ran ") and "CAN10 (right): command frames" in out, out
 
 
+def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
+    done = journey("teleop", "--json", "--seconds", "2", "--no-viewer", "--port", "0", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    summary = json.loads(done.stdout)
+    assert summary["operator_page"].startswith("http://127.0.0.1:")
+    assert summary["hardware_io"] is False and "operator page" in done.stderr
+
+
 def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
     """README "Fitting the twin to your robot": `rob-twin bank`, then `rob-twin mirror` beside
     it, then `rob-twin host`: the mirror prints its status lines, feeds the host's commands

@@ -41,7 +41,6 @@ def register(sub) -> None:
         "certify",
         help="re-verify a saved plan's clearance certificate with coal "
         "(exit 0 agrees, 1 disagrees, 2 unreadable or invalid file)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     cert.add_argument(
         "plan", help="plan file (JSON, written by rob-twin plan or planners.save_plan)"

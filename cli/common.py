@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable
 
@@ -33,10 +35,20 @@ class UsageError(RobTwinError):
     """A command line argparse refuses (unknown option, missing argument)."""
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions kept as written; each option's help ends with its default, unless the
-    default is None or False (a flag that is off, an option with no value) or the help
-    already says it."""
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions filled paragraph by paragraph (blank lines kept, so a module docstring
+    reads as written and a one-line description is wrapped); each option's help ends with
+    its default, unless the default is None or False (a flag that is off, an option with no
+    value) or the help already says it."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = re.split(r"\n\s*\n", text.strip())
+        return "\n\n".join(
+            textwrap.fill(
+                " ".join(p.split()), width, initial_indent=indent, subsequent_indent=indent
+            )
+            for p in paragraphs
+        )
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""

@@ -155,7 +155,6 @@ def register(sub) -> None:
         help="write a certified excitation (multi-sine joint motions of both arms) as a "
         "plan file and a scenario, to record for calibration; says what it excites",
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
         "--out", default="out/excite", help=f"folder to write {SCENARIO_NAME} and {PLAN_NAME}"

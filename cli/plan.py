@@ -110,7 +110,6 @@ def register(sub) -> None:
         help="plan both arms from a goals file or a scenario's plan step and write the plan "
         "file (with its certificate) that certify, run and view accept",
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
         "goals",

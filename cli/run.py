@@ -25,18 +25,6 @@ RECORD_CAN_HELP = (
 )
 
 
-class DefaultsShown(argparse.HelpFormatter):
-    """Help that shows each option's default (``(default: out)``) where it has one; flags
-    (off unless given) and options without a default say nothing more."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        shown = action.default not in (None, False, argparse.SUPPRESS)
-        if shown and "%(default)" not in text and "default" not in text and action.option_strings:
-            text += " (default: %(default)s)"
-        return text
-
-
 def _bus_timing(args: argparse.Namespace):
     """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
     from rob_twin.twin.bus.timing import parse_bus_spec
@@ -176,7 +164,6 @@ def register(sub) -> None:
     run = sub.add_parser(
         "run",
         help="run a scenario file headless",
-        formatter_class=DefaultsShown,
         description="Run a scenario file headless through owners, codec, simulated CAN buses "
         "and drives; outputs go to OUT/NAME/ (summary.md, summary.json, joints.png, NAME.mp4). "
         "Exit 0: passed; 1: the run did something its 'expect' does not declare; 2: bad input; "

@@ -235,12 +235,11 @@ def register(sub) -> None:
         help="no progress bar on stderr (default: a bar, off with --json)",
     )
     st.set_defaults(func=_cmd_study, json_result=True)
-    from rob_twin.cli.run import BUS_HELP, DefaultsShown
+    from rob_twin.cli.run import BUS_HELP
 
     sw = sub.add_parser(
         "sweep",
         help="run every scenario in DIR, compare with baselines (exit 1 on a regression)",
-        formatter_class=DefaultsShown,
         description="Run every scenario of DIR headless (no video) on the simulated bus and "
         "compare each run's figures with DIR/baselines/NAME.json; exit 1 on a regression, with "
         "a table of what changed (OUT/sweep.md). --update-baselines is how baselines change.",

@@ -1,5 +1,5 @@
-"""``rob-twin`` command line: demo, run, experiment, view, rehearse, replay, bank, host, study,
-sweep, plan, certify.
+"""``rob-twin`` command line: experiment, demo, run, rehearse, replay, bank, host, plan,
+excite, compare, certify, view, teleop, study, sweep, calibrate, mirror.
 
 Exit codes: 0 done; 1 the run or check failed (unexpected refused targets, failed plan
 steps or owner faults; a failed gate; an error while running); 2 bad input (command line,

@@ -10,7 +10,6 @@ import pytest
 from rob_twin.models.errors import UnknownNameError
 from rob_twin.models.loading import load_scene
 from rob_twin.models.names import Arm
-from rob_twin.twin.bus.recording import TrafficRecorder
 from rob_twin.twin.calibration.calibration_file import (
     CalibrationError,
     calibration_document,
@@ -25,9 +24,8 @@ from rob_twin.twin.calibration.parameters import (
     select,
 )
 from rob_twin.twin.calibration.predict import predict
+from rob_twin.twin.calibration.synthetic import record_hidden
 from rob_twin.twin.rehearsal import wave_source
-from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 HIDDEN = {"right/j2/damping": 3.0, "right/j4/armature": 0.2, "left/j1/lag_s": 0.02}
 
@@ -56,18 +54,7 @@ def test_apply_changes_a_copy_and_the_drives():
 def recording(tmp_path_factory):
     """3 s of both arms waving, recorded from a twin whose parameters are HIDDEN."""
     path = tmp_path_factory.mktemp("cal") / "hidden.log"
-    model = apply_to_model(load_scene(), HIDDEN)
-    loop = ClosedLoop(
-        ClosedLoopConfig(feedback_rate_hz=100.0, drives=drive_configs(HIDDEN)),
-        twin=Twin(TwinConfig(), model=model),
-    )
-    for k, arm in enumerate(Arm):
-        loop.stream_targets(arm, wave_source(k), 100.0)
-    rec = TrafficRecorder(loop, path)
-    loop.run_for(3.0)
-    rec.close()
-    loop.close()
-    return path
+    return record_hidden(path, HIDDEN, 3.0, source=wave_source)
 
 
 def test_the_hidden_parameters_predict_the_recording_and_the_nominal_ones_do_not(recording):

@@ -11,14 +11,11 @@ import numpy as np
 import pytest
 from rob_twin.cli.main import main
 from rob_twin.models.loading import load_scene
-from rob_twin.models.names import Arm
-from rob_twin.twin.bus.recording import TrafficRecorder, sidecar_path
+from rob_twin.twin.bus.recording import sidecar_path
 from rob_twin.twin.calibration.calibration_file import calibration_document, save_calibration
 from rob_twin.twin.calibration.compare import estimate_lag_s
-from rob_twin.twin.calibration.parameters import apply_to_model, drive_configs
+from rob_twin.twin.calibration.synthetic import record_hidden
 from rob_twin.twin.rehearsal import wave_source
-from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 HIDDEN = {"right/j2/damping": 3.0, "right/j4/armature": 0.2, "left/j1/lag_s": 0.02}
 FEEDBACK = re.compile(r"^\((\d+\.\d+)\) (can\d+) (09[1-7])#")
@@ -29,18 +26,7 @@ def made(tmp_path_factory):
     """3 s of both arms waving, recorded (100 Hz feedback) from a twin whose parameters are
     HIDDEN, and a calibration file that holds them."""
     folder = tmp_path_factory.mktemp("compare")
-    path = folder / "hidden.log"
-    model = apply_to_model(load_scene(), HIDDEN)
-    loop = ClosedLoop(
-        ClosedLoopConfig(feedback_rate_hz=100.0, drives=drive_configs(HIDDEN)),
-        twin=Twin(TwinConfig(), model=model),
-    )
-    for k, arm in enumerate(Arm):
-        loop.stream_targets(arm, wave_source(k), 100.0)
-    rec = TrafficRecorder(loop, path)
-    loop.run_for(3.0)
-    rec.close()
-    loop.close()
+    path = record_hidden(folder / "hidden.log", HIDDEN, 3.0, source=wave_source)
     params = {n: {"value": v, "fitted": True} for n, v in HIDDEN.items()}
     doc = calibration_document("hidden", load_scene(), params, [], {}, [])
     return {"rec": path, "cal": save_calibration(folder / "hidden_cal.json", doc)}

@@ -87,9 +87,11 @@ def record_hidden(
     seed: int = 0,
     feedback_rate_hz: float = 100.0,
     amplitude_rad: float = 0.2,
+    source: Callable[[int], Callable[[float], np.ndarray]] | None = None,
 ) -> Path:
     """Record ``seconds`` [s] of both arms' excitation on a twin with ``hidden`` parameters
-    into ``path`` (``.log``: the delays are applied by rewriting its stamps)."""
+    into ``path`` (``.log``: the delays are applied by rewriting its stamps); ``source(k)``
+    gives arm k's targets [rad] over time instead (default: ``excitation_source``)."""
     path = Path(path)
     model = apply_to_model(load_scene(), hidden)
     loop = ClosedLoop(
@@ -99,7 +101,8 @@ def record_hidden(
         twin=Twin(TwinConfig(seed=seed), model=model),
     )
     for k, arm in enumerate(Arm):
-        loop.stream_targets(arm, excitation_source(k, amplitude_rad), 100.0)
+        targets = source(k) if source is not None else excitation_source(k, amplitude_rad)
+        loop.stream_targets(arm, targets, 100.0)
     recorder = TrafficRecorder(loop, path)
     try:
         loop.run_for(seconds)

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             received += data.count(b"<")
     stop.set()
-    stalled_closed = sum(_closed_by_server(s) for s in stalled)
+    stalled_closed = sum(closed_by_server(s) for s in stalled)
     print(
         json.dumps(
             {
@@ -123,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _closed_by_server(sock: socket.socket, timeout_s: float = 0.3) -> bool:
+def closed_by_server(sock: socket.socket, timeout_s: float = 0.3, poll_s: float = 0.05) -> bool:
     """Whether the server has closed this (stalled) client: drains what is buffered and
-    looks for the end of the stream within ``timeout_s`` seconds."""
-    sock.settimeout(0.05)
+    looks for the end of the stream (or a reset) within ``timeout_s`` seconds, waiting at
+    most ``poll_s`` per read."""
+    sock.settimeout(poll_s)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:

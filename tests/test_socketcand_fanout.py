@@ -10,6 +10,7 @@ import time
 
 import can
 import pytest
+from rob_twin.experiments.socketcand_load import closed_by_server
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.twin.bus.socketcand import SocketcandLimits, SocketcandServer
 from rob_twin.twin.bus.socketcand_protocol import (
@@ -79,17 +80,7 @@ def _bank_recv(bus: can.BusABC, ident: int) -> can.Message:
 
 def _closed_by_peer(sock: socket.socket) -> bool:
     """Drain what is buffered; True when the stream ends (or is reset) before the deadline."""
-    sock.settimeout(0.2)
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        try:
-            if not sock.recv(1 << 20):
-                return True
-        except TimeoutError:
-            continue
-        except OSError:
-            return True
-    return False
+    return closed_by_server(sock, timeout_s=DEADLINE_S, poll_s=0.2)
 
 
 def test_a_stalled_client_is_closed_and_the_normal_client_gets_every_frame_and_its_pings():

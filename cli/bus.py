@@ -78,16 +78,11 @@ def _bank_summary(final: dict) -> str:
 
 
 def _cmd_host(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.models.names import BUS_MAPPING, Arm
     from rob_twin.twin.bus.host_process import HostConfig, HostError, run_host
 
     try:
         cfg = HostConfig(
-            interface=args.interface,
-            host=args.host,
-            port=args.port,
-            channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
-            arms=tuple(args.arm or ("right", "left")),
+            **live_bus_fields(args),
             seconds=args.seconds,
             stream=args.stream,
             stop_after_s=args.stop_after,
@@ -269,6 +264,20 @@ def add_live_bus_options(
     parser.add_argument(
         "--arm", action="append", help=f"{verb} only this arm, repeatable (default: both)"
     )
+
+
+def live_bus_fields(args: argparse.Namespace) -> dict:
+    """The options of ``add_live_bus_options`` as config fields: interface, host, port,
+    channels ({arm: channel}) and arms."""
+    from rob_twin.models.names import BUS_MAPPING, Arm
+
+    return {
+        "interface": args.interface,
+        "host": args.host,
+        "port": args.port,
+        "channels": _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+        "arms": tuple(args.arm or ("right", "left")),
+    }
 
 
 def register(sub) -> None:

@@ -7,15 +7,14 @@ import argparse
 import contextlib
 import sys
 
-from rob_twin.cli.bus import add_live_bus_options
+from rob_twin.cli.bus import add_live_bus_options, live_bus_fields
 from rob_twin.cli.common import CommandResult
 
 
 def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
     """Exit 0: no alarm; 1: an alarm (or the bus was lost, or the mirror fell behind);
     2: bad input (an option, an unreachable bus, no feedback)."""
-    from rob_twin.cli.bus import _channels
-    from rob_twin.models.names import BUS_MAPPING, Arm, UnknownNameError
+    from rob_twin.models.names import UnknownNameError
     from rob_twin.twin.bus.host_process import HostError
     from rob_twin.twin.bus.mirror import MirrorInputError
     from rob_twin.twin.bus.mirror_live import MirrorConfig, MirrorLagError, run_mirror
@@ -37,11 +36,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             return 3, {"error": str(err), "type": type(err).__name__, "exit_code": 3}
     try:
         cfg = MirrorConfig(
-            interface=args.interface,
-            host=args.host,
-            port=args.port,
-            channels=_channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
-            arms=tuple(args.arm or ("right", "left")),
+            **live_bus_fields(args),
             seconds=args.seconds,
             tolerance_rad=args.tolerance_rad,
             status_every_s=args.status_every,

@@ -257,12 +257,23 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
         host = run_host(HostConfig(port=port, seconds=2.0, publish_deadline_s=0.2))
         sent = {a: host["arms"][a]["frames_sent"] for a in ("right", "left")}
         assert sent["right"] > 1000 and sent["left"] > 1000, host
-        status = control(ctl, {"cmd": "status"})
-        from_clients = {
-            ch: st["frames_from_clients"] for ch, st in status["socketcand"]["channels"].items()
-        }
+        expected = {"CAN10": sent["right"], "CAN11": sent["left"]}
+
+        def from_clients() -> dict:
+            status = control(ctl, {"cmd": "status"})
+            return {
+                ch: st["frames_from_clients"] for ch, st in status["socketcand"]["channels"].items()
+            }
+
+        # the host's last frames may still be on their way to the bank: wait until the bank
+        # has at least as many as the host sent (a mirror's frame would make it more)
+        _wait(
+            lambda: all(from_clients()[ch] >= n for ch, n in expected.items()),
+            10,
+            "the host's frames at the bank",
+        )
         # every frame any client of the bank sent is the host's: the mirrors sent none
-        assert from_clients == {"CAN10": sent["right"], "CAN11": sent["left"]}, (from_clients, sent)
+        assert from_clients() == expected, (from_clients(), sent)
         out = {}
         for arm, proc in mirrors.items():
             proc.wait(timeout=60)

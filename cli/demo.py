@@ -14,7 +14,6 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     """ROB: the crossing pair, separately planned (replayed, colliding) then planned
     together and executed (``rob_twin.twin.scenario.crossing_demo``); openarm: both arms through
     keyframes."""
-    import dataclasses
 
     from rob_twin.cli.common import calibration_arg
 
@@ -22,7 +21,7 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     if args.robot != "rob":
         from rob_twin.twin.scenario.run import demo_scenario
 
-        sc = dataclasses.replace(demo_scenario(), name=f"demo_{args.robot}", robot=args.robot)
+        sc = demo_scenario(args.robot)
         return run_and_report(sc, args)
     from rob_twin.twin.scenario import crossing_demo as cd
 

@@ -57,7 +57,20 @@ class DamiaoArmDriver(ArmDriver):
 
     def bring_up(self, settle: Callable[[], None]) -> BringUpReport:
         """The enable sequence; a failure latches DRIVE_ERROR with the reason."""
-        rep = self.transport.bring_up(settle)
+        return self._judge(self.transport.bring_up(settle))
+
+    def check_registers(self, settle: Callable[[], None]) -> BringUpReport:
+        """The enable sequence's register check alone (a robot with two buses checks both
+        arms, then enables both, so neither arm's feedback ages while the other's registers
+        are read); a failure latches DRIVE_ERROR with the reason."""
+        rep = self.transport.check_registers(settle)
+        return self._judge(rep) if rep.missing or rep.mismatches else rep
+
+    def enable(self, settle: Callable[[], None], rep: BringUpReport) -> BringUpReport:
+        """The enable sequence's second half after a passed ``check_registers``."""
+        return self._judge(self.transport.enable_drives(settle, rep))
+
+    def _judge(self, rep: BringUpReport) -> BringUpReport:
         self.bring_up_report = rep
         if not rep.passed:
             self.owner.latch_fault(FaultKind.DRIVE_ERROR, f"bring-up failed: {rep.reason}")

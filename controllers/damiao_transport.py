@@ -89,6 +89,7 @@ GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7
 Clock = Callable[[], float]
 N = JOINTS_PER_ARM
 SCALING_REGISTERS = (Register.PMAX, Register.VMAX, Register.TMAX)
+BRING_UP_BATCH = 3  # drives asked at once during bring-up (replies fit 3 tx mailboxes)
 BRING_UP_REGISTERS = (
     *SCALING_REGISTERS,
     Register.ESC_ID,
@@ -393,21 +394,39 @@ class DamiaoTransport(TransportCore):
         settle: lets the bus move once (the twin services its drives; a robot host waits
         ~2 ms); called up to ``max_settles`` times per phase. Nothing is retried: a
         missing reply or a disagreement fails the report, and no drive is enabled."""
+        rep = self.check_registers(settle, max_settles)
+        if rep.missing or rep.mismatches:
+            return rep
+        return self.enable_drives(settle, rep, max_settles)
+
+    def check_registers(self, settle: Callable[[], None], max_settles: int = 5) -> BringUpReport:
+        """The first half of ``bring_up``: write the CAN timeout, read and compare the
+        registers. A report with nothing missing and no mismatch may go on to
+        ``enable_drives``."""
         cfg, rep = self.config, BringUpReport()
         counts = cfg.timeout_counts
-        try:
-            for j in range(1, N + 1):
-                if counts is not None:
-                    self.write_register(j, Register.TIMEOUT, counts)
-                for rid in BRING_UP_REGISTERS:
-                    self.request_register(j, rid)
-        except can.CanError as err:  # the bus refused: nothing is retried, nothing enabled
+        unanswered: list[tuple[int, int]] = []
+        rounds = [None] if counts is not None else []  # None: the timeout write
+        # one register of BRING_UP_BATCH drives per round: a round fits the host's 10-frame tx
+        # queue, and the replies fit the drives' side of the bus (a few tx mailboxes)
+        batches = [
+            range(j, min(j + BRING_UP_BATCH, N + 1)) for j in range(1, N + 1, BRING_UP_BATCH)
+        ]
+        for rid, joints in ((r, b) for r in rounds + list(BRING_UP_REGISTERS) for b in batches):
+            try:
+                for j in joints:
+                    if rid is None:
+                        self.write_register(j, Register.TIMEOUT, counts)
+                    else:
+                        self.request_register(j, rid)
+            except can.CanError as err:  # the bus refused: nothing retried, nothing enabled
+                self._pending.clear()
+                rep.missing.append(f"register requests ({type(err).__name__}: {err})")
+                return rep
+            self._settle(settle, max_settles, lambda: not self._pending)
+            unanswered += sorted(self._pending)
             self._pending.clear()
-            rep.missing.append(f"register requests ({type(err).__name__}: {err})")
-            return rep
-        self._settle(settle, max_settles, lambda: not self._pending)
-        rep.missing = [f"joint {j} {Register(r).name}" for j, r in sorted(self._pending)]
-        self._pending.clear()
+        rep.missing = [f"joint {j} {Register(r).name}" for j, r in unanswered]
         for j in range(1, N + 1):
             rep.registers[j] = {
                 r.name: self.registers[(j, r)]
@@ -415,15 +434,28 @@ class DamiaoTransport(TransportCore):
                 if (j, r) in self.registers
             }
         rep.mismatches = self.register_mismatches(counts)
+        return rep
+
+    def enable_drives(
+        self, settle: Callable[[], None], rep: BringUpReport, max_settles: int = 5
+    ) -> BringUpReport:
+        """The second half of ``bring_up``: enable every drive (``rep`` from
+        ``check_registers``, which must have passed) and wait for each to answer ENABLED."""
         if rep.missing or rep.mismatches:
-            return rep
+            raise DamiaoTransportError("enable_drives needs a passed check_registers report")
+        batches = [
+            range(j, min(j + BRING_UP_BATCH, N + 1)) for j in range(1, N + 1, BRING_UP_BATCH)
+        ]
         self.latest_feedback.clear()
-        try:
-            self.send_special(SpecialCommand.ENABLE)
-        except can.CanError as err:  # some drives may be enabled: the caller latches a fault
-            rep.missing.append(f"enable ({type(err).__name__}: {err})")
-            return rep
-        self._settle(settle, max_settles, lambda: len(self.latest_feedback) == N)
+        for joints in batches:
+            try:
+                self.send_special(SpecialCommand.ENABLE, tuple(joints))
+            except can.CanError as err:  # some drives may be enabled: the caller latches a fault
+                rep.missing.append(f"enable ({type(err).__name__}: {err})")
+                return rep
+            self._settle(
+                settle, max_settles, lambda js=joints: set(js) <= set(self.latest_feedback)
+            )
         rep.statuses = {j: fb.status for j, fb in self.latest_feedback.items()}
         rep.missing = [f"joint {j} enable" for j in range(1, N + 1) if j not in rep.statuses]
         rep.passed = not rep.missing and all(s == Status.ENABLED for s in rep.statuses.values())

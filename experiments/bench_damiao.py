@@ -32,8 +32,8 @@ from rob_twin.models import dimensions as D
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
 from rob_twin.models.loading import arm_qpos_indices
 from rob_twin.models.names import Arm
-from rob_twin.models.openarm import load_openarm_scene
-from rob_twin.twin.drives.gravity import PinocchioGravity
+from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
+from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.rehearsal import wave_source
 from rob_twin.twin.render.figures import save_png
 from rob_twin.twin.scenario.run import Scenario, run_scenario
@@ -64,10 +64,9 @@ def _pct(x: list[float]) -> dict:
 
 def host_cost() -> dict:
     rng = np.random.default_rng(0)
-    lo = np.array([s.lower for s in D.ARM_JOINTS])
-    hi = np.array([s.upper for s in D.ARM_JOINTS])
+    lo, hi = np.array(arm_joint_ranges("openarm", Arm.RIGHT)).T
     qs = rng.uniform(lo, hi, size=(SAMPLES, 7))
-    gravity = PinocchioGravity(Arm.RIGHT)
+    gravity = ModelGravity(load_robot_model("openarm"), Arm.RIGHT)
     scalings = [Scaling.of(m) for m in OPENARM_ARM_MOTORS]
     rnea, enc, both = [], [], []
     for q in qs:
@@ -101,7 +100,7 @@ def host_cost() -> dict:
 
 
 def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> dict:
-    twin = Twin(TwinConfig(), model=load_openarm_scene())
+    twin = Twin(TwinConfig(), model=load_robot_model("openarm"))
     for arm in Arm:
         twin.data.qpos[arm_qpos_indices(twin.model, arm)] = pose
     twin.data.qvel[:] = 0.0

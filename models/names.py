@@ -170,5 +170,5 @@ def range_sensor(i: int) -> str:
 ALL_ARM_JOINTS = arm_joints(Arm.RIGHT) + arm_joints(Arm.LEFT)
 
 # Robots the twin can run; the drive family follows the robot: Amber position drives (ROB)
-# or Damiao MIT drives (the OpenArm-class variant, models/openarm.py).
+# or Damiao MIT drives (OpenArm v2, models/openarm/robot.toml).
 ROBOTS = ("rob", "openarm")

@@ -16,7 +16,8 @@ from rob_twin.controllers.damiao_codec import (
 )
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.models.names import Arm, arm_actuator, arm_joints
-from rob_twin.models.openarm import load_openarm_scene
+from rob_twin.models.robot_description import RobotFileError
+from rob_twin.models.robot_model import load_robot_model
 from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.damiao_bank import DamiaoBank
 from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
@@ -27,7 +28,7 @@ from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 @pytest.fixture(scope="module")
 def openarm_model():
-    return load_openarm_scene()
+    return load_robot_model("openarm")
 
 
 def test_openarm_model_has_torque_motors_with_the_damiao_peaks(openarm_model):
@@ -108,8 +109,8 @@ def test_enabled_drive_applies_its_impedance_torque(openarm_model):
         bank.close()
 
 
-def test_config_picks_the_family():
-    with pytest.raises(KeyError, match="robot"):
+def test_config_refuses_an_unknown_robot_naming_the_shipped_ones():
+    with pytest.raises(RobotFileError, match=r"robot='baxter'.*\['openarm', 'rob'\]"):
         ClosedLoopConfig(robot="baxter")
 
 
@@ -185,10 +186,14 @@ def test_scenario_field_robot_picks_the_openarm_loop():
     from rob_twin.twin.scenario.run import Scenario, ScenarioError, scenario_loop
 
     with pytest.raises(
-        ScenarioError, match=r"robot: Input should be 'rob' or 'openarm' \(got 'baxter'\)"
+        ScenarioError,
+        match=r"robot: unusable robot; valid: one of \['openarm', 'rob'\] or the path of an "
+        r"existing robot \.toml file \(got 'baxter'\)",
     ):
         Scenario.from_dict({"duration": 1.0, "robot": "baxter"})
-    sc = Scenario.from_dict({"duration": 1.0, "robot": "openarm", "initial": {"torso/yaw": 0.1}})
+    with pytest.raises(ScenarioError, match=r"initial\.torso/yaw: unknown joint"):
+        Scenario.from_dict({"duration": 1.0, "robot": "openarm", "initial": {"torso/yaw": 0.1}})
+    sc = Scenario.from_dict({"duration": 1.0, "robot": "openarm", "initial": {"right/j4": 1.2}})
     lp = scenario_loop(sc)
     try:
         assert isinstance(lp, DamiaoClosedLoop) and all(r.passed for r in lp.bring_up.values())

@@ -7,8 +7,8 @@ frame, stamped with that simulated time. ``recv`` reads the inner bus unchanged.
 
 ``BusTimingLayer`` builds one timeline per channel of a ``ClosedLoop`` and wraps its
 buses: the host of each arm is one node (its transport's frames contend as one
-queue, like a SocketCAN interface), each drive is its own node (feedback ids
-0x91..0x97), anything else the bank sends is node ``bank``. The twin calls
+queue, like a SocketCAN interface), each drive is its own node (Amber feedback ids
+0x91..0x97, Damiao reply ids 0x11..0x17), anything else the bank sends is node ``bank``. The twin calls
 ``advance(now)`` every physics step before the drives read their buses, so a frame
 reaches a drive at the first physics step at or after the end of its EOF.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import can
+from rob_twin.models.damiao_motors import MST_IDS
 from rob_twin.models.names import FEEDBACK_IDS
 from rob_twin.twin.bus.timing import BusTimeline, BusTimingConfig, TransmitQueueFullError
 
@@ -30,9 +31,12 @@ BANK_NODE = "bank"
 
 
 def drive_node(arbitration_id: int) -> str:
-    """The node that sends ``arbitration_id`` on a bank's bus: ``drive<j>`` or ``bank``."""
-    if arbitration_id in FEEDBACK_IDS:
-        return f"drive{FEEDBACK_IDS.index(arbitration_id) + 1}"
+    """The node that sends ``arbitration_id`` on a bank's bus: ``drive<j>`` (Amber feedback
+    ids 0x91..0x97, Damiao reply ids 0x11..0x17: each drive its own transmit queue) or
+    ``bank``."""
+    for ids in (FEEDBACK_IDS, MST_IDS):
+        if arbitration_id in ids:
+            return f"drive{ids.index(arbitration_id) + 1}"
     return BANK_NODE
 
 

@@ -5,7 +5,7 @@ surface (``service``, ``emit_feedback``, ``drives_of``, ``wiring``, ``close``), 
 closed loop can hold either. Every physics step ``service(now, dt)``: apply the drive
 faults in force, answer every frame waiting on each bus (request-reply: the drives
 send nothing unsolicited, so ``emit_feedback`` does nothing), then write each drive's
-impedance torque to its joint's MuJoCo motor (``rob_twin.models.openarm``).
+impedance torque to its joint's MuJoCo motor (``rob_twin.models.robot_model``).
 
 Routing: MIT and special frames by ESC id (0x01..0x07 on OpenArm), register frames on
 0x7FF by the ESC id in their first two bytes. Frames for no drive of the bus, extended

@@ -39,6 +39,7 @@ from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.models.names import Arm
 from rob_twin.planners.kinematics import Payload
+from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.rehearsal.gates import (
     ARMS,
     GateResult,
@@ -65,12 +66,13 @@ class DamiaoRehearsalConfig(RehearsalConfig):
     """hold_s: simulated seconds of the holding tests with gains [s]; zero_gain_hold_s and
     hold_bound_rad: the window [s] and allowed drift [rad] with kp = kd = 0 and
     compensation on; heavy_payload_kg: the payload the torque-limit detector declares
-    [kg] (beyond what the shoulder motor holds)."""
+    [kg] (None: 1.5 times the smallest TCP payload whose holding torque at the start pose
+    exceeds a motor's peak, from the robot's own model)."""
 
     hold_s: float = 1.0
     zero_gain_hold_s: float = 0.3
     hold_bound_rad: float = 0.02
-    heavy_payload_kg: float = 8.0
+    heavy_payload_kg: float | None = None
 
 
 def openarm_rehearsal_config(base: ClosedLoopConfig | None = None) -> DamiaoRehearsalConfig:
@@ -244,6 +246,16 @@ def gate_gravity_compensation(cfg: RehearsalConfig) -> GateResult:
     )
 
 
+def _unholdable_payload_kg(lp: ClosedLoop, arm: Arm) -> float:
+    """1.5 x the smallest TCP point mass [kg] whose holding torque at ``arm``'s measured pose
+    exceeds a motor's peak (``ModelGravity`` of the loop's model: 0 kg and 1 kg)."""
+    q = lp.measured(arm)
+    bare = ModelGravity(lp.twin.model, arm)(q)
+    per_kg = np.abs(ModelGravity(lp.twin.model, arm, Payload(1.0))(q) - bare)
+    room = (PEAKS - np.abs(bare)) / np.maximum(per_kg, 1e-9)
+    return round(1.5 * float(room.min()), 3)
+
+
 def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
     peak_ff = np.zeros(7)
     with _base(cfg) as lp:
@@ -253,6 +265,7 @@ def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
             peak_ff = np.maximum(peak_ff, np.abs(lp.drivers[arm].transport.last_feedforward_nm))
 
         lp.on_tick.append(record)
+        heavy = Payload(_param(cfg, "heavy_payload_kg") or _unholdable_payload_kg(lp, Arm.RIGHT))
         _start_moving(lp)
         lp.run_for(1.5)
         faults = [f for a in ARMS if (f := _fault(lp, a))]
@@ -262,7 +275,6 @@ def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
         )
     margin = PEAKS - peak_ff
     base_ok = not faults and bool(np.all(margin > 0))
-    heavy = Payload(_param(cfg, "heavy_payload_kg"))
     with _with(cfg, payload=heavy) as lp:
         lp.run_for(0.05)
         owner = lp.drivers[Arm.RIGHT].owner

@@ -10,12 +10,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import mujoco
 import numpy as np
 from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.controllers.owner_types import Mode
-from rob_twin.models.names import BUS_MAPPING, Arm, tcp_site
+from rob_twin.models.loading import HOME_KEY, arm_qpos_indices, keyframe_index
+from rob_twin.models.names import BUS_MAPPING, TORSO_BODY, Arm, tcp_site
+from rob_twin.models.robot_description import robot_family
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
-from rob_twin.twin.rehearsal.targets import HOME, wave_source
+from rob_twin.twin.rehearsal.targets import toward_far_bound, wave_source
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.faults import FaultSpec
 from rob_twin.twin.sim.loops import make_closed_loop
@@ -108,10 +111,28 @@ def _latch_case(
     }
 
 
+def robot_home(lp: ClosedLoop, arm: Arm) -> np.ndarray:
+    """``arm``'s joint angles [rad] in the loop's model's ``home`` keyframe (ROB: ``HOME``)."""
+    m = lp.twin.model
+    return m.key_qpos[keyframe_index(m, HOME_KEY)][arm_qpos_indices(m, arm)].copy()
+
+
+def _owner_bounds(lp: ClosedLoop, arm: Arm) -> tuple[np.ndarray, np.ndarray]:
+    c = lp.drivers[arm].owner.config
+    return np.array(c.position_lower), np.array(c.position_upper)
+
+
 def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> None:
+    """Both arms toward home + FAR_MOVE (ROB); on another robot each joint moves toward its
+    farther bound, kept inside the owners' bounds (``toward_far_bound``)."""
     lp.run_for(settle_s)
     for arm in ARMS:
-        lp.command(arm, HOME + FAR_MOVE)
+        home = robot_home(lp, arm)
+        if lp.family == "amber":
+            lp.command(arm, home + FAR_MOVE)
+            continue
+        lo, hi = _owner_bounds(lp, arm)
+        lp.command(arm, np.clip(home + toward_far_bound(home, lo, hi, FAR_MOVE), lo, hi))
 
 
 def _latched(lp: ClosedLoop, arm: Arm, timeout_s: float) -> float | None:
@@ -219,9 +240,12 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
 
 
 def _tcp_side(lp: ClosedLoop, arm: Arm) -> str:
-    d = lp.twin.data
-    torso = d.body("torso")
-    y = (torso.xmat.reshape(3, 3).T @ (d.site(tcp_site(arm)).xpos - torso.xpos))[1]
+    """The side of the robot the TCP of ``arm`` is on: left of the torso's x-z plane (ROB),
+    or of the world's (a robot fixed to the world, facing +x: OpenArm on its pedestal)."""
+    m, d = lp.twin.model, lp.twin.data
+    has_torso = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TORSO_BODY) >= 0
+    frame = d.body(TORSO_BODY if has_torso else 0)
+    y = (frame.xmat.reshape(3, 3).T @ (d.site(tcp_site(arm)).xpos - frame.xpos))[1]
     return "right" if y < 0 else "left"
 
 
@@ -478,7 +502,9 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
             lp.on_tick.append(lambda arm, rep, log=log: log[arm].append(rep))
             track: list[float] = []
             for k, arm in enumerate(ARMS):
-                lp.stream_targets(arm, wave_source(k), rate)
+                home = robot_home(lp, arm)
+                bounds = _owner_bounds(lp, arm) if lp.family != "amber" else (None, None)
+                lp.stream_targets(arm, wave_source(k, home, *bounds), rate)
             n = int(round(cfg.retarget_duration_s / 0.01))
             for _ in range(n):
                 lp.run_for(0.01)
@@ -577,7 +603,7 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
     """The gate profile of the base configuration's robot (Damiao:
     ``rob_twin.twin.rehearsal.damiao``)."""
-    if cfg.base.robot == "openarm":
+    if robot_family(cfg.base.robot) == "damiao":
         from rob_twin.twin.rehearsal.damiao import DAMIAO_GATES
 
         return DAMIAO_GATES

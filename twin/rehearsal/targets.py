@@ -11,15 +11,39 @@ from rob_twin.models import dimensions as D
 HOME = np.array(D.HOME_ARM_POSE)
 
 
-def wave_source(k: int) -> Callable[[float], np.ndarray]:
-    """A smooth per-joint target path around home (0.25 rad, 0.3-0.5 Hz): arm ``k``."""
+def toward_far_bound(
+    home: np.ndarray, lower: np.ndarray, upper: np.ndarray, move: np.ndarray
+) -> np.ndarray:
+    """``move`` [rad] with each joint's sign pointing from ``home`` toward its farther bound."""
+    up = (np.asarray(upper) - home) >= (home - np.asarray(lower))
+    return np.where(up, np.abs(move), -np.abs(move))
+
+
+def wave_source(
+    k: int,
+    home: np.ndarray = HOME,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+) -> Callable[[float], np.ndarray]:
+    """A smooth per-joint target path around ``home`` (0.25 rad, 0.3-0.5 Hz): arm ``k``.
+
+    With ``lower``/``upper`` [rad] each joint swings toward its farther bound and the path is
+    clipped into them (a robot whose home sits near a joint bound, as OpenArm's J2 does,
+    where the near side leads into its pedestal); without them (ROB) it is the unclipped wave."""
+    home = np.asarray(home, float)
     freq = 0.3 + 0.03 * np.arange(7)
     phase = 0.7 * np.arange(7) + k
     gain = np.array([1, 1, 1, -1, 1, 0.5, 1])
+    if lower is not None:
+        # the path's excursion from home is 0.25 (sin - sin(phase)) * gain: its larger side
+        # (the negative one where sin(phase) > 0) goes toward the farther bound
+        larger_side_up = np.sin(phase) <= 0
+        gain = np.where(larger_side_up, 1, -1) * toward_far_bound(home, lower, upper, gain)
     start = 0.25 * np.sin(phase) * gain  # subtracted: the path starts at HOME
     omega = 2 * math.pi * freq
 
     def source(t: float) -> np.ndarray:
-        return HOME + 0.25 * np.sin(omega * t + phase) * gain - start
+        q = home + 0.25 * np.sin(omega * t + phase) * gain - start
+        return q if lower is None else np.clip(q, lower, upper)
 
     return source

@@ -51,6 +51,7 @@ import numpy as np
 from rob_twin.models import dimensions as D
 from rob_twin.models.loading import joint_qpos_index
 from rob_twin.models.names import Arm
+from rob_twin.models.robot_description import resolve_robot, robot_family
 from rob_twin.twin.bus.recording import TrafficRecorder
 from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
@@ -219,29 +220,53 @@ def blended_target(frames: list[Keyframe], t: float, start: np.ndarray) -> np.nd
     return prev_q
 
 
-def demo_scenario() -> Scenario:
-    """ROB at the table moves both arms: reach toward the can, wave, return home
-    (validated like a scenario file)."""
-    home = np.array(D.HOME_ARM_POSE)
-    reach = home + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])
-    wave = home + np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])
+DEMO_REACH = np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])  # from home [rad]
+DEMO_WAVE = np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])  # from home [rad]
+DEMO_BOUND_MARGIN_RAD = 0.05
+
+
+def _demo_poses(robot: str, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(home, reach, wave) of ``arm``. ROB: its home plus the two moves; another robot: its
+    home keyframe plus the same move sizes, each joint toward its farther bound, kept
+    ``DEMO_BOUND_MARGIN_RAD`` inside the joint range."""
+    if robot == "rob":
+        home = np.array(D.HOME_ARM_POSE)
+        return home, home + DEMO_REACH, home + DEMO_WAVE
+    from rob_twin.models.loading import HOME_KEY, arm_qpos_indices, keyframe_index
+    from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
+    from rob_twin.twin.rehearsal.targets import toward_far_bound
+
+    m = load_robot_model(robot)
+    home = m.key_qpos[keyframe_index(m, HOME_KEY)][arm_qpos_indices(m, arm)]
+    lo, hi = np.array(arm_joint_ranges(robot, arm)).T
+    lo, hi = lo + DEMO_BOUND_MARGIN_RAD, hi - DEMO_BOUND_MARGIN_RAD
+    reach = np.clip(home + toward_far_bound(home, lo, hi, DEMO_REACH), lo, hi)
+    wave = np.clip(home + 0.5 * toward_far_bound(home, lo, hi, DEMO_WAVE), lo, hi)
+    return home, reach, wave
+
+
+def demo_scenario(robot: str = "rob") -> Scenario:
+    """The robot moves both arms: reach, wave, return home (ROB at the table: toward the
+    can); validated like a scenario file."""
     frames = []
-    for arm, a, b in (("right", reach, wave), ("left", wave, reach)):
+    for k, arm in enumerate(("right", "left")):
+        home, reach, wave = _demo_poses(robot, arm)
+        a, b = (reach, wave) if k == 0 else (wave, reach)
         frames += [
             {"t": t, "arm": arm, "q": q.tolist()}
             for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))
         ]
-    return Scenario.from_dict(
-        {
-            "name": "demo",
-            "duration": 6.5,
-            "seed": 0,
-            "keyframes": frames,
-            "cameras": ["overview"],
-            "fps": 30,
-        },
-        source="the demo scenario",
-    )
+    raw = {
+        "name": "demo" if robot == "rob" else f"demo_{resolve_robot(robot).name}",
+        "duration": 6.5,
+        "seed": 0,
+        "keyframes": frames,
+        "cameras": ["overview"],
+        "fps": 30,
+    }
+    if robot != "rob":
+        raw["robot"] = robot
+    return Scenario.from_dict(raw, source="the demo scenario")
 
 
 StopCheck = Callable[[], str | None]
@@ -290,13 +315,17 @@ def scenario_loop(
         from rob_twin.twin.calibration.apply import check_robot
 
         check_robot(sc.robot, calibration)
-    if sc.robot == "openarm":
-        from rob_twin.models.openarm import load_openarm_scene
+    if robot_family(sc.robot) == "damiao":
+        from rob_twin.models.robot_model import load_robot_model
         from rob_twin.twin.sim.damiao_loop import openarm_config
 
-        twin = Twin(TwinConfig(seed=sc.seed), model=load_openarm_scene())
+        twin = Twin(TwinConfig(seed=sc.seed), model=load_robot_model(sc.robot))
         config = openarm_config(
-            seed=sc.seed, faults=tuple(sc.faults), log_dir=can_log_dir, bus_timing=bus_timing
+            robot=sc.robot,
+            seed=sc.seed,
+            faults=tuple(sc.faults),
+            log_dir=can_log_dir,
+            bus_timing=bus_timing,
         )
     else:
         model = None

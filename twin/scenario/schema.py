@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -42,6 +42,7 @@ from rob_twin.models import dimensions as D
 from rob_twin.models import names as N
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import JOINTS_PER_ARM
+from rob_twin.models.robot_description import RobotFileError, resolve_robot
 from rob_twin.twin.sim.faults import FaultSpec, FaultSpecError
 
 SCHEMA_PATH = (
@@ -156,16 +157,29 @@ class _Strict(BaseModel):
         return data
 
 
-def _within_arm_limits(q: list[float]) -> list[float]:
-    for j, (v, spec) in enumerate(zip(q, D.ARM_JOINTS, strict=True), start=1):
-        if not spec.lower <= v <= spec.upper:
+def arm_limits(robot: str, arm: str) -> list[tuple[float, float]]:
+    """Joint limits [rad] of ``arm`` of ``robot`` (ROB: ``rob_twin.models.dimensions``; any
+    other robot: its model's joint ranges, each arm its own)."""
+    if robot == "rob":
+        return [(spec.lower, spec.upper) for spec in D.ARM_JOINTS]
+    from rob_twin.models.robot_model import arm_joint_ranges
+
+    return arm_joint_ranges(robot, arm)
+
+
+def _robot_of(info: ValidationInfo) -> str:
+    return (info.context or {}).get("robot", "rob")
+
+
+def _check_pose(robot: str, arm: str, q: list[float], at: tuple) -> None:
+    for j, (v, (lo, hi)) in enumerate(zip(q, arm_limits(robot, arm), strict=True), start=1):
+        if not lo <= v <= hi:
             raise _problem(
                 "joint_limit",
-                f"joint j{j} = {v!r} rad is outside its limits [{spec.lower}, {spec.upper}] rad",
-                at=(j - 1,),
+                f"joint j{j} = {v!r} rad is outside the {arm} arm's limits [{lo}, {hi}] rad",
+                at=(*at, j - 1),
                 value=v,
             )
-    return q
 
 
 Seconds = Annotated[float, Field(ge=0.0, le=MAX_DURATION_S, description="simulated time [s]")]
@@ -175,15 +189,9 @@ ArmPose = Annotated[
     Field(
         min_length=JOINTS_PER_ARM,
         max_length=JOINTS_PER_ARM,
-        description="7 joint angles [rad], j1..j7, inside the joint limits",
-        json_schema_extra={
-            "prefixItems": [
-                {"type": "number", "minimum": j.lower, "maximum": j.upper, "title": f"j{k}"}
-                for k, j in enumerate(D.ARM_JOINTS, start=1)
-            ]
-        },
+        description="7 joint angles [rad], j1..j7, inside the robot's joint limits "
+        "(ROB: models/dimensions.py; another robot: its model's joint ranges)",
     ),
-    AfterValidator(_within_arm_limits),
 ]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 RefusalReason = Literal[tuple(r.value for r in RejectReason)]  # type: ignore[valid-type]
@@ -196,6 +204,11 @@ class Keyframe(_Strict):
     t: Seconds
     arm: ArmName
     q: ArmPose
+
+    @model_validator(mode="after")
+    def _q_within_limits(self, info: ValidationInfo) -> Keyframe:
+        _check_pose(_robot_of(info), self.arm, self.q, ("q",))
+        return self
 
 
 class PlanStep(_Strict):
@@ -215,11 +228,13 @@ class PlanStep(_Strict):
     seed: Seed = 0
 
     @model_validator(mode="after")
-    def _goals_or_plan(self) -> PlanStep:
+    def _goals_or_plan(self, info: ValidationInfo) -> PlanStep:
         if bool(self.goals) == (self.plan is not None):
             raise _problem(
                 "goals_or_plan", "give exactly one of goals (arm -> 7 joint angles) or plan"
             )
+        for arm, q in self.goals.items():
+            _check_pose(_robot_of(info), arm, q, ("goals", arm))
         if self.plan is not None:
             from rob_twin.planners.plan_file import PlanFileError, load_plan_file
 
@@ -459,11 +474,26 @@ class ScenarioFile(_Strict):
     ] = Field(default_factory=lambda: [640, 480], description="video [width, height] pixels")
     target_rate_hz: Annotated[float, Field(gt=0.0, le=1000.0)] = 100.0
     expect: Expect = Field(default_factory=Expect)
-    robot: Literal[N.ROBOTS] = Field(  # type: ignore[valid-type]
+    robot: str = Field(
         default="rob",
-        description="rob: Amber position drives; openarm: Damiao MIT drives "
-        "(gravity compensation at 500 Hz)",
+        min_length=1,
+        max_length=1000,
+        description="a shipped robot (rob: ROB on Amber position drives; openarm: OpenArm v2 "
+        "on Damiao MIT drives, gravity compensation at 500 Hz) or the path of a robot file "
+        "(robot.toml, models/robot.schema.json)",
     )
+
+    @field_validator("robot")
+    @classmethod
+    def _known_robot(cls, robot: str) -> str:
+        try:
+            resolve_robot(robot)
+        except RobotFileError as err:
+            raise _problem(
+                "unknown_robot", f"unusable robot; valid: {err.valid}", value=robot
+            ) from None
+        return robot
+
     base: list[BaseStep] = Field(
         default_factory=list,
         description=(
@@ -479,8 +509,19 @@ class ScenarioFile(_Strict):
 
     @field_validator("initial")
     @classmethod
-    def _initial_in_limits(cls, initial: dict[str, float]) -> dict[str, float]:
-        limits = initial_joint_limits()
+    def _initial_in_limits(
+        cls, initial: dict[str, float], info: ValidationInfo
+    ) -> dict[str, float]:
+        robot = _robot_of(info)
+        limits = (
+            initial_joint_limits()
+            if robot == "rob"
+            else {
+                N.arm_joint(arm, j): rng
+                for arm in N.Arm
+                for j, rng in enumerate(arm_limits(robot, arm), start=1)
+            }
+        )
         for joint, value in initial.items():
             if joint not in limits:
                 raise _problem(
@@ -627,10 +668,23 @@ def issues_of(err: ValidationError, prefix: tuple = ()) -> list[ScenarioIssue]:
     return out
 
 
+def _robot_in(raw: Any) -> str:
+    """The robot a raw scenario names, when it names a usable one (else ROB: the ``robot``
+    field's own validation reports the bad value)."""
+    robot = raw.get("robot", "rob") if isinstance(raw, dict) else "rob"
+    if not isinstance(robot, str):
+        return "rob"
+    try:
+        resolve_robot(robot)
+    except RobotFileError:
+        return "rob"
+    return robot
+
+
 def validate_scenario(raw: Any, source: str = "scenario") -> ScenarioFile:
     """``raw`` (decoded JSON) as a ``ScenarioFile``; ``ScenarioError`` lists every problem."""
     try:
-        return ScenarioFile.model_validate(raw)
+        return ScenarioFile.model_validate(raw, context={"robot": _robot_in(raw)})
     except ValidationError as err:
         issues = issues_of(err)
         raise ScenarioError(

@@ -37,8 +37,11 @@ def label(name: str) -> str:
     return name.replace("_", " ")
 
 
-def number(value: float, decimals: int = 4) -> str:
-    """``value`` rounded to ``decimals`` places, trailing zeros kept off past the first."""
+def number(value: float | None, decimals: int = 4) -> str:
+    """``value`` rounded to ``decimals`` places, trailing zeros kept off past the first;
+    None (a statistic of no samples) is ``n/a``."""
+    if value is None:
+        return "n/a"
     if not math.isfinite(value):
         return "not finite" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
     if value != 0 and abs(value) < 10 ** (-decimals):

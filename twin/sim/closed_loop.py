@@ -35,7 +35,8 @@ from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models import dimensions as D
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, ROBOTS, Arm, UnknownNameError
+from rob_twin.models.names import BUS_MAPPING, Arm
+from rob_twin.models.robot_description import resolve_robot, robot_family
 from rob_twin.twin.bus.timed_bus import BusTimingLayer
 from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.bus.wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
@@ -75,7 +76,8 @@ class ClosedLoopConfig:
     (None: from the model dimensions); swap_wiring: put the RIGHT arm's drives on CAN11
     and the LEFT's on CAN10 (a wiring fault); client_lease_s: lease the twin's target
     client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
-    robot: "rob" (Amber position drives) or "openarm" (Damiao MIT drives with gravity
+    robot: a shipped robot name or a robot file (``rob_twin.models.robot_description``):
+    "rob" (Amber position drives) or "openarm" (OpenArm v2, Damiao MIT drives with gravity
     compensation, ``rob_twin.twin.sim.damiao_loop``;
     ``rob_twin.twin.sim.damiao_loop.openarm_config()`` gives its 500 Hz owners); bus_timing:
     play every frame through a simulated CAN bus
@@ -102,8 +104,7 @@ class ClosedLoopConfig:
     calibration: object | None = None
 
     def __post_init__(self) -> None:
-        if self.robot not in ROBOTS:
-            raise UnknownNameError("robot", self.robot, list(ROBOTS))
+        resolve_robot(self.robot)  # RobotFileError names the shipped robots
         if self.calibration is not None:
             from rob_twin.twin.calibration.apply import check_robot
 
@@ -136,17 +137,18 @@ class ClosedLoop:
     (``robot="openarm"``: ``rob_twin.twin.sim.damiao_loop.DamiaoClosedLoop``); a config with
     ``robot="openarm"`` given to ``ClosedLoop`` itself raises TwinInputError."""
 
-    robot = "rob"  # the ClosedLoopConfig.robot this class builds
+    family = "amber"  # the drive family of the ClosedLoopConfig.robot this class builds
 
     first_command_id = FIRST_COMMAND_ID  # where a sample's frames start (wire fault counting)
 
     def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         self.config = cfg = config or default_config()
-        if cfg.robot != self.robot:
+        if robot_family(cfg.robot) != self.family:
             raise TwinInputError(
                 "ClosedLoopConfig.robot",
                 cfg.robot,
-                f"{self.robot!r} for {type(self).__name__}; build the loop of any robot with "
+                f"a robot of drive family {self.family!r} for {type(self).__name__}; build the "
+                "loop of any robot with "
                 "rob_twin.twin.sim.loops.make_closed_loop(config)",
             )
         self.twin = twin or self._make_twin(cfg)

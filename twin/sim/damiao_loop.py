@@ -1,12 +1,13 @@
-"""The closed loop of the OpenArm-class robot: the same owners, Damiao drives underneath.
+"""The closed loop of a robot on Damiao drives (OpenArm v2, ``models/openarm/robot.toml``):
+the same owners, Damiao drives underneath.
 
 ::
 
     DamiaoArmDriver(RIGHT): owner -> Ruckig (p, v, a) -> DamiaoTransport (kp, kd table,
-        tau_ff = Pinocchio RNEA gravity at p) -> FaultInjectingBus --CAN10--+
+        tau_ff = the model's gravity at p) -> FaultInjectingBus --CAN10--+
     DamiaoArmDriver(LEFT): ... --CAN11--+
                                          v
-      DamiaoBank: MIT drives (impedance law) -> MuJoCo motors (rob_twin.models.openarm) -> replies
+      DamiaoBank: MIT drives (impedance law) -> MuJoCo motors (models.robot_model) -> replies
 
 Differences from ROB's loop (``rob_twin.twin.sim.closed_loop.ClosedLoop``): the model's arm joints
 are torque motors; the owners run at 500 Hz (``openarm_config``), the gravity
@@ -26,12 +27,12 @@ from rob_twin.controllers.damiao_driver import DamiaoArmDriver
 from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
 from rob_twin.controllers.owner_config import OwnerConfig
 from rob_twin.models.damiao_motors import OPENARM_KD, OPENARM_KP
-from rob_twin.models.names import Arm
-from rob_twin.models.openarm import load_openarm_scene
+from rob_twin.models.names import Arm, arm_joints
+from rob_twin.models.robot_model import load_robot_model
 from rob_twin.planners.kinematics import Payload
 from rob_twin.twin.bus.wire import FaultInjectingBus
 from rob_twin.twin.drives.damiao_bank import DamiaoBank, default_damiao_configs
-from rob_twin.twin.drives.gravity import PinocchioGravity
+from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig, twin_owner_config
 from rob_twin.twin.sim.twin import Twin, TwinConfig
@@ -67,6 +68,9 @@ class DamiaoOptions:
     enable: bool = True
 
 
+BRING_UP_SETTLE_S = 0.001  # one settle of the bring-up on a timed bus [s]
+
+
 def openarm_owner_config() -> OwnerConfig:
     """The twin's owner limits (``twin_owner_config``) at 500 Hz; feedback timeout 0.05 s
     (25 periods: every frame is answered, so feedback is as fresh as the commands)."""
@@ -88,7 +92,7 @@ class DamiaoClosedLoop(ClosedLoop):
     """ROB's body with OpenArm-class arms on Damiao MIT drives, in lockstep."""
 
     first_command_id = 0x01  # MIT frames of a sample start at ESC id 1
-    robot = "openarm"
+    family = "damiao"
 
     def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         config = config or openarm_config()
@@ -97,12 +101,12 @@ class DamiaoClosedLoop(ClosedLoop):
             raise TwinInputError("ClosedLoopConfig.damiao", opts, "a DamiaoOptions or None")
         self.options: DamiaoOptions = opts
         self.bring_up: dict[Arm, object] = {}
-        self.gravity: dict[Arm, PinocchioGravity] = {}
+        self.gravity: dict[Arm, ModelGravity] = {}
         super().__init__(config, twin)
 
     # ------------------------------------------------------------------ family hooks
     def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
-        return Twin(TwinConfig(seed=cfg.seed), model=load_openarm_scene())
+        return Twin(TwinConfig(seed=cfg.seed), model=load_robot_model(cfg.robot))
 
     def _make_bank(self, wiring: dict[str, Arm]) -> DamiaoBank:
         cfg = self.config
@@ -119,7 +123,7 @@ class DamiaoClosedLoop(ClosedLoop):
 
     def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> DamiaoArmDriver:
         o = self.options
-        gravity = PinocchioGravity(arm, o.payload) if o.gravity_compensation else None
+        gravity = ModelGravity(self.twin.model, arm, o.payload) if o.gravity_compensation else None
         if gravity is not None:
             self.gravity[arm] = gravity
         tcfg = DamiaoTransportConfig(
@@ -134,10 +138,21 @@ class DamiaoClosedLoop(ClosedLoop):
             arm,
             self.clock,
             self.twin.arm_positions(arm),
-            self.config.owner,
+            self.owner_config(arm),
             tcfg,
             bus=wire,
             gravity=gravity,
+        )
+
+    def owner_config(self, arm: Arm) -> OwnerConfig:
+        """The owner of ``arm`` with the config's rates and the model's joint ranges as its
+        position bounds [rad] (each arm its own: OpenArm's left ranges mirror its right's)."""
+        m = self.twin.model
+        ranges = [m.jnt_range[m.joint(name).id] for name in arm_joints(arm)]
+        return replace(
+            self.config.owner,
+            position_lower=tuple(float(lo) for lo, _ in ranges),
+            position_upper=tuple(float(hi) for _, hi in ranges),
         )
 
     def _start_drives(self) -> None:
@@ -145,9 +160,22 @@ class DamiaoClosedLoop(ClosedLoop):
             self.bank.set_register(ov.arm, ov.joint, ov.register, ov.value)
         if not self.options.enable:
             return
+        checked = {arm: drv.check_registers(self._settle) for arm, drv in self.drivers.items()}
         for arm, drv in self.drivers.items():
-            self.bring_up[arm] = drv.bring_up(self._settle)
+            rep = checked[arm]
+            self.bring_up[arm] = (
+                rep if rep.missing or rep.mismatches else drv.enable(self._settle, rep)
+            )
 
     def _settle(self) -> None:
-        """Let the drives answer (no simulated time passes: a lockstep exchange)."""
-        self.bank.service(self.twin.time, 0.0)
+        """Let the drives answer. On instant buses no simulated time passes (a lockstep
+        exchange); on a timed bus (``bus_timing``) 1 ms passes, physics included (the drives are
+        not enabled yet: the arms hang limp, as real ones do during bring-up: 24 settles,
+        24 ms)."""
+        if self.bus_timing is None:
+            self.bank.service(self.twin.time, 0.0)
+            return
+        for _ in range(max(1, round(BRING_UP_SETTLE_S / self.twin.scheduler.dt))):
+            self.twin.step()
+            self._service_bus(self.twin.time)
+            self.bank.service(self.twin.time, self.twin.scheduler.dt)

@@ -1,0 +1,285 @@
+"""A robot description file (``robot.toml``): which MJCF, which joints are the two arms, how
+they are driven, and where they sit on the wire.
+
+The twin, the planner and the studies run any dual-arm MJCF that such a file describes. ROB
+(``models/rob/robot.toml``) and OpenArm v2 as published (``models/openarm/robot.toml``) are two;
+``--robot NAME|PATH`` takes a shipped name or the path of your own file. The file names the
+MJCF's own joints, actuators and sites; ``rob_twin.models.robot_model`` renames them to the
+twin's canonical names (``right/j1`` ..., ``rob_twin.models.names``) when it loads the model,
+so every consumer finds them the same way on every robot.
+
+The published JSON Schema is ``models/robot.schema.json`` (``python -m
+rob_twin.models.robot_description`` rewrites it; a test keeps it current).
+
+Paths in ``mjcf`` are relative to the file's folder; ``{share}`` stands for the Python
+environment's ``share`` folder (where ``openarm-mujoco`` installs its models) and
+``{site_packages}`` for its ``site-packages`` folder (models that ship inside a package).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sysconfig
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from rob_twin.models.damiao_motors import MOTORS
+from rob_twin.models.errors import InvalidValueError
+from rob_twin.models.names import JOINTS_PER_ARM, ROBOTS, Arm
+
+MODELS_DIR = Path(__file__).resolve().parent
+SCHEMA_PATH = MODELS_DIR / "robot.schema.json"
+SHIPPED: dict[str, Path] = {name: MODELS_DIR / name / "robot.toml" for name in ROBOTS}
+MAX_FILE_BYTES = 256 * 1024  # a robot file is a few kB; anything larger is not one
+
+DriveFamily = Literal["amber", "damiao", "ideal"]
+
+
+class RobotFileError(InvalidValueError):
+    """A robot description that cannot be used: unreadable, malformed, or naming what its
+    MJCF does not have. The message names the field, the value and what is valid."""
+
+
+def _strict() -> ConfigDict:
+    return ConfigDict(extra="forbid", frozen=True)
+
+
+class CanWiring(BaseModel):
+    """Where one arm lives on the wire (the twin's virtual channel has the same name)."""
+
+    model_config = _strict()
+    channel: str = Field(min_length=1, max_length=32, description="CAN interface name")
+    vendor_label: str = Field(default="", max_length=32, description="label on the arm's drives")
+
+
+class ArmDescription(BaseModel):
+    """One arm: seven joints base to tip, their actuators, the tool centre point, home."""
+
+    model_config = _strict()
+    joints: list[str] = Field(
+        min_length=JOINTS_PER_ARM,
+        max_length=JOINTS_PER_ARM,
+        description="the MJCF's seven joint names, base to tip",
+    )
+    actuators: list[str] | None = Field(
+        default=None,
+        min_length=JOINTS_PER_ARM,
+        max_length=JOINTS_PER_ARM,
+        description="the MJCF's actuator per joint (replaced by the drive family's); "
+        "omitted: one is added per joint",
+    )
+    tcp_site: str | None = Field(
+        default=None, description="the MJCF's tool centre point site (omitted: tcp_body)"
+    )
+    tcp_body: str | None = Field(
+        default=None, description="body that carries a new TCP site at tcp_offset_m"
+    )
+    tcp_offset_m: list[float] = Field(
+        default=[0.0, 0.0, 0.0], min_length=3, max_length=3, description="[m] in tcp_body"
+    )
+    home_rad: list[float] = Field(
+        min_length=JOINTS_PER_ARM, max_length=JOINTS_PER_ARM, description="home pose [rad]"
+    )
+    gripper_actuator: str | None = Field(default=None, description="the MJCF's gripper actuator")
+    camera: str | None = Field(default=None, description="the MJCF's wrist camera")
+    can: CanWiring | None = Field(default=None, description="bus of the arm's drives")
+
+    @field_validator("home_rad", "tcp_offset_m")
+    @classmethod
+    def _finite(cls, v: list[float]) -> list[float]:
+        if not all(math.isfinite(x) for x in v):
+            raise ValueError(f"{v}: every value must be finite")
+        return v
+
+
+class DriveDescription(BaseModel):
+    """How the arm joints are driven in the twin."""
+
+    model_config = _strict()
+    family: DriveFamily = Field(
+        description="amber: ROB's Amber position drives over CAN; damiao: Damiao MIT drives "
+        "over CAN (motors per joint); ideal: position servos, no CAN model"
+    )
+    motors: list[str] | None = Field(
+        default=None,
+        min_length=JOINTS_PER_ARM,
+        max_length=JOINTS_PER_ARM,
+        description=f"damiao only: motor type per joint, one of {sorted(MOTORS)}",
+    )
+    kp: float = Field(default=200.0, gt=0, le=1e5, description="ideal only: servo kp [Nm/rad]")
+    kv: float = Field(default=20.0, ge=0, le=1e4, description="ideal only: servo kv [Nm s/rad]")
+
+    @field_validator("motors")
+    @classmethod
+    def _known_motors(cls, v: list[str] | None) -> list[str] | None:
+        for m in v or ():
+            if m not in MOTORS:
+                raise ValueError(f"motor {m!r} is not one of {sorted(MOTORS)}")
+        return v
+
+
+class SceneDescription(BaseModel):
+    """What the twin adds around the robot when the MJCF lacks it."""
+
+    model_config = _strict()
+    add_floor: bool = Field(default=False, description="add a floor plane at z = 0")
+    add_light: bool = Field(default=True, description="add a light above the robot if none")
+    overview_camera: list[float] = Field(
+        default=[1.6, 0.0, 1.4, 0.0, 0.0, 0.8],
+        min_length=6,
+        max_length=6,
+        description="camera 'overview' if the MJCF has none: position [m] then the point it "
+        "looks at [m]",
+    )
+
+
+class CollisionDescription(BaseModel):
+    """Geom pairs the planner must never check (with the reason a reader needs)."""
+
+    model_config = _strict()
+    exclude_bodies: list[list[str]] = Field(
+        default=[], description="[body_a, body_b] pairs whose contacts the MJCF gets excluded"
+    )
+
+
+class RobotFile(BaseModel):
+    """The robot description file (TOML)."""
+
+    model_config = _strict()
+    schema_ref: str | None = Field(
+        default=None, alias="$schema", description="the JSON Schema, for editors"
+    )
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    summary: str = Field(default="", max_length=400, description="one line for people")
+    mjcf: str = Field(min_length=1, max_length=1000, description="the MJCF (scene) file")
+    model_source: str = Field(default="", max_length=400, description="provenance")
+    drives: DriveDescription
+    arms: dict[Literal["right", "left"], ArmDescription] = Field(
+        description="both arms, keyed right and left (the robot's own sides)"
+    )
+    scene: SceneDescription = Field(default_factory=SceneDescription)
+    collision: CollisionDescription = Field(default_factory=CollisionDescription)
+
+    @field_validator("arms")
+    @classmethod
+    def _both_arms(cls, v: dict) -> dict:
+        if set(v) != {"right", "left"}:
+            raise ValueError(f"arms {sorted(v)}: need exactly 'right' and 'left'")
+        return v
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """A validated robot file and where it came from."""
+
+    file: RobotFile
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.file.name
+
+    @property
+    def family(self) -> str:
+        return self.file.drives.family
+
+    def arm(self, arm: Arm | str) -> ArmDescription:
+        return self.file.arms[Arm.parse(arm).value]
+
+    @property
+    def mjcf_path(self) -> Path:
+        return resolve_mjcf(self.file.mjcf, self.path.parent)
+
+
+def resolve_mjcf(text: str, folder: Path) -> Path:
+    """``text`` with ``{share}`` / ``{site_packages}`` filled in, relative to ``folder``."""
+    filled = text.replace("{share}", str(Path(sysconfig.get_path("data")) / "share")).replace(
+        "{site_packages}", sysconfig.get_path("purelib")
+    )
+    path = Path(filled)
+    return path if path.is_absolute() else (folder / path).resolve()
+
+
+def _toml(path: Path) -> dict:
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise RobotFileError("robot file", str(path), f"a readable file ({err.strerror})") from None
+    if size > MAX_FILE_BYTES:
+        raise RobotFileError("robot file size", size, f"<= {MAX_FILE_BYTES} bytes")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise RobotFileError("robot file", str(path), f"valid UTF-8 TOML ({err})") from None
+
+
+def load_robot_file(path: Path | str) -> RobotDescription:
+    """Read and validate a robot file; RobotFileError names the first bad field."""
+    path = Path(path)
+    raw = _toml(path)
+    try:
+        robot = RobotFile.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(file)"
+        raise RobotFileError(f"{path.name}: {where}", first.get("input"), first["msg"]) from None
+    if robot.drives.family == "damiao" and robot.drives.motors is None:
+        raise RobotFileError("drives.motors", None, "seven motor types for family 'damiao'")
+    for side, arm in robot.arms.items():
+        if (arm.tcp_site is None) == (arm.tcp_body is None):
+            raise RobotFileError(
+                f"arms.{side}.tcp_site/tcp_body", [arm.tcp_site, arm.tcp_body], "exactly one"
+            )
+    desc = RobotDescription(robot, path.resolve())
+    if not desc.mjcf_path.is_file():
+        raise RobotFileError("mjcf", str(desc.mjcf_path), "an existing MJCF file")
+    return desc
+
+
+def robot_choices() -> list[str]:
+    return sorted(SHIPPED)
+
+
+def resolve_robot(name_or_path: str | Path | RobotDescription) -> RobotDescription:
+    """A shipped robot by name (``rob``, ``openarm``) or a robot file by path."""
+    if isinstance(name_or_path, RobotDescription):
+        return name_or_path
+    text = str(name_or_path)
+    if text in SHIPPED:
+        return _shipped(text)
+    path = Path(text)
+    if path.suffix == ".toml" and path.is_file():
+        return load_robot_file(path)
+    raise RobotFileError(
+        "robot", text, f"one of {robot_choices()} or the path of an existing robot .toml file"
+    )
+
+
+_CACHE: dict[str, RobotDescription] = {}
+
+
+def _shipped(name: str) -> RobotDescription:
+    if name not in _CACHE:
+        _CACHE[name] = load_robot_file(SHIPPED[name])
+    return _CACHE[name]
+
+
+def robot_family(robot: str | Path | RobotDescription) -> str:
+    """The drive family (``amber``, ``damiao``, ``ideal``) of a robot name or file."""
+    return resolve_robot(robot).family
+
+
+def json_schema_text() -> str:
+    schema = RobotFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "rob-twin robot description (robot.toml)"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    SCHEMA_PATH.write_text(json_schema_text(), encoding="utf-8")
+    print(f"wrote {SCHEMA_PATH}")

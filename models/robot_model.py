@@ -1,0 +1,237 @@
+"""Build the twin's MuJoCo model of any robot a robot file describes (``robot.toml``).
+
+The MJCF is loaded with ``mujoco.MjSpec`` and its arm elements renamed to the twin's canonical
+names (``rob_twin.models.names``): joints ``right/j1`` .. ``left/j7``, the body each joint
+moves ``right/link1`` .., actuators ``right/j1_servo`` .., the TCP site ``right/tcp``, the
+gripper actuator ``right/gripper``, wrist cameras ``right/wrist``. Every index helper of
+``rob_twin.models.loading`` then works on every robot. The arm actuators become what the drive
+family needs:
+
+* ``amber``: the MJCF's position servos stay as they are (ROB's generated model);
+* ``damiao``: torque motors limited to each motor's physical peak (``ctrl`` = joint torque
+  [Nm]; the impedance law runs in the simulated drive, as on the real motors);
+* ``ideal``: position servos with the file's ``kp`` / ``kv`` (robots without a CAN model).
+
+A ``home`` keyframe is (re)written from the file's home poses (every other joint at its
+``qpos0``), and a floor, a light and an ``overview`` camera are added where the file asks
+and the MJCF has none. ROB's file names the canonical names already, so its model is the
+generated scene unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import warnings
+from functools import lru_cache
+
+import mujoco
+import numpy as np
+from rob_twin.models import names as N
+from rob_twin.models.damiao_motors import MOTORS
+from rob_twin.models.names import Arm
+from rob_twin.models.robot_description import RobotDescription, RobotFileError, resolve_robot
+
+HOME_KEY = "home"
+WRIST_CAMERA_SUFFIX = "wrist"
+
+
+def wrist_camera(arm: Arm | str) -> str:
+    return N.arm_prefix(arm) + WRIST_CAMERA_SUFFIX
+
+
+def _find(spec: mujoco.MjSpec, kind: str, name: str, field: str):
+    element = getattr(spec, kind)(name)
+    if element is None:
+        have = [e.name for e in getattr(spec, kind + "s") if e.name][:40]
+        raise RobotFileError(field, name, f"a {kind} of the MJCF (it has {have})")
+    return element
+
+
+def _retarget(spec: mujoco.MjSpec, old: str, new: str) -> None:
+    """Point every reference to element ``old`` (by name) at ``new``: MjSpec refers by name."""
+    for act in spec.actuators:
+        if act.target == old:
+            act.target = new
+    for eq in spec.equalities:
+        if eq.name1 == old:
+            eq.name1 = new
+        if eq.name2 == old:
+            eq.name2 = new
+    for sensor in spec.sensors:
+        if sensor.objname == old:
+            sensor.objname = new
+    for ex in spec.excludes:
+        if ex.bodyname1 == old:
+            ex.bodyname1 = new
+        if ex.bodyname2 == old:
+            ex.bodyname2 = new
+
+
+def _rename(spec: mujoco.MjSpec, element, new: str) -> None:
+    old = element.name
+    if old != new:
+        element.name = new
+        _retarget(spec, old, new)
+
+
+def _rename_arm(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
+    a = desc.arm(arm)
+    side = arm.value
+    for j, name in enumerate(a.joints, start=1):
+        joint = _find(spec, "joint", name, f"arms.{side}.joints[{j - 1}]")
+        body = joint.parent
+        _rename(spec, joint, N.arm_joint(arm, j))
+        _rename(spec, body, N.arm_link_body(arm, j))
+    if a.actuators is not None:
+        for j, name in enumerate(a.actuators, start=1):
+            act = _find(spec, "actuator", name, f"arms.{side}.actuators[{j - 1}]")
+            if act.target != N.arm_joint(arm, j):
+                raise RobotFileError(
+                    f"arms.{side}.actuators[{j - 1}]",
+                    name,
+                    f"an actuator of joint {a.joints[j - 1]}",
+                )
+            _rename(spec, act, N.arm_actuator(arm, j))
+    else:
+        for j in range(1, 8):
+            act = spec.add_actuator(name=N.arm_actuator(arm, j), target=N.arm_joint(arm, j))
+            act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+    if a.tcp_site is not None:
+        _rename(spec, _find(spec, "site", a.tcp_site, f"arms.{side}.tcp_site"), N.tcp_site(arm))
+    else:
+        body = _find(spec, "body", a.tcp_body, f"arms.{side}.tcp_body")
+        body.add_site(name=N.tcp_site(arm), pos=a.tcp_offset_m, size=[0.01, 0, 0])
+    if a.gripper_actuator is not None:
+        act = _find(spec, "actuator", a.gripper_actuator, f"arms.{side}.gripper_actuator")
+        _rename(spec, act, N.gripper_actuator(arm))
+    if a.camera is not None:
+        _rename(spec, _find(spec, "camera", a.camera, f"arms.{side}.camera"), wrist_camera(arm))
+
+
+def _drive_actuators(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
+    drives = desc.file.drives
+    for j in range(1, 8):
+        act = spec.actuator(N.arm_actuator(arm, j))
+        joint = spec.joint(N.arm_joint(arm, j))
+        if drives.family == "damiao":
+            peak = MOTORS[drives.motors[j - 1]].peak_torque_nm
+            act.set_to_motor()
+            act.ctrllimited = act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.ctrlrange = act.forcerange = [-peak, peak]
+        elif drives.family == "ideal":
+            act.set_to_position(kp=drives.kp, kv=drives.kv)
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.ctrlrange = list(joint.range)
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_FALSE
+
+
+def _scene(spec: mujoco.MjSpec, desc: RobotDescription) -> None:
+    scene = desc.file.scene
+    world = spec.worldbody
+    if scene.add_floor and spec.geom(N.FLOOR_GEOM) is None:
+        world.add_geom(name=N.FLOOR_GEOM, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+    if scene.add_light and not list(spec.lights):
+        world.add_light(pos=[0, 0, 3], dir=[0, 0, -1], directional=True)
+    if spec.camera(N.OVERVIEW_CAMERA) is None:
+        pos, target = np.array(scene.overview_camera[:3]), np.array(scene.overview_camera[3:])
+        forward = target - pos
+        forward /= np.linalg.norm(forward)
+        right = np.cross(forward, [0.0, 0.0, 1.0])
+        right /= np.linalg.norm(right)
+        up = np.cross(right, forward)
+        # camera frame: x right, y up, looking along -z
+        mat = np.column_stack([right, up, -forward])
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, mat.flatten())
+        world.add_camera(name=N.OVERVIEW_CAMERA, pos=pos.tolist(), quat=quat.tolist())
+
+
+def _home_key(spec: mujoco.MjSpec, model: mujoco.MjModel, desc: RobotDescription) -> None:
+    """Write keyframe ``home``: qpos0 with both arms at the file's home, the servos there."""
+    qpos = model.qpos0.copy()
+    ctrl = np.zeros(model.nu)
+    for arm in Arm:
+        for j, q in enumerate(desc.arm(arm).home_rad, start=1):
+            qpos[model.jnt_qposadr[model.joint(N.arm_joint(arm, j)).id]] = q
+            if desc.family != "damiao":
+                ctrl[model.actuator(N.arm_actuator(arm, j)).id] = q
+    for key in list(spec.keys):
+        if key.name == HOME_KEY:
+            spec.delete(key)
+    spec.add_key(name=HOME_KEY, qpos=qpos.tolist(), ctrl=ctrl.tolist())
+
+
+def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
+    """The canonical MjSpec of ``robot`` (a shipped name, a robot file path, or a description)."""
+    desc = resolve_robot(robot)
+    try:
+        spec = _parse_quietly(desc.mjcf_path)
+    except ValueError as err:
+        raise RobotFileError("mjcf", str(desc.mjcf_path), f"an MJCF MuJoCo loads ({err})") from None
+    for arm in Arm:
+        _rename_arm(spec, desc, arm)
+        _drive_actuators(spec, desc, arm)
+    _scene(spec, desc)
+    for a, b in desc.file.collision.exclude_bodies:
+        spec.add_exclude(bodyname1=a, bodyname2=b)
+    _home_key(spec, compile_quietly(spec), desc)
+    return spec
+
+
+EMPTY_PREFIX_NOTE = "Attaching a spec with an empty prefix"
+
+
+def _parse_quietly(path) -> mujoco.MjSpec:
+    """``MjSpec.from_file`` without MuJoCo's note that an empty-prefix attach (OpenArm's
+    pedestal scene) may not save back to XML (the twin never saves these models); every other
+    warning is printed as MuJoCo would."""
+    previous = mujoco.get_mju_user_warning()
+
+    def warn(text: str) -> None:
+        if EMPTY_PREFIX_NOTE not in text:
+            print(f"WARNING: {text}", file=sys.stderr)
+
+    mujoco.set_mju_user_warning(warn)
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
+def compile_quietly(spec: mujoco.MjSpec) -> mujoco.MjModel:
+    """``spec.compile()`` without MuJoCo's note that an empty-prefix attach (OpenArm's pedestal
+    scene) may not save back to XML: the twin never saves these models."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=EMPTY_PREFIX_NOTE)
+        return spec.compile()
+
+
+@lru_cache(maxsize=8)
+def _compiled(key: str) -> mujoco.MjModel:
+    return compile_quietly(robot_spec(key))
+
+
+def load_robot_model(robot: str | RobotDescription = "rob") -> mujoco.MjModel:
+    """The compiled canonical model of ``robot`` (a fresh copy each call)."""
+    desc = resolve_robot(robot)
+    if desc.name == "rob" and desc.path == resolve_robot("rob").path:
+        from rob_twin.models.loading import load_scene
+
+        return load_scene()  # ROB's generated scene is already canonical: not rebuilt
+    return copy.deepcopy(_compiled(str(desc.path)))
+
+
+@lru_cache(maxsize=16)
+def _ranges(robot_key: str, arm: str) -> tuple[tuple[float, float], ...]:
+    m = _compiled(robot_key) if robot_key != "rob" else load_robot_model("rob")
+    return tuple(
+        (float(lo), float(hi)) for lo, hi in (m.jnt_range[m.joint(n).id] for n in N.arm_joints(arm))
+    )
+
+
+def arm_joint_ranges(robot: str | RobotDescription, arm: Arm | str) -> list[tuple[float, float]]:
+    """``arm``'s seven joint ranges [rad] in ``robot``'s model."""
+    desc = resolve_robot(robot)
+    key = "rob" if desc.path == resolve_robot("rob").path else str(desc.path)
+    return list(_ranges(key, Arm.parse(arm).value))

@@ -1,0 +1,105 @@
+"""Robot description files (robot.toml): validation with typed errors, the published JSON
+Schema, and the canonical model every shipped robot loads into."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+from rob_twin.models.loading import HOME_KEY, apply_home, keyframe_index
+from rob_twin.models.names import Arm, arm_actuator, arm_joints, tcp_site
+from rob_twin.models.robot_description import (
+    SCHEMA_PATH,
+    RobotFileError,
+    json_schema_text,
+    load_robot_file,
+    resolve_robot,
+)
+from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
+
+OPENARM_TOML = resolve_robot("openarm").path
+
+
+def test_published_schema_is_current():
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == json_schema_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (('family = "damiao"', 'family = "hydraulic"'), r"drives\.family"),
+        (('"DM8009", "DM8009"', '"DM8009", "DM9999"'), r"DM9999"),
+        (('name = "openarm"', 'name = "open arm!"'), r"name"),
+        (("[arms.left]", "[arms.middle]"), r"arms"),
+        (('tcp_site = "right_ee_control_point"', 'tcp_site = "nowhere"'), r"nowhere"),
+        (('home_rad = [0.0, 0.0, 0.0, 1.570796', 'home_rad = [nan, 0.0, 0.0, 1.570796'), "finite"),
+    ],
+)
+def test_a_bad_robot_file_is_a_typed_error_naming_the_field(tmp_path, change, match):
+    text = OPENARM_TOML.read_text(encoding="utf-8").replace(*change, 1)
+    bad = tmp_path / "robot.toml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(RobotFileError, match=match):
+        load_robot_model(load_robot_file(bad))
+
+
+def test_unknown_robot_names_the_shipped_ones_and_garbage_is_refused(tmp_path):
+    with pytest.raises(RobotFileError, match=r"\['openarm', 'rob'\]"):
+        resolve_robot("baxter")
+    junk = tmp_path / "junk.toml"
+    junk.write_bytes(b"\xff\xfe = [")
+    with pytest.raises(RobotFileError, match="TOML"):
+        resolve_robot(junk)
+
+
+def test_openarm_is_the_published_v2_model_renamed_with_torque_motors():
+    m = load_robot_model("openarm")
+    import openarm_mujoco.v2 as v2
+
+    raw = mujoco.MjModel.from_xml_path(v2.openarm_pedestal_xml())
+    assert m.nbody == raw.nbody and m.nq == raw.nq
+    assert np.allclose(sorted(m.body_mass), sorted(raw.body_mass))
+    assert m.body("right/link2").mass[0] == pytest.approx(0.277509)  # v2's, not assumed
+    assert arm_joint_ranges("openarm", Arm.RIGHT)[1] == pytest.approx((-0.17453, 3.3161))
+    assert arm_joint_ranges("openarm", Arm.LEFT)[1] == pytest.approx((-3.3161, 0.17453))
+    for arm in Arm:
+        for j in range(1, 8):
+            act = m.actuator(arm_actuator(arm, j))
+            assert act.biastype[0] == mujoco.mjtBias.mjBIAS_NONE  # a motor: torque in
+    d = mujoco.MjData(m)
+    apply_home(m, d)
+    key = m.key(keyframe_index(m, HOME_KEY))
+    assert key.qpos[m.jnt_qposadr[m.joint("right/j4").id]] == pytest.approx(1.570796)
+    assert d.site(tcp_site(Arm.RIGHT)).xpos[1] < 0 < d.site(tcp_site(Arm.LEFT)).xpos[1]
+
+
+def test_openarm_fk_equals_the_published_model_at_random_poses():
+    import openarm_mujoco.v2 as v2
+
+    ours = load_robot_model("openarm")
+    raw = mujoco.MjModel.from_xml_path(v2.openarm_pedestal_xml())
+    d_ours, d_raw = mujoco.MjData(ours), mujoco.MjData(raw)
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(50):
+        for arm, side in ((Arm.RIGHT, "right"), (Arm.LEFT, "left")):
+            lo, hi = np.array(arm_joint_ranges("openarm", arm)).T
+            q = rng.uniform(lo, hi)
+            for j, name in enumerate(arm_joints(arm)):
+                d_ours.qpos[ours.jnt_qposadr[ours.joint(name).id]] = q[j]
+                d_raw.qpos[raw.jnt_qposadr[raw.joint(f"openarm_{side}_joint{j + 1}").id]] = q[j]
+        mujoco.mj_kinematics(ours, d_ours)
+        mujoco.mj_kinematics(raw, d_raw)
+        for arm, side in ((Arm.RIGHT, "right"), (Arm.LEFT, "left")):
+            a = d_ours.site(tcp_site(arm)).xpos
+            b = d_raw.site(f"{side}_ee_control_point").xpos
+            worst = max(worst, float(np.abs(a - b).max()))
+    assert worst <= 1e-12
+
+
+def test_rob_file_loads_the_generated_scene_unchanged():
+    from rob_twin.models.loading import load_scene
+
+    a, b = load_robot_model("rob"), load_scene()
+    assert a.nq == b.nq and np.array_equal(a.body_mass, b.body_mass)
+    assert resolve_robot("rob").family == "amber"

@@ -32,7 +32,7 @@ def test_published_schema_is_current():
         (('name = "openarm"', 'name = "open arm!"'), r"name"),
         (("[arms.left]", "[arms.middle]"), r"arms"),
         (('tcp_site = "right_ee_control_point"', 'tcp_site = "nowhere"'), r"nowhere"),
-        (('home_rad = [0.0, 0.0, 0.0, 1.570796', 'home_rad = [nan, 0.0, 0.0, 1.570796'), "finite"),
+        (("home_rad = [0.0, 0.0, 0.0, 1.570796", "home_rad = [nan, 0.0, 0.0, 1.570796"), "finite"),
     ],
 )
 def test_a_bad_robot_file_is_a_typed_error_naming_the_field(tmp_path, change, match):

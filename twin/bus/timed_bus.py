@@ -8,8 +8,8 @@ frame, stamped with that simulated time. ``recv`` reads the inner bus unchanged.
 ``BusTimingLayer`` builds one timeline per channel of a ``ClosedLoop`` and wraps its
 buses: the host of each arm is one node (its transport's frames contend as one
 queue, like a SocketCAN interface), each drive is its own node (Amber feedback ids
-0x91..0x97, Damiao reply ids 0x11..0x17), anything else the bank sends is node ``bank``. The twin calls
-``advance(now)`` every physics step before the drives read their buses, so a frame
+0x91..0x97, Damiao reply ids 0x11..0x17), anything else the bank sends is node ``bank``.
+The twin calls ``advance(now)`` every physics step before the drives read their buses, so a frame
 reaches a drive at the first physics step at or after the end of its EOF.
 
 A full host queue raises ``TransmitQueueFullError`` into the transport (a refusal:

@@ -14,12 +14,12 @@ from rob_twin.cli.common import CommandResult
 
 
 def _cmd_certify(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.models.loading import SCENE_PATH, load_scene
+    from rob_twin.models.robot_model import load_model_of
     from rob_twin.planners.certificate_check import verify_document
     from rob_twin.planners.plan_file import load_plan_file
 
     doc = load_plan_file(args.plan)  # exit 2 before the model is even loaded
-    model = load_scene(args.model or SCENE_PATH)
+    model = load_model_of(args.model or "rob")
     report = verify_document(doc, model, where=str(args.plan)).as_dict()
     report["plan"] = str(args.plan)
     if not args.json:
@@ -45,6 +45,11 @@ def register(sub) -> None:
     cert.add_argument(
         "plan", help="plan file (JSON, written by rob-twin plan or planners.save_plan)"
     )
-    cert.add_argument("--model", default=None, help="scene XML (None: the generated ROB scene)")
+    cert.add_argument(
+        "--model",
+        default=None,
+        help="the model the plan was made on: a shipped robot (rob, openarm), a robot file "
+        "(robot.toml) or a scene XML (default: rob, the generated ROB scene)",
+    )
     cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
     cert.set_defaults(func=_cmd_certify, json_result=True)

@@ -107,6 +107,23 @@ def input_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+ROBOT_HELP = (
+    "a shipped robot (rob, openarm) or the path of a robot file (robot.toml; schema "
+    "models/robot.schema.json)"
+)
+
+
+def robot_arg(text: str) -> str:
+    """``--robot NAME|PATH``, checked (an argparse error, exit 2, names the shipped robots)."""
+    from rob_twin.models.robot_description import RobotFileError, resolve_robot
+
+    try:
+        resolve_robot(text)
+    except RobotFileError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 CALIBRATION_HELP = (
     "calibration file (rob-twin calibrate): the twin's model and drives take its fitted "
     "parameters (ROB only; its transport delays are used by compare only); "

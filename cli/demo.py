@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from rob_twin.cli.common import CALIBRATION_HELP, QUALITY_CHOICES, CommandResult, say_for
+from rob_twin.cli.common import (
+    CALIBRATION_HELP,
+    QUALITY_CHOICES,
+    ROBOT_HELP,
+    CommandResult,
+    robot_arg,
+    say_for,
+)
 from rob_twin.cli.run import BUS_HELP, RECORD_CAN_HELP, run_and_report
-from rob_twin.models.names import ROBOTS
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
@@ -70,9 +76,10 @@ def register(sub) -> None:
     )
     demo.add_argument(
         "--robot",
-        choices=ROBOTS,
+        type=robot_arg,
         default="rob",
-        help="rob: Amber position drives; openarm: Damiao MIT drives (gravity "
+        help=f"{ROBOT_HELP}. rob: the crossing demo on Amber position drives; any other: "
+        "both arms reach and wave from its home (openarm: Damiao MIT drives, gravity "
         "compensation at 500 Hz)",
     )
     demo.add_argument(

@@ -12,24 +12,27 @@ from __future__ import annotations
 
 import argparse
 
-from rob_twin.cli.common import CommandResult, UsageError, say_for
+from rob_twin.cli.common import ROBOT_HELP, CommandResult, UsageError, robot_arg, say_for
 
 
-def _scenario_request(path: str, step: int, group):
+def _scenario_request(path: str, step: int, group, robot: str | None = None):
     """The GoalsRequest of plan step ``step`` of the scenario at ``path``: its goals and
     seed, from the scenario's initial state with every earlier step's goals reached."""
+    import mujoco
     import numpy as np
-    from rob_twin.models.loading import joint_qpos_index, keyframe_state
+    from rob_twin.models.loading import HOME_KEY, apply_keyframe, joint_qpos_index
     from rob_twin.planners.goals import JointGoal
     from rob_twin.planners.goals_file import GoalsRequest
     from rob_twin.twin.scenario.run import Scenario
 
-    sc = Scenario.load(path)
+    sc = Scenario.load(path, robot=robot)
     if not sc.plans:
         raise UsageError(f"--scenario {path}: the scenario has no plan steps")
     if not 0 <= step < len(sc.plans):
         raise UsageError(f"--step {step}: valid: 0..{len(sc.plans) - 1} (the scenario's steps)")
-    _, qpos = keyframe_state("home")
+    data = mujoco.MjData(group.model)
+    apply_keyframe(group.model, data, HOME_KEY)
+    qpos = data.qpos.copy()
     for joint, value in sc.initial.items():
         qpos[joint_qpos_index(group.model, joint)] = value
     steps = sorted(sc.plans, key=lambda s: s.t)  # the order the scenario runs them in
@@ -48,8 +51,8 @@ def _scenario_request(path: str, step: int, group):
 
 
 def _cmd_plan(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.models.loading import load_scene
     from rob_twin.models.names import group_arms
+    from rob_twin.models.robot_model import load_robot_model
     from rob_twin.planners.goals_file import read_goals_file
     from rob_twin.planners.group import ArmGroup
     from rob_twin.planners.plan_file import save_plan
@@ -60,12 +63,17 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
     if args.seed is not None and not 0 <= args.seed <= 2**32 - 1:
         raise UsageError(f"--seed {args.seed}: valid: an integer in [0, 4294967295]")
     say = say_for(args)
-    group = ArmGroup(load_scene(), group_arms(), planning_config())
+    robot = args.robot
+    if robot is None and args.scenario is not None:
+        from rob_twin.twin.scenario.run import Scenario
+
+        robot = Scenario.load(args.scenario).robot
+    group = ArmGroup(load_robot_model(robot or "rob"), group_arms(), planning_config())
     if args.goals is not None:
         request = read_goals_file(args.goals, group)
         source = f"goals file {args.goals}"
     else:
-        request = _scenario_request(args.scenario, args.step, group)
+        request = _scenario_request(args.scenario, args.step, group, args.robot)
         source = f"scenario {args.scenario} step {args.step}"
     group.set_qpos(request.start_qpos)
     seed = request.seed if args.seed is None else args.seed
@@ -129,6 +137,12 @@ def register(sub) -> None:
         default=0,
         help="which plan step of --scenario (0 = the first in time); it starts where the "
         "earlier steps' goals leave the arms",
+    )
+    p.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=None,
+        help=f"plan on this robot's model: {ROBOT_HELP} (default: the scenario's robot, or rob)",
     )
     p.add_argument("--out", default="plan.json", help="plan file to write")
     p.add_argument(

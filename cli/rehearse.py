@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rob_twin.cli.common import CALIBRATION_HELP, CommandResult, calibration_arg
-from rob_twin.models.names import ROBOTS
+from rob_twin.cli.common import (
+    CALIBRATION_HELP,
+    ROBOT_HELP,
+    CommandResult,
+    calibration_arg,
+    robot_arg,
+)
 
 
 def _bus_budget(args: argparse.Namespace):
@@ -46,11 +51,21 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
     calibration = calibration_arg(args.calibration)
     check_robot(args.robot, calibration)
-    if args.robot == "openarm":
+    from rob_twin.models.robot_description import robot_family
+
+    family = robot_family(args.robot)
+    if family == "ideal":
+        raise ScenarioError(
+            f"--robot {args.robot}: its drives are 'ideal' (no CAN model): a rehearsal gates "
+            "owners, codecs and drives, which it has none of"
+        )
+    if family == "damiao":
         from rob_twin.twin.rehearsal.damiao import openarm_rehearsal_config
         from rob_twin.twin.sim.damiao_loop import openarm_config
 
-        base = openarm_config(seed=args.seed, swap_wiring=args.swap_wiring, faults=faults)
+        base = openarm_config(
+            robot=args.robot, seed=args.seed, swap_wiring=args.swap_wiring, faults=faults
+        )
         cfg = openarm_rehearsal_config(base)
     else:
         base = dataclasses.replace(
@@ -107,10 +122,11 @@ def register(sub) -> None:
     )
     reh.add_argument(
         "--robot",
-        choices=ROBOTS,
+        type=robot_arg,
         default="rob",
-        help="openarm: the Damiao profile (register agreement, enable sequence, "
-        "gravity compensation, torque limit, CAN timeout, and the shared gates)",
+        help=f"{ROBOT_HELP}; a robot on Damiao drives (openarm) gets the Damiao profile "
+        "(register agreement, enable sequence, gravity compensation, torque limit, CAN "
+        "timeout, and the shared gates)",
     )
     reh.add_argument(
         "--bus",

@@ -9,11 +9,12 @@ from collections.abc import Callable
 from rob_twin.cli.common import (
     CALIBRATION_HELP,
     QUALITY_CHOICES,
+    ROBOT_HELP,
     CommandResult,
     calibration_arg,
+    robot_arg,
     say_for,
 )
-from rob_twin.models.names import ROBOTS
 
 BUS_HELP = (
     "simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
@@ -145,11 +146,7 @@ def run_and_report(
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
     from rob_twin.twin.scenario.run import Scenario
 
-    sc = Scenario.load(args.scenario)
-    if args.robot is not None:
-        import dataclasses
-
-        sc = dataclasses.replace(sc, robot=args.robot)
+    sc = Scenario.load(args.scenario, robot=args.robot)
     if args.check:
         say_for(args)(
             f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
@@ -186,7 +183,9 @@ def register(sub) -> None:
         action="store_true",
         help="print exactly one JSON object (the summary) instead of lines for people",
     )
-    run.add_argument("--robot", choices=ROBOTS, help="override the scenario's 'robot'")
+    run.add_argument(
+        "--robot", type=robot_arg, help=f"override the scenario's 'robot': {ROBOT_HELP}"
+    )
     run.add_argument("--bus", default="1M", help=BUS_HELP)
     run.add_argument("--record-can", metavar="FILE", help=RECORD_CAN_HELP)
     run.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)

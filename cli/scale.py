@@ -52,11 +52,10 @@ def _study_calibration(path: str | None, spec, base):
     if path is None:
         return None
     from rob_twin.experiments.study.spec import model_path
-    from rob_twin.models.loading import load_scene
+    from rob_twin.models.robot_model import load_model_of
     from rob_twin.twin.calibration.calibration_file import load_calibration
 
-    where = model_path(spec, base)
-    return load_calibration(path, load_scene() if where == "rob" else load_scene(where))
+    return load_calibration(path, load_model_of(model_path(spec, base)))
 
 
 def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:

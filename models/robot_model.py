@@ -222,6 +222,16 @@ def load_robot_model(robot: str | RobotDescription = "rob") -> mujoco.MjModel:
     return copy.deepcopy(_compiled(str(desc.path)))
 
 
+def load_model_of(where: str) -> mujoco.MjModel:
+    """A model named the way studies and ``certify --model`` name one: a shipped robot
+    (``rob``, ``openarm``), a robot file (``*.toml``), or a plain MJCF scene path (ROB's names)."""
+    if where in N.ROBOTS or str(where).endswith(".toml"):
+        return load_robot_model(where)
+    from rob_twin.models.loading import load_scene
+
+    return load_scene(where)
+
+
 @lru_cache(maxsize=16)
 def _ranges(robot_key: str, arm: str) -> tuple[tuple[float, float], ...]:
     m = _compiled(robot_key) if robot_key != "rob" else load_robot_model("rob")

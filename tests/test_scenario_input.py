@@ -68,7 +68,7 @@ CASES = [
         "keyframe q outside the joint limits",
         sc(keyframes=[{"t": 0.1, "arm": "left", "q": HOME[:3] + [2.9] + HOME[4:]}]),
         "ScenarioError",
-        "keyframes[0].q[3]: joint j4 = 2.9 rad is outside its limits [0.0, 2.443]",
+        "keyframes[0].q[3]: joint j4 = 2.9 rad is outside the left arm's limits [0.0, 2.443]",
     ),
     Case(
         "keyframe q is a string",
@@ -205,7 +205,7 @@ CASES = [
         "plan goal outside the limits",
         sc(plans=[{"t": 0.1, "goals": {"left": [9.0] * 7}}]),
         "ScenarioError",
-        "plans[0].goals.left[0]: joint j1 = 9.0 rad is outside its limits",
+        "plans[0].goals.left[0]: joint j1 = 9.0 rad is outside the left arm's limits",
     ),
     Case(
         "plan after the end",

@@ -237,7 +237,7 @@ def test_a_plan_goal_outside_the_limits_is_refused_at_load():
     with pytest.raises(
         ScenarioError,
         match=r"plans\[0\]\.goals\.left\[0\]: joint j1 = 9\.0 rad is "
-        r"outside its limits \[-1\.396, 3\.491\] rad",
+        r"outside the left arm's limits \[-1\.396, 3\.491\] rad",
     ):
         Scenario.from_dict(
             {

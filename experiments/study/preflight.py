@@ -118,14 +118,17 @@ def check_size(
 
 def _check_model(ctx: StudyContext, field_value: str) -> None:
     import mujoco
-    from rob_twin.models.loading import SCENE_PATH, apply_keyframe, load_scene
+    from rob_twin.models.loading import apply_keyframe
+    from rob_twin.models.robot_model import load_model_of
 
     try:
-        model = load_scene(SCENE_PATH if ctx.model == "rob" else ctx.model)
+        model = load_model_of(ctx.model)
     except Exception as err:  # noqa: BLE001 - any load failure is a bad model field
         why = " ".join(str(err).split())[:300]
         raise StudySpecError(
-            "model", field_value, f"'rob' or a loadable MJCF scene ({type(err).__name__}: {why})"
+            "model",
+            field_value,
+            f"a shipped robot, a robot file or a loadable MJCF scene ({type(err).__name__}: {why})",
         ) from None
     names = [model.key(i).name for i in range(model.nkey)]
     if ctx.start not in names:

@@ -3,7 +3,7 @@
 Example (TOML)::
 
     name = "margins"
-    model = "rob"              # the built-in scene, or a path to an MJCF scene (ROB's joint names)
+    model = "rob"              # a shipped robot (rob, openarm), a robot .toml, or an MJCF scene
     start = "home"             # keyframe the arms start from
     arms = ["right", "left"]
     margins_m = [0.0, 0.005, 0.01]
@@ -39,7 +39,7 @@ from rob_twin.models.bounded_json import (
     read_bounded_json,
 )
 from rob_twin.models.errors import InvalidValueError
-from rob_twin.models.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.names import JOINTS_PER_ARM, ROBOTS, Arm
 
 ARM_NAMES = tuple(a.value for a in Arm)
 BUILTIN_MODEL = "rob"
@@ -298,14 +298,16 @@ def read_goal_file(spec: StudySpec, base_dir: Path) -> list[dict[str, list[float
 
 
 def model_path(spec: StudySpec, base_dir: Path) -> str:
-    """``"rob"`` for the built-in scene, else the resolved MJCF path (must exist)."""
-    if spec.model == BUILTIN_MODEL:
-        return BUILTIN_MODEL
+    """A shipped robot's name (``rob``: the built-in scene; ``openarm``) as it is, else the
+    resolved path of a robot file or an MJCF scene (must exist)."""
+    if spec.model in ROBOTS:
+        return spec.model
     path = (base_dir / spec.model).resolve()
     if not path.is_file():
         raise StudySpecError(
             "model",
             spec.model,
-            f"{BUILTIN_MODEL!r} or an existing MJCF file (relative to the spec)",
+            f"one of {list(ROBOTS)}, or an existing robot .toml or MJCF file (relative to the "
+            "spec)",
         )
     return str(path)

@@ -16,8 +16,9 @@ import mujoco
 import numpy as np
 from rob_twin.experiments.goal_pairs import goal_pairs
 from rob_twin.experiments.study.tasks import StudyContext, Task
-from rob_twin.models.loading import SCENE_PATH, apply_keyframe, load_scene
+from rob_twin.models.loading import apply_keyframe
 from rob_twin.models.names import arm_joints
+from rob_twin.models.robot_model import load_model_of
 from rob_twin.planners.collision import CollisionConfig
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.search import SearchConfig
@@ -76,7 +77,7 @@ def group_config(ctx: StudyContext, margin_m: float) -> GroupConfig:
 def _model(ctx: StudyContext) -> tuple[mujoco.MjModel, np.ndarray]:
     key = (ctx.model, ctx.start)
     if key not in _MODELS:
-        model = load_scene(SCENE_PATH if ctx.model == "rob" else ctx.model)
+        model = load_model_of(ctx.model)
         data = mujoco.MjData(model)
         apply_keyframe(model, data, ctx.start)
         _MODELS[key] = (model, data.qpos.copy())

@@ -130,13 +130,16 @@ class Scenario:
         )
 
     @classmethod
-    def load(cls, path: Path | str) -> Scenario:
+    def load(cls, path: Path | str, robot: str | None = None) -> Scenario:
         """Read and validate a scenario file (UTF-8 JSON). A file without a ``name`` is
-        named after itself (its stem, when that is a valid folder name)."""
+        named after itself (its stem, when that is a valid folder name). ``robot`` overrides
+        the file's ``robot`` before validation (poses are checked against that robot)."""
         raw = read_scenario_json(path)
         p = Path(path)
         if isinstance(raw, dict) and "name" not in raw and _plain_name(p.stem):
             raw = {**raw, "name": p.stem}
+        if robot is not None and isinstance(raw, dict):
+            raw = {**raw, "robot": robot}
         return cls.from_dict(raw, source=f"scenario file {str(path)!r}")
 
 

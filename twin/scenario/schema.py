@@ -720,6 +720,21 @@ def validate_faults(raw: Any, source: str = "fault list") -> list:
 def json_schema() -> dict:
     """The JSON Schema of scenario files (draft 2020-12), generated from ``ScenarioFile``."""
     schema = ScenarioFile.model_json_schema(by_alias=True)
+    rob_pose = {
+        "prefixItems": [
+            {"type": "number", "minimum": j.lower, "maximum": j.upper, "title": f"j{k}"}
+            for k, j in enumerate(D.ARM_JOINTS, start=1)
+        ]
+    }
+    # ROB's joint limits where the scenario is ROB's (no robot, or "rob"); another robot's
+    # limits come from its model, which a JSON Schema cannot load: the validator checks those
+    schema["if"] = {"properties": {"robot": {"const": "rob"}}}
+    schema["then"] = {
+        "properties": {
+            "keyframes": {"items": {"properties": {"q": rob_pose}}},
+            "plans": {"items": {"properties": {"goals": {"additionalProperties": rob_pose}}}},
+        }
+    }
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rob_twin.cli.common import CALIBRATION_HELP, QUALITY_CHOICES, UsageError, calibration_arg
+from rob_twin.cli.common import (
+    CALIBRATION_HELP,
+    QUALITY_CHOICES,
+    ROBOT_HELP,
+    UsageError,
+    calibration_arg,
+    robot_arg,
+)
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -53,6 +60,7 @@ def _run_view(scenario: str | None, args: argparse.Namespace, presses: list) -> 
                     quality=args.quality,
                     max_sim_s=args.sim_seconds,
                     calibration=calibration_arg(args.calibration),
+                    robot=args.robot,
                 )
         except NoDisplayError as err:
             print(f"rob-twin view: {err}", file=sys.stderr)
@@ -118,6 +126,13 @@ def register(sub) -> None:
         help="render quality (default: the scenario's; auto: fast on a software GL renderer)",
     )
     view.add_argument("--screenshot", help="PNG of the display taken just before closing")
+    view.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=None,
+        help=f"override the scenario's robot: {ROBOT_HELP} (default: the scenario's; the "
+        "demo: rob)",
+    )
     view.add_argument(
         "--report", help="write what the session did (owner modes, bus frames) as JSON"
     )

@@ -151,6 +151,7 @@ def view(
     quality: str | None = None,
     max_sim_s: float | None = None,
     calibration=None,
+    robot: str | None = None,
 ) -> int:
     """The scenario runs as headless (initial state, faults, keyframe targets streamed to
     the owners over simulated CAN, plans), paced against the wall clock
@@ -178,7 +179,8 @@ def view(
     from rob_twin.twin.viewer.keys import ViewerControls
     from rob_twin.twin.viewer.status import StatusBoard
 
-    sc = Scenario.load(scenario_path) if scenario_path else demo_scenario()
+    # robot: overrides the scenario's (None: the scenario's; the demo: ROB)
+    sc = Scenario.load(scenario_path, robot) if scenario_path else demo_scenario(robot or "rob")
     outcome = ViewOutcome()
     script = sorted(presses or [])
     with scenario_loop(sc, calibration=calibration) as loop:

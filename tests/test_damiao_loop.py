@@ -208,3 +208,22 @@ def test_bad_damiao_options_are_a_typed_error():
 
     with pytest.raises(RobTwinError, match="DamiaoOptions"):
         make_closed_loop(openarm_config(damiao="fast"))
+
+
+def test_openarm_brings_up_and_streams_on_a_timed_1m_bus():
+    # before: bring-up sent 56 register frames at once into the host's 10-frame queue
+    # (drive_error), then every drive's replies shared one 3-frame bank queue, so 4 of 7
+    # replies per sample were refused and the owners latched stale_feedback
+    from rob_twin.twin.bus.timing import parse_bus_spec
+
+    with make_closed_loop(openarm_config(bus_timing=parse_bus_spec("1M"))) as lp:
+        assert all(r.passed for r in lp.bring_up.values()), {
+            a.value: r.reason for a, r in lp.bring_up.items()
+        }
+        lp.run_for(0.3)
+        assert all(lp.drivers[a].owner.fault is None for a in Arm)
+        report = lp.bus_timing.report()
+        assert all(b["queue_refusals"].get("bank", 0) == 0 for b in report.values()), report
+        assert all(
+            max(lp.drivers[a].transport.feedback_ages()) < 0.01 for a in Arm
+        )  # every drive answers each sample

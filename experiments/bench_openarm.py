@@ -24,7 +24,7 @@ import numpy as np
 from rob_twin.experiments.registry import benchmark
 from rob_twin.models.loading import HOME_KEY, apply_keyframe
 from rob_twin.models.names import Arm, arm_joint, arm_joints, tcp_site
-from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
+from rob_twin.models.robot_model import arm_joint_ranges, load_published_openarm, load_robot_model
 
 ROBOT = "openarm"
 FK_POSES = 1000
@@ -41,14 +41,8 @@ STUDY_PAIRS = 30
 HARD_PER_KIND = 5
 
 
-def _published_model() -> mujoco.MjModel:
-    import openarm_mujoco.v2 as v2
-
-    return mujoco.MjModel.from_xml_path(v2.openarm_pedestal_xml())
-
-
 def fk_agreement(n: int = FK_POSES, seed: int = 0) -> dict:
-    ours, raw = load_robot_model(ROBOT), _published_model()
+    ours, raw = load_robot_model(ROBOT), load_published_openarm()
     d_ours, d_raw = mujoco.MjData(ours), mujoco.MjData(raw)
     rng = np.random.default_rng(seed)
     worst = 0.0

@@ -20,6 +20,7 @@ generated scene unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sys
 import warnings
@@ -182,10 +183,12 @@ def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
 EMPTY_PREFIX_NOTE = "Attaching a spec with an empty prefix"
 
 
-def _parse_quietly(path) -> mujoco.MjSpec:
-    """``MjSpec.from_file`` without MuJoCo's note that an empty-prefix attach (OpenArm's
-    pedestal scene) may not save back to XML (the twin never saves these models); every other
-    warning is printed as MuJoCo would."""
+@contextlib.contextmanager
+def without_empty_prefix_note():
+    """MuJoCo's parser without its note that an empty-prefix attach (OpenArm's pedestal scene)
+    may not save back to XML (the twin never saves these models), which it would also append
+    to ``MUJOCO_LOG.TXT`` in the working folder; every other warning is printed as MuJoCo
+    would."""
     previous = mujoco.get_mju_user_warning()
 
     def warn(text: str) -> None:
@@ -194,9 +197,23 @@ def _parse_quietly(path) -> mujoco.MjSpec:
 
     mujoco.set_mju_user_warning(warn)
     try:
-        return mujoco.MjSpec.from_file(str(path))
+        yield
     finally:
         mujoco.set_mju_user_warning(previous)
+
+
+def _parse_quietly(path) -> mujoco.MjSpec:
+    with without_empty_prefix_note():
+        return mujoco.MjSpec.from_file(str(path))
+
+
+def load_published_openarm() -> mujoco.MjModel:
+    """``openarm-mujoco``'s own pedestal scene, unchanged (what the twin's OpenArm is
+    compared with)."""
+    import openarm_mujoco.v2 as v2
+
+    with without_empty_prefix_note():
+        return mujoco.MjModel.from_xml_path(v2.openarm_pedestal_xml())
 
 
 def compile_quietly(spec: mujoco.MjSpec) -> mujoco.MjModel:

@@ -72,6 +72,14 @@ def test_demo_writes_its_video_summary_and_plot(tmp_path):
     assert summary["hardware_io"] is False
 
 
+def test_demo_on_openarm_v2_passes_on_the_default_bus(tmp_path):
+    done = journey("demo", "--robot", "openarm", "--no-video", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    summary = json.loads((tmp_path / "out" / "demo_openarm" / "summary.json").read_text())
+    assert summary["passed"] and summary["hardware_io"] is False
+    assert all(v["owner_fault"] is None for v in summary["pipeline"].values())
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
 def test_each_shipped_scenario_runs_on_the_default_bus(scenario, tmp_path):
     done = journey("run", str(scenario), "--out", "out", cwd=tmp_path)

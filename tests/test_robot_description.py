@@ -15,7 +15,11 @@ from rob_twin.models.robot_description import (
     load_robot_file,
     resolve_robot,
 )
-from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
+from rob_twin.models.robot_model import (
+    arm_joint_ranges,
+    load_published_openarm,
+    load_robot_model,
+)
 
 OPENARM_TOML = resolve_robot("openarm").path
 
@@ -54,9 +58,7 @@ def test_unknown_robot_names_the_shipped_ones_and_garbage_is_refused(tmp_path):
 
 def test_openarm_is_the_published_v2_model_renamed_with_torque_motors():
     m = load_robot_model("openarm")
-    import openarm_mujoco.v2 as v2
-
-    raw = mujoco.MjModel.from_xml_path(v2.openarm_pedestal_xml())
+    raw = load_published_openarm()
     assert m.nbody == raw.nbody and m.nq == raw.nq
     assert np.allclose(sorted(m.body_mass), sorted(raw.body_mass))
     assert m.body("right/link2").mass[0] == pytest.approx(0.277509)  # v2's, not assumed
@@ -74,10 +76,8 @@ def test_openarm_is_the_published_v2_model_renamed_with_torque_motors():
 
 
 def test_openarm_fk_equals_the_published_model_at_random_poses():
-    import openarm_mujoco.v2 as v2
-
     ours = load_robot_model("openarm")
-    raw = mujoco.MjModel.from_xml_path(v2.openarm_pedestal_xml())
+    raw = load_published_openarm()
     d_ours, d_raw = mujoco.MjData(ours), mujoco.MjData(raw)
     rng = np.random.default_rng(0)
     worst = 0.0

@@ -7,10 +7,14 @@ export MUJOCO_GL ?= egl
 
 .PHONY: setup demo test stress fuzz bench lint clean chromium xvfb
 
+# gym-aloha is test data: ALOHA's bimanual ViperX MJCF for tests/test_third_robot.py. Installed
+# with --no-deps because it pins mujoco < 3.9 (and pulls gymnasium); the test reads only its
+# assets folder and never imports the package.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-deps gym-aloha==0.1.5
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -31,6 +31,8 @@ from rob_twin.models.damiao_motors import MOTORS
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import JOINTS_PER_ARM, ROBOTS, Arm
 
+MIN_IDEAL_JOINTS = 6  # an ``ideal`` (no CAN model) arm may have 6 or 7 joints
+
 MODELS_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = MODELS_DIR / "robot.schema.json"
 SHIPPED: dict[str, Path] = {name: MODELS_DIR / name / "robot.toml" for name in ROBOTS}
@@ -57,20 +59,22 @@ class CanWiring(BaseModel):
 
 
 class ArmDescription(BaseModel):
-    """One arm: seven joints base to tip, their actuators, the tool centre point, home."""
+    """One arm: its joints base to tip (seven; six or seven for drive family ``ideal``), their
+    actuators, the tool centre point, home."""
 
     model_config = _strict()
     joints: list[str] = Field(
-        min_length=JOINTS_PER_ARM,
+        min_length=MIN_IDEAL_JOINTS,
         max_length=JOINTS_PER_ARM,
-        description="the MJCF's seven joint names, base to tip",
+        description="the MJCF's joint names, base to tip: seven (amber, damiao) or six or "
+        "seven (ideal)",
     )
     actuators: list[str] | None = Field(
         default=None,
-        min_length=JOINTS_PER_ARM,
+        min_length=MIN_IDEAL_JOINTS,
         max_length=JOINTS_PER_ARM,
         description="the MJCF's actuator per joint (replaced by the drive family's); "
-        "omitted: one is added per joint",
+        "omitted: the MJCF's one actuator of each joint, or one is added per joint",
     )
     tcp_site: str | None = Field(
         default=None, description="the MJCF's tool centre point site (omitted: tcp_body)"
@@ -82,7 +86,9 @@ class ArmDescription(BaseModel):
         default=[0.0, 0.0, 0.0], min_length=3, max_length=3, description="[m] in tcp_body"
     )
     home_rad: list[float] = Field(
-        min_length=JOINTS_PER_ARM, max_length=JOINTS_PER_ARM, description="home pose [rad]"
+        min_length=MIN_IDEAL_JOINTS,
+        max_length=JOINTS_PER_ARM,
+        description="home pose [rad], one per joint",
     )
     gripper_actuator: str | None = Field(default=None, description="the MJCF's gripper actuator")
     camera: str | None = Field(default=None, description="the MJCF's wrist camera")
@@ -217,6 +223,23 @@ def _toml(path: Path) -> dict:
         raise RobotFileError("robot file", str(path), f"valid UTF-8 TOML ({err})") from None
 
 
+def _check_joint_counts(family: str, side: str, arm: ArmDescription) -> None:
+    """Seven joints on CAN drive families, six or seven on ``ideal``; one actuator and one
+    home angle per joint."""
+    n = len(arm.joints)
+    if family != "ideal" and n != JOINTS_PER_ARM:
+        raise RobotFileError(
+            f"arms.{side}.joints",
+            n,
+            f"{JOINTS_PER_ARM} joints for drive family {family!r} "
+            f"({MIN_IDEAL_JOINTS} or {JOINTS_PER_ARM} only for 'ideal')",
+        )
+    for field in ("actuators", "home_rad"):
+        values = getattr(arm, field)
+        if values is not None and len(values) != n:
+            raise RobotFileError(f"arms.{side}.{field}", len(values), f"{n} (one per joint)")
+
+
 def load_robot_file(path: Path | str) -> RobotDescription:
     """Read and validate a robot file; RobotFileError names the first bad field."""
     path = Path(path)
@@ -230,6 +253,7 @@ def load_robot_file(path: Path | str) -> RobotDescription:
     if robot.drives.family == "damiao" and robot.drives.motors is None:
         raise RobotFileError("drives.motors", None, "seven motor types for family 'damiao'")
     for side, arm in robot.arms.items():
+        _check_joint_counts(robot.drives.family, side, arm)
         if (arm.tcp_site is None) == (arm.tcp_body is None):
             raise RobotFileError(
                 f"arms.{side}.tcp_site/tcp_body", [arm.tcp_site, arm.tcp_body], "exactly one"

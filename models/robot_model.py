@@ -10,7 +10,13 @@ family needs:
 * ``amber``: the MJCF's position servos stay as they are (ROB's generated model);
 * ``damiao``: torque motors limited to each motor's physical peak (``ctrl`` = joint torque
   [Nm]; the impedance law runs in the simulated drive, as on the real motors);
-* ``ideal``: position servos with the file's ``kp`` / ``kv`` (robots without a CAN model).
+* ``ideal``: position servos with the file's ``kp`` / ``kv`` (robots without a CAN model);
+  a joint's own MJCF actuator is adopted when the file names none, and an explicit-Euler
+  MJCF is integrated with ``implicitfast`` (the servos' damping implicit, stable on light
+  wrists).
+
+Arms have seven joints (``j1`` .. ``j7``); an ``ideal`` robot's may have six (``j1`` ..
+``j6``).
 
 A ``home`` keyframe is (re)written from the file's home poses (every other joint at its
 ``qpos0``), and a floor, a light and an ``overview`` camera are added where the file asks
@@ -76,9 +82,31 @@ def _rename(spec: mujoco.MjSpec, element, new: str) -> None:
         _retarget(spec, old, new)
 
 
+def _adopt_actuators(spec: mujoco.MjSpec, arm: Arm, n: int) -> None:
+    """No ``actuators`` in the file: each joint's one MJCF actuator (named or not) becomes the
+    canonical one; a joint without any gets a new one; two or more is a RobotFileError."""
+    for j in range(1, n + 1):
+        joint = N.arm_joint(arm, j)
+        acts = [a for a in spec.actuators if a.target == joint]
+        if len(acts) > 1:
+            raise RobotFileError(
+                f"arms.{arm.value}.actuators",
+                None,
+                f"the actuator of each joint named (joint {joint} has {len(acts)})",
+            )
+        if acts:
+            _rename(spec, acts[0], N.arm_actuator(arm, j))
+        else:
+            act = spec.add_actuator(name=N.arm_actuator(arm, j), target=joint)
+            act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+
+
 def _rename_arm(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
     a = desc.arm(arm)
     side = arm.value
+    tcp_body = None
+    if a.tcp_site is None:  # found by its MJCF name, before the joints' bodies are renamed
+        tcp_body = _find(spec, "body", a.tcp_body, f"arms.{side}.tcp_body")
     for j, name in enumerate(a.joints, start=1):
         joint = _find(spec, "joint", name, f"arms.{side}.joints[{j - 1}]")
         body = joint.parent
@@ -95,14 +123,11 @@ def _rename_arm(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
                 )
             _rename(spec, act, N.arm_actuator(arm, j))
     else:
-        for j in range(1, 8):
-            act = spec.add_actuator(name=N.arm_actuator(arm, j), target=N.arm_joint(arm, j))
-            act.trntype = mujoco.mjtTrn.mjTRN_JOINT
-    if a.tcp_site is not None:
+        _adopt_actuators(spec, arm, len(a.joints))
+    if tcp_body is None:
         _rename(spec, _find(spec, "site", a.tcp_site, f"arms.{side}.tcp_site"), N.tcp_site(arm))
     else:
-        body = _find(spec, "body", a.tcp_body, f"arms.{side}.tcp_body")
-        body.add_site(name=N.tcp_site(arm), pos=a.tcp_offset_m, size=[0.01, 0, 0])
+        tcp_body.add_site(name=N.tcp_site(arm), pos=a.tcp_offset_m, size=[0.01, 0, 0])
     if a.gripper_actuator is not None:
         act = _find(spec, "actuator", a.gripper_actuator, f"arms.{side}.gripper_actuator")
         _rename(spec, act, N.gripper_actuator(arm))
@@ -112,7 +137,7 @@ def _rename_arm(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
 
 def _drive_actuators(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
     drives = desc.file.drives
-    for j in range(1, 8):
+    for j in range(1, len(desc.arm(arm).joints) + 1):
         act = spec.actuator(N.arm_actuator(arm, j))
         joint = spec.joint(N.arm_joint(arm, j))
         if drives.family == "damiao":
@@ -148,10 +173,38 @@ def _scene(spec: mujoco.MjSpec, desc: RobotDescription) -> None:
         world.add_camera(name=N.OVERVIEW_CAMERA, pos=pos.tolist(), quat=quat.tolist())
 
 
-def _home_key(spec: mujoco.MjSpec, model: mujoco.MjModel, desc: RobotDescription) -> None:
-    """Write keyframe ``home``: qpos0 with both arms at the file's home, the servos there."""
+def _joint_home(model: mujoco.MjModel) -> np.ndarray:
+    """qpos0 with every limited hinge or slide joint clipped into its range (ALOHA's fingers
+    have qpos0 = 0 outside their range: there they overlap)."""
     qpos = model.qpos0.copy()
+    one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    for j in range(model.njnt):
+        if model.jnt_limited[j] and int(model.jnt_type[j]) in one_dof:
+            a = model.jnt_qposadr[j]
+            qpos[a] = np.clip(qpos[a], *model.jnt_range[j])
+    return qpos
+
+
+def _hold_servo_targets(model: mujoco.MjModel, qpos: np.ndarray, ctrl: np.ndarray) -> None:
+    """ctrl of every joint position servo (kp > 0, bias -kp) := its joint's ``qpos``."""
+    for i in range(model.nu):
+        kp = model.actuator_gainprm[i, 0]
+        if (
+            int(model.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+            and int(model.actuator_biastype[i]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+            and kp > 0
+            and model.actuator_biasprm[i, 1] == -kp
+        ):
+            ctrl[i] = qpos[model.jnt_qposadr[model.actuator_trnid[i, 0]]]
+
+
+def _home_key(spec: mujoco.MjSpec, model: mujoco.MjModel, desc: RobotDescription) -> None:
+    """Write keyframe ``home``: qpos0 (clipped into joint ranges) with both arms at the file's
+    home, the servos there (``ideal``: every joint position servo holds its joint)."""
+    qpos = _joint_home(model)
     ctrl = np.zeros(model.nu)
+    if desc.family == "ideal":
+        _hold_servo_targets(model, qpos, ctrl)
     for arm in Arm:
         for j, q in enumerate(desc.arm(arm).home_rad, start=1):
             qpos[model.jnt_qposadr[model.joint(N.arm_joint(arm, j)).id]] = q
@@ -173,6 +226,10 @@ def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
     for arm in Arm:
         _rename_arm(spec, desc, arm)
         _drive_actuators(spec, desc, arm)
+    if desc.family == "ideal" and spec.option.integrator == mujoco.mjtIntegrator.mjINT_EULER:
+        # the servos' damping kv integrated implicitly: explicit Euler diverges at kv / I * dt
+        # > 2 (ALOHA's wrist, I = 7e-4 kg m^2, at dt = 2 ms: kv > 0.7 Nm s/rad)
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     _scene(spec, desc)
     for a, b in desc.file.collision.exclude_bodies:
         spec.add_exclude(bodyname1=a, bodyname2=b)
@@ -252,13 +309,12 @@ def load_model_of(where: str) -> mujoco.MjModel:
 @lru_cache(maxsize=16)
 def _ranges(robot_key: str, arm: str) -> tuple[tuple[float, float], ...]:
     m = _compiled(robot_key) if robot_key != "rob" else load_robot_model("rob")
-    return tuple(
-        (float(lo), float(hi)) for lo, hi in (m.jnt_range[m.joint(n).id] for n in N.arm_joints(arm))
-    )
+    ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in N.arm_joints(arm)]
+    return tuple((float(lo), float(hi)) for lo, hi in (m.jnt_range[i] for i in ids if i >= 0))
 
 
 def arm_joint_ranges(robot: str | RobotDescription, arm: Arm | str) -> list[tuple[float, float]]:
-    """``arm``'s seven joint ranges [rad] in ``robot``'s model."""
+    """``arm``'s joint ranges [rad] in ``robot``'s model (seven; six on a six-joint arm)."""
     desc = resolve_robot(robot)
     key = "rob" if desc.path == resolve_robot("rob").path else str(desc.path)
     return list(_ranges(key, Arm.parse(arm).value))

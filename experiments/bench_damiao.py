@@ -35,8 +35,9 @@ from rob_twin.models.names import Arm
 from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
 from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.rehearsal import wave_source
+from rob_twin.twin.rehearsal.gates import _owner_bounds, robot_home
 from rob_twin.twin.render.figures import save_png
-from rob_twin.twin.scenario.run import Scenario, run_scenario
+from rob_twin.twin.scenario.run import demo_scenario, run_scenario
 from rob_twin.twin.sim.damiao_loop import DamiaoOptions, openarm_config
 from rob_twin.twin.sim.loops import make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
@@ -45,7 +46,6 @@ SAMPLES = 5000
 HOLD_S = 1.0
 ROUNDS = 3
 LOOP_S = 2.0
-WAVE = Path(__file__).parent / "scenarios" / "wave.json"
 HOME = np.array(D.HOME_ARM_POSE)
 POSES = {
     "home": HOME,
@@ -179,7 +179,7 @@ def _plot(traces: dict, path: Path) -> Path:
 
 
 def _tracking(robot: str) -> dict:
-    sc = dataclasses.replace(Scenario.load(WAVE), robot=robot)
+    sc = dataclasses.replace(demo_scenario(robot), cameras=[])
     res = run_scenario(sc, record=False, progress=False)
     err = np.abs(res.commanded["right"] - res.measured["right"])
     return {
@@ -193,7 +193,8 @@ def _tracking(robot: str) -> dict:
 
 def tracking() -> dict:
     return {
-        "scenario": "wave (right arm, 5 s)",
+        "scenario": "each robot's demo (both arms reach and wave from its home, 6.5 s; right "
+        "arm reported)",
         "amber_position_drives_rob": _tracking("rob"),
         "damiao_mit_drives_openarm": _tracking("openarm"),
     }
@@ -202,7 +203,7 @@ def tracking() -> dict:
 def _loop_rtf() -> tuple[float, float]:
     with make_closed_loop(openarm_config()) as lp:
         for k, arm in enumerate(Arm):
-            lp.stream_targets(arm, wave_source(k), 60.0)
+            lp.stream_targets(arm, wave_source(k, robot_home(lp, arm), *_owner_bounds(lp, arm)), 60)
         lp.run_for(0.2)
         c0 = time.thread_time()
         lp.run_for(LOOP_S)

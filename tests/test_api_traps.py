@@ -104,10 +104,12 @@ def test_closed_loop_refuses_an_openarm_config_and_the_factory_builds_it():
     from rob_twin.twin.sim.damiao_loop import openarm_config
     from rob_twin.twin.sim.loops import LOOPS
 
-    with pytest.raises(TwinInputError, match=r"'rob' for ClosedLoop.*make_closed_loop\(config\)"):
+    with pytest.raises(
+        TwinInputError, match=r"family 'amber' for ClosedLoop.*make_closed_loop\(config\)"
+    ):
         ClosedLoop(openarm_config())
     assert make_closed_loop.__module__ == "rob_twin.twin.sim.loops"
-    assert all(cls.robot == robot for robot, cls in LOOPS.items())
+    assert all(cls.family == family for family, cls in LOOPS.items())
 
 
 def test_the_twin_exports_run_plan():

@@ -80,12 +80,14 @@ def test_refusals_exit_2_with_one_line(cal_file, tmp_path, capsys):
     other = json.loads(cal_file.read_text()) | {"model_hash": "0" * 16}
     (tmp_path / "other.json").write_text(json.dumps(other))
     cal, wave = ["--calibration", str(cal_file)], str(WAVE)
+    still = tmp_path / "still.json"  # valid on OpenArm v2 (the wave's poses are ROB's)
+    still.write_text(json.dumps({"duration": 0.2, "robot": "openarm"}))
     cases = {
         "another model": (
             ["run", wave, "--calibration", str(tmp_path / "other.json")],
             "model_hash",
         ),
-        "openarm": (["run", wave, "--robot", "openarm", *cal], "openarm"),
+        "openarm": (["run", str(still), *cal], "openarm"),
         "openarm demo": (["demo", "--robot", "openarm", *cal], "openarm"),
         "rehearse openarm": (["rehearse", "--robot", "openarm", *cal], "openarm"),
         "missing": (["rehearse", "--calibration", str(tmp_path / "nope.json")], "nope.json"),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from rob_twin.models.loading import load_scene
 from rob_twin.models.names import Arm, UnknownNameError
+from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.rehearsal.gates import GATES, RehearsalConfig
 from rob_twin.twin.rehearsal.held_gate import HeldGateConfig, gate_held_object
@@ -103,3 +104,18 @@ def test_a_grasp_that_slips_fails_the_gate():
     res = gate_held_object(RehearsalConfig(), weak)
     assert not res.passed and "grasp slips" in res.detail
     assert res.figures["slips"]["right"]["slipped"] and res.figures["slips"]["left"]["slipped"]
+
+
+def test_openarm_enables_its_drives_through_a_timed_can_fd_bus():
+    # bring-up used to exchange its register frames without letting simulated time pass, so
+    # with bus timing on no reply ever arrived and both owners latched drive_error. Its burst
+    # (7 register reads per drive, 49 frames) needs queues deeper than the defaults (10 host,
+    # 3 per drive; 16 per drive still loses one): with those it fails by lost replies (reported,
+    # not fixed here)
+    bus = BusTimingConfig(
+        frame_format="fd", data_bitrate_bps=5e6, host_queue_frames=64, drive_queue_frames=32
+    )
+    with DamiaoClosedLoop(openarm_config(bus_timing=bus)) as loop:
+        assert all(loop.bring_up[a].passed for a in Arm), loop.bring_up
+        loop.run_for(0.1)
+        assert [d.owner.fault for d in loop.drivers.values()] == [None, None]

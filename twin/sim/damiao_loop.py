@@ -149,5 +149,12 @@ class DamiaoClosedLoop(ClosedLoop):
             self.bring_up[arm] = drv.bring_up(self._settle)
 
     def _settle(self) -> None:
-        """Let the drives answer (no simulated time passes: a lockstep exchange)."""
-        self.bank.service(self.twin.time, 0.0)
+        """Let the drives answer: without bus timing a lockstep exchange (no simulated time
+        passes); with it, 2 ms of simulated time (a robot host waits ~2 ms), so the frames
+        travel the timed bus and the replies come back."""
+        if self.bus_timing is None:
+            self.bank.service(self.twin.time, 0.0)
+            return
+        for _ in range(max(1, round(0.002 / self.twin.scheduler.dt))):
+            self.twin.step(1)
+            self._service_bus(self.twin.time)

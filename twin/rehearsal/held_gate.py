@@ -19,10 +19,8 @@ from rob_twin.models.names import Arm
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.rehearsal.gates import GateResult, RehearsalConfig
 from rob_twin.twin.sim.held_carry import carry_duration, carry_plan, dispatch_carry
-from rob_twin.twin.sim.held_object import HeldBoxConfig, HeldObject, held_scene
+from rob_twin.twin.sim.held_object import HeldBoxConfig, held_closed_loop
 from rob_twin.twin.sim.held_record import HeldObjectLimits, HeldRecorder
-from rob_twin.twin.sim.loops import make_closed_loop
-from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 
 @dataclass(frozen=True)
@@ -51,10 +49,8 @@ def default_config() -> HeldGateConfig:
 def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
     """Run the carry of ``held`` on ``cfg.base``'s robot; the recorder's summary plus the
     owners' faults and the carry's duration."""
-    base = cfg.base
-    twin = Twin(TwinConfig(seed=base.seed), model=held_scene(base.robot, held.box))
-    with make_closed_loop(base, twin=twin) as loop:
-        obj = HeldObject(twin.model, twin.data, held.box, getattr(loop, "gravity", None))
+    loop, obj = held_closed_loop(cfg.base, held.box)
+    with loop:
         rec = HeldRecorder(loop, obj)
         loop.run_for(held.settle_s)
         obj.grasp()

@@ -316,3 +316,16 @@ def _rows_of_jacobian(model: mujoco.MjModel, data: mujoco.MjData, rows: np.ndarr
         adr, nnz = data.efc_J_rowadr[r], data.efc_J_rownnz[r]
         out[i, data.efc_J_colind[adr : adr + nnz]] = data.efc_J[adr : adr + nnz]
     return out
+
+
+def held_closed_loop(config, box: HeldBoxConfig | None = None) -> tuple:
+    """``(loop, held)``: the closed loop of ``config`` (a ``ClosedLoopConfig``; its robot) on
+    that robot's scene with the held box, and the box's ``HeldObject`` (wired to the loop's
+    gravity models where it has them). The caller closes the loop."""
+    from rob_twin.twin.sim.loops import make_closed_loop
+    from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+    box = box or default_config()
+    twin = Twin(TwinConfig(seed=config.seed), model=held_scene(config.robot, box))
+    loop = make_closed_loop(config, twin=twin)
+    return loop, HeldObject(twin.model, twin.data, box, getattr(loop, "gravity", None))

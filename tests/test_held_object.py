@@ -12,6 +12,9 @@ from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.rehearsal.gates import GATES, RehearsalConfig
 from rob_twin.twin.rehearsal.held_gate import HeldGateConfig, gate_held_object
+from rob_twin.twin.scenario.run import Scenario, run_scenario
+from rob_twin.twin.scenario.schema import ScenarioError
+from rob_twin.twin.scenario.verdict import unexpected
 from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop, openarm_config
 from rob_twin.twin.sim.held_object import HeldBoxConfig, HeldObject, held_scene
 from rob_twin.twin.sim.held_record import HeldObjectLimits
@@ -119,3 +122,25 @@ def test_openarm_enables_its_drives_through_a_timed_can_fd_bus():
         assert all(loop.bring_up[a].passed for a in Arm), loop.bring_up
         loop.run_for(0.1)
         assert [d.owner.fault for d in loop.drivers.values()] == [None, None]
+
+
+def test_scenario_grasps_need_a_held_object():
+    with pytest.raises(ScenarioError, match="grasps: grasps and carries need a held_object"):
+        Scenario.from_dict({"duration": 1.0, "grasps": [{"t": 0.1, "action": "grasp"}]})
+
+
+def test_a_skewed_carry_in_a_scenario_fails_its_run_on_the_held_object_verdict(tmp_path):
+    sc = Scenario.from_dict(
+        {
+            "name": "skewed_carry",
+            "duration": 2.6,
+            "held_object": {"max_internal_force": 8.0},
+            "grasps": [{"t": 0.2, "action": "grasp"}],
+            "carries": [{"t": 0.4, "translate": [0.05, 0.0, 0.10], "skew_ms": 47.0}],
+        }
+    )
+    result = run_scenario(sc, tmp_path, record=False, progress=False)
+    problems = unexpected(result, sc.expect)
+    assert any(p.startswith("held_object: internal force") for p in problems), problems
+    assert result.held["steps"][1]["skew_ms"] == 47.0 and result.held["held_s"] > 2.0
+    assert (tmp_path / "held_object.png").exists()

@@ -11,8 +11,9 @@ the owners' commanded positions.
 ``dispatch_carry(loop, plan, start_s, skew_s)`` streams each arm's planned (p, v, a) to its
 owner at every owner tick, the arm's clock offset by ``skew_s[arm]``: skew 0 is what the
 synchronized executor's one shared start stamp gives; a skew is what independent dispatch of
-the two arms' commands gives when one arrives that much later (middleware, host load). Past
-the plan's end each arm holds its last sample.
+the two arms' commands gives when one arrives that much later (middleware, host load). Once an
+arm's last sample is sent the task leaves that arm alone (its owner holds that target), so a
+later carry can take over.
 
 Units: metres, seconds, radians.
 """
@@ -87,13 +88,16 @@ def dispatch_carry(
         if not (math.isfinite(s) and 0.0 <= s <= 1.0):
             raise TwinInputError(f"skew_s[{arm.value!r}]", s, "in [0, 1] s")
     name = f"carry/{len(loop.twin.scheduler.tasks)}"
+    end = {arm: start_s + skew[arm] + carry_duration(plan) for arm in Arm}
+    sent_last = {arm: False for arm in Arm}
 
     def task(now: float) -> None:
         for arm in Arm:
-            if now + 1e-9 < start_s + skew[arm]:
-                continue
-            p, v, a = sample(plan, arm, now - start_s - skew[arm])
+            if now + 1e-9 < start_s + skew[arm] or sent_last[arm]:
+                continue  # not yet, or done: the owner holds its last target, a later carry
+            p, v, a = sample(plan, arm, now - start_s - skew[arm])  # may command the arm
             loop.command(arm, p, v, a)
+            sent_last[arm] = now >= end[arm]
 
     loop.twin.scheduler.add(name, loop.config.owner_rate_hz, task)
     return name

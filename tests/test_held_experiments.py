@@ -46,7 +46,7 @@ def test_a_47_ms_skew_loads_the_box_far_more_than_a_shared_start():
     assert r["hardware_io"] is False
     sync, late = r["rows"]
     assert sync["gate_passed"] and not late["gate_passed"]
-    assert late["peak_internal_n"] > 3 * sync["peak_internal_n"]
+    assert late["carry_peak_internal_n"] > 3 * sync["carry_peak_internal_n"]
 
 
 def test_middleware_settings_and_bad_input():

@@ -48,7 +48,8 @@ def default_config() -> HeldGateConfig:
 
 def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
     """Run the carry of ``held`` on ``cfg.base``'s robot; the recorder's summary plus the
-    owners' faults and the carry's duration."""
+    owners' faults, the carry's duration and the peak internal force and squeeze from the
+    carry's start on (the summary's own peaks include the grasp)."""
     loop, obj = held_closed_loop(cfg.base, held.box)
     with loop:
         rec = HeldRecorder(loop, obj)
@@ -56,9 +57,16 @@ def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
         obj.grasp()
         loop.run_for(held.settle_s)
         plan = carry_plan(loop, held.translation_m)
-        dispatch_carry(loop, plan, loop.time, {Arm.LEFT: held.skew_s})
+        start = loop.time
+        dispatch_carry(loop, plan, start, {Arm.LEFT: held.skew_s})
         loop.run_for(carry_duration(plan) + held.skew_s + held.settle_s)
         summary = rec.summary(held.limits)
+        a = rec.arrays()
+        during = a["t"] >= start
+        summary["carry_peak_internal_force_n"] = float(a["internal_norm"][during].max())
+        summary["carry_peak_squeeze_n"] = float(
+            a["squeeze"][during][abs(a["squeeze"][during]).argmax()]
+        )
         faults = {a.value: d.owner.fault.value for a, d in loop.drivers.items() if d.owner.fault}
     summary["owner_faults"] = faults
     summary["carry_s"] = carry_duration(plan)

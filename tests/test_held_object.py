@@ -15,7 +15,9 @@ from rob_twin.twin.rehearsal.held_gate import HeldGateConfig, gate_held_object
 from rob_twin.twin.scenario.run import Scenario, run_scenario
 from rob_twin.twin.scenario.schema import ScenarioError
 from rob_twin.twin.scenario.verdict import unexpected
+from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop, openarm_config
+from rob_twin.twin.sim.held_carry import ClosedChainError, carry_plan, chain_deviation
 from rob_twin.twin.sim.held_object import HeldBoxConfig, HeldObject, held_scene
 from rob_twin.twin.sim.held_record import HeldObjectLimits
 from rob_twin.twin.sim.twin import Twin, TwinConfig
@@ -144,3 +146,12 @@ def test_a_skewed_carry_in_a_scenario_fails_its_run_on_the_held_object_verdict(t
     assert any(p.startswith("held_object: internal force") for p in problems), problems
     assert result.held["steps"][1]["skew_ms"] == 47.0 and result.held["held_s"] > 2.0
     assert (tmp_path / "held_object.png").exists()
+
+
+def test_a_carry_plan_keeps_the_closed_chain_or_is_refused():
+    with ClosedLoop(ClosedLoopConfig()) as loop:  # planning only: the owners at home
+        plan = carry_plan(loop, [0.05, 0.0, 0.10])
+        dp, dr = chain_deviation(plan)
+        assert dp < 1e-4 and dr < 1e-3  # both TCPs on one time law: the box sees no squeeze
+        with pytest.raises(ClosedChainError, match="mm.*mrad.*<= 1e-06 mm"):
+            carry_plan(loop, [0.05, 0.0, 0.10], tolerance=(1e-9, 1.0))

@@ -4,9 +4,10 @@ with an optional skew per arm.
 ``carry_plan(loop, translation_m)`` plans both TCPs along parallel straight lines (the same
 translation, orientations kept; ``rob_twin.planners.cartesian.plan_cartesian``: one shared path
 parameter and time law), so the hands' relative pose, the closed chain through the box, is
-kept to the planner's line tolerance. It plans on the robot's scene *without* the box (the
-planner's collision model does not know the held object yet; same joints and names), from
-the owners' commanded positions.
+kept to the planner's line tolerance; ``carry_plan`` checks it (``chain_deviation`` over the
+125 Hz samples, against 1 mm and 5 mrad) and refuses a plan that breaks it. It plans on the
+robot's scene *without* the box (the planner's collision model does not know the held object
+yet; same joints and names), from the owners' commanded positions.
 
 ``dispatch_carry(loop, plan, start_s, skew_s)`` streams each arm's planned (p, v, a) to its
 owner at every owner tick, the arm's clock offset by ``skew_s[arm]``: skew 0 is what the
@@ -35,6 +36,29 @@ from rob_twin.planners.plan import Plan
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.held_object import robot_spec
 
+CHAIN_TOLERANCE_M = 1e-3  # the hands' relative position may drift this much along a carry [m]
+CHAIN_TOLERANCE_RAD = 5e-3  # and their relative orientation this much [rad]
+
+
+class ClosedChainError(TwinInputError):
+    """A carry plan that does not keep the hands' relative pose within tolerance."""
+
+
+def chain_deviation(plan: Plan, torso: float = 0.0) -> tuple[float, float]:
+    """The largest change of the right-to-left TCP pose over the plan's 125 Hz samples,
+    against its first sample: (position [m], rotation angle [rad])."""
+    kin = {arm: ArmKinematics(arm) for arm in Arm}
+    first, dp, dr = None, 0.0, 0.0
+    for k in range(len(plan.t)):
+        pose = {a: kin[a].tcp_pose(plan.arms[a.value].q[k], torso) for a in Arm}
+        rel = pose[Arm.RIGHT].inverse() * pose[Arm.LEFT]
+        if first is None:
+            first = rel
+        d = first.inverse() * rel
+        dp = max(dp, float(np.linalg.norm(d.translation)))
+        dr = max(dr, float(np.linalg.norm(pin.log3(d.rotation))))
+    return dp, dr
+
 
 @lru_cache(maxsize=4)
 def _planning_model(robot: str) -> mujoco.MjModel:
@@ -42,10 +66,16 @@ def _planning_model(robot: str) -> mujoco.MjModel:
 
 
 def carry_plan(
-    loop, translation_m, config: CartesianConfig | None = None, torso: float = 0.0
+    loop,
+    translation_m,
+    config: CartesianConfig | None = None,
+    torso: float = 0.0,
+    tolerance: tuple[float, float] = (CHAIN_TOLERANCE_M, CHAIN_TOLERANCE_RAD),
 ) -> Plan:
     """A lockstep Cartesian plan moving both TCPs by ``translation_m`` (3 values, base frame)
-    from the owners' commanded positions; PlanFailedError (the planner's) if it cannot."""
+    from the owners' commanded positions; PlanFailedError (the planner's) if it cannot, and
+    ClosedChainError if its samples change the hands' relative pose by more than
+    ``tolerance`` ([m], [rad]): a held box would be squeezed or torn by the plan itself."""
     delta = np.asarray(translation_m, float)
     if delta.shape != (3,) or not np.all(np.isfinite(delta)) or np.linalg.norm(delta) > 0.5:
         raise TwinInputError("carry translation_m", translation_m, "3 finite values, |d| <= 0.5 m")
@@ -57,7 +87,15 @@ def carry_plan(
         group.set_arm(arm.value, q)
         start = ArmKinematics(arm).tcp_pose(q, torso)
         targets[arm.value] = pin.SE3(start.rotation, start.translation + delta)
-    return plan_cartesian(group, targets, config, torso=torso).unwrap()
+    plan = plan_cartesian(group, targets, config, torso=torso).unwrap()
+    dp, dr = chain_deviation(plan, torso)
+    if dp > tolerance[0] or dr > tolerance[1]:
+        raise ClosedChainError(
+            "carry plan's hand-to-hand pose change",
+            f"{dp * 1e3:.3g} mm, {dr * 1e3:.3g} mrad",
+            f"<= {tolerance[0] * 1e3:g} mm and <= {tolerance[1] * 1e3:g} mrad",
+        )
+    return plan
 
 
 def sample(plan: Plan, arm: Arm, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -23,7 +23,21 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
                 print(f"{name:<{width}}  {line}")
         return 0, {"experiments": list(summaries), "summaries": summaries}
     fn = get_experiment(args.name)
-    result = fn(seed=args.seed)
+    kwargs = {}
+    if args.trials is not None:
+        import inspect
+
+        from rob_twin.cli.common import UsageError
+
+        if "trials" not in inspect.signature(fn).parameters:
+            raise UsageError(
+                f"--trials {args.trials}: experiment {args.name!r} takes no trial count; "
+                "valid: omit it"
+            )
+        if args.trials < 2:
+            raise UsageError(f"--trials {args.trials}: valid: an int >= 2")
+        kwargs["trials"] = args.trials
+    result = fn(seed=args.seed, **kwargs)
     if not args.json:
         for key, value in result.items():
             if not isinstance(value, (list, dict)):
@@ -43,6 +57,12 @@ def register(sub) -> None:
     exp.add_argument("--json", action="store_true", help="print exactly one JSON object")
     exp.add_argument(
         "--seed", type=int, default=0, help="seed of the experiment's random draws and planner"
+    )
+    exp.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="trials per case, for experiments that take it (default: the experiment's own)",
     )
     exp.add_argument(
         "--list", action="store_true", help="list the experiments, one line each, and exit"

@@ -3,7 +3,8 @@
 The MJCF is loaded with ``mujoco.MjSpec`` and its arm elements renamed to the twin's canonical
 names (``rob_twin.models.names``): joints ``right/j1`` .. ``left/j7``, the body each joint
 moves ``right/link1`` .., actuators ``right/j1_servo`` .., the TCP site ``right/tcp``, the
-gripper actuator ``right/gripper``, wrist cameras ``right/wrist``. Every index helper of
+gripper actuator ``right/gripper`` and the joint it drives ``right/finger_a``, wrist cameras
+``right/wrist``. Every index helper of
 ``rob_twin.models.loading`` then works on every robot. The arm actuators become what the drive
 family needs:
 
@@ -131,6 +132,9 @@ def _rename_arm(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
     if a.gripper_actuator is not None:
         act = _find(spec, "actuator", a.gripper_actuator, f"arms.{side}.gripper_actuator")
         _rename(spec, act, N.gripper_actuator(arm))
+        finger = spec.joint(act.target)  # the joint it drives becomes the gripper joint
+        if finger is not None:
+            _rename(spec, finger, N.gripper_joint(arm))
     if a.camera is not None:
         _rename(spec, _find(spec, "camera", a.camera, f"arms.{side}.camera"), wrist_camera(arm))
 

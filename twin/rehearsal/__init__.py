@@ -8,7 +8,7 @@ the tests prove each gate can fail. Nothing here touches hardware (hardware_io: 
 
 Gates (seed 000 "Integration requirement", seed 001 section 4):
 exclusive_output, units_and_references, stopping, feedback, output_uncertainty,
-moving_retargets.
+moving_retargets, bus_budget, held_object (both hands carry a box: ``held_gate``).
 """
 
 from rob_twin.twin.rehearsal.gates import (

@@ -589,6 +589,13 @@ def gate_bus_budget(cfg: RehearsalConfig) -> GateResult:
     )
 
 
+def gate_held_object(cfg: RehearsalConfig) -> GateResult:
+    """Both hands carry a box in lockstep (``rob_twin.twin.rehearsal.held_gate``)."""
+    from rob_twin.twin.rehearsal.held_gate import gate_held_object as gate
+
+    return gate(cfg)
+
+
 GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "exclusive_output": gate_exclusive_output,
     "units_and_references": gate_units_and_references,
@@ -597,6 +604,7 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,
     "bus_budget": gate_bus_budget,
+    "held_object": gate_held_object,
 }
 
 

@@ -132,6 +132,7 @@ def summarize(
         "pipeline": result.pipeline,
         "plans": result.plans,
         **({"base": result.base} if getattr(result, "base", None) else {}),
+        **({"held_object": result.held} if getattr(result, "held", None) else {}),
         "plot": str(joint_plot(result, out_dir / "joints.png")),
         "bus": result.bus if result.bus is not None else "bus timing off: frames arrive instantly",
         "bus_plot": _bus_plot(result, out_dir),

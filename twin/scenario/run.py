@@ -56,6 +56,13 @@ from rob_twin.twin.bus.recording import TrafficRecorder
 from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
 from rob_twin.twin.scenario.base_steps import BaseScript, BaseStep
+from rob_twin.twin.scenario.held_steps import (
+    CarryStep,
+    GraspStep,
+    HeldScript,
+    HeldSpec,
+    held_spec_of,
+)
 from rob_twin.twin.scenario.plan_steps import PlanRunner, PlanStep, plan_step_of
 from rob_twin.twin.scenario.schema import (
     LOG_RATE_HZ,
@@ -101,6 +108,9 @@ class Scenario:
     robot: str = "rob"
     base: list[BaseStep] = field(default_factory=list)  # tracked-base drive steps
     quality: str = "auto"
+    held: HeldSpec | None = None  # the held box (held_steps)
+    grasps: list[GraspStep] = field(default_factory=list)
+    carries: list[CarryStep] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, raw: object, source: str = "scenario") -> Scenario:
@@ -127,6 +137,9 @@ class Scenario:
             robot=m.robot,
             quality=m.quality,
             base=sorted((BaseStep(b.t, b.v, b.omega) for b in m.base), key=lambda b: b.t),
+            held=held_spec_of(m.held_object) if m.held_object is not None else None,
+            grasps=[GraspStep(g.t, g.action, tuple(g.hands)) for g in m.grasps],
+            carries=[CarryStep(c.t, tuple(c.translate), c.skew_ms) for c in m.carries],
         )
 
     @classmethod
@@ -302,6 +315,7 @@ class RunResult:
     bus: dict | None = None  # per-bus timing figures (None: bus timing off)
     bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
     calibration: dict | str = "uncalibrated"  # the calibration's label (calibration_label)
+    held: dict = field(default_factory=dict)  # the held box's figures and verdict (held_steps)
 
 
 def scenario_loop(
@@ -318,11 +332,21 @@ def scenario_loop(
         from rob_twin.twin.calibration.apply import check_robot
 
         check_robot(sc.robot, calibration)
+    if sc.held is not None and calibration is not None:
+        raise ScenarioError(
+            "held_object with a calibration: the held-box scene is built from the assumed "
+            "model only; valid: run it without --calibration"
+        )
+    held_model = None
+    if sc.held is not None:
+        from rob_twin.twin.sim.held_object import held_scene
+
+        held_model = held_scene(sc.robot, sc.held.box)
     if robot_family(sc.robot) == "damiao":
         from rob_twin.models.robot_model import load_robot_model
         from rob_twin.twin.sim.damiao_loop import openarm_config
 
-        twin = Twin(TwinConfig(seed=sc.seed), model=load_robot_model(sc.robot))
+        twin = Twin(TwinConfig(seed=sc.seed), model=held_model or load_robot_model(sc.robot))
         config = openarm_config(
             robot=sc.robot,
             seed=sc.seed,
@@ -331,7 +355,7 @@ def scenario_loop(
             bus_timing=bus_timing,
         )
     else:
-        model = None
+        model = held_model
         if calibration is not None:
             from rob_twin.twin.calibration.apply import calibrated_model
 
@@ -430,10 +454,13 @@ def run_scenario(
             log_meas[arm].append(twin.arm_positions(arm))
 
     twin.scheduler.add("log", LOG_RATE_HZ, log)
+    held = HeldScript(loop, sc.held, sc.grasps, sc.carries) if sc.held is not None else None
     if captions is None and record:  # the scenario's own captions (run_captions)
         from rob_twin.twin.scenario.run_captions import scenario_captions
 
-        captions = scenario_captions(sc, lambda: _latched_faults(loop))
+        captions = scenario_captions(
+            sc, lambda: _latched_faults(loop), held.caption if held is not None else None
+        )
     planner = None
     base = BaseScript(loop, sc.base) if sc.base else None
     recorder, reason = None, None
@@ -520,6 +547,7 @@ def run_scenario(
         bus=bus,
         bus_latencies_s=latencies,
         calibration=calibration.label() if calibration is not None else "uncalibrated",
+        held=held.summary(out_dir) if held is not None else {},
     )
 
 

@@ -2,7 +2,8 @@
 
 Lines (``scenario_captions(sc, owner_faults)(now, planner)``): the scenario's name and the
 simulated time; the step (keyframes reached per arm, or the plan step and its progress);
-the plan's clearance [mm] while one executes; the injected faults in force; and, in red
+the plan's clearance [mm] while one executes; the held box (who holds it, its internal force
+and squeeze, red past its limit); the injected faults in force; and, in red
 (a leading ``!``, ``rob_twin.twin.render.captions``), every owner fault latched so far.
 """
 
@@ -55,12 +56,17 @@ def _fault_lines(sc: Scenario, now: float, owner_faults: OwnerFaults | None) -> 
 
 
 def scenario_captions(
-    sc: Scenario, owner_faults: OwnerFaults | None = None
+    sc: Scenario,
+    owner_faults: OwnerFaults | None = None,
+    held: Callable[[], list[str]] | None = None,
 ) -> Callable[[float, PlanRunner | None], list[str]]:
-    """The caption lines of ``sc`` at simulated time ``now`` [s]."""
+    """The caption lines of ``sc`` at simulated time ``now`` [s]; ``held``: the held box's
+    lines (``HeldScript.caption``)."""
 
     def captions(now: float, planner: PlanRunner | None) -> list[str]:
         head = f"{sc.name} (simulated)   t = {now:5.2f} / {sc.duration:.2f} s"
-        return [head, *_step_line(sc, now, planner), *_fault_lines(sc, now, owner_faults)]
+        box = held() if held is not None else []
+        lines = _step_line(sc, now, planner)
+        return [head, *lines, *box, *_fault_lines(sc, now, owner_faults)]
 
     return captions

@@ -279,6 +279,45 @@ class BaseStep(_Strict):
         return self
 
 
+class HeldObjectSpec(_Strict):
+    """A box the hands can hold (``rob_twin.twin.scenario.held_steps``): weld grasps; it waits on
+    its stand midway between the hands at home until grasped."""
+
+    size: Annotated[
+        list[Annotated[float, Field(gt=0.0, le=1.0)]], Field(min_length=3, max_length=3)
+    ] = Field(default_factory=lambda: [0.12, 0.34, 0.10], description="edge lengths x, y, z [m]")
+    mass: Annotated[float, Field(gt=0.0, le=50.0, description="[kg]")] = 1.0
+    grip_force: Annotated[float, Field(ge=0.0, le=1000.0, description="per gripper [N]")] = 20.0
+    friction: Annotated[float, Field(ge=0.0, le=5.0, description="pad friction")] = 1.2
+    max_internal_force: Annotated[
+        float, Field(gt=0.0, le=10000.0, description="the verdict's internal force limit [N]")
+    ] = 10.0
+    torque_fraction: Annotated[
+        float, Field(gt=0.0, le=1.0, description="joint torque limit, fraction of its range")
+    ] = 0.9
+
+
+class GraspStep(_Strict):
+    """At ``t`` the named hands weld to the held box (grasp) or let go (release)."""
+
+    t: Seconds
+    action: Literal["grasp", "release"]
+    hands: Annotated[list[ArmName], Field(min_length=1, max_length=2)] = Field(
+        default_factory=lambda: ["right", "left"]
+    )
+
+
+class CarryStep(_Strict):
+    """At ``t`` both TCPs move by ``translate`` along one lockstep Cartesian plan, the left
+    arm's commands ``skew_ms`` late (0: one shared start)."""
+
+    t: Seconds
+    translate: Annotated[
+        list[Annotated[float, Field(ge=-0.5, le=0.5)]], Field(min_length=3, max_length=3)
+    ] = Field(description="TCP translation x, y, z [m], base frame")
+    skew_ms: Annotated[float, Field(ge=0.0, le=1000.0)] = 0.0
+
+
 # --------------------------------------------------------------------------- faults
 
 
@@ -500,6 +539,13 @@ class ScenarioFile(_Strict):
             "tracked-base drive steps (robot 'rob' only); the lidars run and merge while it drives"
         ),
     )
+    held_object: HeldObjectSpec | None = Field(
+        default=None, description="a box the hands can grasp and carry (grasps, carries)"
+    )
+    grasps: list[GraspStep] = Field(default_factory=list, description="needs held_object")
+    carries: list[CarryStep] = Field(
+        default_factory=list, description="needs held_object; both arms, no keyframes or plans"
+    )
     quality: Literal["auto", "fast", "full"] = Field(
         default="auto",
         description="video render quality: fast (no shadows, reflections or "
@@ -580,6 +626,18 @@ class ScenarioFile(_Strict):
                     at=("plans", i, "t"),
                     value=step.t,
                 )
+        if (self.grasps or self.carries) and self.held_object is None:
+            raise _problem(
+                "no_held_object",
+                "grasps and carries need a held_object",
+                at=("grasps" if self.grasps else "carries",),
+            )
+        if self.carries and (keyframed or any(p.goals or p.plan for p in self.plans)):
+            raise _problem(
+                "arm_conflict",
+                "carries move both arms; an arm follows keyframes, plans or carries, not two",
+                at=("carries",),
+            )
         if self.base and self.robot != "rob":
             raise _problem(
                 "no_base",

@@ -160,6 +160,11 @@ def run_markdown(s: dict, extra_sections: tuple[str, ...] = ()) -> str:
         lines += table(rows)
     if s.get("base"):
         lines += ["", "## Tracked base (simulated)", ""] + figures_table(s["base"])
+    if s.get("held_object"):
+        h = s["held_object"]
+        keep = ("passed", "failures", "held_s", "peak_internal_force_n", "peak_squeeze_n")
+        lines += ["", "## Held object (simulated)", ""]
+        lines += figures_table({k: h[k] for k in keep if k in h})
     for name in extra_sections:
         if isinstance(s.get(name), dict):
             lines += ["", f"## {name} (simulated)", ""] + figures_table(s[name])

@@ -1,5 +1,6 @@
 """Did a run do only what its scenario expected? Refused targets, failed plan steps and
-latched owner faults make a run fail unless the scenario's ``expect`` declares them."""
+latched owner faults make a run fail unless the scenario's ``expect`` declares them; a held
+object's failed verdict (a limit exceeded, a grasp slipped, a carry not planned) always does."""
 
 from __future__ import annotations
 
@@ -34,4 +35,6 @@ def unexpected(result: RunResult, expect: Expect) -> list[str]:
                     f"{arm} arm: the owner latched fault {fault} ({fig.get('fault_reason')}); "
                     f'if intended, declare expect.owner_faults.{arm}: ["{fault}"]'
                 )
+    for failure in getattr(result, "held", {}).get("failures", ()):
+        problems.append(f"held_object: {failure}")
     return problems

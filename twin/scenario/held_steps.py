@@ -1,0 +1,130 @@
+"""Scenario steps for a held object: the box, grasps/releases and lockstep carries.
+
+::
+
+    "held_object": {"size": [0.12, 0.34, 0.10], "mass": 1.0, "grip_force": 20.0,
+                    "friction": 1.2, "max_internal_force": 10.0, "torque_fraction": 0.9},
+    "grasps": [{"t": 0.3, "action": "grasp", "hands": ["right", "left"]},
+               {"t": 4.0, "action": "release", "hands": ["left"]}],
+    "carries": [{"t": 0.8, "translate": [0.05, 0.0, 0.10], "skew_ms": 0.0}]
+
+The scene gets the box (``rob_twin.twin.sim.held_object``: weld grasps, midway between the
+hands at home, on its stand until grasped). At a grasp/release step's ``t`` [s] the named
+hands (default both) weld to the box or let go. At a carry step's ``t`` both TCPs are planned
+along one lockstep Cartesian move by ``translate`` [m] (base frame) from the owners' commanded
+positions and streamed to the owners, the left arm ``skew_ms`` late
+(``rob_twin.twin.sim.held_carry``); an arm that carries has no keyframes or plans. The run
+records the box's forces and the arms' torques every physics step
+(``rob_twin.twin.sim.held_record``); ``held_object`` in the summary gives the peaks and the
+verdict, which fails the run when the internal force or a joint torque exceeds its limit or
+a grasp slips; ``held_object.png`` plots them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rob_twin.models.errors import RobTwinError
+from rob_twin.models.names import Arm
+from rob_twin.twin.sim.held_carry import carry_duration, carry_plan, dispatch_carry
+from rob_twin.twin.sim.held_object import HeldBoxConfig, HeldObject
+from rob_twin.twin.sim.held_record import HeldObjectLimits, HeldRecorder
+
+
+@dataclass(frozen=True)
+class HeldSpec:
+    """The scenario's held box and its limits."""
+
+    box: HeldBoxConfig
+    limits: HeldObjectLimits
+
+
+@dataclass(frozen=True)
+class GraspStep:
+    t: float  # [s]
+    action: str  # "grasp" or "release"
+    hands: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CarryStep:
+    t: float  # [s]
+    translate: tuple[float, float, float]  # [m], base frame
+    skew_ms: float = 0.0  # left arm's commands late by this [ms]
+
+
+def held_spec_of(m) -> HeldSpec:
+    """The HeldSpec of a scenario file's ``held_object`` (``schema.HeldObjectSpec``)."""
+    box = HeldBoxConfig(
+        size_m=tuple(m.size), mass_kg=m.mass, grip_force_n=m.grip_force, friction=m.friction
+    )
+    return HeldSpec(box, HeldObjectLimits(m.max_internal_force, m.torque_fraction))
+
+
+class HeldScript:
+    """Plays grasp and carry steps on a loop built on ``held_scene``; records the box."""
+
+    def __init__(self, loop, spec: HeldSpec, grasps: list[GraspStep], carries: list[CarryStep]):
+        self.loop, self.spec = loop, spec
+        twin = loop.twin
+        self.held = HeldObject(twin.model, twin.data, spec.box, getattr(loop, "gravity", None))
+        self.recorder = HeldRecorder(loop, self.held)
+        self.steps = sorted([*grasps, *carries], key=lambda s: s.t)
+        self.done: list[dict] = []
+        self._next = 0
+        twin.scheduler.add("held/steps", 1.0 / twin.scheduler.dt, self._tick)
+
+    def _tick(self, now: float) -> None:
+        while self._next < len(self.steps) and self.steps[self._next].t <= now + 1e-9:
+            step = self.steps[self._next]
+            self._next += 1
+            if isinstance(step, GraspStep):
+                getattr(self.held, step.action)(step.hands)
+                self.done.append({"t": step.t, "action": step.action, "hands": list(step.hands)})
+                continue
+            try:
+                plan = carry_plan(self.loop, step.translate)
+            except RobTwinError as err:  # reported in the summary; the run goes on
+                self.done.append({"t": step.t, "action": "carry", "error": str(err)})
+                continue
+            dispatch_carry(self.loop, plan, now, {Arm.LEFT: step.skew_ms * 1e-3})
+            self.done.append(
+                {
+                    "t": step.t,
+                    "action": "carry",
+                    "translate_m": list(step.translate),
+                    "skew_ms": step.skew_ms,
+                    "duration_s": carry_duration(plan),
+                }
+            )
+
+    def caption(self) -> list[str]:
+        """Caption lines: who holds the box, its internal force and squeeze now [N] (a
+        leading ``!``, red, past the limit or while a grasp slips)."""
+        holding = self.held.holding
+        if not holding:
+            return ["box on its stand" if self.held.on_stand else "box not held"]
+        w = self.held.wrench()
+        limit = self.spec.limits.internal_force_n
+        norm = float((w.internal_n**2).sum() ** 0.5)
+        bad = norm > limit or any(w.slipping.values())
+        slip = " SLIP" if any(w.slipping.values()) else ""
+        return [
+            f"{'!' if bad else ''}box held by {'+'.join(a.value for a in holding)}: internal "
+            f"{norm:.1f} N (limit {limit:g}), squeeze {w.squeeze_n:+.1f} N{slip}"
+        ]
+
+    def summary(self, out_dir: Path | None = None) -> dict:
+        """The recorder's summary (verdict under the scenario's limits), the steps done and,
+        with ``out_dir``, the plot ``held_object.png``."""
+        out = self.recorder.summary(self.spec.limits)
+        out["steps"] = self.done
+        errors = [d["error"] for d in self.done if "error" in d]
+        if errors:
+            out["passed"] = False
+            out["failures"] = [*out["failures"], *(f"carry failed: {e}" for e in errors)]
+        if out_dir is not None:
+            png = self.recorder.plot(Path(out_dir) / "held_object.png")
+            out["plot"] = str(png) if png is not None else None
+        return out

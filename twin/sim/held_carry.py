@@ -1,0 +1,154 @@
+"""Carrying the held box: one lockstep Cartesian move of both hands, dispatched to the owners
+with an optional skew per arm.
+
+``carry_plan(loop, translation_m)`` plans both TCPs along parallel straight lines (the same
+translation, orientations kept; ``rob_twin.planners.cartesian.plan_cartesian``: one shared path
+parameter and time law), so the hands' relative pose, the closed chain through the box, is
+kept to the planner's line tolerance; ``carry_plan`` checks it (``chain_deviation`` over the
+125 Hz samples, against 1 mm and 5 mrad) and refuses a plan that breaks it. It plans on the
+robot's scene *without* the box (the planner's collision model does not know the held object
+yet; same joints and names), from the owners' commanded positions.
+
+``dispatch_carry(loop, plan, start_s, skew_s)`` streams each arm's planned (p, v, a) to its
+owner at every owner tick, the arm's clock offset by ``skew_s[arm]``: skew 0 is what the
+synchronized executor's one shared start stamp gives; a skew is what independent dispatch of
+the two arms' commands gives when one arrives that much later (middleware, host load). Once an
+arm's last sample is sent the task leaves that arm alone (its owner holds that target), so a
+later carry can take over.
+
+Units: metres, seconds, radians.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+from rob_twin.models.names import Arm, group_arms
+from rob_twin.planners.cartesian import CartesianConfig, plan_cartesian
+from rob_twin.planners.group import ArmGroup
+from rob_twin.planners.kinematics import ArmKinematics
+from rob_twin.planners.plan import Plan
+from rob_twin.twin.errors import TwinInputError
+from rob_twin.twin.sim.held_object import robot_spec
+
+CHAIN_TOLERANCE_M = 1e-3  # the hands' relative position may drift this much along a carry [m]
+CHAIN_TOLERANCE_RAD = 5e-3  # and their relative orientation this much [rad]
+
+
+class ClosedChainError(TwinInputError):
+    """A carry plan that does not keep the hands' relative pose within tolerance."""
+
+
+def chain_deviation(plan: Plan, torso: float = 0.0) -> tuple[float, float]:
+    """The largest change of the right-to-left TCP pose over the plan's 125 Hz samples,
+    against its first sample: (position [m], rotation angle [rad])."""
+    kin = {arm: ArmKinematics(arm) for arm in Arm}
+    first, dp, dr = None, 0.0, 0.0
+    for k in range(len(plan.t)):
+        pose = {a: kin[a].tcp_pose(plan.arms[a.value].q[k], torso) for a in Arm}
+        rel = pose[Arm.RIGHT].inverse() * pose[Arm.LEFT]
+        if first is None:
+            first = rel
+        d = first.inverse() * rel
+        dp = max(dp, float(np.linalg.norm(d.translation)))
+        dr = max(dr, float(np.linalg.norm(pin.log3(d.rotation))))
+    return dp, dr
+
+
+@lru_cache(maxsize=4)
+def _planning_model(robot: str) -> mujoco.MjModel:
+    return robot_spec(robot).compile()
+
+
+def carry_plan(
+    loop,
+    translation_m,
+    config: CartesianConfig | None = None,
+    torso: float = 0.0,
+    tolerance: tuple[float, float] = (CHAIN_TOLERANCE_M, CHAIN_TOLERANCE_RAD),
+) -> Plan:
+    """A lockstep Cartesian plan moving both TCPs by ``translation_m`` (3 values, base frame)
+    from the owners' commanded positions; PlanFailedError (the planner's) if it cannot, and
+    ClosedChainError if its samples change the hands' relative pose by more than
+    ``tolerance`` ([m], [rad]): a held box would be squeezed or torn by the plan itself."""
+    delta = np.asarray(translation_m, float)
+    if delta.shape != (3,) or not np.all(np.isfinite(delta)) or np.linalg.norm(delta) > 0.5:
+        raise TwinInputError("carry translation_m", translation_m, "3 finite values, |d| <= 0.5 m")
+    robot = loop.config.robot
+    if robot != "rob":
+        raise TwinInputError(
+            "carry robot",
+            robot,
+            "'rob': a lockstep Cartesian carry needs ArmKinematics, ROB's Pinocchio model "
+            "(planners/kinematics.py); OpenArm v2 and robot files have joint-space planning only",
+        )
+    model = _planning_model(robot)
+    group = ArmGroup(model, group_arms())
+    targets = {}
+    for arm in Arm:
+        q = np.asarray(loop.commanded(arm), float)
+        group.set_arm(arm.value, q)
+        start = ArmKinematics(arm).tcp_pose(q, torso)
+        targets[arm.value] = pin.SE3(start.rotation, start.translation + delta)
+    plan = plan_cartesian(group, targets, config, torso=torso).unwrap()
+    dp, dr = chain_deviation(plan, torso)
+    if dp > tolerance[0] or dr > tolerance[1]:
+        raise ClosedChainError(
+            "carry plan's hand-to-hand pose change",
+            f"{dp * 1e3:.3g} mm, {dr * 1e3:.3g} mrad",
+            f"<= {tolerance[0] * 1e3:g} mm and <= {tolerance[1] * 1e3:g} mrad",
+        )
+    return plan
+
+
+def sample(plan: Plan, arm: Arm, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plan's (p, v, a) of ``arm`` at plan time ``t`` [s] (linear between its 125 Hz
+    samples; held at the ends)."""
+    tr = plan.arms[arm.value]
+    ts = plan.t
+    t = min(max(t, float(ts[0])), float(ts[-1]))
+    k = int(min(np.searchsorted(ts, t, side="right") - 1, len(ts) - 2))
+    w = 0.0 if ts[k + 1] == ts[k] else (t - ts[k]) / (ts[k + 1] - ts[k])
+    at_end = t >= float(ts[-1])
+
+    def lerp(x):
+        return (1 - w) * x[k] + w * x[k + 1]
+
+    if at_end:
+        return tr.q[-1].copy(), np.zeros(7), np.zeros(7)
+    return lerp(tr.q), lerp(tr.qd), lerp(tr.qdd)
+
+
+def dispatch_carry(
+    loop, plan: Plan, start_s: float, skew_s: Mapping[Arm, float] | None = None
+) -> str:
+    """Stream ``plan`` to both owners from simulated time ``start_s`` [s], each arm's clock
+    late by ``skew_s[arm]`` [s] (default 0); returns the scheduler task's name."""
+    skew = {arm: float((skew_s or {}).get(arm, 0.0)) for arm in Arm}
+    for arm, s in skew.items():
+        if not (math.isfinite(s) and 0.0 <= s <= 1.0):
+            raise TwinInputError(f"skew_s[{arm.value!r}]", s, "in [0, 1] s")
+    name = f"carry/{len(loop.twin.scheduler.tasks)}"
+    end = {arm: start_s + skew[arm] + carry_duration(plan) for arm in Arm}
+    sent_last = {arm: False for arm in Arm}
+
+    def task(now: float) -> None:
+        for arm in Arm:
+            if now + 1e-9 < start_s + skew[arm] or sent_last[arm]:
+                continue  # not yet, or done: the owner holds its last target, a later carry
+            p, v, a = sample(plan, arm, now - start_s - skew[arm])  # may command the arm
+            loop.command(arm, p, v, a)
+            sent_last[arm] = now >= end[arm]
+
+    loop.twin.scheduler.add(name, loop.config.owner_rate_hz, task)
+    return name
+
+
+def carry_duration(plan: Plan) -> float:
+    """The plan's duration [s]."""
+    return float(plan.t[-1] - plan.t[0])

@@ -1,0 +1,369 @@
+"""A held object in physics: a box one hand or both hands grasp, and the wrench each grasp puts
+on it.
+
+The box is added to the robot's scene at load time with ``mujoco.MjSpec`` (``held_scene``; the
+generated ``models/rob/*.xml`` are not edited): a body ``held/box`` with a free joint, one box
+geom (uniform density: its mass and inertia), and three weld equality constraints on the box,
+each anchored at its centre: ``held/stand`` (to the world: the stand the box waits on, active
+at load), ``held/right`` and ``held/left`` (to each hand, inactive).
+``HeldObject.grasp(hands)`` writes each named hand's weld pose as the hand-to-box pose of
+that instant and switches it on (``data.eq_active``); the stand lets go. ``release(hands)``
+switches welds off (with no hand left, the box falls). Contacts between the box and the
+hands' last links and fingers are excluded, so the welds alone carry the box.
+
+Why a weld and not a friction grasp by the grippers: the generated parallel grippers' pads
+were not shaped for a box, and four soft finger contacts per hand at 1 kHz chatter and creep;
+the weld gives a stiff, deterministic closed chain whose constraint rows (``efc_force``) are
+each hand's force on the box, directly, with no contact bookkeeping. What it cannot show: a
+weld never slips, rolls or opens by itself, has no finger compliance and no contact geometry.
+Slip is therefore *modelled and reported*, not simulated: a hand's grasp slips when the
+tangential part of its force on the box (perpendicular to the finger closing axis) exceeds
+``2 * friction * grip_force_n`` (two pads, Coulomb); torque about the pads is not counted.
+
+Units: metres, kilograms, newtons, newton-metres.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+import mujoco
+import numpy as np
+from rob_twin.models import names as N
+from rob_twin.models.loading import SCENE_PATH, apply_home
+from rob_twin.models.names import Arm
+from rob_twin.models.robot_model import compile_quietly
+from rob_twin.planners.kinematics import Payload
+from rob_twin.twin.errors import TwinInputError
+
+BOX = "held/box"
+STAND = "held/stand"
+GRAVITY = 9.81  # [m/s^2], the scene's default
+
+
+def weld_name(arm: Arm | str) -> str:
+    """The weld equality of ``arm``'s hand on the box."""
+    return f"held/{Arm.parse(arm).value}"
+
+
+DEFAULT_SIZE_M = (0.12, 0.34, 0.10)
+HAND_GAP_M = 0.03  # from each hand's TCP to the box's side, for the derived width [m]
+
+
+@dataclass(frozen=True)
+class HeldBoxConfig:
+    """size_m: the box's full edge lengths (x, y, z) [m] (on a robot other than ROB the default
+    width y is its home hand distance less ``HAND_GAP_M`` on each side, as ROB's 0.34 m is
+    between hands 0.40 m apart); mass_kg: its mass (uniform density);
+    position_m: its centre at load (None: midway between the two TCPs at the home keyframe);
+    grip_force_n: each gripper's squeeze [N] (ROB's finger servo peak is 20 N); friction: pad
+    friction coefficient (the fingers' geom friction, 1.2); ASSUMED values, not measured."""
+
+    size_m: tuple[float, float, float] = DEFAULT_SIZE_M
+    mass_kg: float = 1.0
+    position_m: tuple[float, float, float] | None = None
+    grip_force_n: float = 20.0
+    friction: float = 1.2
+
+    def __post_init__(self) -> None:
+        size = np.asarray(self.size_m, float)
+        if size.shape != (3,) or not np.all(np.isfinite(size)) or not np.all(size > 0):
+            raise TwinInputError("held box size_m", self.size_m, "3 finite lengths > 0 m")
+        if not (math.isfinite(self.mass_kg) and 0.0 < self.mass_kg <= 50.0):
+            raise TwinInputError("held box mass_kg", self.mass_kg, "in (0, 50] kg")
+        if self.position_m is not None and (
+            len(self.position_m) != 3 or not np.all(np.isfinite(self.position_m))
+        ):
+            raise TwinInputError("held box position_m", self.position_m, "3 finite values [m]")
+        if not (math.isfinite(self.grip_force_n) and 0.0 <= self.grip_force_n <= 1000.0):
+            raise TwinInputError("held box grip_force_n", self.grip_force_n, "in [0, 1000] N")
+        if not (math.isfinite(self.friction) and 0.0 <= self.friction <= 5.0):
+            raise TwinInputError("held box friction", self.friction, "in [0, 5]")
+
+    @property
+    def grip_capacity_n(self) -> float:
+        """The largest tangential force one grasp holds without slipping [N] (two pads)."""
+        return 2.0 * self.friction * self.grip_force_n
+
+
+def default_config() -> HeldBoxConfig:
+    return HeldBoxConfig()
+
+
+def robot_spec(robot: str) -> mujoco.MjSpec:
+    """The scene spec of ``robot`` (``rob``: the generated scene; any other robot: its robot
+    file's canonical spec, ``rob_twin.models.robot_model``)."""
+    if robot == "rob":
+        return mujoco.MjSpec.from_file(str(SCENE_PATH))
+    from rob_twin.models.robot_model import robot_spec as described_spec
+
+    return described_spec(robot)
+
+
+def hand_body(model: mujoco.MjModel, arm: Arm) -> str:
+    """The body a hand grasps with: ROB's ``hand``, else the body of the arm's last joint."""
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, N.hand_body(arm)) >= 0:
+        return N.hand_body(arm)
+    return N.arm_link_body(arm, 7)
+
+
+def hand_subtree(model: mujoco.MjModel, arm: Arm) -> list[str]:
+    """The last link of ``arm`` and every body below it (hand, fingers) by name."""
+    root = model.body(N.arm_link_body(arm, 7)).id
+    out = []
+    for b in range(model.nbody):
+        k = b
+        while k > 0 and k != root:
+            k = int(model.body_parentid[k])
+        if k == root:
+            out.append(model.body(b).name)
+    return out
+
+
+def home_hands_midpoint(model: mujoco.MjModel) -> np.ndarray:
+    """Midway between the two TCPs at the home keyframe [m] (world frame)."""
+    data = mujoco.MjData(model)
+    apply_home(model, data)
+    return 0.5 * sum(data.site(N.tcp_site(a)).xpos for a in Arm)
+
+
+def add_held_box(
+    spec: mujoco.MjSpec, config: HeldBoxConfig, position: np.ndarray, model: mujoco.MjModel
+) -> None:
+    """Add the box body, its stand weld (active), the hands' welds (inactive) and the
+    box-hand contact exclusions to ``spec`` (in place); ``model``: ``spec`` compiled before."""
+    body = spec.worldbody.add_body(name=BOX, pos=[float(v) for v in position])
+    body.add_freejoint(name=BOX)
+    half = [0.5 * float(v) for v in config.size_m]
+    body.add_geom(
+        name=BOX,
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=half,
+        mass=float(config.mass_kg),
+        rgba=[0.85, 0.55, 0.25, 1.0],
+        friction=[config.friction, 0.02, 0.001],
+    )
+    weld = mujoco.mjtEq.mjEQ_WELD
+    body_obj = mujoco.mjtObj.mjOBJ_BODY
+    stand = spec.add_equality(name=STAND, type=weld, objtype=body_obj, name1="world", name2=BOX)
+    # anchor at the box's centre, the box's pose in the world, torquescale 1: written, not
+    # left to the compiler (its default weld data is not this rest pose)
+    stand.data[:11] = [0, 0, 0, *(float(v) for v in position), 1, 0, 0, 0, 1]
+    for arm in Arm:
+        spec.add_equality(
+            name=weld_name(arm),
+            type=weld,
+            objtype=body_obj,
+            name1=hand_body(model, arm),
+            name2=BOX,
+            active=False,
+        )
+        for part in hand_subtree(model, arm):
+            spec.add_exclude(bodyname1=BOX, bodyname2=part)
+
+
+def held_scene(robot: str = "rob", config: HeldBoxConfig | None = None) -> mujoco.MjModel:
+    """``robot``'s scene with the held box (``add_held_box``), compiled."""
+    cfg = config or default_config()
+    spec = robot_spec(robot)
+    model = compile_quietly(spec)
+    if robot != "rob" and cfg.size_m == DEFAULT_SIZE_M:
+        data = mujoco.MjData(model)
+        apply_home(model, data)
+        span = float(
+            np.linalg.norm(
+                data.site(N.tcp_site(Arm.RIGHT)).xpos - data.site(N.tcp_site(Arm.LEFT)).xpos
+            )
+        )
+        cfg = replace(
+            cfg, size_m=(DEFAULT_SIZE_M[0], round(span - 2 * HAND_GAP_M, 4), DEFAULT_SIZE_M[2])
+        )
+    if cfg.position_m is None:
+        position = home_hands_midpoint(model)
+    else:
+        position = np.asarray(cfg.position_m, float)
+    add_held_box(spec, cfg, position, model)
+    return compile_quietly(spec)
+
+
+@dataclass(frozen=True)
+class GraspWrench:
+    """The forces on the box at one instant [N] (world frame) and what they mean.
+
+    force: {arm: force of that hand's weld on the box}; internal_n: 0.5 * (f_right -
+    f_left), the part of the two grasp forces that cancels (zero with one hand);
+    squeeze_n: its component along the right-to-left hand axis (positive: the hands press
+    the box together, negative: they pull it apart); tangential_n: {arm: force
+    perpendicular to that gripper's closing axis}; slipping: {arm: tangential_n >
+    grip capacity}."""
+
+    force: dict[Arm, np.ndarray]
+    internal_n: np.ndarray
+    squeeze_n: float
+    tangential_n: dict[Arm, float]
+    slipping: dict[Arm, bool] = field(default_factory=dict)
+
+
+class HeldObject:
+    """Grasp and release the held box of a twin built on ``held_scene``; read its wrenches.
+
+    model, data: the twin's (``Twin.model``, ``Twin.data``); config: the box's
+    ``HeldBoxConfig`` (grip force and friction for the slip model, mass for payloads);
+    gravity: optional {arm: gravity model with a ``payload`` attribute} (the Damiao loop's
+    ``PinocchioGravity``): each grasp updates the holding arms' payload to their share of the
+    box's mass at its centre (in the TCP frame). Call from the thread that owns ``data``."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        data: mujoco.MjData,
+        config: HeldBoxConfig | None = None,
+        gravity: dict | None = None,
+    ):
+        self.model, self.data = model, data
+        self.config = config or default_config()
+        self.gravity = dict(gravity or {})
+        try:
+            self.box = model.body(BOX).id
+            self.stand = model.equality(STAND).id
+            self.welds = {arm: model.equality(weld_name(arm)).id for arm in Arm}
+        except KeyError:
+            raise TwinInputError(
+                "model", "a model without a held box", "a model made by held_scene()"
+            ) from None
+        self.hands = {arm: model.body(hand_body(model, arm)).id for arm in Arm}
+        self.tcps = {arm: model.site(N.tcp_site(arm)).id for arm in Arm}
+        self.finger_joint = {arm: model.joint(N.gripper_joint(arm)).id for arm in Arm}
+        jnt = model.body_jntadr[self.box]
+        self.box_dof = int(model.jnt_dofadr[jnt])
+        self.box_qpos = int(model.jnt_qposadr[jnt])
+        self.mass_kg = float(model.body_subtreemass[self.box])
+
+    # ------------------------------------------------------------------ state
+    @property
+    def holding(self) -> tuple[Arm, ...]:
+        """The arms whose weld is active, RIGHT first."""
+        return tuple(a for a in Arm if self.data.eq_active[self.welds[a]])
+
+    @property
+    def on_stand(self) -> bool:
+        return bool(self.data.eq_active[self.stand])
+
+    def box_position(self) -> np.ndarray:
+        """The box's centre [m] (world frame)."""
+        return self.data.xpos[self.box].copy()
+
+    # ------------------------------------------------------------------ grasp
+    def _hands(self, hands: Iterable[Arm | str]) -> tuple[Arm, ...]:
+        if isinstance(hands, (str, Arm)):
+            hands = (hands,)
+        parsed = tuple(dict.fromkeys(Arm.parse(h) for h in hands))
+        if not parsed:
+            raise TwinInputError("hands", list(hands), "one or both of 'right', 'left'")
+        return parsed
+
+    def grasp(self, hands: Iterable[Arm | str] = tuple(Arm)) -> None:
+        """Weld each of ``hands`` to the box where they are now (the stand lets go)."""
+        hands = self._hands(hands)
+        d = self.data
+        for arm in hands:
+            pos, quat = _relative_pose(d, self.hands[arm], self.box)
+            self.model.eq_data[self.welds[arm], :11] = [0, 0, 0, *pos, *quat, 1.0]
+            d.eq_active[self.welds[arm]] = 1
+        d.eq_active[self.stand] = 0
+        mujoco.mj_forward(self.model, d)
+        self._share_payload()
+
+    def release(self, hands: Iterable[Arm | str] = tuple(Arm)) -> None:
+        """Switch off the welds of ``hands`` (with no hand left, the box falls)."""
+        for arm in self._hands(hands):
+            self.data.eq_active[self.welds[arm]] = 0
+        mujoco.mj_forward(self.model, self.data)
+        self._share_payload()
+
+    def payloads(self) -> dict[Arm, Payload | None]:
+        """Each arm's share of the box (mass split evenly over the holding hands, at the
+        box's centre in that arm's TCP frame); None for an arm that does not hold it."""
+        holding = self.holding
+        out: dict[Arm, Payload | None] = {arm: None for arm in Arm}
+        for arm in holding:
+            site = self.tcps[arm]
+            rot = self.data.site_xmat[site].reshape(3, 3)
+            com = rot.T @ (self.data.xpos[self.box] - self.data.site_xpos[site])
+            out[arm] = Payload(self.mass_kg / len(holding), tuple(float(v) for v in com))
+        return out
+
+    def _share_payload(self) -> None:
+        shares = self.payloads()
+        for arm, model in self.gravity.items():
+            model.payload = shares[Arm.parse(arm)]
+
+    # ------------------------------------------------------------------ forces
+    def weld_forces(self) -> dict[Arm, np.ndarray]:
+        """{arm: force [N] of that hand's active weld on the box (world frame)}, from the
+        weld rows of the last step's ``efc_force`` (J^T f on the box's translational dofs)."""
+        d = self.data
+        out = {}
+        eq_rows = np.flatnonzero(d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+        for arm in self.holding:
+            rows = eq_rows[d.efc_id[eq_rows] == self.welds[arm]]
+            jac = _rows_of_jacobian(self.model, d, rows)[:, self.box_dof : self.box_dof + 3]
+            out[arm] = jac.T @ d.efc_force[rows]
+        return out
+
+    def wrench(self) -> GraspWrench:
+        """The grasp wrench of this instant (``GraspWrench``)."""
+        d = self.data
+        force = self.weld_forces()
+        tangential, slipping = {}, {}
+        cap = self.config.grip_capacity_n
+        for arm, f in force.items():
+            axis = d.xaxis[self.finger_joint[arm]]
+            tangential[arm] = float(np.linalg.norm(f - (f @ axis) * axis))
+            slipping[arm] = tangential[arm] > cap
+        if len(force) == 2:
+            internal = 0.5 * (force[Arm.RIGHT] - force[Arm.LEFT])
+            axis = d.site_xpos[self.tcps[Arm.LEFT]] - d.site_xpos[self.tcps[Arm.RIGHT]]
+            axis = axis / max(float(np.linalg.norm(axis)), 1e-9)
+            squeeze = float(internal @ axis)
+        else:
+            internal, squeeze = np.zeros(3), 0.0
+        return GraspWrench(force, internal, squeeze, tangential, slipping)
+
+
+def _relative_pose(data: mujoco.MjData, body1: int, body2: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pose of ``body2`` in ``body1``'s frame: position [m], quaternion (w, x, y, z)."""
+    inv = np.zeros(4)
+    mujoco.mju_negQuat(inv, data.xquat[body1])
+    pos = np.zeros(3)
+    mujoco.mju_rotVecQuat(pos, data.xpos[body2] - data.xpos[body1], inv)
+    quat = np.zeros(4)
+    mujoco.mju_mulQuat(quat, inv, data.xquat[body2])
+    return pos, quat
+
+
+def _rows_of_jacobian(model: mujoco.MjModel, data: mujoco.MjData, rows: np.ndarray) -> np.ndarray:
+    """Dense rows ``rows`` of the constraint Jacobian (dense or sparse storage)."""
+    nv = model.nv
+    if not mujoco.mj_isSparse(model):
+        return data.efc_J.reshape(-1, nv)[rows]
+    out = np.zeros((len(rows), nv))
+    for i, r in enumerate(rows):
+        adr, nnz = data.efc_J_rowadr[r], data.efc_J_rownnz[r]
+        out[i, data.efc_J_colind[adr : adr + nnz]] = data.efc_J[adr : adr + nnz]
+    return out
+
+
+def held_closed_loop(config, box: HeldBoxConfig | None = None) -> tuple:
+    """``(loop, held)``: the closed loop of ``config`` (a ``ClosedLoopConfig``; its robot) on
+    that robot's scene with the held box, and the box's ``HeldObject`` (wired to the loop's
+    gravity models where it has them). The caller closes the loop."""
+    from rob_twin.twin.sim.loops import make_closed_loop
+    from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+    box = box or default_config()
+    twin = Twin(TwinConfig(seed=config.seed), model=held_scene(config.robot, box))
+    loop = make_closed_loop(config, twin=twin)
+    return loop, HeldObject(twin.model, twin.data, box, getattr(loop, "gravity", None))

@@ -34,6 +34,7 @@ from rob_twin.twin.teleop.controller import TeleopController
 from rob_twin.twin.teleop.messages import Hello, parse_message
 from rob_twin.twin.teleop.safety import ArmSafetyFilter
 from rob_twin.twin.teleop.server import ServerConfig
+from rob_twin.twin.teleop.video import VideoConfig
 from websockets.asyncio.client import connect
 
 RATE_HZ = 90.0
@@ -54,7 +55,9 @@ def _hand(pos, grip: float) -> dict:
 
 
 def _start(**server) -> TeleopApp:
-    cfg = with_port(AppConfig(camera_hz=0.0, server=ServerConfig(**server)), "127.0.0.1", 0)
+    cfg = with_port(
+        AppConfig(video=VideoConfig(fps=0.0), server=ServerConfig(**server)), "127.0.0.1", 0
+    )
     return TeleopApp(cfg).start()
 
 

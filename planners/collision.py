@@ -35,6 +35,7 @@ from rob_twin.planners.errors import GoalInputError, PlannerConfigError
 from rob_twin.planners.geom_pairs import (
     GeomPair,
     GeomPairTable,
+    PairClass,
     joint_qpos_addresses,
     validate_arms,
     weak_pairs,
@@ -257,12 +258,17 @@ class CheckSession:
         dist, _, near = contacts
         return not bool((dist[near] < self.margin).any())
 
-    def clearance(self, q: np.ndarray) -> Clearance:
-        """Smallest checked distance within the horizon at stacked ``q`` and its pair."""
+    def clearance(self, q: np.ndarray, classes: Sequence[PairClass] | None = None) -> Clearance:
+        """Smallest checked distance within the horizon at stacked ``q`` and its pair;
+        with ``classes``, among checked pairs of those classes only (e.g. without
+        ``PairClass.SELF``: the pair that matters to an operator)."""
         contacts = self._contacts(q)
         if contacts is None:
             return _NOTHING_NEAR
         dist, geom, near = contacts
+        if classes is not None:
+            cls = self.checker.pairs.table[geom[:, 0], geom[:, 1]]
+            near = near & np.isin(cls, [int(c) for c in classes])
         if not near.any():
             return _NOTHING_NEAR
         dist = np.where(near, dist, np.inf)

@@ -1,0 +1,72 @@
+"""What the operator page is told: the clearance pair that matters (never a self pair inside
+one arm), where each hand's TCP is (so the pad labels follow the hand), and plain words
+for clamped or refused targets (which limit, how often, why)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from rob_twin.models.names import Arm
+from rob_twin.twin.teleop.plain_words import status_lines
+from rob_twin.twin.teleop.safety import SafetyConfig
+from teleop_support import circle_trace, client, hello, recv_until, replay, run, start_app
+
+
+def test_telemetry_names_the_nearest_pair_that_matters_and_each_tcp():
+    with start_app() as app:
+
+        async def go():
+            async with client(app.server.ws_url) as ws:
+                await ws.send(hello("honest"))
+                await recv_until(ws, "welcome")
+                first = await recv_until(ws, "telemetry")
+                await replay(app, ws, "honest", circle_trace(60, radius_m=0.05))
+                moved_at = time.monotonic()
+                while True:  # the client buffers: skip telemetry published before the move
+                    t = await recv_until(ws, "telemetry")
+                    if t["stamp_s"] > moved_at:
+                        return first, t
+
+        first, moved = run(go())
+    for t in (first, moved):
+        # the demo pose has a self pair (right/mount_geom vs right/link3_geom) closest:
+        # telemetry names the nearest arm-arm / arm-body / arm-world pair instead
+        assert t["clearance_class"] in ("arm-arm", "arm-body", "arm-world", None), t
+        assert t["clearance_pair"] is None or "(self)" not in t["clearance_pair"], t
+        if t["clearance_m"] is not None:
+            assert len(t["clearance_geoms"]) == 2
+        for arm in ("left", "right"):
+            assert len(t["arms"][arm]["tcp_m"]) == 3
+    # the right TCP moved with the circle, the left one did not
+    right0, right1 = (
+        np.array(first["arms"]["right"]["tcp_m"]),
+        np.array(moved["arms"]["right"]["tcp_m"]),
+    )
+    assert float(np.linalg.norm(right1 - right0)) > 0.01
+    assert first["arms"]["left"]["tcp_m"] == moved["arms"]["left"]["tcp_m"]
+    assert moved["teleop"]["hands"]["right"]["target_tcp_m"] is not None
+    assert app.controller.counts["targets_checked"] >= app.controller.counts["targets_submitted"]
+    assert Arm.RIGHT in app.controller.hands
+
+
+def test_status_lines_name_the_limit_and_how_often():
+    safety = SafetyConfig()
+    counts = {"targets_checked": 109, "tcp_clamped": 107, "targets_submitted": 109}
+    lines = status_lines(counts, safety, input_timeout_s=0.1, margin_m=0.01)
+    text = " ".join(lines)
+    assert "107 of 109" in text and "0.25 m/s" in text and "TCP speed" in text
+    counts = {
+        "targets_checked": 40,
+        "rejected_collision": 3,
+        "rejected_ik": 2,
+        "joint_clamped": 5,
+        "staleness_brakes": 1,
+    }
+    lines = status_lines(counts, safety, input_timeout_s=0.1, margin_m=0.01)
+    joined = "\n".join(lines)
+    assert "3 of 40" in joined and "collision" in joined and "10 mm" in joined
+    assert "2 of 40" in joined and "IK" in joined
+    assert "5 of 40" in joined and "0.05 rad" in joined
+    assert "0.1 s" in joined
+    assert status_lines({}, safety, input_timeout_s=0.1, margin_m=0.01) == []

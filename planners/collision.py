@@ -258,22 +258,25 @@ class CheckSession:
         dist, _, near = contacts
         return not bool((dist[near] < self.margin).any())
 
-    def clearance(self, q: np.ndarray, classes: Sequence[PairClass] | None = None) -> Clearance:
+    def clearance(self, q: np.ndarray, among: np.ndarray | None = None) -> Clearance:
         """Smallest checked distance within the horizon at stacked ``q`` and its pair;
-        with ``classes``, among checked pairs of those classes only (e.g. without
-        ``PairClass.SELF``: the pair that matters to an operator)."""
+        with ``among`` (a boolean ``ngeom x ngeom`` mask), among the checked pairs it marks
+        only (e.g. the pairs that matter to an operator: ``pairs_of_classes``)."""
         contacts = self._contacts(q)
         if contacts is None:
             return _NOTHING_NEAR
         dist, geom, near = contacts
-        if classes is not None:
-            cls = self.checker.pairs.table[geom[:, 0], geom[:, 1]]
-            near = near & np.isin(cls, [int(c) for c in classes])
+        if among is not None:
+            near = near & among[geom[:, 0], geom[:, 1]]
         if not near.any():
             return _NOTHING_NEAR
         dist = np.where(near, dist, np.inf)
         k = int(dist.argmin())  # the first smallest among checked pairs
         return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
+
+    def pairs_of_classes(self, classes: Sequence[PairClass]) -> np.ndarray:
+        """A boolean ``ngeom x ngeom`` mask of the pairs whose class is one of ``classes``."""
+        return np.isin(self.checker.pairs.table, [int(c) for c in classes])
 
     def sweep(self, states: np.ndarray) -> tuple[int, int, Clearance]:
         """Check the rows of ``states`` (stacked configurations) in order, stopping at the

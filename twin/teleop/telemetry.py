@@ -102,6 +102,18 @@ PAIR_CLASS_WORDS = {
 }  # the pairs an operator can do something about; SELF pairs inside one arm are left out
 
 
+def operator_pairs(session) -> np.ndarray:
+    """The pairs whose clearance an operator is shown (boolean ``ngeom x ngeom``): arm-arm,
+    arm-body and arm-world pairs, less an arm against its own mount (geoms named under the
+    same ``<arm>/`` prefix: a fixed distance the arm's own joints set, like a self pair)."""
+    mask = session.pairs_of_classes(tuple(PAIR_CLASS_WORDS))
+    names = session.checker.pairs.geom_names
+    for arm in Arm:
+        mine = np.array([n.startswith(f"{arm.value}/") for n in names])
+        mask &= ~(mine[:, None] & mine[None, :])
+    return mask
+
+
 class TelemetrySource:
     """Builds one telemetry frame from thread-safe reads of the closed loop and the
     controller's own state (runs on the server's thread, the controller's: it uses the
@@ -119,6 +131,7 @@ class TelemetrySource:
         # the clearance-limiting geom pair (ids) of the last frame, for the video overlay;
         # replaced, never mutated, so another thread may read it
         self.limiting_geoms: tuple[int, ...] = ()
+        self._matters = None if clearance is None else operator_pairs(clearance)
 
     def telemetry(self) -> str:
         self.seq += 1
@@ -143,7 +156,7 @@ class TelemetrySource:
         clearance = pair = kind = None
         geoms: list[int] | None = None
         if self.clearance is not None:
-            cl = self.clearance.clearance(np.concatenate(stacked), tuple(PAIR_CLASS_WORDS))
+            cl = self.clearance.clearance(np.concatenate(stacked), self._matters)
             clearance = _finite(cl.distance_m)
             if cl.pair is not None and clearance is not None:
                 pair = f"{cl.pair.name1} vs {cl.pair.name2}"

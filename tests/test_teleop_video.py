@@ -14,17 +14,18 @@ import pytest
 from rob_twin.models.names import Arm
 from rob_twin.twin.render.highlight import arm_geoms
 from rob_twin.twin.teleop.video import (
+    LiveVideo,
     Overlay,
     StateMailbox,
     UnknownCameraError,
     VideoConfig,
     VideoConfigError,
-    VideoThread,
 )
 from teleop_support import circle_trace, client, hello, recv_until, replay, run, start_app
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 SMALL = VideoConfig(fps=20.0, width=160, height=120)
+VIEW = '{"v": 1, "type": "view", "session": "video", "camera": "%s"}'
 
 
 def _pixels(msg: dict) -> np.ndarray:
@@ -48,13 +49,15 @@ def test_frames_arrive_change_as_the_arm_moves_and_follow_the_chosen_camera():
             async with client(app.server.ws_url) as ws:
                 await ws.send(hello("video"))
                 welcome = await recv_until(ws, "welcome")
+                await ws.send(VIEW % welcome["camera"])  # no video until asked
+                assert (await recv_until(ws, "view"))["camera"] == welcome["camera"]
                 still = await _latest_frame_after(ws, time.time(), welcome["camera"])
                 await replay(app, ws, "video", circle_trace(90, radius_m=0.06))
                 moved = await _latest_frame_after(ws, time.time(), welcome["camera"])
-                await ws.send('{"v": 1, "type": "view", "session": "video", "camera": "eye"}')
+                await ws.send(VIEW % "eye")
                 refused = await recv_until(ws, "error")
                 head = welcome["cameras"][-1]
-                await ws.send(f'{{"v": 1, "type": "view", "session": "video", "camera": "{head}"}}')
+                await ws.send(VIEW % head)
                 assert (await recv_until(ws, "view"))["camera"] == head
                 other = await _latest_frame_after(ws, time.time(), head)
                 return welcome, still, moved, refused, other
@@ -82,7 +85,7 @@ def test_the_ghost_target_and_the_limiting_pair_are_drawn_over_the_twin():
         model, data = loop.twin.model, loop.twin.data
         frames, overlay = [], [Overlay()]
         mailbox = StateMailbox()
-        video = VideoThread(
+        video = LiveVideo(
             model,
             mailbox,
             wanted=lambda: frozenset({"overview"}),
@@ -130,3 +133,14 @@ def test_bad_video_settings_are_typed_errors_naming_the_range():
         VideoConfig(fps=-1.0)
     with pytest.raises(VideoConfigError, match="width"):
         VideoConfig(width=10_000)
+
+
+def test_view_requests_are_read_and_bad_ones_refused_by_field():
+    from rob_twin.twin.teleop.messages import TeleopMessageError, ViewRequest, parse_message
+
+    assert parse_message(VIEW % "head/rgb") == ViewRequest("video", "head/rgb")
+    none = '{"v": 1, "type": "view", "session": "s", "camera": null}'
+    assert parse_message(none) == ViewRequest("s", None)
+    for bad in ("5", '""', '"' + "x" * 65 + '"', '["overview"]', '"a\\u0000b"'):
+        with pytest.raises(TeleopMessageError, match="camera"):
+            parse_message(f'{{"v": 1, "type": "view", "session": "s", "camera": {bad}}}')

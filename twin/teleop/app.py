@@ -27,7 +27,7 @@ from rob_twin.twin.teleop.controller import TeleopConfig, TeleopController
 from rob_twin.twin.teleop.safety import ArmSafetyFilter, SafetyConfig
 from rob_twin.twin.teleop.server import ServerConfig, TeleopServer
 from rob_twin.twin.teleop.telemetry import TelemetrySource
-from rob_twin.twin.teleop.video import Overlay, StateMailbox, VideoConfig, VideoThread
+from rob_twin.twin.teleop.video import LiveVideo, Overlay, StateMailbox, VideoConfig
 
 CLEARANCE_HORIZON_M = 0.10  # telemetry reports clearances up to 10 cm
 
@@ -65,7 +65,7 @@ class TeleopApp:
         self.loop = None
         self.controller: TeleopController | None = None
         self.server: TeleopServer | None = None
-        self.video: VideoThread | None = None
+        self.video: LiveVideo | None = None
         self.mailbox = StateMailbox()
         self.frame_times_s: list[float] = []  # loop-thread compute time per frame [s]
         self.frame_gaps_s: list[float] = []  # wall time between frames [s]
@@ -101,7 +101,7 @@ class TeleopApp:
         }
         self.controller = TeleopController(owners, filters, self.config.teleop, now=self.clock)
         if self.config.video.fps > 0:
-            self.video = VideoThread(
+            self.video = LiveVideo(
                 model,
                 self.mailbox,
                 wanted=lambda: self.server.wanted_cameras,
@@ -132,7 +132,8 @@ class TeleopApp:
             and self.server.wanted_cameras
             and self.loop.time >= self._next_video
         ):  # a state copy for the video thread (microseconds); it renders on its own
-            self._next_video = self.loop.time + 1.0 / self.config.video.fps
+            period = 1.0 / self.config.video.fps
+            self._next_video = max(self._next_video + period, self.loop.time - period)
             self.mailbox.put_from(data, self.loop.time)
         if handle is not None:
             handle.sync()

@@ -145,8 +145,8 @@ class TeleopServer:
         self._stop: asyncio.Event | None = None
         self.telemetry_log: list[float] = []  # publish stamps [s] (monotonic)
         self.progress = ServerProgress()  # what this thread has handled, for others to wait on
-        self.video = None  # a rob_twin.twin.teleop.video.VideoThread (set by the app) or None
-        # cameras some client watches: replaced on this thread, read by the render thread
+        self.video = None  # a rob_twin.twin.teleop.video.LiveVideo (set by the app) or None
+        # cameras some client watches: replaced on this thread, read by the video bridge thread
         self.wanted_cameras: frozenset[str] = frozenset()
         self.video_log: list[tuple[str, int, int]] = []  # (camera, seq, clients given it)
 
@@ -322,9 +322,7 @@ class TeleopServer:
         except ConnectionClosed:
             self.controller.disconnect(client)
             return
-        slot = self.hub.add(client)
-        if self.video is not None and self.video.cameras:
-            self._set_view(slot, self.video.resolve(None))  # the default camera
+        slot = self.hub.add(client)  # no video until the client asks (``view``)
         sender = asyncio.create_task(self._sender(ws, slot))
         now = (
             self.controller.now

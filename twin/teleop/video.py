@@ -1,15 +1,18 @@
-"""Live video of the twin for the teleop pages, rendered offscreen in its own thread.
+"""Live video of the twin for the teleop pages, rendered offscreen in its own process.
 
-Threads. The *loop thread* owns the twin's MjData: at the video rate it copies the state a
-picture needs (qpos, mocap poses; a few hundred floats, microseconds) into a
-``StateMailbox`` with its wall-clock stamp. The *render thread* owns its own MjData, GL
-context and renderer (one thread per MjData, as everywhere in the twin): it takes the newest
-state, renders each camera a client asks for at the ``fast`` quality, draws the overlays (the
-operator's TCP target as a translucent ghost per engaged hand, the clearance-limiting geom
-pair in amber), encodes JPEG and hands the ``VideoFrame`` to ``publish``. The server fans a
-frame out to the clients watching that camera, each through its latest-value slot: a slow
-client gets the newest frame when it is ready and drops the rest; nothing waits on it, and
-the loop thread never renders.
+The *loop thread* owns the twin's MjData: at the video rate it copies the state a picture
+needs (qpos, mocap poses; a few hundred floats, microseconds) into a ``StateMailbox`` with
+its wall-clock stamp. A *bridge thread* takes the newest state and hands it to the *render
+process*, which owns its own MjData, GL context and renderer: it renders each camera a
+client asks for at the ``fast`` quality, draws the overlays (the operator's TCP target as a
+translucent ghost per engaged hand, the clearance-limiting geom pair in amber) and encodes
+JPEG; the bridge hands each ``VideoFrame`` to ``publish``. The server fans a frame out to
+the clients watching that camera, each through its latest-value slot: a slow client gets
+the newest frame when it is ready and drops the rest; nothing waits on it, and the loop
+thread never renders. A process rather than a thread: the closed loop is mostly Python,
+and a render thread would share its interpreter lock; the process runs at a lower
+priority (``nice``), so on a busy machine the loop thread gets the cores first. What the
+video costs the loop is measured in ``experiments/bench_teleop.py``.
 
 Stamps are wall-clock epoch seconds (``time.time``), so a page on the same machine (or one
 with a synchronised clock) can show a frame's age: ``state_stamp_s`` is when the loop copied
@@ -18,7 +21,10 @@ the state the frame shows, ``rendered_stamp_s`` when the JPEG was ready.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -45,7 +51,10 @@ class VideoConfig:
     jpeg_quality [1..95]; max_frame_bytes: a JPEG larger than this is re-encoded at a lower
     quality, then dropped and counted [bytes]; default_camera: what a new client sees
     (None: the model's first camera); quality: the render quality (``fast``: no shadows,
-    reflections or multisampling)."""
+    reflections or multisampling); nice: how much lower the render process's (and its
+    software rasteriser's worker threads') scheduling priority is than the loop thread's
+    (Linux nice increment, 0..19): on a busy machine the loop thread gets the cores first
+    and video frames come later or fewer, never the other way round."""
 
     fps: float = 30.0
     width: int = 480
@@ -54,6 +63,7 @@ class VideoConfig:
     max_frame_bytes: int = 200_000
     default_camera: str | None = "overview"
     quality: str = "fast"
+    nice: int = 10
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fps <= 120.0:
@@ -64,6 +74,9 @@ class VideoConfig:
                 raise VideoConfigError(name, v, f"an integer 16..{MAX_SIDE_PX} px")
         if not 1 <= self.jpeg_quality <= 95:
             raise VideoConfigError("jpeg_quality", self.jpeg_quality, "1..95")
+        nice = self.nice
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise VideoConfigError("nice", self.nice, "an integer 0..19")
         if not self.max_frame_bytes >= 10_000:
             raise VideoConfigError("max_frame_bytes", self.max_frame_bytes, ">= 10000")
 
@@ -94,7 +107,7 @@ class StateSnapshot:
 
 
 class StateMailbox:
-    """One latest-state slot between the loop thread (``put``) and the render thread."""
+    """One latest-state slot between the loop thread (``put``) and the bridge thread."""
 
     def __init__(self) -> None:
         self._latest: StateSnapshot | None = None
@@ -146,7 +159,7 @@ class VideoFrame:
 
 @dataclass
 class VideoStats:
-    """Counters of the render thread (read anywhere; written by the render thread only)."""
+    """Counters of the live video (read anywhere; written by the bridge thread only)."""
 
     frames: int = 0
     oversize_dropped: int = 0
@@ -162,10 +175,17 @@ def camera_names(model) -> list[str]:
     return [model.camera(i).name for i in range(model.ncam) if model.camera(i).name]
 
 
-class VideoThread:
-    """The render thread. ``wanted()`` returns the cameras some client watches (read every
-    cycle, from any thread: an immutable set); ``overlay()`` the overlay; ``publish(frame)``
-    is called on the render thread and must not block (the server hands it to its loop)."""
+class LiveVideo:
+    """The live video: a render *process* and, in this process, a bridge thread.
+
+    ``wanted()`` returns the cameras some client watches (read every cycle, from any
+    thread: an immutable set); ``overlay()`` the overlay; ``publish(frame)`` is called on
+    the bridge thread and must not block (the server hands it to its loop). The bridge
+    thread takes the newest state from the mailbox, sends it (with the cameras and the
+    overlay) to the render process and waits for its frames; it holds the interpreter
+    lock only to pass a few hundred floats and a few JPEGs, so rendering, which is mostly
+    outside Python, competes with the loop thread for cores only, and at a lower
+    priority (``VideoConfig.nice``)."""
 
     def __init__(
         self,
@@ -186,8 +206,9 @@ class VideoThread:
         self.stats = VideoStats()
         self.status = "starting"
         self._stop = threading.Event()
-        self._started = threading.Event()
         self._thread: threading.Thread | None = None
+        self._process = None
+        self._conn = None
         self._seq = 0
 
     def resolve(self, name: str | None) -> str:
@@ -200,37 +221,63 @@ class VideoThread:
             raise UnknownCameraError(name, self.cameras)
         return name
 
-    def start(self, timeout_s: float = 30.0) -> None:
-        """Start the thread; returns once its renderer exists or it gave up (``status``)."""
-        self._thread = threading.Thread(target=self._run, name="teleop-video", daemon=True)
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Start the render process and the bridge thread; returns once the renderer exists
+        or it gave up (``status`` says why)."""
+        import socket
+        import sys
+        from multiprocessing.connection import Connection
+
+        mine, theirs = socket.socketpair()
+        fd = theirs.fileno()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "rob_twin.twin.teleop.render_worker", str(fd)],
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._conn = Connection(mine.detach())
+        self._conn.send((self.model, self.config))
+        if not self._conn.poll(timeout_s):
+            self.status = f"video off: the render process did not start within {timeout_s} s"
+            self._shutdown_process()
+            return
+        kind, detail = self._conn.recv()
+        if kind != "ready":
+            self.status = f"video off: rendering unavailable ({detail})"
+            self._shutdown_process()
+            return
+        c = self.config
+        self.status = f"ok: {c.width}x{c.height} {c.quality}, up to {c.fps:g} frames/s"
+        self._thread = threading.Thread(target=self._bridge, name="teleop-video", daemon=True)
         self._thread.start()
-        self._started.wait(timeout_s)
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
+        self._shutdown_process()
 
-    # ------------------------------------------------------------------ the thread
-    def _run(self) -> None:
-        import mujoco
-        from rob_twin.twin.render.video import make_renderer
+    def _shutdown_process(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._conn.send(None)
+        if self._process is not None:
+            try:
+                self._process.wait(5.0)
+            except subprocess.TimeoutExpired:
+                self._process.terminate()
+                self._process.wait(2.0)
+            self._process = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
-        try:
-            c = self.config
-            renderer = make_renderer(self.model, c.width, c.height, c.quality)
-        except Exception as err:  # no GL: telemetry says why, the rest of teleop runs
-            self.status = f"video off: rendering unavailable ({type(err).__name__}: {err})"
-            self._started.set()
-            return
-        data = mujoco.MjData(self.model)
-        options = mujoco.MjvOption()
-        options.flags[mujoco.mjtVisFlag.mjVIS_RANGEFINDER] = False  # rays would hide the arms
-        base = int(mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "base"))
-        self.status = f"ok: {c.width}x{c.height} {c.quality}, up to {c.fps:g} frames/s"
-        self._started.set()
-        period = 1.0 / c.fps
+    # ------------------------------------------------------------------ the bridge thread
+    def _bridge(self) -> None:
+        period = 1.0 / self.config.fps
         snap, next_due = None, time.monotonic()
+        conn = self._conn
         try:
             while not self._stop.is_set():
                 wanted = [n for n in self.cameras if n in self.wanted()]
@@ -241,44 +288,21 @@ class VideoThread:
                 if newer is None:
                     continue
                 snap = newer
-                data.qpos[:] = snap.qpos
-                data.mocap_pos[:] = snap.mocap_pos
-                data.mocap_quat[:] = snap.mocap_quat
-                mujoco.mj_kinematics(self.model, data)
-                mujoco.mj_camlight(self.model, data)
-                overlay = self.overlay()
-                for name in wanted:
-                    self._one(renderer, data, options, name, snap, overlay, base)
+                conn.send((snap, wanted, self.overlay()))
+                while not conn.poll(0.1):
+                    if self._stop.is_set():
+                        return
+                for camera, jpeg, ms in conn.recv():
+                    self._deliver(camera, jpeg, ms, snap)
                 next_due = max(next_due + period, time.monotonic())
                 self._stop.wait(max(0.0, next_due - time.monotonic()))
-        finally:
-            renderer.close()
+        except (EOFError, OSError) as err:
+            self.status = f"video off: the render process ended ({type(err).__name__})"
 
-    def _one(self, renderer, data, options, camera, snap, overlay, base) -> None:
-        from PIL import Image
-
-        t0 = time.perf_counter()
-        renderer.update_scene(data, camera=camera, scene_option=options)
-        scene = renderer.scene
-        if overlay.highlight:
-            from rob_twin.twin.render.highlight import paint
-
-            paint(scene, set(overlay.highlight), HIGHLIGHT_RGBA)
-        for target in overlay.targets:
-            _add_ghost(scene, data, base, target)
-        pixels = renderer.render()
-        quality, jpeg = self.config.jpeg_quality, b""
-        while True:
-            buf = io.BytesIO()
-            Image.fromarray(pixels).save(buf, format="JPEG", quality=quality)
-            jpeg = buf.getvalue()
-            if len(jpeg) <= self.config.max_frame_bytes or quality <= 20:
-                break
-            quality = max(20, quality - 20)
-        if len(jpeg) > self.config.max_frame_bytes:
+    def _deliver(self, camera: str, jpeg: bytes | None, ms: float, snap: StateSnapshot) -> None:
+        if jpeg is None:
             self.stats.oversize_dropped += 1
             return
-        ms = (time.perf_counter() - t0) * 1e3
         self.stats.record(ms)
         self.stats.frames += 1
         self._seq += 1
@@ -296,6 +320,74 @@ class VideoThread:
                 jpeg,
             )
         )
+
+
+def render_process_main(conn, model, config: VideoConfig) -> None:
+    """The render process: answers each (snapshot, cameras, overlay) with a list of
+    (camera, JPEG bytes or None when oversize, render + encode time [ms]); ``None`` or a
+    closed pipe ends it."""
+    import mujoco
+    from rob_twin.twin.render.video import make_renderer
+
+    if config.nice and hasattr(os, "nice"):  # before the GL context: its workers inherit it
+        with contextlib.suppress(OSError):
+            os.nice(config.nice)
+    try:
+        renderer = make_renderer(model, config.width, config.height, config.quality)
+    except Exception as err:  # no GL: the parent's status says why
+        conn.send(("error", f"{type(err).__name__}: {err}"))
+        return
+    conn.send(("ready", None))
+    data = mujoco.MjData(model)
+    options = mujoco.MjvOption()
+    options.flags[mujoco.mjtVisFlag.mjVIS_RANGEFINDER] = False  # rays would hide the arms
+    base = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "base"))
+    try:
+        while True:
+            try:
+                request = conn.recv()
+            except EOFError:
+                return
+            if request is None:
+                return
+            snap, cameras, overlay = request
+            data.qpos[:] = snap.qpos
+            data.mocap_pos[:] = snap.mocap_pos
+            data.mocap_quat[:] = snap.mocap_quat
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_camlight(model, data)
+            out = [
+                _render_one(renderer, data, options, name, overlay, base, config)
+                for name in cameras
+            ]
+            conn.send(out)
+    finally:
+        renderer.close()
+
+
+def _render_one(renderer, data, options, camera, overlay, base, config):
+    from PIL import Image
+
+    t0 = time.perf_counter()
+    renderer.update_scene(data, camera=camera, scene_option=options)
+    scene = renderer.scene
+    if overlay.highlight:
+        from rob_twin.twin.render.highlight import paint
+
+        paint(scene, set(overlay.highlight), HIGHLIGHT_RGBA)
+    for target in overlay.targets:
+        _add_ghost(scene, data, base, target)
+    pixels = renderer.render()
+    quality = config.jpeg_quality
+    while True:
+        buf = io.BytesIO()
+        Image.fromarray(pixels).save(buf, format="JPEG", quality=quality)
+        jpeg = buf.getvalue()
+        if len(jpeg) <= config.max_frame_bytes or quality <= 20:
+            break
+        quality = max(20, quality - 20)
+    ms = (time.perf_counter() - t0) * 1e3
+    return camera, (jpeg if len(jpeg) <= config.max_frame_bytes else None), ms
 
 
 def _add_ghost(scene, data, base: int, target: np.ndarray) -> None:

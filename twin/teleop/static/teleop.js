@@ -27,7 +27,13 @@
     ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
       if (msg.type === "camera") { state.video.onFrame(msg); return; }  // no re-render per frame
-      if (msg.type === "welcome") { state.role = msg.role; if (msg.cameras) state.video.onWelcome(msg); }
+      if (msg.type === "welcome") {
+        state.role = msg.role;
+        if (msg.cameras && msg.cameras.length) {  // ask for the video of the chosen camera
+          state.video.onWelcome(msg);
+          ws.send(P.view(state.session, $("camera-select").value || msg.camera));
+        }
+      }
       else if (msg.type === "telemetry") state.telemetry = msg;
       else if (msg.type === "error" || msg.type === "refused") state.lastError = msg.reason;
       else if (msg.type === "reset" && !msg.ok) state.lastError = msg.reason;

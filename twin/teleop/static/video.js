@@ -1,4 +1,4 @@
-// Live video of the twin on both pages: JPEG frames from the server's render thread, drawn
+// Live video of the twin on both pages: JPEG frames from the server's render process, drawn
 // on a canvas. A frame that arrives while the previous one is still being decoded replaces
 // the waiting one (latest-frame slot): a slow page drops frames, it never queues them.
 // Glass-to-glass age = the moment the frame is painted (the animation frame after drawing,
@@ -45,13 +45,14 @@ const TeleopVideo = {
       if (v.busy) { if (v.waiting) v.dropped += 1; v.waiting = msg; return; }
       draw(msg);
     };
-    v.onWelcome = (msg) => {
+    v.onWelcome = (msg) => {  // the camera list; a reconnect keeps the camera chosen before
+      const keep = select.value;
       select.innerHTML = "";
       for (const name of msg.cameras || []) {
         const o = document.createElement("option");
         o.value = name; o.textContent = name; select.appendChild(o);
       }
-      if (msg.camera) select.value = msg.camera;
+      select.value = keep && (msg.cameras || []).includes(keep) ? keep : msg.camera;
       select.disabled = !(msg.cameras && msg.cameras.length);
     };
     select.addEventListener("change", () => sendView(select.value));

@@ -17,7 +17,10 @@
       const msg = JSON.parse(ev.data);
       if (msg.type === "telemetry") show(msg);
       else if (msg.type === "camera") state.video.onFrame(msg);
-      else if (msg.type === "welcome") state.video.onWelcome(msg);
+      else if (msg.type === "welcome" && msg.cameras && msg.cameras.length) {
+        state.video.onWelcome(msg);
+        ws.send(P.view(state.session, $("camera-select").value || msg.camera));
+      }
     };
   }
   function show(t) {

@@ -76,7 +76,7 @@ def teleop_server():
             "--input-timeout",
             "1.0",
             "--video-fps",
-            "20",
+            "10",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -110,7 +110,7 @@ def _commanded(page, arm: str) -> np.ndarray:
 
 
 def _video_checksum(page, name: str = "teleopPage") -> int:
-    return int(page.evaluate(f"window.{name}.video.checksums.at(-1)"))
+    return int(page.evaluate(f"window.{name}.video.checksum()"))
 
 
 def test_desktop_page_moves_right_arm_video_follows_and_watcher_sees_it(browser, teleop_server):
@@ -149,7 +149,9 @@ def test_desktop_page_moves_right_arm_video_follows_and_watcher_sees_it(browser,
     assert tele["hardware_io"] is False
     page.wait_for_selector("#right-engaged.on", timeout=10000)
     # the video shows the move: a later frame paints a different picture
-    page.wait_for_function(f"window.teleopPage.video.checksums.at(-1) !== {still}", timeout=10000)
+    page.wait_for_function(
+        f"window.teleopPage.video.checksum() !== {still}", timeout=10000, polling=250
+    )
     video = page.evaluate("window.teleopPage.video")
     assert video["frames"] >= 5 and video["camera"] == "overview", video["frames"]
     assert 0 < float(np.median(video["ages"])) < 5000  # painted, with a plausible age

@@ -74,3 +74,23 @@ def test_status_lines_name_the_limit_and_how_often():
     assert "5 of 40" in joined and "0.05 rad" in joined
     assert "0.1 s" in joined
     assert status_lines({}, safety, input_timeout_s=0.1, margin_m=0.01) == []
+
+
+def test_a_longer_input_timeout_is_not_cut_short_by_the_owner_lease():
+    """``--input-timeout 1.0`` (for a loaded machine) used to keep the 0.3 s owner lease: a
+    0.3 s pause in the page's input ended the engagement ("owner lease lapsed") long before
+    the staleness brake could speak. A lease or an operator TTL that is not longer than the
+    input timeout is now refused, and the CLI's config lengthens both with the timeout."""
+    import pytest
+    from rob_twin.twin.teleop.app import teleop_config
+    from rob_twin.twin.teleop.controller import TeleopConfig, TeleopConfigError
+
+    with pytest.raises(TeleopConfigError, match="owner_lease_s"):
+        TeleopConfig(input_timeout_s=1.0)
+    with pytest.raises(TeleopConfigError, match="operator_ttl_s"):
+        TeleopConfig(input_timeout_s=0.4, owner_lease_s=1.0, operator_ttl_s=0.4)
+    cfg = teleop_config(1.0)
+    assert cfg.input_timeout_s == 1.0
+    assert cfg.owner_lease_s > 1.0 and cfg.operator_ttl_s > 1.0
+    assert teleop_config(None) == TeleopConfig()
+    assert teleop_config(0.05).owner_lease_s == TeleopConfig().owner_lease_s  # never shorter

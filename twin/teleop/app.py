@@ -230,6 +230,21 @@ def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
     return replace(config, server=replace(config.server, host=host, port=port))
 
 
+def teleop_config(input_timeout_s: float | None) -> TeleopConfig:
+    """The teleop settings for an input timeout [s] (None: the defaults): the owner lease
+    and the operator TTL keep their default ratio to it (3x and 5x), never shorter than
+    their defaults, so the staleness brake always acts first."""
+    base = TeleopConfig()
+    if input_timeout_s is None:
+        return base
+    return replace(
+        base,
+        input_timeout_s=input_timeout_s,
+        owner_lease_s=max(base.owner_lease_s, 3.0 * input_timeout_s),
+        operator_ttl_s=max(base.operator_ttl_s, 5.0 * input_timeout_s),
+    )
+
+
 def run_teleop(
     scenario: str | None = None,
     port: int = 8765,
@@ -252,9 +267,7 @@ def run_teleop(
 
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
 
-    teleop = (
-        TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
-    )
+    teleop = teleop_config(input_timeout_s)
     ssl_context, host = None, "127.0.0.1"
     if lan:
         from rob_twin.twin.teleop.certs import (

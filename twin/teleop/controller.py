@@ -60,6 +60,13 @@ class TeleopConfig:
         for name in ("operator_ttl_s", "input_timeout_s", "owner_lease_s"):
             if not getattr(self, name) > 0:
                 raise TeleopConfigError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
+        for name in ("owner_lease_s", "operator_ttl_s"):  # the staleness brake speaks first
+            if not getattr(self, name) > self.input_timeout_s:
+                raise TeleopConfigError(
+                    f"{name} must be > input_timeout_s ({self.input_timeout_s!r} s), got "
+                    f"{getattr(self, name)!r}: a shorter lease would end an engagement before "
+                    "the staleness brake could"
+                )
 
 
 def default_config() -> TeleopConfig:

@@ -275,8 +275,9 @@ class LiveVideo:
 
     # ------------------------------------------------------------------ the bridge thread
     def _bridge(self) -> None:
-        period = 1.0 / self.config.fps
-        snap, next_due = None, time.monotonic()
+        # paced by the loop thread's state copies (``fps`` of them per second): each frame
+        # starts as soon as a newer state is there, so what it shows is as fresh as can be
+        snap = None
         conn = self._conn
         try:
             while not self._stop.is_set():
@@ -294,8 +295,6 @@ class LiveVideo:
                         return
                 for camera, jpeg, ms in conn.recv():
                     self._deliver(camera, jpeg, ms, snap)
-                next_due = max(next_due + period, time.monotonic())
-                self._stop.wait(max(0.0, next_due - time.monotonic()))
         except (EOFError, OSError) as err:
             self.status = f"video off: the render process ended ({type(err).__name__})"
 

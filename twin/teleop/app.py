@@ -2,11 +2,11 @@
 
 Threads: the *loop thread* owns the Twin (physics, owners' ticks, buses, the grippers,
 the MuJoCo viewer when a display exists); the *server thread* owns the teleop controller
-(clutches, IK, safety filter), the websocket clients and the telemetry; the *video
-thread* (``video.py``) owns its own MjData and GL context and renders the cameras the
-clients watch from state copies the loop thread leaves in a mailbox. They meet only
-through the owners' thread-safe API (``submit``, ``commanded_state``, ``release``,
-``reset``), the mailbox and plain value reads.
+(clutches, IK, safety filter), the websocket clients and the telemetry; the live video
+(``video.py``) renders the cameras the clients watch in a process of its own (own MjData
+and GL context), from state copies the loop thread leaves in a mailbox, through a bridge
+thread. They meet only through the owners' thread-safe API (``submit``,
+``commanded_state``, ``release``, ``reset``), the mailbox and plain value reads.
 
 The scenario gives the initial state and the faults; its keyframes and plans are not
 streamed (the operator drives).

@@ -15,7 +15,13 @@ from multiprocessing.connection import Connection
 
 
 def main(argv: list[str]) -> int:
+    import signal
+
     from rob_twin.twin.teleop.video import render_process_main
+
+    # Ctrl-C in a terminal reaches the whole process group: the parent ends this process
+    # through the pipe, after its own clean shutdown
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     conn = Connection(int(argv[0]))
     try:

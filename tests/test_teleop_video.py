@@ -144,3 +144,40 @@ def test_view_requests_are_read_and_bad_ones_refused_by_field():
     for bad in ("5", '""', '"' + "x" * 65 + '"', '["overview"]', '"a\\u0000b"'):
         with pytest.raises(TeleopMessageError, match="camera"):
             parse_message(f'{{"v": 1, "type": "view", "session": "s", "camera": {bad}}}')
+
+
+def test_a_video_watcher_that_never_reads_drops_frames_and_never_delays_targets():
+    import asyncio
+    import socket
+
+    from rob_twin.twin.teleop.server import ServerConfig
+    from websockets.asyncio.client import connect
+
+    cfg = ServerConfig(
+        host="127.0.0.1", port=0, ping_interval_s=60, ping_timeout_s=60, send_buffer_bytes=4096
+    )
+    with start_app(video=SMALL, server=cfg) as app:
+
+        async def go():
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)  # writes to it block
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", app.server.port))
+            stalled = await connect(app.server.ws_url, sock=sock, max_queue=1, close_timeout=0.2)
+            await stalled.send(hello("stalled", "watcher"))
+            await stalled.send(VIEW.replace("video", "stalled") % "overview")  # then never reads
+            async with client(app.server.ws_url) as op:
+                await op.send(hello("op"))
+                await recv_until(op, "welcome")
+                before = app.controller.counts["targets_submitted"]
+                await replay(app, op, "op", circle_trace(120))
+                submitted = app.controller.counts["targets_submitted"] - before
+            slot = app.server.hub.slots.get("client-1")
+            overwritten = None if slot is None else slot.overwritten_by_kind["camera"]
+            stalled.transport.abort()
+            return submitted, overwritten
+
+        submitted, overwritten = run(go())
+    assert submitted >= 100  # every applied frame still became a target
+    assert app.video.stats.frames >= 10  # frames were rendered for it all along ...
+    assert overwritten is not None and overwritten >= 5  # ... and replaced, never queued

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import Counter
 
 import numpy as np
 from rob_twin.models.names import Arm
@@ -35,10 +36,12 @@ class LatestSlot:
         self.overwritten = 0
         self.sent = 0
         self.camera: str | None = None  # the camera this client watches (None: no video)
+        self.overwritten_by_kind: Counter[str] = Counter()
 
     def put(self, kind: str, text: str) -> None:
         if kind in self._pending:
             self.overwritten += 1
+            self.overwritten_by_kind[kind] += 1
         self._pending[kind] = text
         self.put_count += 1
         self.event.set()

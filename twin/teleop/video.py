@@ -3,16 +3,16 @@
 The *loop thread* owns the twin's MjData: at the video rate it copies the state a picture
 needs (qpos, mocap poses; a few hundred floats, microseconds) into a ``StateMailbox`` with
 its wall-clock stamp. A *bridge thread* takes the newest state and hands it to the *render
-process*, which owns its own MjData, GL context and renderer: it renders each camera a
-client asks for at the ``fast`` quality, draws the overlays (the operator's TCP target as a
-translucent ghost per engaged hand, the clearance-limiting geom pair in amber) and encodes
-JPEG; the bridge hands each ``VideoFrame`` to ``publish``. The server fans a frame out to
-the clients watching that camera, each through its latest-value slot: a slow client gets
-the newest frame when it is ready and drops the rest; nothing waits on it, and the loop
-thread never renders. A process rather than a thread: the closed loop is mostly Python,
-and a render thread would share its interpreter lock; the process runs at a lower
-priority (``nice``), so on a busy machine the loop thread gets the cores first. What the
-video costs the loop is measured in ``experiments/bench_teleop.py``.
+process* (``render_worker.py``), which owns its own MjData, GL context and renderer: it
+renders each camera a client asks for at the ``fast`` quality, draws the overlays (the
+operator's TCP target as a translucent ghost per engaged hand, the clearance-limiting geom
+pair in amber) and encodes JPEG; the bridge hands each ``VideoFrame`` to ``publish``. The
+server fans a frame out to the clients watching that camera, each through its latest-value
+slot: a slow client gets the newest frame when it is ready and drops the rest; nothing
+waits on it, and the loop thread never renders. A process rather than a thread: the closed
+loop is mostly Python, and a render thread would share its interpreter lock; the process
+runs at a lower priority (``nice``), so on a busy machine the loop thread gets the cores
+first. What the video costs the loop is measured in ``experiments/bench_teleop.py``.
 
 Stamps are wall-clock epoch seconds (``time.time``), so a page on the same machine (or one
 with a synchronised clock) can show a frame's age: ``state_stamp_s`` is when the loop copied

@@ -181,3 +181,25 @@ def test_a_video_watcher_that_never_reads_drops_frames_and_never_delays_targets(
     assert submitted >= 100  # every applied frame still became a target
     assert app.video.stats.frames >= 10  # frames were rendered for it all along ...
     assert overwritten is not None and overwritten >= 5  # ... and replaced, never queued
+
+
+def test_without_gl_the_video_is_off_with_the_reason_and_nothing_else_stops(monkeypatch):
+    from rob_twin.twin.scenario.run import demo_scenario, scenario_loop
+
+    loop = scenario_loop(demo_scenario())
+    try:
+        monkeypatch.setenv("MUJOCO_GL", "no-such-backend")  # the render process inherits it
+        video = LiveVideo(
+            loop.twin.model,
+            StateMailbox(),
+            wanted=lambda: frozenset({"overview"}),
+            overlay=Overlay,
+            publish=lambda frame: None,
+            config=SMALL,
+        )
+        video.start()
+        video.stop()
+    finally:
+        loop.close()
+    assert video.status.startswith("video off"), video.status
+    assert "render process" in video.status or "rendering unavailable" in video.status

@@ -232,12 +232,21 @@ class LiveVideo:
         )
         theirs.close()
         self._conn = Connection(mine.detach())
-        self._conn.send((self.model, self.config))
-        if not self._conn.poll(timeout_s):
-            self.status = f"video off: the render process did not start within {timeout_s} s"
+        try:
+            self._conn.send((self.model, self.config))
+            if not self._conn.poll(timeout_s):
+                self.status = f"video off: the render process did not start within {timeout_s} s"
+                self._shutdown_process()
+                return
+            kind, detail = self._conn.recv()
+        except (OSError, EOFError):  # it died first (e.g. an unusable MUJOCO_GL)
+            code = self._process.wait(5.0)
+            self.status = (
+                f"video off: the render process ended before it was ready (exit code {code}; "
+                "its error is on stderr)"
+            )
             self._shutdown_process()
             return
-        kind, detail = self._conn.recv()
         if kind != "ready":
             self.status = f"video off: rendering unavailable ({detail})"
             self._shutdown_process()

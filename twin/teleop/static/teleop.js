@@ -182,6 +182,7 @@
     }
     if (t) {
       $("clearance").textContent = TeleopProtocol.clearanceText(t);
+      $("video-status").textContent = t.video ? `Video: ${t.video.status}` : "Video: off";
       for (const arm of ["left", "right"]) $("pad-label-" + arm).textContent = tcpLabel(arm, t);
       $("notes").innerHTML = "";
       for (const line of t.notes || []) {

@@ -23,7 +23,7 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
             cert_dir=args.cert_dir,
             seconds=args.seconds,
             viewer=False if args.no_viewer else None,
-            camera_hz=args.camera_hz,
+            video_fps=args.video_fps,
             input_timeout_s=args.input_timeout,
             as_json=args.json,
             calibration=calibration_arg(args.calibration),
@@ -73,7 +73,13 @@ def register(sub) -> None:
         "--no-viewer", action="store_true", help="headless even when a display exists"
     )
     tele.add_argument(
-        "--camera-hz", type=float, default=2.0, help="head-camera JPEG rate for watchers (0: off)"
+        "--video-fps",
+        "--camera-hz",
+        dest="video_fps",
+        type=float,
+        default=30.0,
+        help="live video of the pages, frames per second per watched camera, rendered in "
+        "its own thread at 480x360 (0: off; default 30)",
     )
     tele.add_argument(
         "--input-timeout",

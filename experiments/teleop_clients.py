@@ -4,7 +4,9 @@ work does not share the server's interpreter lock.
 ``python -m rob_twin.experiments.teleop_clients URL SECONDS [--watchers N] [--stalled]``: one
 operator streams both hands at 90 Hz (grip held after 5 frames), N watchers record the
 telemetry latency (publish stamp to receive, both ``time.monotonic``, one clock per
-machine on Linux), and optionally one watcher with a tiny receive window never reads.
+machine on Linux) and the video frames they get (count per watcher, and the age from the
+state copy a frame shows to its receipt, both ``time.time``), and optionally one watcher
+with a tiny receive window never reads.
 Prints one JSON object. 127.0.0.1 only.
 """
 
@@ -51,10 +53,13 @@ async def operate(url: str, seconds: float, session: str = "bench") -> int:
         return seq
 
 
-async def watch(url: str, seconds: float, lat: list) -> None:
+async def watch(url: str, seconds: float, lat: list, video: dict | None = None) -> None:
+    """Record telemetry latencies into ``lat``; with ``video``, frames (``frames``), their
+    sizes (``bytes``) and ages (``ages_ms``: state copy to receipt) after a 1 s warm-up."""
     async with connect(url, max_queue=None, close_timeout=0.5) as ws:
         await ws.send(json.dumps({"v": 1, "type": "hello", "session": "w", "role": "watcher"}))
-        end = time.monotonic() + seconds
+        start = time.monotonic()
+        end = start + seconds
         while time.monotonic() < end:
             try:
                 msg = json.loads(await asyncio.wait_for(ws.recv(), 0.5))
@@ -62,6 +67,15 @@ async def watch(url: str, seconds: float, lat: list) -> None:
                 continue
             if msg["type"] == "telemetry":
                 lat.append((time.monotonic() - msg["stamp_s"]) * 1e3)
+            elif msg["type"] == "welcome" and video is not None and msg.get("camera"):
+                view = {"v": 1, "type": "view", "session": "w", "camera": msg["camera"]}
+                await ws.send(json.dumps(view))  # the default camera, as the pages ask for it
+            elif msg["type"] == "camera" and video is not None and time.monotonic() > start + 1.0:
+                video["frames"] += 1
+                video["bytes"] += len(msg["jpeg_base64"]) * 3 // 4
+                video["ages_ms"].append(time.time() * 1e3 - msg["state_stamp_ms"])
+        if video is not None:
+            video["seconds"] = seconds - 1.0
 
 
 async def stalled(url: str, seconds: float) -> None:
@@ -78,11 +92,12 @@ async def stalled(url: str, seconds: float) -> None:
 
 async def main(url: str, seconds: float, watchers: int, stall: bool) -> dict:
     lat: list[float] = []
-    jobs = [operate(url, seconds)] + [watch(url, seconds, lat) for _ in range(watchers)]
+    video = [{"frames": 0, "bytes": 0, "ages_ms": []} for _ in range(watchers)]
+    jobs = [operate(url, seconds)] + [watch(url, seconds, lat, v) for v in video]
     if stall:
         jobs.append(stalled(url, seconds + 0.2))
     out = await asyncio.gather(*jobs)
-    return {"frames_sent": out[0], "telemetry_latencies_ms": lat}
+    return {"frames_sent": out[0], "telemetry_latencies_ms": lat, "video": video}
 
 
 if __name__ == "__main__":

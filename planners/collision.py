@@ -35,6 +35,7 @@ from rob_twin.planners.errors import GoalInputError, PlannerConfigError
 from rob_twin.planners.geom_pairs import (
     GeomPair,
     GeomPairTable,
+    PairClass,
     joint_qpos_addresses,
     validate_arms,
     weak_pairs,
@@ -257,17 +258,25 @@ class CheckSession:
         dist, _, near = contacts
         return not bool((dist[near] < self.margin).any())
 
-    def clearance(self, q: np.ndarray) -> Clearance:
-        """Smallest checked distance within the horizon at stacked ``q`` and its pair."""
+    def clearance(self, q: np.ndarray, among: np.ndarray | None = None) -> Clearance:
+        """Smallest checked distance within the horizon at stacked ``q`` and its pair;
+        with ``among`` (a boolean ``ngeom x ngeom`` mask), among the checked pairs it marks
+        only (e.g. the pairs that matter to an operator: ``pairs_of_classes``)."""
         contacts = self._contacts(q)
         if contacts is None:
             return _NOTHING_NEAR
         dist, geom, near = contacts
+        if among is not None:
+            near = near & among[geom[:, 0], geom[:, 1]]
         if not near.any():
             return _NOTHING_NEAR
         dist = np.where(near, dist, np.inf)
         k = int(dist.argmin())  # the first smallest among checked pairs
         return Clearance(float(dist[k]), self._pair(int(geom[k, 0]), int(geom[k, 1])))
+
+    def pairs_of_classes(self, classes: Sequence[PairClass]) -> np.ndarray:
+        """A boolean ``ngeom x ngeom`` mask of the pairs whose class is one of ``classes``."""
+        return np.isin(self.checker.pairs.table, [int(c) for c in classes])
 
     def sweep(self, states: np.ndarray) -> tuple[int, int, Clearance]:
         """Check the rows of ``states`` (stacked configurations) in order, stopping at the

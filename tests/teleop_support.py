@@ -15,6 +15,7 @@ import time
 
 from rob_twin.twin.teleop.app import AppConfig, TeleopApp, with_port
 from rob_twin.twin.teleop.controller import TeleopConfig
+from rob_twin.twin.teleop.video import VideoConfig
 
 # The tests share 2 loaded cores with other jobs: a client may stall for a few hundred ms.
 # Timeouts are relaxed so that only the faults a test injects fire (the dropout test
@@ -46,12 +47,11 @@ class ManualClock:
 
 
 def start_app(real_clock: bool = False, **overrides) -> TeleopApp:
-    """A teleop app on a free 127.0.0.1 port, camera off unless asked for; its teleop clock
+    """A teleop app on a free 127.0.0.1 port, video off unless asked for; its teleop clock
     is a ``ManualClock`` (``app.clock``) unless ``real_clock``."""
     overrides.setdefault("teleop", TEST_TELEOP)
-    cfg = with_port(
-        AppConfig(camera_hz=overrides.pop("camera_hz", 0.0), **overrides), "127.0.0.1", 0
-    )
+    overrides.setdefault("video", VideoConfig(fps=0.0))
+    cfg = with_port(AppConfig(**overrides), "127.0.0.1", 0)
     return TeleopApp(cfg, clock=time.monotonic if real_clock else ManualClock()).start()
 
 

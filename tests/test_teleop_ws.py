@@ -11,6 +11,7 @@ import numpy as np
 from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.names import Arm
 from rob_twin.twin.teleop.server import ServerConfig
+from rob_twin.twin.teleop.video import VideoConfig
 from teleop_support import (
     TEST_INPUT_TIMEOUT_S,
     WAIT_S,
@@ -291,7 +292,7 @@ def test_tls_with_a_generated_certificate(tmp_path):
     assert len(cert.fingerprint_sha256.split(":")) == 32
     trust = ssl.create_default_context(cafile=str(cert.cert_path))
     app = TeleopApp(
-        with_port(AppConfig(camera_hz=0), "127.0.0.1", 0), server_ssl_context(cert)
+        with_port(AppConfig(video=VideoConfig(fps=0)), "127.0.0.1", 0), server_ssl_context(cert)
     ).start()
     try:
         assert app.server.url.startswith("https://127.0.0.1:")

@@ -1,10 +1,12 @@
 """``rob-twin teleop``: the closed loop in real time plus the teleop server.
 
-Threads: the *loop thread* owns the Twin (physics, owners' ticks, buses, the head
-camera, the grippers, the MuJoCo viewer when a display exists); the *server thread*
-owns the teleop controller (clutches, IK, safety filter), the websocket clients and
-the telemetry. They meet only through the owners' thread-safe API (``submit``,
-``commanded_state``, ``release``, ``reset``) and plain value reads.
+Threads: the *loop thread* owns the Twin (physics, owners' ticks, buses, the grippers,
+the MuJoCo viewer when a display exists); the *server thread* owns the teleop controller
+(clutches, IK, safety filter), the websocket clients and the telemetry; the live video
+(``video.py``) renders the cameras the clients watch in a process of its own (own MjData
+and GL context), from state copies the loop thread leaves in a mailbox, through a bridge
+thread. They meet only through the owners' thread-safe API (``submit``,
+``commanded_state``, ``release``, ``reset``), the mailbox and plain value reads.
 
 The scenario gives the initial state and the faults; its keyframes and plans are not
 streamed (the operator drives).
@@ -25,82 +27,24 @@ from rob_twin.twin.teleop.controller import TeleopConfig, TeleopController
 from rob_twin.twin.teleop.safety import ArmSafetyFilter, SafetyConfig
 from rob_twin.twin.teleop.server import ServerConfig, TeleopServer
 from rob_twin.twin.teleop.telemetry import TelemetrySource
+from rob_twin.twin.teleop.video import LiveVideo, Overlay, StateMailbox, VideoConfig
 
 CLEARANCE_HORIZON_M = 0.10  # telemetry reports clearances up to 10 cm
 
 
 @dataclass(frozen=True)
 class AppConfig:
-    """scenario: a scenario file (None: the demo scenario's initial state); camera_hz:
-    head-camera JPEG rate [Hz] (0: off); camera_size: (width, height) [px]; viewer: open
-    the MuJoCo viewer (None: when a display exists)."""
+    """scenario: a scenario file (None: the demo scenario's initial state); video: the
+    live video of the pages (``VideoConfig(fps=0)``: off); viewer: open the MuJoCo viewer
+    (None: when a display exists)."""
 
     scenario: str | None = None
     server: ServerConfig = field(default_factory=ServerConfig)
     teleop: TeleopConfig = field(default_factory=TeleopConfig)
     safety: SafetyConfig = field(default_factory=SafetyConfig)
-    camera_hz: float = 2.0
-    camera_size: tuple[int, int] = (320, 240)
+    video: VideoConfig = field(default_factory=VideoConfig)
     viewer: bool | None = None
     calibration: object | None = None  # a loaded rob_twin.twin.calibration Calibration
-
-
-class HeadCamera:
-    """Renders the head camera as JPEG in the loop thread; ``latest()`` from any thread.
-
-    Rendering runs on the loop thread (it owns the MjData), so a slow renderer would stall
-    physics and the owners' ticks: a probe render at start-up that takes longer than
-    ``budget_s`` turns the camera off, and telemetry says why (software EGL on a loaded
-    2-core machine took 0.5-0.8 s per frame)."""
-
-    def __init__(self, model, data, size: tuple[int, int], budget_s: float = 0.03):
-        self.reason = "starting"
-        self._latest: tuple[int, bytes] | None = None
-        self._seq = 0
-        self._renderer = None
-        try:
-            import mujoco
-            from rob_twin.models.names import HEAD_CAMERA
-
-            self._renderer = mujoco.Renderer(model, size[1], size[0])
-            self._camera = HEAD_CAMERA
-            self.render(data)  # warm-up (context, textures)
-            t0 = time.perf_counter()
-            self.render(data)
-            took = time.perf_counter() - t0
-        except Exception as err:  # no GL: telemetry says why, the rest runs
-            self.close()
-            self.reason = f"head camera off: rendering unavailable ({type(err).__name__}: {err})"
-            return
-        if took > budget_s:
-            self.close()
-            self.reason = (
-                f"head camera off: one frame took {took * 1e3:.0f} ms to render, over the "
-                f"{budget_s * 1e3:.0f} ms budget of the loop thread (no GPU rendering here?)"
-            )
-        else:
-            self.reason = f"ok ({took * 1e3:.1f} ms per frame)"
-
-    def render(self, data) -> None:
-        if self._renderer is None:
-            return
-        import io
-
-        from PIL import Image
-
-        self._renderer.update_scene(data, camera=self._camera)
-        buf = io.BytesIO()
-        Image.fromarray(self._renderer.render()).save(buf, format="JPEG", quality=70)
-        self._seq += 1
-        self._latest = (self._seq, buf.getvalue())
-
-    def latest(self) -> tuple[int, bytes] | None:
-        return self._latest
-
-    def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
 
 
 class TeleopApp:
@@ -121,7 +65,8 @@ class TeleopApp:
         self.loop = None
         self.controller: TeleopController | None = None
         self.server: TeleopServer | None = None
-        self.camera: HeadCamera | None = None
+        self.video: LiveVideo | None = None
+        self.mailbox = StateMailbox()
         self.frame_times_s: list[float] = []  # loop-thread compute time per frame [s]
         self.frame_gaps_s: list[float] = []  # wall time between frames [s]
         self._stop = threading.Event()
@@ -155,12 +100,20 @@ class TeleopApp:
             for arm in Arm
         }
         self.controller = TeleopController(owners, filters, self.config.teleop, now=self.clock)
-        if self.config.camera_hz > 0:
-            self.camera = HeadCamera(model, loop.twin.data, self.config.camera_size)
-        source = TelemetrySource(
-            loop, self.controller, meter.session(moving, reference), self.camera
+        if self.config.video.fps > 0:
+            self.video = LiveVideo(
+                model,
+                self.mailbox,
+                wanted=lambda: self.server.wanted_cameras,
+                overlay=self._overlay,
+                publish=lambda frame: self.server.publish_video(frame),
+                config=self.config.video,
+            )
+        self.source = source = TelemetrySource(
+            loop, self.controller, meter.session(moving, reference), self.video
         )
         self.server = TeleopServer(self.controller, source, self.config.server, self.ssl_context)
+        self.server.video = self.video
         self._gripper_ctrl = {arm: _actuator_id(model, gripper_actuator(arm)) for arm in Arm}
         self._gripper_open = {
             arm: float(model.actuator_ctrlrange[i][1]) for arm, i in self._gripper_ctrl.items()
@@ -174,9 +127,14 @@ class TeleopApp:
         data = self.loop.twin.data
         for arm, h in self.controller.hands.items():  # trigger closes the gripper
             data.ctrl[self._gripper_ctrl[arm]] = self._gripper_open[arm] * (1.0 - h.gripper)
-        if self.camera is not None and self.loop.time >= self._next_camera:
-            self._next_camera = self.loop.time + 1.0 / self.config.camera_hz
-            self.camera.render(data)
+        if (
+            self.video is not None
+            and self.server.wanted_cameras
+            and self.loop.time >= self._next_video
+        ):  # a state copy for the video thread (microseconds); it renders on its own
+            period = 1.0 / self.config.video.fps
+            self._next_video = max(self._next_video + period, self.loop.time - period)
+            self.mailbox.put_from(data, self.loop.time)
         if handle is not None:
             handle.sync()
             if not handle.is_running():
@@ -184,17 +142,29 @@ class TeleopApp:
         self.frame_times_s.append(time.perf_counter() - t0)
         return not self._stop.is_set()
 
+    def _overlay(self) -> Overlay:
+        """What the video draws over the twin (read on the video thread: plain reads of
+        values the server thread replaces, never mutates)."""
+        targets = tuple(
+            t
+            for h in self.controller.hands.values()
+            if h.clutch.engaged and (t := h.target_tcp) is not None
+        )
+        return Overlay(targets, self.source.limiting_geoms)
+
     def _serve(self, seconds: float, handle=None) -> None:
-        self._next_camera = 0.0
+        self._next_video = 0.0
         self._last_frame = time.perf_counter()
         self.server.start()
+        if self.video is not None:
+            self.video.start()
         self._ready.set()
         try:
             self.loop.run_realtime(seconds, lambda: self._on_frame(handle))
         finally:
+            if self.video is not None:
+                self.video.stop()
             self.server.stop()
-            if self.camera is not None:
-                self.camera.close()
             self.loop.close()
 
     # ------------------------------------------------------------------ running
@@ -260,6 +230,21 @@ def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
     return replace(config, server=replace(config.server, host=host, port=port))
 
 
+def teleop_config(input_timeout_s: float | None) -> TeleopConfig:
+    """The teleop settings for an input timeout [s] (None: the defaults): the owner lease
+    and the operator TTL keep their default ratio to it (3x and 5x), never shorter than
+    their defaults, so the staleness brake always acts first."""
+    base = TeleopConfig()
+    if input_timeout_s is None:
+        return base
+    return replace(
+        base,
+        input_timeout_s=input_timeout_s,
+        owner_lease_s=max(base.owner_lease_s, 3.0 * input_timeout_s),
+        operator_ttl_s=max(base.operator_ttl_s, 5.0 * input_timeout_s),
+    )
+
+
 def run_teleop(
     scenario: str | None = None,
     port: int = 8765,
@@ -267,7 +252,7 @@ def run_teleop(
     cert_dir: str | None = None,
     seconds: float = float("inf"),
     viewer: bool | None = None,
-    camera_hz: float = 2.0,
+    video_fps: float = 30.0,
     input_timeout_s: float | None = None,
     as_json: bool = False,
     calibration=None,
@@ -282,9 +267,7 @@ def run_teleop(
 
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
 
-    teleop = (
-        TeleopConfig() if input_timeout_s is None else TeleopConfig(input_timeout_s=input_timeout_s)
-    )
+    teleop = teleop_config(input_timeout_s)
     ssl_context, host = None, "127.0.0.1"
     if lan:
         from rob_twin.twin.teleop.certs import (
@@ -303,7 +286,7 @@ def run_teleop(
         AppConfig(
             scenario=scenario,
             viewer=viewer,
-            camera_hz=camera_hz,
+            video=VideoConfig(fps=video_fps),
             teleop=teleop,
             calibration=calibration,
         ),

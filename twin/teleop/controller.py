@@ -60,6 +60,13 @@ class TeleopConfig:
         for name in ("operator_ttl_s", "input_timeout_s", "owner_lease_s"):
             if not getattr(self, name) > 0:
                 raise TeleopConfigError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
+        for name in ("owner_lease_s", "operator_ttl_s"):  # the staleness brake speaks first
+            if not getattr(self, name) > self.input_timeout_s:
+                raise TeleopConfigError(
+                    f"{name} must be > input_timeout_s ({self.input_timeout_s!r} s), got "
+                    f"{getattr(self, name)!r}: a shorter lease would end an engagement before "
+                    "the staleness brake could"
+                )
 
 
 def default_config() -> TeleopConfig:
@@ -82,6 +89,9 @@ class HandState:
     last_event: str = "idle"
     settled_target: np.ndarray | None = None  # a TCP target (4x4) fully reached by pending_q
     gripper: float = 0.0  # trigger value while engaged [0..1]
+    # the operator's last TCP target while engaged (4x4, base frame [m]; replaced, never
+    # written in place, so the video thread may read it), None when disengaged
+    target_tcp: np.ndarray | None = None
 
 
 class TeleopController:
@@ -182,6 +192,8 @@ class TeleopController:
             self.counts["engagements"] += 1
             prev_input = received_s
         h.gripper = sample.trigger
+        if step.target is not None:
+            h.target_tcp = step.target.homogeneous.copy()
         self._target(h, step.target, step.still, received_s, received_s - prev_input)
 
     def _target(self, h: HandState, target, still: bool, received_s: float, dt_s: float) -> None:
@@ -196,7 +208,7 @@ class TeleopController:
             h.clutch.disengage(f"{why}: reset the owner, then press grip again")
             h.last_reject = h.clutch.last_reason
             h.lease, h.generation, h.anchor_q, h.pending_q = None, None, None, None
-            h.settled_target = None
+            h.settled_target = h.target_tcp = None
             self.counts["owner_fault_disengagements"] += 1
             return
         q_cmd, v_cmd, _ = owner.commanded_state()
@@ -216,6 +228,7 @@ class TeleopController:
             self._renew_only(h, owner)
             return
         base = h.anchor_q if still else q_cmd
+        self.counts["targets_checked"] += 1
         res = self.filters[arm].filter(target, base, v_cmd, dt_s, others, still=still)
         if not res.accepted:
             self.counts[f"rejected_{res.check}"] += 1
@@ -331,7 +344,7 @@ class TeleopController:
             owner.release()  # brake to hold; fresh generation
         self.brake_log.append((arm, reason, self.now()))
         h.lease, h.generation, h.anchor_q, h.pending_q = None, None, None, None
-        h.settled_target = None
+        h.settled_target = h.target_tcp = None
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict:
@@ -348,6 +361,9 @@ class TeleopController:
                     "owner_mode": self.owners[arm].mode.value,
                     "generation": self.owners[arm].generation,
                     "gripper": h.gripper,
+                    "target_tcp_m": None
+                    if h.target_tcp is None or not h.clutch.engaged
+                    else [round(float(x), 4) for x in h.target_tcp[:3, 3]],
                 }
                 for arm, h in self.hands.items()
             },

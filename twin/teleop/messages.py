@@ -10,9 +10,12 @@ Client -> server (every frame carries ``v`` and ``type``):
   [m]; the desktop page sends the same frame with a virtual controller.
 - ``{"v": 1, "type": "reset", "session": ID, "arm": HAND}``: reset a stopped or faulted
   owner (fresh generation; operator only).
+- ``{"v": 1, "type": "view", "session": ID, "camera": NAME | null}``: which camera's video
+  this client gets (a name from ``welcome.cameras``; null: none); any role may ask.
 
 Server -> client: ``welcome``, ``status`` (per-hand state, last rejection, counters),
-``telemetry``, ``camera`` and ``error`` (see ``server.py``).
+``telemetry``, ``view`` (the camera now streamed), ``camera`` (one JPEG frame, base64,
+with its render stamps) and ``error`` (see ``server.py``).
 
 Every frame is read by the shared bounded JSON reader (``rob_twin.models.bounded_json``:
 UTF-8, at most ``MAX_FRAME_BYTES``, ``MAX_DEPTH`` nested arrays/objects, integers of at
@@ -37,7 +40,8 @@ from rob_twin.models.names import Arm
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 4096  # an input frame for two hands is about 400 bytes
 ROLES = ("operator", "watcher")
-TYPES = ("hello", "input", "reset")
+TYPES = ("hello", "input", "reset", "view")
+MAX_CAMERA_CHARS = 64
 MAX_SESSION_CHARS = 64
 QUATERNION_NORM_TOLERANCE = 1e-2  # |q| must be 1 within this [-]
 MAX_DEPTH = 4  # frame -> hands -> hand -> position/orientation
@@ -92,7 +96,15 @@ class ResetRequest:
     arm: Arm
 
 
-Message = Hello | InputFrame | ResetRequest
+@dataclass(frozen=True)
+class ViewRequest:
+    """``camera``: a camera name (checked against the model by the server), None: no video."""
+
+    session: str
+    camera: str | None
+
+
+Message = Hello | InputFrame | ResetRequest | ViewRequest
 
 
 def _number(obj: dict, key: str, where: str, lo: float = -math.inf, hi: float = math.inf) -> float:
@@ -184,6 +196,17 @@ def parse_message(text: str | bytes) -> Message:
             raise TeleopMessageError(
                 "arm", obj.get("arm"), ", ".join(a.value for a in Arm)
             ) from None
+    if kind == "view":
+        cam = obj.get("camera")
+        if cam is not None and (
+            not isinstance(cam, str)
+            or not 1 <= len(cam) <= MAX_CAMERA_CHARS
+            or not cam.isprintable()
+        ):
+            raise TeleopMessageError(
+                "camera", cam, f"null or a printable name of 1..{MAX_CAMERA_CHARS} characters"
+            )
+        return ViewRequest(session, cam)
     seq = obj.get("seq")
     if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 2**53:
         raise TeleopMessageError("seq", seq, "an integer in [0, 2**53)")

@@ -12,6 +12,7 @@ counted), a keepalive ping (a client that stops reading is closed after
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import mimetypes
 import socket
@@ -29,6 +30,7 @@ from rob_twin.twin.teleop.messages import (
     InputFrame,
     ResetRequest,
     TeleopMessageError,
+    ViewRequest,
     encode,
     parse_message,
 )
@@ -143,6 +145,10 @@ class TeleopServer:
         self._stop: asyncio.Event | None = None
         self.telemetry_log: list[float] = []  # publish stamps [s] (monotonic)
         self.progress = ServerProgress()  # what this thread has handled, for others to wait on
+        self.video = None  # a rob_twin.twin.teleop.video.LiveVideo (set by the app) or None
+        # cameras some client watches: replaced on this thread, read by the video bridge thread
+        self.wanted_cameras: frozenset[str] = frozenset()
+        self.video_log: list[tuple[str, int, int]] = []  # (camera, seq, clients given it)
 
     @property
     def url(self) -> str:
@@ -228,11 +234,45 @@ class TeleopServer:
             text = self.source.telemetry()
             self.telemetry_log.append(time.monotonic())
             self.hub.fanout("telemetry", text)
-            cam = self.source.camera_frame()
-            if cam is not None:
-                self.hub.fanout("camera", cam)
             deadline += period
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+
+    def publish_video(self, frame) -> None:
+        """Hand a ``VideoFrame`` to the clients of its camera (any thread; never blocks:
+        the text is made here, the fan-out runs on the server's loop)."""
+        text = encode(
+            "camera",
+            camera=frame.camera,
+            seq=frame.seq,
+            state_stamp_ms=round(frame.state_stamp_s * 1e3, 3),
+            rendered_stamp_ms=round(frame.rendered_stamp_s * 1e3, 3),
+            sim_time_s=frame.sim_time_s,
+            render_ms=round(frame.render_ms, 2),
+            width=frame.width,
+            height=frame.height,
+            jpeg_base64=base64.b64encode(frame.jpeg).decode(),
+        )
+
+        def fan() -> None:
+            if self.hub is not None:
+                n = self.hub.fanout_camera(frame.camera, text)
+                self.video_log.append((frame.camera, frame.seq, n))
+                del self.video_log[:-1000]
+
+        self.call(fan)
+
+    def _set_view(self, slot, camera: str | None) -> str:
+        """Point ``slot`` at ``camera`` (None: no video); returns "" or why not."""
+        if camera is not None:
+            if self.video is None:
+                return "video is off on this server"
+            try:
+                camera = self.video.resolve(camera)
+            except ValueError as err:
+                return str(err)
+        slot.camera = camera
+        self.wanted_cameras = self.hub.wanted_cameras()
+        return ""
 
     async def _sender(self, ws: ServerConnection, slot) -> None:
         try:
@@ -269,6 +309,8 @@ class TeleopServer:
                     client=client,
                     role=role,
                     session=hello.session,
+                    cameras=list(self.video.cameras) if self.video else [],
+                    camera=self.video.resolve(None) if self.video and self.video.cameras else None,
                     limits={
                         "max_frame_bytes": MAX_FRAME_BYTES,
                         "rate_hz": self.config.rate_hz,
@@ -280,7 +322,7 @@ class TeleopServer:
         except ConnectionClosed:
             self.controller.disconnect(client)
             return
-        slot = self.hub.add(client)
+        slot = self.hub.add(client)  # no video until the client asks (``view``)
         sender = asyncio.create_task(self._sender(ws, slot))
         now = (
             self.controller.now
@@ -298,6 +340,7 @@ class TeleopServer:
         finally:
             sender.cancel()
             self.hub.remove(client)
+            self.wanted_cameras = self.hub.wanted_cameras()
             self.controller.disconnect(client)
             self.progress.client_closed(client)
 
@@ -327,6 +370,13 @@ class TeleopServer:
         elif isinstance(msg, Hello):
             role = self.controller.hello(client, msg)
             slot.put("welcome", encode("welcome", client=client, role=role, session=msg.session))
+        elif isinstance(msg, ViewRequest):
+            why = self._set_view(slot, msg.camera)
+            if why:
+                counts["view_refused"] += 1
+                slot.put("error", encode("error", reason=why))
+            else:
+                slot.put("view", encode("view", camera=slot.camera))
         elif isinstance(msg, ResetRequest):
             why = self.controller.reset(client, msg)
             slot.put("reset", encode("reset", arm=msg.arm.value, ok=not why, reason=why))

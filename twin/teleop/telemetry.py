@@ -7,19 +7,23 @@ finds the newest value when it wakes (older ones are counted as ``overwritten``)
 Nothing here ever awaits a client on the publishing side.
 
 A slot keeps the latest text per message kind (``telemetry``, ``camera``, ``status``),
-so a camera frame never pushes out joint telemetry and vice versa.
+so a camera frame never pushes out joint telemetry and vice versa. Each slot also names
+the camera its client watches (``camera``): video frames go only to the slots of their
+camera.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import math
 import time
+from collections import Counter
 
 import numpy as np
 from rob_twin.models.names import Arm
+from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.twin.teleop.messages import encode
+from rob_twin.twin.teleop.plain_words import status_lines
 
 
 class LatestSlot:
@@ -31,10 +35,13 @@ class LatestSlot:
         self.put_count = 0
         self.overwritten = 0
         self.sent = 0
+        self.camera: str | None = None  # the camera this client watches (None: no video)
+        self.overwritten_by_kind: Counter[str] = Counter()
 
     def put(self, kind: str, text: str) -> None:
         if kind in self._pending:
             self.overwritten += 1
+            self.overwritten_by_kind[kind] += 1
         self._pending[kind] = text
         self.put_count += 1
         self.event.set()
@@ -74,24 +81,60 @@ class TelemetryHub:
         for slot in list(self.slots.values()):
             slot.put(kind, text)
 
+    def fanout_camera(self, camera: str, text: str) -> int:
+        """Put a ``camera`` frame into the slots watching ``camera``; returns how many."""
+        n = 0
+        for slot in list(self.slots.values()):
+            if slot.camera == camera:
+                slot.put("camera", text)
+                n += 1
+        return n
+
+    def wanted_cameras(self) -> frozenset[str]:
+        return frozenset(s.camera for s in self.slots.values() if s.camera)
+
 
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
+PAIR_CLASS_WORDS = {
+    PairClass.ARM_ARM: "arm-arm",
+    PairClass.ARM_BODY: "arm-body",
+    PairClass.ARM_WORLD: "arm-world",
+}  # the pairs an operator can do something about; SELF pairs inside one arm are left out
+
+
+def operator_pairs(session) -> np.ndarray:
+    """The pairs whose clearance an operator is shown (boolean ``ngeom x ngeom``): arm-arm,
+    arm-body and arm-world pairs, less an arm against its own mount (geoms named under the
+    same ``<arm>/`` prefix: a fixed distance the arm's own joints set, like a self pair)."""
+    mask = session.pairs_of_classes(tuple(PAIR_CLASS_WORDS))
+    names = session.checker.pairs.geom_names
+    for arm in Arm:
+        mine = np.array([n.startswith(f"{arm.value}/") for n in names])
+        mask &= ~(mine[:, None] & mine[None, :])
+    return mask
+
+
 class TelemetrySource:
     """Builds one telemetry frame from thread-safe reads of the closed loop and the
-    controller's own state (runs on the server's thread; never touches the MjData).
+    controller's own state (runs on the server's thread, the controller's: it uses the
+    controller's kinematics for the TCP positions; never touches the MjData).
 
-    clearance: a collision session (both arms, horizon > margin) owned by this thread."""
+    clearance: a collision session (both arms, horizon > margin) owned by this thread;
+    video: an object with ``.status`` and ``.stats`` (``rob_twin.twin.teleop.video``)."""
 
-    def __init__(self, loop, controller, clearance=None, camera=None) -> None:
+    def __init__(self, loop, controller, clearance=None, video=None) -> None:
         self.loop = loop
         self.controller = controller
         self.clearance = clearance
-        self.camera = camera  # object with .latest() -> (seq, jpeg bytes) | None, .reason
+        self.video = video
         self.seq = 0
-        self._camera_seq = -1
+        # the clearance-limiting geom pair (ids) of the last frame, for the video overlay;
+        # replaced, never mutated, so another thread may read it
+        self.limiting_geoms: tuple[int, ...] = ()
+        self._matters = None if clearance is None else operator_pairs(clearance)
 
     def telemetry(self) -> str:
         self.seq += 1
@@ -102,40 +145,57 @@ class TelemetrySource:
             q, v, _ = owner.commanded_state()
             fb = drv.measured_positions()
             stacked.append(q)
+            tcp = self.controller.filters[arm].tcp_pose(q).translation
             arms[arm.value] = {
                 "commanded_rad": [round(float(x), 6) for x in q],
                 "velocity_rad_s": [round(float(x), 6) for x in v],
                 "feedback_rad": None if fb is None else [round(float(x), 6) for x in fb],
+                "tcp_m": [round(float(x), 4) for x in tcp],  # FK of commanded, base frame
                 "mode": owner.mode.value,
                 "fault": owner.fault.value if owner.fault else None,
                 "fault_reason": owner.fault_reason,
                 "generation": owner.generation,
             }
-        clearance = pair = None
+        clearance = pair = kind = None
+        geoms: list[int] | None = None
         if self.clearance is not None:
-            cl = self.clearance.clearance(np.concatenate(stacked))
+            cl = self.clearance.clearance(np.concatenate(stacked), self._matters)
             clearance = _finite(cl.distance_m)
-            pair = str(cl.pair) if cl.pair else None
+            if cl.pair is not None and clearance is not None:
+                pair = f"{cl.pair.name1} vs {cl.pair.name2}"
+                kind = PAIR_CLASS_WORDS.get(cl.pair.pair_class)
+                geoms = [cl.pair.geom1, cl.pair.geom2]
+        self.limiting_geoms = tuple(geoms or ())
+        status = self.controller.status()
         return encode(
             "telemetry",
             seq=self.seq,
             stamp_s=time.monotonic(),
             sim_time_s=self.loop.time,
             arms=arms,
-            teleop=self.controller.status(),
+            teleop=status,
+            notes=self._notes(status["counts"]),
             clearance_m=clearance,
             clearance_pair=pair,
+            clearance_class=kind,
+            clearance_geoms=geoms,
             clearance_horizon_m=self.clearance.checker.config.horizon_m if self.clearance else None,
-            camera=None if self.camera is None else self.camera.reason,
+            video=self._video(),
             hardware_io=False,
         )
 
-    def camera_frame(self) -> str | None:
-        """A new head-camera JPEG as a ``camera`` message, or None when there is none."""
-        if self.camera is None:
+    def _notes(self, counts: dict) -> list[str]:
+        filt = self.controller.filters[Arm.RIGHT]
+        margin = filt.collision.margin if filt.collision is not None else 0.0
+        return status_lines(counts, filt.config, self.controller.config.input_timeout_s, margin)
+
+    def _video(self) -> dict | None:
+        if self.video is None:
             return None
-        latest = self.camera.latest()
-        if latest is None or latest[0] == self._camera_seq:
-            return None
-        self._camera_seq = latest[0]
-        return encode("camera", seq=latest[0], jpeg_base64=base64.b64encode(latest[1]).decode())
+        ms = list(self.video.stats.render_ms)
+        return {
+            "status": self.video.status,
+            "frames": self.video.stats.frames,
+            "render_ms_p50": round(float(np.median(ms)), 2) if ms else None,
+            "cameras": list(self.video.cameras),
+        }

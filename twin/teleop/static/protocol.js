@@ -17,6 +17,13 @@ const TeleopProtocol = {
   input(session, seq, hands) {
     return JSON.stringify({ v: 1, type: "input", session, seq, t_ms: performance.now(), hands });
   },
+  view(session, camera) {
+    return JSON.stringify({ v: 1, type: "view", session, camera });
+  },
+  clearanceText(t) {  // the nearest arm-arm / arm-body / arm-world pair, in words
+    if (t.clearance_m === null) return `> ${(t.clearance_horizon_m * 100).toFixed(0)} cm to anything an arm could hit`;
+    return `${(t.clearance_m * 1000).toFixed(1)} mm, ${t.clearance_class}: ${t.clearance_pair}`;
+  },
   reset(session, arm) {
     return JSON.stringify({ v: 1, type: "reset", session, arm });
   },

@@ -14,6 +14,9 @@
   };
   window.teleopPage = state;
   const $ = (id) => document.getElementById(id);
+  state.video = TeleopVideo.attach($("video"), $("frame-age"), $("camera-select"), (camera) => {
+    if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(P.view(state.session, camera));
+  });
 
   // ------------------------------------------------------------------ connection
   function connect() {
@@ -23,7 +26,14 @@
     ws.onclose = () => { state.connected = false; state.role = "-"; render(); setTimeout(connect, 1000); };
     ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
-      if (msg.type === "welcome") state.role = msg.role;
+      if (msg.type === "camera") { state.video.onFrame(msg); return; }  // no re-render per frame
+      if (msg.type === "welcome") {
+        state.role = msg.role;
+        if (msg.cameras && msg.cameras.length) {  // ask for the video of the chosen camera
+          state.video.onWelcome(msg);
+          ws.send(P.view(state.session, $("camera-select").value || msg.camera));
+        }
+      }
       else if (msg.type === "telemetry") state.telemetry = msg;
       else if (msg.type === "error" || msg.type === "refused") state.lastError = msg.reason;
       else if (msg.type === "reset" && !msg.ok) state.lastError = msg.reason;
@@ -133,8 +143,21 @@
       const engaged = state.telemetry && state.telemetry.teleop.hands[name].engaged;
       ctx.fillStyle = engaged ? "#2a7" : (h.grip ? "#e90" : "#889");
       ctx.beginPath(); ctx.arc(x, y, name === state.selected ? 12 : 8, 0, 2 * Math.PI); ctx.fill();
-      ctx.fillStyle = "#223"; ctx.fillText(`${name} (y ${h.position[1].toFixed(2)} m)`, x + 14, y + 4);
+      // the label follows the arm's hand: its TCP height from telemetry (FK of the commanded joints)
+      const tcp = state.telemetry && state.telemetry.arms[name].tcp_m;
+      ctx.fillStyle = "#223";
+      ctx.fillText(tcp ? `${name} z ${tcp[2].toFixed(2)} m` : name, x + 14, y + 4);
     }
+  }
+  const fmt = (v) => v.map((x) => x.toFixed(3)).join(", ");
+  function tcpLabel(name, t) {
+    const tcp = t.arms[name].tcp_m, target = t.teleop.hands[name].target_tcp_m;
+    let text = `${name} TCP (${fmt(tcp)}) m`;
+    if (target) {
+      const d = Math.hypot(target[0] - tcp[0], target[1] - tcp[1], target[2] - tcp[2]);
+      text += `, target (${fmt(target)}) m, ${(d * 1000).toFixed(0)} mm ahead`;
+    }
+    return text;
   }
 
   // ------------------------------------------------------------------ status
@@ -158,25 +181,35 @@
       $("reject-" + arm).textContent = why ? `${arm}: ${why}` : "";
     }
     if (t) {
-      $("clearance").textContent = t.clearance_m === null
-        ? `> ${(t.clearance_horizon_m * 100).toFixed(0)} cm` : `${(t.clearance_m * 1000).toFixed(1)} mm (${t.clearance_pair})`;
-      $("counts").textContent = JSON.stringify(t.teleop.counts) + (state.lastError ? "\nlast error: " + state.lastError : "");
+      $("clearance").textContent = TeleopProtocol.clearanceText(t);
+      $("video-status").textContent = t.video ? `Video: ${t.video.status}` : "Video: off";
+      for (const arm of ["left", "right"]) $("pad-label-" + arm).textContent = tcpLabel(arm, t);
+      $("notes").innerHTML = "";
+      for (const line of t.notes || []) {
+        const li = document.createElement("li"); li.textContent = line; $("notes").appendChild(li);
+      }
+      $("counts").textContent = JSON.stringify(t.teleop.counts, null, 1) + (state.lastError ? "\nlast error: " + state.lastError : "");
     }
   }
 
-  // ------------------------------------------------------------------ WebXR immersive-ar
+  // ------------------------------------------------------------------ WebXR (immersive-ar, else -vr)
   async function offerXR() {
     if (!navigator.xr || !navigator.xr.isSessionSupported) return;
-    let ok = false;
-    try { ok = await navigator.xr.isSessionSupported("immersive-ar"); } catch (e) { ok = false; }
-    if (!ok) return;
-    const button = $("enter-ar");
-    button.hidden = false;
-    button.addEventListener("click", startXR);  // a user gesture, as WebXR requires
+    for (const mode of ["immersive-ar", "immersive-vr"]) {
+      let ok = false;
+      try { ok = await navigator.xr.isSessionSupported(mode); } catch (e) { ok = false; }
+      if (!ok) continue;
+      const button = $("enter-ar");
+      button.textContent = mode === "immersive-ar" ? "Enter AR" : "Enter VR";
+      button.hidden = false;
+      button.addEventListener("click", () => startXR(mode));  // a user gesture, as WebXR requires
+      return;
+    }
   }
 
-  async function startXR() {
-    const session = await navigator.xr.requestSession("immersive-ar", { optionalFeatures: ["local-floor"] });
+  async function startXR(mode) {
+    const session = await navigator.xr.requestSession(mode, { optionalFeatures: ["local-floor"] });
+    state.xr = { mode, frames: 0, ended: false };
     const canvas = document.createElement("canvas");
     const gl = canvas.getContext("webgl", { xrCompatible: true, alpha: true });
     await session.updateRenderState({ baseLayer: new XRWebGLLayer(session, gl) });
@@ -186,9 +219,13 @@
     let resetPending = false;
     space.addEventListener("reset", () => { resetPending = true; });  // origin jumped: disengage
     state.inXR = true;
-    session.addEventListener("end", () => { state.inXR = false; });
+    session.addEventListener("end", () => {
+      state.inXR = false; state.xr.ended = true;
+      for (const h of Object.values(state.hands)) { h.grip = 0; h.trigger = 0; }  // let go
+    });
     const onFrame = (time, frame) => {
       session.requestAnimationFrame(onFrame);
+      state.xr.frames += 1;
       const layer = session.renderState.baseLayer;
       gl.bindFramebuffer(gl.FRAMEBUFFER, layer.framebuffer);
       gl.clearColor(0, 0, 0, 0);  // transparent: passthrough stays visible

@@ -3,16 +3,24 @@
 (() => {
   const P = TeleopProtocol;
   const $ = (id) => document.getElementById(id);
-  const state = { frames: 0, last: null, stamps: [], camera: 0 };
+  const state = { frames: 0, last: null, stamps: [], ws: null, session: P.newSession() };
   window.watchPage = state;
+  state.video = TeleopVideo.attach($("video"), $("frame-age"), $("camera-select"), (camera) => {
+    if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(P.view(state.session, camera));
+  });
   function connect() {
     const ws = new WebSocket(P.wsUrl());
-    ws.onopen = () => { ws.send(P.hello(P.newSession(), "watcher")); $("conn").textContent = "connected"; $("conn").className = "badge ok"; };
+    state.ws = ws;
+    ws.onopen = () => { ws.send(P.hello(state.session, "watcher")); $("conn").textContent = "connected"; $("conn").className = "badge ok"; };
     ws.onclose = () => { $("conn").textContent = "disconnected"; $("conn").className = "badge bad"; setTimeout(connect, 1000); };
     ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
       if (msg.type === "telemetry") show(msg);
-      else if (msg.type === "camera") { $("camera").src = "data:image/jpeg;base64," + msg.jpeg_base64; state.camera += 1; }
+      else if (msg.type === "camera") state.video.onFrame(msg);
+      else if (msg.type === "welcome" && msg.cameras && msg.cameras.length) {
+        state.video.onWelcome(msg);
+        ws.send(P.view(state.session, $("camera-select").value || msg.camera));
+      }
     };
   }
   function show(t) {
@@ -25,10 +33,12 @@
     $("frames").textContent = state.frames;
     $("simtime").textContent = t.sim_time_s.toFixed(2);
     $("operator").textContent = t.teleop.operator ? "yes" : "no";
-    $("clearance").textContent = t.clearance_m === null ? `> ${(t.clearance_horizon_m * 100).toFixed(0)} cm`
-      : `${(t.clearance_m * 1000).toFixed(1)} mm (${t.clearance_pair})`;
-    $("camera-status").textContent = t.camera || "";
-    $("camera").style.display = state.camera ? "block" : "none";  // no frame yet or camera off
+    $("clearance").textContent = P.clearanceText(t);
+    $("camera-status").textContent = t.video ? t.video.status : "video off";
+    $("notes").innerHTML = "";
+    for (const line of t.notes || []) {
+      const li = document.createElement("li"); li.textContent = line; $("notes").appendChild(li);
+    }
     for (const arm of ["left", "right"]) {
       const a = t.arms[arm], h = t.teleop.hands[arm];
       $(arm + "-state").textContent = `owner ${a.mode}, generation ${a.generation}` +
@@ -41,7 +51,7 @@
       });
       $(arm + "-joints").innerHTML = rows;
     }
-    $("counts").textContent = JSON.stringify(t.teleop.counts);
+    $("counts").textContent = JSON.stringify(t.teleop.counts, null, 1);
   }
   connect();
 })();

@@ -88,17 +88,18 @@ def motion_is_free(
     checked) at most ``step_rad`` apart per joint are free. With ``memory``, the states
     nearest its remembered collisions are checked first and a colliding state found is
     remembered; the answer is the same (the same states are checked, in another order)."""
-    n = max(1, math.ceil(float(np.max(np.abs(b - a))) / step_rad))
+    d = b - a
+    n = max(1, math.ceil(float(np.max(np.abs(d))) / step_rad))
     first = () if memory is None or n < 2 else memory.first_indices(a, b, n)
     for k in first:
-        q = a + (b - a) * (k / n)
+        q = a + d * (k / n)
         if not is_free(q):
             memory.add(q)
             return False
     for k in _bisection_order(n):
         if k in first:
             continue
-        q = a + (b - a) * (k / n)
+        q = a + d * (k / n)
         if not is_free(q):
             if memory is not None:
                 memory.add(q)
@@ -278,16 +279,18 @@ def shortcut(
     checks."""
     path = [np.asarray(p, float) for p in path]
     memory = CollisionMemory(path[0].size) if path else None
+    seg = cum = None  # segment lengths and their running sum, of the current path
     for _ in range(rounds):
         if deadline_s is not None and time.perf_counter() > deadline_s:
             break
         if len(path) < 3:
             break
-        seg = np.array([np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)])
+        if seg is None:
+            seg = np.array([np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)])
+            cum = np.concatenate([[0.0], np.cumsum(seg)])
         total = float(seg.sum())
         if total <= 0:
             break
-        cum = np.concatenate([[0.0], np.cumsum(seg)])
         s1, s2 = np.sort(rng.uniform(0.0, total, 2))
         i, j = (
             int(np.searchsorted(cum, s1, "right") - 1),
@@ -308,6 +311,7 @@ def shortcut(
         if _state_free(p1, is_free, memory) and _state_free(p2, is_free, memory):
             if motion_is_free(p1, p2, is_free, step_rad, memory):
                 path = path[: i + 1] + [p1, p2] + path[j + 1 :]
+                seg = cum = None
     return drop_redundant(path, is_free, step_rad, memory)
 
 

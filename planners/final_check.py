@@ -99,7 +99,7 @@ def final_check(
     far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
     far_stop = far_stops(far_arcs, far_limit)
     index = geometry.index
-    lookahead = _Lookahead(far_arcs, 2.0 * far_limit, radii, cum, threshold, horizon)
+    lookahead = _Lookahead(far_arcs, radii, cum, threshold, horizon)
     idx: list[int] = []
     hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
     best, best_i, best_p = math.inf, -1, -1
@@ -143,7 +143,7 @@ def final_check(
             break
         slack = dist - threshold[near]
         nxt = _next_query(i, near, slack, radii, int(far_stop[i]), cum)
-        ahead = lookahead.candidate(i, near, dist)
+        ahead = lookahead.candidate(i, near, dist, best)
         if ahead > nxt:  # measure further ahead; keep it when both ends cover the span
             near_a, dist_a = measure(ahead)
             if not (dist_a.size and float(dist_a.min()) < margin) and lookahead.covers(
@@ -216,29 +216,44 @@ class _Lookahead:
     measured distance (the horizon for a pair not within it), arc_p the pair's speed-bound
     arc. So every sample between is proven free when that is at least the pair's threshold
     for every pair: for the pairs within the horizon at either end one by one, for all
-    others (the horizon at both ends) through the covering rows, whose arc must stay within
-    ``two_sided_limit`` = 2 (horizon - largest threshold). ``candidate`` proposes the
+    others (the horizon at both ends) through the covering rows. ``candidate`` proposes the
     farthest sample j where this can hold (a pair within the horizon at i assumed at the
-    horizon at j), ``covers`` decides it with j measured. The forward proof from i alone
-    (``_next_query``) needs the arc within one slack, this one within about two: about
-    half the measurements where the far pairs set the pace.
+    horizon at j), ``covers`` decides it with j measured.
+
+    The far pairs' envelope between i and j is horizon - arc / 2: ``candidate`` keeps it at
+    least the smallest distance measured so far (clipped to [largest threshold, (horizon +
+    largest threshold) / 2], the upper end being the forward proof's own spacing), so the
+    pairs never within the horizon never become the certificate's lowest pair where a
+    measured pair is nearer. Where a pair came close, the far pairs' span may thus grow to
+    up to twice the forward proof's (``_next_query``: one slack), about half the
+    measurements.
 
     Units: metres, radians."""
 
-    def __init__(self, far_arcs, two_sided_limit, radii, cum, threshold, horizon):
-        self.far_arcs, self.limit = far_arcs, float(two_sided_limit)
+    def __init__(self, far_arcs, radii, cum, threshold, horizon):
+        self.far_arcs = far_arcs
         self.radii, self.cum, self.threshold, self.horizon = radii, cum, threshold, horizon
         self.last = far_arcs.shape[0] - 1
+        self.top = float(threshold.max()) if threshold.size else 0.0
 
-    def candidate(self, i: int, near: np.ndarray, dist: np.ndarray) -> int:
-        """The farthest sample after ``i`` that ``covers`` may accept (i + 1 when none)."""
-        if not self.limit > 0.0 or i >= self.last:
+    def far_span(self, nearest_m: float) -> float:
+        """The covering rows' largest arc [m] between two measured samples, for the far
+        pairs' envelope to stay at least ``nearest_m`` (clipped as the class says)."""
+        h, top = self.horizon, self.top
+        floor = min(max(nearest_m, top), 0.5 * (h + top))
+        return 2.0 * (h - floor)
+
+    def candidate(self, i: int, near: np.ndarray, dist: np.ndarray, nearest_m: float) -> int:
+        """The farthest sample after ``i`` that ``covers`` may accept (i + 1 when none);
+        ``nearest_m``: the smallest distance measured so far [m] (inf: none)."""
+        limit = self.far_span(nearest_m)
+        if not limit > 0.0 or i >= self.last:
             return min(i + 1, self.last)
         arcs = self.far_arcs
         stop = self.last
         for c in range(arcs.shape[1]):
             col = arcs[:, c]
-            stop = min(stop, int(np.searchsorted(col, col[i] + self.limit, side="right")) - 1)
+            stop = min(stop, int(np.searchsorted(col, col[i] + limit, side="right")) - 1)
         if near.size and stop > i + 1:
             room = dist + self.horizon - 2.0 * self.threshold[near]  # arc allowed per contact
             a = (self.cum[i + 1 : stop + 1] - self.cum[i]) @ self.radii[near].T

@@ -227,20 +227,24 @@ def test_slowed_plan_keeps_the_joint_limits(rob):
 
 
 def test_lookahead_candidate_and_cover_on_a_worked_example():
-    """One joint, one pair of radius 1 m, horizon 5, threshold 1: the covering-row arcs
-    0..5 allow two-sided spans of 2 (5 - 1) x 2 = 8 arc; a pair 2 m away at sample 0 allows
-    2 + 5 - 2 = 5; covering [0, j] then needs D_0 + D_j - arc >= 2."""
+    """One joint, one pair of radius 1 m, horizon 5, threshold 1, arc 1 per sample. The
+    far pairs' span keeps their envelope (5 - arc / 2) at least the nearest distance
+    measured so far, clipped to [1, 3]: nothing measured yet -> span 4 (the forward proof's
+    own), nearest 2 -> 6, nearest 1 -> 8. A pair 2 m away at sample 0 allows 2 + 5 - 2 = 5;
+    covering [0, j] then needs D_0 + D_j - arc >= 2 x threshold."""
     from rob_twin.planners.final_check import _Lookahead
 
-    cum = np.arange(10.0)[:, None]  # arc 1 per sample
-    la = _Lookahead(cum * 1.0, 8.0, np.array([[1.0]]), cum, np.array([1.0]), 5.0)
+    cum = np.arange(10.0)[:, None]
+    la = _Lookahead(cum * 1.0, np.array([[1.0]]), cum, np.array([1.0]), 5.0)
     none, empty = np.zeros(0, np.int64), np.zeros(0)
-    assert la.candidate(0, none, empty) == 8  # far pairs only: arc 8 <= 8
-    assert la.candidate(0, np.array([0]), np.array([2.0])) == 5  # 2 + 5 - 2 x 1 = 5
-    assert la.candidate(0, np.array([0]), np.array([0.5])) == 3  # 0.5 + 5 - 2 = 3.5
-    tight = _Lookahead(cum * 1.0, 8.0, np.array([[1.0]]), cum, np.array([3.0]), 5.0)
-    assert tight.candidate(0, np.array([0]), np.array([0.5])) == 1  # no room: the next one
-    assert la.candidate(8, none, empty) == 9  # never past the last sample
+    assert la.candidate(0, none, empty, np.inf) == 4
+    assert la.candidate(0, none, empty, 2.0) == 6
+    assert la.candidate(0, none, empty, 1.0) == 8
+    assert la.candidate(0, np.array([0]), np.array([2.0]), 1.0) == 5
+    assert la.candidate(0, np.array([0]), np.array([0.5]), 0.5) == 3  # 0.5 + 5 - 2 = 3.5
+    tight = _Lookahead(cum * 1.0, np.array([[1.0]]), cum, np.array([3.0]), 5.0)
+    assert tight.candidate(0, np.array([0]), np.array([0.5]), 0.5) == 1  # no room
+    assert la.candidate(8, none, empty, 1.0) == 9  # never past the last sample
     assert la.covers(0, 5, np.array([0]), np.array([2.0]), none, empty)  # 2 + 5 - 5 = 2
     assert not la.covers(0, 5, np.array([0]), np.array([2.0]), np.array([0]), np.array([4.9]))
     assert la.covers(0, 4, none, empty, np.array([0]), np.array([1.0]))  # 5 + 1 - 4 = 2
@@ -254,7 +258,7 @@ def test_lookahead_measures_fewer_samples_and_finds_the_same_hits(rob, problems,
     meter = rob.meter.session(MOVING, rob.reference_qpos)
     paths = _paths(rob, problems[:12], n_random=6)
     ahead = [final_check(rob, MOVING, t, meter) for t in paths]
-    monkeypatch.setattr(fcm._Lookahead, "candidate", lambda self, i, near, dist: i + 1)
+    monkeypatch.setattr(fcm._Lookahead, "candidate", lambda self, i, near, dist, m: i + 1)
     forward = [final_check(rob, MOVING, t, meter) for t in paths]
     assert sum(a.measured for a in ahead) < sum(f.measured for f in forward)
     hits = 0

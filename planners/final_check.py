@@ -14,13 +14,7 @@ A sample is either
   since the measurement is below d_p - threshold_p.
 
 The check measures the first sample, jumps to the first later sample where some pair's
-bound could fail, measures it, and so on; the last sample is always measured. Before each
-jump it looks further ahead (``_Lookahead``): a sample about twice as far, measured, is
-kept when the two measurements together prove every sample between free (each pair's
-clearance there is at least (D_i + D_j - arc) / 2, the certificate's own envelope); else
-the ordinary jump is taken (one measurement spent). A measured state within the margin
-never ends the check from ahead: the ordinary jumps then find the first one in time, as
-without the lookahead. Samples
+bound could fail, measures it, and so on; the last sample is always measured. Samples
 where the bound proves nothing (a pair within its threshold) are simply the next one
 measured. The measured states and distances go to the certificate
 (``pair_certificate.certify_timed(initial=...)``), whose envelope covers the continuous
@@ -99,31 +93,26 @@ def final_check(
     far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
     far_stop = far_stops(far_arcs, far_limit)
     index = geometry.index
-    lookahead = _Lookahead(far_arcs, radii, cum, threshold, horizon)
     idx: list[int] = []
     hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
     best, best_i, best_p = math.inf, -1, -1
     proven = 0
-
-    def measure(k: int) -> tuple[np.ndarray, np.ndarray]:
-        data = meter._collide(q[k])
-        if not data.ncon:
-            return _EMPTY, _NONE
-        con = data.contact  # several contacts of one pair: each is a distance of that pair
-        pair = index[con.geom[:, 0], con.geom[:, 1]]
-        keep = pair >= 0
-        return pair[keep], con.dist[keep]
-
     i = 0
-    near, dist = measure(0)
     while True:
         if deadline is not None and len(idx) % 32 == 31 and time.perf_counter() > deadline:
             return FinalCheck(
                 hit=None, record=None, measured=-1, proven=proven, samples=n_samples, initial=None
             )
+        data = meter._collide(q[i])
+        near, dist = _EMPTY, _NONE
+        if data.ncon:
+            con = data.contact
+            pair = index[con.geom[:, 0], con.geom[:, 1]]
+            keep = pair >= 0
+            near, dist = pair[keep], con.dist[keep]
         idx.append(i)
         hits.append((near, dist))
-        if near.size:
+        if near.size:  # several contacts of one pair: each is a distance of that pair
             k = int(np.argmin(dist))
             if dist[k] < margin:
                 hit = (float(times[i]), _clearance(meter, geometry, int(near[k]), float(dist[k])))
@@ -143,18 +132,8 @@ def final_check(
             break
         slack = dist - threshold[near]
         nxt = _next_query(i, near, slack, radii, int(far_stop[i]), cum)
-        ahead = lookahead.candidate(i, near, dist, best)
-        if ahead > nxt:  # measure further ahead; keep it when both ends cover the span
-            near_a, dist_a = measure(ahead)
-            if not (dist_a.size and float(dist_a.min()) < margin) and lookahead.covers(
-                i, ahead, near, dist, near_a, dist_a
-            ):
-                proven += ahead - i - 1
-                i, near, dist = ahead, near_a, dist_a
-                continue
         proven += nxt - i - 1
         i = nxt
-        near, dist = measure(i)
     if best_i < 0:
         record = ClearanceRecord(horizon, None, None, True)
     else:
@@ -208,72 +187,6 @@ def far_stops(far_arcs: np.ndarray, far_limit: float) -> np.ndarray:
         first = np.where(over & (first > rows + 1), first - 1, first)
         stop = np.minimum(stop, first)
     return np.clip(stop, np.minimum(rows + 1, n - 1), n - 1)
-
-
-class _Lookahead:
-    """Two-sided proofs between measured samples i < j (seed 003's envelope at the samples):
-    pair p's clearance between them is at least (D_p(i) + D_p(j) - arc_p(i, j)) / 2, D the
-    measured distance (the horizon for a pair not within it), arc_p the pair's speed-bound
-    arc. So every sample between is proven free when that is at least the pair's threshold
-    for every pair: for the pairs within the horizon at either end one by one, for all
-    others (the horizon at both ends) through the covering rows. ``candidate`` proposes the
-    farthest sample j where this can hold (a pair within the horizon at i assumed at the
-    horizon at j), ``covers`` decides it with j measured.
-
-    The far pairs' envelope between i and j is horizon - arc / 2: ``candidate`` keeps it at
-    least the smallest distance measured so far (clipped to [largest threshold, (horizon +
-    largest threshold) / 2], the upper end being the forward proof's own spacing), so the
-    pairs never within the horizon never become the certificate's lowest pair where a
-    measured pair is nearer. Where a pair came close, the far pairs' span may thus grow to
-    up to twice the forward proof's (``_next_query``: one slack), about half the
-    measurements.
-
-    Units: metres, radians."""
-
-    def __init__(self, far_arcs, radii, cum, threshold, horizon):
-        self.far_arcs = far_arcs
-        self.radii, self.cum, self.threshold, self.horizon = radii, cum, threshold, horizon
-        self.last = far_arcs.shape[0] - 1
-        self.top = float(threshold.max()) if threshold.size else 0.0
-
-    def far_span(self, nearest_m: float) -> float:
-        """The covering rows' largest arc [m] between two measured samples, for the far
-        pairs' envelope to stay at least ``nearest_m`` (clipped as the class says)."""
-        h, top = self.horizon, self.top
-        floor = min(max(nearest_m, top), 0.5 * (h + top))
-        return 2.0 * (h - floor)
-
-    def candidate(self, i: int, near: np.ndarray, dist: np.ndarray, nearest_m: float) -> int:
-        """The farthest sample after ``i`` that ``covers`` may accept (i + 1 when none);
-        ``nearest_m``: the smallest distance measured so far [m] (inf: none)."""
-        limit = self.far_span(nearest_m)
-        if not limit > 0.0 or i >= self.last:
-            return min(i + 1, self.last)
-        arcs = self.far_arcs
-        stop = self.last
-        for c in range(arcs.shape[1]):
-            col = arcs[:, c]
-            stop = min(stop, int(np.searchsorted(col, col[i] + limit, side="right")) - 1)
-        if near.size and stop > i + 1:
-            room = dist + self.horizon - 2.0 * self.threshold[near]  # arc allowed per contact
-            a = (self.cum[i + 1 : stop + 1] - self.cum[i]) @ self.radii[near].T
-            bad = (a > room[None, :]).any(axis=1)
-            if bad.any():
-                stop = i + int(np.argmax(bad))  # the last sample before the first bad one
-        return max(stop, i + 1)
-
-    def covers(self, i, j, near_i, dist_i, near_j, dist_j) -> bool:
-        """True when every pair within the horizon at ``i`` or ``j`` keeps (D_i + D_j -
-        arc) >= 2 threshold over [i, j] (the others are covered by ``candidate``'s bound)."""
-        pairs = np.union1d(near_i, near_j)
-        if pairs.size == 0:
-            return True
-        d_i = np.full(pairs.size, self.horizon)
-        np.minimum.at(d_i, np.searchsorted(pairs, near_i), dist_i)
-        d_j = np.full(pairs.size, self.horizon)
-        np.minimum.at(d_j, np.searchsorted(pairs, near_j), dist_j)
-        arc = self.radii[pairs] @ (self.cum[j] - self.cum[i])
-        return bool(np.all(d_i + d_j - arc >= 2.0 * self.threshold[pairs]))
 
 
 def _next_query(

@@ -56,10 +56,11 @@ class _Counter:
 
 def count_set(group, requests) -> dict:
     """Per-stage mj_collision calls of planning ``requests`` ((start or None, goals, seed))
-    from the group's reference state."""
+    from the group's reference state, and the successful plans' median duration [s]."""
     reference = group.reference_qpos.copy()
     per_plan: list[dict[str, int]] = []
     ok = 0
+    durations: list[float] = []
     counter = _Counter()
     with counter.installed():
         for start, goals, seed in requests:
@@ -70,6 +71,8 @@ def count_set(group, requests) -> dict:
             r = group.plan(goals, seed=seed)
             ok += bool(r.ok)
             per_plan.append(dict(counter.calls))
+            if r.ok:
+                durations.append(r.plan.duration_s)
     group.set_qpos(reference)
     stages = sorted({s for p in per_plan for s in p})
     out = {}
@@ -80,26 +83,54 @@ def count_set(group, requests) -> dict:
             "p95": float(np.percentile(v, 95)),
             "sum": int(v.sum()),
         }
-    return {"requests": len(requests), "success": ok, "mj_collision_calls_per_plan": out}
+    return {
+        "requests": len(requests),
+        "success": ok,
+        "path_duration_s_median": round(float(np.median(durations)), 3) if durations else None,
+        "mj_collision_calls_per_plan": out,
+    }
 
 
-def check_sets(per_set: int | None = None) -> dict:
-    """``count_set`` on the study, hard ROB and hard stand sets (first ``per_set`` of each)."""
+def before_issue_31(config):
+    """``config`` with the shortcut settings before issue 31 (every cut over 2 % checked,
+    no redundant-waypoint pass before the random rounds)."""
+    from dataclasses import replace
+
+    return replace(
+        config,
+        search=replace(config.search, shortcut_min_gain=0.02, shortcut_drop_first=False),
+    )
+
+
+def check_sets(per_set: int | None = None, config=None) -> dict:
+    """``count_set`` on the study, hard ROB and hard stand sets (first ``per_set`` of each),
+    every group with ``config`` (None: the defaults)."""
     from rob_twin.experiments.bench_stages import _hard_requests, _study_requests
-    from rob_twin.experiments.hard_problems import groups
+    from rob_twin.experiments.hard_problems import STAND_ARMS, STAND_PATH
     from rob_twin.models.loading import keyframe_state
     from rob_twin.models.names import group_arms
     from rob_twin.planners.group import ArmGroup
 
     m, home = keyframe_state()
-    study = ArmGroup(m, group_arms())
+    study = ArmGroup(m, group_arms(), config)
     study.set_qpos(home)
-    out = {"study": count_set(study, _study_requests(study)[:per_set])}
-    for name, group in groups().items():
-        out[f"hard_{name}"] = count_set(group, _hard_requests(name)[:per_set])
-    return out
+    stand = ArmGroup(mujoco.MjModel.from_xml_path(str(STAND_PATH)), STAND_ARMS, config)
+    return {
+        "study": count_set(study, _study_requests(study)[:per_set]),
+        "hard_rob": count_set(study, _hard_requests("rob")[:per_set]),
+        "hard_stand": count_set(stand, _hard_requests("stand")[:per_set]),
+    }
 
 
 @benchmark("planner-checks")
 def run() -> dict:
-    return {**check_sets(), "hardware_io": False, "simulated": True}
+    from rob_twin.planners.group_config import default_config
+
+    return {
+        "defaults": check_sets(),
+        "before_issue_31": check_sets(config=before_issue_31(default_config())),
+        "before_issue_31_is": "the shortcut's min_gain 0.02, no drop-first pass; the rest "
+        "as the defaults (the counts are deterministic: seeds fixed)",
+        "hardware_io": False,
+        "simulated": True,
+    }

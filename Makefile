@@ -51,7 +51,13 @@ FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -m fuzz --hypothesis-seed=$(FUZZ_SEED)
 
-bench: $(STAMP)
+# the bench extra brings OMPL, the planner benchmark's peer (not needed by `make test`)
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) -m rob_twin.experiments.bench
 
 lint: $(STAMP)

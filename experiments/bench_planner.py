@@ -1,8 +1,10 @@
 """Benchmark: collision check cost vs bare mj_kinematics + mj_collision; dual-arm plan +
 retime + check time on seeded random joint goal pairs, on the same pairs' TCP poses as
 PoseGoal pairs, and on lockstep Cartesian requests (median/p95 [ms]); coal oracle
-agreement per pair type. Goal pairs come from ``rob_twin.experiments.goal_pairs`` (shared with the
-``study`` experiment)."""
+agreement per pair type; beside OMPL 2.0.1 (RRTConnect and KPIECE1 with the project's check and
+with bare mj_collision, ``rob_twin.experiments.peer_compare``) on the hard ROB, hard stand and
+study sets, interleaved per problem. Goal pairs come from ``rob_twin.experiments.goal_pairs``
+(shared with the ``study`` experiment)."""
 
 from __future__ import annotations
 
@@ -204,113 +206,40 @@ def _oracle(m, home, configs=300, placements=2000, seed=1) -> dict:
 @benchmark("planner")
 def run() -> dict:
     m, home = keyframe_state()
-    from rob_twin.experiments.hard_problems import groups
-
     return {
         "model": "models/rob/scene.xml",
         "collision_check": _check_cost(m, home),
         "collision_check_random": _check_cost_random(m, home),
         "dual_arm_study": _study(m, home),
-        **{f"hard_{name}": _hard(name, g) for name, g in groups().items()},
+        "versus_ompl": peer_sets(),
         "pose_goal_pairs": _pose_goals(m, home),
         "lockstep_cartesian": _cartesian(m, home),
         "oracle_agreement": _oracle(m, home),
+        "hardware_io": False,
+        "simulated": True,
     }
 
 
-def _hard(name: str, group: ArmGroup) -> dict:
-    """The frozen hard problems of ``name``: ours (plan + retime + check) and the baseline
-    (``rob_twin.experiments.rrt_baseline``) interleaved per problem in this process."""
-    from rob_twin.experiments.hard_problems import load
-    from rob_twin.experiments.rrt_baseline import plan_baseline
+def peer_sets(per_set: int | None = None, seeds: tuple[int, ...] = (0, 1)) -> dict:
+    """ArmGroup beside OMPL (``rob_twin.experiments.peer_compare``) on the hard ROB, hard stand
+    and study sets: the first ``per_set`` problems of each (None: all), per seed round."""
+    from rob_twin.experiments.hard_problems import groups, load
+    from rob_twin.experiments.peer_compare import compare_set
 
-    problems = load(name)
-    moving = tuple(group.arm_names)
-    lower = np.concatenate([group.joint_limits(a)[0] for a in moving])
-    upper = np.concatenate([group.joint_limits(a)[1] for a in moving])
-    reference = group.reference_qpos.copy()
-    ours_t, base_t, ratios, rows = [], [], [], []
-    ours_ok = base_ok = 0
-    ours_dur, base_dur = [], []
-    for i, p in enumerate(problems):
-        group.set_qpos(reference)
-        for a in moving:
-            group.set_arm(a, p.start[a])
-        t0 = time.perf_counter()
-        r = group.plan(p.goal, seed=i)
-        t_ours = time.perf_counter() - t0
-        session = group.checker.session(moving, group.reference_qpos)
-        start = np.concatenate([p.start[a] for a in moving])
-        goal = np.concatenate([p.goal[a] for a in moving])
-        t0 = time.perf_counter()
-        b = plan_baseline(
-            session,
-            start,
-            goal,
-            lower,
-            upper,
-            group.config.velocity,
-            group.config.acceleration,
-            seed=i,
-        )
-        t_base = time.perf_counter() - t0
-        ours_t.append(t_ours)
-        base_t.append(t_base)
-        ratios.append(t_base / t_ours)
-        ours_ok += r.ok
-        base_ok += b.ok
-        if r.ok:
-            ours_dur.append(r.plan.duration_s)
-        if b.ok:
-            base_dur.append(b.duration_s)
-        rows.append(
-            {
-                "kind": p.kind,
-                "ours_status": r.status.value,
-                "ours_ms": round(t_ours * 1e3, 1),
-                "baseline_ok": b.ok,
-                "baseline_ms": round(t_base * 1e3, 1),
-                "ours_duration_s": round(r.plan.duration_s, 3) if r.ok else None,
-                "baseline_duration_s": round(b.duration_s, 3) if b.ok else None,
-                "baseline_reason": b.reason,
-            }
-        )
-    group.set_qpos(reference)
-    rt = np.array(ratios)
-    both = np.array(
-        [
-            ratios[k]
-            for k, row in enumerate(rows)
-            if row["baseline_ok"] and row["ours_status"] == "success"
-        ]
-    )
+    m, home = keyframe_state()
+    study = _group(m, home)
+    pairs = goal_pairs(study, 30, np.random.default_rng(0))
+    hard = groups()
+    sets = {
+        f"hard_{name}": (g, [(p.start, p.goal, i) for i, p in enumerate(load(name))])
+        for name, g in hard.items()
+    }
+    sets |= {
+        "study": (study, [(None, goals, i) for i, goals in enumerate(pairs)]),
+    }
     return {
-        "problems": len(problems),
-        "kinds": sorted({p.kind for p in problems}),
-        "ours": {
-            "success": ours_ok,
-            **_times(ours_t, "plan_retime_check"),
-            "path_duration_s_median": _median(ours_dur),
-        },
-        "baseline": {
-            "success": base_ok,
-            **_times(base_t, "plan_retime_check"),
-            "path_duration_s_median": _median(base_dur),
-            "what": "rob_twin.experiments.rrt_baseline: stacked-joint RRT-Connect, edge checks "
-            "every 0.1 rad, shortcut smoothing, TOPP-RA, every 125 Hz sample "
-            "checked; same CheckSession.is_free",
-        },
-        "time_ratio_baseline_over_ours_median": round(float(np.median(rt)), 2),
-        "time_ratio_baseline_over_ours_p95": round(float(np.percentile(rt, 95)), 2),
-        "time_ratio_baseline_over_ours_p5": round(float(np.percentile(rt, 5)), 2),
-        "time_ratio_on_problems_both_solved_median": round(float(np.median(both)), 2)
-        if both.size
-        else None,
-        "problems_both_solved": int(both.size),
-        "ratio_note": "time ratios per problem over all problems (failures included, at the "
-        "time they took to fail); the baseline fails mostly at its checked "
-        "125 Hz samples: TOPP-RA's spline leaves the 0.1 rad-checked segments",
-        "per_problem": rows,
+        name: compare_set(group, requests[:per_set], seeds)
+        for name, (group, requests) in sets.items()
     }
 
 
@@ -333,14 +262,12 @@ def _check_cost_random(m, home, n=5000, seed=2) -> dict:
 
 @benchmark("planner_hard")
 def run_hard() -> dict:
-    """Only the hard problem sets and the check cost (the quick way to measure search)."""
-    from rob_twin.experiments.hard_problems import groups
-
+    """The check cost and the sets beside OMPL (the quick way to measure search)."""
     m, home = keyframe_state()
     return {
         "collision_check": _check_cost(m, home),
         "collision_check_random": _check_cost_random(m, home),
-        **{f"hard_{name}": _hard(name, g) for name, g in groups().items()},
+        "versus_ompl": peer_sets(),
         "hardware_io": False,
         "simulated": True,
     }

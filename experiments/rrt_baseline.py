@@ -100,7 +100,10 @@ def _shortcut(path: list[np.ndarray], is_free, rng) -> list[np.ndarray]:
     return path
 
 
-def _toppra(waypoints: np.ndarray, velocity: float, acceleration: float):
+def toppra_trajectory(waypoints: np.ndarray, velocity: float, acceleration: float):
+    """TOPP-RA through ``waypoints`` (rows, [rad]; a cubic spline over normalised arc
+    length) at ``velocity`` [rad/s] and ``acceleration`` [rad/s^2] on every joint, from and
+    to rest; None when it finds no parametrization."""
     s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(waypoints, axis=0), axis=1))])
     s /= s[-1]
     path = toppra.SplineInterpolator(s, waypoints)
@@ -139,7 +142,7 @@ def plan_baseline(
             return BaselineResult(False, f"no path after {MAX_ITERATIONS} iterations")
         path = _shortcut(path, is_free, rng)
     w = np.asarray(path)
-    traj = _toppra(w, velocity, acceleration)
+    traj = toppra_trajectory(w, velocity, acceleration)
     if traj is None:
         return BaselineResult(False, "TOPP-RA found no parametrization", waypoints=len(path))
     t = np.append(np.arange(0.0, traj.duration, 1.0 / rate_hz), traj.duration)

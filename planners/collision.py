@@ -251,12 +251,23 @@ class CheckSession:
         return con.dist, geom, self.checked[geom[:, 0], geom[:, 1]]
 
     def is_free(self, q: np.ndarray) -> bool:
-        """True when every checked pair is at least ``margin_m`` apart at stacked ``q``."""
-        contacts = self._contacts(q)
-        if contacts is None:
+        """True when every checked pair is at least ``margin_m`` apart at stacked ``q``
+        (``_contacts`` inlined: this is the planner's most frequent call)."""
+        local = self.checker._local
+        if getattr(local, "owner", None) is self:
+            d = local.data
+        else:
+            d = self.checker.data_for(self)
+        d.qpos[self.index] = q
+        mujoco.mj_kinematics(self.model, d)
+        mujoco.mj_collision(self.model, d)
+        self.checks += 1
+        if d.ncon == 0:
             return True
-        dist, _, near = contacts
-        return not bool((dist[near] < self.margin).any())
+        con = d.contact
+        geom = con.geom
+        near = self.checked[geom[:, 0], geom[:, 1]]
+        return not bool((con.dist[near] < self.margin).any())
 
     def clearance(self, q: np.ndarray, among: np.ndarray | None = None) -> Clearance:
         """Smallest checked distance within the horizon at stacked ``q`` and its pair;

@@ -471,6 +471,7 @@ class ArmGroup:
                 self.config.search.edge_step_rad,
                 deadline_s=clock.deadline,
                 min_gain=self.config.search.shortcut_min_gain,
+                drop_first=self.config.search.shortcut_drop_first,
             )
         return None if clock.late() else path
 

@@ -215,6 +215,7 @@ def repair(
                 step,
                 deadline_s=deadline,
                 min_gain=config.search.shortcut_min_gain,
+                drop_first=config.search.shortcut_drop_first,
             )
             return pts[:lo] + span + pts[hi + 1 :]
         if found.timed_out:

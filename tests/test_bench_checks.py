@@ -1,0 +1,32 @@
+"""bench planner-checks: mj_collision calls counted by planner stage, the counter removed
+afterwards, and the settings before issue 31 differ from the defaults only in the shortcut."""
+
+from __future__ import annotations
+
+import mujoco
+from rob_twin.experiments.bench_checks import before_issue_31, count_set
+from rob_twin.experiments.bench_stages import _hard_requests
+from rob_twin.experiments.hard_problems import groups
+from rob_twin.planners import timing
+from rob_twin.planners.group_config import default_config
+
+
+def test_counts_add_up_by_stage_and_the_counter_is_removed():
+    real_collision, real_stage = mujoco.mj_collision, timing.StageTimer.stage
+    out = count_set(groups()["stand"], _hard_requests("stand")[:2])
+    assert mujoco.mj_collision is real_collision and timing.StageTimer.stage is real_stage
+    calls = out["mj_collision_calls_per_plan"]
+    assert out["success"] == 2 and out["path_duration_s_median"] > 0
+    assert {"search", "check", "certify"} <= set(calls)
+    stages = sum(v["sum"] for k, v in calls.items() if k != "total")
+    assert calls["total"]["sum"] == stages > 0
+    assert calls["search"]["sum"] > 0  # the hard problems' straight motion collides
+
+
+def test_settings_before_issue_31_change_only_the_shortcut():
+    now = default_config()
+    old = before_issue_31(now)
+    assert old.search.shortcut_min_gain == 0.02 and not old.search.shortcut_drop_first
+    assert now.search.shortcut_min_gain == 0.1 and now.search.shortcut_drop_first
+    assert old.search.edge_step_rad == now.search.edge_step_rad
+    assert old.collision == now.collision and old.certificate == now.certificate

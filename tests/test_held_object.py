@@ -155,3 +155,21 @@ def test_a_carry_plan_keeps_the_closed_chain_or_is_refused():
         assert dp < 1e-4 and dr < 1e-3  # both TCPs on one time law: the box sees no squeeze
         with pytest.raises(ClosedChainError, match="mm.*mrad.*<= 1e-06 mm"):
             carry_plan(loop, [0.05, 0.0, 0.10], tolerance=(1e-9, 1.0))
+
+
+def test_the_planner_checks_the_held_box_against_the_world():
+    # before: carries were planned on the scene without the box, so a carry that lowers
+    # the box into the table was planned (the hands stay clear of it) and executed
+    from rob_twin.planners.errors import PlanFailedError
+    from rob_twin.twin.sim.held_carry import PLANNED_BOX, held_planning_model
+    from rob_twin.twin.sim.held_object import held_closed_loop
+
+    loop, held = held_closed_loop(ClosedLoopConfig())
+    with loop:
+        free = held_planning_model("rob", loop.twin.model, loop.twin.data)
+        assert mujoco.mj_name2id(free, mujoco.mjtObj.mjOBJ_GEOM, PLANNED_BOX) < 0  # not held
+        held.grasp(["right", "left"])
+        loop.run_for(0.05)
+        carry_plan(loop, [0.0, 0.0, -0.1])  # clear of the table
+        with pytest.raises(PlanFailedError, match=r"held/box_in_hand vs table/top"):
+            carry_plan(loop, [0.0, 0.0, -0.25])

@@ -5,9 +5,10 @@ with an optional skew per arm.
 translation, orientations kept; ``rob_twin.planners.cartesian.plan_cartesian``: one shared path
 parameter and time law), so the hands' relative pose, the closed chain through the box, is
 kept to the planner's line tolerance; ``carry_plan`` checks it (``chain_deviation`` over the
-125 Hz samples, against 1 mm and 5 mrad) and refuses a plan that breaks it. It plans on the
-robot's scene *without* the box (the planner's collision model does not know the held object
-yet; same joints and names), from the owners' commanded positions.
+125 Hz samples, against 1 mm and 5 mrad) and refuses a plan that breaks it. It plans from the
+owners' commanded positions on the robot's scene with the held box welded to the holding hand
+(``held_planning_model``): the planner checks the box against the world, the body and the
+other arm at every sample.
 
 ``dispatch_carry(loop, plan, start_s, skew_s)`` streams each arm's planned (p, v, a) to its
 owner at every owner tick, the arm's clock offset by ``skew_s[arm]``: skew 0 is what the
@@ -34,7 +35,7 @@ from rob_twin.planners.group import ArmGroup
 from rob_twin.planners.kinematics import ArmKinematics
 from rob_twin.planners.plan import Plan
 from rob_twin.twin.errors import TwinInputError
-from rob_twin.twin.sim.held_object import robot_spec
+from rob_twin.twin.sim.held_object import BOX, hand_body, hand_subtree, robot_spec, weld_name
 
 CHAIN_TOLERANCE_M = 1e-3  # the hands' relative position may drift this much along a carry [m]
 CHAIN_TOLERANCE_RAD = 5e-3  # and their relative orientation this much [rad]
@@ -65,6 +66,58 @@ def _planning_model(robot: str) -> mujoco.MjModel:
     return robot_spec(robot).compile()
 
 
+PLANNED_BOX = "held/box_in_hand"  # the held box as the planner sees it
+
+
+def holding_arms(model: mujoco.MjModel, data: mujoco.MjData) -> list[Arm]:
+    """The arms whose grasp weld on the held box is active now (none without a box)."""
+    out = []
+    for arm in Arm:
+        eq = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, weld_name(arm))
+        if eq >= 0 and data.eq_active[eq]:
+            out.append(arm)
+    return out
+
+
+def held_planning_model(robot: str, model: mujoco.MjModel, data: mujoco.MjData) -> mujoco.MjModel:
+    """The planner's model of ``robot`` with the held box, if a hand holds it in ``data``: a body
+    welded to the first holding hand at its present pose relative to that hand (rigid while
+    held), so the planner checks it against the world, the body and the other arm at every
+    sample (a Cartesian plan carries no clearance certificate: ``plan_cartesian`` checks its
+    samples); its contacts with the holding hands (and their fingers) are excluded, reported
+    by the planner as ``excluded``. Without a held box: ``robot``'s scene."""
+    arms = holding_arms(model, data)
+    if not arms:
+        return _planning_model(robot)
+    spec = robot_spec(robot)
+    hand = hand_body(model, arms[0])
+    box = data.body(BOX)
+    rot_hand = data.body(hand).xmat.reshape(3, 3)
+    pos = rot_hand.T @ (box.xpos - data.body(hand).xpos)
+    quat = np.zeros(4)
+    inv = np.zeros(4)
+    mujoco.mju_negQuat(inv, data.body(hand).xquat)
+    mujoco.mju_mulQuat(quat, inv, box.xquat)
+    body = spec.body(hand).add_body(name=PLANNED_BOX, pos=pos.tolist(), quat=quat.tolist())
+    # a convex mesh of the box's 8 corners: MuJoCo's box-cylinder collider can miss
+    # penetrations (the planner warns), its mesh colliders do not
+    half = model.geom(BOX).size
+    corners = [
+        [sx * half[0], sy * half[1], sz * half[2]]
+        for sx in (-1, 1)
+        for sy in (-1, 1)
+        for sz in (-1, 1)
+    ]
+    spec.add_mesh(name=PLANNED_BOX, uservert=[c for v in corners for c in v])
+    body.add_geom(
+        name=PLANNED_BOX, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=PLANNED_BOX, mass=1e-6
+    )
+    for arm in arms:
+        for part in hand_subtree(model, arm):
+            spec.add_exclude(bodyname1=PLANNED_BOX, bodyname2=part)
+    return spec.compile()
+
+
 def carry_plan(
     loop,
     translation_m,
@@ -87,7 +140,7 @@ def carry_plan(
             "'rob': a lockstep Cartesian carry needs ArmKinematics, ROB's Pinocchio model "
             "(planners/kinematics.py); OpenArm v2 and robot files have joint-space planning only",
         )
-    model = _planning_model(robot)
+    model = held_planning_model(robot, loop.twin.model, loop.twin.data)
     group = ArmGroup(model, group_arms())
     targets = {}
     for arm in Arm:

@@ -37,11 +37,24 @@ def test_every_scene_steps_2s_under_control_noise_without_warnings(path):
 
 
 @pytest.mark.parametrize(
-    "folder", sorted(p for p in MODELS.iterdir() if p.is_dir()), ids=lambda p: p.name
+    "folder",
+    sorted(p for p in MODELS.iterdir() if p.is_dir() and p.name != "__pycache__"),
+    ids=lambda p: p.name,
 )
 def test_models_folder_lint(folder):
-    for required in ("README.md", "CHANGELOG.md", "scene.xml"):
+    """Every model folder has a README and a robot file; a folder whose MJCF lives in it (a
+    generated model) also has its CHANGELOG and scene; one whose MJCF comes from a package
+    (OpenArm v2) says where in its robot file."""
+    from rob_twin.models.robot_description import load_robot_file
+
+    for required in ("README.md", "robot.toml"):
         assert (folder / required).is_file(), f"{folder.name}/ lacks {required}"
+    desc = load_robot_file(folder / "robot.toml")
+    if desc.mjcf_path.parent == folder:
+        for required in ("CHANGELOG.md", "scene.xml"):
+            assert (folder / required).is_file(), f"{folder.name}/ lacks {required}"
+    else:
+        assert desc.file.model_source, f"{folder.name}/robot.toml: no model_source"
 
 
 def test_every_constant_name_exists_in_the_model():

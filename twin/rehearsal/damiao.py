@@ -50,7 +50,6 @@ from rob_twin.twin.rehearsal.gates import (
     _start_moving,
     gate_exclusive_output,
     gate_feedback,
-    gate_held_object,
     gate_moving_retargets,
     gate_output_uncertainty,
     gate_units_and_references,
@@ -365,5 +364,4 @@ DAMIAO_GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "feedback": gate_feedback,
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,
-    "held_object": gate_held_object,
 }

@@ -33,6 +33,7 @@ import mujoco
 import numpy as np
 from rob_twin.planners.errors import GoalInputError, PlannerConfigError
 from rob_twin.planners.geom_pairs import (
+    RIGID_AT_REFERENCE,
     GeomPair,
     GeomPairTable,
     PairClass,
@@ -88,7 +89,7 @@ def _mask_out_touching_pairs(
     table: GeomPairTable, contype: np.ndarray, conaffinity: np.ndarray
 ) -> None:
     """Give each arm geom of an allowed pair that MuJoCo does not filter itself (touching
-    at reference, masks) its own contype bit (bits 2..31), absent from its partners'
+    or rigid at reference) its own contype bit (bits 2..31), absent from its partners'
     conaffinity, so the pair is never generated; every other pair keeps colliding."""
     special = sorted({g for g1, g2 in _unfiltered_allowed_arm_pairs(table) for g in (g1, g2)})
     special = special[:30]
@@ -115,7 +116,7 @@ def _unfiltered_allowed_arm_pairs(table: GeomPairTable) -> list[tuple[int, int]]
     index = {n: i for i, n in enumerate(table.geom_names)}
     out = []
     for a in table.allowed:
-        if a.reason in ("touching at reference",):
+        if a.reason in ("touching at reference", RIGID_AT_REFERENCE):
             out.append((index[a.name1], index[a.name2]))
     return out
 

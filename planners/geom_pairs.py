@@ -6,18 +6,38 @@ or the *world* (everything else: floor, table, free objects). Every geom pair ge
 class (``PairClass``); the checker looks a contact's class up in one ``ngeom x ngeom``
 table, never by name.
 
-Allowed pairs (never checked), each with its reason:
+Allowed pairs (never checked), each with its reason (``AllowedPair``), tried in this order:
 
 - ``masks``: contype/conaffinity of the original model say they never collide;
 - ``same weld body`` / ``adjacent``: MuJoCo's own parent filter (welded bodies, and a
-  weld body against its weld parent);
+  weld body against its weld parent; MuJoCo never filters the world's weld group);
+- ``adjacent (parent welded to the world)`` (``ADJACENT_WORLD_PARENT``): an arm's moving
+  weld body W whose parent body P is welded to the world (P is not the world body itself,
+  e.g. an arm base fixed in the scene), against P and the bodies welded onto P below it:
+  exactly the pairs MuJoCo's parent filter would skip if P had a joint of its own. Nothing
+  else welded to the world (floor, tables, other bases) becomes adjacent;
 - ``excluded``: a ``<contact><exclude>`` of the model;
 - ``touching at reference``: two geoms of one arm, at most two weld bodies apart, that are
   within the margin at the model's reference configuration ``qpos0`` (gripper fingers);
   pairs within ``TOUCHING_TOLERANCE_M`` count at every margin, 0 included (closed
   fingers sit 1e-17 m apart: contacts of the reference pose stay allowed);
+- ``rigid within the margin at reference`` (``RIGID_AT_REFERENCE``): two geoms of one arm,
+  at most two weld bodies apart, with no joint of any planned arm on the tree path between
+  their bodies (a rigidly coupled mechanism while arms are planned: a gripper's finger
+  joints are not planned, so its pads keep one relative pose and one distance), whose
+  distance at ``qpos0`` is below margin + ``RIGID_TOLERANCE_M``; listed with that distance
+  (``reference_distance_m``). OpenArm v2's closed pads sit 5.0026 mm apart: inside the
+  certificate's margin + 10 um, outside "touching";
 - ``no arm``: neither geom belongs to an arm (body-body, body-world, world-world pairs
   cannot change while only arm joints move).
+
+Soundness of the two reference rules: they apply only to two geoms of the *same* arm, so
+no arm-vs-arm, arm-vs-body or arm-vs-world pair is ever exempt. A rigid pair's distance
+does not depend on any planned joint (joints above both bodies move them together), so no
+plan can bring it closer than it is in the state planned from; what the rule gives up is
+only the check of that constant itself (a gripper closed on itself is not the planner's to
+report). ``touching at reference`` keeps its older, wider form (planned joints may lie
+between the geoms) for the models that rely on it; ROB's fingers are its only users.
 """
 
 from __future__ import annotations
@@ -31,6 +51,9 @@ import numpy as np
 from rob_twin.planners.errors import GroupNameError, PlannerConfigError
 
 TOUCHING_TOLERANCE_M = 1e-6  # reference distance that counts as touching at any margin [m]
+RIGID_TOLERANCE_M = 1e-3  # rigid pairs below margin + this at the reference are exempt [m]
+ADJACENT_WORLD_PARENT = "adjacent (parent welded to the world)"
+RIGID_AT_REFERENCE = "rigid within the margin at reference"
 BODY_OWNER = -1
 WORLD_OWNER = -2
 
@@ -64,6 +87,7 @@ class AllowedPair:
     name1: str
     name2: str
     reason: str
+    reference_distance_m: float | None = None  # the pair's distance at qpos0 [m], where used
 
 
 def joint_qpos_addresses(model: mujoco.MjModel, joints: Sequence[str]) -> np.ndarray:
@@ -145,11 +169,29 @@ def _weld_distance(model: mujoco.MjModel, b1: int, b2: int) -> int:
     return c1.index(common) + c2.index(common)
 
 
+def _path_joints(model: mujoco.MjModel, b1: int, b2: int) -> set[int]:
+    """Ids of the joints on the tree path between bodies b1 and b2 (the joints of every body
+    below their common ancestor on either side: the joints that move one relative to the
+    other)."""
+
+    def chain(b: int) -> list[int]:
+        out = [b]
+        while b != 0:
+            b = int(model.body_parentid[b])
+            out.append(b)
+        return out
+
+    c1, c2 = chain(b1), chain(b2)
+    common = next(b for b in c1 if b in c2)
+    below = c1[: c1.index(common)] + c2[: c2.index(common)]
+    return {int(model.body_jntadr[b]) + k for b in below for k in range(int(model.body_jntnum[b]))}
+
+
 class GeomPairTable:
     """Owners and pair classes of every geom of ``model`` given each arm's joint names.
 
     arms: arm name -> joint names (chain order); margin_m: the clearance used for the
-    "touching at reference" rule [m].
+    "touching at reference" and "rigid within the margin at reference" rules [m].
     """
 
     def __init__(
@@ -164,6 +206,9 @@ class GeomPairTable:
             joint_qpos_addresses(model, joints)  # validates the names
             first = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joints[0])
             self.arm_bodies.append(_subtree_bodies(model, int(model.jnt_bodyid[first])))
+        self._planned_joints = {
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for a in arms.values() for j in a
+        }
         robot_roots = {int(model.body_rootid[b]) for bodies in self.arm_bodies for b in bodies}
         owner = np.full(model.ngeom, WORLD_OWNER, dtype=np.int64)
         for g in range(model.ngeom):
@@ -182,6 +227,7 @@ class GeomPairTable:
     def _classify(self, model: mujoco.MjModel, margin_m: float) -> None:
         excluded = {frozenset((int(s >> 16), int(s & 0xFFFF))) for s in model.exclude_signature}
         touching = self._touching_at_reference(model, margin_m)
+        self._rigid = self._rigid_at_reference(model, margin_m)
         active = (model.geom_contype | model.geom_conaffinity) != 0
         for g1 in range(model.ngeom):
             for g2 in range(g1 + 1, model.ngeom):
@@ -190,8 +236,14 @@ class GeomPairTable:
                     continue  # no arm involved: allowed, not listed (there are many)
                 reason = self._allowed_reason(model, g1, g2, excluded, touching, active)
                 if reason:
+                    at_ref = self._rigid.get(frozenset((g1, g2)))
                     self.allowed.append(
-                        AllowedPair(self.geom_names[g1], self.geom_names[g2], reason)
+                        AllowedPair(
+                            self.geom_names[g1],
+                            self.geom_names[g2],
+                            reason,
+                            at_ref if reason == RIGID_AT_REFERENCE else None,
+                        )
                     )
                     continue
                 if o1 >= 0 and o2 >= 0:
@@ -217,11 +269,30 @@ class GeomPairTable:
         p2 = int(model.body_weldid[model.body_parentid[w2]])
         if w1 != 0 and w2 != 0 and (w1 == p2 or w2 == p1):
             return "adjacent"
+        if self._adjacent_to_world_parent(model, w1, b2) or self._adjacent_to_world_parent(
+            model, w2, b1
+        ):
+            return ADJACENT_WORLD_PARENT
         if frozenset((b1, b2)) in excluded:
             return "excluded"
         if frozenset((g1, g2)) in touching:
             return "touching at reference"
+        if frozenset((g1, g2)) in self._rigid:
+            return RIGID_AT_REFERENCE
         return ""
+
+    @staticmethod
+    def _adjacent_to_world_parent(model: mujoco.MjModel, weld: int, body: int) -> bool:
+        """``body`` is the world-welded parent P of the moving weld body ``weld``, or a body
+        welded onto P below it (what would be P's weld group if P had a joint)."""
+        if weld == 0 or body == 0 or int(model.body_weldid[body]) != 0:
+            return False
+        parent = int(model.body_parentid[weld])
+        if parent == 0 or int(model.body_weldid[parent]) != 0:
+            return False
+        while body != 0 and body != parent:
+            body = int(model.body_parentid[body])
+        return body == parent
 
     def _touching_at_reference(self, model: mujoco.MjModel, margin_m: float) -> set[frozenset]:
         """Same-arm geom pairs at most two weld bodies apart within the margin (at least
@@ -240,6 +311,27 @@ class GeomPairTable:
                 dist = mujoco.mj_geomDistance(model, probe, g1, g2, within_m, None)
                 if dist < within_m:
                     out.add(frozenset((g1, g2)))
+        return out
+
+    def _rigid_at_reference(self, model: mujoco.MjModel, margin_m: float) -> dict:
+        """Same-arm geom pairs at most two weld bodies apart with no planned joint on the tree
+        path between their bodies, nearer than margin + ``RIGID_TOLERANCE_M`` at qpos0:
+        {frozenset((g1, g2)): distance at qpos0 [m]}."""
+        within_m = margin_m + RIGID_TOLERANCE_M
+        planned = self._planned_joints
+        probe = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, probe)
+        out = {}
+        for g1 in range(model.ngeom):
+            for g2 in range(g1 + 1, model.ngeom):
+                if self.owner[g1] < 0 or self.owner[g1] != self.owner[g2]:
+                    continue
+                b1, b2 = int(model.geom_bodyid[g1]), int(model.geom_bodyid[g2])
+                if _weld_distance(model, b1, b2) > 2 or _path_joints(model, b1, b2) & planned:
+                    continue
+                dist = mujoco.mj_geomDistance(model, probe, g1, g2, within_m, None)
+                if dist < within_m:
+                    out[frozenset((g1, g2))] = float(dist)
         return out
 
     # ------------------------------------------------------------------ queries

@@ -87,7 +87,7 @@ def test_checks_the_planners_pairs(planned):
 def test_agrees_with_brute_force_coal_at_every_ms(planned, brute):
     g, _, checker, t, q = planned
     want, states = brute
-    assert (want < CAP_M).sum() >= 3  # some pairs come within the cap on this piece
+    assert (want < CAP_M).sum() >= 2  # some pairs come within the cap on this piece
     inside = want < CAP_M
     ends = np.minimum(*(_brute(g, checker, t[[k, k]], q[[k, k]], CAP_M)[0] for k in (0, -1)))
     assert np.any(want[inside] < ends[inside] - 1e-4)  # some pair is closest mid-piece

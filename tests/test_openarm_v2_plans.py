@@ -4,9 +4,14 @@ general pair rules, and the dense coal judge finds no sample below its certifica
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from rob_twin.experiments import openarm_v2_plans
+from rob_twin.experiments.goal_pairs import goal_pairs
+from rob_twin.planners.certificate_check import verify_document
 from rob_twin.planners.geom_pairs import ADJACENT_WORLD_PARENT, RIGID_AT_REFERENCE
+from rob_twin.planners.oracle import CoalOracle
+from rob_twin.planners.plan_file import load_plan_file, save_plan
 
 REQUESTS = 20
 
@@ -36,3 +41,53 @@ def test_the_exemptions_are_the_two_general_rules_and_are_reported(study):
         pads = f"finger_inner_{side}_collision_03 vs finger_outer_{side}_collision_03"
         assert exempt[(pads, RIGID_AT_REFERENCE)] == pytest.approx(0.0050026, abs=1e-6)
     assert len(exempt) == 4  # nothing else: no arm-arm or arm-world pair
+
+
+def _exempt(group):
+    rules = (ADJACENT_WORLD_PARENT, RIGID_AT_REFERENCE)
+    return [a for a in group.checker.pairs.allowed if a.reason in rules]
+
+
+def test_the_exempt_pairs_hide_no_contact_on_openarm_v2():
+    """coal on the unedited model: link1 stays clear of its welded base over J1's whole range
+    (J1 turns it about their common axis), and the rigid pads keep one distance whatever the
+    arm joints do (the argument of the rule, measured)."""
+    group = openarm_v2_plans.openarm_v2_group()
+    m = group.model
+    oracle = CoalOracle(m)
+    exempt = _exempt(group)
+    assert len(exempt) == 4
+    gid = {n: i for i, n in enumerate(group.checker.pairs.geom_names)}
+    rng = np.random.default_rng(3)
+    for a in exempt:
+        g1, g2 = gid[a.name1], gid[a.name2]
+        side = "right" if "right" in a.name1 else "left"
+        qpos = m.qpos0.copy()
+        adr = group.checker.arm_qpos[side]
+        lo, hi = group.joint_limits(side)
+        dist = []
+        for k in range(101):
+            if a.reason == ADJACENT_WORLD_PARENT:  # only J1 moves link1 against its base
+                qpos[adr[0]] = lo[0] + (hi[0] - lo[0]) * k / 100
+            else:
+                qpos[adr] = rng.uniform(lo, hi)
+            oracle.set_qpos(qpos)
+            dist.append(oracle.distance(g1, g2))
+        if a.reason == ADJACENT_WORLD_PARENT:
+            assert min(dist) > 0.0009, (a, min(dist))
+        else:
+            assert np.ptp(dist) < 1e-9 and min(dist) == pytest.approx(
+                a.reference_distance_m, abs=1e-6
+            )
+
+
+def test_a_plan_file_reverifies_with_coal_from_the_model_alone(tmp_path):
+    group = openarm_v2_plans.openarm_v2_group()
+    goals = goal_pairs(
+        group, 1, np.random.default_rng(11), min_clearance_m=openarm_v2_plans.MIN_GOAL_CLEARANCE_M
+    )
+    res = group.plan(goals[0], seed=0)
+    assert res.ok and res.plan.certificate.certified, res.reason
+    doc = load_plan_file(save_plan(tmp_path / "plan.json", group, res.plan))
+    report = verify_document(doc, openarm_v2_plans.load_openarm_v2())
+    assert report.ok, report.disagreements

@@ -172,11 +172,18 @@ def planning(study_pairs: int = STUDY_PAIRS, hard_per_kind: int = HARD_PER_KIND)
     from rob_twin.experiments.hard_problems import generate
 
     g = _group()
-    study = goal_pairs(g, study_pairs, np.random.default_rng(0), sigma_rad=0.6)
-    hard = generate(g, hard_per_kind, seed=0, pool_size=600)
+    # 6 mm free, not ROB's 10 mm: v2's closed gripper keeps two of its own pads a constant
+    # 8.49 mm apart (checked: outside the rigid-pair exemption), so no state is 10 mm free
+    study = goal_pairs(
+        g, study_pairs, np.random.default_rng(0), sigma_rad=0.6, min_clearance_m=0.006
+    )
+    hard = generate(g, hard_per_kind, seed=0, pool_size=600, min_clearance_m=0.006)
     return {
         "model": "OpenArm v2 (openarm-mujoco 2.3.0), no hand-added collision exclusions",
-        "study": {"sampling": "home + N(0, 0.6 rad)", **_plan_set(g, [(p, None) for p in study])},
+        "study": {
+            "sampling": "home + N(0, 0.6 rad), 6 mm free",
+            **_plan_set(g, [(p, None) for p in study]),
+        },
         "hard": {
             "kinds": sorted({p.kind for p in hard}),
             **_plan_set(g, [(p.goal, p.start) for p in hard]),

@@ -101,7 +101,13 @@ class _Hands:
         return self.d.xpos[self.bodies].copy()
 
 
-def generate(group: ArmGroup, per_kind: int, seed: int, pool_size: int = 1500) -> list[HardProblem]:
+def generate(
+    group: ArmGroup,
+    per_kind: int,
+    seed: int,
+    pool_size: int = 1500,
+    min_clearance_m: float = MIN_END_CLEARANCE_M,
+) -> list[HardProblem]:
     """``per_kind`` problems of each kind by seeded rejection sampling: a pool of
     ``pool_size`` free configurations of both arms (uniform within the limits; the group's
     reference holds everything else), then random start/goal pairs from the pool (for
@@ -122,7 +128,7 @@ def generate(group: ArmGroup, per_kind: int, seed: int, pool_size: int = 1500) -
     mid = 0.5 * (h0[0] + h0[1])
 
     def free(q: np.ndarray) -> bool:
-        return meter.clearance(q).distance_m >= MIN_END_CLEARANCE_M
+        return meter.clearance(q).distance_m >= min_clearance_m
 
     pool: list[np.ndarray] = []
     while len(pool) < pool_size:

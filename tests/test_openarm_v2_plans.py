@@ -13,7 +13,7 @@ from rob_twin.planners.geom_pairs import ADJACENT_WORLD_PARENT, RIGID_AT_REFEREN
 from rob_twin.planners.oracle import CoalOracle
 from rob_twin.planners.plan_file import load_plan_file, save_plan
 
-REQUESTS = 20
+REQUESTS = 12
 
 
 @pytest.fixture(scope="module")

@@ -133,6 +133,8 @@ def test_bad_video_settings_are_typed_errors_naming_the_range():
         VideoConfig(fps=-1.0)
     with pytest.raises(VideoConfigError, match="width"):
         VideoConfig(width=10_000)
+    with pytest.raises(VideoConfigError, match=r"software_gl_threads=0 .*1\.\.64"):
+        VideoConfig(software_gl_threads=0)
 
 
 def test_view_requests_are_read_and_bad_ones_refused_by_field():

@@ -51,6 +51,9 @@ def render_process_main(conn, model, config: VideoConfig) -> None:
     import mujoco
     from rob_twin.twin.render.video import make_renderer
 
+    # llvmpipe reads LP_NUM_THREADS when its context is made: one rasteriser thread, so the
+    # loop keeps a core (an explicit setting in the environment wins)
+    os.environ.setdefault("LP_NUM_THREADS", str(config.software_gl_threads))
     if config.nice and hasattr(os, "nice"):  # before the GL context: its workers inherit it
         with contextlib.suppress(OSError):
             os.nice(config.nice)

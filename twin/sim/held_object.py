@@ -55,9 +55,11 @@ HAND_GAP_M = 0.03  # from each hand's TCP to the box's side, for the derived wid
 @dataclass(frozen=True)
 class HeldBoxConfig:
     """size_m: the box's full edge lengths (x, y, z) [m] (on a robot other than ROB the default
-    width y is its home hand distance less ``HAND_GAP_M`` on each side, as ROB's 0.34 m is
-    between hands 0.40 m apart); mass_kg: its mass (uniform density);
-    position_m: its centre at load (None: midway between the two TCPs at the home keyframe);
+    width y is the distance between its hands' grasp points at home (``grasp_point``) less
+    ``HAND_GAP_M`` on each side, as ROB's 0.34 m is between TCPs 0.40 m apart, and the box
+    sits midway between them); mass_kg: its mass (uniform density);
+    position_m: its centre at load (None: midway between the two TCPs at the home keyframe on
+    ROB, between the two grasp points on another robot);
     grip_force_n: each gripper's squeeze [N] (ROB's finger servo peak is 20 N); friction: pad
     friction coefficient (the fingers' geom friction, 1.2); ASSUMED values, not measured."""
 
@@ -129,6 +131,21 @@ def home_hands_midpoint(model: mujoco.MjModel) -> np.ndarray:
     return 0.5 * sum(data.site(N.tcp_site(a)).xpos for a in Arm)
 
 
+def grasp_point(model: mujoco.MjModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
+    """Where ``arm``'s hand holds [m] (world frame): the centre of its fingers' collision geoms
+    (the bodies below its last link), or its TCP when it has none. OpenArm v2's TCP is its wrist
+    control point, 0.135 m behind the fingertips: a box there would sit in the wrists."""
+    below = set(hand_subtree(model, arm)) - {N.arm_link_body(arm, 7)}
+    geoms = [
+        g
+        for g in range(model.ngeom)
+        if model.body(int(model.geom_bodyid[g])).name in below and model.geom_contype[g]
+    ]
+    if not geoms:
+        return data.site(N.tcp_site(arm)).xpos.copy()
+    return data.geom_xpos[geoms].mean(axis=0)
+
+
 def add_held_box(
     spec: mujoco.MjSpec, config: HeldBoxConfig, position: np.ndarray, model: mujoco.MjModel
 ) -> None:
@@ -169,21 +186,20 @@ def held_scene(robot: str = "rob", config: HeldBoxConfig | None = None) -> mujoc
     cfg = config or default_config()
     spec = robot_spec(robot)
     model = compile_quietly(spec)
-    if robot != "rob" and cfg.size_m == DEFAULT_SIZE_M:
+    position = None
+    if robot != "rob":  # ROB's box stays where its baselines have it: between the TCPs
         data = mujoco.MjData(model)
         apply_home(model, data)
-        span = float(
-            np.linalg.norm(
-                data.site(N.tcp_site(Arm.RIGHT)).xpos - data.site(N.tcp_site(Arm.LEFT)).xpos
-            )
-        )
-        cfg = replace(
-            cfg, size_m=(DEFAULT_SIZE_M[0], round(span - 2 * HAND_GAP_M, 4), DEFAULT_SIZE_M[2])
-        )
-    if cfg.position_m is None:
-        position = home_hands_midpoint(model)
-    else:
+        grips = {arm: grasp_point(model, data, arm) for arm in Arm}
+        position = 0.5 * (grips[Arm.RIGHT] + grips[Arm.LEFT])
+        if cfg.size_m == DEFAULT_SIZE_M:
+            span = float(np.linalg.norm(grips[Arm.RIGHT] - grips[Arm.LEFT]))
+            width = round(span - 2 * HAND_GAP_M, 4)
+            cfg = replace(cfg, size_m=(DEFAULT_SIZE_M[0], width, DEFAULT_SIZE_M[2]))
+    if cfg.position_m is not None:
         position = np.asarray(cfg.position_m, float)
+    elif position is None:
+        position = home_hands_midpoint(model)
     add_held_box(spec, cfg, position, model)
     return compile_quietly(spec)
 

@@ -99,24 +99,9 @@ def holding() -> dict:
 
 
 def closed_loop_cost() -> dict:
-    from rob_twin.twin.rehearsal.gates import _owner_bounds, robot_home
-    from rob_twin.twin.rehearsal.targets import wave_source
-    from rob_twin.twin.sim.damiao_loop import openarm_config
-    from rob_twin.twin.sim.loops import make_closed_loop
+    from rob_twin.experiments.bench_damiao import damiao_loop_rtf
 
-    with make_closed_loop(openarm_config()) as lp:
-        for k, arm in enumerate(Arm):
-            lp.stream_targets(arm, wave_source(k, robot_home(lp, arm), *_owner_bounds(lp, arm)), 60)
-        lp.run_for(0.2)
-        c0 = time.thread_time()
-        lp.run_for(LOOP_S)
-        loop = LOOP_S / (time.thread_time() - c0)
-        m, d = lp.twin.model, lp.twin.data
-        steps = int(round(LOOP_S / m.opt.timestep))
-        c0 = time.thread_time()
-        for _ in range(steps):
-            mujoco.mj_step(m, d)
-        bare = LOOP_S / (time.thread_time() - c0)
+    loop, bare = damiao_loop_rtf(LOOP_S)
     return {
         "simulated_s": LOOP_S,
         "loop_sim_s_per_cpu_s": round(loop, 2),

@@ -61,6 +61,11 @@ def keyframe_index(model: mujoco.MjModel, name: str) -> int:
     return kid
 
 
+def keyframe_arm_q(model: mujoco.MjModel, arm: Arm | str, name: str = HOME_KEY) -> np.ndarray:
+    """``arm``'s joint angles [rad] in keyframe ``name`` of ``model``."""
+    return model.key_qpos[keyframe_index(model, name)][arm_qpos_indices(model, arm)].copy()
+
+
 def apply_keyframe(model: mujoco.MjModel, data: mujoco.MjData, name: str = HOME_KEY) -> None:
     """Put both arms at keyframe ``name``, their servos commanded there too; then mj_forward.
 

@@ -220,9 +220,19 @@ def _home_key(spec: mujoco.MjSpec, model: mujoco.MjModel, desc: RobotDescription
     spec.add_key(name=HOME_KEY, qpos=qpos.tolist(), ctrl=ctrl.tolist())
 
 
+def _is_rob(desc: RobotDescription) -> bool:
+    """ROB's shipped file: its generated scene already has the twin's names, servos and keys."""
+    return desc.path == resolve_robot("rob").path
+
+
 def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
-    """The canonical MjSpec of ``robot`` (a shipped name, a robot file path, or a description)."""
+    """The canonical MjSpec of ``robot`` (a shipped name, a robot file path, or a description);
+    ROB's generated scene as it is (it is canonical already: not rebuilt)."""
     desc = resolve_robot(robot)
+    if _is_rob(desc):
+        from rob_twin.models.loading import SCENE_PATH
+
+        return mujoco.MjSpec.from_file(str(SCENE_PATH))
     try:
         spec = _parse_quietly(desc.mjcf_path)
     except ValueError as err:
@@ -293,7 +303,7 @@ def _compiled(key: str) -> mujoco.MjModel:
 def load_robot_model(robot: str | RobotDescription = "rob") -> mujoco.MjModel:
     """The compiled canonical model of ``robot`` (a fresh copy each call)."""
     desc = resolve_robot(robot)
-    if desc.name == "rob" and desc.path == resolve_robot("rob").path:
+    if _is_rob(desc):
         from rob_twin.models.loading import load_scene
 
         return load_scene()  # ROB's generated scene is already canonical: not rebuilt
@@ -320,5 +330,5 @@ def _ranges(robot_key: str, arm: str) -> tuple[tuple[float, float], ...]:
 def arm_joint_ranges(robot: str | RobotDescription, arm: Arm | str) -> list[tuple[float, float]]:
     """``arm``'s joint ranges [rad] in ``robot``'s model (seven; six on a six-joint arm)."""
     desc = resolve_robot(robot)
-    key = "rob" if desc.path == resolve_robot("rob").path else str(desc.path)
+    key = "rob" if _is_rob(desc) else str(desc.path)
     return list(_ranges(key, Arm.parse(arm).value))

@@ -7,7 +7,7 @@ import mujoco
 import numpy as np
 import pytest
 from rob_twin.models.loading import HOME_KEY, apply_home, keyframe_index
-from rob_twin.models.names import Arm, arm_actuator, arm_joints, tcp_site
+from rob_twin.models.names import Arm, arm_actuator, tcp_site
 from rob_twin.models.robot_description import (
     SCHEMA_PATH,
     RobotFileError,
@@ -76,25 +76,9 @@ def test_openarm_is_the_published_v2_model_renamed_with_torque_motors():
 
 
 def test_openarm_fk_equals_the_published_model_at_random_poses():
-    ours = load_robot_model("openarm")
-    raw = load_published_openarm()
-    d_ours, d_raw = mujoco.MjData(ours), mujoco.MjData(raw)
-    rng = np.random.default_rng(0)
-    worst = 0.0
-    for _ in range(50):
-        for arm, side in ((Arm.RIGHT, "right"), (Arm.LEFT, "left")):
-            lo, hi = np.array(arm_joint_ranges("openarm", arm)).T
-            q = rng.uniform(lo, hi)
-            for j, name in enumerate(arm_joints(arm)):
-                d_ours.qpos[ours.jnt_qposadr[ours.joint(name).id]] = q[j]
-                d_raw.qpos[raw.jnt_qposadr[raw.joint(f"openarm_{side}_joint{j + 1}").id]] = q[j]
-        mujoco.mj_kinematics(ours, d_ours)
-        mujoco.mj_kinematics(raw, d_raw)
-        for arm, side in ((Arm.RIGHT, "right"), (Arm.LEFT, "left")):
-            a = d_ours.site(tcp_site(arm)).xpos
-            b = d_raw.site(f"{side}_ee_control_point").xpos
-            worst = max(worst, float(np.abs(a - b).max()))
-    assert worst <= 1e-12
+    from rob_twin.experiments.bench_openarm import fk_agreement
+
+    assert fk_agreement(n=50)["max_tcp_error_m"] <= 1e-12
 
 
 def test_rob_file_loads_the_generated_scene_unchanged():

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.controllers.owner_types import Mode
-from rob_twin.models.loading import HOME_KEY, arm_qpos_indices, keyframe_index
+from rob_twin.models.loading import keyframe_arm_q
 from rob_twin.models.names import BUS_MAPPING, TORSO_BODY, Arm, tcp_site
 from rob_twin.models.robot_description import robot_family
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
@@ -113,11 +113,11 @@ def _latch_case(
 
 def robot_home(lp: ClosedLoop, arm: Arm) -> np.ndarray:
     """``arm``'s joint angles [rad] in the loop's model's ``home`` keyframe (ROB: ``HOME``)."""
-    m = lp.twin.model
-    return m.key_qpos[keyframe_index(m, HOME_KEY)][arm_qpos_indices(m, arm)].copy()
+    return keyframe_arm_q(lp.twin.model, arm)
 
 
-def _owner_bounds(lp: ClosedLoop, arm: Arm) -> tuple[np.ndarray, np.ndarray]:
+def owner_bounds(lp: ClosedLoop, arm: Arm) -> tuple[np.ndarray, np.ndarray]:
+    """``arm``'s owner position bounds [rad]: (lower, upper)."""
     c = lp.drivers[arm].owner.config
     return np.array(c.position_lower), np.array(c.position_upper)
 
@@ -131,7 +131,7 @@ def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> None:
         if lp.family == "amber":
             lp.command(arm, home + FAR_MOVE)
             continue
-        lo, hi = _owner_bounds(lp, arm)
+        lo, hi = owner_bounds(lp, arm)
         lp.command(arm, np.clip(home + toward_far_bound(home, lo, hi, FAR_MOVE), lo, hi))
 
 
@@ -503,7 +503,7 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
             track: list[float] = []
             for k, arm in enumerate(ARMS):
                 home = robot_home(lp, arm)
-                bounds = _owner_bounds(lp, arm) if lp.family != "amber" else (None, None)
+                bounds = owner_bounds(lp, arm) if lp.family != "amber" else (None, None)
                 lp.stream_targets(arm, wave_source(k, home, *bounds), rate)
             n = int(round(cfg.retarget_duration_s / 0.01))
             for _ in range(n):

@@ -248,12 +248,12 @@ def _demo_poses(robot: str, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if robot == "rob":
         home = np.array(D.HOME_ARM_POSE)
         return home, home + DEMO_REACH, home + DEMO_WAVE
-    from rob_twin.models.loading import HOME_KEY, arm_qpos_indices, keyframe_index
+    from rob_twin.models.loading import keyframe_arm_q
     from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
     from rob_twin.twin.rehearsal.targets import toward_far_bound
 
     m = load_robot_model(robot)
-    home = m.key_qpos[keyframe_index(m, HOME_KEY)][arm_qpos_indices(m, arm)]
+    home = keyframe_arm_q(m, arm)
     lo, hi = np.array(arm_joint_ranges(robot, arm)).T
     lo, hi = lo + DEMO_BOUND_MARGIN_RAD, hi - DEMO_BOUND_MARGIN_RAD
     reach = np.clip(home + toward_far_bound(home, lo, hi, DEMO_REACH), lo, hi)

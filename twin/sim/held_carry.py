@@ -30,12 +30,13 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 from rob_twin.models.names import Arm, group_arms
+from rob_twin.models.robot_model import robot_spec
 from rob_twin.planners.cartesian import CartesianConfig, plan_cartesian
 from rob_twin.planners.group import ArmGroup
 from rob_twin.planners.kinematics import ArmKinematics
 from rob_twin.planners.plan import Plan
 from rob_twin.twin.errors import TwinInputError
-from rob_twin.twin.sim.held_object import BOX, hand_body, hand_subtree, robot_spec, weld_name
+from rob_twin.twin.sim.held_object import BOX, hand_body, hand_subtree, weld_name
 
 CHAIN_TOLERANCE_M = 1e-3  # the hands' relative position may drift this much along a carry [m]
 CHAIN_TOLERANCE_RAD = 5e-3  # and their relative orientation this much [rad]

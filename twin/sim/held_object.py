@@ -32,9 +32,9 @@ from dataclasses import dataclass, field, replace
 import mujoco
 import numpy as np
 from rob_twin.models import names as N
-from rob_twin.models.loading import SCENE_PATH, apply_home
+from rob_twin.models.loading import apply_home
 from rob_twin.models.names import Arm
-from rob_twin.models.robot_model import compile_quietly
+from rob_twin.models.robot_model import compile_quietly, robot_spec
 from rob_twin.planners.kinematics import Payload
 from rob_twin.twin.errors import TwinInputError
 
@@ -92,16 +92,6 @@ class HeldBoxConfig:
 
 def default_config() -> HeldBoxConfig:
     return HeldBoxConfig()
-
-
-def robot_spec(robot: str) -> mujoco.MjSpec:
-    """The scene spec of ``robot`` (``rob``: the generated scene; any other robot: its robot
-    file's canonical spec, ``rob_twin.models.robot_model``)."""
-    if robot == "rob":
-        return mujoco.MjSpec.from_file(str(SCENE_PATH))
-    from rob_twin.models.robot_model import robot_spec as described_spec
-
-    return described_spec(robot)
 
 
 def hand_body(model: mujoco.MjModel, arm: Arm) -> str:

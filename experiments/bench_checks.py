@@ -91,8 +91,8 @@ def count_set(group, requests) -> dict:
     }
 
 
-def before_issue_31(config):
-    """``config`` with the shortcut settings before issue 31 (every cut over 2 % checked,
+def previous_shortcut(config):
+    """``config`` with the shortcut's previous settings (every cut over 2 % checked,
     no redundant-waypoint pass before the random rounds)."""
     from dataclasses import replace
 
@@ -128,8 +128,8 @@ def run() -> dict:
 
     return {
         "defaults": check_sets(),
-        "before_issue_31": check_sets(config=before_issue_31(default_config())),
-        "before_issue_31_is": "the shortcut's min_gain 0.02, no drop-first pass; the rest "
+        "previous_shortcut": check_sets(config=previous_shortcut(default_config())),
+        "previous_shortcut_is": "the shortcut's min_gain 0.02, no drop-first pass; the rest "
         "as the defaults (the counts are deterministic: seeds fixed)",
         "hardware_io": False,
         "simulated": True,

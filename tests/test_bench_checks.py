@@ -1,10 +1,10 @@
 """bench planner-checks: mj_collision calls counted by planner stage, the counter removed
-afterwards, and the settings before issue 31 differ from the defaults only in the shortcut."""
+afterwards, and the previous shortcut settings differ from the defaults only in the shortcut."""
 
 from __future__ import annotations
 
 import mujoco
-from rob_twin.experiments.bench_checks import before_issue_31, count_set
+from rob_twin.experiments.bench_checks import count_set, previous_shortcut
 from rob_twin.experiments.bench_stages import _hard_requests
 from rob_twin.experiments.hard_problems import groups
 from rob_twin.planners import timing
@@ -23,9 +23,9 @@ def test_counts_add_up_by_stage_and_the_counter_is_removed():
     assert calls["search"]["sum"] > 0  # the hard problems' straight motion collides
 
 
-def test_settings_before_issue_31_change_only_the_shortcut():
+def test_settings_previous_shortcut_change_only_the_shortcut():
     now = default_config()
-    old = before_issue_31(now)
+    old = previous_shortcut(now)
     assert old.search.shortcut_min_gain == 0.02 and not old.search.shortcut_drop_first
     assert now.search.shortcut_min_gain == 0.1 and now.search.shortcut_drop_first
     assert old.search.edge_step_rad == now.search.edge_step_rad

@@ -1,4 +1,4 @@
-"""``rob-twin certify`` refuses what it cannot read (issue 33): every malformed variant of a
+"""``rob-twin certify`` refuses what it cannot read: every malformed variant of a
 plan file exits 2 with one typed error naming the field and its valid range (never a
 traceback, never "AGREES" on NaN), a disagreement exits 1, and only a plan the independent
 coal check agrees with exits 0."""

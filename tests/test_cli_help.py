@@ -1,5 +1,5 @@
 """Every option of every ``rob-twin`` command says what it does, and its help shows the
-default (issue 29: ``run --out``, ``--no-video``, ``experiment --seed``, ``host --host`` had
+default (once missing: ``run --out``, ``--no-video``, ``experiment --seed``, ``host --host`` had
 none)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_help_shows_each_set_default(name):
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_has_json_output(name):
-    """Human output by default, one JSON object with --json, for every command (issue 29:
+    """Human output by default, one JSON object with --json, for every command (once broken:
     bank, view and teleop had none)."""
     options = {o for action in COMMANDS[name]._actions for o in action.option_strings}
     assert "--json" in options, f"rob-twin {name} has no --json"

@@ -1,7 +1,7 @@
 """A delay fault's burst on a timed bus: frames held behind an injected delay go out together
 when it ends; the host queue refuses what does not fit. That refusal is counted and latched by
 the owner (uncertain output: those frames were already reported sent), never an exception
-out of the physics loop (issue 29: ``bus_faults`` died at about 3 s on the default bus)."""
+out of the physics loop (before: ``bus_faults`` died at about 3 s on the default bus)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The project explains itself (issue 29): the README, the docs, the model and scenario
+"""The project explains itself: the README, the docs, the model and scenario
 READMEs and the notebooks refer to nothing outside the repository (a clone has no
 ``../shared/DESIGN.md``), and every relative link they give points at a file that exists."""
 

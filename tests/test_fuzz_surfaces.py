@@ -1,4 +1,4 @@
-"""Fuzz cases over the outward surfaces (issue 33): every input a client, a file or a peer
+"""Fuzz cases over the outward surfaces: every input a client, a file or a peer
 can hand the project ends in a value or in that surface's typed error, never in another
 exception. Under ``make test`` each property runs Hypothesis' default number of cases;
 ``make fuzz`` runs the same properties as a long seeded campaign (profile ``fuzz``).

@@ -4,8 +4,7 @@ folder with the inputs the README names, and checked for its exit code and the o
 promises. A shipped example that fails its journey fails ``make test``.
 
 Each journey's wall time and exit code are appended to ``$ROB_TWIN_JOURNEY_LOG`` (JSON
-lines) when that variable is set, which is how the table in the closing note of issue 29
-was made.
+lines) when that variable is set (a journey time table for a closing note).
 """
 
 from __future__ import annotations
@@ -136,7 +135,7 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
     """README: `rob-twin bank`, watched with `python -m can.logger -i socketcand -c CAN10
     --bus-kwargs host=127.0.0.1 port=PORT`, driven by `rob-twin host`: the host ends 0 and
     the logger shows the host's commands and the drives' feedback on one time base (Unix
-    time: issue 29 saw 10.42 s next to 1796416583.98)."""
+    time: the two once showed 10.42 s next to 1796416583.98)."""
     logger = None
     with running_bank(tmp_path) as bank:
         try:

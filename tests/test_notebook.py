@@ -59,7 +59,7 @@ def test_dual_arm_crossing_notebook_executes(tmp_path):
 def test_collision_study_notebook_executes(tmp_path):
     outputs, text = _execute("collision_study.ipynb", tmp_path)
     assert "arms.0='middle' is invalid" in text and "12 of 12 tasks" in text
-    assert "'error'" not in text  # every margin plans (issue 29: 20 mm was all error rows)
+    assert "'error'" not in text  # every margin plans (20 mm once gave only error rows)
     assert "same as stored: True" in text
     images = [o for o in outputs if o.get("output_type") == "display_data"]
     assert len(images) == 3 and all("image/png" in o["data"] for o in images)

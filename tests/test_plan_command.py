@@ -1,4 +1,4 @@
-"""``rob-twin plan`` (issue 29): a goals file or a scenario step in, a plan file out that
+"""``rob-twin plan``: a goals file or a scenario step in, a plan file out that
 ``certify`` agrees with, that a scenario step can execute and ``view --plan`` accepts; bad
 goals files exit 2 with the field named; a goal without a plan exits 1 and writes nothing;
 the README's Python recipe runs as printed."""

@@ -1,4 +1,4 @@
-"""Replay with bounded time and memory (issue 33) and the replay command's options (issue 29).
+"""Replay with bounded time and memory, and the replay command's options.
 
 Every case stops by itself: replays run with a progress guard that fails the test after a
 generous number of progress calls, so a stepping loop that does not advance, or a
@@ -253,7 +253,7 @@ def test_the_cli_reports_a_bad_sidecar_with_exit_2_and_no_traceback(originals, t
     assert "wiring=" in err and "middle" in err and "right, left" in err
 
 
-# --- the command's options (issue 29) ---------------------------------------------------
+# --- the command's options ------------------------------------------------------------
 
 
 def test_onto_writes_its_report_to_out(originals, tmp_path):

@@ -1,7 +1,7 @@
 """What ``rob-twin run`` tells people: ``summary.md`` as tables with units, rounded, lists and
 dicts written out (no Python reprs), for failed runs too; an earlier video that ``--no-video``
-removes is said to be removed; human lines by default, one JSON object with ``--json``
-(issue 29). Short scenario (0.6 s simulated, no video)."""
+removes is said to be removed; human lines by default, one JSON object with ``--json``.
+Short scenario (0.6 s simulated, no video)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Scenario videos: captions like the demo's, an ``auto`` camera that frames both arms, and
-colliding links drawn red (issue 29). No GL needed: the scene is built with
+colliding links drawn red. No GL needed: the scene is built with
 ``mjv_updateScene`` on an ``MjvScene``, the camera checked by projecting the arm bodies."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ wall time each), the way ``rob-twin sweep`` runs it: on the default bus of ``rob
 (classic CAN at 1 Mbit/s), judged against its own ``expect``. The run must pass, and its
 figures must match ``baselines/NAME.json`` within the baseline's tolerances: a baseline that
 no longer describes what the scenario does is stale, and ``rob-twin sweep
-experiments/scenarios --update-baselines`` is how it changes (issue 29: ``bus_faults`` died on
+experiments/scenarios --update-baselines`` is how it changes (once ``bus_faults`` died on
 the default bus; the ``crossing_plan`` baseline was stale on a fresh clone).
 """
 

@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import mujoco
 import numpy as np
 from rob_twin.planners.certificate_envelope import plan_allowances_m, segment_speed_bounds
 from rob_twin.planners.certificate_geometry import _group_geometry, covering_rows
@@ -93,6 +94,12 @@ def final_check(
     far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
     far_stop = far_stops(far_arcs, far_limit)
     index = geometry.index
+    stops = far_stop.tolist()
+    last = n_samples - 1
+    # one measurement inlined (the session's _collide): this loop runs once per measured
+    # sample, and its Python and numpy calls cost as much as the mj_collision itself
+    model, data, qpos_index = meter.model, meter._data(), meter.index
+    kinematics, collision = mujoco.mj_kinematics, mujoco.mj_collision
     idx: list[int] = []
     hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
     best, best_i, best_p = math.inf, -1, -1
@@ -103,17 +110,22 @@ def final_check(
             return FinalCheck(
                 hit=None, record=None, measured=-1, proven=proven, samples=n_samples, initial=None
             )
-        data = meter._collide(q[i])
+        data.qpos[qpos_index] = q[i]
+        kinematics(model, data)
+        collision(model, data)
+        meter.checks += 1
+        idx.append(i)
         near, dist = _EMPTY, _NONE
         if data.ncon:
             con = data.contact
-            pair = index[con.geom[:, 0], con.geom[:, 1]]
-            keep = pair >= 0
-            near, dist = pair[keep], con.dist[keep]
-        idx.append(i)
+            geom = con.geom
+            near, dist = index[geom[:, 0], geom[:, 1]], con.dist.copy()  # a view into data
+            if near.min() < 0:
+                keep = near >= 0
+                near, dist = near[keep], dist[keep]
         hits.append((near, dist))
         if near.size:  # several contacts of one pair: each is a distance of that pair
-            k = int(np.argmin(dist))
+            k = int(dist.argmin())
             if dist[k] < margin:
                 hit = (float(times[i]), _clearance(meter, geometry, int(near[k]), float(dist[k])))
                 return FinalCheck(
@@ -128,10 +140,9 @@ def final_check(
                 )
             if dist[k] < best:
                 best, best_i, best_p = float(dist[k]), i, int(near[k])
-        if i == n_samples - 1:
+        if i == last:
             break
-        slack = dist - threshold[near]
-        nxt = _next_query(i, near, slack, radii, int(far_stop[i]), cum)
+        nxt = _next_query(i, near, dist - threshold[near], radii, stops[i], cum)
         proven += nxt - i - 1
         i = nxt
     if best_i < 0:
@@ -203,13 +214,16 @@ def _next_query(
     the horizon (``near``, one entry per contact, ``slack`` alike) are bounded one by one.
     ``cum`` (N, n): each joint's speed-bound integral from the start [rad]."""
     if near.size:
-        if float(slack.min()) <= 0.0:
+        if slack.min() <= 0.0:
             return i + 1
         if stop > i + 1:
-            arcs = (cum[i + 1 : stop] - cum[i]) @ radii[near].T  # (samples, contacts) [m]
+            rows = radii[near]
+            # arcs only grow along the path: the window's last sample decides most cases
+            if (rows @ (cum[stop - 1] - cum[i]) < slack).all():
+                return stop
+            arcs = (cum[i + 1 : stop] - cum[i]) @ rows.T  # (samples, contacts) [m]
             bad = (arcs >= slack[None, :]).any(axis=1)
-            if bad.any():
-                return i + 1 + int(np.argmax(bad))
+            return i + 1 + int(np.argmax(bad))
     return stop
 
 

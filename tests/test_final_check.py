@@ -80,6 +80,25 @@ def test_every_sample_proven_free_is_free_when_measured(rob, problems):
     assert worst >= 0.0, worst
 
 
+def test_distances_handed_to_the_certificate_are_those_of_their_states(rob, problems):
+    """Each column of the final check's distance table is a fresh measurement of its state
+    (the loop keeps no view into MjData's contact buffer, which the next query overwrites)."""
+    geometry = _group_geometry(rob, MOVING, rob.config.certificate.payload_reach_m)
+    meter = rob.meter.session(MOVING, rob.reference_qpos)
+    query = mujoco_query(meter, geometry, rob.meter.config.horizon_m)
+    compared = 0
+    for timed in _paths(rob, problems[:2], n_random=12, seed=5):
+        fc = final_check(rob, MOVING, timed, meter)
+        if fc.initial is None:
+            continue
+        times, states, table = fc.initial
+        assert table.shape == (geometry.g1.size, times.size)
+        for k in range(times.size):
+            np.testing.assert_array_equal(table[:, k], query(states[k]))
+        compared += times.size
+    assert compared > 20
+
+
 def test_arc_is_integrated_across_skipped_samples():
     """Two queries three samples apart: the arc is the sum over the segments between them
     (10 + 1 + 5 m/s over 1 s each), not the rate of the segment holding the midpoint."""

@@ -80,20 +80,56 @@ def test_demo_on_openarm_v2_passes_on_the_default_bus(tmp_path):
     assert all(v["owner_fault"] is None for v in summary["pipeline"].values())
 
 
+def test_the_sweep_runs_on_the_default_bus_of_run():
+    from rob_twin.cli.main import build_parser
+    from rob_twin.experiments.sweep.runner import DEFAULT_BUS
+
+    run = build_parser().parse_args(["run", "x.json"])
+    assert run.bus == DEFAULT_BUS
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
-def test_each_shipped_scenario_runs_on_the_default_bus(scenario, tmp_path):
+def test_each_shipped_scenario_runs_on_the_default_bus_and_matches_its_baseline(scenario, tmp_path):
+    """`rob-twin run` of every shipped scenario, whole, on the default bus (classic CAN at
+    1 Mbit/s): it passes its own ``expect``, writes its summary and video, and its figures
+    match ``baselines/NAME.json`` within the baseline's tolerances, as ``rob-twin sweep``
+    compares them. A baseline that no longer describes what the scenario does is stale:
+    ``rob-twin sweep experiments/scenarios --update-baselines`` is how it changes (once
+    ``bus_faults`` died on the default bus; the ``crossing_plan`` baseline was stale on a
+    fresh clone). Each scenario runs once per suite, here."""
+    from rob_twin.experiments.sweep.figures import compare, run_figures
+    from rob_twin.experiments.sweep.runner import read_baseline
+
     done = journey("run", str(scenario), "--out", "out", cwd=tmp_path)
     assert done.returncode == 0, explain(done)
-    folder = tmp_path / "out" / json.loads(scenario.read_text()).get("name", scenario.stem)
+    name = json.loads(scenario.read_text()).get("name", scenario.stem)
+    folder = tmp_path / "out" / name
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["hardware_io"] is False
+    assert summary["passed"] is True, summary["unexpected"]
     assert (folder / "summary.md").stat().st_size > 0
     assert any(folder.glob("*.mp4")), sorted(p.name for p in folder.iterdir())
+    baseline = read_baseline(scenario.parent / "baselines" / f"{name}.json")
+    assert baseline is not None, f"no baseline for {name}"
+    changes = compare(baseline["figures"], run_figures(summary), baseline.get("tolerances", {}))
+    assert changes == [], (
+        f"baseline of {name} is stale (rob-twin sweep experiments/scenarios "
+        f"--update-baselines, if the change is intended): {changes}"
+    )
 
 
-def test_sweep_over_the_shipped_scenarios_matches_their_baselines(tmp_path):
-    done = journey("sweep", str(ROOT / "experiments" / "scenarios"), cwd=tmp_path)
+def test_sweep_of_a_scenario_folder_compares_with_its_baselines(tmp_path):
+    """The sweep journey on a folder holding one shipped scenario and its baseline (every
+    shipped scenario's baseline is compared above; ``make bench`` sweeps them all)."""
+    folder = tmp_path / "scenarios"
+    (folder / "baselines").mkdir(parents=True)
+    shipped = ROOT / "experiments" / "scenarios"
+    (folder / "wave.json").write_text((shipped / "wave.json").read_text())
+    baseline = (shipped / "baselines" / "wave.json").read_text()
+    (folder / "baselines" / "wave.json").write_text(baseline)
+    done = journey("sweep", str(folder), cwd=tmp_path)
     assert done.returncode == 0, explain(done)
+    assert "wave" in done.stdout, done.stdout
 
 
 def test_replay_of_a_fresh_recording_agrees(tmp_path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from bank_support import running_bank
+from child_signals import default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -168,10 +168,6 @@ def test_each_shipped_study_spec_runs_clean(spec, tmp_path):
     assert any((tmp_path / "study").glob("*.png"))
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
     """README: `rob-twin bank`, watched with `python -m can.logger -i socketcand -c CAN10
     --bus-kwargs host=127.0.0.1 port=PORT`, driven by `rob-twin host`: the host ends 0 and
@@ -189,9 +185,7 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
-                # a shell's background job (`make test &`) starts with SIGINT ignored, and
-                # Python then keeps it ignored: can.logger would never see the Ctrl-C below
-                preexec_fn=_default_sigint,
+                preexec_fn=default_sigint,  # it must see the Ctrl-C below
             )
             time.sleep(2.0)  # the logger connects and subscribes
             started = time.time()

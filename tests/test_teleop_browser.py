@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from child_signals import default_sigint
 
 CHROMIUM = os.environ.get("ROB_TWIN_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -83,6 +84,7 @@ def teleop_server():
         text=True,
         env=env,
         cwd=Path(__file__).resolve().parent.parent,
+        preexec_fn=default_sigint,  # the teardown's Ctrl-C must reach it
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()

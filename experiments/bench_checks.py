@@ -54,15 +54,38 @@ class _Counter:
             timing.StageTimer.stage = real_stage
 
 
+@contextmanager
+def next_measurement_sources():
+    """Counts what set each next measurement of the final check: the bound of the pairs
+    beyond the horizon (its stop; ties count here) or a pair measured within it (earlier).
+    Wraps ``final_check._next_query`` for the duration only (the planner is unchanged)."""
+    from rob_twin.planners import final_check
+
+    real = final_check._next_query
+    counts = {"pairs_beyond_horizon": 0, "a_near_pair": 0}
+
+    def counted(i, near, slack, radii, stop, cum):
+        nxt = real(i, near, slack, radii, stop, cum)
+        counts["pairs_beyond_horizon" if nxt == stop else "a_near_pair"] += 1
+        return nxt
+
+    final_check._next_query = counted
+    try:
+        yield counts
+    finally:
+        final_check._next_query = real
+
+
 def count_set(group, requests) -> dict:
     """Per-stage mj_collision calls of planning ``requests`` ((start or None, goals, seed))
-    from the group's reference state, and the successful plans' median duration [s]."""
+    from the group's reference state, what set the final check's next measurements, and
+    the successful plans' median duration [s]."""
     reference = group.reference_qpos.copy()
     per_plan: list[dict[str, int]] = []
     ok = 0
     durations: list[float] = []
     counter = _Counter()
-    with counter.installed():
+    with counter.installed(), next_measurement_sources() as sources:
         for start, goals, seed in requests:
             group.set_qpos(reference)
             for a, q in (start or {}).items():
@@ -88,6 +111,12 @@ def count_set(group, requests) -> dict:
         "success": ok,
         "path_duration_s_median": round(float(np.median(durations)), 3) if durations else None,
         "mj_collision_calls_per_plan": out,
+        "next_measurement_set_by": sources
+        | {
+            "share_beyond_horizon": round(
+                sources["pairs_beyond_horizon"] / max(1, sum(sources.values())), 3
+            )
+        },
     }
 
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import mujoco
 import numpy as np
+from rob_twin.experiments.hard_problems import place_start
 from rob_twin.experiments.registry import benchmark
 from rob_twin.planners import timing
 
@@ -87,9 +88,7 @@ def count_set(group, requests) -> dict:
     counter = _Counter()
     with counter.installed(), next_measurement_sources() as sources:
         for start, goals, seed in requests:
-            group.set_qpos(reference)
-            for a, q in (start or {}).items():
-                group.set_arm(a, q)
+            place_start(group, reference, start)
             counter.calls = {}
             r = group.plan(goals, seed=seed)
             ok += bool(r.ok)

@@ -21,6 +21,7 @@ import time
 
 import mujoco
 import numpy as np
+from rob_twin.experiments.hard_problems import place_start
 from rob_twin.experiments.registry import benchmark
 from rob_twin.models.loading import HOME_KEY, apply_keyframe
 from rob_twin.models.names import Arm, arm_joint, arm_joints, tcp_site
@@ -129,9 +130,7 @@ def _plan_set(g, problems: list[tuple[dict, dict | None]]) -> dict:
     dense = for_group(g, tuple(g.arm_names))
     times, statuses, judged_bad, clearances = [], {}, 0, []
     for i, (goal, start) in enumerate(problems):
-        g.set_qpos(reference)
-        for a, q in (start or {}).items():
-            g.set_arm(a, q)
+        place_start(g, reference, start)
         t0 = time.perf_counter()
         r = g.plan(goal, seed=i)
         times.append(time.perf_counter() - t0)

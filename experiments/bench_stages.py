@@ -16,6 +16,7 @@ import os
 import time
 
 import numpy as np
+from rob_twin.experiments.hard_problems import place_start
 from rob_twin.experiments.registry import benchmark
 
 STAGES = ("goals", "search", "shortcut", "retime", "check", "certify")
@@ -37,9 +38,7 @@ def _run_set(group, requests) -> dict:
     reference = group.reference_qpos.copy()
 
     def plan(start, goals, seed):
-        group.set_qpos(reference)
-        for a, q in (start or {}).items():
-            group.set_arm(a, q)
+        place_start(group, reference, start)
         t0 = time.perf_counter()
         r = group.plan(goals, seed=seed)
         return r, time.perf_counter() - t0

@@ -180,6 +180,14 @@ def generate(
     return out
 
 
+def place_start(group: ArmGroup, reference: np.ndarray, start: dict | None) -> None:
+    """Put ``group`` at ``reference`` (full qpos) with the arms of ``start`` (arm -> joint
+    vector [rad], None: none) set: where a request of a set is planned from."""
+    group.set_qpos(reference)
+    for a, q in (start or {}).items():
+        group.set_arm(a, q)
+
+
 def save(problems: list[HardProblem], name: str, note: str) -> Path:
     path = DATA_DIR / f"hard_problems_{name}.json"
     path.write_text(

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 from rob_twin.experiments import ompl_peer
+from rob_twin.experiments.hard_problems import place_start
 from rob_twin.experiments.ompl_peer import BareCheck, plan_ompl
 from rob_twin.planners.group import ArmGroup
 
@@ -83,9 +84,7 @@ def compare_set(
     vel, acc = group.config.velocity, group.config.acceleration
 
     def setup(start):
-        group.set_qpos(reference)
-        for a, q in (start or {}).items():
-            group.set_arm(a, q)
+        place_start(group, reference, start)
         return group.checker.session(moving, group.reference_qpos)
 
     def ours(start, goals, seed):

@@ -58,22 +58,17 @@ def _find(spec: mujoco.MjSpec, kind: str, name: str, field: str):
 
 def _retarget(spec: mujoco.MjSpec, old: str, new: str) -> None:
     """Point every reference to element ``old`` (by name) at ``new``: MjSpec refers by name."""
-    for act in spec.actuators:
-        if act.target == old:
-            act.target = new
-    for eq in spec.equalities:
-        if eq.name1 == old:
-            eq.name1 = new
-        if eq.name2 == old:
-            eq.name2 = new
-    for sensor in spec.sensors:
-        if sensor.objname == old:
-            sensor.objname = new
-    for ex in spec.excludes:
-        if ex.bodyname1 == old:
-            ex.bodyname1 = new
-        if ex.bodyname2 == old:
-            ex.bodyname2 = new
+    referring = (
+        (spec.actuators, ("target",)),
+        (spec.equalities, ("name1", "name2")),
+        (spec.sensors, ("objname",)),
+        (spec.excludes, ("bodyname1", "bodyname2")),
+    )
+    for elements, fields in referring:
+        for element in elements:
+            for field in fields:
+                if getattr(element, field) == old:
+                    setattr(element, field, new)
 
 
 def _rename(spec: mujoco.MjSpec, element, new: str) -> None:

@@ -30,7 +30,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 from rob_twin.planners.certificate_envelope import plan_allowances_m, segment_speed_bounds
 from rob_twin.planners.certificate_geometry import _group_geometry, covering_rows
@@ -96,10 +95,6 @@ def final_check(
     index = geometry.index
     stops = far_stop.tolist()
     last = n_samples - 1
-    # one measurement inlined (the session's _collide): this loop runs once per measured
-    # sample, and its Python and numpy calls cost as much as the mj_collision itself
-    model, data, qpos_index = meter.model, meter._data(), meter.index
-    kinematics, collision = mujoco.mj_kinematics, mujoco.mj_collision
     idx: list[int] = []
     hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
     best, best_i, best_p = math.inf, -1, -1
@@ -110,10 +105,7 @@ def final_check(
             return FinalCheck(
                 hit=None, record=None, measured=-1, proven=proven, samples=n_samples, initial=None
             )
-        data.qpos[qpos_index] = q[i]
-        kinematics(model, data)
-        collision(model, data)
-        meter.checks += 1
+        data = meter._collide(q[i])
         idx.append(i)
         near, dist = _EMPTY, _NONE
         if data.ncon:

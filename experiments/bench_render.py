@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def frames_per_s(quality: str, width: int, height: int, frames: int) -> float:
     from rob_twin.models.loading import CROSSING_START_KEY, keyframe_state
-    from rob_twin.twin.render.video import make_renderer
+    from rob_twin.twin.render.video import close_renderer, make_renderer
 
     model, qpos = keyframe_state(CROSSING_START_KEY)
     data = mujoco.MjData(model)
@@ -46,7 +46,7 @@ def frames_per_s(quality: str, width: int, height: int, frames: int) -> float:
             renderer.render()
         return frames / (time.perf_counter() - t0)
     finally:
-        renderer.close()
+        close_renderer(renderer)
 
 
 def demo_wall_s() -> dict:

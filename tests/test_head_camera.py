@@ -85,3 +85,19 @@ def test_frames_at_the_configured_rate_and_bad_names_or_rates(looking_at_the_can
         camera.attach(twin, rate_hz=300.0, name="too_fast")
     with pytest.raises(UnknownNameError, match="camera .eye.; valid: .*head/rgb"):
         HeadCamera(twin.model, camera="eye")
+
+
+def test_closing_one_camera_leaves_another_drawing_the_scene(looking_at_the_can):
+    """Each camera owns a GL context; closing one must free its own GL objects, not those
+    of the context that happens to be current (another camera's: it then drew MuJoCo's font
+    atlas, which failed the gym env's camera test now and then)."""
+    from rob_twin.twin.base.head_camera import HeadCamera
+
+    twin, camera = looking_at_the_can
+    want = camera.rgb(twin.data)
+    other = HeadCamera(twin.model, height=240, width=320)  # now the current context
+    camera_again = HeadCamera(twin.model, height=240, width=320)
+    other.close()
+    np.testing.assert_array_equal(camera_again.rgb(twin.data), want)
+    np.testing.assert_array_equal(camera.rgb(twin.data), want)
+    camera_again.close()

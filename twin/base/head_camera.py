@@ -22,7 +22,7 @@ import mujoco
 import numpy as np
 from rob_twin.models import names as N
 from rob_twin.models.errors import UnknownNameError
-from rob_twin.twin.render.video import RenderUnavailable
+from rob_twin.twin.render.video import RenderUnavailable, close_renderer
 
 
 @dataclass(frozen=True)
@@ -121,4 +121,4 @@ class HeadCamera:
         twin.scheduler.add(name, rate_hz, capture)
 
     def close(self) -> None:
-        self._renderer.close()
+        close_renderer(self._renderer)

@@ -36,6 +36,17 @@ def make_renderer(
         ) from err
 
 
+def close_renderer(renderer: mujoco.Renderer) -> None:
+    """Close ``renderer`` with its own GL context current. ``mujoco.Renderer.close`` frees
+    its GL objects in whatever context is current, so closing one renderer while another
+    is current freed the other's buffers, and the other then returned garbage (MuJoCo's
+    font atlas in a head camera image)."""
+    gl = getattr(renderer, "_gl_context", None)  # the Renderer exposes no public handle
+    if gl is not None:
+        gl.make_current()
+    renderer.close()
+
+
 class VideoRecorder:
     """Renders a named camera and streams each frame to an MP4 encoder as it is rendered.
 
@@ -78,7 +89,7 @@ class VideoRecorder:
             try:
                 self._open(Path(path))
             except BaseException:
-                self.renderer.close()
+                close_renderer(self.renderer)
                 raise
 
     def _open(self, path: Path) -> None:
@@ -141,4 +152,4 @@ class VideoRecorder:
             if encoder is not None:
                 encoder.close()
         finally:
-            self.renderer.close()
+            close_renderer(self.renderer)

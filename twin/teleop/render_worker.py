@@ -49,7 +49,7 @@ def render_process_main(conn, model, config: VideoConfig) -> None:
     (camera, JPEG bytes or None when oversize, render + encode time [ms]); ``None`` or a
     closed pipe ends it."""
     import mujoco
-    from rob_twin.twin.render.video import make_renderer
+    from rob_twin.twin.render.video import close_renderer, make_renderer
 
     # llvmpipe reads LP_NUM_THREADS when its context is made: one rasteriser thread, so the
     # loop keeps a core (an explicit setting in the environment wins)
@@ -87,7 +87,7 @@ def render_process_main(conn, model, config: VideoConfig) -> None:
             ]
             conn.send(out)
     finally:
-        renderer.close()
+        close_renderer(renderer)
 
 
 def _render_one(renderer, data, options, camera, overlay, base, config):

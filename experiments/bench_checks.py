@@ -58,23 +58,27 @@ class _Counter:
 @contextmanager
 def next_measurement_sources():
     """Counts what set each next measurement of the final check: the bound of the pairs
-    beyond the horizon (its stop; ties count here) or a pair measured within it (earlier).
-    Wraps ``final_check._next_query`` for the duration only (the planner is unchanged)."""
-    from rob_twin.planners import final_check
+    beyond the horizon (its stop; ties count here) or a pair measured within it (earlier),
+    from each final check's own count (``FinalCheck.set_by_near``; every measured state but
+    the last chose its successor). Wraps the planner's ``final_check`` (the name
+    ``rob_twin.planners.refine`` calls) for the duration only (the planner is unchanged)."""
+    from rob_twin.planners import refine
 
-    real = final_check._next_query
+    real = refine.final_check
     counts = {"pairs_beyond_horizon": 0, "a_near_pair": 0}
 
-    def counted(i, near, slack, radii, stop, cum):
-        nxt = real(i, near, slack, radii, stop, cum)
-        counts["pairs_beyond_horizon" if nxt == stop else "a_near_pair"] += 1
-        return nxt
+    def counted(*args, **kwargs):
+        fc = real(*args, **kwargs)
+        if fc.measured > 0:
+            counts["a_near_pair"] += fc.set_by_near
+            counts["pairs_beyond_horizon"] += fc.measured - 1 - fc.set_by_near
+        return fc
 
-    final_check._next_query = counted
+    refine.final_check = counted
     try:
         yield counts
     finally:
-        final_check._next_query = real
+        refine.final_check = real
 
 
 def count_set(group, requests) -> dict:

@@ -245,6 +245,28 @@ class CheckSession:
         self.checks += 1
         return d
 
+    def contacts_of(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every contact within the horizon at each row of ``states`` (stacked
+        configurations, measured in order), checked pair or not: geom pairs (K, 2),
+        distances (K,) [m] and contacts per state (S,), the states' contacts one after
+        another."""
+        d = self._data()
+        m, index = self.model, self.index
+        geoms, dists, counts = [], [], np.zeros(len(states), np.int64)
+        for s, q in enumerate(states):
+            d.qpos[index] = q
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_collision(m, d)
+            if d.ncon:
+                con = d.contact
+                geoms.append(con.geom.copy())  # views into d: the next state overwrites them
+                dists.append(con.dist.copy())
+                counts[s] = d.ncon
+        self.checks += len(states)
+        if not geoms:
+            return np.zeros((0, 2), np.int32), np.zeros(0), counts
+        return np.concatenate(geoms), np.concatenate(dists), counts
+
     def _contacts(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The contacts within the horizon at stacked ``q``: their distances [m], geom pairs
         (ncon, 2) and which of them are checked pairs; None when there is none."""

@@ -47,7 +47,9 @@ class FinalCheck:
     distances (P, M)) of the measured samples, for the certificate (None on a hit);
     sampled: (times (N,), q, qd, qdd (N, n)) of the path at the sample rate
     [s, rad, rad/s, rad/s^2];
-    measured_index: the samples measured, in order (None on a timeout)."""
+    measured_index: the samples measured, in order (None on a timeout);
+    set_by_near: measurements whose successor a pair within the horizon set (earlier than
+    the bound of the pairs beyond it would)."""
 
     hit: tuple[float, Clearance] | None
     record: ClearanceRecord | None
@@ -57,6 +59,52 @@ class FinalCheck:
     initial: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     sampled: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     measured_index: np.ndarray | None = None
+    set_by_near: int = 0
+
+
+@dataclass(frozen=True)
+class CheckBounds:
+    """What the final check knows of a path before measuring it: the samples (times (N,)
+    [s], q, qd, qdd (N, n) [rad, rad/s, rad/s^2]), the pairs' geometry, each pair's
+    threshold (P,) [m], each joint's speed-bound integral from the start ``cum`` (N, n)
+    [rad], and each sample's ``far_stop`` (N,) (``far_stops``)."""
+
+    times: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    geometry: object
+    threshold: np.ndarray
+    cum: np.ndarray
+    far_stop: np.ndarray
+    margin_m: float
+    horizon_m: float
+
+
+def check_bounds(group, moving: Sequence[str], timed: TimedPath) -> CheckBounds:
+    """The samples of ``timed`` at ``group``'s rate and the bounds the check walks by."""
+    moving = tuple(moving)
+    cfg = group.config
+    times = sample_times(timed.duration, cfg.rate_hz)
+    q, qd, qdd = timed.evaluate(times)
+    geometry = _group_geometry(group, moving, cfg.certificate.payload_reach_m)
+    horizon = group.meter.config.horizon_m
+    margin = cfg.collision.margin_m
+    spec = cfg.certificate.spec
+    threshold = margin + plan_allowances_m(geometry, q, spec) + spec.query_tolerance_m
+    cum = np.zeros((times.size, q.shape[1]))
+    if times.size > 1:
+        accel = np.concatenate([np.asarray(group.motion_limits(a).acceleration) for a in moving])
+        vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity) for a in moving])
+        speeds = segment_speed_bounds(times, qd, accel.astype(float), vmax.astype(float))
+        cum[1:] = np.cumsum(speeds * np.diff(times)[:, None], axis=0)
+    # pairs at the horizon: bounded together by the covering rows (every pair's radii are
+    # below one of them in every joint) against the smallest slack a pair there can have
+    far_arcs = cum @ covering_rows(geometry).T  # (N, C) [m], nondecreasing
+    far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
+    return CheckBounds(
+        times, q, qd, qdd, geometry, threshold, cum, far_stops(far_arcs, far_limit), margin, horizon
+    )
 
 
 def final_check(
@@ -69,76 +117,83 @@ def final_check(
     """Check ``timed`` (stacked path of ``group``'s ``moving`` arms) at ``group``'s sample
     rate; ``meter``: a session of ``group.meter`` (margins at the clearance horizon) at the
     group's reference state; ``deadline``: a ``time.perf_counter()`` reading, looked at
-    every 32 measurements."""
-    moving = tuple(moving)
-    cfg = group.config
-    times = sample_times(timed.duration, cfg.rate_hz)
-    q, qd, qdd = timed.evaluate(times)
-    geometry = _group_geometry(group, moving, cfg.certificate.payload_reach_m)
-    horizon = group.meter.config.horizon_m
-    margin = cfg.collision.margin_m
-    spec = cfg.certificate.spec
-    threshold = margin + plan_allowances_m(geometry, q, spec) + spec.query_tolerance_m
+    before each batch of at most 32 measurements.
+
+    The states are measured in batches along the chain of far stops (what the bound of
+    the pairs beyond the horizon allows: every state on the study set, 96 % on hard ROB);
+    the first state of a batch where a hit or a near pair leaves the chain ends the batch
+    there, and the chain starts anew from that state's next query. The states measured and
+    every figure are those of measuring one state at a time; the states of a batch after
+    the one that left it are measured for nothing (counted in ``meter.checks``)."""
+    b = check_bounds(group, moving, timed)
+    times, q, geometry, threshold, cum = b.times, b.q, b.geometry, b.threshold, b.cum
+    margin, far_stop, radii, index = b.margin_m, b.far_stop, geometry.radii, geometry.index
     n_samples = times.size
-    cum = np.zeros((n_samples, q.shape[1]))
-    if n_samples > 1:
-        accel = np.concatenate([np.asarray(group.motion_limits(a).acceleration) for a in moving])
-        vmax = np.concatenate([np.asarray(group.motion_limits(a).velocity) for a in moving])
-        speeds = segment_speed_bounds(times, qd, accel.astype(float), vmax.astype(float))
-        cum[1:] = np.cumsum(speeds * np.diff(times)[:, None], axis=0)
-    radii = geometry.radii
-    # pairs at the horizon: bounded together by the covering rows (every pair's radii are
-    # below one of them in every joint) against the smallest slack a pair there can have
-    far_arcs = cum @ covering_rows(geometry).T  # (N, C) [m], nondecreasing
-    far_limit = float(horizon - threshold.max()) if threshold.size else math.inf
-    far_stop = far_stops(far_arcs, far_limit)
-    index = geometry.index
     stops = far_stop.tolist()
     last = n_samples - 1
     idx: list[int] = []
-    hits: list[tuple[np.ndarray, np.ndarray]] = []  # per measured state: (pairs, distances)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (pairs, distances, ordinals)
     best, best_i, best_p = math.inf, -1, -1
-    proven = 0
-    i = 0
+    proven = set_by_near = 0
+    i, batch = 0, 1
     while True:
-        if deadline is not None and len(idx) % 32 == 31 and time.perf_counter() > deadline:
+        if deadline is not None and idx and time.perf_counter() > deadline:
             return FinalCheck(
                 hit=None, record=None, measured=-1, proven=proven, samples=n_samples, initial=None
             )
-        data = meter._collide(q[i])
-        idx.append(i)
-        near, dist = _EMPTY, _NONE
-        if data.ncon:
-            con = data.contact
-            geom = con.geom
-            near, dist = index[geom[:, 0], geom[:, 1]], con.dist.copy()  # a view into data
-            if near.min() < 0:
-                keep = near >= 0
-                near, dist = near[keep], dist[keep]
-        hits.append((near, dist))
-        if near.size:  # several contacts of one pair: each is a distance of that pair
-            k = int(dist.argmin())
-            if dist[k] < margin:
-                hit = (float(times[i]), _clearance(meter, geometry, int(near[k]), float(dist[k])))
+        chain = far_chain(stops, i, last, batch)
+        near, dist, state = _checked_contacts(meter.contacts_of(q[chain]), index)
+        at = chain[state]  # each contact's sample
+        stop = far_stop[at]
+        slack = dist - threshold[near]
+        # a state leaves the chain when it is a hit, or when one of its near pairs' arc could
+        # reach the pair's slack before the chain's next state (the last sample has no next
+        # state: it leaves only by a hit)
+        arc = np.einsum("kj,kj->k", radii[near], cum[stop - 1] - cum[at])
+        leaves = (dist < margin) | ((stop > at + 1) & ~(arc < slack))
+        left = bool(leaves.any())
+        k = int(state[int(np.argmax(leaves))]) if left else chain.size - 1
+        proven += int(chain[k] - chain[0]) - k  # the samples between the states walked
+        taken = state <= k
+        if not taken.all():
+            near, dist, state, slack = near[taken], dist[taken], state[taken], slack[taken]
+        if near.size:
+            j = int(dist.argmin())  # the first smallest, in the order measured
+            if dist[j] < margin:
+                idx.extend(chain[: k + 1].tolist())
                 return FinalCheck(
-                    hit=hit,
+                    hit=(
+                        float(times[chain[state[j]]]),
+                        _clearance(meter, geometry, int(near[j]), float(dist[j])),
+                    ),
                     record=None,
                     measured=len(idx),
                     proven=proven,
                     samples=n_samples,
                     initial=None,
-                    sampled=(times, q, qd, qdd),
+                    sampled=(times, q, b.qd, b.qdd),
                     measured_index=np.asarray(idx),
+                    set_by_near=set_by_near,
                 )
-            if dist[k] < best:
-                best, best_i, best_p = float(dist[k]), i, int(near[k])
+            if dist[j] < best:
+                best, best_i, best_p = float(dist[j]), int(chain[state[j]]), int(near[j])
+            found.append((near, dist, state + len(idx)))
+        idx.extend(chain[: k + 1].tolist())
+        i = int(chain[k])
         if i == last:
             break
-        nxt = _next_query(i, near, dist - threshold[near], radii, stops[i], cum)
+        if left:  # a near pair sets the next measurement: the chain starts anew from it
+            mine = state == k
+            nxt = _next_query(i, near[mine], slack[mine], radii, stops[i], cum)
+            set_by_near += nxt != stops[i]
+            batch = 1
+        else:
+            nxt = stops[i]
+            batch = min(2 * batch, _MAX_BATCH)
         proven += nxt - i - 1
         i = nxt
     if best_i < 0:
-        record = ClearanceRecord(horizon, None, None, True)
+        record = ClearanceRecord(b.horizon_m, None, None, True)
     else:
         pair = _clearance(meter, geometry, best_p, best).pair
         record = ClearanceRecord(best, float(times[best_i]), pair, False)
@@ -149,25 +204,47 @@ def final_check(
         measured=len(idx),
         proven=proven,
         samples=n_samples,
-        initial=(times[k], q[k], _distance_table(hits, geometry.g1.size, horizon)),
-        sampled=(times, q, qd, qdd),
+        initial=(times[k], q[k], _distance_table(found, geometry.g1.size, len(idx), b.horizon_m)),
+        sampled=(times, q, b.qd, b.qdd),
         measured_index=k,
+        set_by_near=set_by_near,
     )
 
 
-def _distance_table(hits, n_pairs: int, horizon_m: float) -> np.ndarray:
+def _distance_table(found, n_pairs: int, n_states: int, horizon_m: float) -> np.ndarray:
     """(P, M) every pair's distance [m] at each measured state: the smallest of its
-    contacts, the horizon where it has none."""
-    out = np.full((n_pairs, len(hits)), horizon_m)
-    rows = np.concatenate([h[0] for h in hits])
-    if rows.size:
-        cols = np.repeat(np.arange(len(hits)), [h[0].size for h in hits])
-        np.minimum.at(out, (rows, cols), np.concatenate([h[1] for h in hits]))
+    contacts, the horizon where it has none. ``found``: (pairs, distances, ordinal of the
+    measured state) of the checked contacts."""
+    out = np.full((n_pairs, n_states), horizon_m)
+    if found:
+        rows, dist, cols = (np.concatenate(parts) for parts in zip(*found, strict=True))
+        np.minimum.at(out, (rows, cols), dist)
     return out
 
 
-_EMPTY = np.zeros(0, np.int64)
-_NONE = np.zeros(0)
+def _checked_contacts(contacts, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked ones of ``contacts`` (``CheckSession.contacts_of``): their pair numbers
+    (``index``: geom x geom -> pair or -1), distances [m] and the number of their state."""
+    geoms, dist, counts = contacts
+    near = index[geoms[:, 0], geoms[:, 1]]
+    state = np.repeat(np.arange(counts.size), counts)
+    keep = near >= 0
+    if not keep.all():
+        near, dist, state = near[keep], dist[keep], state[keep]
+    return near, dist, state
+
+
+def far_chain(stops: list[int], i: int, last: int, length: int) -> np.ndarray:
+    """Up to ``length`` samples from ``i`` on, each the stop (``far_stops``) of the one
+    before, ending at ``last``: the states measured next when no pair comes within the
+    horizon."""
+    chain = [i]
+    while len(chain) < length and chain[-1] != last:
+        chain.append(stops[chain[-1]])
+    return np.asarray(chain)
+
+
+_MAX_BATCH = 32  # states measured at most between two looks at the deadline
 
 
 def far_stops(far_arcs: np.ndarray, far_limit: float) -> np.ndarray:

@@ -7,16 +7,16 @@ import mujoco
 from rob_twin.experiments.bench_checks import count_set, previous_shortcut
 from rob_twin.experiments.bench_stages import _hard_requests
 from rob_twin.experiments.hard_problems import groups
-from rob_twin.planners import final_check, timing
+from rob_twin.planners import refine, timing
 from rob_twin.planners.group_config import default_config
 
 
 def test_counts_add_up_by_stage_and_the_counter_is_removed():
     real_collision, real_stage = mujoco.mj_collision, timing.StageTimer.stage
-    real_next = final_check._next_query
+    real_check = refine.final_check
     out = count_set(groups()["stand"], _hard_requests("stand")[:2])
     assert mujoco.mj_collision is real_collision and timing.StageTimer.stage is real_stage
-    assert final_check._next_query is real_next
+    assert refine.final_check is real_check
     calls = out["mj_collision_calls_per_plan"]
     assert out["success"] == 2 and out["path_duration_s_median"] > 0
     assert {"search", "check", "certify"} <= set(calls)

@@ -13,7 +13,7 @@ from rob_twin.planners.certificate_envelope import _arc, plan_allowances_m
 from rob_twin.planners.certificate_geometry import _group_geometry, covering_rows
 from rob_twin.planners.certificate_record import FAIL_INCONCLUSIVE
 from rob_twin.planners.errors import PlannerConfigError
-from rob_twin.planners.final_check import far_stops, final_check
+from rob_twin.planners.final_check import _next_query, check_bounds, far_stops, final_check
 from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.planners.group import GroupConfig
 from rob_twin.planners.pair_certificate import CertificateConfig, certify_samples, mujoco_query
@@ -97,6 +97,47 @@ def test_distances_handed_to_the_certificate_are_those_of_their_states(rob, prob
             np.testing.assert_array_equal(table[:, k], query(states[k]))
         compared += times.size
     assert compared > 20
+
+
+def _one_at_a_time(group, timed, meter):
+    """The final check's rule with one measurement per step: measure sample i; stop at a
+    hit; else the next is ``_next_query`` of i's checked contacts. Returns (measured
+    samples, proven count, hit time or None, measurements a near pair set)."""
+    b = check_bounds(group, MOVING, timed)
+    index, radii = b.geometry.index, b.geometry.radii
+    measured, proven, near_set, i = [], 0, 0, 0
+    while True:
+        data = meter._collide(b.q[i])
+        measured.append(i)
+        geom = data.contact.geom[: data.ncon]
+        pairs, dist = index[geom[:, 0], geom[:, 1]], data.contact.dist[: data.ncon].copy()
+        pairs, dist = pairs[pairs >= 0], dist[pairs >= 0]
+        if pairs.size and dist.min() < b.margin_m:
+            return measured, proven, float(b.times[i]), near_set
+        if i == b.times.size - 1:
+            return measured, proven, None, near_set
+        nxt = _next_query(i, pairs, dist - b.threshold[pairs], radii, int(b.far_stop[i]), b.cum)
+        near_set += nxt != b.far_stop[i]
+        proven += nxt - i - 1
+        i = nxt
+
+
+def test_the_batched_walk_measures_what_one_state_at_a_time_would(rob, problems):
+    """Batches along the far stops end where a hit or a near pair leaves the chain: the
+    same states measured, samples proven, hit and near-set count as one state per step,
+    on paths that hit, pass close (near pairs set the next state) and stay clear."""
+    meter = rob.meter.session(MOVING, rob.reference_qpos)
+    hits = near_set = 0
+    for timed in _paths(rob, problems, n_random=16, seed=7):
+        fc = final_check(rob, MOVING, timed, meter)
+        measured, proven, hit_t, near = _one_at_a_time(rob, timed, meter)
+        assert fc.measured_index.tolist() == measured and fc.proven == proven
+        assert (fc.hit is None) == (hit_t is None) and fc.set_by_near == near
+        if hit_t is not None:
+            assert fc.hit[0] == hit_t
+        hits += hit_t is not None
+        near_set += near
+    assert hits > 5 and near_set > 5
 
 
 def test_arc_is_integrated_across_skipped_samples():

@@ -41,6 +41,7 @@ from rob_twin.planners.geom_pairs import (
     validate_arms,
     weak_pairs,
 )
+from rob_twin.planners.reach import arm_reach_m, out_of_reach
 
 
 @dataclass(frozen=True)
@@ -141,9 +142,33 @@ def planning_model(model: mujoco.MjModel, table: GeomPairTable, horizon_m: float
     m.body_margin[:] = horizon_m
     if m.npair:
         m.pair_margin[:] = np.maximum(m.pair_margin, horizon_m)
+    _set_body_bits(m)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_MIDPHASE)
+    return m
+
+
+def _set_body_bits(m: mujoco.MjModel) -> None:
+    """Each body's contype and conaffinity: the OR of its geoms' (as MuJoCo's compiler makes
+    them). MuJoCo filters body pairs by these before it looks at their geoms, so they must
+    follow the rewritten geom bits: left at the source model's, two bodies whose source
+    geoms never collide would hide checked pairs."""
+    contype = np.zeros(m.nbody, np.int64)
+    conaffinity = np.zeros(m.nbody, np.int64)
+    np.bitwise_or.at(contype, m.geom_bodyid, m.geom_contype.astype(np.int64))
+    np.bitwise_or.at(conaffinity, m.geom_bodyid, m.geom_conaffinity.astype(np.int64))
+    m.body_contype[:] = contype
+    m.body_conaffinity[:] = conaffinity
+
+
+def without_geoms(model: mujoco.MjModel, geoms: np.ndarray) -> mujoco.MjModel:
+    """A copy of a planning model in which the geoms of boolean mask ``geoms`` collide with
+    nothing."""
+    m = copy.deepcopy(model)
+    m.geom_contype[geoms] = 0
+    m.geom_conaffinity[geoms] = 0
+    _set_body_bits(m)
     return m
 
 
@@ -176,21 +201,61 @@ class CollisionChecker:
         self.arm_names = self.pairs.arm_names
         self.arm_joints = {a: tuple(arms[a]) for a in self.arm_names}
         self.arm_qpos = {a: joint_qpos_addresses(model, arms[a]) for a in self.arm_names}
+        self._anchors = {a: _anchor(model, arms[a][0]) for a in self.arm_names}
         self._local = threading.local()
         self._checked: dict[tuple[str, ...], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._scratch: mujoco.MjData | None = None
+        self._pruned: dict[bytes, mujoco.MjModel] = {}  # out-of-reach mask -> model
+        self._session_models: dict[tuple, mujoco.MjModel] = {}
 
     def data_for(self, session: CheckSession) -> mujoco.MjData:
-        """This thread's MjData of the private model (made once per checker and thread), with
-        ``session``'s reference state written in when another session used it last."""
+        """This thread's MjData of the session's model (made once per model and thread),
+        with ``session``'s reference state written in when another session used it last."""
         local = self._local
-        d = getattr(local, "data", None)
-        if d is None:
-            d = local.data = mujoco.MjData(self.model)
-            local.owner = None
-        if local.owner is not session:
+        datas = getattr(local, "datas", None)
+        if datas is None:
+            datas = local.datas = {}
+        entry = datas.get(id(session.model))
+        if entry is None:
+            entry = datas[id(session.model)] = [mujoco.MjData(session.model), None]
+        d = entry[0]
+        if entry[1] is not session:
             d.qpos[:] = session.reference_qpos
-            local.owner = session
+            entry[1] = session
+        local.data, local.owner = d, session
         return d
+
+    def model_for(self, moving: Sequence[str], reference_qpos: np.ndarray) -> mujoco.MjModel:
+        """The private model, less the geoms that ``moving``'s arms can never bring within
+        the horizon from ``reference_qpos`` (``rob_twin.planners.reach``): the same
+        contacts of checked pairs, fewer candidates. Made once per such set of geoms."""
+        key_qpos = np.array(reference_qpos, float)
+        for a in moving:
+            key_qpos[self.arm_qpos[a]] = 0.0  # where the moving arms start changes nothing
+        key = (tuple(moving), key_qpos.tobytes())
+        model = self._session_models.get(key)
+        if model is not None:
+            return model
+        with self._lock:
+            if self._scratch is None:
+                self._scratch = mujoco.MjData(self.model)
+            d = self._scratch
+            d.qpos[:] = reference_qpos
+            mujoco.mj_kinematics(self.model, d)
+            mask = out_of_reach(
+                self.model, d, [self._anchors[a] for a in moving], self.config.horizon_m
+            )
+            if not mask.any():
+                model = self.model
+            else:
+                model = self._pruned.get(mask.tobytes())
+                if model is None:
+                    model = self._pruned[mask.tobytes()] = without_geoms(self.model, mask)
+            if len(self._session_models) >= _MAX_SESSION_MODELS:
+                self._session_models.clear()
+            self._session_models[key] = model
+        return model
 
     def checked_table(self, moving: Sequence[str]) -> np.ndarray:
         """The pair table's ``checked_table(moving)``, made once per set of moving arms
@@ -213,6 +278,15 @@ class CollisionChecker:
         return CheckSession(self, tuple(moving), reference_qpos)
 
 
+_MAX_SESSION_MODELS = 256  # reference states remembered per checker before starting over
+
+
+def _anchor(model: mujoco.MjModel, first_joint: str) -> tuple[int, float]:
+    """(id, reach [m]) of an arm's first joint (``rob_twin.planners.reach.arm_reach_m``)."""
+    j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, first_joint)
+    return j, arm_reach_m(model, j)
+
+
 class CheckSession:
     """Checks of stacked configurations of a fixed set of moving arms (thread-safe:
     one MjData per thread)."""
@@ -222,7 +296,7 @@ class CheckSession:
     ):
         self.checker = checker
         self.moving = moving
-        self.model = checker.model
+        self.model = checker.model_for(moving, reference_qpos)
         self.margin = checker.config.margin_m
         self.index = (
             np.concatenate([checker.arm_qpos[a] for a in moving]) if moving else np.zeros(0, int)

@@ -235,8 +235,10 @@ def agreement_on_placements(
 ) -> Agreement:
     """Place the first geom of each representative pair at random poses overlapping or
     nearly touching the second (positions within the sum of bounding radii; planes: within
-    the geom's radius of the surface) and compare the checker's collider with coal."""
-    model = session.model
+    the geom's radius of the surface) and compare the checker's collider with coal.
+    Placements put a geom where no joint could: they use the checker's whole model, not
+    the session's (which leaves out the geoms its arms cannot reach)."""
+    model = session.checker.model
     data = mujoco.MjData(model)
     data.qpos[:] = session.reference_qpos
     names = session.checker.pairs.geom_names
@@ -411,8 +413,9 @@ def targeted_placements(
 def checker_distances(session: CheckSession, placements: Placements) -> np.ndarray:
     """The checker's distance [m] of the placed pair at each placement: MuJoCo's collision on
     the checker's own model, filtered by its pair table (inf: not reported, i.e. free or not
-    checked)."""
-    model = session.model
+    checked). The whole model, not the session's: a placement puts a geom where no joint
+    could, beyond the session's reach."""
+    model = session.checker.model
     data = mujoco.MjData(model)
     data.qpos[:] = session.reference_qpos
     key = tuple(sorted((placements.mover, placements.fixed)))

@@ -196,7 +196,7 @@ def test_a_1mm_smaller_collision_geom_is_caught_for_every_geom(rob, study):
     checker, session, _ = rob
     placed, _, _ = study
     margin = checker.config.margin_m
-    model = session.model
+    model = checker.model  # the model the placements are checked on
     plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
     # The floor is a half-space with no size to shrink (and MuJoCo fixes a world geom's pose
     # when its data is made); every geom that meets it is shrunk below instead.

@@ -409,7 +409,7 @@ def bound_validity(
     lo = np.concatenate([g.joint_limits(a)[0] for a in ARMS])
     hi = np.concatenate([g.joint_limits(a)[1] for a in ARMS])
     joints = [j for a in ARMS for j in g.joint_names(a)]
-    radii = joint_geom_radii(m, joints)  # (n, ngeom)
+    radii = joint_geom_radii(m, joints, reference_qpos=home)  # (n, ngeom)
     geoms = np.flatnonzero(radii.max(axis=0) > 0)
     rb = m.geom_rbound[geoms]
     local = np.concatenate([np.zeros((1, 3)), np.eye(3), -np.eye(3)])  # centre + 6 sphere points

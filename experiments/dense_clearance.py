@@ -117,14 +117,14 @@ class DenseClearance:
         self.index = {n: p for p, n in enumerate(self.names)}
         joints = [j for a in self.moving for j in arms[a]]
         self.qpos_index = joint_qpos_addresses(model, joints)
-        r = joint_geom_radii(model, joints)  # (n, ngeom)
+        self.reference = np.asarray(reference_qpos, float).copy()
+        if self.reference.shape != (model.nq,):
+            raise PlannerConfigError("reference_qpos shape", self.reference.shape, f"({model.nq},)")
+        r = joint_geom_radii(model, joints, reference_qpos=self.reference)  # (n, ngeom)
         m1, m2 = r[:, g1] > 0, r[:, g2] > 0
         rel = np.where(m1 & ~m2, r[:, g1], 0.0) + np.where(m2 & ~m1, r[:, g2], 0.0)
         self.radii = np.ascontiguousarray(rel.T)  # (P, n)
         self.shapes = [coal_shape(model, g) for g in range(model.ngeom)]
-        self.reference = np.asarray(reference_qpos, float).copy()
-        if self.reference.shape != (model.nq,):
-            raise PlannerConfigError("reference_qpos shape", self.reference.shape, f"({model.nq},)")
         self._request = coal.DistanceRequest()
 
     # ------------------------------------------------------------------ pieces

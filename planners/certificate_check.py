@@ -106,7 +106,14 @@ def verify_document(
     spec = UncertaintySpec.from_dict(cert["uncertainty"])
     margin, horizon = float(doc["margin_m"]), float(cert["horizon_m"])
     table = GeomPairTable(model, doc["arms"], margin)
-    geometry = pair_geometry(model, table, doc["arms"], moving, float(cert["payload_reach_m"]))
+    geometry = pair_geometry(
+        model,
+        table,
+        doc["arms"],
+        moving,
+        float(cert["payload_reach_m"]),
+        np.asarray(doc["reference_qpos"], float),
+    )
     t = np.asarray(doc["t_s"], float)
     q = np.hstack([np.asarray(doc["q_rad"][a], float) for a in moving])
     qd = np.hstack([np.asarray(doc["qd_rad_s"][a], float) for a in moving])

@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
+from rob_twin.planners.reach import body_reach_m, joint_travel_m
 
 
 def model_hash(model: mujoco.MjModel) -> str:
@@ -62,27 +63,36 @@ def _hash_of(model: mujoco.MjModel) -> str:
 
 
 def joint_geom_radii(
-    model: mujoco.MjModel, joint_names: Sequence[str], payload_reach_m: float = 0.0
+    model: mujoco.MjModel,
+    joint_names: Sequence[str],
+    payload_reach_m: float = 0.0,
+    reference_qpos: np.ndarray | None = None,
 ) -> np.ndarray:
     """(n_joints, ngeom): R_j(g) [m], a bound valid in every configuration on the distance
-    from joint j's anchor to any point of geom g; 0 where joint j does not move g. Geoms of
-    the last joint's body subtree (the gripper) get ``payload_reach_m`` more."""
+    from joint j's anchor to any point of geom g; 0 where joint j does not move g. Joints
+    below j that are not in ``joint_names`` stay at ``reference_qpos`` (a finger slide at
+    its opening there; at any point of its range when None): their travel is counted
+    (``rob_twin.planners.reach.body_reach_m``). Geoms of the last joint's body subtree (the
+    gripper) get ``payload_reach_m`` more."""
     out = np.zeros((len(joint_names), model.ngeom))
-    last_reach: dict[int, float] = {}
-    for k, name in enumerate(joint_names):
+    planned = set()
+    for name in joint_names:
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
         if jid < 0 or model.jnt_type[jid] != mujoco.mjtJoint.mjJNT_HINGE:
             raise PlannerConfigError("joint", name, "a hinge joint of the model")
-        root = int(model.jnt_bodyid[jid])
-        reach = {root: float(np.linalg.norm(model.jnt_pos[jid]))}
-        for b in range(root + 1, model.nbody):
-            parent = int(model.body_parentid[b])
-            if parent in reach:
-                reach[b] = reach[parent] + float(np.linalg.norm(model.body_pos[b]))
-        last_reach = reach
+        planned.add(jid)
+
+    def travel(j: int) -> float:
+        return joint_travel_m(model, j, None if j in planned else reference_qpos)
+
+    last_reach: dict[int, float] = {}
+    for k, name in enumerate(joint_names):
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        reach = last_reach = body_reach_m(model, jid, travel)
         for g in range(model.ngeom):
             b = int(model.geom_bodyid[g])
             if b in reach:
+                # summed left to right, as the radii always were (same bits)
                 out[k, g] = (
                     reach[b]
                     + float(np.linalg.norm(model.geom_pos[g]))
@@ -112,12 +122,14 @@ def pair_geometry(
     arm_joints: dict[str, Sequence[str]],
     moving: Sequence[str],
     payload_reach_m: float,
+    reference_qpos: np.ndarray | None = None,
 ) -> PairGeometry:
-    """``table``: the group's ``GeomPairTable``; ``arm_joints``: every arm's joints."""
+    """``table``: the group's ``GeomPairTable``; ``arm_joints``: every arm's joints;
+    ``reference_qpos``: where the joints that are not planned stay (``joint_geom_radii``)."""
     checked = np.triu(table.checked_table(moving), 1)
     g1, g2 = np.nonzero(checked)
     joints = [j for a in moving for j in arm_joints[a]]
-    r = joint_geom_radii(model, joints, payload_reach_m)  # (n, ngeom)
+    r = joint_geom_radii(model, joints, payload_reach_m, reference_qpos)  # (n, ngeom)
     m1, m2 = r[:, g1] > 0, r[:, g2] > 0  # which joints move each geom
     rel = np.where(m1 & ~m2, r[:, g1], 0.0) + np.where(m2 & ~m1, r[:, g2], 0.0)
     index = np.full((model.ngeom, model.ngeom), -1, dtype=np.int64)
@@ -146,15 +158,21 @@ _GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _group_geometry(group, moving: tuple[str, ...], payload_reach_m: float) -> PairGeometry:
+    """The group's pair geometry of ``moving``, with the joints it does not plan (finger
+    slides) where its reference state holds them (made once per such state)."""
     per_group = _GEOMETRY.setdefault(group, {})
-    key = (moving, payload_reach_m)
+    model, reference = group.model, group.reference_qpos
+    slides = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_SLIDE)
+    locked = tuple(np.round(reference[model.jnt_qposadr[slides]], 12).tolist())
+    key = (moving, payload_reach_m, locked)
     if key not in per_group:
         per_group[key] = pair_geometry(
-            group.model,
+            model,
             group.meter.pairs,
             {a: group.joint_names(a) for a in group.arm_names},
             moving,
             payload_reach_m,
+            reference,
         )
     return per_group[key]
 

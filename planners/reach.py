@@ -40,41 +40,60 @@ def subtree_bodies(model: mujoco.MjModel, root: int) -> list[int]:
     return sorted(inside)
 
 
-def _joint_travel_m(model: mujoco.MjModel, j: int) -> float:
-    """How far joint ``j`` can move its body's origin [m]: inf for free joints and
-    unlimited slides."""
+def joint_travel_m(
+    model: mujoco.MjModel, j: int, reference_qpos: np.ndarray | None = None
+) -> float:
+    """How far joint ``j`` can move its body's origin from where ``qpos0`` puts it [m]: a
+    hinge or ball turning about an anchor off the origin, up to twice the offset; a slide,
+    its largest displacement over its range (inf when unlimited), or its displacement at
+    ``reference_qpos`` when given (a joint locked there); a free joint, inf."""
     kind = int(model.jnt_type[j])
     if kind in (_HINGE, _BALL):
         return 2.0 * float(np.linalg.norm(model.jnt_pos[j]))
     if kind == _SLIDE:
+        adr = int(model.jnt_qposadr[j])
+        if reference_qpos is not None:
+            return abs(float(reference_qpos[adr]) - float(model.qpos0[adr]))
         if not model.jnt_limited[j]:
             return math.inf
-        return float(np.abs(model.jnt_range[j]).max())
+        return float(np.abs(model.jnt_range[j] - model.qpos0[adr]).max())
     return math.inf
+
+
+def body_reach_m(model: mujoco.MjModel, joint: int, travel_m) -> dict[int, float]:
+    """For ``joint``'s body and every body below it: a bound [m] on the distance from the
+    joint's anchor to the body's origin, in every configuration. ``travel_m(j)``: how far
+    joint j (not ``joint`` itself) can move its body's origin (``joint_travel_m``); the
+    bound sums body offsets and travels along the tree (the triangle inequality)."""
+    root = int(model.jnt_bodyid[joint])
+    reach: dict[int, float] = {}
+    for b in subtree_bodies(model, root):
+        first = int(model.body_jntadr[b])
+        travel = sum(
+            travel_m(j) for j in range(first, first + int(model.body_jntnum[b])) if j != joint
+        )
+        if b == root:
+            reach[b] = float(np.linalg.norm(model.jnt_pos[joint])) + travel
+        else:
+            offset = float(np.linalg.norm(model.body_pos[b]))
+            reach[b] = reach[int(model.body_parentid[b])] + offset + travel
+    return reach
+
+
+def geom_extent_m(model: mujoco.MjModel, g: int) -> float:
+    """The distance [m] from geom ``g``'s body origin to its farthest point, at most."""
+    return float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
 
 
 def arm_reach_m(model: mujoco.MjModel, first_joint: int) -> float:
     """R [m]: every point of every geom below hinge ``first_joint`` stays within R of the
-    joint's anchor, in every configuration."""
-    root = int(model.jnt_bodyid[first_joint])
-    reach: dict[int, float] = {}
-    for b in subtree_bodies(model, root):
-        travel = sum(
-            _joint_travel_m(model, j)
-            for j in range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b])
-            if j != first_joint
-        )
-        if b == root:
-            reach[b] = float(np.linalg.norm(model.jnt_pos[first_joint])) + travel
-        else:
-            offset = float(np.linalg.norm(model.body_pos[b]))
-            reach[b] = reach[int(model.body_parentid[b])] + offset + travel
+    joint's anchor, in every configuration (slides anywhere in their range)."""
+    reach = body_reach_m(model, first_joint, lambda j: joint_travel_m(model, j))
     out = 0.0
     for g in range(model.ngeom):
         b = int(model.geom_bodyid[g])
         if b in reach:
-            extent = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
-            out = max(out, reach[b] + extent)
+            out = max(out, reach[b] + geom_extent_m(model, g))
     return out
 
 

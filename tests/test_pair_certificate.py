@@ -317,6 +317,45 @@ def test_joint_geom_radii_bound_every_geom_point_in_random_configurations():
                     assert radii[k, g] == 0.0
 
 
+def test_radii_count_fingers_held_open_at_the_reference():
+    """The fingers slide (up to 4 cm) but are not planned: they stay where the reference
+    holds them. Held open, every finger point stays within the radii made for that
+    reference in every arm configuration; the radii of a closed reference do not bound
+    them, and the pair geometry of a group follows its reference's opening."""
+    m = load_scene()
+    d = mujoco.MjData(m)
+    names = arm_joints(Arm.RIGHT)
+    fingers = [m.joint(f"right/finger_{s}").id for s in ("a", "b")]
+    opened = m.qpos0.copy()
+    opened[m.jnt_qposadr[fingers]] = m.jnt_range[fingers, 1]
+    closed_r = joint_geom_radii(m, names, reference_qpos=m.qpos0)
+    open_r = joint_geom_radii(m, names, reference_qpos=opened)
+    jids = [m.joint(n).id for n in names]
+    rng = np.random.default_rng(1)
+    worst_open = worst_closed = -np.inf
+    d.qpos[:] = opened
+    for _ in range(60):
+        for jid in jids:
+            lo, hi = m.jnt_range[jid]
+            d.qpos[m.jnt_qposadr[jid]] = rng.uniform(lo, hi)
+        mujoco.mj_kinematics(m, d)
+        for k, jid in enumerate(jids):
+            moved = open_r[k] > 0
+            far = np.linalg.norm(d.geom_xpos[moved] - d.xanchor[jid], axis=1)
+            far = far + m.geom_rbound[moved]
+            worst_open = max(worst_open, float((far - open_r[k, moved]).max()))
+            worst_closed = max(worst_closed, float((far - closed_r[k, moved]).max()))
+    assert worst_open <= 1e-9 < worst_closed
+    g = ArmGroup(m, group_arms())
+    g.set_qpos(opened)
+    finger_a = m.geom("right/finger_a_geom").id
+    pairs = _group_geometry(g, ("right",), 0.0)
+    row = np.flatnonzero((pairs.g1 == finger_a) | (pairs.g2 == finger_a))[0]
+    g.set_qpos(m.qpos0)
+    closed_pairs = _group_geometry(g, ("right",), 0.0)
+    assert np.all(pairs.radii[row] > closed_pairs.radii[row])
+
+
 def test_every_plan_the_group_returns_carries_a_certificate(scene):
     plan = _group(scene).plan({"right": JointGoal(HOME + 0.2)}, seed=1).unwrap()
     cert = plan.certificate

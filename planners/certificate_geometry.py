@@ -162,9 +162,11 @@ def _group_geometry(group, moving: tuple[str, ...], payload_reach_m: float) -> P
     slides) where its reference state holds them (made once per such state)."""
     per_group = _GEOMETRY.setdefault(group, {})
     model, reference = group.model, group.reference_qpos
-    slides = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_SLIDE)
-    locked = tuple(np.round(reference[model.jnt_qposadr[slides]], 12).tolist())
-    key = (moving, payload_reach_m, locked)
+    slides = per_group.get("slide qpos")
+    if slides is None:
+        is_slide = model.jnt_type == mujoco.mjtJoint.mjJNT_SLIDE
+        slides = per_group["slide qpos"] = model.jnt_qposadr[is_slide]
+    key = (moving, payload_reach_m, reference[slides].tobytes())
     if key not in per_group:
         per_group[key] = pair_geometry(
             model,

@@ -110,6 +110,8 @@ Goal = JointGoal | JointGoalSet | GoalResolver | Sequence[float] | np.ndarray
 
 def raw_candidates(goal: Goal, group: ArmGroup, arm: str, start: np.ndarray) -> list[np.ndarray]:
     """The unvalidated candidate vectors of ``goal`` for ``arm``."""
+    if isinstance(goal, np.ndarray):
+        return [goal]
     if isinstance(goal, JointGoal):
         return [np.array(goal.positions)]
     if isinstance(goal, JointGoalSet):
@@ -127,6 +129,8 @@ def candidate_source(
 
     A streaming goal gives its first candidate and the rest of its stream; any other goal
     gives all of its candidates at once and no stream."""
+    if isinstance(goal, np.ndarray | JointGoal):  # the usual goals: no Protocol check
+        return raw_candidates(goal, group, arm, start), None
     if isinstance(goal, StreamingGoal):
         stream = iter(goal.candidate_stream(group, arm, start))
         first = next(stream, None)

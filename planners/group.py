@@ -116,6 +116,7 @@ class ArmGroup:
             ),
         )
         self.arm_names = self.checker.arm_names
+        self._arm_set = frozenset(self.arm_names)
         self._qpos = {a: self.checker.arm_qpos[a] for a in self.arm_names}
         self._limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for a in self.arm_names:
@@ -191,6 +192,8 @@ class ArmGroup:
     def _arm(self, arm: str) -> str:
         """The group's own name (a plain str) of ``arm``: a name or a str-valued enum member
         such as ``rob_twin.models.names.Arm``; GroupNameError for any other."""
+        if type(arm) is str and arm in self._arm_set:  # the usual case, without enum equality
+            return arm
         if arm not in self.arm_names:
             raise GroupNameError("arm", arm, self.arm_names)
         return self.arm_names[self.arm_names.index(arm)]

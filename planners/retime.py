@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from rob_twin.planners.errors import PlannerConfigError
@@ -133,19 +134,38 @@ class TimedPath:
         return np.clip(k, 0, len(self.profiles) - 1)
 
     def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(q, qd, qdd) at times ``t`` [s], each (len(t), n)."""
+        """(q, qd, qdd) at times ``t`` [s], each (len(t), n): every segment's profile
+        (``ScalarProfile.evaluate``) at once, the same arithmetic per sample."""
         t = np.atleast_1d(np.asarray(t, float))
-        n = self.waypoints.shape[1]
-        q, qd, qdd = (np.empty((t.size, n)) for _ in range(3))
+        starts, states, jerks, durations = self._phases
         seg = self.segment_of(t)
-        for k in np.unique(seg):
-            rows = seg == k
-            s, sd, sdd = self.profiles[k].evaluate(t[rows] - self.segment_starts[k])
-            dq = self.waypoints[k + 1] - self.waypoints[k]
-            q[rows] = self.waypoints[k] + s[:, None] * dq
-            qd[rows] = sd[:, None] * dq
-            qdd[rows] = sdd[:, None] * dq
-        return q, qd, qdd
+        local = np.clip(t - self.segment_starts[seg], 0.0, durations[seg])
+        phase = (local[:, None] >= starts[seg]).sum(axis=1) - 1  # searchsorted "right" - 1
+        phase = np.clip(phase, 0, 6)
+        tau = local - starts[seg, phase]
+        s0, v0, a0 = states[seg, phase].T
+        j = jerks[seg, phase]
+        s = s0 + v0 * tau + a0 * tau**2 / 2 + j * tau**3 / 6
+        v = v0 + a0 * tau + j * tau**2 / 2
+        a = a0 + j * tau
+        done = local >= durations[seg]
+        s = np.where(done, 1.0, np.minimum(s, 1.0))
+        v, a = np.where(done, 0.0, v), np.where(done, 0.0, a)
+        dq = np.diff(self.waypoints, axis=0)[seg]
+        q = self.waypoints[seg] + s[:, None] * dq
+        return q, v[:, None] * dq, a[:, None] * dq
+
+    @cached_property
+    def _phases(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every segment's phase starts (K, 7) [s], phase start states (K, 7, 3), jerks
+        (K, 7) and duration (K,) [s], stacked for ``evaluate``."""
+        p = self.profiles
+        return (
+            np.array([x.starts for x in p]),
+            np.array([x.states for x in p]),
+            np.array([x.jerks for x in p]),
+            np.array([x.duration for x in p]),
+        )
 
     def slowed(self, k: int, factor: float) -> TimedPath:
         """This path with segment ``k`` retimed under its velocity and acceleration limits

@@ -22,7 +22,13 @@ from rob_twin.planners.goals import JointGoal, JointGoalSet
 from rob_twin.planners.group import ArmGroup
 from rob_twin.planners.oracle import CoalOracle, judge_states
 from rob_twin.planners.plan import PlanStatus
-from rob_twin.planners.retime import JointLimits, ScalarProfile, limit_report
+from rob_twin.planners.retime import (
+    JointLimits,
+    ScalarProfile,
+    limit_report,
+    sample_times,
+    time_path,
+)
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
 MARGIN = 0.005
@@ -129,6 +135,28 @@ def test_scalar_profile_matches_ruckig():
         p = ScalarProfile(V, A, J)
         assert p.duration == pytest.approx(traj.duration, rel=1e-9)
         assert abs(p.end_error) < 1e-9
+
+
+def test_a_timed_path_evaluates_each_sample_on_its_own_segments_profile():
+    """All segments at once give, bit for bit, what each segment's own profile gives at
+    the time since its start, at samples, segment boundaries, and before and after."""
+    rng = np.random.default_rng(3)
+    limits = JointLimits.uniform(5, 1.5, 3.0, 20.0)
+    for n_points in (2, 3, 6):
+        pts = [rng.normal(0.0, 1.0, 5) for _ in range(n_points)]
+        timed = time_path(pts, limits)
+        t = np.concatenate(
+            [sample_times(timed.duration, 125.0), timed.segment_starts, [-0.3, timed.duration + 1]]
+        )
+        q, qd, qdd = timed.evaluate(t)
+        for i, ti in enumerate(t):
+            k = int(timed.segment_of(np.array([ti]))[0])
+            s, sd, sdd = timed.profiles[k].evaluate(np.array([ti - timed.segment_starts[k]]))
+            dq = timed.waypoints[k + 1] - timed.waypoints[k]
+            np.testing.assert_array_equal(q[i], timed.waypoints[k] + s[0] * dq)
+            np.testing.assert_array_equal(qd[i], sd[0] * dq)
+            np.testing.assert_array_equal(qdd[i], sdd[0] * dq)
+        np.testing.assert_allclose(q[-1], pts[-1], rtol=0, atol=1e-12)  # at rest at the end
 
 
 def test_goal_in_collision_names_the_pair(stand_group):

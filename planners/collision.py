@@ -33,6 +33,7 @@ import mujoco
 import numpy as np
 from rob_twin.planners.errors import GoalInputError, PlannerConfigError
 from rob_twin.planners.geom_pairs import (
+    ADJACENT_WORLD_PARENT,
     RIGID_AT_REFERENCE,
     GeomPair,
     GeomPairTable,
@@ -89,35 +90,41 @@ OTHER_CONTYPE, OTHER_CONAFFINITY = 2, 1  # others collide with arms only
 def _mask_out_touching_pairs(
     table: GeomPairTable, contype: np.ndarray, conaffinity: np.ndarray
 ) -> None:
-    """Give each arm geom of an allowed pair that MuJoCo does not filter itself (touching
-    or rigid at reference) its own contype bit (bits 2..31), absent from its partners'
-    conaffinity, so the pair is never generated; every other pair keeps colliding."""
-    special = sorted({g for g1, g2 in _unfiltered_allowed_arm_pairs(table) for g in (g1, g2)})
-    special = special[:30]
+    """Give each geom of an allowed arm pair that MuJoCo does not filter itself (touching
+    or rigid at reference, or an arm's first link against a parent welded to the world)
+    its own contype bit (bits 2..31), absent from its partners' conaffinity, so the pair is
+    never generated; every other pair with an arm keeps colliding. A geom that is no arm's
+    collides through its bit alone (conaffinity 0). Past 30 such geoms the rest keep their
+    pairs (generated, then dropped by the pair table: slower, same answers)."""
+    pairs = _unfiltered_allowed_arm_pairs(table)
+    special = sorted({g for pair in pairs for g in pair})[:30]
     bit = {g: 1 << (2 + k) for k, g in enumerate(special)}
     all_special = sum(bit.values())
     partners = {g: set() for g in special}
-    for g1, g2 in _unfiltered_allowed_arm_pairs(table):
+    for g1, g2 in pairs:
         if g1 in bit and g2 in bit:
             partners[g1].add(g2)
             partners[g2].add(g1)
-    for g in np.flatnonzero(table.owner >= 0):
+    for g in range(contype.size):
         if contype[g] == 0 and conaffinity[g] == 0:
             continue
+        is_arm = table.owner[g] >= 0
         if g in bit:
             contype[g] = bit[g]
-            conaffinity[g] = ARM_CONAFFINITY | (
-                all_special & ~bit[g] & ~sum(bit[p] for p in partners[g])
-            )
-        else:
+            others = all_special & ~bit[g] & ~sum(bit[p] for p in partners[g])
+            conaffinity[g] = (ARM_CONAFFINITY | others) if is_arm else 0
+        elif is_arm:
             conaffinity[g] = ARM_CONAFFINITY | all_special
+
+
+_UNFILTERED_REASONS = ("touching at reference", RIGID_AT_REFERENCE, ADJACENT_WORLD_PARENT)
 
 
 def _unfiltered_allowed_arm_pairs(table: GeomPairTable) -> list[tuple[int, int]]:
     index = {n: i for i, n in enumerate(table.geom_names)}
     out = []
     for a in table.allowed:
-        if a.reason in ("touching at reference", RIGID_AT_REFERENCE):
+        if a.reason in _UNFILTERED_REASONS:
             out.append((index[a.name1], index[a.name2]))
     return out
 

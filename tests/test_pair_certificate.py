@@ -286,6 +286,17 @@ def test_payload_reach_grows_only_gripper_radii(scene):
     assert math.isclose(float((loaded - plain).max()), 0.1)
 
 
+def _arm_configurations(m, d, jids, rng, n):
+    """``n`` times: joints ``jids`` uniform in their ranges, written into ``d`` (the other
+    joints as ``d`` holds them), kinematics done."""
+    for _ in range(n):
+        for jid in jids:
+            lo, hi = m.jnt_range[jid]
+            d.qpos[m.jnt_qposadr[jid]] = rng.uniform(lo, hi)
+        mujoco.mj_kinematics(m, d)
+        yield
+
+
 def test_joint_geom_radii_bound_every_geom_point_in_random_configurations():
     """R_j(g) bounds the distance from joint j's anchor to every point of geom g it moves,
     in any configuration (the triangle inequality along the tree), and is 0 for the rest."""
@@ -297,11 +308,7 @@ def test_joint_geom_radii_bound_every_geom_point_in_random_configurations():
     assert np.all(np.diff(chain) <= 1e-12) and 0.5 < chain[0] < 1.2  # outer joints move less
     rng = np.random.default_rng(0)
     jids = [m.joint(n).id for n in names]
-    for _ in range(50):
-        for jid in jids:
-            lo, hi = m.jnt_range[jid]
-            d.qpos[m.jnt_qposadr[jid]] = rng.uniform(lo, hi)
-        mujoco.mj_kinematics(m, d)
+    for _ in _arm_configurations(m, d, jids, rng, 50):
         for k, jid in enumerate(jids):
             anchor = d.xanchor[jid]
             for g in range(m.ngeom):
@@ -334,11 +341,7 @@ def test_radii_count_fingers_held_open_at_the_reference():
     rng = np.random.default_rng(1)
     worst_open = worst_closed = -np.inf
     d.qpos[:] = opened
-    for _ in range(60):
-        for jid in jids:
-            lo, hi = m.jnt_range[jid]
-            d.qpos[m.jnt_qposadr[jid]] = rng.uniform(lo, hi)
-        mujoco.mj_kinematics(m, d)
+    for _ in _arm_configurations(m, d, jids, rng, 60):
         for k, jid in enumerate(jids):
             moved = open_r[k] > 0
             far = np.linalg.norm(d.geom_xpos[moved] - d.xanchor[jid], axis=1)

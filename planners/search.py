@@ -149,12 +149,14 @@ class CollisionMemory:
         dd = float(d @ d)
         if dd <= 0.0:
             return ()
-        t = np.clip((c - a) @ d / dd, 0.0, 1.0)
-        k = np.clip(np.rint(t * n).astype(np.int64), 1, n - 1)
-        q = a + (k / n)[:, None] * d
-        dist = np.einsum("ij,ij->i", q - c, q - c)
+        # the nearest step to each collision's projection (ufuncs, not np.clip: this runs
+        # once per checked motion and np.clip's wrapper costs more than its work)
+        t = np.minimum(np.maximum((c - a) @ d / dd, 0.0), 1.0)
+        k = np.minimum(np.maximum(np.rint(t * n).astype(np.int64), 1), n - 1)
+        off = (a + (k / n)[:, None] * d) - c
+        dist = np.einsum("ij,ij->i", off, off)
         out: list[int] = []
-        for i in np.argsort(dist, kind="stable"):
+        for i in np.argsort(dist, kind="stable").tolist():
             ki = int(k[i])
             if ki not in out:
                 out.append(ki)

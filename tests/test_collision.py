@@ -98,6 +98,33 @@ def test_each_thread_gets_its_own_data(rob):
     assert all(r == expected for r in results.values())
 
 
+def test_threads_interleaving_sessions_with_different_models_agree_with_one_thread(rob):
+    """Sessions of one arm and of both arms leave out different geoms, so they check on
+    different model copies: threads that make sessions and alternate between them, each
+    switch rewriting the per-model data's reference, give the answers of one thread."""
+    m, home, ch = rob
+    rng = np.random.default_rng(4)
+    qs = rng.uniform(-1.0, 1.0, (120, 14)).clip(0.0, None)
+    one, both = ch.session(["right"], home), ch.session(["right", "left"], home)
+    assert one.model is not both.model  # one arm leaves out a third table leg too
+    expected = [(one.is_free(q[:7]), both.is_free(q), both.clearance(q).distance_m) for q in qs]
+    results: dict[int, list] = {}
+
+    def work(k):
+        mine_one, mine_both = ch.session(["right"], home), ch.session(["right", "left"], home)
+        results[k] = [
+            (mine_one.is_free(q[:7]), mine_both.is_free(q), mine_both.clearance(q).distance_m)
+            for q in qs
+        ]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == expected for r in results.values())
+
+
 def test_works_on_a_model_that_is_not_rob():
     m = load_stand()
     ch = CollisionChecker(m, STAND_ARMS)

@@ -48,7 +48,7 @@ from rob_twin.planners.geom_pairs import (
     validate_arms,
     weak_pairs,
 )
-from rob_twin.planners.reach import arm_reach_m, out_of_reach
+from rob_twin.planners.reach import arm_reach, out_of_reach
 
 
 @dataclass(frozen=True)
@@ -294,10 +294,9 @@ class CollisionChecker:
 _MAX_SESSION_MODELS = 256  # reference states remembered per checker before starting over
 
 
-def _anchor(model: mujoco.MjModel, first_joint: str) -> tuple[int, float]:
-    """(id, reach [m]) of an arm's first joint (``rob_twin.planners.reach.arm_reach_m``)."""
-    j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, first_joint)
-    return j, arm_reach_m(model, j)
+def _anchor(model: mujoco.MjModel, first_joint: str):
+    """The ``rob_twin.planners.reach.ArmReach`` of an arm, by its first joint's name."""
+    return arm_reach(model, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, first_joint))
 
 
 class CheckSession:

@@ -21,6 +21,7 @@ planes collide as half-spaces); to any other geom, the distance to its bounding 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -97,38 +98,50 @@ def arm_reach_m(model: mujoco.MjModel, first_joint: int) -> float:
     return out
 
 
-def point_to_geom_lower_bound_m(
-    model: mujoco.MjModel, data: mujoco.MjData, g: int, point: np.ndarray
-) -> float:
-    """A lower bound [m] on the distance from ``point`` (world) to geom ``g`` as posed in
-    ``data`` (after ``mj_kinematics``); negative inside a plane's half-space."""
-    rot = data.geom_xmat[g].reshape(3, 3)
-    local = rot.T @ (np.asarray(point, float) - data.geom_xpos[g])
-    if int(model.geom_type[g]) == _PLANE:
-        return float(local[2])
-    centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
-    outside = np.maximum(np.abs(local - centre) - half, 0.0)
-    return float(np.linalg.norm(outside))
+def point_to_geoms_lower_bound_m(
+    model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, point: np.ndarray
+) -> np.ndarray:
+    """(G,) a lower bound [m] on the distance from ``point`` (world) to each of ``geoms`` as
+    posed in ``data`` (after ``mj_kinematics``); negative inside a plane's half-space."""
+    rot = data.geom_xmat[geoms].reshape(-1, 3, 3)
+    local = np.einsum("kji,kj->ki", rot, np.asarray(point, float) - data.geom_xpos[geoms])
+    centre, half = model.geom_aabb[geoms, :3], model.geom_aabb[geoms, 3:]
+    outside = np.linalg.norm(np.maximum(np.abs(local - centre) - half, 0.0), axis=1)
+    return np.where(model.geom_type[geoms] == _PLANE, local[:, 2], outside)
+
+
+@dataclass(frozen=True)
+class ArmReach:
+    """An arm's first joint (id), its reach [m] (``arm_reach_m``) and the bodies it moves
+    (a boolean mask over the model's bodies)."""
+
+    joint: int
+    reach_m: float
+    bodies: np.ndarray
+
+
+def arm_reach(model: mujoco.MjModel, first_joint: int) -> ArmReach:
+    moved = np.zeros(model.nbody, bool)
+    moved[subtree_bodies(model, int(model.jnt_bodyid[first_joint]))] = True
+    return ArmReach(first_joint, arm_reach_m(model, first_joint), moved)
 
 
 def out_of_reach(
-    model: mujoco.MjModel,
-    data: mujoco.MjData,
-    anchors: list[tuple[int, float]],
-    horizon_m: float,
+    model: mujoco.MjModel, data: mujoco.MjData, arms: list[ArmReach], horizon_m: float
 ) -> np.ndarray:
     """(ngeom,) True for the colliding geoms (contype or conaffinity set) that no arm of
-    ``anchors`` moves and that stay farther than ``horizon_m`` from every geom those arms
-    move, in every configuration. ``anchors``: (first joint id, ``arm_reach_m`` of it) per
-    moving arm; ``data``: the reference state after ``mj_kinematics``."""
-    colliding = (model.geom_contype | model.geom_conaffinity) != 0
-    moved = np.zeros(model.nbody, bool)
-    for j, _ in anchors:
-        moved[subtree_bodies(model, int(model.jnt_bodyid[j]))] = True
-    out = colliding & ~moved[model.geom_bodyid]
-    for g in np.flatnonzero(out):
-        for j, reach in anchors:
-            if point_to_geom_lower_bound_m(model, data, g, data.xanchor[j]) <= reach + horizon_m:
-                out[g] = False
-                break
+    ``arms`` (the moving ones) moves and that stay farther than ``horizon_m`` from every
+    geom those arms move, in every configuration. ``data``: the reference state after
+    ``mj_kinematics``."""
+    out = (model.geom_contype | model.geom_conaffinity) != 0
+    for arm in arms:
+        out &= ~arm.bodies[model.geom_bodyid]
+    candidates = np.flatnonzero(out)
+    for arm in arms:
+        if not candidates.size:
+            break
+        lower = point_to_geoms_lower_bound_m(model, data, candidates, data.xanchor[arm.joint])
+        near = lower <= arm.reach_m + horizon_m
+        out[candidates[near]] = False
+        candidates = candidates[~near]
     return out

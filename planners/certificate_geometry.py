@@ -23,7 +23,7 @@ import mujoco
 import numpy as np
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
-from rob_twin.planners.reach import body_reach_m, joint_travel_m
+from rob_twin.planners.reach import body_reach_m, geom_reach_m, joint_travel_m
 
 
 def model_hash(model: mujoco.MjModel) -> str:
@@ -88,16 +88,8 @@ def joint_geom_radii(
     last_reach: dict[int, float] = {}
     for k, name in enumerate(joint_names):
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-        reach = last_reach = body_reach_m(model, jid, travel)
-        for g in range(model.ngeom):
-            b = int(model.geom_bodyid[g])
-            if b in reach:
-                # summed left to right, as the radii always were (same bits)
-                out[k, g] = (
-                    reach[b]
-                    + float(np.linalg.norm(model.geom_pos[g]))
-                    + float(model.geom_rbound[g])
-                )
+        last_reach = body_reach_m(model, jid, travel)
+        out[k] = geom_reach_m(model, last_reach)
     if payload_reach_m > 0 and joint_names:
         gripper = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in last_reach]
         out[:, gripper] = np.where(out[:, gripper] > 0, out[:, gripper] + payload_reach_m, 0.0)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from rob_twin.planners.certificate_envelope import plan_allowances_m, segment_speed_bounds
-from rob_twin.planners.certificate_geometry import _group_geometry, covering_rows
+from rob_twin.planners.certificate_geometry import PairGeometry, _group_geometry, covering_rows
 from rob_twin.planners.collision import CheckSession, Clearance
 from rob_twin.planners.plan import ClearanceRecord
 from rob_twin.planners.retime import TimedPath, sample_times
@@ -73,7 +73,7 @@ class CheckBounds:
     q: np.ndarray
     qd: np.ndarray
     qdd: np.ndarray
-    geometry: object
+    geometry: PairGeometry
     threshold: np.ndarray
     cum: np.ndarray
     far_stop: np.ndarray

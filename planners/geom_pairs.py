@@ -152,7 +152,8 @@ def validate_arms(arms: object) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _subtree_bodies(model: mujoco.MjModel, root: int) -> set[int]:
+def subtree_bodies(model: mujoco.MjModel, root: int) -> set[int]:
+    """``root`` and every body below it."""
     bodies = {root}
     for b in range(root + 1, model.nbody):  # children always have larger ids
         if int(model.body_parentid[b]) in bodies:
@@ -212,7 +213,7 @@ class GeomPairTable:
             joints = list(arms[name])
             joint_qpos_addresses(model, joints)  # validates the names
             first = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joints[0])
-            self.arm_bodies.append(_subtree_bodies(model, int(model.jnt_bodyid[first])))
+            self.arm_bodies.append(subtree_bodies(model, int(model.jnt_bodyid[first])))
         self._planned_joints = {
             mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for a in arms.values() for j in a
         }

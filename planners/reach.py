@@ -25,20 +25,12 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+from rob_twin.planners.geom_pairs import subtree_bodies
 
 _HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
 _BALL = int(mujoco.mjtJoint.mjJNT_BALL)
 _SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
 _PLANE = int(mujoco.mjtGeom.mjGEOM_PLANE)
-
-
-def subtree_bodies(model: mujoco.MjModel, root: int) -> list[int]:
-    """``root`` and every body below it (bodies are numbered parents first)."""
-    inside = {root}
-    for b in range(root + 1, model.nbody):
-        if int(model.body_parentid[b]) in inside:
-            inside.add(b)
-    return sorted(inside)
 
 
 def joint_travel_m(
@@ -68,7 +60,7 @@ def body_reach_m(model: mujoco.MjModel, joint: int, travel_m) -> dict[int, float
     bound sums body offsets and travels along the tree (the triangle inequality)."""
     root = int(model.jnt_bodyid[joint])
     reach: dict[int, float] = {}
-    for b in subtree_bodies(model, root):
+    for b in sorted(subtree_bodies(model, root)):  # parents before their children
         first = int(model.body_jntadr[b])
         travel = sum(
             travel_m(j) for j in range(first, first + int(model.body_jntnum[b])) if j != joint
@@ -81,21 +73,25 @@ def body_reach_m(model: mujoco.MjModel, joint: int, travel_m) -> dict[int, float
     return reach
 
 
-def geom_extent_m(model: mujoco.MjModel, g: int) -> float:
-    """The distance [m] from geom ``g``'s body origin to its farthest point, at most."""
-    return float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
+def geom_reach_m(model: mujoco.MjModel, reach: dict[int, float]) -> np.ndarray:
+    """(ngeom,) for each geom of a body in ``reach`` (``body_reach_m``): the body's bound
+    plus the geom's offset and bounding radius, a bound [m] on the distance from the joint's
+    anchor to any point of the geom; 0 for the other geoms."""
+    out = np.zeros(model.ngeom)
+    for g in range(model.ngeom):
+        b = int(model.geom_bodyid[g])
+        if b in reach:
+            out[g] = (
+                reach[b] + float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
+            )
+    return out
 
 
 def arm_reach_m(model: mujoco.MjModel, first_joint: int) -> float:
     """R [m]: every point of every geom below hinge ``first_joint`` stays within R of the
     joint's anchor, in every configuration (slides anywhere in their range)."""
     reach = body_reach_m(model, first_joint, lambda j: joint_travel_m(model, j))
-    out = 0.0
-    for g in range(model.ngeom):
-        b = int(model.geom_bodyid[g])
-        if b in reach:
-            out = max(out, reach[b] + geom_extent_m(model, g))
-    return out
+    return float(geom_reach_m(model, reach).max(initial=0.0))
 
 
 def point_to_geoms_lower_bound_m(
@@ -122,7 +118,7 @@ class ArmReach:
 
 def arm_reach(model: mujoco.MjModel, first_joint: int) -> ArmReach:
     moved = np.zeros(model.nbody, bool)
-    moved[subtree_bodies(model, int(model.jnt_bodyid[first_joint]))] = True
+    moved[list(subtree_bodies(model, int(model.jnt_bodyid[first_joint])))] = True
     return ArmReach(first_joint, arm_reach_m(model, first_joint), moved)
 
 

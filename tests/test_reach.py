@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from planner_fixtures import ROB_ARMS, rob_home
 from rob_twin.planners.collision import CollisionChecker, CollisionConfig
-from rob_twin.planners.reach import arm_reach_m, subtree_bodies
+from rob_twin.planners.geom_pairs import subtree_bodies
+from rob_twin.planners.reach import arm_reach_m
 
 ARMS2 = ("right", "left")
 
@@ -72,7 +73,7 @@ def test_no_point_of_robs_arms_leaves_their_reach():
     d = mujoco.MjData(m)
     for arm, joints in ROB_ARMS.items():
         j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, joints[0])
-        geoms = np.isin(m.geom_bodyid, subtree_bodies(m, int(m.jnt_bodyid[j])))
+        geoms = np.isin(m.geom_bodyid, list(subtree_bodies(m, int(m.jnt_bodyid[j]))))
         reach, far = arm_reach_m(m, j), 0.0
         for qpos in rows:
             d.qpos[:] = qpos

@@ -40,7 +40,7 @@ xvfb:
 test: $(STAMP) chromium xvfb
 	$(PY) -m ruff check cli twin controllers planners experiments tests models examples
 	$(PY) -m ruff format --check cli twin controllers planners experiments tests models examples
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 stress: $(STAMP)
 	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress

@@ -173,22 +173,10 @@ def floor_of_set(group, requests) -> dict:
 
 @benchmark("planner-floor")
 def run() -> dict:
-    from rob_twin.experiments.bench_stages import _hard_requests, _study_requests
-    from rob_twin.experiments.hard_problems import groups
-    from rob_twin.models.loading import keyframe_state
-    from rob_twin.models.names import group_arms
-    from rob_twin.planners.group import ArmGroup
+    from rob_twin.experiments.bench_stages import over_problem_sets
 
     load_before = os.getloadavg()
-    m, home = keyframe_state()
-    study = ArmGroup(m, group_arms())
-    study.set_qpos(home)
-    hard = groups()
-    sets = {
-        "study": floor_of_set(study, _study_requests(study)),
-        "hard_rob": floor_of_set(hard["rob"], _hard_requests("rob")),
-        "hard_stand": floor_of_set(hard["stand"], _hard_requests("stand")),
-    }
+    sets = over_problem_sets(floor_of_set)
     return {
         "sets": sets,
         "wide_horizon_m": WIDE_HORIZON_M,

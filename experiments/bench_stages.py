@@ -101,22 +101,30 @@ def _hard_requests(name: str) -> list:
     return [(p.start, p.goal, i) for i, p in enumerate(load(name))]
 
 
-@benchmark("planner-stages")
-def run() -> dict:
+def over_problem_sets(measure) -> dict:
+    """``measure(group, requests)`` on the study set (ROB from home) and on each frozen hard
+    set (``hard_rob``, ``hard_stand``), by set name."""
     from rob_twin.experiments.hard_problems import groups
     from rob_twin.models.loading import keyframe_state
     from rob_twin.models.names import group_arms
     from rob_twin.planners.group import ArmGroup
 
-    load_before = os.getloadavg()
     m, home = keyframe_state()
     study = ArmGroup(m, group_arms())
     study.set_qpos(home)
-    hard = groups()
-    sets = {"study": _run_set(study, _study_requests(study))}
-    for name, group in hard.items():
-        sets[f"hard_{name}"] = _run_set(group, _hard_requests(name))
-    cfg = study.config
+    sets = {"study": measure(study, _study_requests(study))}
+    for name, group in groups().items():
+        sets[f"hard_{name}"] = measure(group, _hard_requests(name))
+    return sets
+
+
+@benchmark("planner-stages")
+def run() -> dict:
+    from rob_twin.planners.group_config import default_config
+
+    load_before = os.getloadavg()
+    sets = over_problem_sets(_run_set)
+    cfg = default_config()
     return {
         "sets": sets,
         "config": {

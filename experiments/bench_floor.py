@@ -81,15 +81,13 @@ def pair_distances(
     """(P, N) every checked pair's distance [m] at every sample of ``bounds`` (CheckBounds),
     from one ``mj_collision`` per sample on ``checker`` (a CollisionChecker whose horizon is
     the cap of what is measured: pairs farther apart read as that horizon)."""
+    from rob_twin.planners.final_check import _checked_contacts, _distance_table
+
     session = checker.session(tuple(moving), reference_qpos)
-    geoms, dist, counts = session.contacts_of(bounds.q)
-    index = bounds.geometry.index
-    pair = index[geoms[:, 0], geoms[:, 1]]
-    state = np.repeat(np.arange(counts.size), counts)
-    keep = pair >= 0
-    out = np.full((bounds.geometry.g1.size, bounds.times.size), checker.config.horizon_m)
-    np.minimum.at(out, (pair[keep], state[keep]), dist[keep])
-    return out
+    checked = _checked_contacts(session.contacts_of(bounds.q), bounds.geometry.index)
+    return _distance_table(
+        [checked], bounds.geometry.g1.size, bounds.times.size, checker.config.horizon_m
+    )
 
 
 def measured_states(bounds, distances: np.ndarray, caps: np.ndarray) -> int:
@@ -112,9 +110,10 @@ def measured_states(bounds, distances: np.ndarray, caps: np.ndarray) -> int:
             continue
         arcs = (cum[i + 1 :] - cum[i]) @ radii.T  # (later samples, pairs) [m]
         reach = arcs >= slack[None, :]
-        first = np.where(reach.any(axis=0), reach.argmax(axis=0), n - 1 - (i + 1))  # per pair
+        reaches = reach.any(axis=0)
+        first = np.where(reaches, reach.argmax(axis=0), n - 1 - (i + 1))  # per pair
         step = first.copy()
-        far = at_cap[:, i] & reach.any(axis=0) & (first > 0)
+        far = at_cap[:, i] & reaches & (first > 0)
         over = arcs[first[far], np.flatnonzero(far)] > 2.0 * slack[far]
         step[np.flatnonzero(far)[over]] -= 1
         i, count = min(i + 1 + int(step.min()), n - 1), count + 1

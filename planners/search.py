@@ -296,7 +296,7 @@ def shortcut(
     memory = CollisionMemory(path[0].size) if path else None
     if drop_first and len(path) > 2:
         path = drop_redundant(path, is_free, step_rad, memory)
-    seg = cum = None  # segment lengths and their running sum, of the current path
+    seg = None  # segment lengths of the current path (and their running sum, cum)
     # per-round bookkeeping in plain floats (bisect on a list, two draws ordered by hand):
     # the same numbers as np.sort / np.searchsorted, at a fraction of their call cost
     for _ in range(rounds):
@@ -306,22 +306,21 @@ def shortcut(
             break
         if seg is None:
             seg = np.array([np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)])
-            cum = np.concatenate([[0.0], np.cumsum(seg)])
-            cum_list, total, last = cum.tolist(), float(seg.sum()), len(seg) - 1
+            cum = np.concatenate([[0.0], np.cumsum(seg)]).tolist()
+            total, last = float(seg.sum()), len(seg) - 1
         if total <= 0:
             break
         u1, u2 = rng.uniform(0.0, total, 2).tolist()
         s1, s2 = (u1, u2) if u1 <= u2 else (u2, u1)
-        i = min(bisect.bisect_right(cum_list, s1) - 1, last)
-        j = min(bisect.bisect_right(cum_list, s2) - 1, last)
+        i = min(bisect.bisect_right(cum, s1) - 1, last)
+        j = min(bisect.bisect_right(cum, s2) - 1, last)
         if i == j:
             continue
-        c = cum_list
-        p1 = path[i] + (path[i + 1] - path[i]) * ((s1 - c[i]) / seg[i] if seg[i] > 0 else 0.0)
-        p2 = path[j] + (path[j + 1] - path[j]) * ((s2 - c[j]) / seg[j] if seg[j] > 0 else 0.0)
+        p1 = path[i] + (path[i + 1] - path[i]) * ((s1 - cum[i]) / seg[i] if seg[i] > 0 else 0.0)
+        p2 = path[j] + (path[j + 1] - path[j]) * ((s2 - cum[j]) / seg[j] if seg[j] > 0 else 0.0)
         if min_gain > 0.0:
             # length along the path from p1 to p2, minus the straight cut
-            gain = (c[j] - c[i + 1]) + (c[i + 1] - s1) + (s2 - c[j])
+            gain = (cum[j] - cum[i + 1]) + (cum[i + 1] - s1) + (s2 - cum[j])
             if gain - float(np.linalg.norm(p2 - p1)) <= min_gain * total:
                 continue
         # p1 and p2 lie between the checked states of their edges: check them too, or an
@@ -329,7 +328,7 @@ def shortcut(
         if _state_free(p1, is_free, memory) and _state_free(p2, is_free, memory):
             if motion_is_free(p1, p2, is_free, step_rad, memory):
                 path = path[: i + 1] + [p1, p2] + path[j + 1 :]
-                seg = cum = None
+                seg = None
     return drop_redundant(path, is_free, step_rad, memory)
 
 

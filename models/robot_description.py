@@ -31,7 +31,12 @@ from rob_twin.models.damiao_motors import MOTORS
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import JOINTS_PER_ARM, ROBOTS, Arm
 
-MIN_IDEAL_JOINTS = 6  # an ``ideal`` (no CAN model) arm may have 6 or 7 joints
+MIN_IDEAL_JOINTS = 5  # an ``ideal`` (no CAN model) arm may have 5, 6 or 7 joints
+JOINT_COUNTS = (
+    f"{MIN_IDEAL_JOINTS} to {JOINTS_PER_ARM} joints per arm for drive family 'ideal', "
+    f"{JOINTS_PER_ARM} for 'amber' and 'damiao'"
+)
+_PER_JOINT_LISTS = ("joints", "actuators", "home_rad")  # one entry per arm joint
 
 MODELS_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = MODELS_DIR / "robot.schema.json"
@@ -59,15 +64,15 @@ class CanWiring(BaseModel):
 
 
 class ArmDescription(BaseModel):
-    """One arm: its joints base to tip (seven; six or seven for drive family ``ideal``), their
-    actuators, the tool centre point, home."""
+    """One arm: its joints base to tip (seven; five, six or seven for drive family ``ideal``),
+    their actuators, the tool centre point, home."""
 
     model_config = _strict()
     joints: list[str] = Field(
         min_length=MIN_IDEAL_JOINTS,
         max_length=JOINTS_PER_ARM,
-        description="the MJCF's joint names, base to tip: seven (amber, damiao) or six or "
-        "seven (ideal)",
+        description="the MJCF's joint names, base to tip: seven (amber, damiao) or five, six "
+        "or seven (ideal)",
     )
     actuators: list[str] | None = Field(
         default=None,
@@ -224,20 +229,30 @@ def _toml(path: Path) -> dict:
 
 
 def _check_joint_counts(family: str, side: str, arm: ArmDescription) -> None:
-    """Seven joints on CAN drive families, six or seven on ``ideal``; one actuator and one
-    home angle per joint."""
+    """Seven joints on CAN drive families, five to seven on ``ideal`` (the field limits refuse
+    fewer or more before this); one actuator and one home angle per joint."""
     n = len(arm.joints)
     if family != "ideal" and n != JOINTS_PER_ARM:
         raise RobotFileError(
             f"arms.{side}.joints",
             n,
             f"{JOINTS_PER_ARM} joints for drive family {family!r} "
-            f"({MIN_IDEAL_JOINTS} or {JOINTS_PER_ARM} only for 'ideal')",
+            f"({MIN_IDEAL_JOINTS} to {JOINTS_PER_ARM} only for 'ideal')",
         )
     for field in ("actuators", "home_rad"):
         values = getattr(arm, field)
         if values is not None and len(values) != n:
             raise RobotFileError(f"arms.{side}.{field}", len(values), f"{n} (one per joint)")
+
+
+def _valid(error: dict) -> str:
+    """What is valid, for pydantic's first ``error``: its message, and for a per-joint list of
+    the wrong length (``arms.<side>.joints`` ...) the joint counts the drive families take."""
+    loc = error["loc"]
+    per_joint = len(loc) == 3 and loc[0] == "arms" and loc[2] in _PER_JOINT_LISTS
+    if per_joint and error["type"] in ("too_short", "too_long"):
+        return f"{JOINT_COUNTS} ({error['msg']})"
+    return error["msg"]
 
 
 def load_robot_file(path: Path | str) -> RobotDescription:
@@ -249,7 +264,7 @@ def load_robot_file(path: Path | str) -> RobotDescription:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(file)"
-        raise RobotFileError(f"{path.name}: {where}", first.get("input"), first["msg"]) from None
+        raise RobotFileError(f"{path.name}: {where}", first.get("input"), _valid(first)) from None
     if robot.drives.family == "damiao" and robot.drives.motors is None:
         raise RobotFileError("drives.motors", None, "seven motor types for family 'damiao'")
     for side, arm in robot.arms.items():

@@ -157,7 +157,8 @@ def _scene(spec: mujoco.MjSpec, desc: RobotDescription) -> None:
     if scene.add_floor and spec.geom(N.FLOOR_GEOM) is None:
         world.add_geom(name=N.FLOOR_GEOM, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
     if scene.add_light and not list(spec.lights):
-        world.add_light(pos=[0, 0, 3], dir=[0, 0, -1], directional=True)
+        light = world.add_light(pos=[0, 0, 3], dir=[0, 0, -1])
+        light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
     if spec.camera(N.OVERVIEW_CAMERA) is None:
         pos, target = np.array(scene.overview_camera[:3]), np.array(scene.overview_camera[3:])
         forward = target - pos

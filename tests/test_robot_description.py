@@ -3,6 +3,8 @@ Schema, and the canonical model every shipped robot loads into."""
 
 from __future__ import annotations
 
+import re
+
 import mujoco
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from rob_twin.models.robot_model import (
     load_published_openarm,
     load_robot_model,
 )
+from robot_factory import generate_robot
 
 OPENARM_TOML = resolve_robot("openarm").path
 
@@ -45,6 +48,49 @@ def test_a_bad_robot_file_is_a_typed_error_naming_the_field(tmp_path, change, ma
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(RobotFileError, match=match):
         load_robot_model(load_robot_file(bad))
+
+
+def _ideal_robot_file(tmp_path, joints: int):
+    """A generated 5-joint ``ideal`` robot (tests/robot_factory.py, seed 2) whose right arm
+    lists ``joints`` joints (the first ones, or the first repeated)."""
+    robot = generate_robot(tmp_path, 2, family="ideal", joints=5)
+    names = list(robot.mjcf_joints["right"])
+    listed = ", ".join(f'"{n}"' for n in (names * 2)[:joints])
+    text = robot.robot_file.read_text(encoding="utf-8")
+    old = "joints = [" + ", ".join(f'"{n}"' for n in names) + "]"
+    assert text.count(old) == 1
+    robot.robot_file.write_text(text.replace(old, f"joints = [{listed}]"), encoding="utf-8")
+    return robot.robot_file
+
+
+@pytest.mark.parametrize(
+    ("joints", "why"), [(4, r"at least 5 items"), (8, r"at most 7 items"), (0, r"at least 5")]
+)
+def test_an_arm_outside_five_to_seven_joints_is_refused_naming_field_and_range(
+    tmp_path, joints, why
+):
+    with pytest.raises(RobotFileError, match=r"arms\.right\.joints=") as err:
+        load_robot_file(_ideal_robot_file(tmp_path, joints))
+    assert "5 to 7 joints per arm for drive family 'ideal', 7 for 'amber' and 'damiao'" in str(
+        err.value
+    )
+    assert re.search(why, str(err.value))
+
+
+def test_a_five_joint_ideal_robot_loads_with_five_canonical_joints_per_arm(tmp_path):
+    path = _ideal_robot_file(tmp_path, 5)
+    desc = load_robot_file(path)
+    m = load_robot_model(desc)
+    for arm in Arm:
+        assert len(desc.arm(arm).joints) == len(desc.arm(arm).home_rad) == 5
+        assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, f"{arm.value}/j5") >= 0
+        assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, f"{arm.value}/j6") < 0
+        assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, arm_actuator(arm, 5)) >= 0
+        assert len(arm_joint_ranges(desc, arm)) == 5
+    amber = path.read_text(encoding="utf-8").replace('family = "ideal"', 'family = "amber"')
+    path.write_text(amber, encoding="utf-8")
+    with pytest.raises(RobotFileError, match=r"7 joints for drive family 'amber' \(5 to 7 only"):
+        load_robot_file(path)
 
 
 def test_unknown_robot_names_the_shipped_ones_and_garbage_is_refused(tmp_path):

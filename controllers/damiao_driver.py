@@ -55,9 +55,10 @@ class DamiaoArmDriver(ArmDriver):
         owner = ArmOwner(arm, transport, clock, initial_positions_rad, owner_config)  # type: ignore[arg-type]
         return cls(owner, transport)
 
-    def bring_up(self, settle: Callable[[], None]) -> BringUpReport:
-        """The enable sequence; a failure latches DRIVE_ERROR with the reason."""
-        return self._judge(self.transport.bring_up(settle))
+    def bring_up(self, settle: Callable[[], None], hold: bool = True) -> BringUpReport:
+        """The enable sequence; a failure latches DRIVE_ERROR with the reason. hold: each
+        drive holds the owner's starting sample from its enable on (``enable``)."""
+        return self._judge(self.transport.bring_up(settle, hold_rad=self._hold_rad(hold)))
 
     def check_registers(self, settle: Callable[[], None]) -> BringUpReport:
         """The enable sequence's register check alone (a robot with two buses checks both
@@ -66,9 +67,18 @@ class DamiaoArmDriver(ArmDriver):
         rep = self.transport.check_registers(settle)
         return self._judge(rep) if rep.missing or rep.mismatches else rep
 
-    def enable(self, settle: Callable[[], None], rep: BringUpReport) -> BringUpReport:
-        """The enable sequence's second half after a passed ``check_registers``."""
-        return self._judge(self.transport.enable_drives(settle, rep))
+    def enable(
+        self, settle: Callable[[], None], rep: BringUpReport, hold: bool = True
+    ) -> BringUpReport:
+        """The enable sequence's second half after a passed ``check_registers``. hold: each
+        drive's ENABLE is followed by an MIT frame holding the owner's commanded position
+        (its starting sample) with the gravity feed-forward there, so the arm is held from
+        the enable on, not only from the owner's first sample
+        (``DamiaoTransport.enable_drives``)."""
+        return self._judge(self.transport.enable_drives(settle, rep, hold_rad=self._hold_rad(hold)))
+
+    def _hold_rad(self, hold: bool) -> np.ndarray | None:
+        return self.owner.commanded_state()[0] if hold else None
 
     def _judge(self, rep: BringUpReport) -> BringUpReport:
         self.bring_up_report = rep

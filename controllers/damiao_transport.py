@@ -36,7 +36,11 @@ owner latches rather than stream to drives that are not enabled.
 timeout, read PMAX/VMAX/TMAX, the ids, the control mode and the timeout back, compare
 them with the host's table, and only if all agree enable each drive and check that it
 answers ENABLED. ``settle()`` lets the bus move (the twin services its drives; on a
-robot host it waits about 2 ms, as openarm_can does for its parameter replies).
+robot host it waits about 2 ms, as openarm_can does for its parameter replies). With
+``hold_rad`` each drive's ENABLE frame is followed at once by one MIT hold frame (q =
+``hold_rad``, dq = 0, the gain table, tau_ff = the gravity model at ``hold_rad``): an
+enabled drive without a command outputs zero torque, so without it an arm whose pose is
+not gravity-free would drop between its enable and the owner's first sample.
 """
 
 from __future__ import annotations
@@ -198,6 +202,8 @@ class BringUpReport:
     mismatches: list[str] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    hold_rad: tuple[float, ...] | None = None  # where the hold frames held the drives
+    hold_error: str = ""  # why no hold frame was sent (then the drives were enabled without)
 
     @property
     def reason(self) -> str:
@@ -283,17 +289,39 @@ class DamiaoTransport(TransportCore):
                 )
             )
         self.last_feedforward_nm = tau
-        p = np.asarray(positions_rad, dtype=float).tolist()
-        v = np.asarray(velocities_rad_s, dtype=float).tolist()
-        frames = []
         try:
-            for k in range(N):
-                cmd = MitCommand(p[k], v[k], self._kp[k], self._kd[k], float(tau[k]))
-                data = encode_mit(cmd, self.scalings[k], k + 1)
-                frames.append(MitFrame(k + 1, self.config.esc_ids[k], data))
+            frames = self._mit_frames(positions_rad, velocities_rad_s, tau)
         except (DamiaoCodecError, IndexError) as err:
             return self._refused(f"encode: {err}", err)
         return self._finish(self._send_batch(frames, start))
+
+    def _mit_frames(self, positions_rad, velocities_rad_s, tau: np.ndarray) -> list[MitFrame]:
+        """The seven MIT frames of (p, v) with the gain table and feed-forward ``tau``."""
+        p = np.asarray(positions_rad, dtype=float).tolist()
+        v = np.asarray(velocities_rad_s, dtype=float).tolist()
+        frames = []
+        for k in range(N):
+            cmd = MitCommand(p[k], v[k], self._kp[k], self._kd[k], float(tau[k]))
+            data = encode_mit(cmd, self.scalings[k], k + 1)
+            frames.append(MitFrame(k + 1, self.config.esc_ids[k], data))
+        return frames
+
+    def hold_frames(self, positions_rad) -> tuple[list[MitFrame], np.ndarray]:
+        """The MIT frames that hold ``positions_rad`` [rad] at rest (dq = 0, the gain table,
+        tau_ff = the gravity model there) and that feed-forward [Nm]. DamiaoTransportError
+        when they cannot be sent (a feed-forward outside a motor's limit, a model or codec
+        refusal): nothing is clipped."""
+        try:
+            tau = self.feedforward(positions_rad)
+        except Exception as err:
+            raise DamiaoTransportError(f"gravity model: {err}") from err
+        bad = self._torque_violation(tau)
+        if bad:
+            raise DamiaoTransportError(bad)
+        try:
+            return self._mit_frames(positions_rad, np.zeros(N), tau), tau
+        except (DamiaoCodecError, IndexError) as err:
+            raise DamiaoTransportError(f"encode: {err}") from err
 
     def _torque_violation(self, tau: np.ndarray) -> str:
         if tau.shape != (N,):
@@ -388,16 +416,19 @@ class DamiaoTransport(TransportCore):
         return tuple(fb[j].status for j in range(1, N + 1))
 
     # ---------------------------------------------------------------- bring-up
-    def bring_up(self, settle: Callable[[], None], max_settles: int = 5) -> BringUpReport:
+    def bring_up(
+        self, settle: Callable[[], None], max_settles: int = 5, hold_rad=None
+    ) -> BringUpReport:
         """Write the CAN timeout, read and check the registers, then enable (module doc).
 
         settle: lets the bus move once (the twin services its drives; a robot host waits
         ~2 ms); called up to ``max_settles`` times per phase. Nothing is retried: a
-        missing reply or a disagreement fails the report, and no drive is enabled."""
+        missing reply or a disagreement fails the report, and no drive is enabled.
+        hold_rad: see ``enable_drives``."""
         rep = self.check_registers(settle, max_settles)
         if rep.missing or rep.mismatches:
             return rep
-        return self.enable_drives(settle, rep, max_settles)
+        return self.enable_drives(settle, rep, max_settles, hold_rad)
 
     def check_registers(self, settle: Callable[[], None], max_settles: int = 5) -> BringUpReport:
         """The first half of ``bring_up``: write the CAN timeout, read and compare the
@@ -437,24 +468,52 @@ class DamiaoTransport(TransportCore):
         return rep
 
     def enable_drives(
-        self, settle: Callable[[], None], rep: BringUpReport, max_settles: int = 5
+        self,
+        settle: Callable[[], None],
+        rep: BringUpReport,
+        max_settles: int = 5,
+        hold_rad=None,
     ) -> BringUpReport:
         """The second half of ``bring_up``: enable every drive (``rep`` from
-        ``check_registers``, which must have passed) and wait for each to answer ENABLED."""
+        ``check_registers``, which must have passed) and wait for each to answer ENABLED.
+
+        hold_rad: joint angles [rad] (the owner's starting sample) each drive holds from its
+        enable on: its ENABLE frame is followed at once by one MIT hold frame (``hold_frames``),
+        so the drive never outputs the zero torque of an enabled drive without a command.
+        When the hold frames cannot be sent (a feed-forward past a motor's limit: not clipped)
+        ``rep.hold_error`` says why and the drives are enabled without them (the owner's first
+        sample is refused the same way and latches). None: enable only."""
         if rep.missing or rep.mismatches:
             raise DamiaoTransportError("enable_drives needs a passed check_registers report")
         batches = [
             range(j, min(j + BRING_UP_BATCH, N + 1)) for j in range(1, N + 1, BRING_UP_BATCH)
         ]
+        hold: list[MitFrame] | None = None
+        if hold_rad is not None:
+            try:
+                hold, tau = self.hold_frames(hold_rad)
+            except DamiaoTransportError as err:
+                rep.hold_error = str(err)
+            else:
+                self.last_feedforward_nm = tau
+                rep.hold_rad = tuple(float(x) for x in np.asarray(hold_rad, dtype=float))
         self.latest_feedback.clear()
         for joints in batches:
+            replies = self.counters.feedback_frames + len(joints) * (2 if hold else 1)
             try:
-                self.send_special(SpecialCommand.ENABLE, tuple(joints))
+                for j in joints:  # each drive's hold right behind its enable
+                    self.send_special(SpecialCommand.ENABLE, (j,))
+                    if hold:
+                        self._send_raw(hold[j - 1].arbitration_id, hold[j - 1].data)
             except can.CanError as err:  # some drives may be enabled: the caller latches a fault
                 rep.missing.append(f"enable ({type(err).__name__}: {err})")
                 return rep
             self._settle(
-                settle, max_settles, lambda js=joints: set(js) <= set(self.latest_feedback)
+                settle,
+                max_settles,
+                lambda js=joints, n=replies: (
+                    set(js) <= set(self.latest_feedback) and self.counters.feedback_frames >= n
+                ),
             )
         rep.statuses = {j: fb.status for j, fb in self.latest_feedback.items()}
         rep.missing = [f"joint {j} enable" for j in range(1, N + 1) if j not in rep.statuses]

@@ -4,10 +4,11 @@
    seven MIT encodes (median and p99 of this thread's CPU time, ``time.thread_time_ns``:
    on a shared 2-core machine wall time adds other processes' preemption; 5,000 random
    samples inside the joint bounds), each part alone too.
-2. Holding error at three arm poses, with and without the gravity feed-forward (OpenArm
-   gains kp/kd in both): the largest joint deviation over 1 s and at its end (the
-   owner's tracking-error latch raised to 1 rad for the uncompensated run, so the sag
-   is measured, not cut short).
+2. Holding error at three right-arm poses of OpenArm's own model (its ``home`` keyframe,
+   a forward reach from there, elbow out; the left arm at its home), with and without the
+   gravity feed-forward (OpenArm gains kp/kd in both): the largest joint deviation over
+   1 s and at its end (the owner's tracking-error latch raised to 1 rad for the
+   uncompensated run, so the sag is measured, not cut short).
 3. Tracking error on the ``wave`` scenario (experiments/scenarios/wave.json) for both
    drive families side by side: ROB's Amber position drives (200 Hz owners) and the
    OpenArm-class Damiao drives (500 Hz owners), commanded vs simulated joint angle.
@@ -28,9 +29,8 @@ import numpy as np
 from rob_twin.controllers.damiao_codec import MitCommand, Scaling, encode_mit
 from rob_twin.experiments.output import OUT_DIR
 from rob_twin.experiments.registry import benchmark
-from rob_twin.models import dimensions as D
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
-from rob_twin.models.loading import arm_qpos_indices
+from rob_twin.models.loading import arm_qpos_indices, keyframe_arm_q
 from rob_twin.models.names import Arm
 from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
 from rob_twin.twin.drives.gravity import ModelGravity
@@ -42,16 +42,32 @@ from rob_twin.twin.sim.damiao_loop import DamiaoOptions, openarm_config
 from rob_twin.twin.sim.loops import make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
+ROBOT = "openarm"  # the Damiao robot of the host-cost, holding and loop-cost parts
 SAMPLES = 5000
 HOLD_S = 1.0
 ROUNDS = 3
 LOOP_S = 2.0
-HOME = np.array(D.HOME_ARM_POSE)
-POSES = {
-    "home": HOME,
-    "forward_reach": HOME + np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0]),
-    "elbow_out": np.array([0.0, 0.9, 0.0, 1.2, 0.0, 0.0, 0.0]),
-}
+REACH_FROM_HOME = np.array([0.25, 0.35, 0.0, -0.6, 0.0, 0.3, 0.0])  # [rad]
+ELBOW_OUT = np.array([0.0, 0.9, 0.0, 1.2, 0.0, 0.0, 0.0])  # [rad]
+
+
+def poses(model: mujoco.MjModel) -> dict[str, np.ndarray]:
+    """The right-arm holding poses [rad] of ``model``: its own ``home`` keyframe, a forward
+    reach from there and elbow out, each clipped into the right arm's joint ranges (ROB's
+    home is outside OpenArm's: its J2 -1.22 rad is below OpenArm's -0.17)."""
+    home = keyframe_arm_q(model, Arm.RIGHT)
+    lo, hi = _ranges(model, Arm.RIGHT)
+    return {
+        "home": home,
+        "forward_reach": np.clip(home + REACH_FROM_HOME, lo, hi),
+        "elbow_out": np.clip(ELBOW_OUT, lo, hi),
+    }
+
+
+def _ranges(model: mujoco.MjModel, arm: Arm) -> tuple[np.ndarray, np.ndarray]:
+    qi = arm_qpos_indices(model, arm)
+    joints = [int(np.flatnonzero(model.jnt_qposadr == a)[0]) for a in qi]
+    return model.jnt_range[joints, 0].copy(), model.jnt_range[joints, 1].copy()
 
 
 def _pct(x: list[float]) -> dict:
@@ -62,11 +78,11 @@ def _pct(x: list[float]) -> dict:
     }
 
 
-def host_cost() -> dict:
+def host_cost(samples: int = SAMPLES) -> dict:
     rng = np.random.default_rng(0)
-    lo, hi = np.array(arm_joint_ranges("openarm", Arm.RIGHT)).T
-    qs = rng.uniform(lo, hi, size=(SAMPLES, 7))
-    gravity = ModelGravity(load_robot_model("openarm"), Arm.RIGHT)
+    lo, hi = np.array(arm_joint_ranges(ROBOT, Arm.RIGHT)).T
+    qs = rng.uniform(lo, hi, size=(samples, 7))
+    gravity = ModelGravity(load_robot_model(ROBOT), Arm.RIGHT)
     scalings = [Scaling.of(m) for m in OPENARM_ARM_MOTORS]
     rnea, enc, both = [], [], []
     for q in qs:
@@ -90,7 +106,7 @@ def host_cost() -> dict:
         enc.append((t2 - t1) * 1e-9)
         both.append((t2 - t0) * 1e-9)
     return {
-        "samples": SAMPLES,
+        "samples": samples,
         "rnea_gravity": _pct(rnea),
         "encode_7_mit_frames": _pct(enc),
         "rnea_plus_encode": _pct(both),
@@ -99,18 +115,21 @@ def host_cost() -> dict:
     }
 
 
-def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> dict:
-    twin = Twin(TwinConfig(), model=load_robot_model("openarm"))
-    for arm in Arm:
-        twin.data.qpos[arm_qpos_indices(twin.model, arm)] = pose
+def _hold(
+    pose: np.ndarray, compensation: bool, series: list | None = None, seconds: float = HOLD_S
+) -> dict:
+    """The right arm held at ``pose`` for ``seconds`` (the left arm at its own home, where
+    the twin starts it: a right-arm pose need not be inside the left arm's mirrored ranges)."""
+    twin = Twin(TwinConfig(), model=load_robot_model(ROBOT))
+    twin.data.qpos[arm_qpos_indices(twin.model, Arm.RIGHT)] = pose
     twin.data.qvel[:] = 0.0
     mujoco.mj_forward(twin.model, twin.data)
-    cfg = openarm_config(damiao=DamiaoOptions(gravity_compensation=compensation))
+    cfg = openarm_config(robot=ROBOT, damiao=DamiaoOptions(gravity_compensation=compensation))
     cfg = dataclasses.replace(cfg, owner=dataclasses.replace(cfg.owner, tracking_error_rad=1.0))
     with make_closed_loop(cfg, twin=twin) as lp:
         q0 = lp.measured(Arm.RIGHT)
         worst = 0.0
-        for _ in range(int(HOLD_S / 0.01)):
+        for _ in range(max(1, int(round(seconds / 0.01)))):
             lp.run_for(0.01)
             dev = lp.measured(Arm.RIGHT) - q0
             worst = max(worst, float(np.abs(dev).max()))
@@ -128,13 +147,14 @@ def _hold(pose: np.ndarray, compensation: bool, series: list | None = None) -> d
     }
 
 
-def holding(plot_path: Path | None = None) -> dict:
+def holding(plot_path: Path | None = None, seconds: float = HOLD_S) -> dict:
     out, traces = {}, {}
-    for name, q in POSES.items():
+    for name, q in poses(load_robot_model(ROBOT)).items():
         on, off = [], []
         out[name] = {
-            "with_compensation": _hold(q, True, on),
-            "without_compensation": _hold(q, False, off),
+            "pose_rad": [round(float(x), 5) for x in q],
+            "with_compensation": _hold(q, True, on, seconds),
+            "without_compensation": _hold(q, False, off, seconds),
         }
         traces[name] = (on, off)
     if plot_path is not None:
@@ -178,8 +198,12 @@ def _plot(traces: dict, path: Path) -> Path:
     return path
 
 
-def _tracking(robot: str) -> dict:
+def _tracking(robot: str, duration: float | None = None) -> dict:
+    """``robot``'s demo (from its own home), the first ``duration`` s of it (None: all)."""
     sc = dataclasses.replace(demo_scenario(robot), cameras=[])
+    if duration is not None:
+        keep = [k for k in sc.keyframes if k.t <= duration]
+        sc = dataclasses.replace(sc, duration=duration, keyframes=keep)
     res = run_scenario(sc, record=False, progress=False)
     err = np.abs(res.commanded["right"] - res.measured["right"])
     return {
@@ -191,19 +215,23 @@ def _tracking(robot: str) -> dict:
     }
 
 
-def tracking() -> dict:
-    return {
+TRACKING_ROBOTS = {"amber_position_drives_rob": "rob", "damiao_mit_drives_openarm": ROBOT}
+
+
+def tracking(duration: float | None = None) -> dict:
+    out = {
         "scenario": "each robot's demo (both arms reach and wave from its home, 6.5 s; right "
         "arm reported)",
-        "amber_position_drives_rob": _tracking("rob"),
-        "damiao_mit_drives_openarm": _tracking("openarm"),
     }
+    for key, robot in TRACKING_ROBOTS.items():
+        out[key] = _tracking(robot, duration)
+    return out
 
 
 def damiao_loop_rtf(seconds: float = LOOP_S) -> tuple[float, float]:
     """(simulated s per CPU s of the whole Damiao loop on OpenArm v2, both arms streaming 60 Hz
     waves; the same of bare ``mj_step`` on its model), over ``seconds`` simulated each."""
-    with make_closed_loop(openarm_config()) as lp:
+    with make_closed_loop(openarm_config(robot=ROBOT)) as lp:
         for k, arm in enumerate(Arm):
             lp.stream_targets(arm, wave_source(k, robot_home(lp, arm), *owner_bounds(lp, arm)), 60)
         lp.run_for(0.2)
@@ -219,15 +247,15 @@ def damiao_loop_rtf(seconds: float = LOOP_S) -> tuple[float, float]:
     return loop, bare
 
 
-def loop_cost() -> dict:
-    loop, bare = zip(*(damiao_loop_rtf() for _ in range(ROUNDS)), strict=True)
+def loop_cost(seconds: float = LOOP_S, rounds: int = ROUNDS) -> dict:
+    loop, bare = zip(*(damiao_loop_rtf(seconds) for _ in range(rounds)), strict=True)
     lo, b = float(np.median(loop)), float(np.median(bare))
     return {
         "what": "simulated s per CPU s: both arms streaming 60 Hz wave targets through 500 Hz "
         "owners, RNEA feed-forward, MIT codec, virtual buses, Damiao bank (1 kHz "
         "physics, one reply per frame)",
-        "rounds": ROUNDS,
-        "simulated_s_per_round": LOOP_S,
+        "rounds": rounds,
+        "simulated_s_per_round": seconds,
         "damiao_loop_rtf_median": round(lo, 2),
         "bare_mj_step_rtf_median": round(b, 2),
         "damiao_loop_cost_vs_bare": round(b / lo, 2),
@@ -238,11 +266,23 @@ def loop_cost() -> dict:
 
 
 @benchmark("damiao")
-def run() -> dict:
+def run(
+    samples: int = SAMPLES,
+    hold_s: float = HOLD_S,
+    demo_s: float | None = None,
+    loop_s: float = LOOP_S,
+    rounds: int = ROUNDS,
+    plot_path: Path | None = None,
+) -> dict:
+    """The benchmark; the arguments shorten it (tests): host-cost samples, holding time [s],
+    demo time [s] (None: the whole demo), loop-cost time [s] and rounds, the plot's path
+    (None: ``out/bench/damiao_holding.png``)."""
     return {
         "gravity_compensation_rate_hz": 500.0,
-        "host_cost_per_arm_per_tick": host_cost(),
-        "holding_error_three_poses": holding(OUT_DIR / "bench" / "damiao_holding.png"),
-        "wave_tracking_both_families": tracking(),
-        "closed_loop_cost": loop_cost(),
+        "host_cost_per_arm_per_tick": host_cost(samples),
+        "holding_error_three_poses": holding(
+            plot_path or OUT_DIR / "bench" / "damiao_holding.png", hold_s
+        ),
+        "wave_tracking_both_families": tracking(demo_s),
+        "closed_loop_cost": loop_cost(loop_s, rounds),
     }

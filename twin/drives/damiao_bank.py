@@ -27,19 +27,27 @@ from pathlib import Path
 import can
 import mujoco
 from rob_twin.controllers.damiao_codec import MitCommand, Register, Scaling, encode_mit
-from rob_twin.models.damiao_motors import ESC_IDS, MST_IDS, OPENARM_ARM_MOTORS, REGISTER_ID
+from rob_twin.models.damiao_motors import (
+    ESC_IDS,
+    MST_IDS,
+    OPENARM_ARM_MOTORS,
+    REGISTER_ID,
+    MotorLimits,
+)
 from rob_twin.models.names import JOINTS_PER_ARM, Arm, UnknownNameError
 from rob_twin.twin.drives.amber_bank import STALL_FRICTION_NM, BankBuses, BusDrives
 from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
 
 
-def default_damiao_configs(timeout_counts: int = 0) -> tuple[DamiaoDriveConfig, ...]:
-    """OpenArm's seven drives: DM8009 x2, DM4340 x2, DM4310 x3; ids 0x01..0x07 / 0x11..0x17;
-    TIMEOUT register ``timeout_counts`` (factory 0 = off)."""
+def default_damiao_configs(
+    timeout_counts: int = 0, motors: tuple[MotorLimits, ...] = OPENARM_ARM_MOTORS
+) -> tuple[DamiaoDriveConfig, ...]:
+    """Seven drives with ``motors`` (OpenArm's: DM8009 x2, DM4340 x2, DM4310 x3); ids
+    0x01..0x07 / 0x11..0x17; TIMEOUT register ``timeout_counts`` (factory 0 = off)."""
     return tuple(
         DamiaoDriveConfig(motor=m, esc_id=e, mst_id=r, timeout_counts=timeout_counts)
-        for m, e, r in zip(OPENARM_ARM_MOTORS, ESC_IDS, MST_IDS, strict=True)
+        for m, e, r in zip(motors, ESC_IDS, MST_IDS, strict=True)
     )
 
 

@@ -78,6 +78,8 @@ class Parser(argparse.ArgumentParser):
 def input_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input (exit 2) rather than a failed run (exit 1)."""
     from rob_twin.models.names import UnknownNameError
+    from rob_twin.models.robot import MissingCapabilityError
+    from rob_twin.models.robot_description import RobotFileError
     from rob_twin.planners.goals_file import GoalsFileError
     from rob_twin.planners.plan_file import PlanFileError
     from rob_twin.twin.bus.recording import RecordingError
@@ -92,6 +94,8 @@ def input_errors() -> tuple[type[BaseException], ...]:
 
     return (
         UsageError,
+        RobotFileError,
+        MissingCapabilityError,
         ScenarioError,
         RunFolderError,
         UnknownNameError,
@@ -113,15 +117,16 @@ ROBOT_HELP = (
 )
 
 
-def robot_arg(text: str) -> str:
-    """``--robot NAME|PATH``, checked (an argparse error, exit 2, names the shipped robots)."""
-    from rob_twin.models.robot_description import RobotFileError, resolve_robot
+def robot_arg(text: str):
+    """``--robot NAME|PATH`` as a ``rob_twin.models.robot.Robot``, resolved once here (an
+    argparse error, exit 2, names the shipped robots or what is wrong with the file)."""
+    from rob_twin.models.robot import robot_of
+    from rob_twin.models.robot_description import RobotFileError
 
     try:
-        resolve_robot(text)
+        return robot_of(text)
     except RobotFileError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-    return text
 
 
 CALIBRATION_HELP = (
@@ -131,15 +136,19 @@ CALIBRATION_HELP = (
 )
 
 
-def calibration_arg(path: str | None):
-    """The ``--calibration FILE`` option as a checked Calibration for ROB's model (None when
-    not given); CalibrationError (exit 2) for an unreadable file or another model's."""
+def calibration_arg(path: str | None, robot=None):
+    """The ``--calibration FILE`` option as a checked Calibration for ``robot``'s model
+    (a ``Robot`` or a name; None: the default robot); None when not given. CalibrationError
+    (exit 2) for an unreadable file or another model's; MissingCapabilityError (exit 2) for a
+    robot whose drives take no calibration."""
     if not path:
         return None
-    from rob_twin.models.loading import load_scene
+    from rob_twin.models.robot import AMBER_DRIVES, robot_of
     from rob_twin.twin.calibration.calibration_file import load_calibration
 
-    return load_calibration(path, load_scene())
+    robot = robot_of(robot)
+    robot.require(AMBER_DRIVES, "a calibration (fitted Amber drive parameters)")
+    return load_calibration(path, robot.model())
 
 
 def say_for(args: argparse.Namespace) -> Callable[..., None]:

@@ -22,18 +22,20 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     keyframes."""
 
     from rob_twin.cli.common import calibration_arg
+    from rob_twin.models.loading import CROSSING_START_KEY
 
-    calibration_arg(args.calibration)  # a bad file: exit 2 before the planning starts
-    if args.robot != "rob":
+    robot = args.robot
+    calibration_arg(args.calibration, robot)  # a bad file: exit 2 before the planning starts
+    if not robot.has_keyframe(CROSSING_START_KEY):  # the crossing pair is found for ROB only
         from rob_twin.twin.scenario.run import demo_scenario
 
-        sc = demo_scenario(args.robot)
+        sc = demo_scenario(robot)
         return run_and_report(sc, args)
     from rob_twin.twin.scenario import crossing_demo as cd
 
     say = say_for(args)
     say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
-    contrast = cd.separate_contrast()
+    contrast = cd.separate_contrast(robot=robot)
     say(
         f"separately planned: {contrast.colliding_frames} of {len(contrast.states)} samples "
         "in contact; now both arms planned together and executed through the owners"
@@ -44,7 +46,7 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
         "captions": lambda now, planner: cd.group_captions(now, planner, contrast),
         "on_planner": planners.append,
     }
-    sc = cd.crossing_demo_scenario()
+    sc = cd.crossing_demo_scenario(robot=robot)
     return run_and_report(
         sc,
         args,

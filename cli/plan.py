@@ -51,8 +51,7 @@ def _scenario_request(path: str, step: int, group, robot: str | None = None):
 
 
 def _cmd_plan(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.models.names import group_arms
-    from rob_twin.models.robot_model import load_robot_model
+    from rob_twin.models.robot import robot_of
     from rob_twin.planners.goals_file import read_goals_file
     from rob_twin.planners.group import ArmGroup
     from rob_twin.planners.plan_file import save_plan
@@ -68,7 +67,8 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
         from rob_twin.twin.scenario.run import Scenario
 
         robot = Scenario.load(args.scenario).robot
-    group = ArmGroup(load_robot_model(robot or "rob"), group_arms(), planning_config())
+    robot = robot_of(robot)  # None: the default robot
+    group = ArmGroup(robot.model(), robot.group_arms(), planning_config())
     if args.goals is not None:
         request = read_goals_file(args.goals, group)
         source = f"goals file {args.goals}"
@@ -80,6 +80,7 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
     result = group.plan(request.goals, seed=seed)
     out: dict = {
         "source": source,
+        "robot": robot.identity(),
         "status": result.status.value,
         "seed": seed,
         "hardware_io": False,
@@ -104,7 +105,8 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
         planning_s=round(plan.stage_times_s.get("total", 0.0), 4),
     )
     say(
-        f"planned {' + '.join(plan.moving)} from {source}: {plan.duration_s:.2f} s, "
+        f"planned {' + '.join(plan.moving)} of {robot.name} from {source}: "
+        f"{plan.duration_s:.2f} s, "
         f"{plan.t.size} samples, certified minimum {cert.certified_min_m * 1e3:.2f} mm "
         f"({cert.pair}); wrote {path} (simulated, hardware_io: false)"
     )

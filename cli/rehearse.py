@@ -36,50 +36,35 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     import dataclasses
 
     from rob_twin.models.bounded_json import JsonInputError, read_bounded_json
-    from rob_twin.models.names import UnknownNameError
-    from rob_twin.twin.calibration.apply import check_robot
-    from rob_twin.twin.rehearsal import RehearsalConfig, gates_for, rehearse, write_report
+    from rob_twin.twin.rehearsal import RehearsalConfig, rehearse, write_report
+    from rob_twin.twin.rehearsal.run import check_gates
     from rob_twin.twin.scenario.run_folder import RunFolder
     from rob_twin.twin.scenario.schema import ScenarioError, validate_faults
-    from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
     from rob_twin.twin.sim.faults import FaultSpec
+    from rob_twin.twin.sim.loops import loop_config
 
     try:
         raw = read_bounded_json(args.faults, what="--faults") if args.faults else []
     except JsonInputError as err:
         raise ScenarioError(str(err)) from None
     faults = tuple(FaultSpec.from_model(f) for f in validate_faults(raw, "--faults"))
-    calibration = calibration_arg(args.calibration)
-    check_robot(args.robot, calibration)
-    from rob_twin.models.robot_description import robot_family
-
-    family = robot_family(args.robot)
-    if family == "ideal":
-        raise ScenarioError(
-            f"--robot {args.robot}: its drives are 'ideal' (no CAN model): a rehearsal gates "
-            "owners, codecs and drives, which it has none of"
-        )
-    if family == "damiao":
+    robot = args.robot
+    calibration = calibration_arg(args.calibration, robot)
+    base = loop_config(
+        robot,
+        "rob-twin rehearse (it gates owners, codecs and drives)",
+        seed=args.seed,
+        swap_wiring=args.swap_wiring,
+        faults=faults,
+        calibration=calibration,
+    )
+    if robot.family == "damiao":
         from rob_twin.twin.rehearsal.damiao import openarm_rehearsal_config
-        from rob_twin.twin.sim.damiao_loop import openarm_config
 
-        base = openarm_config(
-            robot=args.robot, seed=args.seed, swap_wiring=args.swap_wiring, faults=faults
-        )
         cfg = openarm_rehearsal_config(base)
     else:
-        base = dataclasses.replace(
-            ClosedLoopConfig(),
-            seed=args.seed,
-            swap_wiring=args.swap_wiring,
-            faults=faults,
-            calibration=calibration,
-        )
         cfg = RehearsalConfig(base=base)
-    gates = gates_for(cfg)
-    for gate in args.gate or ():
-        if gate not in gates:
-            raise UnknownNameError("gate", gate, list(gates))
+    check_gates(cfg, args.gate)
     out = Path(args.out)
     RunFolder.check_writable(out)  # before the gates run, not after
     report = rehearse(
@@ -93,6 +78,8 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
             print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
             if not g["passed"] and g.get("detail"):
                 print(f"      {g['detail']}")
+        for name, why in report.get("gates_not_run", {}).items():
+            print(f"NOT RUN  {name}: {why}")
         print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
     return (0 if report["passed"] else 1), report
 

@@ -45,9 +45,8 @@ def run_and_report(
     from pathlib import Path
 
     from rob_twin.twin.bus.recording import check_format
-    from rob_twin.twin.calibration.apply import check_robot
     from rob_twin.twin.scenario.report import summarize
-    from rob_twin.twin.scenario.run import run_scenario
+    from rob_twin.twin.scenario.run import run_scenario, scenario_robot
     from rob_twin.twin.scenario.run_folder import RunFolder, write_atomic
     from rob_twin.twin.scenario.summary_md import failed_markdown
     from rob_twin.twin.scenario.verdict import unexpected
@@ -55,8 +54,8 @@ def run_and_report(
 
     say = say_for(args)
     bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
-    calibration = calibration_arg(getattr(args, "calibration", None))
-    check_robot(sc.robot, calibration)
+    robot = scenario_robot(sc)  # a robot that cannot run it: exit 2 before anything runs
+    calibration = calibration_arg(getattr(args, "calibration", None), robot)
     traffic = getattr(args, "record_can", None)
     if traffic:
         check_format(traffic)
@@ -137,6 +136,8 @@ def run_and_report(
         say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
     label = summary["calibration"]
     say(f"calibration: {label if isinstance(label, str) else label['name']}")
+    r = summary.get("robot") or {}
+    say(f"robot: {r.get('name')} ({r.get('file')}, model {r.get('model_hash')})")
     say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     for line in problems:
         say(f"UNEXPECTED: {line}")
@@ -144,15 +145,22 @@ def run_and_report(
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.twin.scenario.run import Scenario
+    from rob_twin.twin.scenario.run import Scenario, scenario_robot
 
     sc = Scenario.load(args.scenario, robot=args.robot)
+    robot = scenario_robot(sc)  # what the scenario needs of its robot, before anything runs
     if args.check:
         say_for(args)(
-            f"{args.scenario}: valid scenario {sc.name!r} ({sc.duration} s, "
-            f"{len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, {len(sc.faults)} faults)"
+            f"{args.scenario}: valid scenario {sc.name!r} for robot {robot.name!r} "
+            f"({sc.duration} s, {len(sc.keyframes)} keyframes, {len(sc.plans)} plan steps, "
+            f"{len(sc.faults)} faults)"
         )
-        return 0, {"valid": True, "scenario": sc.name, "path": str(args.scenario)}
+        return 0, {
+            "valid": True,
+            "scenario": sc.name,
+            "path": str(args.scenario),
+            "robot": robot.identity(),
+        }
     return run_and_report(sc, args)
 
 

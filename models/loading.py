@@ -33,8 +33,21 @@ def joint_qpos_index(model: mujoco.MjModel, name: str) -> int:
     return int(model.jnt_qposadr[jid])
 
 
+def model_arm_joints(model: mujoco.MjModel, arm: Arm | str) -> tuple[str, ...]:
+    """``arm``'s canonical joint names in ``model``, base to tip: ``j1`` .. ``jN`` for the N
+    joints the model's arm has (five to seven; ROB's and OpenArm's seven)."""
+    names = []
+    for name in N.arm_joints(arm):
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name) < 0:
+            break
+        names.append(name)
+    if not names:
+        joint_qpos_index(model, N.arm_joint(arm, 1))  # UnknownNameError lists the joints
+    return tuple(names)
+
+
 def arm_qpos_indices(model: mujoco.MjModel, arm: Arm | str) -> np.ndarray:
-    return np.array([joint_qpos_index(model, n) for n in N.arm_joints(arm)])
+    return np.array([joint_qpos_index(model, n) for n in model_arm_joints(model, arm)])
 
 
 def actuator_index(model: mujoco.MjModel, name: str) -> int:
@@ -45,7 +58,8 @@ def actuator_index(model: mujoco.MjModel, name: str) -> int:
 
 
 def arm_actuator_indices(model: mujoco.MjModel, arm: Arm | str) -> np.ndarray:
-    return np.array([actuator_index(model, n) for n in N.arm_actuators(arm)])
+    n = len(model_arm_joints(model, arm))
+    return np.array([actuator_index(model, a) for a in N.arm_actuators(arm)[:n]])
 
 
 HOME_KEY = "home"

@@ -38,7 +38,8 @@ from typing import Protocol
 import mujoco
 import numpy as np
 from rob_twin.controllers.execution_report import START_TOLERANCE_RAD
-from rob_twin.models.names import group_arms
+from rob_twin.models.loading import model_arm_joints
+from rob_twin.models.names import Arm
 from rob_twin.planners import search
 from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker
 from rob_twin.planners.errors import (
@@ -168,7 +169,10 @@ class ArmGroup:
             raise PlannerConfigError(
                 "start_tolerance_rad", start_tolerance_rad, "finite and > 0 rad"
             )
-        group = cls(loop.twin.model, group_arms() if arms is None else arms, config, limits)
+        model = loop.twin.model
+        if arms is None:
+            arms = {a.value: list(model_arm_joints(model, a)) for a in Arm}
+        group = cls(model, arms, config, limits)
         group._loop = loop
         group.start_tolerance_rad = float(start_tolerance_rad)
         group.sync_to_loop()

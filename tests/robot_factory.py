@@ -66,6 +66,9 @@ IDEAL_JOINTS = (MIN_IDEAL_JOINTS, 6, 7)
 SIDES = (Arm.RIGHT, Arm.LEFT)
 
 TIMESTEP_S = 0.002
+# Amber owners tick at 200 Hz, Damiao's at 500 Hz: the physics step must divide their period
+# (rob_twin.twin.sim.loops.loop_config refuses a robot file whose step does not)
+FAMILY_TIMESTEP_S = {"amber": 0.001}
 GRAVITY = 9.81  # [m/s^2]
 LINK_LENGTH_M = (0.08, 0.30)
 FIRST_LINK_M = (0.08, 0.15)  # the column on the pedestal
@@ -546,7 +549,8 @@ def mjcf_text(draft: Draft) -> str:
         f'<mujoco model="generated_{draft.seed}">\n'
         f"  <!-- tests/robot_factory.py seed {draft.seed} attempt {draft.attempt} -->\n"
         '  <compiler angle="radian" autolimits="true"/>\n'
-        f'  <option timestep="{TIMESTEP_S:g}" integrator="implicitfast"/>\n'
+        f'  <option timestep="{FAMILY_TIMESTEP_S.get(draft.family, TIMESTEP_S):g}" '
+        'integrator="implicitfast"/>\n'
         "  <worldbody>\n"
         '    <geom name="ground" type="plane" size="3 3 0.05" rgba=".9 .9 .9 1"/>\n'
         '    <light name="sun" pos="0 0 3" dir="0 0 -1" directional="true"/>\n'

@@ -102,7 +102,7 @@ def test_every_import_in_the_source_points_down():
             elif parts[0] in NEVER.get(layer, ()):
                 bad.append(f"{where} (never in {layer})")
             elif layer == "models" and parts[0] in ("mujoco", "pinocchio"):
-                if path.stem not in ("build", "loading", "robot_model"):
+                if path.stem not in ("build", "loading", "robot_model", "robot"):
                     bad.append(f"{where} (mujoco only in the builder and loaders)")
     assert bad == []
 

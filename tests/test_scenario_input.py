@@ -362,9 +362,8 @@ def test_check_validates_without_running(tmp_path, capsys):
         json.dumps({"duration": 0.2, "keyframes": [{"t": 0.1, "arm": "right", "q": HOME}]})
     )
     assert main(["run", str(path), "--check", "--json", "--out", str(tmp_path / "out")]) == 0
-    assert json.loads(capsys.readouterr().out) == {
-        "valid": True,
-        "scenario": "wave",
-        "path": str(path),
-    }
+    reply = json.loads(capsys.readouterr().out)
+    robot = reply.pop("robot")
+    assert reply == {"valid": True, "scenario": "wave", "path": str(path)}
+    assert robot["name"] == "rob" and robot["family"] == "amber"
     assert not (tmp_path / "out").exists()

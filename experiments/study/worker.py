@@ -16,8 +16,7 @@ import mujoco
 import numpy as np
 from rob_twin.experiments.goal_pairs import goal_pairs
 from rob_twin.experiments.study.tasks import StudyContext, Task
-from rob_twin.models.loading import apply_keyframe
-from rob_twin.models.names import arm_joints
+from rob_twin.models.loading import apply_keyframe, model_arm_joints
 from rob_twin.models.robot_model import load_model_of
 from rob_twin.planners.collision import CollisionConfig
 from rob_twin.planners.group import ArmGroup, GroupConfig
@@ -92,7 +91,9 @@ def group_for(ctx: StudyContext, margin_m: float) -> ArmGroup:
     key = (json.dumps(dataclasses.asdict(ctx), sort_keys=True), margin_m)
     if key not in _GROUPS:
         _GROUPS[key] = ArmGroup(
-            model, {a: list(arm_joints(a)) for a in ctx.arms}, group_config(ctx, margin_m)
+            model,
+            {a: list(model_arm_joints(model, a)) for a in ctx.arms},
+            group_config(ctx, margin_m),
         )
         BUILDS["groups"] += 1
     group = _GROUPS[key]
@@ -126,7 +127,8 @@ def tcp_positions(group: ArmGroup, goals: dict[str, np.ndarray]) -> dict[str, fl
     data = _DATA.setdefault(id(model), mujoco.MjData(model))
     data.qpos[:] = group.reference_qpos
     for arm, q in goals.items():
-        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in arm_joints(arm)]
+        joints = model_arm_joints(model, arm)
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints]
         data.qpos[model.jnt_qposadr[ids]] = q
     mujoco.mj_kinematics(model, data)
     out = {}

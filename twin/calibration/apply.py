@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import mujoco
 from rob_twin.models.names import Arm
-from rob_twin.twin.calibration.calibration_file import Calibration, CalibrationError
+from rob_twin.twin.calibration.calibration_file import Calibration
 from rob_twin.twin.calibration.parameters import apply_to_model, drive_configs
 from rob_twin.twin.drives.amber_drive import DriveConfig
 
@@ -32,13 +32,11 @@ def calibrated_drives(calibration: Calibration) -> dict[Arm, tuple[DriveConfig, 
     return drive_configs(calibration.values)
 
 
-def check_robot(robot: str, calibration: Calibration | None) -> None:
-    """CalibrationError when ``calibration`` is given for a robot other than ROB (the
-    OpenArm-class robot's Damiao drives take no fitted parameters yet)."""
-    if calibration is not None and robot != "rob":
-        raise CalibrationError(
-            "robot",
-            robot,
-            "'rob' (a calibration holds Amber drive and ROB model parameters; the "
-            "OpenArm-class robot's Damiao drives take none yet)",
-        )
+def check_robot(robot, calibration: Calibration | None) -> None:
+    """MissingCapabilityError (exit 2) when ``calibration`` is given for a robot without Amber
+    drives (a calibration holds Amber drive parameters; Damiao drives take none yet).
+    ``robot``: a ``rob_twin.models.robot.Robot`` or anything ``robot_of`` takes."""
+    if calibration is not None:
+        from rob_twin.models.robot import AMBER_DRIVES, robot_of
+
+        robot_of(robot).require(AMBER_DRIVES, "a calibration (fitted Amber drive parameters)")

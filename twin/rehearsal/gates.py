@@ -16,7 +16,12 @@ from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.loading import keyframe_arm_q
 from rob_twin.models.names import BUS_MAPPING, TORSO_BODY, Arm, tcp_site
-from rob_twin.models.robot_description import robot_family
+from rob_twin.models.robot import (
+    CAN_DRIVES,
+    CAPABILITY_SOURCES,
+    CARTESIAN_KINEMATICS,
+    robot_of,
+)
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.rehearsal.targets import toward_far_bound, wave_source
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
@@ -128,10 +133,10 @@ def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> None:
     lp.run_for(settle_s)
     for arm in ARMS:
         home = robot_home(lp, arm)
-        if lp.family == "amber":
+        lo, hi = owner_bounds(lp, arm)
+        if lp.family == "amber" and np.all((home + FAR_MOVE >= lo) & (home + FAR_MOVE <= hi)):
             lp.command(arm, home + FAR_MOVE)
             continue
-        lo, hi = owner_bounds(lp, arm)
         lp.command(arm, np.clip(home + toward_far_bound(home, lo, hi, FAR_MOVE), lo, hi))
 
 
@@ -565,7 +570,10 @@ def gate_bus_budget(cfg: RehearsalConfig) -> GateResult:
     b: BusBudgetConfig = cfg.bus_budget
     cmd_hz = b.command_rate_hz or cfg.base.owner_rate_hz
     fb_hz = b.feedback_rate_hz or cfg.base.feedback_rate_hz
-    rows = [bus_budget(b, cmd_hz, fb_hz, BUS_MAPPING[arm].channel) for arm in Arm]
+    robot = robot_of(cfg.base.robot)
+    rows = [
+        bus_budget(b, cmd_hz, fb_hz, robot.channel(arm) or BUS_MAPPING[arm].channel) for arm in Arm
+    ]
     passed = all(r["fits"] for r in rows)
     worst = max(rows, key=lambda r: (r["offered_load"], r["worst_command_to_drive_us"] or math.inf))
     detail = (
@@ -608,11 +616,31 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 }
 
 
+# gates that need a capability the robot may lack: (gate, capability)
+GATE_NEEDS = {"held_object": CARTESIAN_KINEMATICS}
+
+
 def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
     """The gate profile of the base configuration's robot (Damiao:
-    ``rob_twin.twin.rehearsal.damiao``)."""
-    if robot_family(cfg.base.robot) == "damiao":
+    ``rob_twin.twin.rehearsal.damiao``), less the gates it lacks a capability for
+    (``gates_not_run`` says which and why)."""
+    robot = robot_of(cfg.base.robot)
+    if robot.family == "damiao":
         from rob_twin.twin.rehearsal.damiao import DAMIAO_GATES
 
         return DAMIAO_GATES
-    return GATES
+    if all(robot.can(cap) for cap in GATE_NEEDS.values()):
+        return GATES
+    return {n: g for n, g in GATES.items() if robot.can(GATE_NEEDS.get(n, CAN_DRIVES))}
+
+
+def gates_not_run(cfg: RehearsalConfig) -> dict[str, str]:
+    """{gate: why it cannot run on the base configuration's robot} (the missing capability)."""
+    robot = robot_of(cfg.base.robot)
+    if robot.family == "damiao":
+        return {}
+    return {
+        n: f"robot {robot.name!r} lacks capability {cap!r} ({CAPABILITY_SOURCES[cap]})"
+        for n, cap in GATE_NEEDS.items()
+        if not robot.can(cap)
+    }

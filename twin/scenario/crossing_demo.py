@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from rob_twin.models import poses
-from rob_twin.models.loading import CROSSING_START_KEY, keyframe_state, load_scene
-from rob_twin.models.names import group_arms
+from rob_twin.models.loading import CROSSING_START_KEY, apply_keyframe
+from rob_twin.models.names import DEFAULT_ROBOT, group_arms
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.planners.geom_pairs import GeomPairTable
 from rob_twin.planners.oracle import CoalOracle, judge_states
 from rob_twin.planners.separate import separate_plans, sync_states
@@ -35,12 +36,14 @@ TAIL_S = 0.6  # simulated time [s] filmed after the plan's end
 TITLE_FRAMES = 8  # frames holding the start pose before the separate replay
 
 
-def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
+def crossing_demo_scenario(duration_s: float = 4.6, robot: Robot | str | None = None) -> Scenario:
     """ROB at the crossing start; at ``PLAN_AT_S`` both arms planned together to the
     crossing goals (``rob_twin.models.poses``; the seeded plan lasts 2.64 s simulated, from
     ``rob-twin demo --json``: ``crossing.group_duration_s``, so 4.6 s shows its end with time
     to spare); filmed from the front camera (the hands cross in front of the chest), 480x360
-    at 20 frames/s, render quality picked for the machine."""
+    at 20 frames/s, render quality picked for the machine. ``robot``: a robot whose model has
+    the ``crossing_start`` keyframe (None: the default robot)."""
+    robot = robot_of(robot)
     initial = {
         f"{arm}/j{i + 1}": q
         for arm, pose in poses.CROSSING_START.items()
@@ -48,7 +51,8 @@ def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
     }
     return Scenario.from_dict(
         {
-            "name": "demo",
+            "name": "demo" if robot.spec == DEFAULT_ROBOT else f"demo_{robot.name}",
+            "robot": robot.spec,
             "duration": duration_s,
             "seed": 0,
             "initial": initial,
@@ -68,10 +72,12 @@ def crossing_demo_scenario(duration_s: float = 4.6) -> Scenario:
     )
 
 
-def judge(states: np.ndarray, threshold_m: float) -> list[tuple[int, str, float]]:
+def judge(
+    states: np.ndarray, threshold_m: float, robot: Robot | str | None = None
+) -> list[tuple[int, str, float]]:
     """(index, pair, distance [m]) of the states closer than ``threshold_m``, by coal on
-    a fresh model copy (nothing shared with the planner's models)."""
-    m = load_scene()
+    a fresh copy of ``robot``'s model (nothing shared with the planner's models)."""
+    m = robot_of(robot).model()
     return judge_states(CoalOracle(m), GeomPairTable(m, ARMS), states, threshold_m)
 
 
@@ -83,22 +89,30 @@ class Contrast:
     states: np.ndarray
     rate_hz: float
     contact: dict[int, float]
+    robot: Robot | None = None  # whose model the states are of (None: the default robot)
 
     @property
     def colliding_frames(self) -> int:
         return len(self.contact)
 
 
-def separate_contrast(seed: int = 0) -> Contrast:
-    model, start = keyframe_state(CROSSING_START_KEY)
+def separate_contrast(seed: int = 0, robot: Robot | str | None = None) -> Contrast:
+    """Each arm of ``robot`` planned alone from ``crossing_start`` to the crossing goals, then
+    replayed together and judged (None: the default robot)."""
+    robot = robot_of(robot)
+    model = robot.model()
+    data = mujoco.MjData(model)
+    apply_keyframe(model, data, CROSSING_START_KEY)
+    start = data.qpos.copy()
     goals = {a: np.array(q) for a, q in poses.CROSSING_GOALS.items()}
     plans = separate_plans(model, start, goals, seed)
     states = sync_states(model, start, plans)
-    hits = judge(states, 0.0)
+    hits = judge(states, 0.0, robot)
     return Contrast(
         states=states,
         rate_hz=float(next(iter(plans.values())).rate_hz),
         contact={i: d for i, _, d in hits},
+        robot=robot,
     )
 
 
@@ -200,7 +214,7 @@ def demo_figures(contrast: Contrast, planner: PlanRunner | None) -> dict:
         }
     _, plan = planner.executed[0]
     states = planner.group.full_qpos(plan)
-    hits = judge(states, GROUP_MARGIN_M - JUDGE_TOLERANCE_M)
+    hits = judge(states, GROUP_MARGIN_M - JUDGE_TOLERANCE_M, contrast.robot)
     row = planner.results[0] if planner.results else {}
     return {
         **out,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from rob_twin.controllers.executor import Execution, SyncExecutor
-from rob_twin.models.names import Arm, group_arms
+from rob_twin.models.names import Arm
 from rob_twin.planners.certificate_geometry import model_hash
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.plan import Plan
@@ -71,7 +71,7 @@ class PlanRunner:
     def __init__(self, loop: ClosedLoop, steps: list[PlanStep], config: GroupConfig | None = None):
         self.loop = loop
         self.steps = sorted(steps, key=lambda s: s.t)
-        self.group = ArmGroup.for_loop(loop, config or planning_config(), arms=group_arms())
+        self.group = ArmGroup.for_loop(loop, config or planning_config())
         self.executor = SyncExecutor(
             {a: d.owner for a, d in loop.drivers.items()}, loop.clock, loop_executor_config(loop)
         )

@@ -110,6 +110,7 @@ def summarize(
         "status": result.status,
         "stopped_by": result.stopped_by,
         "scenario": result.scenario,
+        **({"robot": result.robot} if getattr(result, "robot", None) else {}),
         "calibration": getattr(result, "calibration", "uncalibrated"),
         "passed": result.status == "completed" and not problems,
         "unexpected": problems,

@@ -48,12 +48,19 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from rob_twin.models import dimensions as D
 from rob_twin.models.loading import joint_qpos_index
-from rob_twin.models.names import Arm
-from rob_twin.models.robot_description import resolve_robot, robot_family
+from rob_twin.models.names import DEFAULT_ROBOT, Arm
+from rob_twin.models.robot import (
+    CAN_DRIVES,
+    CARTESIAN_KINEMATICS,
+    SEVEN_JOINT_ARMS,
+    TRACKED_BASE,
+    Robot,
+    robot_of,
+)
 from rob_twin.twin.bus.recording import TrafficRecorder
 from rob_twin.twin.bus.timing import BusTimingConfig
+from rob_twin.twin.calibration.apply import check_robot
 from rob_twin.twin.render.video import RenderUnavailable, VideoRecorder
 from rob_twin.twin.scenario.base_steps import BaseScript, BaseStep
 from rob_twin.twin.scenario.held_steps import (
@@ -73,9 +80,9 @@ from rob_twin.twin.scenario.schema import (
     short_repr,
     validate_scenario,
 )
-from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.sim.closed_loop import ClosedLoop
 from rob_twin.twin.sim.faults import FaultSpec
-from rob_twin.twin.sim.loops import make_closed_loop
+from rob_twin.twin.sim.loops import loop_config, make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 MAX_FILE_BYTES = 64 * 2**20  # a scenario file larger than this is refused before it is read
@@ -105,7 +112,7 @@ class Scenario:
     faults: list[FaultSpec] = field(default_factory=list)
     plans: list[PlanStep] = field(default_factory=list)
     expect: Expect = field(default_factory=Expect)
-    robot: str = "rob"
+    robot: str = DEFAULT_ROBOT  # a shipped robot's name or a robot file's path
     base: list[BaseStep] = field(default_factory=list)  # tracked-base drive steps
     quality: str = "auto"
     held: HeldSpec | None = None  # the held box (held_steps)
@@ -143,7 +150,7 @@ class Scenario:
         )
 
     @classmethod
-    def load(cls, path: Path | str, robot: str | None = None) -> Scenario:
+    def load(cls, path: Path | str, robot: Robot | str | None = None) -> Scenario:
         """Read and validate a scenario file (UTF-8 JSON). A file without a ``name`` is
         named after itself (its stem, when that is a valid folder name). ``robot`` overrides
         the file's ``robot`` before validation (poses are checked against that robot)."""
@@ -152,7 +159,7 @@ class Scenario:
         if isinstance(raw, dict) and "name" not in raw and _plain_name(p.stem):
             raw = {**raw, "name": p.stem}
         if robot is not None and isinstance(raw, dict):
-            raw = {**raw, "robot": robot}
+            raw = {**raw, "robot": robot.spec if isinstance(robot, Robot) else robot}
         return cls.from_dict(raw, source=f"scenario file {str(path)!r}")
 
 
@@ -241,29 +248,33 @@ DEMO_WAVE = np.array([-0.5, -0.2, 0.6, -0.2, 0.6, -0.3, 0.8])  # from home [rad]
 DEMO_BOUND_MARGIN_RAD = 0.05
 
 
-def _demo_poses(robot: str, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(home, reach, wave) of ``arm``. ROB: its home plus the two moves; another robot: its
-    home keyframe plus the same move sizes, each joint toward its farther bound, kept
-    ``DEMO_BOUND_MARGIN_RAD`` inside the joint range."""
-    if robot == "rob":
-        home = np.array(D.HOME_ARM_POSE)
-        return home, home + DEMO_REACH, home + DEMO_WAVE
-    from rob_twin.models.loading import keyframe_arm_q
-    from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
+def _demo_move(home, lo, hi, move: np.ndarray, scale: float) -> np.ndarray:
+    """``home + move`` where every joint stays inside [lo, hi]; else each joint ``scale`` x
+    the move's size toward its farther bound, kept ``DEMO_BOUND_MARGIN_RAD`` inside the range
+    (``toward_far_bound``) [rad]."""
     from rob_twin.twin.rehearsal.targets import toward_far_bound
 
-    m = load_robot_model(robot)
-    home = keyframe_arm_q(m, arm)
-    lo, hi = np.array(arm_joint_ranges(robot, arm)).T
+    if move.size == home.size and np.all((home + move >= lo) & (home + move <= hi)):
+        return home + move
     lo, hi = lo + DEMO_BOUND_MARGIN_RAD, hi - DEMO_BOUND_MARGIN_RAD
-    reach = np.clip(home + toward_far_bound(home, lo, hi, DEMO_REACH), lo, hi)
-    wave = np.clip(home + 0.5 * toward_far_bound(home, lo, hi, DEMO_WAVE), lo, hi)
-    return home, reach, wave
+    size = np.resize(move, home.size)
+    return np.clip(home + scale * toward_far_bound(home, lo, hi, size), lo, hi)
 
 
-def demo_scenario(robot: str = "rob") -> Scenario:
+def _demo_poses(robot: Robot, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(home, reach, wave) of ``arm`` [rad]: the robot's home and the demo's two moves from it
+    (``_demo_move``: as they are where the joint ranges allow; the wave at half size toward
+    the farther bounds where they do not)."""
+    home = robot.home(arm)
+    lo, hi = np.array(robot.joint_ranges(arm)).T
+    return home, _demo_move(home, lo, hi, DEMO_REACH, 1.0), _demo_move(home, lo, hi, DEMO_WAVE, 0.5)
+
+
+def demo_scenario(robot: Robot | str | None = None) -> Scenario:
     """The robot moves both arms: reach, wave, return home (ROB at the table: toward the
-    can); validated like a scenario file."""
+    can); validated like a scenario file. ``robot``: anything ``robot_of`` takes (None: the
+    default robot)."""
+    robot = robot_of(robot)
     frames = []
     for k, arm in enumerate(("right", "left")):
         home, reach, wave = _demo_poses(robot, arm)
@@ -273,15 +284,14 @@ def demo_scenario(robot: str = "rob") -> Scenario:
             for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))
         ]
     raw = {
-        "name": "demo" if robot == "rob" else f"demo_{resolve_robot(robot).name}",
+        "name": "demo" if robot.spec == DEFAULT_ROBOT else f"demo_{robot.name}",
         "duration": 6.5,
         "seed": 0,
         "keyframes": frames,
         "cameras": ["overview"],
         "fps": 30,
+        "robot": robot.spec,
     }
-    if robot != "rob":
-        raw["robot"] = robot
     return Scenario.from_dict(raw, source="the demo scenario")
 
 
@@ -316,6 +326,22 @@ class RunResult:
     bus_latencies_s: dict = field(default_factory=dict)  # per bus, raw latencies for the plot
     calibration: dict | str = "uncalibrated"  # the calibration's label (calibration_label)
     held: dict = field(default_factory=dict)  # the held box's figures and verdict (held_steps)
+    robot: dict = field(default_factory=dict)  # Robot.identity() of the robot that ran
+
+
+def scenario_robot(sc: Scenario) -> Robot:
+    """The robot ``sc`` runs on, checked for what the scenario needs (owners, codecs and
+    drives over CAN; a tracked base for ``base`` steps; Cartesian kinematics for carries);
+    MissingCapabilityError (exit 2) before anything runs."""
+    robot = robot_of(sc.robot)
+    what = f"scenario {sc.name!r}"
+    robot.require(CAN_DRIVES, f"{what} (it runs owners, codecs and drives over CAN)")
+    robot.require(SEVEN_JOINT_ARMS, f"{what} (the owners and codecs drive seven joints)")
+    if sc.base:
+        robot.require(TRACKED_BASE, f"{what}'s base steps")
+    if sc.carries:
+        robot.require(CARTESIAN_KINEMATICS, f"{what}'s carries (lockstep Cartesian plans)")
+    return robot
 
 
 def scenario_loop(
@@ -328,46 +354,33 @@ def scenario_loop(
     ``bus_timing`` every frame goes through a simulated CAN bus (``rob_twin.twin.bus.timing``);
     with ``calibration`` (``rob_twin.twin.calibration``) the model and drives take its
     parameters (ROB only: CalibrationError for the OpenArm-class robot)."""
-    if calibration is not None:
-        from rob_twin.twin.calibration.apply import check_robot
-
-        check_robot(sc.robot, calibration)
+    robot = scenario_robot(sc)
+    check_robot(robot, calibration)
     if sc.held is not None and calibration is not None:
         raise ScenarioError(
             "held_object with a calibration: the held-box scene is built from the assumed "
             "model only; valid: run it without --calibration"
         )
-    held_model = None
+    config = loop_config(
+        robot,
+        f"scenario {sc.name!r} (it runs owners, codecs and drives)",
+        seed=sc.seed,
+        faults=tuple(sc.faults),
+        log_dir=can_log_dir,
+        bus_timing=bus_timing,
+        calibration=calibration,
+    )
     if sc.held is not None:
         from rob_twin.twin.sim.held_object import held_scene
 
-        held_model = held_scene(sc.robot, sc.held.box)
-    if robot_family(sc.robot) == "damiao":
-        from rob_twin.models.robot_model import load_robot_model
-        from rob_twin.twin.sim.damiao_loop import openarm_config
+        model = held_scene(robot.spec, sc.held.box)
+    elif calibration is not None:
+        from rob_twin.twin.calibration.apply import calibrated_model
 
-        twin = Twin(TwinConfig(seed=sc.seed), model=held_model or load_robot_model(sc.robot))
-        config = openarm_config(
-            robot=sc.robot,
-            seed=sc.seed,
-            faults=tuple(sc.faults),
-            log_dir=can_log_dir,
-            bus_timing=bus_timing,
-        )
+        model = calibrated_model(calibration, robot.model())
     else:
-        model = held_model
-        if calibration is not None:
-            from rob_twin.twin.calibration.apply import calibrated_model
-
-            model = calibrated_model(calibration)
-        twin = Twin(TwinConfig(seed=sc.seed), model=model)
-        config = ClosedLoopConfig(
-            seed=sc.seed,
-            faults=tuple(sc.faults),
-            log_dir=can_log_dir,
-            bus_timing=bus_timing,
-            calibration=calibration,
-        )
+        model = robot.model()
+    twin = Twin(TwinConfig(seed=sc.seed), model=model)
     for joint, value in sc.initial.items():
         twin.data.qpos[joint_qpos_index(twin.model, joint)] = value
     mujoco.mj_forward(twin.model, twin.data)
@@ -548,6 +561,7 @@ def run_scenario(
         bus_latencies_s=latencies,
         calibration=calibration.label() if calibration is not None else "uncalibrated",
         held=held.summary(out_dir) if held is not None else {},
+        robot=loop.robot.identity(),
     )
 
 

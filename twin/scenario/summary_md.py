@@ -138,9 +138,18 @@ def run_markdown(s: dict, extra_sections: tuple[str, ...] = ()) -> str:
     if s.get("unexpected"):
         lines += ["Unexpected (the run fails):", ""] + [f"- {p}" for p in s["unexpected"]] + [""]
     ratio = s.get("sim_to_wall_ratio_physics_only")
+    robot = s.get("robot") or {}
     outcome = {
         "status": s["status"],
         "passed": s.get("passed"),
+        **(
+            {
+                "robot": f"{robot['name']} ({robot['file']}; {robot['family']} drives; "
+                f"model {robot['model_hash']})"
+            }
+            if robot
+            else {}
+        ),
         "simulated time": f"{s['simulated_s']:.2f} s",
         "wall time": f"{s['wall_s']:.2f} s (physics {s['physics_wall_s']:.2f} s"
         + (f", {number(ratio, 1)}x faster than real time" if ratio else "")

@@ -21,12 +21,13 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import SimClock
+from rob_twin.controllers.codec import default_config as default_codec_config
 from rob_twin.controllers.lease import Lease, LeaseStatus
 from rob_twin.controllers.mailbox import OfferResult
 from rob_twin.controllers.owner_config import OwnerConfig
@@ -36,11 +37,11 @@ from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models import dimensions as D
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import BUS_MAPPING, Arm
-from rob_twin.models.robot_description import resolve_robot, robot_family
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.timed_bus import BusTimingLayer
 from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.bus.wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
-from rob_twin.twin.drives.amber_bank import MotorBank
+from rob_twin.twin.drives.amber_bank import MotorBank, default_drive_configs
 from rob_twin.twin.drives.amber_drive import DriveConfig
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.faults import FaultSchedule, FaultSpec
@@ -104,7 +105,7 @@ class ClosedLoopConfig:
     calibration: object | None = None
 
     def __post_init__(self) -> None:
-        resolve_robot(self.robot)  # RobotFileError names the shipped robots
+        robot_of(self.robot)  # RobotFileError names the shipped robots
         if self.calibration is not None:
             from rob_twin.twin.calibration.apply import check_robot
 
@@ -143,7 +144,8 @@ class ClosedLoop:
 
     def __init__(self, config: ClosedLoopConfig | None = None, twin: Twin | None = None):
         self.config = cfg = config or default_config()
-        if robot_family(cfg.robot) != self.family:
+        self.robot: Robot = robot_of(cfg.robot)
+        if self.robot.family != self.family:
             raise TwinInputError(
                 "ClosedLoopConfig.robot",
                 cfg.robot,
@@ -155,7 +157,7 @@ class ClosedLoop:
         self.clock = SimClock(self.twin.time)
         self.faults = FaultSchedule(cfg.faults)
         run = f"{os.getpid()}.{next(_RUNS)}"
-        self.channels = {arm: f"{BUS_MAPPING[arm].channel}@{run}" for arm in Arm}
+        self.channels = {arm: f"{self.bus_name(arm)}@{run}" for arm in Arm}
         other = {Arm.RIGHT: Arm.LEFT, Arm.LEFT: Arm.RIGHT}
         wiring = {self.channels[arm]: (other[arm] if cfg.swap_wiring else arm) for arm in Arm}
         self.bank = self._make_bank(wiring)
@@ -194,36 +196,75 @@ class ClosedLoop:
         sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
         self._closed = False
 
+    def bus_name(self, arm: Arm) -> str:
+        """The CAN interface of ``arm``'s drives: the robot file's channel (ROB: CAN10 /
+        CAN11), else the twin's default mapping (``rob_twin.models.names.BUS_MAPPING``)."""
+        return self.robot.channel(arm) or BUS_MAPPING[arm].channel
+
+    def owner_config(self, arm: Arm) -> OwnerConfig:
+        """The owner of ``arm`` with the config's rates and limits and the model's joint
+        ranges as its position bounds [rad] (each arm its own)."""
+        m = self.twin.model
+        ranges = [m.jnt_range[m.joint(name).id] for name in self.robot.joints(arm)]
+        return replace(
+            self.config.owner,
+            position_lower=tuple(float(lo) for lo, _ in ranges),
+            position_upper=tuple(float(hi) for _, hi in ranges),
+        )
+
     # ------------------------------------------------------------------ family hooks
     def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
+        model = self.robot.model()
         if cfg.calibration is not None:
             from rob_twin.twin.calibration.apply import calibrated_model
 
-            return Twin(TwinConfig(seed=cfg.seed), model=calibrated_model(cfg.calibration))
-        return Twin(TwinConfig(seed=cfg.seed))
+            model = calibrated_model(cfg.calibration, model)
+        return Twin(TwinConfig(seed=cfg.seed), model=model)
+
+    def _drive_configs(self) -> dict[Arm, tuple[DriveConfig, ...]]:
+        """Each arm's Amber drives: the family's speed and current tables
+        (``default_drive_configs``) with the model's joint ranges as their bounds [rad]."""
+        table = default_drive_configs()
+        return {
+            arm: tuple(
+                replace(d, lower_rad=lo, upper_rad=hi)
+                for d, (lo, hi) in zip(table, self.robot.joint_ranges(arm), strict=True)
+            )
+            for arm in Arm
+        }
 
     def _make_bank(self, wiring: dict[str, Arm]):
         cfg = self.config
+        if cfg.drives is not None:
+            drives = cfg.drives
+        elif cfg.calibration is not None:
+            drives = _calibrated_drives(cfg.calibration)
+        else:
+            drives = self._drive_configs()
         return MotorBank(
             self.twin.model,
             self.twin.data,
             wiring,
             self.faults,
-            cfg.drives
-            if cfg.drives is not None or cfg.calibration is None
-            else _calibrated_drives(cfg.calibration),
+            drives,
             cfg.log_dir,
             cfg.log_suffix,
             now=self.twin.time,
         )
 
     def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> ArmDriver:
+        owner = self.owner_config(arm)
+        codec = replace(
+            default_codec_config(),
+            lower_rad=owner.position_lower,
+            upper_rad=owner.position_upper,
+        )
         return ArmDriver.create(
             arm,
             self.clock,
             self.twin.arm_positions(arm),
-            self.config.owner,
-            TransportConfig(arm=arm, channel=self.channels[arm]),
+            owner,
+            TransportConfig(arm=arm, channel=self.channels[arm], codec=codec),
             bus=wire,
         )
 

@@ -15,19 +15,37 @@ compensation with them; feedback is each drive's reply to each frame; before the
 owners tick, each arm runs the enable sequence (``DamiaoTransport.bring_up``: CAN
 timeout written, registers read and compared, drives enabled). ``DamiaoOptions``
 switches compensation and gains, declares a payload, and injects host/drive register
-disagreements for the rehearsal.
+disagreements for the rehearsal. The drives and the host's motor table are the robot
+file's ``drives.motors``.
+
+Holding from the first tick: the twin starts each arm at rest at its start pose (the
+robot's home, or the scenario's initial values), which need not be gravity-free. A
+disabled Damiao drive, and an enabled one without a command, gives no torque (and has no
+brake), so (1) each drive's ENABLE is followed at once by an MIT frame holding the owner's
+starting sample with the gravity feed-forward there (``DamiaoOptions.hold_on_enable``),
+and (2) on a timed bus, where the register reads of the bring-up take simulated time
+(about 0.1 s at 1 Mbit/s), the twin keeps the arm joints at their start pose, at rest,
+until every drive is enabled and holding (``DamiaoOptions.support_during_bring_up``: a
+real arm whose start pose is not gravity-free rests on a support during bring-up).
+Without both, an arm whose start pose needs holding torque sags during bring-up, the
+owner (still at the start pose) latches ``tracking_error``, stops publishing, the drives'
+CAN watchdog trips and the arm falls.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import mujoco
+import numpy as np
 from rob_twin.controllers.damiao_codec import Register, Scaling
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
 from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
 from rob_twin.controllers.owner_config import OwnerConfig
-from rob_twin.models.damiao_motors import OPENARM_KD, OPENARM_KP
-from rob_twin.models.names import Arm, arm_joints
+from rob_twin.models.damiao_motors import MOTORS, OPENARM_KD, OPENARM_KP, MotorLimits
+from rob_twin.models.loading import arm_qpos_indices
+from rob_twin.models.names import Arm
+from rob_twin.models.robot_description import resolve_robot
 from rob_twin.models.robot_model import load_robot_model
 from rob_twin.planners.kinematics import Payload
 from rob_twin.twin.bus.wire import FaultInjectingBus
@@ -56,7 +74,12 @@ class DamiaoOptions:
     tool payload; kp/kd: per-joint gains [Nm/rad], [Nm s/rad] (None: OpenArm's ROS 2
     table); host_scalings: the host's PMAX/VMAX/TMAX table (None: the motor table);
     drive_registers: drive-side register overrides; timeout_s: CAN watchdog written at
-    bring-up [s] (None: leave the factory 0 = off); enable: run the enable sequence."""
+    bring-up [s] (None: leave the factory 0 = off); enable: run the enable sequence;
+    hold_on_enable: each drive's ENABLE is followed by an MIT frame holding the owner's
+    starting sample with its gravity feed-forward (False: the drive gives zero torque until
+    the owner's first sample reaches it); support_during_bring_up: on a timed bus, keep the
+    arm joints at their start pose, at rest, until the enable sequence is over (False: the
+    arms hang limp while the registers are read, as an unsupported real arm would)."""
 
     gravity_compensation: bool = True
     payload: Payload | None = None
@@ -66,6 +89,8 @@ class DamiaoOptions:
     drive_registers: tuple[DriveRegisterOverride, ...] = ()
     timeout_s: float | None = 0.1
     enable: bool = True
+    hold_on_enable: bool = True
+    support_during_bring_up: bool = True
 
 
 BRING_UP_SETTLE_S = 0.001  # one settle of the bring-up on a timed bus [s]
@@ -100,8 +125,10 @@ class DamiaoClosedLoop(ClosedLoop):
         if not isinstance(opts, DamiaoOptions):
             raise TwinInputError("ClosedLoopConfig.damiao", opts, "a DamiaoOptions or None")
         self.options: DamiaoOptions = opts
+        self.motors: tuple[MotorLimits, ...] = ()  # the robot file's (``_make_bank``)
         self.bring_up: dict[Arm, object] = {}
         self.gravity: dict[Arm, ModelGravity] = {}
+        self._support: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         super().__init__(config, twin)
 
     # ------------------------------------------------------------------ family hooks
@@ -110,12 +137,13 @@ class DamiaoClosedLoop(ClosedLoop):
 
     def _make_bank(self, wiring: dict[str, Arm]) -> DamiaoBank:
         cfg = self.config
+        self.motors = robot_motors(cfg.robot)
         return DamiaoBank(
             self.twin.model,
             self.twin.data,
             wiring,
             self.faults,
-            default_damiao_configs(),
+            default_damiao_configs(motors=self.motors),
             cfg.log_dir,
             cfg.log_suffix,
             now=self.twin.time,
@@ -129,6 +157,7 @@ class DamiaoClosedLoop(ClosedLoop):
         tcfg = DamiaoTransportConfig(
             arm=arm,
             channel=self.channels[arm],
+            motors=self.motors,
             kp=o.kp or OPENARM_KP,
             kd=o.kd or OPENARM_KD,
             scalings=o.host_scalings,
@@ -144,38 +173,64 @@ class DamiaoClosedLoop(ClosedLoop):
             gravity=gravity,
         )
 
-    def owner_config(self, arm: Arm) -> OwnerConfig:
-        """The owner of ``arm`` with the config's rates and the model's joint ranges as its
-        position bounds [rad] (each arm its own: OpenArm's left ranges mirror its right's)."""
-        m = self.twin.model
-        ranges = [m.jnt_range[m.joint(name).id] for name in arm_joints(arm)]
-        return replace(
-            self.config.owner,
-            position_lower=tuple(float(lo) for lo, _ in ranges),
-            position_upper=tuple(float(hi) for _, hi in ranges),
-        )
-
     def _start_drives(self) -> None:
-        for ov in self.options.drive_registers:
+        """Register overrides, then the enable sequence: both arms' registers checked, then
+        each arm's drives enabled, each holding the owner's starting sample from its enable on
+        (module doc); on a timed bus the arms are supported meanwhile."""
+        o = self.options
+        for ov in o.drive_registers:
             self.bank.set_register(ov.arm, ov.joint, ov.register, ov.value)
-        if not self.options.enable:
+        if not o.enable:
             return
-        checked = {arm: drv.check_registers(self._settle) for arm, drv in self.drivers.items()}
-        for arm, drv in self.drivers.items():
-            rep = checked[arm]
-            self.bring_up[arm] = (
-                rep if rep.missing or rep.mismatches else drv.enable(self._settle, rep)
-            )
+        if self.bus_timing is not None and o.support_during_bring_up:
+            self._support = self._arm_state()
+        try:
+            checked = {arm: drv.check_registers(self._settle) for arm, drv in self.drivers.items()}
+            for arm, drv in self.drivers.items():
+                rep = checked[arm]
+                self.bring_up[arm] = (
+                    rep
+                    if rep.missing or rep.mismatches
+                    else drv.enable(self._settle, rep, hold=o.hold_on_enable)
+                )
+        finally:
+            if self._support:
+                self._support = []
+                mujoco.mj_forward(self.twin.model, self.twin.data)
+
+    def _arm_state(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(qpos indices, dof indices, qpos) of each arm's joints now."""
+        m, d = self.twin.model, self.twin.data
+        out = []
+        for arm in Arm:
+            qi = np.asarray(arm_qpos_indices(m, arm))
+            joints = [int(np.flatnonzero(m.jnt_qposadr == a)[0]) for a in qi]
+            out.append((qi, m.jnt_dofadr[joints].copy(), d.qpos[qi].copy()))
+        return out
 
     def _settle(self) -> None:
         """Let the drives answer. On instant buses no simulated time passes (a lockstep
-        exchange); on a timed bus (``bus_timing``) 1 ms passes, physics included (the drives are
-        not enabled yet: the arms hang limp, as real ones do during bring-up: 24 settles,
-        24 ms)."""
+        exchange); on a timed bus (``bus_timing``) 1 ms passes, physics included, with the arm
+        joints put back at their start pose, at rest, after each step while the enable
+        sequence runs (``DamiaoOptions.support_during_bring_up``; without it the arms hang
+        limp, the drives not yet enabled: on a 1 Mbit/s bus the sequence takes 108 settles,
+        0.108 s)."""
         if self.bus_timing is None:
             self.bank.service(self.twin.time, 0.0)
             return
+        d = self.twin.data
         for _ in range(max(1, round(BRING_UP_SETTLE_S / self.twin.scheduler.dt))):
             self.twin.step()
+            for qi, dofs, q in self._support:
+                d.qpos[qi] = q
+                d.qvel[dofs] = 0.0
             self._service_bus(self.twin.time)
             self.bank.service(self.twin.time, self.twin.scheduler.dt)
+
+
+def robot_motors(robot: str) -> tuple[MotorLimits, ...]:
+    """The Damiao motor of each arm joint of ``robot`` (its robot file's ``drives.motors``)."""
+    names = resolve_robot(robot).file.drives.motors
+    if names is None:
+        raise TwinInputError("robot", robot, "a robot file with drives.motors (family damiao)")
+    return tuple(MOTORS[n] for n in names)

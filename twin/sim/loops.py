@@ -9,13 +9,38 @@ this factory.
 
 from __future__ import annotations
 
-from rob_twin.models.robot_description import robot_family
+from dataclasses import replace
+
+from rob_twin.models.robot import CAN_DRIVES, SEVEN_JOINT_ARMS, Robot, robot_of
+from rob_twin.models.robot_description import RobotFileError
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
-from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop
+from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop, openarm_config
 from rob_twin.twin.sim.twin import Twin
 
 LOOPS: dict[str, type[ClosedLoop]] = {"amber": ClosedLoop, "damiao": DamiaoClosedLoop}
+
+
+def loop_config(robot: Robot | str, what: str = "a closed loop", **overrides) -> ClosedLoopConfig:
+    """The closed-loop config of ``robot`` (its family's rates and options) with
+    ``overrides``; MissingCapabilityError (exit 2) for a robot without CAN drives or with
+    arms the codecs cannot drive (``what``: the command asking, for the message)."""
+    robot = robot_of(robot)
+    robot.require(CAN_DRIVES, what)
+    robot.require(SEVEN_JOINT_ARMS, what)
+    if robot.family == "damiao":
+        config = openarm_config(robot=robot.spec, **overrides)
+    else:
+        config = replace(ClosedLoopConfig(robot=robot.spec), **overrides)
+    steps = 1.0 / (config.owner_rate_hz * robot.timestep_s)
+    if round(steps) < 1 or abs(steps - round(steps)) > 1e-9:
+        raise RobotFileError(
+            f"{robot.path.name}: the MJCF's <option timestep>",
+            robot.timestep_s,
+            f"a physics step that divides the {robot.family} owners' period "
+            f"{1.0 / config.owner_rate_hz:g} s (e.g. 0.001 s), for {what}",
+        )
+    return config
 
 
 def make_closed_loop(
@@ -25,7 +50,7 @@ def make_closed_loop(
     if not given)."""
     if config is None:
         return ClosedLoop(None, twin)
-    family = robot_family(config.robot)
+    family = robot_of(config.robot).family
     if family not in LOOPS:
         raise TwinInputError(
             "robot",

@@ -86,7 +86,7 @@ def register(sub) -> None:
     )
     demo.add_argument(
         "--bus",
-        default="1M",
+        default=None,
         help=BUS_HELP,
     )
     demo.add_argument(

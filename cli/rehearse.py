@@ -14,7 +14,7 @@ from rob_twin.cli.common import (
 )
 
 
-def _bus_budget(args: argparse.Namespace):
+def _bus_budget(args: argparse.Namespace, robot):
     """The bus-budget gate's settings from ``--bus`` and ``--command-rate`` (worst-case
     stuffing unless the spec says otherwise)."""
     import dataclasses
@@ -23,7 +23,7 @@ def _bus_budget(args: argparse.Namespace):
     from rob_twin.twin.bus.frame_bits import Stuffing
     from rob_twin.twin.bus.timing import BusTimingConfigError, parse_bus_spec
 
-    bus = parse_bus_spec(args.bus)
+    bus = parse_bus_spec(args.bus or robot.bus_spec)
     if bus is None:
         raise BusTimingConfigError("the bus budget needs a bus: --bus off is not valid here")
     bus = dataclasses.replace(
@@ -68,7 +68,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     out = Path(args.out)
     RunFolder.check_writable(out)  # before the gates run, not after
     report = rehearse(
-        dataclasses.replace(cfg, bus_budget=_bus_budget(args)),
+        dataclasses.replace(cfg, bus_budget=_bus_budget(args, robot)),
         args.gate or None,
         progress=not args.json,
     )
@@ -117,8 +117,9 @@ def register(sub) -> None:
     )
     reh.add_argument(
         "--bus",
-        default="1M",
-        help="bus of the bus_budget gate: 1M, 500k, 250k, fd:1M/5M ... (worst-case stuffing)",
+        default=None,
+        help="bus of the bus_budget gate: 1M, 500k, 250k, fd:1M/5M ... (worst-case stuffing; "
+        "default: the robot file's drives.bus)",
     )
     reh.add_argument(
         "--exact-stuffing",

@@ -17,8 +17,9 @@ from rob_twin.cli.common import (
 )
 
 BUS_HELP = (
-    "simulated CAN bus: 1M (default, classic 1 Mbit/s), 500k, fd:1M/5M, off "
-    "(frames arrive instantly); +worst for worst-case stuffing"
+    "simulated CAN bus: 1M (classic 1 Mbit/s), 500k, fd:1M/5M (CAN FD), off (frames arrive "
+    "instantly); +worst for worst-case stuffing (default: the robot file's drives.bus: ROB "
+    "1M, OpenArm fd:1M/5M)"
 )
 RECORD_CAN_HELP = (
     "record all bus traffic to FILE "
@@ -26,11 +27,12 @@ RECORD_CAN_HELP = (
 )
 
 
-def _bus_timing(args: argparse.Namespace):
-    """The ``--bus`` option as a BusTimingConfig (None: off); typed error when malformed."""
+def _bus_timing(args: argparse.Namespace, robot):
+    """The ``--bus`` option as a BusTimingConfig (None: off; not given: the robot file's
+    ``drives.bus``); typed error when malformed."""
     from rob_twin.twin.bus.timing import parse_bus_spec
 
-    return parse_bus_spec(getattr(args, "bus", "off"))
+    return parse_bus_spec(getattr(args, "bus", None) or robot.bus_spec)
 
 
 def run_and_report(
@@ -53,8 +55,8 @@ def run_and_report(
     from rob_twin.twin.sim.interrupts import EXIT_CODES, stop_requests
 
     say = say_for(args)
-    bus = _bus_timing(args)  # bad --bus / --record-can: exit 2 before anything runs
     robot = scenario_robot(sc)  # a robot that cannot run it: exit 2 before anything runs
+    bus = _bus_timing(args, robot)  # bad --bus / --record-can: exit 2 before anything runs
     calibration = calibration_arg(getattr(args, "calibration", None), robot)
     traffic = getattr(args, "record_can", None)
     if traffic:
@@ -132,6 +134,11 @@ def run_and_report(
                 f"p99 {c['p99_us']} us, max {c['max_us']} us, frames lost {b['frames_lost']}"
             )
         say(f"bus plot: {summary['bus_plot']}")
+    for b in summary.get("bus_over_budget", []):
+        say(
+            f"WARNING: bus {b['bus']} ({b['config']}) ran at {100 * b['load']:.1f} % load, over "
+            f"the {100 * b['max_load']:.0f} % budget (rob-twin rehearse --gate bus_budget)"
+        )
     if traffic:
         say(f"bus recording: {traffic} (+ .json sidecar; rob-twin replay {traffic})")
     label = summary["calibration"]
@@ -194,7 +201,7 @@ def register(sub) -> None:
     run.add_argument(
         "--robot", type=robot_arg, help=f"override the scenario's 'robot': {ROBOT_HELP}"
     )
-    run.add_argument("--bus", default="1M", help=BUS_HELP)
+    run.add_argument("--bus", default=None, help=BUS_HELP)
     run.add_argument("--record-can", metavar="FILE", help=RECORD_CAN_HELP)
     run.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     run.add_argument(

@@ -154,6 +154,11 @@ class Robot:
         """``arm``'s home pose [rad] (the file's ``home_rad``)."""
         return np.array(self.description.arm(arm).home_rad, dtype=float)
 
+    @property
+    def bus_spec(self) -> str:
+        """The arms' bus as the file says, in ``--bus`` syntax (``1M``, ``fd:1M/5M``)."""
+        return self.description.file.drives.bus
+
     def channel(self, arm: Arm | str) -> str | None:
         """The CAN interface of ``arm``'s drives as the file says (None: the file names none)."""
         can = self.description.arm(arm).can

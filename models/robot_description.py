@@ -121,6 +121,14 @@ class DriveDescription(BaseModel):
         max_length=JOINTS_PER_ARM,
         description=f"damiao only: motor type per joint, one of {sorted(MOTORS)}",
     )
+    bus: str = Field(
+        default="1M",
+        max_length=40,
+        pattern=r"^(classic:|fd:)?[0-9.]+[kM]?(/[0-9.]+[kM]?)?(\+worst)?$",
+        description="the arms' CAN buses, as --bus writes them: 1M (classic CAN 1 Mbit/s), "
+        "500k, fd:1M/5M (CAN FD, 5 Mbit/s data phase); what run, demo and rehearse "
+        "simulate unless --bus says otherwise",
+    )
     kp: float = Field(default=200.0, gt=0, le=1e5, description="ideal only: servo kp [Nm/rad]")
     kv: float = Field(default=20.0, ge=0, le=1e4, description="ideal only: servo kv [Nm s/rad]")
 

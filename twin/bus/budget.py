@@ -1,8 +1,10 @@
-"""Bus budget: does ROB's streaming fit on each arm bus, and with what latency?
+"""Bus budget: does an arm's streaming fit on its bus, and with what latency?
 
-Each arm bus carries one host streaming ``joints`` position commands (3 bytes) at
-``command_rate_hz`` and ``joints`` drives answering with 8-byte feedback frames at
-``feedback_rate_hz``, all released on the same instants (the worst alignment, and
+Each arm bus carries one host streaming ``joints`` commands at ``command_rate_hz`` and
+``joints`` drives answering at ``feedback_rate_hz``, in the frames of the drive family
+(``FAMILY_FRAMES``: Amber 3-byte position commands on 0x11.. and 8-byte feedback on 0x91..;
+Damiao 8-byte MIT commands on 0x01.. each answered by an 8-byte reply on 0x11..), all
+released on the same instants (the worst alignment, and
 the twin's: feedback ticks coincide with owner ticks). The traffic is played through
 a ``BusTimeline`` (``rob_twin.twin.bus.timing``) for ``duration_s`` with worst-case bit
 stuffing by default, and judged:
@@ -38,6 +40,30 @@ from rob_twin.twin.bus.timing import (
 
 COMMAND_BYTES = 3  # opcode 0x40 + 16-bit position word
 FEEDBACK_BYTES = 8
+DAMIAO_ESC_ID0, DAMIAO_MST_ID0 = 0x01, 0x11  # OpenArm's ids: commands 0x01.., replies 0x11..
+
+
+def _frames(ids: tuple[int, ...], data: bytes, n: int) -> list[can.Message]:
+    return [can.Message(arbitration_id=i, data=data, is_extended_id=False) for i in ids[:n]]
+
+
+def amber_frames(n: int) -> tuple[list[can.Message], list[can.Message]]:
+    """(commands, feedback) of one Amber sample of ``n`` joints (seed 001)."""
+    return (
+        _frames(COMMAND_IDS, bytes([0x40, 0x7F, 0x7F]), n),
+        _frames(FEEDBACK_IDS, bytes(FEEDBACK_BYTES), n),
+    )
+
+
+def damiao_frames(n: int) -> tuple[list[can.Message], list[can.Message]]:
+    """(commands, replies) of one Damiao MIT sample of ``n`` joints: 8 bytes each way."""
+    return (
+        _frames(tuple(range(DAMIAO_ESC_ID0, DAMIAO_ESC_ID0 + n)), bytes(8), n),
+        _frames(tuple(range(DAMIAO_MST_ID0, DAMIAO_MST_ID0 + n)), bytes(8), n),
+    )
+
+
+FAMILY_FRAMES = {"amber": amber_frames, "damiao": damiao_frames}
 
 
 def _worst_case_bus() -> BusTimingConfig:
@@ -57,12 +83,17 @@ class BusBudgetConfig:
     joints: int = 7
     max_load: float = 0.8
     duration_s: float = 1.0
+    family: str = "amber"  # whose frames: a key of FAMILY_FRAMES
 
     def __post_init__(self) -> None:
         for name in ("command_rate_hz", "feedback_rate_hz"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and 0 < v <= 10_000):
                 raise BusTimingConfigError(f"{name} {v!r} is outside (0, 10000] Hz")
+        if self.family not in FAMILY_FRAMES:
+            raise BusTimingConfigError(
+                f"drive family {self.family!r} has no bus frames; valid: {sorted(FAMILY_FRAMES)}"
+            )
         if not 0 < self.max_load <= 1:
             raise BusTimingConfigError(f"max_load {self.max_load!r} is outside (0, 1]")
         if not 1 <= self.joints <= len(COMMAND_IDS):
@@ -83,18 +114,7 @@ def bus_budget(
     tl.add_node("host", max(cfg.bus.host_queue_frames, cfg.joints), None)
     for j in range(1, cfg.joints + 1):
         tl.add_node(f"drive{j}", cfg.bus.drive_queue_frames, None)
-    cmd = [
-        can.Message(
-            arbitration_id=COMMAND_IDS[j], data=bytes([0x40, 0x7F, 0x7F]), is_extended_id=False
-        )
-        for j in range(cfg.joints)
-    ]
-    fb = [
-        can.Message(
-            arbitration_id=FEEDBACK_IDS[j], data=bytes(FEEDBACK_BYTES), is_extended_id=False
-        )
-        for j in range(cfg.joints)
-    ]
+    cmd, fb = FAMILY_FRAMES[cfg.family](cfg.joints)
     offered_s = command_rate_hz * sum(
         cfg.bus.frame_seconds(m) for m in cmd
     ) + feedback_rate_hz * sum(cfg.bus.frame_seconds(m) for m in fb)

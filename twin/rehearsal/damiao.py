@@ -48,10 +48,12 @@ from rob_twin.twin.rehearsal.gates import (
     _frames_after,
     _r,
     _start_moving,
+    gate_bus_budget,
     gate_exclusive_output,
     gate_feedback,
     gate_moving_retargets,
     gate_output_uncertainty,
+    gate_stopping,
     gate_units_and_references,
 )
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
@@ -353,6 +355,12 @@ def gate_can_timeout(cfg: RehearsalConfig) -> GateResult:
     )
 
 
+def gate_stopping_damiao(cfg: RehearsalConfig) -> GateResult:
+    """Stop while moving brakes within the braking bound (``gate_stopping``); what a Damiao
+    drive does when the host falls silent is the ``can_timeout`` gate."""
+    return gate_stopping(cfg, drive_hold=False)
+
+
 DAMIAO_GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "register_agreement": gate_register_agreement,
     "enable_sequence": gate_enable_sequence,
@@ -364,4 +372,6 @@ DAMIAO_GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "feedback": gate_feedback,
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,
+    "bus_budget": gate_bus_budget,
+    "stopping": gate_stopping_damiao,
 }

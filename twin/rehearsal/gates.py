@@ -291,7 +291,11 @@ def _limits_table(cfg: RehearsalConfig) -> list[dict]:
     return rows
 
 
-def gate_stopping(cfg: RehearsalConfig) -> GateResult:
+def gate_stopping(cfg: RehearsalConfig, drive_hold: bool = True) -> GateResult:
+    """Stop while moving brakes within the braking bound; with ``drive_hold`` (Amber
+    drives) the bus-off and owner-loss cases too: the drive-side timeout holds the arm.
+    Damiao drives go limp on their CAN timeout instead (no brake): their profile gates that
+    as ``can_timeout`` and passes ``drive_hold=False``."""
     cases = []
     # 1. Stop while moving, from the coherent commanded state
     with _loop(cfg) as lp:
@@ -339,10 +343,11 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
             }
         )
     # 2. and 3. the host can no longer stop the arm: the drive-side timeout must hold it
-    for name, fault in (
+    held_cases = (
         ("stop under bus-off", FaultSpec("bus_off", "right", at=0.7)),
         ("owner loss", None),
-    ):
+    )
+    for name, fault in held_cases if drive_hold else ():
         with _loop(cfg, *([fault] if fault else [])) as lp:
             _start_moving(lp)
             lp.run_for(0.5)
@@ -374,8 +379,12 @@ def gate_stopping(cfg: RehearsalConfig) -> GateResult:
         "stopping",
         cases,
         "Stop while moving brakes within the configured limits (travel within the "
-        "braking bound plus servo lag); with the bus down or the owner gone the "
-        "drives time out and hold",
+        "braking bound plus servo lag)"
+        + (
+            "; with the bus down or the owner gone the drives time out and hold"
+            if drive_hold
+            else " (the drives' CAN timeout: gate can_timeout)"
+        ),
     )
 
 
@@ -566,11 +575,14 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
 
 
 def gate_bus_budget(cfg: RehearsalConfig) -> GateResult:
-    """Rehearsal gate: every arm bus fits ROB's streaming at the rehearsal's rates."""
-    b: BusBudgetConfig = cfg.bus_budget
-    cmd_hz = b.command_rate_hz or cfg.base.owner_rate_hz
-    fb_hz = b.feedback_rate_hz or cfg.base.feedback_rate_hz
+    """Rehearsal gate: every arm bus fits the robot's streaming (its drive family's frames)
+    at the rehearsal's rates."""
     robot = robot_of(cfg.base.robot)
+    b: BusBudgetConfig = dataclasses.replace(cfg.bus_budget, family=robot.family)
+    cmd_hz = b.command_rate_hz or cfg.base.owner_rate_hz
+    # Damiao drives answer every command: their feedback rate is the command rate
+    answered = robot.family == "damiao"
+    fb_hz = b.feedback_rate_hz or (cmd_hz if answered else cfg.base.feedback_rate_hz)
     rows = [
         bus_budget(b, cmd_hz, fb_hz, robot.channel(arm) or BUS_MAPPING[arm].channel) for arm in Arm
     ]

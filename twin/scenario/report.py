@@ -82,6 +82,21 @@ def _bus_plot(result: RunResult, out_dir: Path) -> str | None:
     )
 
 
+def _over_budget(buses: dict | None) -> dict:
+    """``{"bus_over_budget": [...]}`` when a simulated bus ran above the bus budget's load
+    (``rob_twin.twin.bus.budget``: 0.8, room for error frames and a diagnostic tool), else
+    ``{}``."""
+    from rob_twin.twin.bus.budget import BusBudgetConfig
+
+    limit = BusBudgetConfig().max_load
+    over = [
+        {"bus": b["bus"], "config": b["config"], "load": b["load"], "max_load": limit}
+        for b in (buses or {}).values()
+        if b.get("load") is not None and b["load"] > limit
+    ]
+    return {"bus_over_budget": over} if over else {}
+
+
 def summarize(
     result: RunResult,
     out_dir: Path,
@@ -136,6 +151,7 @@ def summarize(
         **({"held_object": result.held} if getattr(result, "held", None) else {}),
         "plot": str(joint_plot(result, out_dir / "joints.png")),
         "bus": result.bus if result.bus is not None else "bus timing off: frames arrive instantly",
+        **_over_budget(result.bus),
         "bus_plot": _bus_plot(result, out_dir),
         **(extra or {}),
     }

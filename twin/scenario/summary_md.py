@@ -158,6 +158,12 @@ def run_markdown(s: dict, extra_sections: tuple[str, ...] = ()) -> str:
         "failed plan steps": s.get("failed_plan_steps", 0),
         "expected by the scenario": _expect_line(s.get("expect") or {}),
         "joint plot": "joints.png",
+        **{
+            f"bus {b['bus']} over budget": (
+                f"{100 * b['load']:.1f} % load > {100 * b['max_load']:.0f} %"
+            )
+            for b in s.get("bus_over_budget", [])
+        },
     }
     lines += ["| outcome | value |", "|---|---|"]
     lines += [f"| {k} | {cell(v)} |" for k, v in outcome.items()]

@@ -14,6 +14,7 @@ from rob_twin.cli.common import (
     say_for,
 )
 from rob_twin.cli.run import BUS_HELP, RECORD_CAN_HELP, run_and_report
+from rob_twin.models.names import DEFAULT_ROBOT
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
@@ -79,7 +80,7 @@ def register(sub) -> None:
     demo.add_argument(
         "--robot",
         type=robot_arg,
-        default="rob",
+        default=DEFAULT_ROBOT,
         help=f"{ROBOT_HELP}. rob: the crossing demo on Amber position drives; any other: "
         "both arms reach and wave from its home (openarm: Damiao MIT drives, gravity "
         "compensation at 500 Hz)",

@@ -12,6 +12,7 @@ from rob_twin.cli.common import (
     calibration_arg,
     robot_arg,
 )
+from rob_twin.models.names import DEFAULT_ROBOT
 
 
 def _bus_budget(args: argparse.Namespace, robot):
@@ -110,7 +111,7 @@ def register(sub) -> None:
     reh.add_argument(
         "--robot",
         type=robot_arg,
-        default="rob",
+        default=DEFAULT_ROBOT,
         help=f"{ROBOT_HELP}; a robot on Damiao drives (openarm) gets the Damiao profile "
         "(register agreement, enable sequence, gravity compensation, torque limit, CAN "
         "timeout, and the shared gates)",

@@ -217,8 +217,9 @@ def _home_key(spec: mujoco.MjSpec, model: mujoco.MjModel, desc: RobotDescription
 
 
 def _is_rob(desc: RobotDescription) -> bool:
-    """ROB's shipped file: its generated scene already has the twin's names, servos and keys."""
-    return desc.path == resolve_robot("rob").path
+    """The default robot's shipped file (ROB's): its generated scene already has the twin's
+    names, servos and keys, so it is loaded as generated."""
+    return desc.path == resolve_robot(N.DEFAULT_ROBOT).path
 
 
 def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
@@ -296,7 +297,7 @@ def _compiled(key: str) -> mujoco.MjModel:
     return compile_quietly(robot_spec(key))
 
 
-def load_robot_model(robot: str | RobotDescription = "rob") -> mujoco.MjModel:
+def load_robot_model(robot: str | RobotDescription = N.DEFAULT_ROBOT) -> mujoco.MjModel:
     """The compiled canonical model of ``robot`` (a fresh copy each call)."""
     desc = resolve_robot(robot)
     if _is_rob(desc):
@@ -317,14 +318,12 @@ def load_model_of(where: str) -> mujoco.MjModel:
 
 
 @lru_cache(maxsize=16)
-def _ranges(robot_key: str, arm: str) -> tuple[tuple[float, float], ...]:
-    m = _compiled(robot_key) if robot_key != "rob" else load_robot_model("rob")
+def _ranges(robot_file: str, arm: str) -> tuple[tuple[float, float], ...]:
+    m = load_robot_model(robot_file)
     ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in N.arm_joints(arm)]
     return tuple((float(lo), float(hi)) for lo, hi in (m.jnt_range[i] for i in ids if i >= 0))
 
 
 def arm_joint_ranges(robot: str | RobotDescription, arm: Arm | str) -> list[tuple[float, float]]:
-    """``arm``'s joint ranges [rad] in ``robot``'s model (seven; six on a six-joint arm)."""
-    desc = resolve_robot(robot)
-    key = "rob" if _is_rob(desc) else str(desc.path)
-    return list(_ranges(key, Arm.parse(arm).value))
+    """``arm``'s joint ranges [rad] in ``robot``'s model (one per joint: five to seven)."""
+    return list(_ranges(str(resolve_robot(robot).path), Arm.parse(arm).value))

@@ -39,10 +39,10 @@ from rob_twin.models.bounded_json import (
     read_bounded_json,
 )
 from rob_twin.models.errors import InvalidValueError
-from rob_twin.models.names import JOINTS_PER_ARM, ROBOTS, Arm
+from rob_twin.models.names import DEFAULT_ROBOT, JOINTS_PER_ARM, ROBOTS, Arm
 
 ARM_NAMES = tuple(a.value for a in Arm)
-BUILTIN_MODEL = "rob"
+BUILTIN_MODEL = DEFAULT_ROBOT
 # TOML basic and literal strings on one line (left out when looking for long digit runs)
 _STRINGS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
 

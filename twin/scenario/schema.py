@@ -42,7 +42,9 @@ from rob_twin.models import dimensions as D
 from rob_twin.models import names as N
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import JOINTS_PER_ARM
-from rob_twin.models.robot_description import RobotFileError, resolve_robot
+from rob_twin.models.robot import CAPABILITY_SOURCES, TRACKED_BASE, robot_of
+from rob_twin.models.robot_description import MIN_IDEAL_JOINTS as MIN_JOINTS_PER_ARM
+from rob_twin.models.robot_description import RobotFileError
 from rob_twin.twin.sim.faults import FaultSpec, FaultSpecError
 
 SCHEMA_PATH = (
@@ -158,21 +160,25 @@ class _Strict(BaseModel):
 
 
 def arm_limits(robot: str, arm: str) -> list[tuple[float, float]]:
-    """Joint limits [rad] of ``arm`` of ``robot`` (ROB: ``rob_twin.models.dimensions``; any
-    other robot: its model's joint ranges, each arm its own)."""
-    if robot == "rob":
-        return [(spec.lower, spec.upper) for spec in D.ARM_JOINTS]
-    from rob_twin.models.robot_model import arm_joint_ranges
-
-    return arm_joint_ranges(robot, arm)
+    """Joint limits [rad] of ``arm`` of ``robot`` (a shipped name or a robot file): its
+    model's joint ranges, each arm its own (ROB's are ``rob_twin.models.dimensions``')."""
+    return robot_of(robot).joint_ranges(arm)
 
 
 def _robot_of(info: ValidationInfo) -> str:
-    return (info.context or {}).get("robot", "rob")
+    return (info.context or {}).get("robot", N.DEFAULT_ROBOT)
 
 
 def _check_pose(robot: str, arm: str, q: list[float], at: tuple) -> None:
-    for j, (v, (lo, hi)) in enumerate(zip(q, arm_limits(robot, arm), strict=True), start=1):
+    limits = arm_limits(robot, arm)
+    if len(q) != len(limits):
+        raise _problem(
+            "joint_count",
+            f"{len(q)} joint angles for the {arm} arm of robot {robot_of(robot).name!r}, "
+            f"which has {len(limits)} joints (j1..j{len(limits)})",
+            at=at,
+        )
+    for j, (v, (lo, hi)) in enumerate(zip(q, limits, strict=True), start=1):
         if not lo <= v <= hi:
             raise _problem(
                 "joint_limit",
@@ -187,10 +193,11 @@ ArmName = Literal["right", "left"]
 ArmPose = Annotated[
     list[float],
     Field(
-        min_length=JOINTS_PER_ARM,
+        min_length=MIN_JOINTS_PER_ARM,
         max_length=JOINTS_PER_ARM,
-        description="7 joint angles [rad], j1..j7, inside the robot's joint limits "
-        "(ROB: models/dimensions.py; another robot: its model's joint ranges)",
+        description="one joint angle [rad] per joint of the robot's arm, j1..jN (seven on "
+        "ROB and OpenArm), inside its joint limits (ROB: models/dimensions.py; another "
+        "robot: its model's joint ranges)",
     ),
 ]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -514,7 +521,7 @@ class ScenarioFile(_Strict):
     target_rate_hz: Annotated[float, Field(gt=0.0, le=1000.0)] = 100.0
     expect: Expect = Field(default_factory=Expect)
     robot: str = Field(
-        default="rob",
+        default=N.DEFAULT_ROBOT,
         min_length=1,
         max_length=1000,
         description="a shipped robot (rob: ROB on Amber position drives; openarm: OpenArm v2 "
@@ -526,7 +533,7 @@ class ScenarioFile(_Strict):
     @classmethod
     def _known_robot(cls, robot: str) -> str:
         try:
-            resolve_robot(robot)
+            robot_of(robot)
         except RobotFileError as err:
             raise _problem(
                 "unknown_robot", f"unusable robot; valid: {err.valid}", value=robot
@@ -558,16 +565,7 @@ class ScenarioFile(_Strict):
     def _initial_in_limits(
         cls, initial: dict[str, float], info: ValidationInfo
     ) -> dict[str, float]:
-        robot = _robot_of(info)
-        limits = (
-            initial_joint_limits()
-            if robot == "rob"
-            else {
-                N.arm_joint(arm, j): rng
-                for arm in N.Arm
-                for j, rng in enumerate(arm_limits(robot, arm), start=1)
-            }
-        )
+        limits = robot_of(_robot_of(info)).limited_joint_ranges()
         for joint, value in initial.items():
             if joint not in limits:
                 raise _problem(
@@ -638,10 +636,12 @@ class ScenarioFile(_Strict):
                 "carries move both arms; an arm follows keyframes, plans or carries, not two",
                 at=("carries",),
             )
-        if self.base and self.robot != "rob":
+        if self.base and not robot_of(self.robot).can(TRACKED_BASE):
             raise _problem(
                 "no_base",
-                f"robot {self.robot!r} has no tracked base; base steps need robot 'rob'",
+                f"robot {self.robot!r} has no tracked base (capability {TRACKED_BASE!r}: "
+                f"{CAPABILITY_SOURCES[TRACKED_BASE]}); base steps need one, e.g. robot "
+                f"{N.DEFAULT_ROBOT!r}",
                 at=("base",),
                 value=self.robot,
             )
@@ -729,13 +729,13 @@ def issues_of(err: ValidationError, prefix: tuple = ()) -> list[ScenarioIssue]:
 def _robot_in(raw: Any) -> str:
     """The robot a raw scenario names, when it names a usable one (else ROB: the ``robot``
     field's own validation reports the bad value)."""
-    robot = raw.get("robot", "rob") if isinstance(raw, dict) else "rob"
+    robot = raw.get("robot", N.DEFAULT_ROBOT) if isinstance(raw, dict) else N.DEFAULT_ROBOT
     if not isinstance(robot, str):
-        return "rob"
+        return N.DEFAULT_ROBOT
     try:
-        resolve_robot(robot)
+        robot_of(robot)
     except RobotFileError:
-        return "rob"
+        return N.DEFAULT_ROBOT
     return robot
 
 
@@ -784,9 +784,10 @@ def json_schema() -> dict:
             for k, j in enumerate(D.ARM_JOINTS, start=1)
         ]
     }
-    # ROB's joint limits where the scenario is ROB's (no robot, or "rob"); another robot's
-    # limits come from its model, which a JSON Schema cannot load: the validator checks those
-    schema["if"] = {"properties": {"robot": {"const": "rob"}}}
+    # the default robot's (ROB's) joint limits where the scenario is its (no robot, or its
+    # name); another robot's come from its model, which a JSON Schema cannot load: the
+    # validator checks those
+    schema["if"] = {"properties": {"robot": {"const": N.DEFAULT_ROBOT}}}
     schema["then"] = {
         "properties": {
             "keyframes": {"items": {"properties": {"q": rob_pose}}},

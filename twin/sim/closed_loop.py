@@ -36,7 +36,7 @@ from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models import dimensions as D
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, Arm
+from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, Arm
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.timed_bus import BusTimingLayer
 from rob_twin.twin.bus.timing import BusTimingConfig
@@ -78,7 +78,7 @@ class ClosedLoopConfig:
     and the LEFT's on CAN10 (a wiring fault); client_lease_s: lease the twin's target
     client asks for [s]; log_dir: write all bus traffic there (python-can loggers);
     robot: a shipped robot name or a robot file (``rob_twin.models.robot_description``):
-    "rob" (Amber position drives) or "openarm" (OpenArm v2, Damiao MIT drives with gravity
+    rob (Amber position drives) or openarm (OpenArm v2, Damiao MIT drives with gravity
     compensation, ``rob_twin.twin.sim.damiao_loop``;
     ``rob_twin.twin.sim.damiao_loop.openarm_config()`` gives its 500 Hz owners); bus_timing:
     play every frame through a simulated CAN bus
@@ -95,7 +95,7 @@ class ClosedLoopConfig:
     log_dir: str | Path | None = None
     log_suffix: str = ".log"
     faults: tuple[FaultSpec, ...] = ()
-    robot: str = "rob"
+    robot: str = DEFAULT_ROBOT  # a shipped robot's name or a robot file's path
     damiao: object | None = (
         None  # openarm only: rob_twin.twin.sim.damiao_loop.DamiaoOptions (None: defaults)
     )

@@ -180,7 +180,7 @@ def view(
     from rob_twin.twin.viewer.status import StatusBoard
 
     # robot: overrides the scenario's (None: the scenario's; the demo: ROB)
-    sc = Scenario.load(scenario_path, robot) if scenario_path else demo_scenario(robot or "rob")
+    sc = Scenario.load(scenario_path, robot) if scenario_path else demo_scenario(robot)
     outcome = ViewOutcome()
     script = sorted(presses or [])
     with scenario_loop(sc, calibration=calibration) as loop:

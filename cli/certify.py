@@ -2,7 +2,8 @@
 
 Exit 0 only when the independent check agrees with every figure of the certificate; 1 on
 any disagreement (a pair lower than certified, a pair missing from the list, a margin not
-kept, another model's hash, a certificate that says not certified); 2 for a file that
+kept, another model's hash, a certificate that says not certified, weak pairs (box vs box
+and alike) not judged by coal as the model's are); 2 for a file that
 cannot be read or holds an invalid field (``PlanFileError`` names the field and the valid
 range: NaN, shapes, limits, margins, pair list, sizes)."""
 
@@ -14,12 +15,13 @@ from rob_twin.cli.common import CommandResult
 
 
 def _cmd_certify(args: argparse.Namespace) -> CommandResult:
+    from rob_twin.models.names import DEFAULT_ROBOT
     from rob_twin.models.robot_model import load_model_of
     from rob_twin.planners.certificate_check import verify_document
     from rob_twin.planners.plan_file import load_plan_file
 
     doc = load_plan_file(args.plan)  # exit 2 before the model is even loaded
-    model = load_model_of(args.model or "rob")
+    model = load_model_of(args.model or DEFAULT_ROBOT)
     report = verify_document(doc, model, where=str(args.plan)).as_dict()
     report["plan"] = str(args.plan)
     if not args.json:
@@ -30,8 +32,12 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
             f"{verdict}: certified minimum {figure}, {report['pairs_checked']} pairs, "
             f"{report['coal_queries']} coal queries"
         )
+        if report["weak_pairs"]:
+            print(f"  {report['weak_pairs']} weak pairs (box vs box and alike) judged by coal")
         for line in report["disagreements"]:
             print(f"  {line}")
+        for line in report["notes"]:
+            print(f"  note: {line}")
     return (0 if report["ok"] else 1), report
 
 

@@ -10,7 +10,12 @@ bisection query, pairs
 whose bounding spheres are farther apart than the horizon getting that sphere bound (a
 valid lower bound) instead; then it recomputes each pair's envelope minimum.
 
-Disagreements (any one fails the check): the model's hash differs; a bisection query's
+Weak pairs (``rob_twin.planners.weak_judge``: a MuJoCo collider known to misjudge them,
+e.g. box vs box) are measured here exactly as the planner measured them (``coal_capped``),
+so their figures agree to the bit; the document must name them, each judged by coal.
+
+Disagreements (any one fails the check): the model's hash differs; the document's weak
+pairs or judges are not this model's (``_compare_judges``); a bisection query's
 state could not have been reached from its neighbouring samples under the speed bound; a
 pair's recomputed certified minimum is below the stored one by more than
 ``agree_tolerance_m``; the recomputed minimum is below the margin while the certificate
@@ -30,6 +35,12 @@ from rob_twin.planners.geom_pairs import GeomPairTable, PairClass
 from rob_twin.planners.oracle import CoalOracle
 from rob_twin.planners.plan_file import PlanFileError, validate_plan_document
 from rob_twin.planners.uncertainty import UncertaintySpec, pair_allowances_m
+from rob_twin.planners.weak_judge import (
+    JUDGE_COAL,
+    coal_capped,
+    pair_judges,
+    weak_pairs_document,
+)
 
 AGREE_TOLERANCE_M = 2e-4  # MuJoCo's and coal's distances of one mesh pair differ by ~1e-6..1e-4 m
 
@@ -48,6 +59,8 @@ class CheckReport:
     coal_queries: int
     disagreements: list[str] = field(default_factory=list)
     max_pair_difference_m: float = 0.0
+    weak_pairs: int = 0  # checked pairs whose MuJoCo collider is weak (the planner used coal)
+    notes: list[str] = field(default_factory=list)  # remarks that are no disagreement
 
     def as_dict(self) -> dict:
         return {
@@ -62,6 +75,8 @@ class CheckReport:
             "coal_queries": self.coal_queries,
             "max_pair_difference_m": round(self.max_pair_difference_m, 7),
             "disagreements": self.disagreements,
+            "weak_pairs": self.weak_pairs,
+            "notes": self.notes,
             "oracle": "coal (GJK/EPA), independent of MuJoCo's colliders",
             "hardware_io": False,
         }
@@ -114,6 +129,8 @@ def verify_document(
         float(cert["payload_reach_m"]),
         np.asarray(doc["reference_qpos"], float),
     )
+    notes: list[str] = []
+    problems += _compare_judges(cert, geometry, notes)
     t = np.asarray(doc["t_s"], float)
     q = np.hstack([np.asarray(doc["q_rad"][a], float) for a in moving])
     qd = np.hstack([np.asarray(doc["qd_rad_s"][a], float) for a in moving])
@@ -183,6 +200,8 @@ def verify_document(
         coal_queries=coal_queries,
         disagreements=problems,
         max_pair_difference_m=max_diff,
+        weak_pairs=len(geometry.weak_why) - geometry.weak_why.count(""),
+        notes=notes,
     )
 
 
@@ -243,6 +262,49 @@ def _compare_pairs(cert, geometry, pair_min, tol) -> tuple[float, list[str]]:
     return max_diff, problems
 
 
+def _compare_judges(cert: dict, geometry, notes: list[str]) -> list[str]:
+    """The certificate's judges against the model's: its ``weak_pairs`` must be this model's
+    weak pairs (``rob_twin.planners.weak_judge``), each judged by coal, and each listed pair's
+    ``judge`` the one the planner uses for it. A file without ``weak_pairs`` (written before
+    judges were recorded) gets a note when the model has weak pairs: its planner took their
+    distances from MuJoCo's collider (the figures are still checked with coal)."""
+    expected = {w["pair"]: w["why"] for w in weak_pairs_document(geometry)}
+    stored = cert.get("weak_pairs")
+    problems = []
+    if stored is None:
+        if expected:
+            name, why = next(iter(expected.items()))
+            notes.append(
+                f"the plan file records no judges (written before they were): its planner "
+                f"measured this model's {len(expected)} weak pairs (e.g. {name}: {why}) with "
+                "MuJoCo's collider, which misjudges them; re-plan to have them judged by coal"
+            )
+        return problems
+    by_name = {w["pair"]: w for w in stored}
+    for name, why in expected.items():
+        w = by_name.get(name)
+        if w is None:
+            problems.append(
+                f"weak pair {name} ({why}) is missing from the certificate's weak_pairs: "
+                "its distances would be MuJoCo's collider's, which misjudges it"
+            )
+        elif w["judge"] != JUDGE_COAL:
+            problems.append(
+                f"weak pair {name} ({why}) was judged by {w['judge']}, not coal: MuJoCo's "
+                "collider misjudges it"
+            )
+    for name in by_name.keys() - expected.keys():
+        problems.append(f"weak_pairs names {name}, not a weak checked pair of this model")
+    judges = pair_judges(geometry)
+    for p in cert["pairs"]:
+        want = judges.get(p["pair"])
+        if "judge" in p and want is not None and p["judge"] != want:
+            problems.append(
+                f"{p['pair']} was judged by {p['judge']}, the planner's judge is {want}"
+            )
+    return problems
+
+
 def _reachability(t, q, speeds, extra_t, extra_q) -> list[str]:
     """Consecutive samples, and each bisection state from both neighbouring samples, must
     be reachable under the speed bound (else the Lipschitz bound says nothing)."""
@@ -280,23 +342,13 @@ def coal_pair_distances(
 ) -> tuple[np.ndarray, int]:
     """(P, M) distances capped at the horizon: coal where the bounding spheres are within
     it (or a plane is involved), the sphere gap otherwise."""
-    model = oracle.model
     g1, g2 = geometry.g1, geometry.g2
-    rb = model.geom_rbound
-    plane = (model.geom_type[g1] == int(mujoco.mjtGeom.mjGEOM_PLANE)) | (
-        model.geom_type[g2] == int(mujoco.mjtGeom.mjGEOM_PLANE)
-    )
     out = np.empty((g1.size, states.shape[0]))
     queries = 0
     qpos = ref.copy()
     for i, x in enumerate(states):
         qpos[qpos_index] = x
         oracle.set_qpos(qpos)
-        xpos = oracle.data.geom_xpos
-        gap = np.linalg.norm(xpos[g1] - xpos[g2], axis=1) - rb[g1] - rb[g2]
-        col = np.minimum(gap, horizon_m)
-        for p in np.flatnonzero((gap < horizon_m) | plane):
-            col[p] = min(oracle.distance(int(g1[p]), int(g2[p])), horizon_m)
-            queries += 1
-        out[:, i] = col
+        out[:, i], n = coal_capped(oracle, g1, g2, horizon_m)  # as the planner's weak pairs
+        queries += n
     return out, queries

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from rob_twin.planners.errors import PlannerConfigError
-from rob_twin.planners.geom_pairs import PairClass
+from rob_twin.planners.geom_pairs import PairClass, weak_reason
 from rob_twin.planners.reach import body_reach_m, geom_reach_m, joint_travel_m
 
 
@@ -106,6 +106,10 @@ class PairGeometry:
     radii: np.ndarray  # (P, n) over the moving arms' stacked joints [m]
     index: np.ndarray  # (ngeom, ngeom) pair number or -1
     names: tuple[str, ...]  # geom names
+    # per pair, why MuJoCo's collider is weak for it ("" where it is not;
+    # ``rob_twin.planners.geom_pairs.weak_reason``): those pairs are judged by coal
+    # (``rob_twin.planners.weak_judge``); empty: no pair is weak
+    weak_why: tuple[str, ...] = ()
 
 
 def pair_geometry(
@@ -127,9 +131,21 @@ def pair_geometry(
     index = np.full((model.ngeom, model.ngeom), -1, dtype=np.int64)
     index[g1, g2] = np.arange(g1.size)
     index[g2, g1] = np.arange(g1.size)
+    why = tuple(weak_reason(model, a, b) for a, b in zip(g1.tolist(), g2.tolist(), strict=True))
     return PairGeometry(
-        g1, g2, table.table[g1, g2].astype(int), rel.T.copy(), index, table.geom_names
+        g1,
+        g2,
+        table.table[g1, g2].astype(int),
+        rel.T.copy(),
+        index,
+        table.geom_names,
+        why if any(why) else (),
     )
+
+
+def weak_rows(geometry: PairGeometry) -> np.ndarray:
+    """The pair numbers of ``geometry``'s weak pairs (``PairGeometry.weak_why``), rising."""
+    return np.array([p for p, why in enumerate(geometry.weak_why) if why], dtype=np.int64)
 
 
 def covering_rows(geometry: PairGeometry) -> np.ndarray:

@@ -207,7 +207,8 @@ class CollisionChecker:
             pair, why = self.weak_pairs[0]
             warnings.warn(
                 f"{len(self.weak_pairs)} checked pairs use MuJoCo colliders known to miss "
-                f"penetrations, e.g. {pair}: {why}; prefer mesh geoms",
+                f"penetrations, e.g. {pair}: {why}; the final check and the certificate "
+                "measure them with coal, the search with MuJoCo; prefer mesh geoms",
                 stacklevel=2,
             )
         self.model = planning_model(model, self.pairs, self.config.horizon_m)

@@ -16,9 +16,10 @@ A sample is either
 The check measures the first sample, jumps to the first later sample where some pair's
 bound could fail, measures it, and so on; the last sample is always measured. Samples
 where the bound proves nothing (a pair within its threshold) are simply the next one
-measured. The measured states and distances go to the certificate
-(``pair_certificate.certify_timed(initial=...)``), whose envelope covers the continuous
-time between them, skipped samples included.
+measured. Weak pairs (a MuJoCo collider known to misjudge them, e.g. box vs box) are
+measured with coal instead (``rob_twin.planners.weak_judge``). The measured states and
+distances go to the certificate (``pair_certificate.certify_timed(initial=...)``), whose
+envelope covers the continuous time between them, skipped samples included.
 
 Units: metres, seconds, radians.
 """
@@ -36,6 +37,7 @@ from rob_twin.planners.certificate_geometry import PairGeometry, _group_geometry
 from rob_twin.planners.collision import CheckSession, Clearance
 from rob_twin.planners.plan import ClearanceRecord
 from rob_twin.planners.retime import TimedPath, sample_times
+from rob_twin.planners.weak_judge import judge_for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +130,9 @@ def final_check(
     b = check_bounds(group, moving, timed)
     times, q, geometry, threshold, cum = b.times, b.q, b.geometry, b.threshold, b.cum
     margin, far_stop, radii, index = b.margin_m, b.far_stop, geometry.radii, geometry.index
+    judge = judge_for(group, geometry)  # weak pairs: coal's distances, not MuJoCo's contacts
+    if judge is not None:
+        index = judge.mujoco_index
     n_samples = times.size
     stops = far_stop.tolist()
     last = n_samples - 1
@@ -146,6 +151,8 @@ def final_check(
             )
         chain = far_chain(stops, i, last, batch)
         near, dist, state = _checked_contacts(meter.contacts_of(q[chain]), index)
+        if judge is not None:
+            near, dist, state = judge.merged(near, dist, state, meter, q[chain])
         at = chain[state]  # each contact's sample
         stop = far_stop[at]
         slack = dist - threshold[near]

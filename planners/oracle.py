@@ -69,12 +69,16 @@ def coal_shape(model: mujoco.MjModel, g: int):
 
 
 class CoalOracle:
-    """Signed distances between geoms of ``model`` by coal (own MjData, one thread)."""
+    """Signed distances between geoms of ``model`` by coal (own MjData, one thread);
+    ``geoms``: build the coal shapes of these geoms only (the others measure nan)."""
 
-    def __init__(self, model: mujoco.MjModel):
+    def __init__(self, model: mujoco.MjModel, geoms: Iterable[int] | None = None):
         self.model = model
         self.data = mujoco.MjData(model)
-        self.shapes = [coal_shape(model, g) for g in range(model.ngeom)]
+        only = None if geoms is None else {int(g) for g in geoms}
+        self.shapes = [
+            coal_shape(model, g) if only is None or g in only else None for g in range(model.ngeom)
+        ]
 
     def set_qpos(self, qpos: np.ndarray) -> None:
         self.data.qpos[:] = qpos

@@ -28,6 +28,8 @@ This module certifies (``certify_samples``, ``certify_group_path``, ``certify_ti
   (all pairs at once), up to ``max_bisections`` rounds. A query below the threshold ends
   the attempt: that time is where the plan must be repaired.
 - **Uncertainty.** Each pair's threshold is margin + E_pair (``rob_twin.planners.uncertainty``).
+- **Weak pairs** (a MuJoCo collider known to misjudge them, e.g. box vs box) are measured
+  with coal, as ``rob-twin certify`` measures them (``rob_twin.planners.weak_judge``).
 
 The certificate is a record (``PlanClearanceCertificate``) that serializes to JSON with the
 plan and is re-verified by ``rob_twin.planners.certificate_check`` from the model alone with coal.
@@ -65,6 +67,7 @@ from rob_twin.planners.certificate_record import (
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.planners.uncertainty import UncertaintySpec
+from rob_twin.planners.weak_judge import CoalJudge, judge_for
 
 
 @dataclass(frozen=True)
@@ -339,12 +342,16 @@ def _pair_bounds(
     return tuple(out)
 
 
-def mujoco_query(session, geometry: PairGeometry, horizon_m: float) -> QueryFn:
-    """Per-pair distances at stacked q from one mj_collision (horizon for far pairs)."""
+def mujoco_query(
+    session, geometry: PairGeometry, horizon_m: float, judge: CoalJudge | None = None
+) -> QueryFn:
+    """Per-pair distances at stacked q from one mj_collision (horizon for far pairs);
+    ``judge`` (``rob_twin.planners.weak_judge.judge_for``): the weak pairs' distances from
+    coal instead of MuJoCo's contacts."""
     P = geometry.g1.size
 
     base = np.full(P, horizon_m)
-    index = geometry.index
+    index = geometry.index if judge is None else judge.mujoco_index
 
     def query(q: np.ndarray) -> np.ndarray:
         d = session._collide(q)
@@ -355,6 +362,8 @@ def mujoco_query(session, geometry: PairGeometry, horizon_m: float) -> QueryFn:
                 i = index[geom[k, 0], geom[k, 1]]
                 if i >= 0 and dist[k] < out[i]:
                     out[i] = dist[k]
+        if judge is not None:
+            out[judge.rows] = judge.distances(session.full_qpos(q))
         return out
 
     return query
@@ -390,7 +399,7 @@ def certify_group_path(
         qd,
         accel,
         vmax,
-        mujoco_query(session, geometry, horizon),
+        mujoco_query(session, geometry, horizon, judge_for(group, geometry)),
         evaluate,
         group.config.collision.margin_m,
         horizon,

@@ -12,9 +12,14 @@ model's hash).
 A plan file comes from outside the process: ``load_plan_file`` reads it with the bounded
 JSON reader (size, depth, finite numbers, no repeated keys) and ``validate_plan_document``
 checks every field: each array finite and of its shape, times rising from 0, limits and
-margins positive, the pair list non-empty with each pair once, sample and query counts
-capped (``PlanFileLimits``). Anything else is a ``PlanFileError`` naming the file, the
-field, the value and the valid range.
+margins positive, each listed pair once, sample and query counts capped
+(``PlanFileLimits``). The pair list lists the pairs measured within the horizon (the
+lowest at least); it is empty only when every pair is bounded by the far-pair bound
+(``pairs_far`` = ``pairs_total``, ``certified_min_m`` = ``far_pairs_min_m``). Each listed
+pair names its distance judge (``judge``: ``mujoco`` or ``coal``) and ``weak_pairs`` lists
+the pairs whose MuJoCo collider is weak, judged by coal (``rob_twin.planners.weak_judge``);
+files written before judges were recorded have neither and still load. Anything else is a
+``PlanFileError`` naming the file, the field, the value and the valid range.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.planners.errors import PlannerError
+from rob_twin.planners.weak_judge import JUDGE_MUJOCO, JUDGES
 
 FORMAT = "rob-twin plan with clearance certificate, v1"
 MAX_PLAN_SAMPLES = 20_000  # 160 s at 125 Hz; the check holds (pairs x samples) distances
@@ -84,8 +90,23 @@ def plan_document(group, plan) -> dict:
         "velocity_rad_s": {a: list(group.motion_limits(a).velocity) for a in moving},
         "arms": {a: list(group.joint_names(a)) for a in group.arm_names},
         "margin_m": group.config.collision.margin_m,
-        "certificate": plan.certificate.as_dict(),
+        "certificate": _certificate_document(group, plan),
     }
+
+
+def _certificate_document(group, plan) -> dict:
+    """``plan``'s certificate as JSON, with each listed pair's judge and the weak pairs
+    (``rob_twin.planners.weak_judge``): which distances came from coal instead of MuJoCo."""
+    from rob_twin.planners.certificate_geometry import _group_geometry
+    from rob_twin.planners.weak_judge import pair_judges, weak_pairs_document
+
+    cert = plan.certificate.as_dict()
+    geometry = _group_geometry(group, tuple(plan.moving), plan.certificate.payload_reach_m)
+    judges = pair_judges(geometry)
+    for p in cert["pairs"]:
+        p["judge"] = judges.get(p["pair"], JUDGE_MUJOCO)
+    cert["weak_pairs"] = weak_pairs_document(geometry)
+    return cert
 
 
 def save_plan(path: str | Path, group, plan) -> Path:
@@ -316,7 +337,7 @@ def _validate_certificate(
         cert["payload_reach_m"], "certificate.payload_reach_m", "in [0, 2] m",
         lambda x: 0 <= x <= 2,
     )  # fmt: skip
-    f.number(cert["pairs_total"], "certificate.pairs_total", "an integer >= 1", _count)
+    total = int(f.number(cert["pairs_total"], "certificate.pairs_total", "an integer >= 0", _count))
     h = cert["model_hash"]
     if not (isinstance(h, str) and len(h) == 16 and all(c in "0123456789abcdef" for c in h)):
         f.fail("certificate.model_hash", h, "16 lower-case hex digits")
@@ -328,11 +349,13 @@ def _validate_certificate(
     except (InvalidValueError, TypeError) as err:
         f.fail("certificate.uncertainty", spec, f"an uncertainty spec ({err})")
     pairs = cert["pairs"]
-    if not isinstance(pairs, list) or not 0 < len(pairs) <= limits.max_pairs:
+    most = min(limits.max_pairs, total)
+    if not isinstance(pairs, list) or len(pairs) > most:
         f.fail(
-            "certificate.pairs", _kind(pairs), f"a list of 1..{limits.max_pairs} pairs (the "
-            "lowest pair at least: an empty list certifies nothing)",
+            "certificate.pairs", _kind(pairs),
+            f"a list of 0..{most} pairs (at most pairs_total, {total}, and {limits.max_pairs})",
         )  # fmt: skip
+    _validate_far_bound(f, cert, total, not pairs)
     seen = set()
     for i, p in enumerate(pairs):
         p = f.obj(p, f"certificate.pairs[{i}]", ("pair", "certified_min_m"))
@@ -341,6 +364,9 @@ def _validate_certificate(
         if name in seen:
             f.fail(f"certificate.pairs[{i}].pair", name, "each pair once")
         seen.add(name)
+        if "judge" in p and p["judge"] not in JUDGES:
+            f.fail(f"certificate.pairs[{i}].judge", p["judge"], f"one of {', '.join(JUDGES)}")
+    _validate_weak_pairs(f, cert.get("weak_pairs"), total)
     extra = cert["extra_queries"]
     if not isinstance(extra, list) or len(extra) > limits.max_extra_queries:
         f.fail(
@@ -367,7 +393,65 @@ def _validate_certificate(
 
 
 def _count(x: float) -> bool:
-    return x >= 1 and x == int(x)
+    return x >= 0 and x == int(x)
+
+
+def _validate_far_bound(f: _Fields, cert: dict, total: int, empty: bool) -> None:
+    """``pairs_far`` (pairs bounded without a query of their own) and ``far_pairs_min_m``
+    (their bound [m], null when none) where present; both required for an empty pair list,
+    which certifies through that bound alone: then every pair is far, and the certified
+    minimum is their bound (the horizon when there is no pair)."""
+    far = cert.get("pairs_far")
+    if far is None and empty:
+        f.fail(
+            "certificate.pairs_far", "(missing)",
+            "present with an empty pair list (every pair then certified by the far-pair bound)",
+        )  # fmt: skip
+    if far is not None:
+        f.number(far, "certificate.pairs_far", f"an integer in [0, {total}] (pairs_total)",
+                 lambda x: _count(x) and x <= total)  # fmt: skip
+    bound = cert.get("far_pairs_min_m")
+    if bound is not None:
+        f.number(bound, "certificate.far_pairs_min_m", "a finite number [m] or null")
+    if not empty:
+        return
+    if far != total:
+        f.fail(
+            "certificate.pairs", "an empty list",
+            f"at least the lowest pair: pairs_far ({far}) < pairs_total ({total}), so some "
+            "pair was measured within the horizon",
+        )  # fmt: skip
+    if total and bound is None:
+        f.fail(
+            "certificate.far_pairs_min_m", None,
+            "the far-pair bound [m] (an empty pair list certifies through it)",
+        )  # fmt: skip
+    want = bound if total else cert["horizon_m"]
+    if abs(cert["certified_min_m"] - want) > 1e-7:  # both written to 7 decimals
+        f.fail(
+            "certificate.certified_min_m", cert["certified_min_m"],
+            f"{want!r} m with an empty pair list (the far-pair bound, or the horizon when "
+            "there is no pair)",
+        )  # fmt: skip
+
+
+def _validate_weak_pairs(f: _Fields, weak: object, total: int) -> None:
+    """``certificate.weak_pairs`` where present (older files have none): each checked pair
+    whose MuJoCo collider is weak, once, with why and its judge."""
+    if weak is None:
+        return
+    if not isinstance(weak, list) or len(weak) > total:
+        f.fail("certificate.weak_pairs", _kind(weak), f"a list of 0..{total} pairs (pairs_total)")
+    seen = set()
+    for i, w in enumerate(weak):
+        w = f.obj(w, f"certificate.weak_pairs[{i}]", ("pair", "why", "judge"))
+        name = f.text(w["pair"], f"certificate.weak_pairs[{i}].pair")
+        f.text(w["why"], f"certificate.weak_pairs[{i}].why")
+        if w["judge"] not in JUDGES:
+            f.fail(f"certificate.weak_pairs[{i}].judge", w["judge"], f"one of {', '.join(JUDGES)}")
+        if name in seen:
+            f.fail(f"certificate.weak_pairs[{i}].pair", name, "each pair once")
+        seen.add(name)
 
 
 def plan_from_document(doc: dict):

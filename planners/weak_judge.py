@@ -1,0 +1,274 @@
+"""Weak pairs judged by coal: the distances the certificate rests on, where MuJoCo's collider
+is known to misjudge them.
+
+A *weak pair* is a checked pair whose MuJoCo collider is known to miss or misjudge
+separations (``rob_twin.planners.geom_pairs.weak_reason``: box vs box, box vs cylinder,
+capsule vs thin primitive box). The planner measures distances with ``mj_collision`` at
+the clearance horizon (4 cm) as margin; for such pairs that is not a distance. MuJoCo
+3.17's box-box collider, on a two-arm robot with box links (3,000 random states, 7,895
+box-box pairs within 4 cm by coal): no contact at all for 367 of them (the final check
+takes such a pair to be beyond the horizon and skips the samples its bound allows), and
+contact distances from 9.8 mm below to 34 mm above coal's for 1,436 more
+(``mj_geomDistance`` agrees with coal to 0.4 um). On 160 plans of that robot, certificates
+built on those figures claimed one pair 2.8 mm above its true minimum (19.88 mm, dense
+coal 17.10 mm), and ``rob-twin certify``, which measures every pair with coal at the same
+states, refused 9 of them.
+
+So the planner's final check (``rob_twin.planners.final_check``) and its certificate's
+queries (``rob_twin.planners.pair_certificate.mujoco_query``) take the distances of weak
+pairs from coal, not from MuJoCo's contacts (every other pair keeps MuJoCo's: the same
+figures as before for robots without weak pairs, ROB and OpenArm among them). Each weak
+distance is computed as ``rob-twin certify`` computes every pair (``coal_capped``: the
+horizon where the bounding spheres, or a box's world-aligned box and the other geom's,
+are at least the horizon apart; coal's distance capped at the horizon otherwise) on the
+same model and states, so the planner's certificate and ``certify`` agree on weak pairs
+exactly. What it costs: on the test stand (3 weak pairs) check and certify take about
+5 ms more per plan, on the box-link robot (90) about 4 ms; nothing where no pair is weak.
+
+The plan file says which pairs were judged how (``weak_pairs_document``,
+``pair_judges``): every weak pair, why it is weak, and its judge (``JUDGE_COAL``); every
+listed pair its judge.
+
+Units: metres.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import mujoco
+import numpy as np
+from rob_twin.planners.certificate_geometry import PairGeometry, _pair_name, weak_rows
+
+JUDGE_MUJOCO = "mujoco"  # MuJoCo's collider, mj_collision with the horizon as margin
+JUDGE_COAL = "coal"  # coal's GJK/EPA on the geoms' coal shapes (rob_twin.planners.oracle)
+JUDGES = (JUDGE_MUJOCO, JUDGE_COAL)
+_PLANE = int(mujoco.mjtGeom.mjGEOM_PLANE)
+_BOX = int(mujoco.mjtGeom.mjGEOM_BOX)
+
+
+def coal_capped(oracle, g1: np.ndarray, g2: np.ndarray, horizon_m: float) -> tuple[np.ndarray, int]:
+    """(k,) distances [m] of the geom pairs (g1[i], g2[i]) at ``oracle``'s current kinematics
+    (a ``rob_twin.planners.oracle.CoalOracle``), capped at ``horizon_m``: coal's where the
+    bounding spheres are within the horizon (or a plane is involved), the sphere gap (a
+    lower bound) otherwise; and the number of coal queries made (``CoalOracle.distance``'s
+    figures). A pair with a box whose world box is at least the horizon from the other
+    geom's along a world axis gets the horizon without a query (``_capped``)."""
+    data = oracle.data
+    out, queries = _capped(
+        _PairSet(oracle.model, g1, g2),
+        oracle.shapes,
+        data.geom_xpos[g1][None],
+        data.geom_xpos[g2][None],
+        data.geom_xmat[g1][None],
+        data.geom_xmat[g2][None],
+        horizon_m,
+    )
+    return out[0], queries
+
+
+class _PairSet:
+    """What ``_capped`` needs of geom pairs (g1[i], g2[i]) of ``model`` besides their poses:
+    bounding radii, which involve a plane, which a box (``boxes``), and for those the two
+    geoms' box half sizes (zero for a geom that is no box) and bounding radii of the geoms
+    that are no box (``round1``, ``round2``: nan for a box)."""
+
+    def __init__(self, model: mujoco.MjModel, g1: np.ndarray, g2: np.ndarray):
+        t1, t2 = model.geom_type[g1], model.geom_type[g2]
+        self.g1, self.g2 = g1, g2
+        self.rb1, self.rb2 = model.geom_rbound[g1], model.geom_rbound[g2]
+        self.plane = (t1 == _PLANE) | (t2 == _PLANE)
+        self.boxes = np.flatnonzero((t1 == _BOX) | (t2 == _BOX))
+        sides = []
+        for g, t in ((g1, t1), (g2, t2)):
+            g, box = g[self.boxes], t[self.boxes] == _BOX
+            half = np.where(box[:, None], model.geom_size[g], 0.0)
+            sides.append((half, np.where(box, np.nan, model.geom_rbound[g])))
+        (self.half1, self.round1), (self.half2, self.round2) = sides
+
+
+def _extents(half: np.ndarray, round_: np.ndarray, mat: np.ndarray) -> np.ndarray:
+    """(S, k, 3) half extents [m] along the world axes of boxes around k geoms at rotations
+    ``mat`` (S, k, 9): a box's own (sum_j |R_ij| h_j, ``half`` (k, 3)), the bounding
+    sphere's (``round_`` (k,), nan for a box) for any other geom."""
+    rot = np.abs(mat.reshape(mat.shape[:-1] + (3, 3)))
+    ext = (rot * half[None, :, None, :]).sum(axis=-1)
+    other = ~np.isnan(round_)
+    if other.any():
+        ext[:, other] = round_[other][None, :, None]
+    return ext
+
+
+def _capped(pairs: _PairSet, shapes, pos1, pos2, mat1, mat2, horizon_m) -> tuple[np.ndarray, int]:
+    """``coal_capped`` of ``pairs`` at S states at once: ``pos1``, ``pos2`` (S, k, 3) and
+    ``mat1``, ``mat2`` (S, k, 9) the two geoms' world positions and rotations per state;
+    (S, k) distances [m]. Each figure is computed as in one state alone (the same
+    operations element by element), each geom's coal frame built once per state. A pair
+    with a box that is at least the horizon apart along a world axis (the box's world box
+    against the other geom's, ``_extents``) gets the horizon without a query: what coal,
+    capped, would give it."""
+    gap = np.linalg.norm(pos1 - pos2, axis=-1) - pairs.rb1 - pairs.rb2
+    out = np.minimum(gap, horizon_m)
+    query = (gap < horizon_m) | pairs.plane
+    b = pairs.boxes
+    if b.size and query[:, b].any():  # a box's world box is often far tighter than its sphere
+        apart = np.abs(pos1[:, b] - pos2[:, b]) - _extents(pairs.half1, pairs.round1, mat1[:, b])
+        apart -= _extents(pairs.half2, pairs.round2, mat2[:, b])
+        far = apart.max(axis=-1) >= horizon_m  # >= the horizon apart along a world axis
+        out[:, b] = np.where(far, horizon_m, out[:, b])
+        query[:, b] &= ~far
+    near_s, near_p = np.nonzero(query)
+    if near_s.size:
+        import coal  # loaded on first use (its import takes 0.2 s)
+
+        g1, g2 = pairs.g1, pairs.g2
+        request, frames = coal.DistanceRequest(), {}
+
+        def frame(s: int, p: int, side: int):
+            key = (s, int(g2[p] if side else g1[p]))
+            tf = frames.get(key)
+            if tf is None:
+                pos, mat = (pos2, mat2) if side else (pos1, mat1)
+                tf = frames[key] = coal.Transform3s(
+                    mat[s, p].reshape(3, 3).copy(), pos[s, p].copy()
+                )
+            return tf
+
+        for s, p in zip(near_s.tolist(), near_p.tolist(), strict=True):
+            a, b = int(g1[p]), int(g2[p])
+            if shapes[a] is None or shapes[b] is None:
+                out[s, p] = math.nan  # a geom type coal cannot represent
+                continue
+            d = coal.distance(
+                shapes[a], frame(s, p, 0), shapes[b], frame(s, p, 1), request, coal.DistanceResult()
+            )
+            out[s, p] = min(float(d), horizon_m)
+    return out, int(near_s.size)
+
+
+class CoalJudge:
+    """Coal's distances of the weak pairs of ``geometry`` (``weak_rows``) on ``model``,
+    capped at ``horizon_m``. ``rows``: their pair numbers; ``mujoco_index``: the geometry's
+    geom x geom -> pair table with the weak pairs taken out (-1), for reading MuJoCo's
+    contacts of the other pairs. One coal oracle per thread (made on first use)."""
+
+    def __init__(self, model: mujoco.MjModel, geometry: PairGeometry, horizon_m: float):
+        self.model = model
+        self.horizon_m = float(horizon_m)
+        self.rows = weak_rows(geometry)
+        self.g1 = geometry.g1[self.rows]
+        self.g2 = geometry.g2[self.rows]
+        index = geometry.index.copy()
+        index[self.g1, self.g2] = -1
+        index[self.g2, self.g1] = -1
+        index.flags.writeable = False
+        self.mujoco_index = index
+        self._geoms = np.unique(np.concatenate([self.g1, self.g2]))
+        self._i1 = np.searchsorted(self._geoms, self.g1)  # positions among ``_geoms``
+        self._i2 = np.searchsorted(self._geoms, self.g2)
+        self._pairs = _PairSet(model, self.g1, self.g2)
+        self._local = threading.local()
+
+    def _oracle(self):
+        oracle = getattr(self._local, "oracle", None)
+        if oracle is None:
+            from rob_twin.planners.oracle import CoalOracle  # coal loads on first use
+
+            oracle = self._local.oracle = CoalOracle(self.model, self._geoms.tolist())
+        return oracle
+
+    def distances(self, qpos: np.ndarray) -> np.ndarray:
+        """(W,) the weak pairs' distances [m] at full model state ``qpos``, capped at the
+        horizon (``coal_capped``)."""
+        oracle = self._oracle()
+        oracle.set_qpos(qpos)
+        data, g1, g2 = oracle.data, self.g1, self.g2
+        out, _ = _capped(
+            self._pairs,
+            oracle.shapes,
+            data.geom_xpos[g1][None],
+            data.geom_xpos[g2][None],
+            data.geom_xmat[g1][None],
+            data.geom_xmat[g2][None],
+            self.horizon_m,
+        )
+        return out[0]
+
+    def at_states(self, session, states: np.ndarray) -> np.ndarray:
+        """(S, W) the weak pairs' distances [m] at each row of ``states`` (stacked q of
+        ``session``'s moving arms, its reference elsewhere), capped at the horizon: the
+        figures of ``distances`` at each state, measured together."""
+        oracle = self._oracle()
+        model, data, geoms = self.model, oracle.data, self._geoms
+        pos = np.empty((len(states), geoms.size, 3))
+        mat = np.empty((len(states), geoms.size, 9))
+        qpos = session.reference_qpos.copy()
+        for s, q in enumerate(states):
+            qpos[session.index] = q
+            data.qpos[:] = qpos
+            mujoco.mj_kinematics(model, data)
+            pos[s] = data.geom_xpos[geoms]
+            mat[s] = data.geom_xmat[geoms]
+        i1, i2 = self._i1, self._i2
+        out, _ = _capped(
+            self._pairs,
+            oracle.shapes,
+            pos[:, i1],
+            pos[:, i2],
+            mat[:, i1],
+            mat[:, i2],
+            self.horizon_m,
+        )
+        return out
+
+    def merged(
+        self, near: np.ndarray, dist: np.ndarray, state: np.ndarray, session, states: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """MuJoCo's checked contacts of the other pairs at ``states`` (pair numbers,
+        distances, state numbers, in state order) with the weak pairs nearer than the
+        horizon added (``at_states``), in state order, MuJoCo's first within a state: what
+        ``final_check`` reads off the contacts."""
+        d = self.at_states(session, states)
+        w_state, w = np.nonzero(d < self.horizon_m)
+        if not w_state.size:
+            return near, dist, state
+        all_state = np.concatenate([state, w_state])
+        order = np.argsort(all_state, kind="stable")
+        return (
+            np.concatenate([near, self.rows[w]])[order],
+            np.concatenate([dist, d[w_state, w]])[order],
+            all_state[order],
+        )
+
+
+def judge_for(group, geometry: PairGeometry) -> CoalJudge | None:
+    """The coal judge of ``geometry``'s weak pairs on ``group``'s model at its meter's
+    horizon (made once per geometry), or None when no pair of ``geometry`` is weak: then
+    every distance is MuJoCo's, as it always was."""
+    if not geometry.weak_why:
+        return None
+    horizon = group.meter.config.horizon_m
+    judge = geometry.__dict__.get("_coal_judge")
+    if judge is None or judge.model is not group.model or judge.horizon_m != horizon:
+        judge = geometry.__dict__["_coal_judge"] = CoalJudge(group.model, geometry, horizon)
+    return judge
+
+
+def pair_judges(geometry: PairGeometry) -> dict[str, str]:
+    """Each pair's name (``"a vs b (class)"``) -> its judge: coal for the weak pairs,
+    MuJoCo for the rest."""
+    weak = set(weak_rows(geometry).tolist())
+    return {
+        _pair_name(geometry, p): JUDGE_COAL if p in weak else JUDGE_MUJOCO
+        for p in range(geometry.g1.size)
+    }
+
+
+def weak_pairs_document(geometry: PairGeometry) -> list[dict]:
+    """The plan file's ``certificate.weak_pairs``: every weak pair of ``geometry`` with why
+    its MuJoCo collider is weak and its judge."""
+    return [
+        {"pair": _pair_name(geometry, p), "why": geometry.weak_why[p], "judge": JUDGE_COAL}
+        for p in weak_rows(geometry).tolist()
+    ]

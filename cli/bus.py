@@ -8,7 +8,14 @@ import argparse
 import json
 import sys
 
-from rob_twin.cli.common import CALIBRATION_HELP, CommandResult, calibration_arg
+from rob_twin.cli.common import (
+    CALIBRATION_HELP,
+    ROBOT_HELP,
+    CommandResult,
+    calibration_arg,
+    robot_arg,
+)
+from rob_twin.models.names import DEFAULT_ROBOT
 
 
 def _channels(text: str | None, default: dict) -> dict:
@@ -25,15 +32,17 @@ def _channels(text: str | None, default: dict) -> dict:
 
 
 def _cmd_bank(args: argparse.Namespace) -> int:
-    from rob_twin.models.names import BUS_MAPPING, Arm, UnknownNameError
+    from rob_twin.models.names import Arm, UnknownNameError
     from rob_twin.twin.bus.bank_process import BankConfig, BankError, BankProcess
     from rob_twin.twin.bus.recording import RecordingError
     from rob_twin.twin.bus.socketcand import SocketcandError
+    from rob_twin.twin.drives.amber_robot import robot_channels
 
     try:
-        by_arm = _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm})
+        by_arm = _channels(args.channels, robot_channels(args.robot))
         channels = {ch: Arm.parse(arm).value for arm, ch in by_arm.items()}
         cfg = BankConfig(
+            robot=args.robot.spec,
             interface=args.interface,
             channels=channels,
             host=args.host,
@@ -45,7 +54,7 @@ def _cmd_bank(args: argparse.Namespace) -> int:
             ready_file=args.ready_file,
             record_path=args.record_can,
             max_lag_s=args.max_lag,
-            calibration=calibration_arg(args.calibration),
+            calibration=calibration_arg(args.calibration, args.robot),
         )
         final = BankProcess(cfg).run()
     except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
@@ -82,7 +91,8 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
 
     try:
         cfg = HostConfig(
-            **live_bus_fields(args),
+            **live_bus_fields(args, args.robot),
+            robot=args.robot.spec,
             seconds=args.seconds,
             stream=args.stream,
             stop_after_s=args.stop_after,
@@ -91,7 +101,7 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
         report = run_host(
             cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True)
         )
-    except (HostError, ValueError) as err:
+    except (HostError, ValueError) as err:  # MissingCapabilityError is a ValueError
         print(f"rob-twin host: {err}", file=sys.stderr)
         return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
     if report["ended"] == "bank_lost":
@@ -266,16 +276,22 @@ def add_live_bus_options(
     )
 
 
-def live_bus_fields(args: argparse.Namespace) -> dict:
+def live_bus_fields(args: argparse.Namespace, robot=None) -> dict:
     """The options of ``add_live_bus_options`` as config fields: interface, host, port,
-    channels ({arm: channel}) and arms."""
+    channels ({arm: channel}; default: ``robot``'s file, else the twin's mapping) and arms."""
     from rob_twin.models.names import BUS_MAPPING, Arm
 
+    if robot is not None:
+        from rob_twin.twin.drives.amber_robot import robot_channels
+
+        default = robot_channels(robot)
+    else:
+        default = {a.value: BUS_MAPPING[a].channel for a in Arm}
     return {
         "interface": args.interface,
         "host": args.host,
         "port": args.port,
-        "channels": _channels(args.channels, {a.value: BUS_MAPPING[a].channel for a in Arm}),
+        "channels": _channels(args.channels, default),
         "arms": tuple(args.arm or ("right", "left")),
     }
 
@@ -418,6 +434,13 @@ def register(sub) -> None:
         help="print the final status as one JSON object instead of the human summary",
     )
     bank.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
+    bank.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=DEFAULT_ROBOT,
+        help=f"{ROBOT_HELP}; its drives must be Amber (a Damiao bank is not built yet); "
+        "without --channels, its file's channels (default: %(default)s)",
+    )
     bank.set_defaults(func=_cmd_bank)
     host = sub.add_parser(
         "host",
@@ -452,5 +475,12 @@ def register(sub) -> None:
     )
     host.add_argument(
         "--json", action="store_true", help="print the report as one JSON object on stdout"
+    )
+    host.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=DEFAULT_ROBOT,
+        help=f"{ROBOT_HELP}; Amber drives (its owners' and codec's bounds are its joint "
+        "ranges; without --channels, its file's channels) (default: %(default)s)",
     )
     host.set_defaults(func=_cmd_host, json_result=True)

@@ -46,7 +46,8 @@ from pathlib import Path
 import can
 import numpy as np
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, Arm
+from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, Arm
+from rob_twin.models.robot import AMBER_DRIVES, robot_of
 from rob_twin.twin.bus.bank_control import (
     MAX_CLIENTS,
     MAX_LINE_BYTES,
@@ -59,6 +60,7 @@ from rob_twin.twin.bus.bank_control import (
 )
 from rob_twin.twin.bus.socketcand import LOCALHOST, SocketcandServer
 from rob_twin.twin.drives.amber_bank import MotorBank
+from rob_twin.twin.drives.amber_robot import amber_drive_configs
 from rob_twin.twin.sim.faults import FaultSchedule
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
@@ -110,6 +112,7 @@ class BankConfig:
     max_lag_s: float = 1.0
     ready_file: str | None = None
     record_path: str | None = None  # record all traffic (Unix-time stamps) via python-can writers
+    robot: str = DEFAULT_ROBOT  # a shipped robot or a robot file with Amber drives
     # a rob_twin.twin.calibration Calibration: model and drives take its fitted parameters
     # (its transport delays are not applied: a live bus has its own)
     calibration: object | None = None
@@ -128,11 +131,16 @@ class BankProcess:
             raise BankError(
                 f"bank interface {cfg.interface!r} is not one of 'socketcand', 'socketcan'"
             )
-        model, drives = None, None
+        self.robot = robot_of(cfg.robot)
+        self.robot.require(
+            AMBER_DRIVES, "rob-twin bank (its process serves Amber drives; Damiao: not yet)"
+        )
+        model, drives = self.robot.model(), amber_drive_configs(self.robot)
         if cfg.calibration is not None:
             from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
 
-            model, drives = calibrated_model(cfg.calibration), calibrated_drives(cfg.calibration)
+            model = calibrated_model(cfg.calibration, model)
+            drives = calibrated_drives(cfg.calibration)
         self.twin = Twin(TwinConfig(seed=cfg.seed), model=model)
         self._calibration_label = (
             cfg.calibration.label() if cfg.calibration is not None else "uncalibrated"
@@ -337,6 +345,7 @@ class BankProcess:
             "max_lag_s": round(self.max_lag_s, 4),
             "hardware_io": False,
             "calibration": self._calibration_label,
+            "robot": self.robot.identity(),
             "faults": self._fault_list,
             "buses": {
                 ch: {

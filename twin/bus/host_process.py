@@ -47,10 +47,12 @@ from rob_twin.controllers.owner_types import FaultKind
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.models.robot import AMBER_DRIVES, robot_of
 from rob_twin.twin.bus.bank_process import PING_ID, PONG_ID
 from rob_twin.twin.bus.socketcand import LOCALHOST
 from rob_twin.twin.bus.timing import percentiles_us
+from rob_twin.twin.drives.amber_robot import bounded_codec, bounded_owner
 from rob_twin.twin.sim.closed_loop import twin_owner_config
 
 STREAMS = ("wave", "hold")
@@ -93,6 +95,7 @@ class HostConfig:
     late_tick_periods: float = 10.0
     ping_hz: float = 0.0
     publish_deadline_s: float = 0.02
+    robot: str = DEFAULT_ROBOT  # a shipped robot or a robot file with Amber drives
 
     def __post_init__(self) -> None:
         if self.stream not in STREAMS:
@@ -225,14 +228,17 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
         feedback_timeout_s=cfg.feedback_timeout_s,
         late_tick_periods=cfg.late_tick_periods,
     )
+    robot = robot_of(cfg.robot)
+    robot.require(AMBER_DRIVES, "rob-twin host (its owners speak the Amber codec)")
+    owners = {arm: bounded_owner(owner_cfg, robot.joint_ranges(arm)) for arm in arms}
     buses: dict[Arm, PongTap] = {}
     drivers: dict[Arm, ArmDriver] = {}
     ended, end_reason = "seconds", None
     try:
         for arm in arms:
             buses[arm] = PongTap(open_bus(cfg, cfg.channels[arm.value]))
-        lo = np.array(owner_cfg.position_lower) + BOUND_MARGIN_RAD
-        hi = np.array(owner_cfg.position_upper) - BOUND_MARGIN_RAD
+        lo = {a: np.array(owners[a].position_lower) + BOUND_MARGIN_RAD for a in arms}
+        hi = {a: np.array(owners[a].position_upper) - BOUND_MARGIN_RAD for a in arms}
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
         start = {
@@ -240,8 +246,8 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                 wait_for_feedback(
                     buses[arm], cfg.startup_feedback_timeout_s, cfg.channels[arm.value]
                 ),
-                lo,
-                hi,
+                lo[arm],
+                hi[arm],
             )
             for arm in arms
         }
@@ -251,11 +257,14 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                 interface=cfg.interface,
                 channel=cfg.channels[arm.value],
                 publish_deadline_s=cfg.publish_deadline_s,
+                codec=bounded_codec(owners[arm]),
             )
-            drivers[arm] = ArmDriver.create(arm, clock, start[arm], owner_cfg, tcfg, bus=buses[arm])
+            drivers[arm] = ArmDriver.create(
+                arm, clock, start[arm], owners[arm], tcfg, bus=buses[arm]
+            )
         sources = {
             arm: (
-                wave_around(start[arm], k, lo, hi)
+                wave_around(start[arm], k, lo[arm], hi[arm])
                 if cfg.stream == "wave"
                 else (lambda t, q=start[arm]: q)
             )

@@ -21,13 +21,12 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import SimClock
-from rob_twin.controllers.codec import default_config as default_codec_config
 from rob_twin.controllers.lease import Lease, LeaseStatus
 from rob_twin.controllers.mailbox import OfferResult
 from rob_twin.controllers.owner_config import OwnerConfig
@@ -36,13 +35,19 @@ from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models import dimensions as D
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, Arm
+from rob_twin.models.names import DEFAULT_ROBOT, Arm
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.timed_bus import BusTimingLayer
 from rob_twin.twin.bus.timing import BusTimingConfig
 from rob_twin.twin.bus.wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
-from rob_twin.twin.drives.amber_bank import MotorBank, default_drive_configs
+from rob_twin.twin.drives.amber_bank import MotorBank
 from rob_twin.twin.drives.amber_drive import DriveConfig
+from rob_twin.twin.drives.amber_robot import (
+    amber_drive_configs,
+    bounded_codec,
+    bounded_owner,
+    robot_channels,
+)
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.faults import FaultSchedule, FaultSpec
 from rob_twin.twin.sim.twin import Twin, TwinConfig
@@ -199,18 +204,14 @@ class ClosedLoop:
     def bus_name(self, arm: Arm) -> str:
         """The CAN interface of ``arm``'s drives: the robot file's channel (ROB: CAN10 /
         CAN11), else the twin's default mapping (``rob_twin.models.names.BUS_MAPPING``)."""
-        return self.robot.channel(arm) or BUS_MAPPING[arm].channel
+        return robot_channels(self.robot)[arm.value]
 
     def owner_config(self, arm: Arm) -> OwnerConfig:
         """The owner of ``arm`` with the config's rates and limits and the model's joint
         ranges as its position bounds [rad] (each arm its own)."""
         m = self.twin.model
         ranges = [m.jnt_range[m.joint(name).id] for name in self.robot.joints(arm)]
-        return replace(
-            self.config.owner,
-            position_lower=tuple(float(lo) for lo, _ in ranges),
-            position_upper=tuple(float(hi) for _, hi in ranges),
-        )
+        return bounded_owner(self.config.owner, ranges)
 
     # ------------------------------------------------------------------ family hooks
     def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
@@ -221,18 +222,6 @@ class ClosedLoop:
             model = calibrated_model(cfg.calibration, model)
         return Twin(TwinConfig(seed=cfg.seed), model=model)
 
-    def _drive_configs(self) -> dict[Arm, tuple[DriveConfig, ...]]:
-        """Each arm's Amber drives: the family's speed and current tables
-        (``default_drive_configs``) with the model's joint ranges as their bounds [rad]."""
-        table = default_drive_configs()
-        return {
-            arm: tuple(
-                replace(d, lower_rad=lo, upper_rad=hi)
-                for d, (lo, hi) in zip(table, self.robot.joint_ranges(arm), strict=True)
-            )
-            for arm in Arm
-        }
-
     def _make_bank(self, wiring: dict[str, Arm]):
         cfg = self.config
         if cfg.drives is not None:
@@ -240,7 +229,7 @@ class ClosedLoop:
         elif cfg.calibration is not None:
             drives = _calibrated_drives(cfg.calibration)
         else:
-            drives = self._drive_configs()
+            drives = amber_drive_configs(self.robot)
         return MotorBank(
             self.twin.model,
             self.twin.data,
@@ -254,11 +243,7 @@ class ClosedLoop:
 
     def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> ArmDriver:
         owner = self.owner_config(arm)
-        codec = replace(
-            default_codec_config(),
-            lower_rad=owner.position_lower,
-            upper_rad=owner.position_upper,
-        )
+        codec = bounded_codec(owner)
         return ArmDriver.create(
             arm,
             self.clock,

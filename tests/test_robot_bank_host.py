@@ -1,0 +1,44 @@
+"""``rob-twin bank --robot`` and ``host --robot`` serve and drive the robot a file names:
+a generated Amber robot nobody tuned for, on its own channels and joint ranges, over
+socketcand on 127.0.0.1; a robot without Amber drives is refused up front (exit 2)."""
+
+from __future__ import annotations
+
+import robot_factory as F
+from bank_support import running_bank
+from rob_twin.cli.main import main
+from rob_twin.models.robot import robot_of
+from rob_twin.twin.bus.host_process import HostConfig, run_host
+from rob_twin.twin.drives.amber_robot import robot_channels
+
+
+def test_a_generated_amber_robot_is_served_and_driven_as_itself(tmp_path):
+    gen = F.generate_robot(tmp_path / "robot", 4, family="amber")
+    robot = robot_of(gen.robot_file)
+    with running_bank(tmp_path, "--robot", str(gen.robot_file)) as bank:
+        status = bank.control({"cmd": "status"})
+        assert status["robot"] == robot.identity()
+        assert set(status["buses"]) == set(robot_channels(robot).values())
+        report = run_host(
+            HostConfig(
+                port=bank.socketcand_port,
+                channels=robot_channels(robot),
+                robot=str(gen.robot_file),
+                seconds=1.5,
+                stream="wave",
+                feedback_timeout_s=1.0,
+            )
+        )
+        bank.shutdown()
+    assert report["ended"] == "seconds", report.get("end_reason")
+    for arm in ("right", "left"):
+        assert report["arms"][arm]["fault"] is None, report["arms"][arm]
+        assert report["arms"][arm]["max_travel_rad"] > 0.01  # the wave moved the drives
+        assert report["arms"][arm]["samples_published"] > 50
+
+
+def test_bank_and_host_refuse_a_robot_without_amber_drives(capsys):
+    assert main(["bank", "--robot", "openarm", "--seconds", "1"]) == 2
+    assert "amber_drives" in capsys.readouterr().err
+    assert main(["host", "--robot", "openarm", "--seconds", "0.1"]) == 2
+    assert "amber_drives" in capsys.readouterr().err

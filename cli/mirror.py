@@ -8,7 +8,8 @@ import contextlib
 import sys
 
 from rob_twin.cli.bus import add_live_bus_options, live_bus_fields
-from rob_twin.cli.common import CommandResult
+from rob_twin.cli.common import ROBOT_HELP, CommandResult, robot_arg
+from rob_twin.models.names import DEFAULT_ROBOT
 
 
 def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
@@ -36,7 +37,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             return 3, {"error": str(err), "type": type(err).__name__, "exit_code": 3}
     try:
         cfg = MirrorConfig(
-            **live_bus_fields(args),
+            **live_bus_fields(args, args.robot),
             seconds=args.seconds,
             tolerance_rad=args.tolerance_rad,
             status_every_s=args.status_every,
@@ -51,7 +52,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
         ) as telemetry:
             summary = run_mirror(
                 cfg,
-                _parameters(args.calibration),
+                _parameters(args.calibration, args.robot),
                 on_status=say,
                 on_alarm=alarm,
                 on_ready=say,
@@ -139,21 +140,23 @@ class _View:
         }
 
 
-def _parameters(path: str | None):
-    """The mirror twin's parameters from the calibration file at ``path`` (None: the twin's
-    assumed ones); CalibrationError (exit 2) for a file fitted on another model."""
-    if path is None:
-        return None
-    from rob_twin.models.loading import load_scene
+def _parameters(path: str | None, robot):
+    """The mirror twin's parameters: ``robot``'s model and Amber drives, with the
+    calibration file at ``path`` when given; CalibrationError (exit 2) for a file fitted on
+    another model, MissingCapabilityError (exit 2) for a robot without Amber drives."""
+    from rob_twin.cli.common import calibration_arg
+    from rob_twin.models.robot import AMBER_DRIVES
     from rob_twin.twin.bus.mirror import TwinParameters
     from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
-    from rob_twin.twin.calibration.calibration_file import load_calibration
+    from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
-    model = load_scene()
-    calibration = load_calibration(path, model)
+    robot.require(AMBER_DRIVES, "rob-twin mirror (its twin runs Amber drives)")
+    calibration = calibration_arg(path, robot)
+    if calibration is None:
+        return TwinParameters(model=robot.model(), drive_configs=amber_drive_configs(robot))
     return TwinParameters(
         name=f"{calibration.name} ({calibration.file_sha256[:16]})",
-        model=calibrated_model(calibration, model),
+        model=calibrated_model(calibration, robot.model()),
         drive_configs=calibrated_drives(calibration),
     )
 
@@ -195,6 +198,13 @@ def register(sub) -> None:
         "(rob-twin calibrate; default: the twin's assumed ones, reported as uncalibrated)",
     )
     add_live_bus_options(mir, "mirror", choices=("socketcand", "socketcan"))
+    mir.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=DEFAULT_ROBOT,
+        help=f"{ROBOT_HELP}; Amber drives (without --channels, its file's channels) "
+        "(default: %(default)s)",
+    )
     mir.add_argument(
         "--seconds", type=float, default=10.0, help="run length [s] (default: %(default)s)"
     )

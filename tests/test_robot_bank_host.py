@@ -42,3 +42,28 @@ def test_bank_and_host_refuse_a_robot_without_amber_drives(capsys):
     assert "amber_drives" in capsys.readouterr().err
     assert main(["host", "--robot", "openarm", "--seconds", "0.1"]) == 2
     assert "amber_drives" in capsys.readouterr().err
+
+
+def test_the_mirror_twin_takes_per_arm_drive_configs(tmp_path):
+    """A calibration's (and a robot's) drive configs are per arm: the live mirror's start
+    pose goes through each arm's own (it crashed zipping the dict as seven configs)."""
+    from dataclasses import replace
+
+    from rob_twin.cli.mirror import _parameters
+    from rob_twin.models.names import Arm
+    from rob_twin.twin.bus.mirror_live import _joint_frame
+
+    gen = F.generate_robot(tmp_path / "robot", 4, family="amber")
+    robot = robot_of(gen.robot_file)
+    params = _parameters(None, robot)
+    assert set(params.drive_configs) == set(Arm)
+    flipped = {
+        Arm.RIGHT: params.drive_configs[Arm.RIGHT],
+        Arm.LEFT: tuple(replace(c, sign=-1) for c in params.drive_configs[Arm.LEFT]),
+    }
+    q = [0.1 * j for j in range(1, 8)]
+    frame = _joint_frame({Arm.RIGHT: q, Arm.LEFT: q}, replace(params, drive_configs=flipped))
+    assert frame[Arm.RIGHT] == q and frame[Arm.LEFT] == [-x for x in q]
+    lo, hi = robot.joint_ranges("left")[0]
+    assert params.drive_configs[Arm.LEFT][0].lower_rad == lo
+    assert params.drive_configs[Arm.LEFT][0].upper_rad == hi

@@ -246,7 +246,10 @@ def _joint_frame(start: dict, parameters: TwinParameters | None) -> dict:
 
     configs = (parameters.drive_configs if parameters else None) or default_drive_configs()
     return {
-        arm: [c.sign * q + c.zero_offset_rad for c, q in zip(configs, qs, strict=True)]
+        arm: [
+            c.sign * q + c.zero_offset_rad
+            for c, q in zip(configs[arm] if isinstance(configs, dict) else configs, qs, strict=True)
+        ]
         for arm, qs in start.items()
     }
 

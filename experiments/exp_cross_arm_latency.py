@@ -31,13 +31,14 @@ import numpy as np
 from rob_twin.controllers.damiao_codec import SMALL_BITS
 from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
-from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
-from rob_twin.models.names import Arm
-from rob_twin.twin.bus.timing import BusTimingConfig
+from rob_twin.models.damiao_motors import MOTORS
+from rob_twin.models.names import ROBOTS, Arm
+from rob_twin.models.robot import robot_of
+from rob_twin.twin.bus.timing import parse_bus_spec
 from rob_twin.twin.drives.amber_drive import DriveConfig
 from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
-from rob_twin.twin.sim.damiao_loop import openarm_config
 from rob_twin.twin.sim.held_object import held_closed_loop
+from rob_twin.twin.sim.loops import loop_config
 from rob_twin.twin.sim.middleware import middleware
 
 SEED_MEDIAN_MS, SEED_SIGMA_MS = 47.0, 4.7  # seed 002, stock ROS 2, OpenArm
@@ -60,20 +61,23 @@ class LatencyConfig:
 
 
 def robot_config(robot: str, seed: int) -> ClosedLoopConfig:
-    """ROB: classic CAN 1 Mbit/s, feedback at 200 Hz (the loop's most; its 20 Hz default
-    would add up to 50 ms); OpenArm v2: CAN FD 1/5 Mbit/s, its 500 Hz owners and a reply per
-    command, the default queues (host 10 frames, each drive 3)."""
-    if robot == "rob":
-        return ClosedLoopConfig(seed=seed, feedback_rate_hz=200.0, bus_timing=BusTimingConfig())
-    fd = BusTimingConfig(frame_format="fd", data_bitrate_bps=5e6)
-    return openarm_config(seed=seed, bus_timing=fd)
+    """The robot's loop on the bus its file names (ROB: classic CAN 1 Mbit/s; OpenArm v2:
+    CAN FD 1/5 Mbit/s), the default queues (host 10 frames, each drive 3). Amber drives
+    send feedback at 200 Hz (the loop's most; their 20 Hz default would add up to 50 ms);
+    Damiao drives answer every command of the 500 Hz owners."""
+    r = robot_of(robot)
+    rates = {"feedback_rate_hz": 200.0} if r.family == "amber" else {}
+    bus = parse_bus_spec(r.bus_spec)
+    return loop_config(r, "the cross-arm latency experiment", seed=seed, bus_timing=bus, **rates)
 
 
 def torque_lsb(robot: str) -> np.ndarray:
-    """Each joint's feedback torque resolution [Nm]."""
-    if robot == "rob":
+    """Each joint's feedback torque resolution [Nm]: Amber 1/256 A of current; Damiao 12-bit
+    torque over each motor's [-TMAX, TMAX]."""
+    r = robot_of(robot)
+    if r.family == "amber":
         return np.full(7, (1.0 / 256.0) / DriveConfig().amps_per_nm)
-    return np.array([2.0 * m.tmax_nm / (2**SMALL_BITS - 1) for m in OPENARM_ARM_MOTORS])
+    return np.array([2.0 * MOTORS[m].tmax_nm / (2**SMALL_BITS - 1) for m in r.motors])
 
 
 class FeedbackTap:
@@ -82,7 +86,7 @@ class FeedbackTap:
 
     def __init__(self, loop, robot: str):
         self.transport = loop.drivers[OTHER].transport
-        self.rob = robot == "rob"
+        self.rob = robot_of(robot).family == "amber"  # Amber feedback: current, not torque
         self.amps_per_nm = DriveConfig().amps_per_nm
         self.samples: list[tuple[float, np.ndarray]] = []
         self._last = None
@@ -240,7 +244,7 @@ def plot(results: dict, path) -> str | None:
 
 
 @experiment("cross-arm-latency")
-def run(seed: int = 0, trials: int | None = None, robots: tuple[str, ...] = ("rob", "openarm")):
+def run(seed: int = 0, trials: int | None = None, robots: tuple[str, ...] = ROBOTS):
     cfg = LatencyConfig() if trials is None else replace(LatencyConfig(), trials=int(trials))
     if cfg.trials < 2:
         from rob_twin.models.errors import InvalidValueError

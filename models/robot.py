@@ -155,6 +155,11 @@ class Robot:
         return np.array(self.description.arm(arm).home_rad, dtype=float)
 
     @property
+    def motors(self) -> tuple[str, ...]:
+        """Damiao motor type per joint (``drives.motors``; empty for other families)."""
+        return tuple(self.description.file.drives.motors or ())
+
+    @property
     def bus_spec(self) -> str:
         """The arms' bus as the file says, in ``--bus`` syntax (``1M``, ``fd:1M/5M``)."""
         return self.description.file.drives.bus

@@ -31,7 +31,7 @@ from rob_twin.experiments.output import OUT_DIR
 from rob_twin.experiments.registry import benchmark
 from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS, OPENARM_KD, OPENARM_KP
 from rob_twin.models.loading import arm_qpos_indices, keyframe_arm_q
-from rob_twin.models.names import Arm
+from rob_twin.models.names import DEFAULT_ROBOT, Arm
 from rob_twin.models.robot_model import arm_joint_ranges, load_robot_model
 from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.rehearsal import wave_source
@@ -215,7 +215,7 @@ def _tracking(robot: str, duration: float | None = None) -> dict:
     }
 
 
-TRACKING_ROBOTS = {"amber_position_drives_rob": "rob", "damiao_mit_drives_openarm": ROBOT}
+TRACKING_ROBOTS = {"amber_position_drives_rob": DEFAULT_ROBOT, "damiao_mit_drives_openarm": ROBOT}
 
 
 def tracking(duration: float | None = None) -> dict:

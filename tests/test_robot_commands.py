@@ -169,3 +169,17 @@ def test_plan_follows_a_five_joint_robot(ideal5, tmp_path, capsys):
     plan = json.loads(out.read_text())
     assert plan["arms"]["right"] == list(robot.joints("right"))
     assert len(plan["q_rad"]["right"][0]) == 5
+
+
+def test_a_study_plans_a_five_joint_robot(ideal5, tmp_path, capsys):
+    spec = tmp_path / "study.toml"
+    spec.write_text(
+        f'name = "gen5"\nmodel = "{ideal5.robot_file}"\nstart = "home"\n'
+        'arms = ["right", "left"]\nmargins_m = [0.005]\ncount = 4\nseed = 0\n'
+        '[goals]\nkind = "gaussian"\nsigma_rad = 0.6\nmin_clearance_m = 0.01\n'
+    )
+    code = main(["study", str(spec), "--out", str(tmp_path / "out"), "--workers", "1"])
+    capsys.readouterr()
+    assert code == 0
+    rows = (tmp_path / "out" / "rows.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4 and sum("success" in r for r in rows[1:]) >= 3

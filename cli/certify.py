@@ -21,9 +21,14 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
     from rob_twin.planners.plan_file import load_plan_file
 
     doc = load_plan_file(args.plan)  # exit 2 before the model is even loaded
-    model = load_model_of(args.model or DEFAULT_ROBOT)
+    # the model: --model, else the robot the plan file names (a claim: the certificate's
+    # model hash must match the model loaded), else the default robot
+    named = (doc.get("robot") or {}).get("file")
+    where = args.model or named or DEFAULT_ROBOT
+    model = load_model_of(where)
     report = verify_document(doc, model, where=str(args.plan)).as_dict()
     report["plan"] = str(args.plan)
+    report["model"] = where
     if not args.json:
         verdict = "AGREES" if report["ok"] else "DISAGREES"
         low = report["certified_min_m"]
@@ -55,7 +60,8 @@ def register(sub) -> None:
         "--model",
         default=None,
         help="the model the plan was made on: a shipped robot (rob, openarm), a robot file "
-        "(robot.toml) or a scene XML (default: rob, the generated ROB scene)",
+        "(robot.toml) or a scene XML (default: the robot the plan file names, as rob-twin "
+        "plan writes it; else rob, the generated ROB scene)",
     )
     cert.add_argument("--json", action="store_true", help="print exactly one JSON object")
     cert.set_defaults(func=_cmd_certify, json_result=True)

@@ -91,7 +91,7 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
         return 1, out
     plan = result.plan
     cert = plan.certificate
-    path = save_plan(args.out, group, plan)
+    path = save_plan(args.out, group, plan, robot)
     out.update(
         ok=True,
         plan=str(path),

@@ -109,10 +109,16 @@ def _certificate_document(group, plan) -> dict:
     return cert
 
 
-def save_plan(path: str | Path, group, plan) -> Path:
-    """Write ``plan`` with its certificate to ``path`` (parents created)."""
+ROBOT_FIELDS = ("name", "file", "family", "model_hash")
+
+
+def save_plan(path: str | Path, group, plan, robot=None) -> Path:
+    """Write ``plan`` with its certificate to ``path`` (parents created); ``robot`` (a
+    ``rob_twin.models.robot.Robot``): the file names the robot it was planned for."""
     path = Path(path)
     doc = plan_document(group, plan)
+    if robot is not None:
+        doc["robot"] = robot.identity()
     validate_plan_document(doc, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
@@ -269,6 +275,10 @@ def validate_plan_document(
     limits = limits or default_config()
     f = _Fields(where)
     doc = f.obj(doc, "(top level)", REQUIRED)
+    if "robot" in doc:  # optional: the robot it was planned for (a claim: certify checks it)
+        robot = f.obj(doc["robot"], "robot", ROBOT_FIELDS)
+        for key in ROBOT_FIELDS:
+            f.text(robot[key], f"robot.{key}")
     if doc["format"] != FORMAT:
         f.fail("format", doc["format"], repr(FORMAT))
     if doc.get("hardware_io", False) is not False:

@@ -167,6 +167,9 @@ def test_plan_follows_a_five_joint_robot(ideal5, tmp_path, capsys):
     assert code == 0, reply
     assert reply["robot"]["name"] == robot.name
     plan = json.loads(out.read_text())
+    assert plan["robot"] == robot.identity()
+    assert main(["certify", str(out), "--json"]) == 0  # the model: the robot the plan names
+    assert _json(capsys)["model"] == str(ideal5.robot_file)
     assert plan["arms"]["right"] == list(robot.joints("right"))
     assert len(plan["q_rad"]["right"][0]) == 5
 

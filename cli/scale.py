@@ -252,7 +252,7 @@ def register(sub) -> None:
         "tolerances); only for an intended change of behaviour",
     )
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: all cores)")
-    sw.add_argument("--bus", default="1M", help=BUS_HELP)
+    sw.add_argument("--bus", default=None, help=BUS_HELP)
     sw.add_argument("--out", default="out/sweep", help="run outputs and report")
     sw.add_argument(
         "--json",

@@ -62,7 +62,7 @@ CASES = [
         "keyframe q too short",
         sc(keyframes=[{"t": 0.1, "arm": "right", "q": [0.1]}]),
         "ScenarioError",
-        "keyframes[0].q: must be 7 finite joint angles",
+        "keyframes[0].q: must be one finite joint angle [rad] per joint of the robot's arm",
     ),
     Case(
         "keyframe q outside the joint limits",

@@ -85,7 +85,7 @@ def test_scenario_moves_the_arm_toward_its_keyframe(tmp_path):
         ({}, "duration"),
         (
             {"duration": 1, "keyframes": [{"t": 0, "arm": "right", "q": [1]}]},
-            "7 finite joint angles",
+            r"one finite joint angle \[rad\] per joint of the robot's arm",
         ),
     ],
 )
@@ -212,7 +212,10 @@ def test_scenario_plans_run_through_armgroup_and_the_executor():
 @pytest.mark.parametrize(
     "plans, match",
     [
-        ([{"t": 0.5, "goals": {"right": [0.0] * 6}}], "7 finite joint angles"),
+        (
+            [{"t": 0.5, "goals": {"right": [0.0] * 6}}],
+            r"6 joint angles for the right arm of robot 'rob', which has 7 joints",
+        ),
         ([{"t": 0.5}], r"plans\[0\]: give exactly one of goals .* or plan"),
         (
             [{"t": -1.0, "goals": {"left": [0.5] * 7}}],

@@ -3,8 +3,9 @@ compare each run's figures with its baseline (``DIR/baselines/NAME.json``), repo
 changed. ``update=True`` writes the baselines instead (keeping their tolerances): it is the
 one way a shipped baseline changes (``rob-twin sweep DIR --update-baselines``).
 
-Every scenario runs on the simulated bus ``bus`` (default ``1M``, classic CAN at 1 Mbit/s:
-what ``rob-twin run`` uses), so a scenario that fails on the default bus fails the sweep.
+Every scenario runs on the simulated bus ``bus`` (default: its robot file's ``drives.bus``,
+what ``rob-twin run`` uses: ROB classic CAN at 1 Mbit/s, OpenArm CAN FD 1/5 Mbit/s), so a
+scenario that fails on its default bus fails the sweep.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rob_twin.models.bounded_json import JsonLimits, read_bounded_json
 from rob_twin.models.errors import RobTwinError
 from tqdm import tqdm
 
-DEFAULT_BUS = "1M"  # the default of ``rob-twin run --bus``
+DEFAULT_BUS = None  # the default of ``rob-twin run --bus``: the robot file's drives.bus
 BASELINE_LIMITS = JsonLimits(max_bytes=4_000_000, max_depth=8, reject_duplicate_keys=True)
 
 
@@ -29,10 +30,11 @@ class SweepInputError(RobTwinError, ValueError):
     """A sweep folder that holds no scenarios (or does not exist)."""
 
 
-def run_one(path: str, out_dir: str, bus: str = DEFAULT_BUS) -> dict:
+def run_one(path: str, out_dir: str, bus: str | None = DEFAULT_BUS) -> dict:
     """Run scenario ``path`` headless (no video) on the simulated bus ``bus`` (a ``--bus``
     spec): {"name", "figures", "wall_s"} or {"error"}. The figures are those of the run's
     summary, judged against the scenario's ``expect`` like ``rob-twin run``."""
+    from rob_twin.models.robot import robot_of
     from rob_twin.twin.bus.timing import parse_bus_spec
     from rob_twin.twin.scenario.report import summarize
     from rob_twin.twin.scenario.run import Scenario, run_scenario
@@ -43,18 +45,24 @@ def run_one(path: str, out_dir: str, bus: str = DEFAULT_BUS) -> dict:
     try:
         sc = Scenario.load(path)
         name = sc.name
+        spec = bus or robot_of(sc.robot).bus_spec
         result = run_scenario(
             sc,
             out_dir=Path(out_dir) / sc.name,
             record=False,
             progress=False,
-            bus_timing=parse_bus_spec(bus),
+            bus_timing=parse_bus_spec(spec),
         )
         problems = unexpected(result, sc.expect) if result.status == "completed" else []
         summary = summarize(
             result, Path(out_dir) / sc.name, problems, expect=sc.expect.model_dump()
         )
-        return {"name": name, "figures": run_figures(summary), "wall_s": time.perf_counter() - t0}
+        return {
+            "name": name,
+            "bus": spec,
+            "figures": run_figures(summary),
+            "wall_s": time.perf_counter() - t0,
+        }
     except Exception as err:  # a scenario that cannot run is a regression, not a crash
         return {
             "name": name,
@@ -79,7 +87,11 @@ def scenario_files(folder: Path) -> list[Path]:
 
 
 def run_all(
-    files: list[Path], out_dir: Path, workers: int | None, progress: bool, bus: str = DEFAULT_BUS
+    files: list[Path],
+    out_dir: Path,
+    workers: int | None,
+    progress: bool,
+    bus: str | None = DEFAULT_BUS,
 ) -> list[dict]:
     """Run the scenarios on bus ``bus``, ``workers`` at a time (1: in this process)."""
     from rob_twin.experiments.study.backends import default_workers
@@ -141,13 +153,14 @@ def run_sweep(
     workers: int | None = None,
     update: bool = False,
     progress: bool = True,
-    bus: str = DEFAULT_BUS,
+    bus: str | None = DEFAULT_BUS,
 ) -> dict:
     """Run every scenario on the simulated bus ``bus`` and compare (or ``update`` the
     baselines); return the stamped report (``passed``)."""
     from rob_twin.twin.bus.timing import parse_bus_spec
 
-    parse_bus_spec(bus)  # a bad spec: BusTimingConfigError before anything runs
+    if bus is not None:
+        parse_bus_spec(bus)  # a bad spec: BusTimingConfigError before anything runs
     folder = Path(folder)
     baselines = Path(baselines or folder / "baselines")
     files = scenario_files(folder)
@@ -175,7 +188,7 @@ def run_sweep(
                 path,
                 {
                     "scenario": r["name"],
-                    "bus": bus,
+                    "bus": r.get("bus", bus),
                     "tolerances": tolerances,
                     "figures": r["figures"],
                 },
@@ -222,7 +235,7 @@ def run_sweep(
             "baselines": str(baselines),
             "scenarios": len(results),
             "workers": workers,
-            "bus": bus,
+            "bus": bus or "each scenario's robot file's drives.bus",
             "wall_s": round(wall_s, 3),
             "passed": passed,
             "verdict": "PASS" if passed else "REGRESSION",

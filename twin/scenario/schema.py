@@ -694,7 +694,10 @@ def _message(e: dict) -> str:
     if kind in ("too_short", "too_long") and (
         e["loc"][-1:] == ("q",) or e["loc"][-2:-1] == ("goals",)
     ):
-        return f"must be {JOINTS_PER_ARM} finite joint angles [rad], j1..j{JOINTS_PER_ARM}"
+        return (
+            f"must be one finite joint angle [rad] per joint of the robot's arm, j1..jN "
+            f"({MIN_JOINTS_PER_ARM} to {JOINTS_PER_ARM}; ROB and OpenArm: {JOINTS_PER_ARM})"
+        )
     if kind == "literal_error" and isinstance(value, str):
         valid = [
             v.strip("'") for v in str(ctx.get("expected", "")).replace(" or ", ", ").split(", ")

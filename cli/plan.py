@@ -70,7 +70,7 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
     robot = robot_of(robot)  # None: the default robot
     group = ArmGroup(robot.model(), robot.group_arms(), planning_config())
     if args.goals is not None:
-        request = read_goals_file(args.goals, group)
+        request = read_goals_file(args.goals, group, robot)
         source = f"goals file {args.goals}"
     else:
         request = _scenario_request(args.scenario, args.step, group, args.robot)

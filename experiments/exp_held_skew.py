@@ -18,18 +18,20 @@ from rob_twin.experiments.registry import experiment
 from rob_twin.twin.rehearsal.gates import RehearsalConfig
 from rob_twin.twin.rehearsal.held_gate import HeldGateConfig, held_carry_run
 from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
-from rob_twin.twin.sim.damiao_loop import openarm_config
+from rob_twin.twin.sim.loops import loop_config
 
 SKEWS_MS = (0.0, 5.0, 20.0, 47.0)
 
 
 def base_config(robot: str, seed: int) -> ClosedLoopConfig:
-    """The robot's default closed loop (no bus timing: the skew is the variable here)."""
-    return ClosedLoopConfig(seed=seed) if robot == "rob" else openarm_config(seed=seed)
+    """The robot's default closed loop (no bus timing: the skew is the variable here); any
+    robot with CAN drives (a shipped name or a robot file)."""
+    return loop_config(robot, "experiment held-skew", seed=seed)
 
 
 def skew_row(robot: str, skew_ms: float, seed: int) -> dict:
-    """One carry of ``robot`` with the left arm ``skew_ms`` late."""
+    """One carry of ``robot`` (a shipped name or a robot file) with the left arm ``skew_ms``
+    late (each robot's own arm kinematics plan the carry)."""
     s = held_carry_run(
         RehearsalConfig(base=base_config(robot, seed)), HeldGateConfig(skew_s=skew_ms * 1e-3)
     )
@@ -78,8 +80,8 @@ def run(
     skews_ms: tuple[float, ...] = SKEWS_MS,
     robots: tuple[str, ...] = ("rob",),
 ) -> dict:
-    """The skew table on ROB (a lockstep Cartesian carry needs ROB's TCP kinematics; OpenArm v2
-    has joint-space planning only, so its carries are not planned)."""
+    """The skew table on ``robots`` (default ROB; ``("rob", "openarm")`` or robot files with CAN
+    drives also run: each carry is planned with the robot's own arm kinematics)."""
     rows = [skew_row(robot, skew, seed) for robot in robots for skew in skews_ms]
     png = plot(rows, OUT_DIR / "experiments" / "held-skew" / "peak_internal_force.png")
     cols = [

@@ -32,15 +32,16 @@ CAN_DRIVES = "can_drives"  # drives with a CAN model: owners, codec, bank (amber
 AMBER_DRIVES = "amber_drives"  # Amber position drives: the socketcand bank, calibration
 TRACKED_BASE = "tracked_base"  # a free-floating base with treads (scenario "base" steps)
 SEVEN_JOINT_ARMS = "seven_joint_arms"  # both arms have seven joints (the CAN codecs' count)
-CARTESIAN_KINEMATICS = "cartesian_kinematics"  # Pinocchio ArmKinematics: carries, pose goals
+CARTESIAN_KINEMATICS = "cartesian_kinematics"  # TCP kinematics of 5-7 joint arms: carries, poses
 
 CAPABILITY_SOURCES: dict[str, str] = {
     CAN_DRIVES: "drives.family 'amber' or 'damiao' (family 'ideal' has no CAN model)",
     AMBER_DRIVES: "drives.family 'amber'",
     TRACKED_BASE: f"a free joint {N.BASE_FREEJOINT!r} and tread geoms in the MJCF",
     SEVEN_JOINT_ARMS: "seven joints per arm (the CAN codecs and owners drive seven)",
-    CARTESIAN_KINEMATICS: "the MJCF planners.kinematics.ArmKinematics is built from "
-    "(models/rob/scene.xml; Cartesian kinematics from a robot's own model are not built yet)",
+    CARTESIAN_KINEMATICS: "arms of 5 to 7 joints with a TCP site, whose TCP kinematics "
+    "planners.robot_kinematics.arm_kinematics serves (ROB: its Pinocchio ArmKinematics; any "
+    "other robot: planners.mj_kinematics.MjArmKinematics on its own model)",
 }
 
 
@@ -190,9 +191,11 @@ class Robot:
         ]
         if all(has):
             caps.add(TRACKED_BASE)
-        from rob_twin.models.loading import SCENE_PATH
+        from rob_twin.models.robot_description import MIN_IDEAL_JOINTS
 
-        if self.description.mjcf_path == SCENE_PATH.resolve():
+        if all(MIN_IDEAL_JOINTS <= self.joint_count(a) <= N.JOINTS_PER_ARM for a in Arm) and all(
+            mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, N.tcp_site(a)) >= 0 for a in Arm
+        ):
             caps.add(CARTESIAN_KINEMATICS)
         return frozenset(caps)
 

@@ -69,6 +69,8 @@ _MODULES = {
         "Payload",
     ),
     "rob_twin.planners.lm": ("LMSettings",),
+    "rob_twin.planners.mj_kinematics": ("MjArmKinematics",),
+    "rob_twin.planners.robot_kinematics": ("arm_kinematics",),
     "rob_twin.planners.certificate_record": ("PlanClearanceCertificate",),
     "rob_twin.planners.pair_certificate": ("CertificateConfig",),
     "rob_twin.planners.plan": (

@@ -52,11 +52,14 @@ from rob_twin.planners.plan import ArmTrajectory, Plan
 from rob_twin.planners.pose import as_pose
 from rob_twin.planners.pose_goals import group_torso
 from rob_twin.planners.retime import JointLimits, ScalarProfile, limit_report, sample_times
+from rob_twin.planners.robot_kinematics import arm_kinematics
 from rob_twin.planners.timing import StageTimer
 from scipy.interpolate import CubicSpline
 
 if TYPE_CHECKING:
+    from rob_twin.models.robot import Robot
     from rob_twin.planners.group import ArmGroup
+    from rob_twin.planners.mj_kinematics import MjArmKinematics
 
 
 @dataclass(frozen=True)
@@ -178,9 +181,12 @@ def plan_cartesian(
     config: CartesianConfig | None = None,
     torso: float | None = None,
     ik_config: IKConfig | None = None,
+    robot: Robot | str | None = None,
 ) -> CartesianResult:
     """Lockstep straight-line TCP paths of the arms in ``targets`` (base-frame poses) from
-    their commanded poses; ``torso`` [rad] defaults to the group's reference torso."""
+    their commanded poses; ``torso`` [rad] defaults to the group's reference torso.
+    ``robot``: whose arm kinematics the poses are in (``rob_twin.planners.robot_kinematics``;
+    None: ROB's)."""
     cfg = config or default_config()
     timer = StageTimer()
     if not targets:
@@ -189,7 +195,9 @@ def plan_cartesian(
         group._arm(a)
     moving = tuple(a for a in group.arm_names if a in targets)
     torso = group_torso(group) if torso is None else float(torso)
-    solvers = {a: IKSolver(_inset_kinematics(a, cfg.limit_inset_rad), ik_config) for a in moving}
+    solvers = {
+        a: IKSolver(_inset_kinematics(a, cfg.limit_inset_rad, robot), ik_config) for a in moving
+    }
     q0 = {a: group.arm_q(a) for a in moving}
     start = {a: solvers[a].kin.tcp_pose(q0[a], torso) for a in moving}
     goal = {a: as_pose(targets[a], f"targets[{a!r}]") for a in moving}
@@ -314,10 +322,10 @@ def plan_cartesian(
     return CartesianResult(CartesianStatus.SUCCESS, plan, None, deviation, scale)
 
 
-def _inset_kinematics(arm: str, inset: float) -> ArmKinematics:
+def _inset_kinematics(arm: str, inset: float, robot=None) -> ArmKinematics | MjArmKinematics:
     """The arm's kinematics for the path's IK: every joint range shrunk by ``inset`` [rad] at
     both ends (FK unchanged), so the IK samples keep that distance from the true bounds."""
-    kin = ArmKinematics(arm)
+    kin = arm_kinematics(robot, arm)
     kin.lower, kin.upper = kin.lower + inset, kin.upper - inset
     return kin
 
@@ -390,9 +398,10 @@ def _line_deviation(solvers, moving, start, goal, q, torso) -> float:
         p0, p1 = start[a].translation, goal[a].translation
         d = p1 - p0
         L2 = float(d @ d)
-        for row in q[:, col : col + 7]:
+        n = kin.n_joints
+        for row in q[:, col : col + n]:
             p = kin.tcp_pose(row, torso).translation
             u = 0.0 if L2 == 0 else float(np.clip((p - p0) @ d / L2, 0.0, 1.0))
             worst = max(worst, float(np.linalg.norm(p - (p0 + u * d))))
-        col += 7
+        col += n
     return worst

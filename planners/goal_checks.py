@@ -11,8 +11,12 @@ excess, with units:
 - ``check_tcp_speed``: TCP linear speed ``|J_v(q) qdot|`` at every trajectory sample [m/s];
 - ``check_goal``: the first three for one goal configuration.
 
-Cartesian quantities are in ROB's base frame, which is the scene's world frame while the
-base stands at the origin; a caller that has driven the base transforms the workspace.
+Cartesian quantities are in the arm kinematics' base frame: ROB's base frame (the scene's
+world frame while the base stands at the origin; a caller that has driven the base transforms
+the workspace), or the world frame of a robot fixed to it (``rob_twin.planners.mj_kinematics``).
+Each check takes the arm's kinematics, ROB's ``ArmKinematics`` or any robot's
+(``rob_twin.planners.robot_kinematics.arm_kinematics(robot, arm)``), with its own joint count,
+effort limits and torso (a robot without a torso has no torso limit to check).
 """
 
 from __future__ import annotations
@@ -165,11 +169,12 @@ def _result(kind: CheckKind, unit: str, names, values, lows, highs) -> CheckResu
 def check_joint_limits(
     kin: ArmKinematics, q: np.ndarray, torso: float | None = None, margin_rad: float = 0.0
 ) -> CheckResult:
-    """Arm ``q`` [rad] (and ``torso`` [rad] if given) inside the limits shrunk by ``margin_rad``."""
-    q = joint_vector(q)
+    """Arm ``q`` [rad] (and ``torso`` [rad] if given and the robot has one) inside the limits
+    shrunk by ``margin_rad``."""
+    q = joint_vector(q, n=kin.n_joints)
     names, values = list(kin.joint_names), list(q)
     lows, highs = list(kin.lower + margin_rad), list(kin.upper - margin_rad)
-    if torso is not None:
+    if torso is not None and kin.has_torso:
         names.append(TORSO_JOINT)
         values.append(torso_angle(torso))
         lows.append(kin.torso_range[0] + margin_rad)
@@ -221,7 +226,7 @@ def check_tcp_speed(
 ) -> CheckResult:
     """TCP linear speed [m/s] at every sample of a trajectory, via the Jacobian.
 
-    q, qd: (T, 7) joint positions [rad] and velocities [rad/s]; torso, torso_rate: the
+    q, qd: (T, N) joint positions [rad] and velocities [rad/s]; torso, torso_rate: the
     torso angle [rad] and rate [rad/s], scalars or (T,). Only the given samples are
     checked: pass the retimed samples (125 Hz) the owners will receive.
     """
@@ -229,8 +234,9 @@ def check_tcp_speed(
     if not limit > 0.0:
         raise PlannerConfigError("max_speed_m_s", max_speed_m_s, "> 0 m/s")
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-    if q.ndim != 2 or q.shape[1] != 7 or qd.shape != q.shape:
-        raise KinematicsInputError("q/qd shapes", (q.shape, qd.shape), "two equal (T, 7) arrays")
+    n = kin.n_joints
+    if q.ndim != 2 or q.shape[1] != n or qd.shape != q.shape:
+        raise KinematicsInputError("q/qd shapes", (q.shape, qd.shape), f"two equal (T, {n}) arrays")
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
         raise KinematicsInputError("q/qd", "non-finite samples", "finite [rad], [rad/s]")
     torso = np.broadcast_to(np.asarray(torso, dtype=float), (len(q),))

@@ -60,9 +60,10 @@ class GoalsRequest:
     seed: int
 
 
-def read_goals_file(path: str | Path, group) -> GoalsRequest:
+def read_goals_file(path: str | Path, group, robot=None) -> GoalsRequest:
     """The goals file at ``path`` for ``group`` (an ``ArmGroup``: its model, arms and joint
-    limits check the file); GoalsFileError for anything invalid."""
+    limits check the file); GoalsFileError for anything invalid. ``robot``: whose arm
+    kinematics solve its pose goals (a ``Robot``, name or file; None: ROB's)."""
     path, where = Path(path), str(path)
     try:
         if path.is_dir():
@@ -78,11 +79,12 @@ def read_goals_file(path: str | Path, group) -> GoalsRequest:
         raw = read_bounded_json(data, what=f"goals file {where}", limits=limits)
     except JsonInputError as err:
         raise GoalsFileError(where, f"JSON {err.field}", err.value, err.valid) from None
-    return goals_request(raw, group, where)
+    return goals_request(raw, group, where, robot)
 
 
-def goals_request(raw: object, group, where: str = "(in memory)") -> GoalsRequest:
-    """``raw`` (a decoded goals document) checked against ``group``, as a GoalsRequest."""
+def goals_request(raw: object, group, where: str = "(in memory)", robot=None) -> GoalsRequest:
+    """``raw`` (a decoded goals document) checked against ``group``, as a GoalsRequest
+    (``robot``: whose kinematics its pose goals use, as for ``read_goals_file``)."""
 
     def fail(field: str, value: object, valid: str):
         raise GoalsFileError(where, field, value, valid)
@@ -103,7 +105,7 @@ def goals_request(raw: object, group, where: str = "(in memory)") -> GoalsReques
     for arm, goal in goals.items():
         if arm not in group.arm_names:
             fail("goals", arm, f"an arm of the group: {', '.join(group.arm_names)}")
-        out[arm] = _goal(arm, goal, group, fail)
+        out[arm] = _goal(arm, goal, group, fail, robot)
     return GoalsRequest(start_qpos=start, goals=out, seed=seed)
 
 
@@ -176,7 +178,7 @@ def _after_plan(path: object, group, fail) -> np.ndarray:
     return qpos
 
 
-def _goal(arm: str, goal: object, group, fail):
+def _goal(arm: str, goal: object, group, fail, robot=None):
     from rob_twin.planners.goals import JointGoal
 
     field = f"goals.{arm}"
@@ -193,10 +195,10 @@ def _goal(arm: str, goal: object, group, fail):
                     f"{field}.joints[{i}] ({name})", float(q[i]), f"[{lo[i]:.4g}, {hi[i]:.4g}] rad"
                 )
         return JointGoal(q)
-    return _pose_goal(value, f"{field}.pose", fail)
+    return _pose_goal(value, f"{field}.pose", fail, robot)
 
 
-def _pose_goal(value: object, field: str, fail):
+def _pose_goal(value: object, field: str, fail, robot=None):
     from rob_twin.planners.pose_goals import PoseGoal
 
     if not isinstance(value, dict) or set(value) != {"position", "quat_wxyz"}:
@@ -212,4 +214,4 @@ def _pose_goal(value: object, field: str, fail):
     mujoco.mju_quat2Mat(mat, quat / norm)
     target = np.eye(4)
     target[:3, :3], target[:3, 3] = mat.reshape(3, 3), p
-    return PoseGoal(target)
+    return PoseGoal(target, robot=robot)

@@ -32,7 +32,6 @@ import numpy as np
 import pinocchio as pin
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.kinematics import (
-    ARM_SLICE,
     TORSO_INDEX,
     ArmKinematics,
     joint_vector,
@@ -141,13 +140,19 @@ class IKResult:
 
 
 class IKSolver:
-    """IK of one arm's TCP; owns an ArmKinematics (one thread, DESIGN.md)."""
+    """IK of one arm's TCP; owns an arm kinematics (one thread, DESIGN.md): ROB's Pinocchio
+    ``ArmKinematics`` or a robot's own ``rob_twin.planners.mj_kinematics.MjArmKinematics``
+    (``rob_twin.planners.robot_kinematics.arm_kinematics`` picks). What it asks of one: the
+    full-q ``pose_of`` / ``jacobian_of`` (torso first, then the N arm joints), ``lower`` /
+    ``upper``, ``n_joints``, ``joint_names``, ``within_limits``, ``mount_pose`` (the frame
+    the seed table is in), ``shoulder_origin`` and ``reach_bound_m`` (the reach check) and
+    ``key`` (which model, for the seed table's cache)."""
 
     def __init__(self, kin: ArmKinematics, config: IKConfig | None = None):
         self.kin = kin
         self.config = config or default_config()
         self.rng = np.random.default_rng(self.config.rng_seed)
-        self._reach = _reach_bound(kin)
+        self._reach = kin.reach_bound_m()
         if self.config.table_seeds and self.config.seed_table_size:
             _seed_table(kin, self.config.seed_table_size)  # built once per arm and process
 
@@ -162,7 +167,7 @@ class IKSolver:
         """Up to ``n_solutions`` distinct verified solutions for ``target`` at ``torso`` [rad]."""
         t0 = time.perf_counter()
         target, torso = as_pose(target), torso_angle(torso)
-        seed = None if seed is None else joint_vector(seed, "seed")
+        seed = None if seed is None else joint_vector(seed, "seed", self.kin.n_joints)
         if n_solutions < 1:
             raise PlannerConfigError("n_solutions", n_solutions, ">= 1")
         stream = IKStream(self, target, torso, seed, t0)
@@ -179,7 +184,7 @@ class IKSolver:
         order ``solve`` finds them: a caller that needs only the first pays only for it."""
         t0 = time.perf_counter()
         target, torso = as_pose(target), torso_angle(torso)
-        seed = None if seed is None else joint_vector(seed, "seed")
+        seed = None if seed is None else joint_vector(seed, "seed", self.kin.n_joints)
         return IKStream(self, target, torso, seed, t0)
 
     def solve_continuous(
@@ -192,7 +197,7 @@ class IKSolver:
         """The solution nearest the seed, with every |q_j - seed_j| <= ``max_joint_step`` [rad]."""
         t0 = time.perf_counter()
         target, torso = as_pose(target), torso_angle(torso)
-        seed = joint_vector(seed, "seed")
+        seed = joint_vector(seed, "seed", self.kin.n_joints)
         bound = np.broadcast_to(
             np.asarray(
                 self.config.max_joint_step_rad if max_joint_step is None else max_joint_step, float
@@ -229,13 +234,12 @@ class IKSolver:
     # --------------------------------------------------------------- helpers
     def _table_starts(self, target: pin.SE3, torso: float) -> list[np.ndarray]:
         """The ``table_seeds`` tabled joint vectors whose TCP pose (torso frame) is nearest
-        ``target`` at ``torso`` (the torso placement is in ``kin.data`` after reach_check)."""
+        ``target`` at ``torso`` (the table is in the arm's mount frame: ``kin.mount_pose``)."""
         cfg = self.config
         if cfg.table_seeds == 0 or cfg.seed_table_size == 0:
             return []
         qs, pos, rot = _seed_table(self.kin, cfg.seed_table_size)
-        self.kin.pose_of(_full(torso, np.zeros(7)))
-        local = self.kin.data.oMi[TORSO_JOINT_ID].actInv(target)
+        local = self.kin.mount_pose(torso).actInv(target)
         w = TABLE_ROTATION_WEIGHT_M
         score = ((pos - local.translation) ** 2).sum(axis=1) + (w * w) * (
             (rot - local.rotation.reshape(9)) ** 2
@@ -306,24 +310,24 @@ class IKStream:
         return run.result(IKStatus.SOLVED if run.found else IKStatus.NOT_CONVERGED)
 
 
-TORSO_JOINT_ID = 1  # Pinocchio joint id of the torso yaw in the reduced model
 TABLE_ROTATION_WEIGHT_M = 0.1  # metres per unit of rotation-matrix difference in the table score
 TABLE_RNG_SEED = 12345
 _SEED_TABLES: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def _seed_table(kin: ArmKinematics, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(joint vectors, TCP positions, TCP rotations as 9-vectors) in the torso frame for
-    ``size`` seeded uniform joint vectors of ``kin``'s arm; built once per arm and limits."""
-    key = (kin.arm, size, kin.lower.tobytes(), kin.upper.tobytes())
+    """(joint vectors, TCP positions, TCP rotations as 9-vectors) in the arm's mount frame
+    (ROB: the torso frame) for ``size`` seeded uniform joint vectors of ``kin``'s arm; built
+    once per model, arm and limits."""
+    key = (kin.key, kin.arm, size, kin.lower.tobytes(), kin.upper.tobytes())
     table = _SEED_TABLES.get(key)
     if table is None:
         rng = np.random.default_rng(TABLE_RNG_SEED)
         qs = rng.uniform(kin.lower, kin.upper, (size, kin.lower.size))
         pos, rot = np.empty((size, 3)), np.empty((size, 9))
+        mount = kin.mount_pose(0.0)
         for i, q in enumerate(qs):
-            p = kin.pose_of(_full(0.0, q))
-            local = kin.data.oMi[TORSO_JOINT_ID].actInv(p)
+            local = mount.actInv(kin.pose_of(_full(0.0, q)))
             pos[i], rot[i] = local.translation, local.rotation.reshape(9)
         table = _SEED_TABLES[key] = (qs, pos, rot)
     return table
@@ -331,18 +335,8 @@ def _seed_table(kin: ArmKinematics, size: int) -> tuple[np.ndarray, np.ndarray, 
 
 def _full(torso: float, q: np.ndarray) -> np.ndarray:
     q8 = np.zeros(1 + q.size)
-    q8[TORSO_INDEX], q8[ARM_SLICE] = torso, q
+    q8[TORSO_INDEX], q8[1 : 1 + q.size] = torso, q
     return q8
-
-
-def _reach_bound(kin: ArmKinematics) -> float:
-    """Upper bound [m] on |TCP - J1 origin|: the sum of the link offsets from J1 to the TCP."""
-    m = kin.model
-    j1 = m.getJointId(kin.joint_names[0])
-    links = sum(
-        float(np.linalg.norm(m.jointPlacements[j].translation)) for j in range(j1 + 1, m.njoints)
-    )
-    return links + float(np.linalg.norm(m.frames[kin.tcp_frame].placement.translation))
 
 
 class _Run:
@@ -356,9 +350,8 @@ class _Run:
         self.best = (np.inf, np.inf)
 
     def reach_check(self) -> IKResult | None:
-        self.kin.pose_of(_full(self.torso, np.zeros(7)))
-        j1 = self.kin.model.getJointId(self.kin.joint_names[0])
-        dist = float(np.linalg.norm(self.target.translation - self.kin.data.oMi[j1].translation))
+        j1 = self.kin.shoulder_origin(self.torso)
+        dist = float(np.linalg.norm(self.target.translation - j1))
         if dist <= self.solver._reach:
             return None
         reach = self.solver._reach

@@ -35,6 +35,7 @@ from rob_twin.planners.errors import KinematicsInputError, PlannerConfigError
 
 TORSO_INDEX = 0  # q index of the torso yaw in the reduced model; the arm follows at 1..7
 ARM_SLICE = slice(1, 1 + JOINTS_PER_ARM)
+TORSO_JOINT_ID = 1  # Pinocchio joint id of the torso yaw in the reduced model
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,11 @@ class ArmKinematics:
         self.velocity_limit = np.array([j.velocity_limit for j in D.ARM_JOINTS])  # [rad/s]
         self.gravity = self.model.gravity.linear.copy()  # [m/s^2] in the base frame
         self._q = np.zeros(self.model.nq)
+        # what IKSolver, goal checks and Cartesian paths ask of any arm kinematics (this one
+        # and planners.mj_kinematics.MjArmKinematics, a robot's own MuJoCo model)
+        self.n_joints = JOINTS_PER_ARM
+        self.has_torso = True
+        self.key = f"pinocchio:{path}"  # the IK's seed tables are cached per model and arm
 
     # ------------------------------------------------------------------ full q
     def full_q(self, q: object, torso: object = 0.0) -> np.ndarray:
@@ -118,6 +124,31 @@ class ArmKinematics:
     def jacobian_of(self, q8: np.ndarray, frame: pin.ReferenceFrame) -> np.ndarray:
         """6x8 frame Jacobian (torso column first) for a full reduced q (no validation)."""
         return pin.computeFrameJacobian(self.model, self.data, q8, self.tcp_frame, frame)
+
+    def mount_pose(self, torso: float) -> pin.SE3:
+        """Pose of the torso frame (the arm's mount: it turns with the torso, never with
+        the arm) at ``torso`` [rad]."""
+        q8 = np.zeros(self.model.nq)
+        q8[TORSO_INDEX] = torso
+        pin.forwardKinematics(self.model, self.data, q8)
+        return self.data.oMi[TORSO_JOINT_ID].copy()
+
+    def shoulder_origin(self, torso: float) -> np.ndarray:
+        """The J1 joint origin [m] in the base frame at ``torso`` [rad]."""
+        q8 = np.zeros(self.model.nq)
+        q8[TORSO_INDEX] = torso
+        self.pose_of(q8)
+        return self.data.oMi[self.model.getJointId(self.joint_names[0])].translation.copy()
+
+    def reach_bound_m(self) -> float:
+        """Upper bound [m] on |TCP - J1 origin|: the sum of the link offsets from J1 to the TCP."""
+        m = self.model
+        j1 = m.getJointId(self.joint_names[0])
+        links = sum(
+            float(np.linalg.norm(m.jointPlacements[j].translation))
+            for j in range(j1 + 1, m.njoints)
+        )
+        return links + float(np.linalg.norm(m.frames[self.tcp_frame].placement.translation))
 
     # -------------------------------------------------------------- public API
     def tcp_pose(self, q: object, torso: object = 0.0) -> pin.SE3:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from rob_twin.planners.errors import PlannerConfigError
-from rob_twin.planners.kinematics import ARM_SLICE, TORSO_INDEX, ArmKinematics
+from rob_twin.planners.kinematics import TORSO_INDEX, ArmKinematics
 from rob_twin.planners.pose import pose_error
 
 
@@ -73,11 +73,13 @@ class LocalResult:
 def solve_local(
     kin: ArmKinematics, torso: float, target: pin.SE3, q0: np.ndarray, s: LMSettings
 ) -> LocalResult:
-    """Drive the TCP of ``kin`` from ``q0`` towards ``target`` at torso angle ``torso`` [rad]."""
+    """Drive the TCP of ``kin`` (ArmKinematics or MjArmKinematics: full q = torso, then the
+    N arm joints) from ``q0`` towards ``target`` at torso angle ``torso`` [rad]."""
     lo, hi = kin.lower, kin.upper
-    q8 = np.zeros(kin.model.nq)
+    cols = slice(1, 1 + kin.n_joints)  # the arm in the full q (ROB: kinematics.ARM_SLICE)
+    q8 = np.zeros(1 + kin.n_joints)
     q8[TORSO_INDEX] = torso
-    q8[ARM_SLICE] = np.clip(q0, lo, hi)
+    q8[cols] = np.clip(q0, lo, hi)
     pose = kin.pose_of(q8)
     err = pin.log6(pose.actInv(target)).vector
     cost = float(err @ err)
@@ -88,12 +90,12 @@ def solve_local(
     eye = np.eye(6)
     while it < s.max_iterations and not (dp < s.tolerance and dr < s.tolerance):
         it += 1
-        jac = kin.jacobian_of(q8, pin.LOCAL)[:, ARM_SLICE]
+        jac = kin.jacobian_of(q8, pin.LOCAL)[:, cols]
         a = pin.Jlog6(pose.actInv(target).inverse()) @ jac
-        q = q8[ARM_SLICE]
+        q = q8[cols]
         dq = _projected_step(a, err, q, lo, hi, mu * cost + s.lambda_min, s.max_step_rad, eye)
         trial = q8.copy()
-        trial[ARM_SLICE] = np.clip(q + dq, lo, hi)
+        trial[cols] = np.clip(q + dq, lo, hi)
         t_pose = kin.pose_of(trial)
         t_err = pin.log6(t_pose.actInv(target)).vector
         t_cost = float(t_err @ t_err)
@@ -108,9 +110,7 @@ def solve_local(
             mu *= 8.0
             if mu > s.mu_max:
                 break
-    return LocalResult(
-        q8[ARM_SLICE].copy(), bool(dp < s.tolerance and dr < s.tolerance), dp, dr, it
-    )
+    return LocalResult(q8[cols].copy(), bool(dp < s.tolerance and dr < s.tolerance), dp, dr, it)
 
 
 def _projected_step(a, err, q, lo, hi, lam, max_step, eye) -> np.ndarray:

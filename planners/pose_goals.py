@@ -1,7 +1,9 @@
 """PoseGoal: a TCP pose goal of one arm, resolved by the IK into a resampling goal set.
 
-Frames: ``target`` is a TCP pose in ROB's *base* frame (``rob_twin.planners.kinematics``: the
-reduced Pinocchio model with the base free joint at identity). The IK returns joint
+Frames: ``target`` is a TCP pose in the arm kinematics' base frame: ROB's *base* frame
+(``rob_twin.planners.kinematics``: the reduced Pinocchio model with the base free joint at
+identity), or, with ``robot`` naming another robot, that robot's own MuJoCo kinematics
+(``rob_twin.planners.mj_kinematics``: the world frame of a robot fixed to it). The IK returns joint
 angles, which do not depend on where the base stands, so they go straight into the
 group's MuJoCo qpos; the base frame equals MuJoCo's world frame when the base free joint
 is at its qpos0 (origin, identity), as in ``load_scene()`` (tests/test_pose_goals.py
@@ -30,10 +32,11 @@ import pinocchio as pin
 from rob_twin.models import names as N
 from rob_twin.planners.errors import GoalInputError, GoalUnreachableError, PlannerConfigError
 from rob_twin.planners.ik import IKConfig, IKSolver
-from rob_twin.planners.kinematics import ArmKinematics
 from rob_twin.planners.pose import as_pose
+from rob_twin.planners.robot_kinematics import arm_kinematics
 
 if TYPE_CHECKING:
+    from rob_twin.models.robot import Robot
     from rob_twin.planners.group import ArmGroup
 
 
@@ -55,6 +58,8 @@ class PoseGoal:
     start first (fast: usually one IK solve per arm); False solves all ``n_candidates``
     before the first is tried and offers them nearest to the start first (tens of ms more
     per arm, a motion a few per cent shorter on the planner benchmark's pairs).
+    robot: the robot whose arm kinematics the IK uses (a ``Robot``, name or robot file;
+    None: ROB's), ``rob_twin.planners.robot_kinematics.arm_kinematics``.
     One PoseGoal belongs to one thread (it owns IK solvers).
     """
 
@@ -66,8 +71,10 @@ class PoseGoal:
         torso: float | None = None,
         ik_config: IKConfig | None = None,
         lazy: bool = True,
+        robot: Robot | str | None = None,
     ):
         self.target = as_pose(target)
+        self.robot = robot
         if not isinstance(lazy, bool):
             raise PlannerConfigError("lazy", lazy, "True or False")
         self.lazy = lazy
@@ -83,7 +90,7 @@ class PoseGoal:
 
     def solver(self, group: ArmGroup, arm: str) -> IKSolver:
         if arm not in self._solvers:
-            kin = ArmKinematics(arm)
+            kin = arm_kinematics(self.robot, arm)
             if tuple(group.joint_names(arm)) != kin.joint_names:
                 raise GoalInputError(
                     arm, "joints", group.joint_names(arm), f"the IK chain {kin.joint_names}"

@@ -1,9 +1,11 @@
 """Rehearsal profile of the Damiao family (the OpenArm-class robot, ``--robot openarm``).
 
 The shared gates that apply to torque drives (exclusive output, units and references,
-feedback, output uncertainty, moving retargets; ``rob_twin.twin.rehearsal``) plus five of this
-family (ROB's ``stopping`` gate relies on drives that hold on a timeout; Damiao drives
-go limp instead, which ``can_timeout`` rehearses):
+feedback, output uncertainty, moving retargets, held object: both hands carry a box on the
+robot's own arm kinematics; the bus budget in Damiao frames; stopping while moving:
+``rob_twin.twin.rehearsal``) plus five of this family (ROB's ``stopping`` gate also has
+drives that hold on a timeout; Damiao drives go limp instead, which ``can_timeout``
+rehearses):
 
 - register_agreement: every drive's PMAX/VMAX/TMAX, ids and control mode read back at
   bring-up equal the host's table; a drive with the old DM4340 VMAX (8 rad/s, which
@@ -51,6 +53,7 @@ from rob_twin.twin.rehearsal.gates import (
     gate_bus_budget,
     gate_exclusive_output,
     gate_feedback,
+    gate_held_object,
     gate_moving_retargets,
     gate_output_uncertainty,
     gate_stopping,
@@ -373,5 +376,6 @@ DAMIAO_GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
     "output_uncertainty": gate_output_uncertainty,
     "moving_retargets": gate_moving_retargets,
     "bus_budget": gate_bus_budget,
+    "held_object": gate_held_object,  # both hands carry a box (rehearsal.held_gate)
     "stopping": gate_stopping_damiao,
 }

@@ -637,20 +637,19 @@ def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], Gat
     ``rob_twin.twin.rehearsal.damiao``), less the gates it lacks a capability for
     (``gates_not_run`` says which and why)."""
     robot = robot_of(cfg.base.robot)
+    gates = GATES
     if robot.family == "damiao":
         from rob_twin.twin.rehearsal.damiao import DAMIAO_GATES
 
-        return DAMIAO_GATES
+        gates = DAMIAO_GATES
     if all(robot.can(cap) for cap in GATE_NEEDS.values()):
-        return GATES
-    return {n: g for n, g in GATES.items() if robot.can(GATE_NEEDS.get(n, CAN_DRIVES))}
+        return gates
+    return {n: g for n, g in gates.items() if robot.can(GATE_NEEDS.get(n, CAN_DRIVES))}
 
 
 def gates_not_run(cfg: RehearsalConfig) -> dict[str, str]:
     """{gate: why it cannot run on the base configuration's robot} (the missing capability)."""
     robot = robot_of(cfg.base.robot)
-    if robot.family == "damiao":
-        return {}
     return {
         n: f"robot {robot.name!r} lacks capability {cap!r} ({CAPABILITY_SOURCES[cap]})"
         for n, cap in GATE_NEEDS.items()

@@ -6,8 +6,13 @@ The closed loop of the rehearsal's base configuration is built on the scene with
 Cartesian carry (``rob_twin.twin.sim.held_carry``: both TCPs by ``translation_m``) is streamed to
 the owners, the left arm's commands late by ``skew_s`` (0: the synchronized executor's one
 start stamp). ``HeldRecorder`` records every physics step; the gate fails when the internal
-force or a joint torque exceeds its limit (``HeldObjectLimits``) or a grasp slips, or when an
-owner latches a fault. Simulated figures (``hardware_io: false``).
+force or a joint torque exceeds its limit (``HeldObjectLimits``) or a grasp slips, when an
+owner latches a fault, when the box on its stand already penetrates the robot (the default
+box between the hands at home does not fit every robot), or when the carry cannot be planned
+on the robot (its TCPs cannot follow the lines inside their joint limits and workspace, or
+start in collision: the planner's typed reason; the box is then only held). Any robot whose
+arms have TCP kinematics (the ``cartesian_kinematics`` capability: ROB, OpenArm v2, robot
+files) runs it. Simulated figures (``hardware_io: false``).
 """
 
 from __future__ import annotations
@@ -16,10 +21,16 @@ import math
 from dataclasses import dataclass, field
 
 from rob_twin.models.names import Arm
+from rob_twin.planners.errors import PlanFailedError
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.rehearsal.gates import GateResult, RehearsalConfig
-from rob_twin.twin.sim.held_carry import carry_duration, carry_plan, dispatch_carry
-from rob_twin.twin.sim.held_object import HeldBoxConfig, held_closed_loop
+from rob_twin.twin.sim.held_carry import (
+    ClosedChainError,
+    carry_duration,
+    carry_plan,
+    dispatch_carry,
+)
+from rob_twin.twin.sim.held_object import BOX, HeldBoxConfig, held_closed_loop
 from rob_twin.twin.sim.held_record import HeldObjectLimits, HeldRecorder
 
 
@@ -49,17 +60,28 @@ def default_config() -> HeldGateConfig:
 def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
     """Run the carry of ``held`` on ``cfg.base``'s robot; the recorder's summary plus the
     owners' faults, the carry's duration and the peak internal force and squeeze from the
-    carry's start on (the summary's own peaks include the grasp)."""
+    carry's start on (the summary's own peaks include the grasp). A carry the planner refuses
+    (PlanFailedError, ClosedChainError) is a failure naming its reason; the box is then held
+    for ``settle_s`` (``carry_s`` 0)."""
     loop, obj = held_closed_loop(cfg.base, held.box)
+    unplanned = None
     with loop:
         rec = HeldRecorder(loop, obj)
         loop.run_for(held.settle_s)
+        inside = obj.penetrations()  # the box on its stand, before the grasp
+        size = [round(2.0 * float(v), 4) for v in loop.twin.model.geom(BOX).size]
         obj.grasp()
         loop.run_for(held.settle_s)
-        plan = carry_plan(loop, held.translation_m)
+        try:
+            plan = carry_plan(loop, held.translation_m)
+        except (PlanFailedError, ClosedChainError) as err:
+            plan, unplanned = None, f"carry {list(held.translation_m)} m not planned: {err}"
         start = loop.time
-        dispatch_carry(loop, plan, start, {Arm.LEFT: held.skew_s})
-        loop.run_for(carry_duration(plan) + held.skew_s + held.settle_s)
+        if plan is not None:
+            dispatch_carry(loop, plan, start, {Arm.LEFT: held.skew_s})
+            loop.run_for(carry_duration(plan) + held.skew_s + held.settle_s)
+        else:
+            loop.run_for(held.settle_s)
         summary = rec.summary(held.limits)
         a = rec.arrays()
         during = a["t"] >= start
@@ -69,8 +91,18 @@ def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
         )
         faults = {a.value: d.owner.fault.value for a, d in loop.drivers.items() if d.owner.fault}
     summary["owner_faults"] = faults
-    summary["carry_s"] = carry_duration(plan)
+    summary["carry_s"] = carry_duration(plan) if plan is not None else 0.0
     summary["skew_s"] = held.skew_s
+    if inside:
+        summary["passed"] = False
+        deep = ", ".join(f"{g} {v * 1e3:.1f} mm" for g, v in sorted(inside.items()))
+        summary["failures"].append(
+            f"the box at its load pose ({size} m, between the hands at home) penetrates "
+            f"{deep}: give this robot a HeldBoxConfig (size_m, position_m) that fits"
+        )
+    if unplanned is not None:
+        summary["passed"] = False
+        summary["failures"].append(unplanned)
     if faults:
         summary["passed"] = False
         summary["failures"].append(f"owner faults latched: {faults}")

@@ -3,12 +3,14 @@ with an optional skew per arm.
 
 ``carry_plan(loop, translation_m)`` plans both TCPs along parallel straight lines (the same
 translation, orientations kept; ``rob_twin.planners.cartesian.plan_cartesian``: one shared path
-parameter and time law), so the hands' relative pose, the closed chain through the box, is
-kept to the planner's line tolerance; ``carry_plan`` checks it (``chain_deviation`` over the
-125 Hz samples, against 1 mm and 5 mrad) and refuses a plan that breaks it. It plans from the
-owners' commanded positions on the robot's scene with the held box welded to the holding hand
-(``held_planning_model``): the planner checks the box against the world, the body and the
-other arm at every sample.
+parameter and time law) with the loop's robot's own arm kinematics
+(``rob_twin.planners.robot_kinematics.arm_kinematics``: ROB's Pinocchio model, any other
+robot's MuJoCo model, poses in its base or world frame), so the hands' relative pose, the
+closed chain through the box, is kept to the planner's line tolerance; ``carry_plan`` checks
+it (``chain_deviation`` over the 125 Hz samples, against 1 mm and 5 mrad) and refuses a plan
+that breaks it. It plans from the owners' commanded positions on the robot's scene with the
+held box welded to the holding hand (``held_planning_model``): the planner checks the box
+against the world, the body and the other arm at every sample.
 
 ``dispatch_carry(loop, plan, start_s, skew_s)`` streams each arm's planned (p, v, a) to its
 owner at every owner tick, the arm's clock offset by ``skew_s[arm]``: skew 0 is what the
@@ -29,12 +31,13 @@ from functools import lru_cache
 import mujoco
 import numpy as np
 import pinocchio as pin
-from rob_twin.models.names import Arm, group_arms
-from rob_twin.models.robot_model import robot_spec
+from rob_twin.models.names import Arm
+from rob_twin.models.robot import Robot
+from rob_twin.models.robot_model import compile_quietly, robot_spec
 from rob_twin.planners.cartesian import CartesianConfig, plan_cartesian
 from rob_twin.planners.group import ArmGroup
-from rob_twin.planners.kinematics import ArmKinematics
 from rob_twin.planners.plan import Plan
+from rob_twin.planners.robot_kinematics import arm_kinematics
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.held_object import BOX, hand_body, hand_subtree, weld_name
 
@@ -46,10 +49,13 @@ class ClosedChainError(TwinInputError):
     """A carry plan that does not keep the hands' relative pose within tolerance."""
 
 
-def chain_deviation(plan: Plan, torso: float = 0.0) -> tuple[float, float]:
+def chain_deviation(
+    plan: Plan, torso: float = 0.0, robot: Robot | str | None = None
+) -> tuple[float, float]:
     """The largest change of the right-to-left TCP pose over the plan's 125 Hz samples,
-    against its first sample: (position [m], rotation angle [rad])."""
-    kin = {arm: ArmKinematics(arm) for arm in Arm}
+    against its first sample: (position [m], rotation angle [rad]); ``robot``: whose arms
+    (None: ROB)."""
+    kin = {arm: arm_kinematics(robot, arm) for arm in Arm}
     first, dp, dr = None, 0.0, 0.0
     for k in range(len(plan.t)):
         pose = {a: kin[a].tcp_pose(plan.arms[a.value].q[k], torso) for a in Arm}
@@ -64,7 +70,7 @@ def chain_deviation(plan: Plan, torso: float = 0.0) -> tuple[float, float]:
 
 @lru_cache(maxsize=4)
 def _planning_model(robot: str) -> mujoco.MjModel:
-    return robot_spec(robot).compile()
+    return compile_quietly(robot_spec(robot))
 
 
 PLANNED_BOX = "held/box_in_hand"  # the held box as the planner sees it
@@ -116,7 +122,7 @@ def held_planning_model(robot: str, model: mujoco.MjModel, data: mujoco.MjData) 
     for arm in arms:
         for part in hand_subtree(model, arm):
             spec.add_exclude(bodyname1=PLANNED_BOX, bodyname2=part)
-    return spec.compile()
+    return compile_quietly(spec)
 
 
 def carry_plan(
@@ -133,24 +139,17 @@ def carry_plan(
     delta = np.asarray(translation_m, float)
     if delta.shape != (3,) or not np.all(np.isfinite(delta)) or np.linalg.norm(delta) > 0.5:
         raise TwinInputError("carry translation_m", translation_m, "3 finite values, |d| <= 0.5 m")
-    robot = loop.config.robot
-    if robot != "rob":
-        raise TwinInputError(
-            "carry robot",
-            robot,
-            "'rob': a lockstep Cartesian carry needs ArmKinematics, ROB's Pinocchio model "
-            "(planners/kinematics.py); OpenArm v2 and robot files have joint-space planning only",
-        )
-    model = held_planning_model(robot, loop.twin.model, loop.twin.data)
-    group = ArmGroup(model, group_arms())
+    robot: Robot = loop.robot
+    model = held_planning_model(loop.config.robot, loop.twin.model, loop.twin.data)
+    group = ArmGroup(model, robot.group_arms())
     targets = {}
     for arm in Arm:
         q = np.asarray(loop.commanded(arm), float)
         group.set_arm(arm.value, q)
-        start = ArmKinematics(arm).tcp_pose(q, torso)
+        start = arm_kinematics(robot, arm).tcp_pose(q, torso)
         targets[arm.value] = pin.SE3(start.rotation, start.translation + delta)
-    plan = plan_cartesian(group, targets, config, torso=torso).unwrap()
-    dp, dr = chain_deviation(plan, torso)
+    plan = plan_cartesian(group, targets, config, torso=torso, robot=robot).unwrap()
+    dp, dr = chain_deviation(plan, torso, robot)
     if dp > tolerance[0] or dr > tolerance[1]:
         raise ClosedChainError(
             "carry plan's hand-to-hand pose change",
@@ -174,7 +173,7 @@ def sample(plan: Plan, arm: Arm, t: float) -> tuple[np.ndarray, np.ndarray, np.n
         return (1 - w) * x[k] + w * x[k + 1]
 
     if at_end:
-        return tr.q[-1].copy(), np.zeros(7), np.zeros(7)
+        return tr.q[-1].copy(), np.zeros_like(tr.q[-1]), np.zeros_like(tr.q[-1])
     return lerp(tr.q), lerp(tr.qd), lerp(tr.qdd)
 
 

@@ -17,7 +17,8 @@ the weld gives a stiff, deterministic closed chain whose constraint rows (``efc_
 each hand's force on the box, directly, with no contact bookkeeping. What it cannot show: a
 weld never slips, rolls or opens by itself, has no finger compliance and no contact geometry.
 Slip is therefore *modelled and reported*, not simulated: a hand's grasp slips when the
-tangential part of its force on the box (perpendicular to the finger closing axis) exceeds
+tangential part of its force on the box (perpendicular to the finger closing axis; for a hand
+without a gripper, to the hand-to-hand axis) exceeds
 ``2 * friction * grip_force_n`` (two pads, Coulomb); torque about the pads is not counted.
 
 Units: metres, kilograms, newtons, newton-metres.
@@ -50,16 +51,16 @@ def weld_name(arm: Arm | str) -> str:
 
 DEFAULT_SIZE_M = (0.12, 0.34, 0.10)
 HAND_GAP_M = 0.03  # from each hand's TCP to the box's side, for the derived width [m]
+WIDTH_DIGITS = 3  # the derived width to the millimetre (ROB: 0.39994 - 0.06 -> 0.34 m)
 
 
 @dataclass(frozen=True)
 class HeldBoxConfig:
-    """size_m: the box's full edge lengths (x, y, z) [m] (on a robot other than ROB the default
-    width y is the distance between its hands' grasp points at home (``grasp_point``) less
-    ``HAND_GAP_M`` on each side, as ROB's 0.34 m is between TCPs 0.40 m apart, and the box
-    sits midway between them); mass_kg: its mass (uniform density);
-    position_m: its centre at load (None: midway between the two TCPs at the home keyframe on
-    ROB, between the two grasp points on another robot);
+    """size_m: the box's full edge lengths (x, y, z) [m] (the default width y is the distance
+    between the hands' grasp points at home (``grasp_point``) less ``HAND_GAP_M`` on each
+    side, to the millimetre: ROB's 0.34 m is between TCPs 0.40 m apart); mass_kg: its mass
+    (uniform density); position_m: its centre at load (None: midway between the two grasp
+    points at the home keyframe: ROB's TCPs, which lie between its fingers);
     grip_force_n: each gripper's squeeze [N] (ROB's finger servo peak is 20 N); friction: pad
     friction coefficient (the fingers' geom friction, 1.2); ASSUMED values, not measured."""
 
@@ -94,16 +95,26 @@ def default_config() -> HeldBoxConfig:
     return HeldBoxConfig()
 
 
+def last_link(model: mujoco.MjModel, arm: Arm) -> str:
+    """The body of ``arm``'s last joint (``right/link7`` on a seven-joint arm)."""
+    n = 0
+    while n < N.JOINTS_PER_ARM and (
+        mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, N.arm_joint(arm, n + 1)) >= 0
+    ):
+        n += 1
+    return N.arm_link_body(arm, n)
+
+
 def hand_body(model: mujoco.MjModel, arm: Arm) -> str:
     """The body a hand grasps with: ROB's ``hand``, else the body of the arm's last joint."""
     if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, N.hand_body(arm)) >= 0:
         return N.hand_body(arm)
-    return N.arm_link_body(arm, 7)
+    return last_link(model, arm)
 
 
 def hand_subtree(model: mujoco.MjModel, arm: Arm) -> list[str]:
     """The last link of ``arm`` and every body below it (hand, fingers) by name."""
-    root = model.body(N.arm_link_body(arm, 7)).id
+    root = model.body(last_link(model, arm)).id
     out = []
     for b in range(model.nbody):
         k = b
@@ -121,17 +132,44 @@ def home_hands_midpoint(model: mujoco.MjModel) -> np.ndarray:
     return 0.5 * sum(data.site(N.tcp_site(a)).xpos for a in Arm)
 
 
-def grasp_point(model: mujoco.MjModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
-    """Where ``arm``'s hand holds [m] (world frame): the centre of its fingers' collision geoms
-    (the bodies below its last link), or its TCP when it has none. OpenArm v2's TCP is its wrist
-    control point, 0.135 m behind the fingertips: a box there would sit in the wrists."""
-    below = set(hand_subtree(model, arm)) - {N.arm_link_body(arm, 7)}
-    geoms = [
+def finger_geoms(model: mujoco.MjModel, arm: Arm) -> list[int]:
+    """The collision geoms of ``arm``'s fingers: those of the bodies below its last link."""
+    below = set(hand_subtree(model, arm)) - {last_link(model, arm)}
+    return [
         g
         for g in range(model.ngeom)
         if model.body(int(model.geom_bodyid[g])).name in below and model.geom_contype[g]
     ]
-    if not geoms:
+
+
+def tcp_between_fingers(
+    model: mujoco.MjModel, data: mujoco.MjData, arm: Arm, geoms: list[int]
+) -> bool:
+    """True when ``arm``'s TCP lies inside the box that bounds its fingers' collision geoms
+    (each geom's own bounding box, ``geom_aabb``), in its last link's frame: the TCP is then
+    where the fingers close (ROB's, 3.7 cm from the fingers' centre, between the pads), not a
+    wrist point behind them (OpenArm v2's, 13.5 cm behind)."""
+    link = model.body(last_link(model, arm)).id
+    rot, origin = data.xmat[link].reshape(3, 3), data.xpos[link]
+    corners = []
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    for g in geoms:
+        centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+        local = centre + signs * half  # the geom's bounding-box corners, geom frame
+        world = data.geom_xpos[g] + local @ data.geom_xmat[g].reshape(3, 3).T
+        corners.append((world - origin) @ rot)
+    pts = np.vstack(corners)
+    tcp = (data.site(N.tcp_site(arm)).xpos - origin) @ rot
+    return bool(np.all(tcp >= pts.min(axis=0)) and np.all(tcp <= pts.max(axis=0)))
+
+
+def grasp_point(model: mujoco.MjModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
+    """Where ``arm``'s hand holds [m] (world frame): its TCP when the hand has no fingers or the
+    TCP lies between them (``tcp_between_fingers``: ROB), else the centre of its fingers'
+    collision geoms (the bodies below its last link). OpenArm v2's TCP is its wrist control
+    point, 0.135 m behind the fingertips: a box there would sit in the wrists."""
+    geoms = finger_geoms(model, arm)
+    if not geoms or tcp_between_fingers(model, data, arm, geoms):
         return data.site(N.tcp_site(arm)).xpos.copy()
     return data.geom_xpos[geoms].mean(axis=0)
 
@@ -176,20 +214,24 @@ def held_scene(robot: str = "rob", config: HeldBoxConfig | None = None) -> mujoc
     cfg = config or default_config()
     spec = robot_spec(robot)
     model = compile_quietly(spec)
-    position = None
-    if robot != "rob":  # ROB's box stays where its baselines have it: between the TCPs
-        data = mujoco.MjData(model)
-        apply_home(model, data)
-        grips = {arm: grasp_point(model, data, arm) for arm in Arm}
-        position = 0.5 * (grips[Arm.RIGHT] + grips[Arm.LEFT])
-        if cfg.size_m == DEFAULT_SIZE_M:
-            span = float(np.linalg.norm(grips[Arm.RIGHT] - grips[Arm.LEFT]))
-            width = round(span - 2 * HAND_GAP_M, 4)
-            cfg = replace(cfg, size_m=(DEFAULT_SIZE_M[0], width, DEFAULT_SIZE_M[2]))
+    # midway between the grasp points at home: ROB's TCPs (between its fingers), where its
+    # baselines have the box; the fingers' centres on a robot whose TCP is a wrist point
+    data = mujoco.MjData(model)
+    apply_home(model, data)
+    grips = {arm: grasp_point(model, data, arm) for arm in Arm}
+    position = 0.5 * (grips[Arm.RIGHT] + grips[Arm.LEFT])
+    if cfg.size_m == DEFAULT_SIZE_M:
+        span = float(np.linalg.norm(grips[Arm.RIGHT] - grips[Arm.LEFT]))
+        width = round(span - 2 * HAND_GAP_M, WIDTH_DIGITS)
+        if not width > 0.0:
+            raise TwinInputError(
+                "held box width",
+                f"{width} m ({robot}: grasp points {span:.4f} m apart at home)",
+                f"grasp points more than {2 * HAND_GAP_M} m apart, or an explicit size_m",
+            )
+        cfg = replace(cfg, size_m=(DEFAULT_SIZE_M[0], width, DEFAULT_SIZE_M[2]))
     if cfg.position_m is not None:
         position = np.asarray(cfg.position_m, float)
-    elif position is None:
-        position = home_hands_midpoint(model)
     add_held_box(spec, cfg, position, model)
     return compile_quietly(spec)
 
@@ -241,7 +283,16 @@ class HeldObject:
             ) from None
         self.hands = {arm: model.body(hand_body(model, arm)).id for arm in Arm}
         self.tcps = {arm: model.site(N.tcp_site(arm)).id for arm in Arm}
-        self.finger_joint = {arm: model.joint(N.gripper_joint(arm)).id for arm in Arm}
+        # each gripper's closing axis is its finger joint's; a hand without a gripper (a
+        # generated robot) closes along the hand-to-hand axis (None here, see ``wrench``)
+        self.finger_joint = {
+            arm: (
+                model.joint(N.gripper_joint(arm)).id
+                if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, N.gripper_joint(arm)) >= 0
+                else None
+            )
+            for arm in Arm
+        }
         jnt = model.body_jntadr[self.box]
         self.box_dof = int(model.jnt_dofadr[jnt])
         self.box_qpos = int(model.jnt_qposadr[jnt])
@@ -260,6 +311,23 @@ class HeldObject:
     def box_position(self) -> np.ndarray:
         """The box's centre [m] (world frame)."""
         return self.data.xpos[self.box].copy()
+
+    def penetrations(self) -> dict[str, float]:
+        """{geom name: deepest penetration [m]} of the box's present contacts (the last step's)
+        with anything the box is not excluded from: a box the default placement puts inside
+        an arm's links (a robot whose hands are far apart at home) shows here."""
+        m, d = self.model, self.data
+        out: dict[str, float] = {}
+        for i in range(d.ncon):
+            c = d.contact[i]
+            g1, g2 = int(c.geom1), int(c.geom2)
+            bodies = (int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2]))
+            if self.box not in bodies or c.dist >= 0.0:
+                continue
+            other = g2 if bodies[0] == self.box else g1
+            name = m.geom(other).name or f"geom {other}"
+            out[name] = max(out.get(name, 0.0), float(-c.dist))
+        return out
 
     # ------------------------------------------------------------------ grasp
     def _hands(self, hands: Iterable[Arm | str]) -> tuple[Arm, ...]:
@@ -325,8 +393,12 @@ class HeldObject:
         force = self.weld_forces()
         tangential, slipping = {}, {}
         cap = self.config.grip_capacity_n
+        between = d.site_xpos[self.tcps[Arm.LEFT]] - d.site_xpos[self.tcps[Arm.RIGHT]]
         for arm, f in force.items():
-            axis = d.xaxis[self.finger_joint[arm]]
+            if self.finger_joint[arm] is not None:
+                axis = d.xaxis[self.finger_joint[arm]]
+            else:
+                axis = between / max(float(np.linalg.norm(between)), 1e-9)
             tangential[arm] = float(np.linalg.norm(f - (f @ axis) * axis))
             slipping[arm] = tangential[arm] > cap
         if len(force) == 2:

@@ -53,8 +53,14 @@ class HeldRecorder:
         self.loop, self.held = loop, held
         model = loop.twin.model
         self.ctrl = {arm: loop.twin.arm_ctrl[arm] for arm in Arm}
+        # each arm actuator's force range [Nm]; unbounded (inf) where the model sets none
+        # (a generated robot's position servos): those joints are not judged
         self.torque_limit = {
-            arm: np.abs(model.actuator_forcerange[idx]).max(axis=1)
+            arm: np.where(
+                model.actuator_forcelimited[idx] > 0,
+                np.abs(model.actuator_forcerange[idx]).max(axis=1),
+                np.inf,
+            )
             for arm, idx in self.ctrl.items()
         }
         self.rows: list[np.ndarray] = []  # t, holding r/l, F_r, F_l, internal, squeeze, tan r/l
@@ -163,7 +169,10 @@ class HeldRecorder:
             j = int(np.argmax(ratio.max(axis=0)))
             torques[arm.value] = {
                 "peak_nm": [round(float(v), 4) for v in tq.max(axis=0)],
-                "limit_nm": [float(v) * lim.torque_fraction for v in self.torque_limit[arm]],
+                "limit_nm": [
+                    float(v) * lim.torque_fraction if np.isfinite(v) else None
+                    for v in self.torque_limit[arm]
+                ],
                 "worst_joint": j + 1,
                 "worst_fraction": float(ratio[:, j].max()),
             }

@@ -1,26 +1,32 @@
 """``rob-twin calibrate``: fit the twin to recordings of the robot (``rob_twin.twin.calibration``).
 
-Exit 0 with the calibration file written; 2 for bad input (an unreadable, truncated or
-foreign recording, an unknown parameter, a start calibration for another model, recordings
-that excite none of the selected parameters: nothing is written)."""
+``--robot`` names the robot recorded (a shipped robot or a robot file with Amber drives);
+the calibration file names it (its ``robot`` field) and only that robot's model takes it.
+
+Exit 0 with the calibration file written; 2 for bad input (a robot without Amber drives,
+an unreadable, truncated or foreign recording, an unknown parameter, a start calibration
+for another model, recordings that excite none of the selected parameters: nothing is
+written)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from rob_twin.cli.common import CommandResult
+from rob_twin.cli.common import ROBOT_HELP, CommandResult, calibration_arg, robot_arg
+from rob_twin.models.names import DEFAULT_ROBOT
 
 DEFAULT_FIT = ("armature", "damping", "frictionloss", "command_delay_s", "payload_kg")
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.models.loading import load_scene
+    from rob_twin.models.robot import AMBER_DRIVES
     from rob_twin.twin.calibration.calibrate import calibrate
-    from rob_twin.twin.calibration.calibration_file import load_calibration
     from rob_twin.twin.calibration.fit import FitConfig
 
-    start = load_calibration(args.start, load_scene()) if args.start else None
+    robot = args.robot
+    robot.require(AMBER_DRIVES, "rob-twin calibrate (it fits Amber drive parameters)")
+    start = calibration_arg(args.start, robot)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     report = calibrate(
         args.recordings,
@@ -31,9 +37,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
         start=start,
         config=FitConfig(max_iters=args.max_iters, seconds=args.seconds),
         progress=progress,
+        robot=robot,
     )
     if not args.json:
-        print(f"calibration written: {report['calibration']} (simulated fit; hardware_io: false)")
+        print(
+            f"calibration of robot {robot.name} ({robot.spec}, model {robot.model_hash}) "
+            f"written: {report['calibration']} (simulated fit; hardware_io: false)"
+        )
         print(f"{'parameter':28} {'value':>12} {'start':>12}  95 % interval")
         for name, p in report["parameters"].items():
             ci = p["interval"]
@@ -90,6 +100,12 @@ def register(sub) -> None:
     cal.add_argument("--max-iters", type=int, default=12, help="solver iterations")
     cal.add_argument(
         "--seconds", type=float, default=None, help="use only the first seconds of each recording"
+    )
+    cal.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=DEFAULT_ROBOT,
+        help=f"the robot recorded: {ROBOT_HELP}; its drives must be Amber (default: %(default)s)",
     )
     cal.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     cal.add_argument("--json", action="store_true", help="print exactly one JSON object")

@@ -131,7 +131,7 @@ def robot_arg(text: str):
 
 CALIBRATION_HELP = (
     "calibration file (rob-twin calibrate): the twin's model and drives take its fitted "
-    "parameters (ROB only; its transport delays are used by compare only); "
+    "parameters (robots with Amber drives; its transport delays are used by compare only); "
     "refused, exit 2, when fitted on another model (default: none, the twin as assumed)"
 )
 

@@ -1,5 +1,6 @@
-"""``rob-twin compare``: a recording's host commands replayed into the twin, its prediction
-against the recorded feedback per joint (``rob_twin.twin.calibration.compare``)."""
+"""``rob-twin compare``: a recording's host commands replayed into the twin of ``--robot``
+(any robot with Amber drives), its prediction against the recorded feedback per joint
+(``rob_twin.twin.calibration.compare``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import argparse
 import json
 from pathlib import Path
 
-from rob_twin.cli.common import CommandResult, calibration_arg, say_for
+from rob_twin.cli.common import ROBOT_HELP, CommandResult, calibration_arg, robot_arg, say_for
+from rob_twin.models.names import DEFAULT_ROBOT
 
 
 def _cmd_compare(args: argparse.Namespace) -> CommandResult:
     """Exit 2: bad input; 1: a joint's largest position error is above --tolerance-rad; 0."""
+    from rob_twin.models.robot import AMBER_DRIVES
     from rob_twin.twin.calibration.compare import (
         CompareConfig,
         check_comparable,
@@ -23,13 +26,15 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
     from rob_twin.twin.scenario.run_folder import RunFolder, write_json_atomic
 
     say = say_for(args)
+    robot = args.robot
+    robot.require(AMBER_DRIVES, "rob-twin compare (its twin replays Amber drives)")
     config = CompareConfig(tolerance_rad=args.tolerance_rad)
-    calibration = calibration_arg(args.calibration)
-    rec = read_input(args.recording)  # bad input: exit 2 before any folder is made
+    calibration = calibration_arg(args.calibration, robot)
+    rec = read_input(args.recording, robot)  # bad input: exit 2 before any folder is made
     check_comparable(rec)
     out = Path(args.out) if args.out else Path("out/compare") / Path(args.recording).stem
     RunFolder.check_writable(out)  # before the replay, not after
-    comparison = compare_recording(rec, calibration, config)
+    comparison = compare_recording(rec, calibration, config, robot)
     report = comparison.report()
     out.mkdir(parents=True, exist_ok=True)
     report["plots"] = [str(p) for p in compare_plots(comparison, out)]
@@ -43,7 +48,8 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
         for note in report["notes"]:
             say(f"note: {note}")
         say(
-            f"{comparison.recording}: the twin ({label}) against the recorded feedback, "
+            f"{comparison.recording}: the twin of robot {robot.name} ({label}) against the "
+            "recorded feedback, "
             f"{report['simulated_s']} s (simulated prediction; hardware_io: false)"
         )
         say(format_table(comparison))
@@ -69,8 +75,9 @@ def register(sub) -> None:
         "correlation; positive: the recording is behind the twin), current error [drive "
         "units] and time over the tolerance [s]. Writes compare.json and one plot per arm "
         "into --out. Exit 0: every joint within --tolerance-rad; 1: a joint's largest error "
-        "is above it; 2: bad input (unreadable or truncated recording, another robot's ids, "
-        "no feedback frames, a calibration for another model).",
+        "is above it; 2: bad input (a robot without Amber drives, unreadable or truncated "
+        "recording, another robot's ids, no feedback frames, a calibration for another "
+        "model).",
     )
     cmp.add_argument("recording", help="bus recording (.log, .asc, .blf or .mf4, + sidecar)")
     cmp.add_argument(
@@ -78,6 +85,13 @@ def register(sub) -> None:
         metavar="FILE",
         help="calibration file (rob-twin calibrate): the twin predicts with its parameters, "
         "transport delays included (default: uncalibrated)",
+    )
+    cmp.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=DEFAULT_ROBOT,
+        help=f"the robot recorded, whose twin predicts: {ROBOT_HELP}; its drives must be "
+        "Amber (default: %(default)s)",
     )
     cmp.add_argument(
         "--tolerance-rad",

@@ -157,7 +157,7 @@ def _parameters(path: str | None, robot):
     return TwinParameters(
         name=f"{calibration.name} ({calibration.file_sha256[:16]})",
         model=calibrated_model(calibration, robot.model()),
-        drive_configs=calibrated_drives(calibration),
+        drive_configs=calibrated_drives(calibration, robot),
     )
 
 

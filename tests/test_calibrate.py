@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rob_twin.models.robot import robot_of
 from rob_twin.twin.calibration.calibrate import NotExcitedError, calibrate
 from rob_twin.twin.calibration.fit import FitConfig
 from rob_twin.twin.calibration.synthetic import record_hidden
@@ -102,7 +103,7 @@ def test_mirror_takes_a_calibration_and_refuses_another_models(tmp_path):
         tmp_path / "good.json",
         calibration_document("lab", load_scene(), {"right/j2/damping": {"value": 2.5}}, [], {}, []),
     )
-    params = _parameters(str(good))
+    params = _parameters(str(good), robot_of("rob"))
     assert params.name.startswith("lab (") and params.drive_configs is not None
     j2 = params.model.jnt_dofadr[params.model.joint("right/j2").id]
     assert params.model.dof_damping[j2] == 2.5

@@ -140,7 +140,7 @@ class BankProcess:
             from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
 
             model = calibrated_model(cfg.calibration, model)
-            drives = calibrated_drives(cfg.calibration)
+            drives = calibrated_drives(cfg.calibration, self.robot)
         self.twin = Twin(TwinConfig(seed=cfg.seed), model=model)
         self._calibration_label = (
             cfg.calibration.label() if cfg.calibration is not None else "uncalibrated"

@@ -382,6 +382,7 @@ def replay(
     on_progress: Callable[[float], None] | None = None,
     config: ReplayConfig | None = None,
     parameters: dict[str, float] | None = None,
+    robot=None,
 ) -> ReplayResult:
     """Feed ``recording`` into a fresh lockstep twin (see the module docstring).
 
@@ -389,7 +390,10 @@ def replay(
     trajectory sample period [s]; on_progress: called with the simulated time [s] after
     every sample; parameters: the twin's parameters to replay with
     (``rob_twin.twin.calibration.parameters`` names: model, drives and each arm's command
-    delay, which moves the host frames later by that much; None: the twin as it is)."""
+    delay, which moves the host frames later by that much; None: the twin as it is);
+    robot: the robot recorded (a ``rob_twin.models.robot.Robot`` with Amber drives: its
+    model, its drives with its joint ranges, its channels as the wiring of a recording
+    without one; None: ROB's scene and drives, as always)."""
     config = config or default_config()
     _positive("seconds", seconds, none_ok=True)
     _positive("sample_every_s", sample_every_s, none_ok=False)
@@ -415,7 +419,15 @@ def replay(
             "nearest physics step, so the replay is close to the run, not bit-exact, and "
             "feedback frames may differ"
         )
-    wiring = side.wiring or {bus_no(BUS_MAPPING[a].channel): a for a in Arm}
+    if robot is not None:
+        from rob_twin.models.robot import AMBER_DRIVES
+        from rob_twin.twin.drives.amber_robot import robot_channels
+
+        robot.require(AMBER_DRIVES, "a replay of Amber drive traffic")
+        default_wiring = {bus_no(ch): Arm(a) for a, ch in robot_channels(robot).items()}
+    else:
+        default_wiring = {bus_no(BUS_MAPPING[a].channel): a for a in Arm}
+    wiring = side.wiring or default_wiring
     unknown = {f.bus for f in rec.frames} - set(wiring)
     if unknown:
         raise RecordingError(
@@ -424,12 +436,16 @@ def replay(
         )
     check_robot_ids(rec)
     model, configs, command_delay = None, None, {}
+    if robot is not None:
+        from rob_twin.twin.drives.amber_robot import amber_drive_configs
+
+        model, configs = robot.model(), amber_drive_configs(robot)
     if parameters:
         from rob_twin.models.loading import load_scene
         from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
 
-        model = apply_to_model(load_scene(), parameters)
-        configs = drive_configs(parameters)
+        model = apply_to_model(model if model is not None else load_scene(), parameters)
+        configs = drive_configs(parameters, robot)
         command_delay = {arm: d[0] for arm, d in delays(parameters).items()}
     twin = Twin(TwinConfig(seed=side.seed), model=model)
     dt = twin.scheduler.dt

@@ -1,5 +1,6 @@
-"""A calibration applied to the twin a command builds: ROB's model with the fitted
-model-side parameters, and each arm's drive configurations with the drive-side ones.
+"""A calibration applied to the twin a command builds: the robot's model with the fitted
+model-side parameters, and each arm's drive configurations (the robot's Amber drives) with
+the drive-side ones.
 
 The transport delays (``{arm}/command_delay_s``, ``{arm}/feedback_delay_s``) have no hook in
 a live closed loop (the owners and drives exchange frames on simulated buses without a
@@ -27,9 +28,11 @@ def calibrated_model(
     return apply_to_model(model, calibration.values)
 
 
-def calibrated_drives(calibration: Calibration) -> dict[Arm, tuple[DriveConfig, ...]]:
-    """Each arm's drive configurations with ``calibration``'s drive parameters."""
-    return drive_configs(calibration.values)
+def calibrated_drives(calibration: Calibration, robot=None) -> dict[Arm, tuple[DriveConfig, ...]]:
+    """Each arm's drive configurations: ``robot``'s Amber drives (a
+    ``rob_twin.models.robot.Robot``; None: the default robot) with ``calibration``'s drive
+    parameters."""
+    return drive_configs(calibration.values, robot)
 
 
 def check_robot(robot, calibration: Calibration | None) -> None:

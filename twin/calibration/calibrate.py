@@ -5,7 +5,9 @@ fits them (``fit.fit``), writes ``out`` (the calibration file), ``out``'s stem +
 ``_report.json`` (residuals per joint before and after, on fit and validation data, the
 intervals, what was not identifiable) and ``_fit.png`` (recorded vs predicted joint
 positions before and after, for the joints that moved most). A fit in which no selected
-parameter is excited ends in ``NotExcitedError`` (nothing written).
+parameter is excited ends in ``NotExcitedError`` (nothing written). ``robot``: the robot
+recorded (any robot with Amber drives; MissingCapabilityError, exit 2, for another before
+anything is read); the calibration file names it (``robot``: its identity).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.loading import load_scene
+from rob_twin.models.robot import AMBER_DRIVES, Robot, robot_of
 from rob_twin.twin.calibration.calibration_file import (
     Calibration,
     calibration_document,
@@ -49,7 +51,7 @@ def _parameters_entry(result: FitResult) -> dict[str, dict]:
     return out
 
 
-def _plot(path: Path, recording, start: dict, values: dict) -> Path | None:
+def _plot(path: Path, recording, start: dict, values: dict, robot: Robot) -> Path | None:
     """Recorded vs predicted drive position, before and after, for the four joints whose
     error fell most; None when matplotlib is missing."""
     try:
@@ -61,7 +63,8 @@ def _plot(path: Path, recording, start: dict, values: dict) -> Path | None:
         return None
     from rob_twin.twin.render.figures import save_png
 
-    before, after = predict(recording, start), predict(recording, values)
+    before = predict(recording, start, robot=robot)
+    after = predict(recording, values, robot=robot)
     gain = {
         k: float(np.sqrt(np.mean(before.tracks[k].position_error ** 2)))
         - float(np.sqrt(np.mean(after.tracks[k].position_error ** 2)))
@@ -90,12 +93,16 @@ def calibrate(
     start: Calibration | None = None,
     config: FitConfig | None = None,
     progress=None,
+    robot: Robot | None = None,
 ) -> dict:
-    """Fit the parameters matching ``patterns`` to ``recordings`` and write the calibration
-    file ``out`` with its report and plot; returns the report."""
+    """Fit the parameters matching ``patterns`` to ``recordings`` of ``robot`` (None: the
+    default robot) and write the calibration file ``out`` with its report and plot; returns
+    the report."""
+    robot = robot_of(robot)
+    robot.require(AMBER_DRIVES, "a calibration (fitted Amber drive parameters)")
     names = select(patterns)
-    recs = [read_input(r) for r in recordings]  # every input checked before any fit
-    vals = [read_input(r) for r in validate]
+    recs = [read_input(r, robot) for r in recordings]  # every input checked before any fit
+    vals = [read_input(r, robot) for r in validate]
     result = fit(
         recs,
         names,
@@ -103,6 +110,7 @@ def calibrate(
         validate=vals,
         config=config,
         progress=progress,
+        robot=robot,
     )
     if len(result.not_identifiable) == len(names):
         raise NotExcitedError(
@@ -111,7 +119,7 @@ def calibrate(
             "excitation (rob-twin excite) and calibrate again"
         )
     out = Path(out)
-    model = load_scene()
+    model = robot.model()
     recordings_entry = [
         {"file": Path(r.path).name, "sha256": input_sha256(r.path), "role": role}
         for role, group in (("fit", recs), ("validate", vals))
@@ -133,12 +141,14 @@ def calibrate(
             "cost_after_rad": result.cost_after,
             "notes": result.notes,
         },
+        robot=robot,
     )
     save_calibration(out, doc)
-    plot = _plot(out.with_name(out.stem + "_fit.png"), recs[0], result.start, result.values)
+    plot = _plot(out.with_name(out.stem + "_fit.png"), recs[0], result.start, result.values, robot)
     report = {
         "calibration": str(out),
         "hardware_io": False,
+        "robot": doc["robot"],
         "parameters": doc["parameters"],
         "not_identifiable": result.not_identifiable,
         "residuals": residuals,

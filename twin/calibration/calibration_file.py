@@ -4,6 +4,10 @@ A calibration file (JSON, ``format: rob-twin-calibration/1``) holds:
 
 - ``name``; ``model_hash`` (``rob_twin.planners.certificate_geometry.model_hash`` of the
   model it was fitted on: a calibration for another model is refused);
+- ``robot`` (optional; every file ``rob-twin calibrate`` writes has it): the robot it was
+  fitted on, ``{name, file, family, model_hash}`` (``rob_twin.models.robot.Robot.identity``:
+  ``file`` names the robot again, ``model_hash`` is the whole compiled model's); a file
+  without it (written before robots had files) is ROB's, as its ``model_hash`` says;
 - ``parameters``: for each fitted or fixed name (``rob_twin.twin.calibration.parameters``)
   its ``value``, ``nominal``, ``lower``/``upper`` bounds, ``fitted`` (bool) and the 95 %
   confidence ``interval`` ([lo, hi], or null when not fitted or not identifiable);
@@ -32,6 +36,7 @@ from rob_twin.twin.calibration.parameters import check_values, parse_name
 
 FORMAT = "rob-twin-calibration/1"
 MAX_BYTES = 4_000_000
+ROBOT_FIELDS = ("name", "file", "family", "model_hash")  # Robot.identity()
 UNCALIBRATED = "uncalibrated"
 
 
@@ -55,6 +60,12 @@ class Calibration:
         """What a summary records: the calibration's name and the file's hash."""
         return {"name": self.name, "sha256": self.file_sha256[:16], "model_hash": self.model_hash}
 
+    @property
+    def robot(self) -> dict | None:
+        """The identity of the robot it was fitted on (``ROBOT_FIELDS``); None for a file
+        written before calibration files named their robot."""
+        return self.document.get("robot")
+
 
 def calibration_label(calibration: Calibration | None) -> dict | str:
     """``calibration.label()``, or ``"uncalibrated"``."""
@@ -77,12 +88,18 @@ def calibration_document(
     residuals: dict,
     not_identifiable: list[str],
     fit: dict | None = None,
+    robot=None,
 ) -> dict:
-    """The JSON document of a calibration (see the module docstring)."""
-    return {
+    """The JSON document of a calibration (see the module docstring); ``robot`` (a
+    ``rob_twin.models.robot.Robot``, the one ``model`` is of): the file names it."""
+    doc = {
         "format": FORMAT,
         "name": name,
         "model_hash": model_hash(model),
+    }
+    if robot is not None:
+        doc["robot"] = robot.identity()
+    return doc | {
         "hardware_io": False,
         "evidence_class": "fitted to recordings (the fit is computed in simulation)",
         "parameters": parameters,
@@ -130,6 +147,13 @@ def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> C
     for key in ("name", "model_hash"):
         if not isinstance(doc.get(key), str) or not doc[key]:
             raise _fail(path, key, doc.get(key), "a non-empty string")
+    if "robot" in doc:
+        robot = doc["robot"]
+        if not isinstance(robot, dict):
+            raise _fail(path, "robot", robot, "an object {" + ", ".join(ROBOT_FIELDS) + "}")
+        for key in ROBOT_FIELDS:
+            if not isinstance(robot.get(key), str) or not robot[key]:
+                raise _fail(path, f"robot.{key}", robot.get(key), "a non-empty string")
     params = doc.get("parameters")
     if not isinstance(params, dict) or not params:
         raise _fail(path, "parameters", params, "an object of parameter name -> {value, ...}")
@@ -147,10 +171,15 @@ def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> C
     except InvalidValueError as err:
         raise _fail(path, f"parameters.{err.field}", err.value, err.valid) from None
     if model is not None and doc["model_hash"] != model_hash(model):
+        fitted_on = (
+            f"robot {doc['robot']['name']!r} ({doc['robot']['file']})"
+            if "robot" in doc
+            else "another model"
+        )
         raise _fail(
             path,
             "model_hash",
             doc["model_hash"],
-            f"{model_hash(model)} (this calibration was fitted on another model)",
+            f"{model_hash(model)} (this calibration was fitted on {fitted_on})",
         )
     return Calibration(doc["name"], values, doc["model_hash"], file_sha256(path), doc)

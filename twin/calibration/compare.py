@@ -1,8 +1,9 @@
 """How far the twin's prediction of a recording is from what was recorded, joint by joint.
 
-``compare_recording(recording, calibration, config)`` replays the recording's host commands
-into the twin (``rob_twin.twin.calibration.predict.predict``, with the calibration's
-parameters or the twin as it is) and reduces every joint's recorded and predicted feedback
+``compare_recording(recording, calibration, config, robot)`` replays the recording's host
+commands into ``robot``'s twin (any robot with Amber drives; ROB by default;
+``rob_twin.twin.calibration.predict.predict``, with the calibration's parameters or the twin
+as it is) and reduces every joint's recorded and predicted feedback
 to figures:
 
 - ``rms_mrad`` / ``max_mrad``: RMS and largest position error [mrad], drive frame;
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import FEEDBACK_IDS, Arm
+from rob_twin.models.robot import AMBER_DRIVES, Robot, robot_of
 from rob_twin.twin.bus.replay import Recording, check_robot_ids, read_recording
 from rob_twin.twin.calibration.calibration_file import Calibration, calibration_label
 from rob_twin.twin.calibration.predict import JointTrack, NoFeedbackError, Prediction, predict
@@ -161,6 +163,7 @@ class Comparison:
     joints: dict[str, JointComparison]
     prediction: Prediction
     wall_s: float
+    robot: dict | None = None  # the identity of the robot whose twin predicted
 
     @property
     def exceeded(self) -> list[str]:
@@ -174,6 +177,7 @@ class Comparison:
             "hardware_io": False,
             "evidence_class": "simulated prediction of a recording (the recording may be real)",
             "recording": str(self.recording),
+            "robot": self.robot,
             "calibration": self.calibration,
             "tolerance_rad": self.config.tolerance_rad,
             "within_tolerance": not self.exceeded,
@@ -200,15 +204,22 @@ def compare_recording(
     recording: Recording | Path | str,
     calibration: Calibration | None = None,
     config: CompareConfig | None = None,
+    robot: Robot | None = None,
 ) -> Comparison:
-    """Replay ``recording`` into the twin (with ``calibration``'s parameters, or the twin as it
-    is) and compare its prediction with the recorded feedback. RecordingError for an
-    unreadable recording or another robot's ids, NoFeedbackError when it has no feedback."""
+    """Replay ``recording`` into ``robot``'s twin (None: the default robot; with
+    ``calibration``'s parameters, or the twin as it is) and compare its prediction with the
+    recorded feedback. RecordingError for an unreadable recording or another robot's ids,
+    NoFeedbackError when it has no feedback, MissingCapabilityError for a robot without
+    Amber drives (``calibration``: checked against the robot's model by the caller,
+    ``rob_twin.cli.common.calibration_arg``)."""
+    robot = robot_of(robot)
+    robot.require(AMBER_DRIVES, "a comparison with recorded Amber drive feedback")
     config = config or default_config()
     t0 = time.perf_counter()
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
     check_comparable(rec)
-    prediction = predict(rec, calibration.values if calibration is not None else None)
+    values = calibration.values if calibration is not None else None
+    prediction = predict(rec, values, robot=robot)
     joints = {
         f"{arm.value}/j{j}": compare_joint(f"{arm.value}/j{j}", track, config)
         for (arm, j), track in sorted(
@@ -224,6 +235,7 @@ def compare_recording(
         joints,
         prediction,
         time.perf_counter() - t0,
+        robot.identity(),
     )
 
 

@@ -9,12 +9,14 @@ One episode folder holds, per arm (``right``, ``left``):
 - ``action/arms/ARM/state.parquet`` (a ``qpos`` list column) or ``action/arms/ARM/qpos.parquet``
   (a ``value`` list column): the commanded joint positions [rad] with their timestamps.
 
-``read_joint_dataset(folder)`` turns an episode into a ``Recording``: each action row
-becomes the host's command frames (ROB's Amber codec, default signs, no joint bounds on the
-host's side: the drive clamps) at its time on the arm's bus (``right`` on CAN10, ``left`` on
-CAN11, as ``models.names.BUS_MAPPING`` wires ROB), each observation row the drives'
-feedback frames (position in the drive frame, current = torque x the drive's assumed torque
-constant), and the first observation the twin's initial joint state. Timestamps start at 0
+``read_joint_dataset(folder, robot)`` turns an episode of ``robot`` (a
+``rob_twin.models.robot.Robot`` with Amber drives; None: the default robot, ROB) into a
+``Recording``: each action row becomes the host's command frames (the Amber codec, default
+signs, no joint bounds on the host's side: the drive clamps) at its time on the arm's bus
+(the robot file's channel: ROB's ``right`` on CAN10, ``left`` on CAN11), each observation
+row the drives' feedback frames (position in the drive frame, current = torque x the
+robot's drive's assumed torque constant), and the first observation the twin's initial
+joint state (on the robot's model, the rest at its ``home`` keyframe). Timestamps start at 0
 at the first row. Read with pyarrow; a missing file or column, a non-finite value or a row
 of the wrong length is a ``DatasetError`` naming the file, the column and the row.
 """
@@ -28,12 +30,13 @@ import mujoco
 import numpy as np
 from rob_twin.controllers.codec import CodecConfig, encode_feedback, encode_joint
 from rob_twin.models.errors import InvalidValueError
-from rob_twin.models.loading import apply_home, load_scene
-from rob_twin.models.names import BUS_MAPPING, JOINTS_PER_ARM, Arm, arm_joints
+from rob_twin.models.loading import apply_home
+from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_joints
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.recording import STATE_SPEC
 from rob_twin.twin.bus.replay import RecordedFrame, Recording, bus_no
-from rob_twin.twin.drives.amber_bank import default_drive_configs
 from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
+from rob_twin.twin.drives.amber_robot import amber_drive_configs, robot_channels
 
 MAX_ROWS = 2_000_000
 # the host's codec without its joint bounds: a dataset's action beyond a bound is sent as
@@ -102,14 +105,17 @@ def _action(folder: Path, arm: str) -> tuple[np.ndarray, np.ndarray]:
     return _table(folder / "action" / "arms" / arm / "qpos.parquet", "value")
 
 
-def read_joint_dataset(folder: Path | str) -> Recording:
-    """The episode at ``folder`` as a recording (see the module docstring)."""
+def read_joint_dataset(folder: Path | str, robot: Robot | None = None) -> Recording:
+    """The episode at ``folder`` of ``robot`` (None: the default robot) as a recording (see
+    the module docstring)."""
+    robot = robot_of(robot)
     folder = Path(folder)
     arms = sorted(p.name for p in (folder / "obs" / "arms").glob("*") if p.is_dir())
     known = [a for a in arms if a in (Arm.RIGHT.value, Arm.LEFT.value)]
     if not known:
         raise DatasetError(f"{folder}: obs/arms", arms, "'right' and/or 'left'")
-    amps = [c.amps_per_nm for c in default_drive_configs()]
+    drives = amber_drive_configs(robot)
+    channels = robot_channels(robot)
     frames: list[RecordedFrame] = []
     starts = []
     first_q: dict[str, np.ndarray] = {}
@@ -131,7 +137,8 @@ def read_joint_dataset(folder: Path | str) -> Recording:
         raise DatasetError(str(folder), "no rows", "observations and actions")
     t0 = min(starts)
     for arm, (t_obs, q, tau, t_act, action) in data.items():
-        bus = bus_no(BUS_MAPPING[Arm(arm)].channel)
+        bus = bus_no(channels[arm])
+        amps = [c.amps_per_nm for c in drives[Arm(arm)]]
         for t, row in zip(t_act, action, strict=True):
             for j in range(1, JOINTS_PER_ARM + 1):
                 fr = encode_joint(j, float(row[j - 1]), HOST_CODEC)
@@ -142,13 +149,13 @@ def read_joint_dataset(folder: Path | str) -> Recording:
                 fr = encode_feedback(j, float(row[j - 1]), current=current, config=DRIVE_FRAME)
                 frames.append(RecordedFrame(float(t - t0), bus, fr.arbitration_id, fr.data))
     frames.sort(key=lambda f: f.timestamp_s)
-    return Recording(folder, frames, meta=_sidecar(first_q, frames))
+    return Recording(folder, frames, meta=_sidecar(first_q, frames, robot))
 
 
-def _sidecar(first_q: dict[str, np.ndarray], frames: list[RecordedFrame]) -> dict:
-    """The sidecar a recording of this episode would carry: the twin starts where the first
-    observation puts each arm, at rest."""
-    model = load_scene()
+def _sidecar(first_q: dict[str, np.ndarray], frames: list[RecordedFrame], robot: Robot) -> dict:
+    """The sidecar a recording of this episode would carry: ``robot``'s twin starts where the
+    first observation puts each arm, at rest; each arm on the robot's channel."""
+    model = robot.model()
     data = mujoco.MjData(model)
     apply_home(model, data)
     for arm, q in first_q.items():
@@ -165,15 +172,17 @@ def _sidecar(first_q: dict[str, np.ndarray], frames: list[RecordedFrame]) -> dic
         "frames": len(frames),
         "first_frame_sim_s": 0.0,
         "feedback_rate_hz": 100.0,
+        "wiring": {str(bus_no(ch)): arm for arm, ch in robot_channels(robot).items()},
     }
 
 
-def read_input(path: Path | str) -> Recording:
+def read_input(path: Path | str, robot: Robot | None = None) -> Recording:
     """A bus recording (``.log``/``.asc``/``.blf``/``.mf4``) or a joint-state dataset episode
-    folder, as a recording: what ``calibrate`` and ``compare`` take."""
+    folder of ``robot`` (None: the default robot), as a recording: what ``calibrate`` and
+    ``compare`` take."""
     from rob_twin.twin.bus.replay import read_recording
 
-    return read_joint_dataset(path) if is_joint_dataset(path) else read_recording(path)
+    return read_joint_dataset(path, robot) if is_joint_dataset(path) else read_recording(path)
 
 
 def input_sha256(path: Path | str) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.models.errors import InvalidValueError, RobTwinError
-from rob_twin.models.loading import load_scene
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.replay import Recording, read_recording
 from rob_twin.twin.calibration.parameters import (
     Bounds,
@@ -167,13 +167,17 @@ def fit(
     validate: list[Recording | str] = (),
     config: FitConfig | None = None,
     progress: Callable[[str], None] | None = None,
+    robot: Robot | None = None,
 ) -> FitResult:
     """Fit ``names`` to ``recordings`` (see the module docstring); ``start``: starting
     values (default: the twin's nominal ones; other names keep theirs); ``bounds``: per
     name (default ``default_bounds``); ``validate``: recordings only scored, never fitted;
-    ``progress``: called with one line per stage and per solver evaluation."""
+    ``progress``: called with one line per stage and per solver evaluation; ``robot``: the
+    robot recorded (a ``rob_twin.models.robot.Robot`` with Amber drives; None: the default
+    robot), whose twin predicts the recordings."""
     from mujoco import sysid
 
+    robot = robot_of(robot)
     config = config or default_config()
     say = progress or (lambda _line: None)
     if not names:
@@ -183,7 +187,7 @@ def fit(
     t0 = time.perf_counter()
     fit_recs = [r if isinstance(r, Recording) else read_recording(r) for r in recordings]
     val_recs = [r if isinstance(r, Recording) else read_recording(r) for r in validate]
-    nominal = nominal_parameters(load_scene())
+    nominal = nominal_parameters(robot.model(), robot)
     base = {n: nominal[n] for n in names} | check_values(dict(start or {}))
     bounds = {n: (bounds or {}).get(n) or default_bounds(n, base[n]) for n in names}
     for n in names:
@@ -195,7 +199,7 @@ def fit(
     def run(values: dict[str, float], recs: list[Recording]) -> list[Prediction]:
         nonlocal evaluations
         evaluations += 1
-        return [predict(r, values, seconds=config.seconds) for r in recs]
+        return [predict(r, values, seconds=config.seconds, robot=robot) for r in recs]
 
     before = run(base, fit_recs)
     cost_before = _cost(before, config.current_weight)

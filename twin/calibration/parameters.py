@@ -11,13 +11,17 @@ Every parameter has one name (``TwinParameters`` maps names to values [SI units]
   feedback reports current, ``{arm}/j{n}/zero_offset_rad`` [rad]: the encoder's zero;
 - ``{arm}/command_delay_s`` [s]: transport from the host to the drives,
   ``{arm}/feedback_delay_s`` [s]: from the drives to the host;
-- ``{arm}/payload_kg`` [kg]: a mass held at the hand (added to the hand body at its
-  centre of mass).
+- ``{arm}/payload_kg`` [kg]: a mass held at the hand (added to the body of the arm's TCP
+  site, ROB's hand, at its centre of mass).
 
-``nominal_parameters(model)`` gives the values the twin assumes today (the model's, the
-drives' defaults, no delay, no payload), with bounds; ``apply_to_model`` and
-``drive_configs`` turn a set of values into a model copy and per-arm drive configurations.
-Names are checked: an unknown one is an ``UnknownNameError`` listing the kinds.
+``nominal_parameters(model, robot)`` gives the values the twin assumes today (the model's,
+the robot's Amber drives' defaults, no delay, no payload), with bounds; ``apply_to_model``
+and ``drive_configs`` turn a set of values into a model copy and per-arm drive
+configurations. Any robot with Amber drives and seven-joint arms: the model is the robot's
+canonical model (``rob_twin.models.robot.Robot.model()``), the drives its
+``amber_drive_configs`` (its joint ranges as their bounds; ROB's equal
+``default_drive_configs()``). Names are checked: an unknown one is an ``UnknownNameError``
+listing the kinds.
 """
 
 from __future__ import annotations
@@ -30,9 +34,17 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 from rob_twin.models.errors import InvalidValueError, UnknownNameError
-from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_actuator, arm_joint, hand_body
-from rob_twin.twin.drives.amber_bank import default_drive_configs
+from rob_twin.models.names import (
+    JOINTS_PER_ARM,
+    Arm,
+    arm_actuator,
+    arm_joint,
+    hand_body,
+    tcp_site,
+)
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.drives.amber_drive import DriveConfig
+from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
 JOINT_MODEL_KINDS = ("armature", "damping", "frictionloss", "kp")
 JOINT_DRIVE_KINDS = ("lag_s", "integral_gain", "amps_per_nm", "zero_offset_rad")
@@ -140,9 +152,25 @@ def _actuator_id(model: mujoco.MjModel, arm: Arm, j: int) -> int:
     return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, arm_actuator(arm, j))
 
 
-def nominal_parameters(model: mujoco.MjModel) -> dict[str, float]:
-    """The values the twin assumes today for every parameter name."""
-    drives = default_drive_configs()
+def _payload_body(model: mujoco.MjModel, arm: Arm) -> int:
+    """The body a payload of ``arm`` is added to: its TCP site's (ROB: the hand), else the
+    hand body; ParameterError when the model has neither."""
+    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, tcp_site(arm))
+    if site >= 0:
+        return int(model.site_bodyid[site])
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, hand_body(arm))
+    if body < 0:
+        raise ParameterError(
+            f"{arm.value}/payload_kg", "no hand", f"a model with site {tcp_site(arm)!r}"
+        )
+    return body
+
+
+def nominal_parameters(model: mujoco.MjModel, robot: Robot | None = None) -> dict[str, float]:
+    """The values the twin assumes today for every parameter name: ``model``'s (the
+    robot's canonical model, or a copy with values applied) and ``robot``'s Amber drives
+    (a ``rob_twin.models.robot.Robot``; None: the default robot)."""
+    drives = amber_drive_configs(robot_of(robot))
     out: dict[str, float] = {}
     for arm in Arm:
         out[f"{arm.value}/command_delay_s"] = 0.0
@@ -156,7 +184,7 @@ def nominal_parameters(model: mujoco.MjModel) -> dict[str, float]:
             out[prefix + "damping"] = float(model.dof_damping[dof])
             out[prefix + "frictionloss"] = float(model.dof_frictionloss[dof])
             out[prefix + "kp"] = float(model.actuator_gainprm[aid, 0])
-            cfg = drives[j - 1]
+            cfg = drives[arm][j - 1]
             for kind in JOINT_DRIVE_KINDS:
                 out[prefix + kind] = float(getattr(cfg, kind))
     return out
@@ -207,7 +235,7 @@ def apply_to_model(model: mujoco.MjModel, values: dict[str, float]) -> mujoco.Mj
     for name, value in values.items():
         p = parse_name(name)
         if p.kind == "payload_kg":
-            body = mujoco.mj_name2id(out, mujoco.mjtObj.mjOBJ_BODY, hand_body(p.arm))
+            body = _payload_body(out, p.arm)
             base = float(model.body_mass[body])
             out.body_mass[body] = base + value
             # a point mass at the body's centre of mass scales no inertia; keep the body's
@@ -226,15 +254,18 @@ def apply_to_model(model: mujoco.MjModel, values: dict[str, float]) -> mujoco.Mj
     return out
 
 
-def drive_configs(values: dict[str, float]) -> dict[Arm, tuple[DriveConfig, ...]]:
+def drive_configs(
+    values: dict[str, float], robot: Robot | None = None
+) -> dict[Arm, tuple[DriveConfig, ...]]:
     """Each arm's drive configurations with the drive-side parameters of ``values`` (lag,
-    integral gain, torque constant, zero offset) over the defaults."""
+    integral gain, torque constant, zero offset) over ``robot``'s Amber drives
+    (``amber_drive_configs``; None: the default robot)."""
     values = check_values(values)
-    base = default_drive_configs()
+    base = amber_drive_configs(robot_of(robot))
     out = {}
     for arm in Arm:
         cfgs = []
-        for j, cfg in enumerate(base, start=1):
+        for j, cfg in enumerate(base[arm], start=1):
             changes = {
                 kind: values[f"{arm.value}/j{j}/{kind}"]
                 for kind in JOINT_DRIVE_KINDS

@@ -6,7 +6,9 @@ frame in the recording, the recorded position and current with the twin's at the
 instant: the frame's host-side stamp minus the arm's feedback delay. Positions are
 compared in the drive's frame, as the drive reports them (joint angle minus its zero
 offset, times its sign); currents in drive units (torque times the torque constant).
-``Prediction.residual()`` is the vector a fit minimises.
+``Prediction.residual()`` is the vector a fit minimises. ``robot`` (a
+``rob_twin.models.robot.Robot`` with Amber drives; None: the default robot): whose twin
+replays the recording, and whose channels wire a recording without a sidecar.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ import numpy as np
 from rob_twin.controllers.codec import decode_feedback
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import (
-    BUS_MAPPING,
     FEEDBACK_IDS,
     JOINTS_PER_ARM,
     Arm,
     arm_actuators,
     arm_joints,
 )
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.replay import Recording, bus_no, read_recording, replay
 from rob_twin.twin.calibration.parameters import delays, drive_configs
 from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
+from rob_twin.twin.drives.amber_robot import robot_channels
 
 
 class NoFeedbackError(RobTwinError, ValueError):
@@ -90,21 +93,36 @@ def _recorded_feedback(rec: Recording, shift_s: float) -> dict[tuple[int, int], 
     return out
 
 
+def _wiring(rec: Recording, robot: Robot | None = None) -> dict[int, Arm]:
+    """{bus number: arm} of ``rec``: its sidecar's, else ``robot``'s channels."""
+    channels = robot_channels(robot_of(robot))
+    return rec.sidecar.wiring or {bus_no(channels[a.value]): a for a in Arm}
+
+
 def predict(
     recording: Recording | str,
     parameters: dict[str, float] | None = None,
     seconds: float | None = None,
+    robot: Robot | None = None,
 ) -> Prediction:
-    """The twin's prediction of ``recording`` with ``parameters`` (None: the twin as it is)."""
+    """The twin's prediction of ``recording`` with ``parameters`` (None: the twin as it is),
+    on ``robot``'s twin (None: the default robot)."""
+    robot = robot_of(robot)
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
     params = dict(parameters or {})
-    result = replay(rec, seconds=seconds, sample_every_s=0.001, parameters=params or None)
+    result = replay(
+        rec,
+        seconds=seconds,
+        sample_every_s=0.001,
+        parameters=params or None,
+        robot=robot,
+    )
     model = result.model
     recorded = _recorded_feedback(rec, result.shift_s)
     if not recorded:
         raise NoFeedbackError(f"{rec.path}: no drive feedback frames (ids 0x91..0x97) to compare")
-    wiring = rec.sidecar.wiring or {bus_no(BUS_MAPPING[a].channel): a for a in Arm}
-    configs = drive_configs(params)
+    wiring = _wiring(rec, robot)
+    configs = drive_configs(params, robot)
     fb_delay = {arm: d[1] for arm, d in delays(params).items()}
     import mujoco
 

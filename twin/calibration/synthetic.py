@@ -7,7 +7,9 @@ of ``rob_twin.twin.calibration.parameters``), records the bus like ``run --recor
 (host commands stamped when the host sends them, drive feedback when it is sent), and then
 applies the hidden transport delays: each arm's host frames are stamped ``command_delay_s``
 earlier than the drives saw them (the host sent them before), and its feedback frames
-``feedback_delay_s`` later (the host saw them after).
+``feedback_delay_s`` later (the host saw them after). ``robot`` (a
+``rob_twin.models.robot.Robot`` with Amber drives; None: the default robot, ROB): whose
+twin records, around its home pose, on its channels.
 """
 
 from __future__ import annotations
@@ -19,21 +21,26 @@ from pathlib import Path
 
 import can
 import numpy as np
-from rob_twin.models.loading import load_scene
-from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, Arm
-from rob_twin.models.poses import HOME_ARM_POSE
-from rob_twin.twin.bus.recording import TrafficRecorder, sidecar_path
+from rob_twin.models.names import FEEDBACK_IDS, Arm
+from rob_twin.models.robot import AMBER_DRIVES, Robot, robot_of
+from rob_twin.twin.bus.recording import TrafficRecorder, bus_number, sidecar_path
 from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
-from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
+from rob_twin.twin.drives.amber_robot import robot_channels
+from rob_twin.twin.sim.loops import loop_config, make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 EXCITATION_HZ = (0.23, 0.61, 1.37)  # three incommensurate tones per joint
 
 
-def excitation_source(k: int, amplitude_rad: float = 0.2) -> Callable[[float], np.ndarray]:
-    """Arm ``k``'s joint targets [rad] around home: three sines per joint with phases that
-    differ by joint and arm, faded in over the first second so the motion starts at rest."""
-    joints = np.arange(7)
+def excitation_source(
+    k: int, amplitude_rad: float = 0.2, robot: Robot | None = None
+) -> Callable[[float], np.ndarray]:
+    """Arm ``k``'s joint targets [rad] around ``robot``'s home (None: the default robot):
+    three sines per joint with phases that differ by joint and arm, faded in over the first
+    second so the motion starts at rest."""
+    robot = robot_of(robot)
+    home = robot.home(list(Arm)[k])
+    joints = np.arange(len(home))
     phases = [0.9 * joints + 1.7 * k + 0.5 * i for i in range(len(EXCITATION_HZ))]
     weights = (0.6, 0.3, 0.15)
 
@@ -43,17 +50,18 @@ def excitation_source(k: int, amplitude_rad: float = 0.2) -> Callable[[float], n
             w * (np.sin(2 * math.pi * f * t + p) - np.sin(p))
             for w, f, p in zip(weights, EXCITATION_HZ, phases, strict=True)
         )
-        return np.asarray(HOME_ARM_POSE, float) + fade * amplitude_rad * wave
+        return home + fade * amplitude_rad * wave
 
     return source
 
 
-def _shift_log(path: Path, hidden: dict[str, float]) -> None:
-    """Move each arm's frames in the ``.log`` at ``path`` by its hidden delays."""
+def _shift_log(path: Path, hidden: dict[str, float], robot: Robot) -> None:
+    """Move each arm's frames in the ``.log`` at ``path`` (on ``robot``'s channels) by its
+    hidden delays."""
     shift = {}
+    channels = robot_channels(robot)
     for arm, (cmd, fb) in delays(hidden).items():
-        n = int(BUS_MAPPING[arm].channel.removeprefix("CAN"))
-        shift[n] = (cmd, fb)
+        shift[bus_number(channels[arm.value])] = (cmd, fb)
     frames = list(can.CanutilsLogReader(path))
     out = []
     for m in frames:
@@ -88,20 +96,26 @@ def record_hidden(
     feedback_rate_hz: float = 100.0,
     amplitude_rad: float = 0.2,
     source: Callable[[int], Callable[[float], np.ndarray]] | None = None,
+    robot: Robot | None = None,
 ) -> Path:
-    """Record ``seconds`` [s] of both arms' excitation on a twin with ``hidden`` parameters
-    into ``path`` (``.log``: the delays are applied by rewriting its stamps); ``source(k)``
-    gives arm k's targets [rad] over time instead (default: ``excitation_source``)."""
+    """Record ``seconds`` [s] of both arms' excitation on ``robot``'s twin (None: the default
+    robot) with ``hidden`` parameters into ``path`` (``.log``: the delays are applied by
+    rewriting its stamps); ``source(k)`` gives arm k's targets [rad] over time instead
+    (default: ``excitation_source``)."""
+    robot = robot_of(robot)
+    robot.require(AMBER_DRIVES, "a synthetic recording (hidden Amber drive parameters)")
     path = Path(path)
-    model = apply_to_model(load_scene(), hidden)
-    loop = ClosedLoop(
-        ClosedLoopConfig(
-            seed=seed, feedback_rate_hz=feedback_rate_hz, drives=drive_configs(hidden)
-        ),
-        twin=Twin(TwinConfig(seed=seed), model=model),
+    model = apply_to_model(robot.model(), hidden)
+    config = loop_config(
+        robot,
+        "a synthetic recording",
+        seed=seed,
+        feedback_rate_hz=feedback_rate_hz,
+        drives=drive_configs(hidden, robot),
     )
+    loop = make_closed_loop(config, twin=Twin(TwinConfig(seed=seed), model=model))
     for k, arm in enumerate(Arm):
-        targets = source(k) if source is not None else excitation_source(k, amplitude_rad)
+        targets = source(k) if source is not None else excitation_source(k, amplitude_rad, robot)
         loop.stream_targets(arm, targets, 100.0)
     recorder = TrafficRecorder(loop, path)
     try:
@@ -112,5 +126,5 @@ def record_hidden(
     if any(d for pair in delays(hidden).values() for d in pair):
         if path.suffix.lower() != ".log":
             raise ValueError(f"hidden delays need a .log recording, got {path.suffix}")
-        _shift_log(path, hidden)
+        _shift_log(path, hidden, robot)
     return path

@@ -129,10 +129,10 @@ def default_config() -> ClosedLoopConfig:
     return ClosedLoopConfig()
 
 
-def _calibrated_drives(calibration) -> dict:
+def _calibrated_drives(calibration, robot: Robot) -> dict:
     from rob_twin.twin.calibration.apply import calibrated_drives
 
-    return calibrated_drives(calibration)
+    return calibrated_drives(calibration, robot)
 
 
 class ClosedLoop:
@@ -227,7 +227,7 @@ class ClosedLoop:
         if cfg.drives is not None:
             drives = cfg.drives
         elif cfg.calibration is not None:
-            drives = _calibrated_drives(cfg.calibration)
+            drives = _calibrated_drives(cfg.calibration, self.robot)
         else:
             drives = amber_drive_configs(self.robot)
         return MotorBank(

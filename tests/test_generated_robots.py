@@ -1,7 +1,7 @@
-"""Dual-arm robots nobody has seen (``tests/robot_factory.py``), seeded: each loads from its
-robot file into the canonical model, sits clean at home, plans certified joint goals for both
-arms that a dense coal check confirms, and (``ideal`` drives) executes them on its servos to
-the goal. Every family, 5 / 6 / 7 joints and both mountings are covered by ``CASES``.
+"""Dual-arm robots nobody has seen (``rob_twin.experiments.robot_factory``), seeded: each
+loads from its robot file into the canonical model, sits clean at home, plans certified joint
+goals for both arms that a dense coal check confirms, and (``ideal`` drives) executes them on
+its servos to the goal. Every family, 5 / 6 / 7 joints and both mountings are covered by ``CASES``.
 Simulated figures only."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import mujoco
 import numpy as np
 import pytest
-import robot_factory as F
+from rob_twin.experiments import robot_factory as F
 from rob_twin.experiments.dense_clearance import check_plan, for_group
 from rob_twin.experiments.goal_pairs import goal_pairs
 from rob_twin.models.damiao_motors import MOTORS

@@ -4,9 +4,9 @@ socketcand on 127.0.0.1; a robot without Amber drives is refused up front (exit 
 
 from __future__ import annotations
 
-import robot_factory as F
 from bank_support import running_bank
 from rob_twin.cli.main import main
+from rob_twin.experiments import robot_factory as F
 from rob_twin.models.robot import robot_of
 from rob_twin.twin.bus.host_process import HostConfig, run_host
 from rob_twin.twin.drives.amber_robot import robot_channels

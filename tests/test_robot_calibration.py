@@ -1,6 +1,6 @@
 """``--robot`` on ``calibrate``, ``compare`` and ``excite``: a generated Amber robot nobody
-tuned (``tests/robot_factory.py``) is excited, recorded with hidden parameters, calibrated
-and compared; the calibration file names its robot and no other robot takes it; a robot
+tuned (``rob_twin.experiments.robot_factory``) is excited, recorded with hidden parameters,
+calibrated and compared; the calibration file names its robot and no other robot takes it; a robot
 without Amber drives (OpenArm, Damiao) is refused up front, exit 2, naming ``amber_drives``.
 
 Simulated (hardware_io: false). The generated robot's servos are stiff (kp ~3500 N m/rad,
@@ -14,10 +14,10 @@ import json
 
 import pytest
 from rob_twin.cli.main import main
+from rob_twin.experiments.robot_factory import generate_robot
 from rob_twin.models.robot import AMBER_DRIVES, robot_of
 from rob_twin.twin.calibration.parameters import nominal_parameters
 from rob_twin.twin.calibration.synthetic import record_hidden
-from robot_factory import generate_robot
 
 SEED = 1  # channels CAN9 / CAN10: its LEFT arm on the bus number of ROB's right arm
 HIDDEN_SCALE = {"right/j2/kp": 0.6, "left/j2/kp": 0.7}

@@ -1,5 +1,5 @@
 """Every command gets its robot from the robot file: generated robots nobody tuned for
-(``tests/robot_factory.py``) run, demo, rehearse and plan as themselves, and a command a
+(``rob_twin.experiments.robot_factory``) run, demo, rehearse and plan as themselves, and a command a
 robot cannot serve is refused up front (exit 2) naming the missing capability.
 
 The regression these hold: ``run``, ``demo`` and ``rehearse`` with an ``amber`` or ``ideal``
@@ -11,8 +11,8 @@ import json
 
 import numpy as np
 import pytest
-import robot_factory as F
 from rob_twin.cli.main import main
+from rob_twin.experiments import robot_factory as F
 from rob_twin.models.robot import (
     AMBER_DRIVES,
     CAN_DRIVES,
@@ -113,7 +113,7 @@ def test_demo_runs_the_users_robot_not_rob(amber, tmp_path, capsys):
         "scenario"
     ].startswith("demo_")
     assert summary["robot"] == robot_of(amber.robot_file).identity()
-    assert "crossing" not in summary  # the crossing pair is ROB's: this robot waves
+    assert "crossing" not in summary  # no crossing pair in its file or model: it waves
 
 
 def test_rehearse_gates_the_users_robot_and_says_what_it_cannot_run(amber, tmp_path, capsys):

@@ -8,6 +8,7 @@ import re
 import mujoco
 import numpy as np
 import pytest
+from rob_twin.experiments.robot_factory import generate_robot
 from rob_twin.models.loading import HOME_KEY, apply_home, keyframe_index
 from rob_twin.models.names import Arm, arm_actuator, tcp_site
 from rob_twin.models.robot_description import (
@@ -22,7 +23,6 @@ from rob_twin.models.robot_model import (
     load_published_openarm,
     load_robot_model,
 )
-from robot_factory import generate_robot
 
 OPENARM_TOML = resolve_robot("openarm").path
 
@@ -51,8 +51,8 @@ def test_a_bad_robot_file_is_a_typed_error_naming_the_field(tmp_path, change, ma
 
 
 def _ideal_robot_file(tmp_path, joints: int):
-    """A generated 5-joint ``ideal`` robot (tests/robot_factory.py, seed 2) whose right arm
-    lists ``joints`` joints (the first ones, or the first repeated)."""
+    """A generated 5-joint ``ideal`` robot (rob_twin.experiments.robot_factory, seed 2) whose
+    right arm lists ``joints`` joints (the first ones, or the first repeated)."""
     robot = generate_robot(tmp_path, 2, family="ideal", joints=5)
     names = list(robot.mjcf_joints["right"])
     listed = ", ".join(f'"{n}"' for n in (names * 2)[:joints])

@@ -1,7 +1,8 @@
 """TCP kinematics from a robot's own model (``rob_twin.planners.mj_kinematics``): the same
 numbers as ROB's Pinocchio model where both exist, the canonical model's TCP site, a Jacobian
 that finite differences confirm, IK that round-trips, and carries, pose goals, goal checks and
-the ``held_object`` gate on OpenArm v2 and generated robots (``tests/robot_factory.py``)."""
+the ``held_object`` gate on OpenArm v2 and generated robots
+(``rob_twin.experiments.robot_factory``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-import robot_factory as F
+from rob_twin.experiments import robot_factory as F
 from rob_twin.models.names import Arm, tcp_site
 from rob_twin.models.robot import CARTESIAN_KINEMATICS, robot_of
 from rob_twin.planners.errors import KinematicsInputError

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from rob_twin.experiments.dense_clearance import check_plan, for_group
 from rob_twin.experiments.goal_pairs import goal_pairs
+from rob_twin.experiments.robot_factory import VIPERX_JOINTS, aloha_toml
 from rob_twin.models.names import arm_joint, tcp_site
 from rob_twin.models.robot_description import RobotFileError, load_robot_file
 from rob_twin.models.robot_model import load_robot_model
@@ -30,29 +31,7 @@ pytestmark = pytest.mark.skipif(
     not SCENE.is_file(), reason=f"gym-aloha 0.1.5's assets are not installed ({SCENE})"
 )
 PAIRS = 20
-VIPERX_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
 ARMS = {a: [arm_joint(a, j) for j in range(1, 7)] for a in ("right", "left")}
-
-
-def aloha_toml(family: str = "ideal", kp: float = 3000.0, kv: float = 60.0) -> str:
-    def arm(side: str) -> str:
-        joints = ", ".join(f'"vx300s_{side}/{j}"' for j in VIPERX_JOINTS)
-        return f"""
-[arms.{side}]
-joints = [{joints}]
-tcp_body = "vx300s_{side}/gripper_link"
-tcp_offset_m = [0.15, 0.0, 0.0]
-home_rad = [0.0, -0.96, 1.16, 0.0, -0.3, 0.0]
-"""
-
-    return f"""
-name = "aloha"
-mjcf = "{{site_packages}}/gym_aloha/assets/bimanual_viperx_transfer_cube.xml"
-[drives]
-family = "{family}"
-kp = {kp}
-kv = {kv}
-{arm("right")}{arm("left")}"""
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -6,7 +6,7 @@ certify``: both measure those pairs with coal (``rob_twin.planners.weak_judge``)
 dense coal sweep finds no pair below its certified value.
 
 The robot is written here: two six-joint arms of box links on a torso (drive family
-``ideal``), their bases ``separation`` apart. (``tests/robot_factory.py`` keeps its
+``ideal``), their bases ``separation`` apart. (``rob_twin.experiments.robot_factory`` keeps its
 generated robots clear of weak pairs; this one is made of them.)"""
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ def _gates(folder: Path) -> dict:
 
 def _failing(item: object) -> bool:
     """A gate's case or joint entry that says it failed: ``ok`` / ``passed`` false, or a
-    field that differs from its ``expected_`` field (``tcp_side`` vs ``expected_side``)."""
+    field that differs from its ``expected_`` field (``mount_side`` vs ``expected_side``)."""
     if not isinstance(item, dict):
         return False
     if item.get("ok") is False or item.get("passed") is False:

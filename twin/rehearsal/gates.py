@@ -15,7 +15,7 @@ import numpy as np
 from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.loading import keyframe_arm_q
-from rob_twin.models.names import BUS_MAPPING, TORSO_BODY, Arm, tcp_site
+from rob_twin.models.names import BUS_MAPPING, TORSO_BODY, Arm, arm_joint
 from rob_twin.models.robot import (
     CAN_DRIVES,
     CAPABILITY_SOURCES,
@@ -199,7 +199,7 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
             lp.run_for(0.8)
             dq, dq_other = lp.measured(arm) - q0, lp.measured(other) - q0_other
             fb = lp.feedback(arm)
-            side = _tcp_side(lp, arm)
+            side = _mount_side(lp, arm)
             fault = lp.drivers[arm].owner.fault
             fb_minus_true = (fb - lp.measured(arm)) if fb is not None else np.full(7, np.nan)
             rejected = _out_of_bounds_rejected(lp, arm)
@@ -226,7 +226,7 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
         rows.append(
             {
                 "arm": arm.value,
-                "tcp_side": side,
+                "mount_side": side,
                 "expected_side": expected_side,
                 "owner_fault": fault and fault.value,
                 "out_of_bounds_targets_rejected": rejected,
@@ -238,19 +238,23 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
         bool(ok),
         {"joints": rows, "limits": limits},
         "a unique small move per joint (+0.02 rad x j) moves exactly that joint of the "
-        f"addressed arm, on ROB's own side, with the commanded sign, within {tol} rad; "
+        f"addressed arm, mounted on the robot's own side, with the commanded sign, within "
+        f"{tol} rad; "
         "feedback equals the true angle (zero reference); owner, drive and model limits agree "
         "and targets beyond them are refused",
     )
 
 
-def _tcp_side(lp: ClosedLoop, arm: Arm) -> str:
-    """The side of the robot the TCP of ``arm`` is on: left of the torso's x-z plane (ROB),
-    or of the world's (a robot fixed to the world, facing +x: OpenArm on its pedestal)."""
+def _mount_side(lp: ClosedLoop, arm: Arm) -> str:
+    """The side of the robot ``arm`` is mounted on (its joint 1's anchor, which no joint of the
+    arm moves): left of the torso's x-z plane (ROB), or of the world's (a robot fixed to the
+    world, facing +x: OpenArm on its pedestal). Not the TCP: arms mounted facing each other
+    reach across the middle."""
     m, d = lp.twin.model, lp.twin.data
     has_torso = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TORSO_BODY) >= 0
     frame = d.body(TORSO_BODY if has_torso else 0)
-    y = (frame.xmat.reshape(3, 3).T @ (d.site(tcp_site(arm)).xpos - frame.xpos))[1]
+    anchor = d.joint(arm_joint(arm, 1)).xanchor
+    y = (frame.xmat.reshape(3, 3).T @ (anchor - frame.xpos))[1]
     return "right" if y < 0 else "left"
 
 

@@ -61,7 +61,7 @@ import numpy as np
 from rob_twin.experiments.output import OUT_DIR, markdown_table
 from rob_twin.experiments.registry import benchmark
 from rob_twin.experiments.robot_factory import aloha_toml, generate_robot
-from rob_twin.models.names import Arm
+from rob_twin.models.names import ROBOTS, Arm
 
 PLAN_REQUESTS = 10
 IK_TARGETS = 100
@@ -139,11 +139,8 @@ def aloha_robot(folder: Path) -> dict:
 
 def robot_entries(folder: Path, generated: Sequence[tuple] = GENERATED) -> list[dict]:
     """ROB, OpenArm, ALOHA and the generated robots (files written under ``folder``)."""
-    entries = [
-        {"label": "rob", "spec": "rob", "source": "shipped"},
-        {"label": "openarm", "spec": "openarm", "source": "shipped"},
-        aloha_robot(folder / "aloha"),
-    ]
+    entries = [{"label": name, "spec": name, "source": "shipped"} for name in ROBOTS]
+    entries.append(aloha_robot(folder / "aloha"))
     for seed, family, joints, mounting in generated:
         sub = folder / f"gen{seed}_{family}_{joints}_{mounting}"
         entries.append(generated_robot(sub, seed, family, joints, mounting))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment
 from rob_twin.experiments.registry import experiment
+from rob_twin.models.names import DEFAULT_ROBOT
 from rob_twin.twin.rehearsal.gates import RehearsalConfig
 from rob_twin.twin.rehearsal.held_gate import HeldGateConfig, held_carry_run
 from rob_twin.twin.sim.closed_loop import ClosedLoopConfig
@@ -78,7 +79,7 @@ def plot(rows: list[dict], path) -> str | None:
 def run(
     seed: int = 0,
     skews_ms: tuple[float, ...] = SKEWS_MS,
-    robots: tuple[str, ...] = ("rob",),
+    robots: tuple[str, ...] = (DEFAULT_ROBOT,),
 ) -> dict:
     """The skew table on ``robots`` (default ROB; ``("rob", "openarm")`` or robot files with CAN
     drives also run: each carry is planned with the robot's own arm kinematics)."""

@@ -209,7 +209,7 @@ def add_held_box(
             spec.add_exclude(bodyname1=BOX, bodyname2=part)
 
 
-def held_scene(robot: str = "rob", config: HeldBoxConfig | None = None) -> mujoco.MjModel:
+def held_scene(robot: str = N.DEFAULT_ROBOT, config: HeldBoxConfig | None = None) -> mujoco.MjModel:
     """``robot``'s scene with the held box (``add_held_box``), compiled."""
     cfg = config or default_config()
     spec = robot_spec(robot)

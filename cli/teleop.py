@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rob_twin.cli.common import CALIBRATION_HELP, calibration_arg
+from rob_twin.cli.common import CALIBRATION_HELP, ROBOT_HELP, calibration_arg, robot_arg
 
 
 def _cmd_teleop(args: argparse.Namespace) -> int:
+    from rob_twin.models.robot import MissingCapabilityError
+    from rob_twin.models.robot_description import RobotFileError
     from rob_twin.twin.calibration.calibration_file import CalibrationError
     from rob_twin.twin.scenario.run import ScenarioError
     from rob_twin.twin.teleop.app import run_teleop
@@ -26,9 +28,16 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
             video_fps=args.video_fps,
             input_timeout_s=args.input_timeout,
             as_json=args.json,
-            calibration=calibration_arg(args.calibration),
+            calibration=calibration_arg(args.calibration, args.robot),
+            robot=args.robot.spec if args.robot is not None else None,
         )
-    except (ScenarioError, TeleopConfigError, CalibrationError) as err:
+    except (
+        ScenarioError,
+        TeleopConfigError,
+        CalibrationError,
+        MissingCapabilityError,
+        RobotFileError,
+    ) as err:
         print(f"rob-twin teleop: {err}", file=sys.stderr)
         return 2
     except OSError as err:
@@ -45,6 +54,13 @@ def register(sub) -> None:
     )
     tele.add_argument(
         "scenario", nargs="?", help="scenario file: initial state and faults (default: demo)"
+    )
+    tele.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=None,
+        help=f"{ROBOT_HELP}; with CAN drives and arm kinematics (default: the scenario's "
+        "robot, the demo's: rob)",
     )
     tele.add_argument("--calibration", metavar="FILE", help=CALIBRATION_HELP)
     tele.add_argument(

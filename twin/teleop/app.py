@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from rob_twin.models.names import Arm, gripper_actuator, group_arms
+from rob_twin.models.names import Arm, gripper_actuator
+from rob_twin.models.robot import CARTESIAN_KINEMATICS, robot_of
 from rob_twin.planners.collision import CollisionChecker, CollisionConfig
 from rob_twin.twin.teleop.controller import TeleopConfig, TeleopController
 from rob_twin.twin.teleop.safety import ArmSafetyFilter, SafetyConfig
@@ -45,6 +46,7 @@ class AppConfig:
     video: VideoConfig = field(default_factory=VideoConfig)
     viewer: bool | None = None
     calibration: object | None = None  # a loaded rob_twin.twin.calibration Calibration
+    robot: str | None = None  # a shipped robot or robot file (None: the scenario's)
 
 
 class TeleopApp:
@@ -78,12 +80,18 @@ class TeleopApp:
     def _build(self) -> None:
         from rob_twin.twin.scenario.run import Scenario, demo_scenario, scenario_loop
 
-        sc = Scenario.load(self.config.scenario) if self.config.scenario else demo_scenario()
-        self.loop = loop = scenario_loop(sc, calibration=self.config.calibration)
+        cfg = self.config
+        if cfg.scenario:
+            sc = Scenario.load(cfg.scenario, cfg.robot)
+        else:
+            sc = demo_scenario(cfg.robot)
+        robot = robot_of(sc.robot)
+        robot.require(CARTESIAN_KINEMATICS, "rob-twin teleop (its IK)")
+        self.loop = loop = scenario_loop(sc, calibration=cfg.calibration)
         model = loop.twin.model
-        checker = CollisionChecker(model, group_arms())
+        checker = CollisionChecker(model, robot.group_arms())
         meter = CollisionChecker(
-            model, group_arms(), CollisionConfig(horizon_m=CLEARANCE_HORIZON_M)
+            model, robot.group_arms(), CollisionConfig(horizon_m=CLEARANCE_HORIZON_M)
         )
         reference = loop.twin.data.qpos.copy()
         torso = _torso_angle(loop)
@@ -96,6 +104,7 @@ class TeleopApp:
                 np.array(loop.config.owner.max_acceleration),
                 torso,
                 self.config.safety,
+                robot=robot,
             )
             for arm in Arm
         }
@@ -114,7 +123,8 @@ class TeleopApp:
         )
         self.server = TeleopServer(self.controller, source, self.config.server, self.ssl_context)
         self.server.video = self.video
-        self._gripper_ctrl = {arm: _actuator_id(model, gripper_actuator(arm)) for arm in Arm}
+        grippers = {arm: _actuator_id(model, gripper_actuator(arm)) for arm in Arm}
+        self._gripper_ctrl = {arm: i for arm, i in grippers.items() if i >= 0}  # if it has one
         self._gripper_open = {
             arm: float(model.actuator_ctrlrange[i][1]) for arm, i in self._gripper_ctrl.items()
         }
@@ -126,7 +136,8 @@ class TeleopApp:
         self._last_frame = t0
         data = self.loop.twin.data
         for arm, h in self.controller.hands.items():  # trigger closes the gripper
-            data.ctrl[self._gripper_ctrl[arm]] = self._gripper_open[arm] * (1.0 - h.gripper)
+            if arm in self._gripper_ctrl:
+                data.ctrl[self._gripper_ctrl[arm]] = self._gripper_open[arm] * (1.0 - h.gripper)
         if (
             self.video is not None
             and self.server.wanted_cameras
@@ -220,10 +231,13 @@ def _actuator_id(model, name: str) -> int:
 
 
 def _torso_angle(loop) -> float:
-    from rob_twin.models.loading import joint_qpos_index
+    """The torso's yaw [rad]; 0 for a robot without one (its arms' kinematics are in the
+    world frame)."""
+    import mujoco
     from rob_twin.models.names import TORSO_JOINT
 
-    return float(loop.twin.data.qpos[joint_qpos_index(loop.twin.model, TORSO_JOINT)])
+    jid = mujoco.mj_name2id(loop.twin.model, mujoco.mjtObj.mjOBJ_JOINT, TORSO_JOINT)
+    return float(loop.twin.data.qpos[loop.twin.model.jnt_qposadr[jid]]) if jid >= 0 else 0.0
 
 
 def with_port(config: AppConfig, host: str, port: int) -> AppConfig:
@@ -256,6 +270,7 @@ def run_teleop(
     input_timeout_s: float | None = None,
     as_json: bool = False,
     calibration=None,
+    robot: str | None = None,
 ) -> int:
     """``rob-twin teleop``: print the addresses, then run until Ctrl-C (or ``seconds``);
     ``input_timeout_s`` [s]: the staleness brake (None: the default, 0.1 s). With
@@ -289,6 +304,7 @@ def run_teleop(
             video=VideoConfig(fps=video_fps),
             teleop=teleop,
             calibration=calibration,
+            robot=robot,
         ),
         host,
         port,

@@ -32,7 +32,6 @@ from rob_twin.models.names import Arm
 from rob_twin.planners.collision import CheckSession
 from rob_twin.planners.goal_checks import GoalCheckConfig, check_goal
 from rob_twin.planners.ik import IKSolver
-from rob_twin.planners.kinematics import ArmKinematics
 
 
 @dataclass(frozen=True)
@@ -94,11 +93,16 @@ class ArmSafetyFilter:
         torso_rad: float = 0.0,
         config: SafetyConfig | None = None,
         goal_config: GoalCheckConfig | None = None,
+        robot=None,
     ):
+        """robot: a ``rob_twin.models.robot.Robot`` (None: the default robot), whose own arm
+        kinematics the IK and the checks use (``planners.robot_kinematics``)."""
+        from rob_twin.planners.robot_kinematics import arm_kinematics
+
         self.arm = arm
         self.config = config or default_config()
         self.goal_config = goal_config
-        self.kin = ArmKinematics(arm)
+        self.kin = arm_kinematics(robot, arm)
         self.ik = IKSolver(self.kin)
         self.collision = collision
         self.torso = float(torso_rad)

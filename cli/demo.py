@@ -1,5 +1,6 @@
-"""``rob-twin demo``: the headless demo (ROB: the crossing pair, planned apart then together;
-openarm: both arms through keyframes), run and reported like ``rob-twin run``."""
+"""``rob-twin demo``: the headless demo (a robot with a crossing pair, ROB and OpenArm: the
+pair planned apart then together; any other: both arms through keyframes), run and reported
+like ``rob-twin run``."""
 
 from __future__ import annotations
 
@@ -18,21 +19,21 @@ from rob_twin.models.names import DEFAULT_ROBOT
 
 
 def _cmd_demo(args: argparse.Namespace) -> CommandResult:
-    """ROB: the crossing pair, separately planned (replayed, colliding) then planned
-    together and executed (``rob_twin.twin.scenario.crossing_demo``); openarm: both arms through
+    """A robot with a crossing pair (its file's ``[demo]`` table, or ROB's ``crossing_start``
+    keyframe): the pair separately planned (replayed, colliding) then planned together and
+    executed (``rob_twin.twin.scenario.crossing_demo``); any other: both arms through
     keyframes."""
 
     from rob_twin.cli.common import calibration_arg
-    from rob_twin.models.loading import CROSSING_START_KEY
+    from rob_twin.twin.scenario import crossing_demo as cd
 
     robot = args.robot
     calibration_arg(args.calibration, robot)  # a bad file: exit 2 before the planning starts
-    if not robot.has_keyframe(CROSSING_START_KEY):  # the crossing pair is found for ROB only
+    if cd.crossing_pair(robot) is None:  # no crossing pair in the file or the model: a wave
         from rob_twin.twin.scenario.run import demo_scenario
 
         sc = demo_scenario(robot)
         return run_and_report(sc, args)
-    from rob_twin.twin.scenario import crossing_demo as cd
 
     say = say_for(args)
     say("planning each arm alone (the contrast) and judging it on a fresh model copy ...")
@@ -59,7 +60,9 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
 def register(sub) -> None:
     """Add ``demo`` to the ``rob-twin`` sub-command parser ``sub``."""
     demo = sub.add_parser(
-        "demo", help="headless demo: ROB at the table moves both arms; video + summary"
+        "demo",
+        help="headless demo: both arms planned apart (they collide), then together; video + "
+        "summary",
     )
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument(
@@ -81,9 +84,10 @@ def register(sub) -> None:
         "--robot",
         type=robot_arg,
         default=DEFAULT_ROBOT,
-        help=f"{ROBOT_HELP}. rob: the crossing demo on Amber position drives; any other: "
-        "both arms reach and wave from its home (openarm: Damiao MIT drives, gravity "
-        "compensation at 500 Hz)",
+        help=f"{ROBOT_HELP}. A robot whose file has a [demo] crossing pair (openarm: Damiao "
+        "MIT drives, gravity compensation at 500 Hz), or rob (its crossing_start keyframe; "
+        "Amber position drives): the crossing demo; any other: both arms reach and wave from "
+        "its home",
     )
     demo.add_argument(
         "--bus",

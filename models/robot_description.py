@@ -154,6 +154,20 @@ class SceneDescription(BaseModel):
         description="camera 'overview' if the MJCF has none: position [m] then the point it "
         "looks at [m]",
     )
+    front_camera: list[float] | None = Field(
+        default=None,
+        min_length=6,
+        max_length=6,
+        description="camera 'front' if the MJCF has none and this is given (the crossing demo "
+        "films from it): position [m] then the point it looks at [m]",
+    )
+
+    @field_validator("overview_camera", "front_camera")
+    @classmethod
+    def _finite_camera(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and not all(math.isfinite(x) for x in v):
+            raise ValueError(f"{v}: every value must be finite")
+        return v
 
 
 class CollisionDescription(BaseModel):
@@ -163,6 +177,34 @@ class CollisionDescription(BaseModel):
     exclude_bodies: list[list[str]] = Field(
         default=[], description="[body_a, body_b] pairs whose contacts the MJCF gets excluded"
     )
+
+
+ArmPosesRad = dict[Literal["right", "left"], list[float]]
+
+
+class DemoDescription(BaseModel):
+    """The crossing pair ``rob-twin demo`` runs (``rob_twin.twin.scenario.crossing_demo``): both
+    arms start at ``crossing_start_rad`` and the hands swap sides in front of the robot to
+    ``crossing_goals_rad``, first planned each arm alone (they collide), then together. One angle
+    [rad] per arm joint, inside the joint's range (checked when the model loads)."""
+
+    model_config = _strict()
+    crossing_start_rad: ArmPosesRad = Field(
+        description="where both arms start [rad], {right = [...], left = [...]}, one per joint"
+    )
+    crossing_goals_rad: ArmPosesRad = Field(
+        description="where both arms end [rad], {right = [...], left = [...]}, one per joint"
+    )
+
+    @field_validator("crossing_start_rad", "crossing_goals_rad")
+    @classmethod
+    def _both_arms_finite(cls, v: dict) -> dict:
+        if set(v) != {"right", "left"}:
+            raise ValueError(f"arms {sorted(v)}: need exactly 'right' and 'left'")
+        for side, q in v.items():
+            if not all(math.isfinite(x) for x in q):
+                raise ValueError(f"{side} {q}: every angle must be finite")
+        return v
 
 
 class RobotFile(BaseModel):
@@ -182,6 +224,11 @@ class RobotFile(BaseModel):
     )
     scene: SceneDescription = Field(default_factory=SceneDescription)
     collision: CollisionDescription = Field(default_factory=CollisionDescription)
+    demo: DemoDescription | None = Field(
+        default=None,
+        description="the crossing pair of rob-twin demo (omitted: the demo waves both arms, "
+        "or a model keyframe 'crossing_start' gives ROB's pair)",
+    )
 
     @field_validator("arms")
     @classmethod
@@ -253,6 +300,19 @@ def _check_joint_counts(family: str, side: str, arm: ArmDescription) -> None:
             raise RobotFileError(f"arms.{side}.{field}", len(values), f"{n} (one per joint)")
 
 
+def _check_demo_counts(demo: DemoDescription | None, side: str, arm: ArmDescription) -> None:
+    """One angle per joint of ``arm`` in each of the ``[demo]`` poses (the joint ranges are
+    checked when the model loads: ``robot_model.check_demo_pair``)."""
+    if demo is None:
+        return
+    for field in ("crossing_start_rad", "crossing_goals_rad"):
+        q = getattr(demo, field)[side]
+        if len(q) != len(arm.joints):
+            raise RobotFileError(
+                f"demo.{field}.{side}", len(q), f"{len(arm.joints)} angles (one per joint)"
+            )
+
+
 def _valid(error: dict) -> str:
     """What is valid, for pydantic's first ``error``: its message, and for a per-joint list of
     the wrong length (``arms.<side>.joints`` ...) the joint counts the drive families take."""
@@ -281,6 +341,7 @@ def load_robot_file(path: Path | str) -> RobotDescription:
             raise RobotFileError(
                 f"arms.{side}.tcp_site/tcp_body", [arm.tcp_site, arm.tcp_body], "exactly one"
             )
+        _check_demo_counts(robot.demo, side, arm)
     desc = RobotDescription(robot, path.resolve())
     if not desc.mjcf_path.is_file():
         raise RobotFileError("mjcf", str(desc.mjcf_path), "an existing MJCF file")

@@ -20,9 +20,9 @@ Arms have seven joints (``j1`` .. ``j7``); an ``ideal`` robot's may have six (``
 ``j6``).
 
 A ``home`` keyframe is (re)written from the file's home poses (every other joint at its
-``qpos0``), and a floor, a light and an ``overview`` camera are added where the file asks
-and the MJCF has none. ROB's file names the canonical names already, so its model is the
-generated scene unchanged.
+``qpos0``), and a floor, a light, an ``overview`` camera and a ``front`` camera are added
+where the file asks and the MJCF has none. ROB's file names the canonical names already, so
+its model is the generated scene unchanged.
 """
 
 from __future__ import annotations
@@ -160,17 +160,24 @@ def _scene(spec: mujoco.MjSpec, desc: RobotDescription) -> None:
         light = world.add_light(pos=[0, 0, 3], dir=[0, 0, -1])
         light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
     if spec.camera(N.OVERVIEW_CAMERA) is None:
-        pos, target = np.array(scene.overview_camera[:3]), np.array(scene.overview_camera[3:])
-        forward = target - pos
-        forward /= np.linalg.norm(forward)
-        right = np.cross(forward, [0.0, 0.0, 1.0])
-        right /= np.linalg.norm(right)
-        up = np.cross(right, forward)
-        # camera frame: x right, y up, looking along -z
-        mat = np.column_stack([right, up, -forward])
-        quat = np.zeros(4)
-        mujoco.mju_mat2Quat(quat, mat.flatten())
-        world.add_camera(name=N.OVERVIEW_CAMERA, pos=pos.tolist(), quat=quat.tolist())
+        _add_camera(world, N.OVERVIEW_CAMERA, scene.overview_camera)
+    if scene.front_camera is not None and spec.camera(N.FRONT_CAMERA) is None:
+        _add_camera(world, N.FRONT_CAMERA, scene.front_camera)
+
+
+def _add_camera(world, name: str, where: list[float]) -> None:
+    """A camera ``name`` at ``where[:3]`` [m] looking at ``where[3:]`` [m], horizon level."""
+    pos, target = np.array(where[:3]), np.array(where[3:])
+    forward = target - pos
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    # camera frame: x right, y up, looking along -z
+    mat = np.column_stack([right, up, -forward])
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, mat.flatten())
+    world.add_camera(name=name, pos=pos.tolist(), quat=quat.tolist())
 
 
 def _joint_home(model: mujoco.MjModel) -> np.ndarray:
@@ -298,13 +305,33 @@ def _compiled(key: str) -> mujoco.MjModel:
 
 
 def load_robot_model(robot: str | RobotDescription = N.DEFAULT_ROBOT) -> mujoco.MjModel:
-    """The compiled canonical model of ``robot`` (a fresh copy each call)."""
+    """The compiled canonical model of ``robot`` (a fresh copy each call); RobotFileError if
+    the file's ``[demo]`` pair leaves a joint's range."""
     desc = resolve_robot(robot)
     if _is_rob(desc):
         from rob_twin.models.loading import load_scene
 
-        return load_scene()  # ROB's generated scene is already canonical: not rebuilt
-    return copy.deepcopy(_compiled(str(desc.path)))
+        model = load_scene()  # ROB's generated scene is already canonical: not rebuilt
+    else:
+        model = copy.deepcopy(_compiled(str(desc.path)))
+    check_demo_pair(model, desc)
+    return model
+
+
+def check_demo_pair(model: mujoco.MjModel, desc: RobotDescription) -> None:
+    """RobotFileError naming the first angle of the file's ``[demo]`` crossing pair outside its
+    joint's range in ``model`` (the canonical model; the angle counts are checked at load)."""
+    if desc.file.demo is None:
+        return
+    for field in ("crossing_start_rad", "crossing_goals_rad"):
+        for side, q in getattr(desc.file.demo, field).items():
+            for j, value in enumerate(q, start=1):
+                jid = model.joint(N.arm_joint(side, j)).id
+                lo, hi = (float(x) for x in model.jnt_range[jid])
+                if model.jnt_limited[jid] and not lo <= value <= hi:
+                    raise RobotFileError(
+                        f"demo.{field}.{side}[{j - 1}]", value, f"[{lo:.4g}, {hi:.4g}] rad"
+                    )
 
 
 def load_model_of(where: str) -> mujoco.MjModel:

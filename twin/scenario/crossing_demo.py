@@ -1,4 +1,9 @@
-"""The demo: ROB plans both arms together through the crossing pair and executes in sync.
+"""The demo: a robot plans both arms together through its crossing pair and executes in sync.
+
+The crossing pair (``crossing_pair``): the robot file's ``[demo]`` table (OpenArm's, found by
+``python -m rob_twin.experiments.crossing_goals``), else ROB's (``rob_twin.models.poses``,
+whose start is the model's ``crossing_start`` keyframe); a robot with neither waves instead
+(``rob_twin.twin.scenario.run.demo_scenario``).
 
 First, for contrast, the two arms planned *separately* (each alone, the other arm ignored)
 are replayed together from one start stamp: a kinematic replay of the plans, rendered,
@@ -17,8 +22,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from rob_twin.models import poses
-from rob_twin.models.loading import CROSSING_START_KEY, apply_keyframe
-from rob_twin.models.names import DEFAULT_ROBOT, group_arms
+from rob_twin.models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
+from rob_twin.models.names import DEFAULT_ROBOT, FRONT_CAMERA, OVERVIEW_CAMERA, group_arms
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.planners.geom_pairs import GeomPairTable
 from rob_twin.planners.oracle import CoalOracle, judge_states
@@ -36,19 +41,62 @@ TAIL_S = 0.6  # simulated time [s] filmed after the plan's end
 TITLE_FRAMES = 8  # frames holding the start pose before the separate replay
 
 
-def crossing_demo_scenario(duration_s: float = 4.6, robot: Robot | str | None = None) -> Scenario:
-    """ROB at the crossing start; at ``PLAN_AT_S`` both arms planned together to the
-    crossing goals (``rob_twin.models.poses``; the seeded plan lasts 2.64 s simulated, from
-    ``rob-twin demo --json``: ``crossing.group_duration_s``, so 4.6 s shows its end with time
-    to spare); filmed from the front camera (the hands cross in front of the chest), 480x360
-    at 20 frames/s, render quality picked for the machine. ``robot``: a robot whose model has
-    the ``crossing_start`` keyframe (None: the default robot)."""
+ArmPoses = dict[str, tuple[float, ...]]  # {"right": q, "left": q} [rad]
+
+
+def crossing_pair(robot: Robot | str | None = None) -> tuple[ArmPoses, ArmPoses] | None:
+    """(start, goals) of ``robot``'s crossing pair [rad]: its robot file's ``[demo]`` table;
+    else, where the model has the ``crossing_start`` keyframe, ROB's pair
+    (``rob_twin.models.poses``, which the keyframe is written from); else None (no crossing
+    demo: the robot waves)."""
     robot = robot_of(robot)
-    initial = {
-        f"{arm}/j{i + 1}": q
-        for arm, pose in poses.CROSSING_START.items()
-        for i, q in enumerate(pose)
-    }
+    demo = robot.description.file.demo
+    if demo is not None:
+        return (
+            {a: tuple(q) for a, q in demo.crossing_start_rad.items()},
+            {a: tuple(q) for a, q in demo.crossing_goals_rad.items()},
+        )
+    if robot.has_keyframe(CROSSING_START_KEY):
+        return poses.CROSSING_START, poses.CROSSING_GOALS
+    return None
+
+
+def _pair(robot: Robot) -> tuple[ArmPoses, ArmPoses]:
+    pair = crossing_pair(robot)
+    if pair is None:
+        raise ValueError(
+            f"robot {robot.name!r} has no crossing pair (valid: a robot file with a [demo] "
+            "table, or a model with the 'crossing_start' keyframe)"
+        )
+    return pair
+
+
+def pair_start_qpos(model: mujoco.MjModel, start: ArmPoses) -> np.ndarray:
+    """Full qpos of ``model``: ``qpos0`` with each arm at ``start[arm]`` [rad] (where the
+    separate replay starts; the twin starts the same way, from the scenario's ``initial``)."""
+    data = mujoco.MjData(model)
+    for arm, q in start.items():
+        data.qpos[arm_qpos_indices(model, arm)] = q
+    return data.qpos.copy()
+
+
+def demo_camera(robot: Robot) -> str:
+    """The camera the demo films from: ``front`` where the model has one (ROB's; a robot
+    file's ``scene.front_camera``), else ``overview``."""
+    has_front = mujoco.mj_name2id(robot.model(), mujoco.mjtObj.mjOBJ_CAMERA, FRONT_CAMERA) >= 0
+    return FRONT_CAMERA if has_front else OVERVIEW_CAMERA
+
+
+def crossing_demo_scenario(duration_s: float = 4.6, robot: Robot | str | None = None) -> Scenario:
+    """The robot at its crossing start; at ``PLAN_AT_S`` both arms planned together to the
+    crossing goals (``crossing_pair``; ROB's seeded plan lasts 2.66 s simulated and
+    OpenArm's 3.6 s, from ``rob-twin demo --json``: ``crossing.group_duration_s``, so 4.6 s
+    shows its end); filmed from the front camera (``demo_camera``: the hands cross in front of
+    the chest), 480x360 at 20 frames/s, render quality picked for the machine. ``robot``: a
+    robot with a crossing pair (None: the default robot)."""
+    robot = robot_of(robot)
+    start, goals = _pair(robot)
+    initial = {f"{arm}/j{i + 1}": q for arm, pose in start.items() for i, q in enumerate(pose)}
     return Scenario.from_dict(
         {
             "name": "demo" if robot.spec == DEFAULT_ROBOT else f"demo_{robot.name}",
@@ -59,11 +107,11 @@ def crossing_demo_scenario(duration_s: float = 4.6, robot: Robot | str | None = 
             "plans": [
                 {
                     "t": PLAN_AT_S,
-                    "goals": {a: list(q) for a, q in poses.CROSSING_GOALS.items()},
+                    "goals": {a: list(q) for a, q in goals.items()},
                     "seed": 0,
                 }
             ],
-            "cameras": ["front"],
+            "cameras": [demo_camera(robot)],
             "fps": 20,
             "frame_size": [480, 360],
             "quality": "auto",
@@ -97,14 +145,18 @@ class Contrast:
 
 
 def separate_contrast(seed: int = 0, robot: Robot | str | None = None) -> Contrast:
-    """Each arm of ``robot`` planned alone from ``crossing_start`` to the crossing goals, then
-    replayed together and judged (None: the default robot)."""
+    """Each arm of ``robot`` planned alone from its crossing start to its crossing goals
+    (``crossing_pair``), then replayed together and judged (None: the default robot)."""
     robot = robot_of(robot)
+    start_q, goals_q = _pair(robot)
     model = robot.model()
-    data = mujoco.MjData(model)
-    apply_keyframe(model, data, CROSSING_START_KEY)
-    start = data.qpos.copy()
-    goals = {a: np.array(q) for a, q in poses.CROSSING_GOALS.items()}
+    if robot.description.file.demo is None:  # ROB: the keyframe written from its start
+        data = mujoco.MjData(model)
+        apply_keyframe(model, data, CROSSING_START_KEY)
+        start = data.qpos.copy()
+    else:
+        start = pair_start_qpos(model, start_q)
+    goals = {a: np.array(q) for a, q in goals_q.items()}
     plans = separate_plans(model, start, goals, seed)
     states = sync_states(model, start, plans)
     hits = judge(states, 0.0, robot)

@@ -289,7 +289,8 @@ def test_the_fitting_procedure_excite_record_calibrate_compare(tmp_path):
         cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, explain(done)
-    assert "calibration written: lab.json" in done.stdout and "right/j2/damping" in done.stdout
+    assert "calibration of robot rob (rob, model" in done.stdout
+    assert "written: lab.json" in done.stdout and "right/j2/damping" in done.stdout
     done = journey("compare", rec, "--calibration", "lab.json", "--out", "cmp", cwd=tmp_path)
     assert done.returncode in (0, 1), explain(done)  # 1: a joint beyond the tolerance
     assert "lab" in done.stdout and (tmp_path / "cmp" / "compare.json").is_file()

@@ -223,8 +223,9 @@ def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
         print(f"read {len(rec.frames)} frames from {rec.path}", file=sys.stderr)
         if args.onto:
             return _play_onto(args, rec)
-        result = replay(rec, seconds=args.seconds, config=config)
-    except (RecordingError, ValueError) as err:
+        robot = args.robot  # None: replay's own twin, the default robot's
+        result = replay(rec, seconds=args.seconds, config=config, robot=robot)
+    except (RecordingError, ValueError) as err:  # MissingCapabilityError is a ValueError
         print(f"rob-twin replay: {err}", file=sys.stderr)
         return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
     agrees = result.feedback_mismatches == 0
@@ -233,6 +234,7 @@ def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
         "evidence_class": "simulated",
         "recording": str(rec.path),
         "mode": "lockstep",
+        "robot": (robot or robot_arg(DEFAULT_ROBOT)).identity(),
         "agrees": agrees,
         **result.summary(),
     }
@@ -307,6 +309,13 @@ def register(sub) -> None:
     rep.add_argument(
         "recording",
         help=".log, .asc, .blf or .mf4 (with its .json sidecar when written by rob-twin)",
+    )
+    rep.add_argument(
+        "--robot",
+        type=robot_arg,
+        default=None,
+        help=f"{ROBOT_HELP}: the robot recorded, Amber drives (its model, drives and channels "
+        f"replay it) (default: {DEFAULT_ROBOT})",
     )
     rep.add_argument(
         "--seconds",

@@ -197,3 +197,24 @@ def test_a_study_plans_a_five_joint_robot(ideal5, tmp_path, capsys):
     assert code == 0
     rows = (tmp_path / "out" / "rows.csv").read_text().splitlines()
     assert len(rows) == 1 + 4 and sum("success" in r for r in rows[1:]) >= 3
+
+
+def test_a_recording_of_a_users_robot_replays_on_that_robot(amber, tmp_path, capsys):
+    robot = robot_of(amber.robot_file)
+    sc = tmp_path / "hold.json"
+    home = {arm: list(robot.home(arm)) for arm in ("right", "left")}
+    frames = [{"t": 0.5, "arm": arm, "q": q} for arm, q in home.items()]
+    sc.write_text(json.dumps({"duration": 1.0, "keyframes": frames}))
+    rec = tmp_path / "bus.log"
+    argv = ["run", str(sc), "--robot", str(amber.robot_file), "--no-video", "--bus", "off"]
+    assert main([*argv, "--record-can", str(rec), "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    argv = ["replay", str(rec), "--robot", str(amber.robot_file), "--json"]
+    code = main([*argv, "--out", str(tmp_path / "r")])
+    reply = _json(capsys)
+    assert code == 0 and reply["agrees"], reply.get("notes")
+    assert reply["robot"] == robot.identity()
+    assert main(["replay", str(rec), "--robot", "openarm", "--out", str(tmp_path / "x")]) == 2
+    assert "recorded on robot" in capsys.readouterr().err  # never replayed on another robot
+    assert main(["replay", str(rec), "--out", str(tmp_path / "y")]) == 2  # not on ROB either
+    assert f"--robot {amber.robot_file}" in capsys.readouterr().err

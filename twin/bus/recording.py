@@ -129,6 +129,7 @@ class TrafficRecorder:
             "feedback_rate_hz": loop.config.feedback_rate_hz,
             "bus_timing": bt.label() if (bt := getattr(loop.config, "bus_timing", None)) else None,
             "wiring": {str(bus_number(ch)): ad.arm.value for ch, ad in loop.bank.buses.items()},
+            **({"robot": loop.robot.identity()} if getattr(loop, "robot", None) else {}),
             "initial_state": state.tolist(),
         }
         for ch, ad in loop.bank.buses.items():

@@ -375,6 +375,24 @@ def timeline(
     return Timeline(start_step, end_step, shift, steps, tuple(notes))
 
 
+def _check_recorded_robot(rec: Recording, robot) -> None:
+    """RecordingError when the sidecar names a robot whose model is not the one replaying it
+    (``robot``; None: the default robot): one robot never stands in for another."""
+    recorded = rec.sidecar.robot
+    if recorded is None:
+        return
+    from rob_twin.models.robot import robot_of
+
+    replaying = robot_of(robot)
+    if recorded["model_hash"] != replaying.model_hash:
+        raise RecordingError(
+            rec.path,
+            f"recorded on robot {recorded['name']!r} ({recorded['file']}, model "
+            f"{recorded['model_hash']}), not on {replaying.name!r} (model "
+            f"{replaying.model_hash}); replay it with --robot {recorded['file']}",
+        )
+
+
 def replay(
     recording: Recording | Path | str,
     seconds: float | None = None,
@@ -419,6 +437,7 @@ def replay(
             "nearest physics step, so the replay is close to the run, not bit-exact, and "
             "feedback frames may differ"
         )
+    _check_recorded_robot(rec, robot)
     if robot is not None:
         from rob_twin.models.robot import AMBER_DRIVES
         from rob_twin.twin.drives.amber_robot import robot_channels

@@ -87,6 +87,7 @@ class Sidecar:
     first_frame_sim_s: float | None = None
     end_time_s: float | None = None
     drive_faults: tuple[FaultSpec, ...] = field(default=())
+    robot: dict | None = None  # Robot.identity() of the recorded twin (None: not recorded)
 
 
 _TEXT_FIELDS = ("evidence_class", "note")
@@ -107,7 +108,9 @@ KNOWN_FIELDS = (
     "first_frame_sim_s",
     "end_time_s",
     "drive_faults",
+    "robot",
 )
+ROBOT_FIELDS = ("name", "file", "family", "model_hash")
 
 
 def read_sidecar(
@@ -178,11 +181,24 @@ def validate_sidecar(
         ),
         end_time_s=end,
         drive_faults=check.faults(raw),
+        robot=check.robot(raw),
     )
 
 
 class _Checker:
     """One typed check per kind of field; each raises SidecarError naming the field."""
+
+    def robot(self, raw: dict) -> dict | None:
+        """The recorded robot's identity: {name, file, family, model_hash}, strings."""
+        if "robot" not in raw:
+            return None
+        value = raw["robot"]
+        valid = f"an object of the strings {', '.join(ROBOT_FIELDS)}"
+        if not isinstance(value, dict) or set(value) != set(ROBOT_FIELDS):
+            raise SidecarError(self.path, "robot", value, valid)
+        if not all(isinstance(v, str) and 0 < len(v) <= 1000 for v in value.values()):
+            raise SidecarError(self.path, "robot", value, valid)
+        return dict(value)
 
     def __init__(self, path: Path, config: SidecarConfig):
         self.path, self.config = path, config

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rob_twin.cli.common import CommandResult
+from rob_twin.cli.common import ROBOT_HELP, CommandResult, robot_arg
 
 
 def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
@@ -37,6 +37,18 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
         if args.trials < 2:
             raise UsageError(f"--trials {args.trials}: valid: an int >= 2")
         kwargs["trials"] = args.trials
+    if args.robot:
+        import inspect
+
+        from rob_twin.cli.common import UsageError
+
+        if "robots" not in inspect.signature(fn).parameters:
+            takers = [n for n in experiment_names() if _takes_robots(get_experiment(n))]
+            raise UsageError(
+                f"--robot: experiment {args.name!r} reproduces its source's figures on its own "
+                f"robot and takes none; valid: omit it, or one of {takers}"
+            )
+        kwargs["robots"] = tuple(r.spec for r in args.robot)
     result = fn(seed=args.seed, **kwargs)
     if not args.json:
         for key, value in result.items():
@@ -44,6 +56,12 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
                 print(f"{key}: {value}")
         print(f"(full result under out/experiments/{args.name}/)")
     return 0, result
+
+
+def _takes_robots(fn) -> bool:
+    import inspect
+
+    return "robots" in inspect.signature(fn).parameters
 
 
 def register(sub) -> None:
@@ -66,5 +84,12 @@ def register(sub) -> None:
     )
     exp.add_argument(
         "--list", action="store_true", help="list the experiments, one line each, and exit"
+    )
+    exp.add_argument(
+        "--robot",
+        type=robot_arg,
+        action="append",
+        help=f"run on this robot (repeatable), for experiments that take robots "
+        f"(cross-arm-latency, held-skew): {ROBOT_HELP} (default: the experiment's own)",
     )
     exp.set_defaults(func=_cmd_experiment, json_result=True)

@@ -218,3 +218,9 @@ def test_a_recording_of_a_users_robot_replays_on_that_robot(amber, tmp_path, cap
     assert "recorded on robot" in capsys.readouterr().err  # never replayed on another robot
     assert main(["replay", str(rec), "--out", str(tmp_path / "y")]) == 2  # not on ROB either
     assert f"--robot {amber.robot_file}" in capsys.readouterr().err
+
+
+def test_experiment_robot_option_goes_only_where_an_experiment_takes_robots(capsys):
+    assert main(["experiment", "codec", "--robot", "openarm"]) == 2
+    err = capsys.readouterr().err
+    assert "takes none" in err and "cross-arm-latency" in err and "held-skew" in err

@@ -214,6 +214,7 @@ def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
     """Exit 2: the recording or an option is unreadable or invalid; 1: the replayed drives'
     feedback differs from the recording; 0: it replayed and agrees."""
     import numpy as np
+    from rob_twin.models.robot import robot_of
     from rob_twin.twin.bus.recording import RecordingError
     from rob_twin.twin.bus.replay import ReplayConfig, read_recording, replay
 
@@ -234,7 +235,7 @@ def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
         "evidence_class": "simulated",
         "recording": str(rec.path),
         "mode": "lockstep",
-        "robot": (robot or robot_arg(DEFAULT_ROBOT)).identity(),
+        "robot": robot_of(robot).identity(),  # None: the default robot
         "agrees": agrees,
         **result.summary(),
     }

@@ -54,13 +54,13 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
 from rob_twin.experiments.output import OUT_DIR, markdown_table
 from rob_twin.experiments.registry import benchmark
-from rob_twin.experiments.robot_factory import aloha_toml, generate_robot
+from rob_twin.experiments.robot_factory import COVERING_CASES, aloha_toml, generate_robot
 from rob_twin.models.names import ROBOTS, Arm
 
 PLAN_REQUESTS = 10
@@ -81,19 +81,7 @@ ALOHA_SCENE = (
     / "assets"
     / "bimanual_viperx_transfer_cube.xml"
 )
-# (seed, family, joints per arm, mounting): tests/test_generated_robots.py's CASES
-GENERATED = (
-    (2, "ideal", 5, "facing"),
-    (0, "ideal", 5, "side_by_side"),
-    (3, "ideal", 6, "facing"),
-    (0, "ideal", 6, "side_by_side"),
-    (1, "ideal", 7, "facing"),
-    (1, "ideal", 7, "side_by_side"),
-    (3, "amber", 7, "facing"),
-    (4, "amber", 7, "side_by_side"),
-    (8, "damiao", 7, "facing"),
-    (6, "damiao", 7, "side_by_side"),
-)
+GENERATED = COVERING_CASES  # (seed, family, joints per arm, mounting)
 RUN_COMMANDS = ("plan", "certify", "run", "demo", "rehearse", "view", "study")
 ROBOT_OPTION_COMMANDS = ("teleop", "bank", "host", "mirror", "calibrate", "excite")
 SERVERS = ("teleop", "bank", "host")  # never started here, whatever --help says
@@ -182,6 +170,7 @@ def cli(argv: list[str]) -> dict:
     }
 
 
+@cache
 def _help(command: str) -> str:
     """``rob-twin COMMAND --help`` as printed (empty for an unknown command)."""
     done = subprocess.run(

@@ -94,6 +94,21 @@ MIN_KP = 2000.0  # [Nm/rad]
 KV_PER_KP = 0.02  # [s]: kv / kp, the tracking lag [rad] at 1 rad/s
 OMEGA_DT = 0.5  # sqrt(kp / armature) * timestep at most this (explicit in kp: < 2 diverges)
 MOTOR_MARGIN = 1.5  # damiao: peak torque >= this x the joint's worst gravity torque
+# (seed, family, joints per arm, mounting): ten robots that together cover every family,
+# joint count, mounting, TCP kind and actuator kind (tests/test_generated_robots.py checks
+# the coverage); the tests and the robots benchmark both use them
+COVERING_CASES = (
+    (2, "ideal", 5, "facing"),
+    (0, "ideal", 5, "side_by_side"),
+    (3, "ideal", 6, "facing"),
+    (0, "ideal", 6, "side_by_side"),
+    (1, "ideal", 7, "facing"),
+    (1, "ideal", 7, "side_by_side"),
+    (3, "amber", 7, "facing"),
+    (4, "amber", 7, "side_by_side"),
+    (8, "damiao", 7, "facing"),
+    (6, "damiao", 7, "side_by_side"),
+)
 
 HOME_CLEARANCE_M = 0.02  # every collidable pair at home at least this far apart
 MIN_POSITION_SV = 0.03  # [m/rad] smallest singular value of the TCP position Jacobian

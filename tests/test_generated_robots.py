@@ -26,18 +26,7 @@ from rob_twin.twin.sim.ideal import run_ideal
 # they cover every family, joint count, mounting, TCP kind and actuator kind (the first test
 # checks that). None is excluded for failing: every seed 0-29 in every family (drawn joints
 # and mounting) planned, certified and, for ideal, reached its goal while this was written.
-CASES = [
-    (2, "ideal", 5, "facing"),
-    (0, "ideal", 5, "side_by_side"),
-    (3, "ideal", 6, "facing"),
-    (0, "ideal", 6, "side_by_side"),
-    (1, "ideal", 7, "facing"),
-    (1, "ideal", 7, "side_by_side"),
-    (3, "amber", 7, "facing"),
-    (4, "amber", 7, "side_by_side"),
-    (8, "damiao", 7, "facing"),
-    (6, "damiao", 7, "side_by_side"),
-]
+CASES = list(F.COVERING_CASES)
 IDS = [f"seed{s}-{f}-{n}dof-{m}" for s, f, n, m in CASES]
 PAIRS = 4  # goal pairs planned per robot
 GOAL_SEED = 77

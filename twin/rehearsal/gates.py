@@ -15,7 +15,7 @@ import numpy as np
 from rob_twin.controllers.owner_types import FaultKind as OwnerFault
 from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.loading import keyframe_arm_q
-from rob_twin.models.names import BUS_MAPPING, TORSO_BODY, Arm, arm_joint
+from rob_twin.models.names import TORSO_BODY, Arm, arm_joint
 from rob_twin.models.robot import (
     CAN_DRIVES,
     CAPABILITY_SOURCES,
@@ -23,6 +23,7 @@ from rob_twin.models.robot import (
     robot_of,
 )
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
+from rob_twin.twin.drives.amber_robot import robot_channels
 from rob_twin.twin.rehearsal.targets import toward_far_bound, wave_source
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.faults import FaultSpec
@@ -587,9 +588,8 @@ def gate_bus_budget(cfg: RehearsalConfig) -> GateResult:
     # Damiao drives answer every command: their feedback rate is the command rate
     answered = robot.family == "damiao"
     fb_hz = b.feedback_rate_hz or (cmd_hz if answered else cfg.base.feedback_rate_hz)
-    rows = [
-        bus_budget(b, cmd_hz, fb_hz, robot.channel(arm) or BUS_MAPPING[arm].channel) for arm in Arm
-    ]
+    channels = robot_channels(robot)
+    rows = [bus_budget(b, cmd_hz, fb_hz, channels[arm.value]) for arm in Arm]
     passed = all(r["fits"] for r in rows)
     worst = max(rows, key=lambda r: (r["offered_load"], r["worst_command_to_drive_us"] or math.inf))
     detail = (

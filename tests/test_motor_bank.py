@@ -203,13 +203,21 @@ def test_bus_traffic_is_logged_with_python_can_loggers(tmp_path):
 
 
 def test_stall_jams_the_joint_in_the_model_and_releases_it(loop):
+    m, d = loop.twin.model, loop.twin.data
     dof = loop.bank.drives_of(R).dof[3]
-    before = loop.twin.model.dof_frictionloss[dof]
-    loop.faults.add(FaultSpec("stall", "right", at=0.0, duration=0.1, joints=(4,)))
-    loop.run_for(0.05)
-    assert loop.twin.model.dof_frictionloss[dof] > 1000
-    loop.run_for(0.1)
-    assert loop.twin.model.dof_frictionloss[dof] == before
+    j = int(m.dof_jntid[dof])
+    qadr = int(m.jnt_qposadr[j])
+    before = (m.jnt_range[j].copy(), int(m.jnt_limited[j]), m.jnt_solref[j].copy())
+    loop.faults.add(FaultSpec("stall", "right", at=0.0, duration=0.2, joints=(4,)))
+    loop.run_for(0.01)
+    jammed_at = float(d.qpos[qadr])
+    assert tuple(m.jnt_range[j]) == pytest.approx((jammed_at, jammed_at), abs=1e-3)
+    loop.command(R, loop.twin.arm_positions(R) + 0.3)  # push against the jam
+    loop.run_for(0.15)
+    assert abs(float(d.qpos[qadr]) - jammed_at) < 2e-3  # held, not crept
+    loop.run_for(0.1)  # the jam ended: the model's own range, flag and solref are back
+    assert np.array_equal(m.jnt_range[j], before[0]) and int(m.jnt_limited[j]) == before[1]
+    assert np.array_equal(m.jnt_solref[j], before[2])
 
 
 def test_bad_fault_specs_are_rejected_with_the_valid_values():

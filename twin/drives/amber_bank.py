@@ -39,9 +39,8 @@ from rob_twin.twin.drives.amber_drive import (
     DriveConfigError,
     SimulatedDrive,
 )
+from rob_twin.twin.drives.joint_jam import JointJams
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
-
-STALL_FRICTION_NM = 1.0e4  # a jammed joint: dry friction far above any servo torque
 
 
 def default_drive_configs() -> tuple[DriveConfig, ...]:
@@ -213,7 +212,7 @@ class MotorBank(BankBuses):
                 )
         self._gain = model.actuator_gainprm[:, 0].copy()
         self._bias = model.actuator_biasprm[:, :3].copy()
-        self._friction = model.dof_frictionloss.copy()
+        self._jams = JointJams(model, data)
         self.buses: dict[str, ArmDrives] = {}
         for channel, arm in wiring.items():
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
@@ -301,8 +300,7 @@ class MotorBank(BankBuses):
         if stalled != ad.stalled:
             ad.stalled = stalled
             for k, jam in enumerate(stalled):
-                dof = ad.dof[k]
-                self.model.dof_frictionloss[dof] = STALL_FRICTION_NM if jam else self._friction[dof]
+                self._jams.set(ad.dof[k], jam)
 
     def _set_power(self, ad: ArmDrives, on: bool, now: float) -> None:
         ad.powered = on
@@ -344,4 +342,4 @@ class MotorBank(BankBuses):
         self._close_buses()
         self.model.actuator_gainprm[:, 0] = self._gain
         self.model.actuator_biasprm[:, :3] = self._bias
-        self.model.dof_frictionloss[:] = self._friction
+        self._jams.release_all()

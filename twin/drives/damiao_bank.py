@@ -35,8 +35,9 @@ from rob_twin.models.damiao_motors import (
     MotorLimits,
 )
 from rob_twin.models.names import JOINTS_PER_ARM, Arm, UnknownNameError
-from rob_twin.twin.drives.amber_bank import STALL_FRICTION_NM, BankBuses, BusDrives
+from rob_twin.twin.drives.amber_bank import BankBuses, BusDrives
 from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
+from rob_twin.twin.drives.joint_jam import JointJams
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
 
 
@@ -92,7 +93,7 @@ class DamiaoBank(BankBuses):
         configs = configs or default_damiao_configs()
         if len(configs) != JOINTS_PER_ARM:
             raise UnknownNameError("drive config count", len(configs), [str(JOINTS_PER_ARM)])
-        self._friction = model.dof_frictionloss.copy()
+        self._jams = JointJams(model, data)
         self.buses: dict[str, DamiaoArmDrives] = {}
         for channel, arm in wiring.items():
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
@@ -196,8 +197,7 @@ class DamiaoBank(BankBuses):
         if stalled != ad.stalled:
             ad.stalled = stalled
             for k, jam in enumerate(stalled):
-                dof = ad.dof[k]
-                self.model.dof_frictionloss[dof] = STALL_FRICTION_NM if jam else self._friction[dof]
+                self._jams.set(ad.dof[k], jam)
 
     def _second_writer(self, ad: DamiaoArmDrives, now: float) -> None:
         spec = self._second_writer_due(ad, now)
@@ -218,4 +218,4 @@ class DamiaoBank(BankBuses):
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         self._close_buses()
-        self.model.dof_frictionloss[:] = self._friction
+        self._jams.release_all()

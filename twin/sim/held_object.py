@@ -230,10 +230,71 @@ def held_scene(robot: str = N.DEFAULT_ROBOT, config: HeldBoxConfig | None = None
                 f"grasp points more than {2 * HAND_GAP_M} m apart, or an explicit size_m",
             )
         cfg = replace(cfg, size_m=(DEFAULT_SIZE_M[0], width, DEFAULT_SIZE_M[2]))
+        if cfg.position_m is None:
+            cfg = fitted_box(spec, cfg, position, model, robot)
     if cfg.position_m is not None:
         position = np.asarray(cfg.position_m, float)
     add_held_box(spec, cfg, position, model)
     return compile_quietly(spec)
+
+
+FIT_CLEARANCE_M = 0.01  # the derived box clears every arm link but the hands by this [m]
+FIT_SHRINK = 0.8  # each fitting step scales the box's depth (x) and height (z) by this
+FIT_MIN_EDGE_M = 0.03  # no thinner than this [m]
+
+
+def box_clearance(
+    spec: mujoco.MjSpec, config: HeldBoxConfig, position: np.ndarray, model: mujoco.MjModel
+) -> tuple[float, str]:
+    """The smallest distance [m] at home from the box (``config`` at ``position``) to any
+    collision geom of the robot outside the two hands (``hand_subtree``), and that geom's
+    name (clearances beyond ``FIT_CLEARANCE_M`` are reported as that bound)."""
+    trial = spec.copy()
+    add_held_box(trial, config, position, model)
+    m = compile_quietly(trial)
+    d = mujoco.MjData(m)
+    apply_home(m, d)
+    hands = {name for arm in Arm for name in hand_subtree(m, arm)} | {BOX}
+    box = m.geom(BOX).id
+    nearest, name = FIT_CLEARANCE_M, ""
+    fromto = np.zeros(6)
+    for g in range(m.ngeom):
+        if not (m.geom_contype[g] or m.geom_conaffinity[g]):
+            continue
+        if m.body(int(m.geom_bodyid[g])).name in hands or m.geom_bodyid[g] == 0:
+            continue
+        dist = mujoco.mj_geomDistance(m, d, box, g, FIT_CLEARANCE_M, fromto)
+        if dist < nearest:
+            nearest, name = float(dist), m.geom(g).name
+    return nearest, name
+
+
+def fitted_box(
+    spec: mujoco.MjSpec,
+    config: HeldBoxConfig,
+    position: np.ndarray,
+    model: mujoco.MjModel,
+    robot: object,
+) -> HeldBoxConfig:
+    """The derived box (default size, width from the grasp points) made to fit ``robot``: its
+    depth and height shrunk by ``FIT_SHRINK`` until it clears every link but the hands by
+    ``FIT_CLEARANCE_M`` at home (unchanged where it already does: ROB, OpenArm v2).
+    TwinInputError when even ``FIT_MIN_EDGE_M`` edges do not clear."""
+    cfg = config
+    while True:
+        clearance, geom = box_clearance(spec, cfg, position, model)
+        if clearance >= FIT_CLEARANCE_M:
+            return cfg
+        x, y, z = cfg.size_m
+        if min(x, z) * FIT_SHRINK < FIT_MIN_EDGE_M:
+            raise TwinInputError(
+                "held box",
+                f"{robot}: a {FIT_MIN_EDGE_M} m box between the hands at home is "
+                f"{clearance * 1000:.1f} mm from {geom}",
+                f">= {FIT_CLEARANCE_M * 1000:.0f} mm from every link but the hands, "
+                "or an explicit HeldBoxConfig (size_m, position_m)",
+            )
+        cfg = replace(cfg, size_m=(round(x * FIT_SHRINK, 4), y, round(z * FIT_SHRINK, 4)))
 
 
 @dataclass(frozen=True)

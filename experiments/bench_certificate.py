@@ -56,6 +56,7 @@ from rob_twin.experiments.dense_clearance import check_plan, for_group
 from rob_twin.experiments.goal_pairs import SAMPLING, goal_pairs
 from rob_twin.experiments.output import OUT_DIR, write_json
 from rob_twin.experiments.registry import benchmark
+from rob_twin.models.names import ROB
 from rob_twin.planners.certificate_geometry import joint_geom_radii
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.group import ArmGroup
@@ -100,15 +101,15 @@ def plan_list(n_plans: int = N_PLANS) -> list[PlanSpec]:
     g = ArmGroup(m, ARMS)
     g.set_qpos(home)
     for i, goals in enumerate(goal_pairs(g, N_STUDY, np.random.default_rng(0))):
-        out.append(PlanSpec("study", i, i, "rob", _lists(goals)))
-    for name, group in (("rob", "hard_rob"), ("stand", "stand")):
+        out.append(PlanSpec("study", i, i, ROB, _lists(goals)))
+    for name, group in ((ROB, "hard_rob"), ("stand", "stand")):
         for i, p in enumerate(load(name)):
             out.append(
                 PlanSpec(f"hard_{name}", i, i, group, _lists(p.goal), _lists(p.start), p.kind)
             )
     fill = max(0, n_plans - len(out))
     for i, goals in enumerate(goal_pairs(g, fill, np.random.default_rng(RANDOM_SEED))):
-        out.append(PlanSpec("random", i, RANDOM_PLAN_SEED0 + i, "rob", _lists(goals)))
+        out.append(PlanSpec("random", i, RANDOM_PLAN_SEED0 + i, ROB, _lists(goals)))
     return out[:n_plans]
 
 
@@ -129,7 +130,7 @@ def _group(name: str) -> tuple[ArmGroup, np.ndarray]:
             m, start = crossing_start_qpos()
             g = ArmGroup(m, ARMS)
             g.set_qpos(start)
-        elif name == "rob":
+        elif name == ROB:
             m, home = rob_home()
             g = ArmGroup(m, ARMS)
             g.set_qpos(home)
@@ -137,7 +138,7 @@ def _group(name: str) -> tuple[ArmGroup, np.ndarray]:
             from rob_twin.experiments.hard_problems import groups
 
             built = groups()
-            _GROUPS.setdefault("hard_rob", (built["rob"], built["rob"].reference_qpos.copy()))
+            _GROUPS.setdefault("hard_rob", (built[ROB], built[ROB].reference_qpos.copy()))
             _GROUPS.setdefault("stand", (built["stand"], built["stand"].reference_qpos.copy()))
             return _GROUPS[name]
         _GROUPS[name] = (g, g.reference_qpos.copy())

@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 from rob_twin.experiments.hard_problems import place_start
 from rob_twin.experiments.registry import benchmark
+from rob_twin.models.names import ROB
 from rob_twin.planners import timing
 
 
@@ -149,7 +150,7 @@ def check_sets(per_set: int | None = None, config=None) -> dict:
     stand = ArmGroup(mujoco.MjModel.from_xml_path(str(STAND_PATH)), STAND_ARMS, config)
     return {
         "study": count_set(study, _study_requests(study)[:per_set]),
-        "hard_rob": count_set(study, _hard_requests("rob")[:per_set]),
+        "hard_rob": count_set(study, _hard_requests(ROB)[:per_set]),
         "hard_stand": count_set(stand, _hard_requests("stand")[:per_set]),
     }
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from rob_twin.models.names import ROB
 from rob_twin.planners.collision import CheckSession
 from rob_twin.planners.group import ArmGroup
 
@@ -213,13 +214,13 @@ def groups() -> dict[str, ArmGroup]:
     rob.set_qpos(home)
     stand_model = mujoco.MjModel.from_xml_path(str(STAND_PATH))
     stand = ArmGroup(stand_model, STAND_ARMS)
-    return {"rob": rob, "stand": stand}
+    return {ROB: rob, "stand": stand}
 
 
 STAND_PATH = Path(__file__).parent.parent / "tests" / "models" / "two_arm_stand.xml"
 STAND_ARMS = {a: [f"{a}/yaw", f"{a}/shoulder", f"{a}/elbow", f"{a}/wrist"] for a in ("a", "b")}
 PER_KIND = 8
-SEEDS = {"rob": 19, "stand": 20}
+SEEDS = {ROB: 19, "stand": 20}
 
 
 def main() -> int:

@@ -171,5 +171,7 @@ ALL_ARM_JOINTS = arm_joints(Arm.RIGHT) + arm_joints(Arm.LEFT)
 
 # Robots the twin can run; the drive family follows the robot: Amber position drives (ROB)
 # or Damiao MIT drives (OpenArm v2, models/openarm/robot.toml).
-ROBOTS = ("rob", "openarm")
-DEFAULT_ROBOT = "rob"  # what --robot and a scenario without "robot" mean
+# ROB's robot name (models/rob/robot.toml); the benchmarks' frozen problem sets were drawn on it
+ROB = "rob"
+ROBOTS = (ROB, "openarm")
+DEFAULT_ROBOT = ROB  # what --robot and a scenario without "robot" mean

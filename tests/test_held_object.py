@@ -173,3 +173,27 @@ def test_the_planner_checks_the_held_box_against_the_world():
         carry_plan(loop, [0.0, 0.0, -0.1])  # clear of the table
         with pytest.raises(PlanFailedError, match=r"held/box_in_hand vs table/top"):
             carry_plan(loop, [0.0, 0.0, -0.25])
+
+
+def test_the_derived_box_is_fitted_to_a_robot_whose_links_crowd_it(tmp_path):
+    """Generated robot 3 (Amber, facing): the 0.12 x 0.744 x 0.10 m box between its hands
+    at home cut 0.9 mm into its left wrist link; the fitted box clears every link but the
+    hands by the fitting clearance, keeps the width between the grasp points, is thinner."""
+    from rob_twin.experiments.robot_factory import generate_robot
+    from rob_twin.models.robot_model import compile_quietly, robot_spec
+    from rob_twin.twin.sim import held_object as H
+
+    made = generate_robot(tmp_path, 3, family="amber", joints=7, mounting="facing")
+    m = held_scene(str(made.robot_file))
+    x, y, z = (2.0 * float(v) for v in m.geom(H.BOX).size)
+    assert y == pytest.approx(0.744, abs=1e-3)
+    assert x < H.DEFAULT_SIZE_M[0] and z < H.DEFAULT_SIZE_M[2]
+
+    spec = robot_spec(str(made.robot_file))
+    base = compile_quietly(spec)
+    centre = m.body(H.BOX).pos.copy()
+    fitted = HeldBoxConfig(size_m=(x, y, z))
+    clearance, _ = H.box_clearance(spec, fitted, centre, base)
+    assert clearance >= H.FIT_CLEARANCE_M
+    crowded = HeldBoxConfig(size_m=(H.DEFAULT_SIZE_M[0], y, H.DEFAULT_SIZE_M[2]))
+    assert H.box_clearance(spec, crowded, centre, base)[0] < H.FIT_CLEARANCE_M

@@ -7,3 +7,11 @@ commands through ``register(sub)`` with their options next to their handlers: ``
 ``teleop``, ``scale`` (study, sweep); ``common`` holds what they share (parser, exit codes,
 ``--json``). Everything below the CLI is imported only when a command runs.
 """
+
+import os as _os
+
+# With no display, mujoco's default GL backend (GLFW) cannot open a context, and mujoco picks
+# its backend once, when it is first imported: headless, the offscreen renderer (videos,
+# pictures, head cameras) uses EGL unless the user chose a backend (MUJOCO_GL).
+if not _os.environ.get("DISPLAY") and not _os.environ.get("WAYLAND_DISPLAY"):
+    _os.environ.setdefault("MUJOCO_GL", "egl")

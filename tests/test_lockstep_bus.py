@@ -20,9 +20,13 @@ def _channel() -> str:
 
 
 def _msg(i: int, varied: bool = False) -> can.Message:
-    """Frame ``i``; ``varied``: every few frames extended, remote or an error frame."""
+    """Frame ``i``; ``varied``: every few frames extended, remote, an error frame or a CAN FD
+    frame (with or without bit-rate switch)."""
     remote = varied and i % 5 == 2
+    fd = varied and not remote and i % 4 == 0
     return can.Message(
+        is_fd=fd,
+        bitrate_switch=fd and i % 8 == 0,
         timestamp=0.001 * i,
         arbitration_id=0x11 + i % 7,
         data=None if remote else bytes((0x40, i, 0)),

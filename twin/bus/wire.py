@@ -66,8 +66,9 @@ class LockstepVirtualBus(VirtualBus):
                 self.channel_id,
                 msg.dlc,
                 data,
-                False,
+                msg.is_fd,
                 q is not self.queue,
+                msg.bitrate_switch,
             )
             if q.maxsize <= 0 and type(q) is queue.Queue:  # unbounded: put() never blocks or raises
                 _append(q, copy)

@@ -1,4 +1,4 @@
-"""The Damiao MIT-mode codec: OpenArm's motors on the wire (8-byte CAN payloads).
+"""The Damiao codec (MIT mode and the rest): OpenArm's motors on the wire (8-byte CAN payloads).
 
 Facts (enactic/openarm_can ``dm_motor_control.cpp``; cross-checked with the Astera
 Rust codec; ``shared/research/openarm_can_models.md`` section 2):
@@ -32,7 +32,10 @@ Special commands: ``FF FF FF FF FF FF FF xx`` to the ESC id, xx = FC enable, FD
 disable, FE set zero, FB clear error. An MIT payload equal to one of them is refused
 (``ReservedPatternError``). Register frames on 0x7FF: ``id_lo id_hi op rid v0 v1 v2 v3``,
 op 0x33 read, 0x55 write (RAM), 0xAA save, 0xCC refresh; value little-endian, uint32
-for integer registers, float32 otherwise; replies echo D0-D3 and carry the value.
+for registers 7-10, 13-16, 35-36, float32 otherwise; replies echo D0-D3 and carry the
+value. ``Register`` / ``REGISTER_SPECS`` hold the whole Damiao register table (types,
+read-only ones, write ranges). The other control modes (POS_VEL, VEL, POS_FORCE) have
+little-endian frames on ESC_ID + 0x100 / 0x200 / 0x300 (``encode_pos_vel`` and friends).
 
 Pure stdlib: no mujoco, no numpy.
 """
@@ -46,6 +49,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from rob_twin.controllers.damiao_errors import (
+    DamiaoCodecError,
     DamiaoFieldError,
     DamiaoFrameLengthError,
     DamiaoScalingError,
@@ -222,6 +226,105 @@ def decode_mit(data: bytes, scaling: Scaling) -> MitCommand:
     )
 
 
+# ------------------------------------------------------------- other control modes
+#
+# Little-endian, on ESC_ID + the mode's id offset (``ControlMode.id_offset``); facts from
+# openarm_can ``pack_*_control_data`` and damiao-motor ``send_cmd_*``:
+#   POS_VEL   (+0x100): ``<ff``  position [rad], speed limit [rad/s]
+#   VEL       (+0x200): ``<f``   velocity [rad/s]; 4 bytes (openarm_can) or padded to 8
+#                                (damiao-motor)
+#   POS_FORCE (+0x300): ``<fHH`` position [rad], speed limit x100 (0..10000 = 0..100
+#                                rad/s), current limit per unit x10000 (0..10000 = 0..1)
+
+POS_FORCE_SPEED_SCALE = 100.0  # uint16 counts per rad/s
+POS_FORCE_CURRENT_SCALE = 10000.0  # uint16 counts per unit of the current limit
+POS_FORCE_MAX_COUNTS = 10000
+VEL_FRAME_LEN = 4
+
+
+class PosVelCommand(NamedTuple):
+    """POS_VEL: go to q [rad] at no more than ``dq_limit`` [rad/s]."""
+
+    q_rad: float
+    dq_limit_rad_s: float
+
+
+class VelCommand(NamedTuple):
+    """VEL: turn at dq [rad/s]."""
+
+    dq_rad_s: float
+
+
+class PosForceCommand(NamedTuple):
+    """POS_FORCE: go to q [rad] at no more than ``dq_limit`` [rad/s] (0..100) with the
+    current limited to ``current_pu`` (0..1) of the drive's maximum."""
+
+    q_rad: float
+    dq_limit_rad_s: float
+    current_pu: float
+
+
+ModeCommand = MitCommand | PosVelCommand | VelCommand | PosForceCommand
+
+
+def _finite_f32(x: object, field: str) -> bytes:
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise DamiaoFieldError(field, x, -FLOAT32_MAX, FLOAT32_MAX) from None
+    if not (math.isfinite(v) and abs(v) <= FLOAT32_MAX):
+        raise DamiaoFieldError(field, x, -FLOAT32_MAX, FLOAT32_MAX)
+    return struct.pack("<f", v)
+
+
+def encode_pos_vel(cmd: PosVelCommand) -> bytes:
+    """The 8-byte POS_VEL payload (finite values only; DamiaoFieldError otherwise)."""
+    return _finite_f32(cmd.q_rad, "q [rad]") + _finite_f32(cmd.dq_limit_rad_s, "dq limit [rad/s]")
+
+
+def decode_pos_vel(data: bytes) -> PosVelCommand:
+    q, v = struct.unpack("<ff", _payload(data, "POS_VEL command"))
+    return PosVelCommand(q, v)
+
+
+def encode_vel(cmd: VelCommand, pad_to_8: bool = False) -> bytes:
+    """The VEL payload: 4 bytes (openarm_can), or zero-padded to 8 (damiao-motor)."""
+    data = _finite_f32(cmd.dq_rad_s, "dq [rad/s]")
+    return data + bytes(4) if pad_to_8 else data
+
+
+def decode_vel(data: bytes) -> VelCommand:
+    """A VEL payload of 4 to 8 bytes (the first four carry the velocity)."""
+    raw = bytes(data)
+    if not VEL_FRAME_LEN <= len(raw) <= FRAME_LEN:
+        raise DamiaoFrameLengthError("VEL command", len(raw), VEL_FRAME_LEN)
+    return VelCommand(struct.unpack("<f", raw[:4])[0])
+
+
+def encode_pos_force(cmd: PosForceCommand) -> bytes:
+    """The 8-byte POS_FORCE payload; the limits must lie in 0..100 rad/s and 0..1 per unit
+    (DamiaoFieldError otherwise: never clamped); counts truncate like openarm_can's cast."""
+    for field, x, hi in (
+        ("dq limit [rad/s]", cmd.dq_limit_rad_s, POS_FORCE_MAX_COUNTS / POS_FORCE_SPEED_SCALE),
+        ("current limit [pu]", cmd.current_pu, POS_FORCE_MAX_COUNTS / POS_FORCE_CURRENT_SCALE),
+    ):
+        if not (isinstance(x, (int, float)) and 0.0 <= x <= hi):
+            raise DamiaoFieldError(field, x, 0.0, hi)
+    v = min(int(cmd.dq_limit_rad_s * POS_FORCE_SPEED_SCALE), POS_FORCE_MAX_COUNTS)
+    i = min(int(cmd.current_pu * POS_FORCE_CURRENT_SCALE), POS_FORCE_MAX_COUNTS)
+    return _finite_f32(cmd.q_rad, "q [rad]") + struct.pack("<HH", v, i)
+
+
+def decode_pos_force(data: bytes) -> PosForceCommand:
+    """What a drive reads from a POS_FORCE payload; counts past 10000 read as 10000."""
+    q, v, i = struct.unpack("<fHH", _payload(data, "POS_FORCE command"))
+    return PosForceCommand(
+        q,
+        min(v, POS_FORCE_MAX_COUNTS) / POS_FORCE_SPEED_SCALE,
+        min(i, POS_FORCE_MAX_COUNTS) / POS_FORCE_CURRENT_SCALE,
+    )
+
+
 # -------------------------------------------------------------------- special frames
 
 
@@ -355,27 +458,189 @@ REGISTER_OPS = {op.value: op.name.lower() for op in RegisterOp}
 
 
 class Register(enum.IntEnum):
-    """The registers this project reads and writes (RIDs from openarm_can ``RID``)."""
+    """Every register a Damiao drive answers (RIDs and types: the Damiao register table as
+    damiao-motor 1.0.6 ``core/motor.py`` ``REGISTER_TABLE`` lists it; the uint32/float32
+    split agrees with openarm_can ``is_in_ranges``). RIDs 37-49, 57-58, 66-79 and above 81
+    are not registers: a drive does not answer them."""
 
     UV = 0  # under-voltage threshold [V], float
+    KT = 1  # torque coefficient, float
     OT = 2  # over-temperature threshold [degC], float
+    OC = 3  # over-current threshold, per unit, float
+    ACC = 4  # acceleration, float
+    DEC = 5  # deceleration (negative), float
+    MAX_SPD = 6  # maximum speed, float
     MST_ID = 7  # reply (master) id, uint32
     ESC_ID = 8  # command id, uint32
     TIMEOUT = 9  # CAN timeout, units of 50 us, 0 = off, uint32
     CTRL_MODE = 10  # 1 MIT, 2 POS_VEL, 3 VEL, 4 POS_FORCE, uint32
+    DAMP = 11  # motor viscous damping (read-only), float
+    INERTIA = 12  # motor moment of inertia (read-only), float
+    HW_VER = 13  # hardware version (read-only), uint32
+    SW_VER = 14  # firmware version (read-only), uint32
+    SN = 15  # serial number (read-only), uint32
+    NPP = 16  # motor pole pairs (read-only), uint32
+    RS = 17  # phase resistance [Ohm] (read-only), float
+    LS = 18  # phase inductance [H] (read-only), float
+    FLUX = 19  # flux linkage [Wb] (read-only), float
+    GR = 20  # gear ratio (read-only), float
     PMAX = 21  # [rad], float
     VMAX = 22  # [rad/s], float
     TMAX = 23  # [Nm], float
+    I_BW = 24  # current loop bandwidth, float
+    KP_ASR = 25  # speed loop Kp, float
+    KI_ASR = 26  # speed loop Ki, float
+    KP_APR = 27  # position loop Kp, float
+    KI_APR = 28  # position loop Ki, float
+    OV = 29  # over-voltage threshold [V], float
+    GREF = 30  # gear torque efficiency, float
+    DETA = 31  # speed loop damping coefficient, float
+    V_BW = 32  # speed loop filter bandwidth, float
+    IQ_C1 = 33  # current loop enhancement coefficient, float
+    VL_C1 = 34  # speed loop enhancement coefficient, float
+    CAN_BR = 35  # CAN bit-rate code 0..4 (125k, 200k, 250k, 500k, 1M), uint32
+    SUB_VER = 36  # firmware sub-version (read-only), uint32
+    U_OFF = 50  # U-phase offset (read-only), float
+    V_OFF = 51  # V-phase offset (read-only), float
+    K1 = 52  # compensation factor 1 (read-only), float
+    K2 = 53  # compensation factor 2 (read-only), float
+    M_OFF = 54  # angle offset (read-only), float
+    DIR = 55  # direction (read-only), float
+    M_OFF_MOTOR = 56  # motor-side angle offset (read-only), float
+    IMAX = 59  # driver board maximum current [A] (read-only), float
+    VBUS = 60  # supply voltage [V] (read-only, live), float
+    TPCB = 61  # driver board temperature [degC] (read-only, live), float
+    TMTR = 62  # motor temperature [degC] (read-only, live), float
+    IU_OFF = 63  # U-phase current offset (read-only), float
+    IV_OFF = 64  # V-phase current offset (read-only), float
+    IW_OFF = 65  # W-phase current offset (read-only), float
+    P_M = 80  # motor position (read-only, live), float
+    XOUT = 81  # output shaft position [rad] (read-only, live), float
 
 
 REGISTER_NAMES = {r.value: r.name for r in Register}
-INTEGER_REGISTERS = frozenset(
-    {Register.MST_ID, Register.ESC_ID, Register.TIMEOUT, Register.CTRL_MODE}
-)
-TIMEOUT_UNIT_S = 50e-6  # one TIMEOUT register count [s] (Seeed wiki)
-CTRL_MODE_MIT = 1
+
+
+class RegisterSpec(NamedTuple):
+    """One register's wire type, access and the values a write may carry.
+
+    integer: uint32 on the wire (float32 otherwise); writable: False for the read-only
+    ones (damiao-motor's "RO"); lo/hi with lo_open/hi_open: the range of a write
+    (damiao-motor's range column; read-only registers take any uint32 / finite float)."""
+
+    integer: bool
+    writable: bool
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+
 UINT32_MAX = 0xFFFFFFFF
 FLOAT32_MAX = 3.4028234663852886e38
+_F = FLOAT32_MAX
+
+
+def _rw_float(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> RegisterSpec:
+    return RegisterSpec(False, True, lo, hi, lo_open, hi_open)
+
+
+_RO_FLOAT = RegisterSpec(False, False, -_F, _F)
+_RO_UINT = RegisterSpec(True, False, 0, UINT32_MAX)
+
+# Write ranges from damiao-motor 1.0.6's table, except: MST_ID / ESC_ID start at 1 here
+# (the table says 0; an id 0 reply id breaks every host, Seeed wiki: never use MST_ID 0)
+# and OV ("TBD" there) takes any positive value.
+REGISTER_SPECS: dict[Register, RegisterSpec] = {
+    Register.UV: _rw_float(10.0, _F, lo_open=True),
+    Register.KT: _rw_float(0.0, _F),
+    Register.OT: _rw_float(80.0, 200.0, hi_open=True),
+    Register.OC: _rw_float(0.0, 1.0, lo_open=True, hi_open=True),
+    Register.ACC: _rw_float(0.0, _F, lo_open=True, hi_open=True),
+    Register.DEC: _rw_float(-_F, 0.0, hi_open=True),
+    Register.MAX_SPD: _rw_float(0.0, _F, lo_open=True),
+    Register.MST_ID: RegisterSpec(True, True, 1, MAX_STD_ID),
+    Register.ESC_ID: RegisterSpec(True, True, 1, MAX_STD_ID),
+    Register.TIMEOUT: RegisterSpec(True, True, 0, UINT32_MAX),
+    Register.CTRL_MODE: RegisterSpec(True, True, 1, 4),
+    Register.DAMP: _RO_FLOAT,
+    Register.INERTIA: _RO_FLOAT,
+    Register.HW_VER: _RO_UINT,
+    Register.SW_VER: _RO_UINT,
+    Register.SN: _RO_UINT,
+    Register.NPP: _RO_UINT,
+    Register.RS: _RO_FLOAT,
+    Register.LS: _RO_FLOAT,
+    Register.FLUX: _RO_FLOAT,
+    Register.GR: _RO_FLOAT,
+    Register.PMAX: _rw_float(0.0, _F, lo_open=True),
+    Register.VMAX: _rw_float(0.0, _F, lo_open=True),
+    Register.TMAX: _rw_float(0.0, _F, lo_open=True),
+    Register.I_BW: _rw_float(100.0, 10000.0),
+    Register.KP_ASR: _rw_float(0.0, _F),
+    Register.KI_ASR: _rw_float(0.0, _F),
+    Register.KP_APR: _rw_float(0.0, _F),
+    Register.KI_APR: _rw_float(0.0, _F),
+    Register.OV: _rw_float(0.0, _F, lo_open=True),
+    Register.GREF: _rw_float(0.0, 1.0, lo_open=True),
+    Register.DETA: _rw_float(1.0, 30.0),
+    Register.V_BW: _rw_float(0.0, 500.0, lo_open=True, hi_open=True),
+    Register.IQ_C1: _rw_float(100.0, 10000.0),
+    Register.VL_C1: _rw_float(0.0, 10000.0, lo_open=True),
+    Register.CAN_BR: RegisterSpec(True, True, 0, 4),
+    Register.SUB_VER: _RO_UINT,
+    **{
+        r: _RO_FLOAT
+        for r in (
+            Register.U_OFF,
+            Register.V_OFF,
+            Register.K1,
+            Register.K2,
+            Register.M_OFF,
+            Register.DIR,
+            Register.M_OFF_MOTOR,
+            Register.IMAX,
+            Register.VBUS,
+            Register.TPCB,
+            Register.TMTR,
+            Register.IU_OFF,
+            Register.IV_OFF,
+            Register.IW_OFF,
+            Register.P_M,
+            Register.XOUT,
+        )
+    },
+}
+assert set(REGISTER_SPECS) == set(Register)
+INTEGER_REGISTERS = frozenset(r for r, s in REGISTER_SPECS.items() if s.integer)
+READ_ONLY_REGISTERS = frozenset(r for r, s in REGISTER_SPECS.items() if not s.writable)
+TIMEOUT_UNIT_S = 50e-6  # one TIMEOUT register count [s] (Seeed wiki)
+
+
+class ControlMode(enum.IntEnum):
+    """Register CTRL_MODE: which frames the drive acts on. Each mode has its own command
+    id, ESC_ID + ``id_offset`` (openarm_can ``create_*_command``, damiao-motor
+    ``send_cmd_*``)."""
+
+    MIT = 1
+    POS_VEL = 2
+    VEL = 3
+    POS_FORCE = 4
+
+    @property
+    def id_offset(self) -> int:
+        return (self.value - 1) * 0x100
+
+
+CTRL_MODE_MIT = int(ControlMode.MIT)
+
+
+class ReadOnlyRegisterError(DamiaoCodecError):
+    """A write to a register the drive only reports (firmware, motor constants, live values)."""
+
+    def __init__(self, rid: Register):
+        self.rid = rid
+        super().__init__(f"register {int(rid)} {rid.name} is read-only")
 
 
 def register(rid: object) -> Register:
@@ -389,25 +654,23 @@ def register(rid: object) -> Register:
 
 
 def check_register_value(rid: Register, value: object) -> int | float:
-    """A value the register can hold, or DamiaoFieldError (names the register and its range)."""
+    """A value a write of the register may carry, or DamiaoFieldError (names the register
+    and its range); floats come back as float32 keeps them."""
+    spec = REGISTER_SPECS[rid]
     name = f"register {rid.name}"
-    if rid in INTEGER_REGISTERS:
-        lo, hi = {
-            Register.MST_ID: (1, MAX_STD_ID),
-            Register.ESC_ID: (1, MAX_STD_ID),
-            Register.TIMEOUT: (0, UINT32_MAX),
-            Register.CTRL_MODE: (1, 4),
-        }[rid]
+    if spec.integer:
+        lo, hi = int(spec.lo), int(spec.hi)
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise DamiaoFieldError(name, value, lo, hi)
         return int(value)
-    lo = 0.0 if rid in (Register.PMAX, Register.VMAX, Register.TMAX) else -FLOAT32_MAX
     try:
         v = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise DamiaoFieldError(name, value, lo, FLOAT32_MAX) from None
-    if not (math.isfinite(v) and lo <= v <= FLOAT32_MAX) or (lo == 0.0 and v == 0.0):
-        raise DamiaoFieldError(name, value, lo, FLOAT32_MAX)
+        raise DamiaoFieldError(name, value, spec.lo, spec.hi) from None
+    below = v <= spec.lo if spec.lo_open else v < spec.lo
+    above = v >= spec.hi if spec.hi_open else v > spec.hi
+    if not math.isfinite(v) or below or above:
+        raise DamiaoFieldError(name, value, spec.lo, spec.hi)
     return struct.unpack("<f", struct.pack("<f", v))[0]  # what float32 keeps
 
 
@@ -427,6 +690,23 @@ def _value_bytes(rid: Register, value: int | float) -> bytes:
     return struct.pack("<I", value) if rid in INTEGER_REGISTERS else struct.pack("<f", value)
 
 
+def register_value_bytes(rid: Register, value: object) -> bytes:
+    """D4-D7 of a reply carrying ``value``: uint32 for the integer registers (the value
+    must be an int in 0..2^32-1), float32 otherwise (any float; past the float32 range it
+    is sent as infinity, as a C cast would). DamiaoFieldError for a value of the wrong kind."""
+    if rid in INTEGER_REGISTERS:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
+            raise DamiaoFieldError(f"register {rid.name}", value, 0, UINT32_MAX)
+        return struct.pack("<I", value)
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise DamiaoFieldError(f"register {rid.name}", value, -FLOAT32_MAX, FLOAT32_MAX) from None
+    if math.isfinite(v) and abs(v) > FLOAT32_MAX:
+        v = math.copysign(math.inf, v)
+    return struct.pack("<f", v)
+
+
 def _register_head(esc_id: int, op: RegisterOp, rid: int) -> bytes:
     _check_int("esc_id", esc_id, 1, MAX_STD_ID)
     return bytes((esc_id & 0xFF, esc_id >> 8, int(op), rid))
@@ -438,16 +718,21 @@ def encode_register_read(esc_id: int, rid: int) -> bytes:
 
 
 def encode_register_write(esc_id: int, rid: int, value: int | float) -> bytes:
+    """A RAM write; ReadOnlyRegisterError for a read-only register, DamiaoFieldError for a
+    value outside the register's range."""
     r = register(rid)
+    if r in READ_ONLY_REGISTERS:
+        raise ReadOnlyRegisterError(r)
     return _register_head(esc_id, RegisterOp.WRITE, r) + _value_bytes(
         r, check_register_value(r, value)
     )
 
 
 def encode_register_reply(esc_id: int, op: RegisterOp, rid: int, value: int | float) -> bytes:
-    """The drive's answer to a read or write: D0-D3 echoed, the register's value in D4-D7."""
+    """The drive's answer to a read or write: D0-D3 echoed, the register's value in D4-D7
+    (whatever the drive holds: typed, not range-checked, see ``register_value_bytes``)."""
     r = register(rid)
-    return _register_head(esc_id, op, r) + _value_bytes(r, check_register_value(r, value))
+    return _register_head(esc_id, op, r) + register_value_bytes(r, value)
 
 
 def encode_save(esc_id: int) -> bytes:

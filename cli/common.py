@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import re
 import sys
@@ -32,7 +33,24 @@ CommandResult = tuple[int, dict]
 
 
 class UsageError(RobTwinError):
-    """A command line argparse refuses (unknown option, missing argument)."""
+    """A command line argparse refuses (unknown option, missing argument); ``usage``: the
+    command's usage line when argparse refused it (printed before the message)."""
+
+    def __init__(self, message: str, usage: str = ""):
+        super().__init__(message)
+        self.usage = usage
+
+
+def default_words(default: object) -> object:
+    """A default as ``--help`` shows it: words, not a Python repr (None ``none``, a flag
+    ``off`` / ``on``, a list or tuple ``a, b``)."""
+    if default is None:
+        return "none"
+    if default is False or default is True:
+        return "on" if default else "off"
+    if isinstance(default, (list, tuple)):
+        return ", ".join(map(str, default)) if default else "none"
+    return default
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -52,7 +70,7 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        default = action.default
+        default = getattr(action, "original_default", action.default)  # _expand_help's copy
         if (
             "default" not in text.lower()  # a help that already states its default
             and not any(default is v for v in (None, False, argparse.SUPPRESS))
@@ -60,6 +78,15 @@ class HelpFormatter(argparse.HelpFormatter):
         ):
             text += " (default: %(default)s)"
         return text
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        """``%(default)s`` in a help text as words (``default_words``), never ``None``."""
+        if action.default is not argparse.SUPPRESS:
+            shown = default_words(action.default)
+            if shown is not action.default:
+                original, action = action.default, copy.copy(action)
+                action.default, action.original_default = shown, original
+        return super()._expand_help(action)
 
 
 class Parser(argparse.ArgumentParser):
@@ -72,7 +99,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}", usage=self.format_usage())
 
 
 def input_errors() -> tuple[type[BaseException], ...]:
@@ -188,7 +215,10 @@ def run_command(build_parser: Callable[[], argparse.ArgumentParser], argv: list[
         payload = error_payload(err, code)
         if code == 1 and not isinstance(err, RobTwinError):
             traceback.print_exc(file=sys.stderr)
-        print(f"rob-twin: {err}", file=sys.stderr)
+        if getattr(err, "usage", ""):  # argparse refused the line: its usage, then why
+            print(err.usage.rstrip(), file=sys.stderr)
+        text = str(err)  # one "rob-twin" prefix: argparse's messages carry their command's
+        print(text if text.startswith("rob-twin") else f"rob-twin: {text}", file=sys.stderr)
     if as_json and payload is not None:
         print(json.dumps(payload, default=str), file=stdout, flush=True)
     return code

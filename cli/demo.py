@@ -63,6 +63,12 @@ def register(sub) -> None:
         "demo",
         help="headless demo: both arms planned apart (they collide), then together; video + "
         "summary",
+        description="Headless demo, run and reported like rob-twin run (simulated): on a "
+        "robot with a crossing pair (rob, openarm) the two arms are first planned apart and "
+        "replayed (they collide), then planned together and executed through owners, "
+        "codecs, buses and drives; any other robot reaches and waves both arms from its "
+        "home. Outputs go to OUT/NAME/ (summary.md, summary.json, joints.png, NAME.mp4). "
+        "Exit 0: passed; 1: the run did something unexpected; 2: bad input.",
     )
     demo.add_argument("--out", default="out", help="output folder (default out/)")
     demo.add_argument(

@@ -52,10 +52,63 @@ def _cmd_experiment(args: argparse.Namespace) -> CommandResult:
     result = fn(seed=args.seed, **kwargs)
     if not args.json:
         for key, value in result.items():
-            if not isinstance(value, (list, dict)):
+            if not isinstance(value, (list, dict)) and key != "headline":
                 print(f"{key}: {value}")
         print(f"(full result under out/experiments/{args.name}/)")
+    import sys
+
+    # the figures, last (on stderr under --json: stdout is then the one object)
+    print(f"figures: {figures_line(result)}", file=sys.stderr if args.json else sys.stdout)
     return 0, result
+
+
+# what an experiment's result says about itself rather than what it measured
+_NOT_FIGURES = {
+    "experiment",
+    "figures",
+    "seed",
+    "seeds",
+    "config",
+    "trials",
+    "hardware_io",
+    "evidence_class",
+    "note",
+    "python",
+    "written_utc",
+    "plot",
+    "plots",
+    "explanation",
+    "robot_model",
+    "middleware",
+}
+
+
+def _number(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:.4g}"
+
+
+def figures_line(result: dict, most: int = 8) -> str:
+    """One short line of an experiment's figures: its ``headline`` when it has one, else its
+    first ``most`` numbers (not lists of raw samples, not its metadata), each named by the
+    last two keys of its path (``stack.median_ms 50.5``)."""
+    if isinstance(result.get("headline"), str) and result["headline"]:
+        return result["headline"]
+    found: list[str] = []
+
+    def walk(value: object, path: tuple[str, ...]) -> None:
+        if len(found) >= most:
+            return
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if str(k) not in _NOT_FIGURES:
+                    walk(v, (*path, str(k)))
+        elif isinstance(value, bool) or value is None:
+            return
+        elif isinstance(value, (int, float)) and path:
+            found.append(f"{'.'.join(path[-2:])} {_number(value)}")
+
+    walk(result, ())
+    return ", ".join(found) if found else "none in the result (see its report)"
 
 
 def _takes_robots(fn) -> bool:

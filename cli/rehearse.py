@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rob_twin.cli.common import (
@@ -13,6 +14,27 @@ from rob_twin.cli.common import (
     robot_arg,
 )
 from rob_twin.models.names import DEFAULT_ROBOT
+
+# The gate names, for --help without importing the gates (mujoco): the shared gates
+# (rob_twin.twin.rehearsal.gates.GATES) and those only the Damiao profile adds
+# (rob_twin.twin.rehearsal.damiao.DAMIAO_GATES); tests/test_help_words.py checks both.
+SHARED_GATES = (
+    "exclusive_output",
+    "units_and_references",
+    "stopping",
+    "feedback",
+    "output_uncertainty",
+    "moving_retargets",
+    "bus_budget",
+    "held_object",
+)
+DAMIAO_ONLY_GATES = (
+    "register_agreement",
+    "enable_sequence",
+    "gravity_compensation",
+    "torque_limit",
+    "can_timeout",
+)
 
 
 def _bus_budget(args: argparse.Namespace, robot):
@@ -38,6 +60,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
 
     from rob_twin.models.bounded_json import JsonInputError, read_bounded_json
     from rob_twin.twin.rehearsal import RehearsalConfig, rehearse, write_report
+    from rob_twin.twin.rehearsal.report import first_failure
     from rob_twin.twin.rehearsal.run import check_gates
     from rob_twin.twin.scenario.run_folder import RunFolder
     from rob_twin.twin.scenario.schema import ScenarioError, validate_faults
@@ -77,31 +100,55 @@ def _cmd_rehearse(args: argparse.Namespace) -> CommandResult:
     if not args.json:
         for g in report["gates"]:
             print(f"{'PASS' if g['passed'] else 'FAIL'}  {g['name']}")
-            if not g["passed"] and g.get("detail"):
-                print(f"      {g['detail']}")
+            if not g["passed"]:
+                print(f"      {first_failure(g)}")
         for name, why in report.get("gates_not_run", {}).items():
             print(f"NOT RUN  {name}: {why}")
         print(f"report: {mp} and {jp} (simulated; hardware_io: false)")
+    failed = [g for g in report["gates"] if not g["passed"]]
+    for g in failed if args.json else ():  # the lines above went to stdout otherwise
+        print(f"FAIL  {g['name']}: {first_failure(g)}", file=sys.stderr)
+    verdict = (
+        f"rehearse: FAILED {len(failed)} of {len(report['gates'])} gates "
+        f"({', '.join(g['name'] for g in failed)})"
+        if failed
+        else f"rehearse: passed all {len(report['gates'])} gates"
+    )
+    print(f"{verdict}; report in {mp}", file=sys.stderr)
     return (0 if report["passed"] else 1), report
 
 
 def register(sub) -> None:
     """Add ``rehearse`` to the ``rob-twin`` sub-command parser ``sub``."""
     reh = sub.add_parser(
-        "rehearse", help="pre-commissioning gates, simulated (exit 1 if any fails)"
+        "rehearse",
+        help="pre-commissioning gates, simulated (exit 1 if any fails)",
+        description="Run the pre-commissioning gates on the twin (simulated; hardware_io: "
+        "false): each gate provokes what it checks through owners, codecs, buses and "
+        "drives and passes or fails; a failing gate's first failure is printed. Writes "
+        "rehearsal.md, rehearsal.json and stopping.png under --out. Exit 0: every gate "
+        "passed; 1: a gate failed; 2: bad input.",
     )
     reh.add_argument("--json", action="store_true", help="print exactly one JSON object")
     reh.add_argument(
         "--out", default="out/rehearsal", help="report folder (default out/rehearsal/)"
     )
-    reh.add_argument("--gate", action="append", help="run only this gate (repeatable)")
+    reh.add_argument(
+        "--gate",
+        action="append",
+        metavar="NAME",
+        help="run only this gate (repeatable; default: every gate of the robot's profile). "
+        f"Gates: {', '.join(SHARED_GATES)}; Damiao drives (openarm) also: "
+        f"{', '.join(DAMIAO_ONLY_GATES)}",
+    )
     reh.add_argument(
         "--seed", type=int, default=0, help="seed of the gates' planner and random draws"
     )
     reh.add_argument(
         "--swap-wiring",
         action="store_true",
-        help="rehearse a robot whose arm buses are swapped (the mapping gate must fail)",
+        help="rehearse a robot whose arm buses are swapped (the units_and_references "
+        "gate must fail: each arm's commands move the other arm)",
     )
     reh.add_argument(
         "--faults",

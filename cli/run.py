@@ -4,6 +4,7 @@ and exit code that ``run`` and ``demo`` share."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from rob_twin.cli.common import (
@@ -96,6 +97,7 @@ def run_and_report(
                 problems,
                 expect=sc.expect.model_dump(),
                 extra=extra() if extra is not None else None,
+                keyframes=sc.keyframes,
             )
         except KeyboardInterrupt:  # a second Ctrl-C: out at once, the figures are lost
             folder.write_status(
@@ -148,7 +150,50 @@ def run_and_report(
     say(f"simulated {summary['simulated_s']} s in {summary['wall_s']} s wall (hardware_io: false)")
     for line in problems:
         say(f"UNEXPECTED: {line}")
+    print(
+        verdict_line(getattr(args, "command", None) or "run", summary, folder.path), file=sys.stderr
+    )
     return code, {**summary, "run_folder": str(folder.path), "exit_code": code}
+
+
+def _latched_words(summary: dict) -> str:
+    """``left partial_output (expected), right uncertain_output (UNEXPECTED)``: every owner
+    fault latched during the run, per arm, and whether the scenario's ``expect`` declares it;
+    ``""`` when none latched."""
+    declared = (summary.get("expect") or {}).get("owner_faults") or {}
+    words = []
+    for arm, figures in (summary.get("pipeline") or {}).items():
+        for fault in dict.fromkeys(figures.get("faults_latched") or ()):
+            tag = "expected" if fault in declared.get(arm, ()) else "UNEXPECTED"
+            words.append(f"{arm} {fault} ({tag})")
+    return ", ".join(words)
+
+
+def verdict_line(command: str, summary: dict, folder) -> str:
+    """The one line a run ends with (on stderr): passed, FAILED or interrupted, why, the
+    owner faults that latched (named, expected or not) and where the outputs are."""
+    from rob_twin.twin.scenario.summary_md import keyframes_words
+
+    name = summary.get("scenario")
+    if summary.get("status") == "interrupted":
+        head = f"{command} {name}: INTERRUPTED by {summary.get('stopped_by')}"
+    elif summary.get("passed"):
+        head = f"{command} {name}: passed (did only what its 'expect' declares)"
+    else:
+        problems = summary.get("unexpected") or []
+        first = problems[0] if problems else "see the summary"
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        head = f"{command} {name}: FAILED: {first}{more}"
+    parts = [head]
+    latched = _latched_words(summary)
+    parts.append(f"owner faults latched: {latched}" if latched else "no owner fault latched")
+    if summary.get("keyframes_reached"):
+        parts.append(f"keyframes reached {keyframes_words(summary['keyframes_reached'])}")
+    failed_steps = summary.get("failed_plan_steps") or 0
+    if summary.get("plans"):
+        parts.append(f"plan steps failed {failed_steps} of {len(summary['plans'])}")
+    parts.append(f"outputs in {folder}/ (summary.md)")
+    return "; ".join(parts)
 
 
 def _cmd_run(args: argparse.Namespace) -> CommandResult:

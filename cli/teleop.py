@@ -51,6 +51,11 @@ def register(sub) -> None:
         "teleop",
         help="teleoperate both arms from a browser or WebXR headset "
         "(real-time closed loop + one server for page, websocket and telemetry)",
+        description="Teleoperate both arms of the twin from a browser page or a WebXR "
+        "headset: a real-time closed loop through owners, codecs, buses and drives "
+        "(simulated), and one server for the page, its websocket, telemetry and live video "
+        "(rendered in a separate process). Binds 127.0.0.1 unless --lan (HTTPS, "
+        "self-signed). Exit 0: the session ended; 2: bad input or the port is taken.",
     )
     tele.add_argument(
         "scenario", nargs="?", help="scenario file: initial state and faults (default: demo)"
@@ -83,7 +88,10 @@ def register(sub) -> None:
         "--cert-dir", help="where the --lan certificate lives (default ~/.cache/rob-twin/teleop)"
     )
     tele.add_argument(
-        "--seconds", type=float, default=float("inf"), help="stop after this many seconds"
+        "--seconds",
+        type=float,
+        default=float("inf"),
+        help="stop after this many seconds (default: run until Ctrl-C)",
     )
     tele.add_argument(
         "--no-viewer", action="store_true", help="headless even when a display exists"
@@ -95,7 +103,7 @@ def register(sub) -> None:
         type=float,
         default=30.0,
         help="live video of the pages, frames per second per watched camera, rendered in "
-        "its own thread at 480x360 (0: off; default 30)",
+        "its own process at 480x360 (0: off; default 30)",
     )
     tele.add_argument(
         "--input-timeout",

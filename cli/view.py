@@ -46,7 +46,8 @@ def _run_view(scenario: str | None, args: argparse.Namespace, presses: list) -> 
     from rob_twin.twin.viewer.session import NoDisplayError, view
 
     with tempfile.TemporaryDirectory(prefix="rob-twin-view-") as tmp:
-        report = args.report or (str(Path(tmp) / "outcome.json") if args.json else None)
+        # always a report: the session's outcome says where the screenshot went
+        report = args.report or str(Path(tmp) / "outcome.json")
         # under --json, stdout carries only the one object: the session's lines go to stderr
         quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
         try:
@@ -67,8 +68,16 @@ def _run_view(scenario: str | None, args: argparse.Namespace, presses: list) -> 
             if args.json:
                 print(json.dumps({"error": str(err), "type": type(err).__name__, "exit_code": 3}))
             return 3
+        outcome = json.loads(Path(report).read_text()) if Path(report).is_file() else {}
+        if args.screenshot:  # where it went, or that none was taken (stderr under --json)
+            shot = outcome.get("screenshot")
+            print(
+                f"screenshot: {Path(shot).resolve()}"
+                if shot
+                else f"no screenshot written to {args.screenshot}: the session ended without one",
+                file=sys.stderr if args.json else sys.stdout,
+            )
         if args.json:
-            outcome = json.loads(Path(report).read_text()) if Path(report).is_file() else {}
             print(json.dumps({"exit_code": code, "outcome": outcome, "hardware_io": False}))
         return code
 
@@ -92,7 +101,14 @@ def _view_plan(args: argparse.Namespace, presses: list) -> int:
 
 def register(sub) -> None:
     """Add ``view`` to the ``rob-twin`` sub-command parser ``sub``."""
-    view = sub.add_parser("view", help="interactive viewer paced in real time (needs a display)")
+    view = sub.add_parser(
+        "view",
+        help="interactive viewer paced in real time (needs a display)",
+        description="Open the interactive MuJoCo viewer on a scenario (default: the demo) or "
+        "a plan file, paced in real time through owners, codecs, buses and drives "
+        "(simulated). Keys F8-F12, Insert, Home and End drive the session (--press types "
+        "them at set times). Exit 0: closed; 2: bad input; 3: no display.",
+    )
     view.add_argument("scenario", nargs="?", help="scenario file (default: the demo scenario)")
     view.add_argument(
         "--plan",
@@ -125,7 +141,11 @@ def register(sub) -> None:
         default=None,
         help="render quality (default: the scenario's; auto: fast on a software GL renderer)",
     )
-    view.add_argument("--screenshot", help="PNG of the display taken just before closing")
+    view.add_argument(
+        "--screenshot",
+        metavar="PNG",
+        help="PNG of the display taken just before closing; its path is printed",
+    )
     view.add_argument(
         "--robot",
         type=robot_arg,

@@ -8,10 +8,22 @@ import time
 from rob_twin.experiments.output import OUT_DIR, write_json
 from rob_twin.experiments.registry import benchmarks
 
+USAGE = """usage: python -m rob_twin.experiments.bench [-h] [NAME ...]
+
+Run the named benchmarks (default: every one), each written to out/bench/NAME.json
+(simulated figures, hardware_io: false). Exit 0: done; 2: an unknown name.
+
+benchmarks:"""
+
 
 def main(argv: list[str] | None = None) -> int:
     names = argv if argv is not None else sys.argv[1:]
     table = benchmarks()
+    if any(n in ("-h", "--help", "--list") for n in names):
+        print(USAGE)
+        for name in table:
+            print(f"  {name}")
+        return 0
     chosen = names or list(table)
     unknown = [n for n in chosen if n not in table]
     if unknown:

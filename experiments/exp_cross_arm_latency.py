@@ -25,6 +25,8 @@ stamp of the first sample toward the step (``from_publish``). Figures are simula
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,6 +45,11 @@ from rob_twin.twin.sim.middleware import middleware
 
 SEED_MEDIAN_MS, SEED_SIGMA_MS = 47.0, 4.7  # seed 002, stock ROS 2, OpenArm
 COMMANDED, OTHER = Arm.RIGHT, Arm.LEFT
+PROGRESS_EVERY_S = 2.0  # wall seconds between progress lines on stderr
+# Trials alternate: even ones step j1 out by +step_rad, odd ones step it back home. The
+# latencies come in two clusters, one per direction (ROB, simulated: about 59 ms out, 22 ms
+# back), which one median and sigma hide: each direction is reported on its own as well.
+DIRECTIONS = ("out", "back")
 
 
 @dataclass(frozen=True)
@@ -125,8 +132,9 @@ def first_spike(samples, t0: float, threshold: np.ndarray, baseline_s: float = 0
     return None
 
 
-def robot_trials(robot: str, cfg: LatencyConfig, seed: int) -> dict:
-    """Run ``cfg.trials`` steps on ``robot``; per trial the stack latency and its parts."""
+def robot_trials(robot: str, cfg: LatencyConfig, seed: int, progress: bool = True) -> dict:
+    """Run ``cfg.trials`` steps on ``robot``; per trial the stack latency and its parts.
+    ``progress``: a line on stderr about every ``PROGRESS_EVERY_S`` wall seconds."""
     rng = np.random.default_rng(seed)
     loop, held = held_closed_loop(robot_config(robot, seed))
     lsb = torque_lsb(robot)
@@ -142,7 +150,17 @@ def robot_trials(robot: str, cfg: LatencyConfig, seed: int) -> dict:
         held.grasp()
         loop.run_for(0.5)
         home = loop.commanded(COMMANDED).copy()
+        started = last = time.perf_counter()
         for i in range(cfg.trials):
+            now = time.perf_counter()
+            if progress and now - last >= PROGRESS_EVERY_S:
+                last = now
+                print(
+                    f"[cross-arm-latency] {robot}: trial {i + 1}/{cfg.trials} "
+                    f"({loop.time:.1f} s simulated, {now - started:.0f} s wall)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             loop.run_for(int(rng.integers(0, 10)) * 1e-3)
             q = home.copy()
             if i % 2 == 0:
@@ -153,7 +171,8 @@ def robot_trials(robot: str, cfg: LatencyConfig, seed: int) -> dict:
             loop.run_for(cfg.window_s)
             spikes = {lv: first_spike(tap.samples, t0, lv * lsb) for lv in levels}
             t_pub = next((t for t in publish[n_pub:] if t >= t0), None)
-            rows.append({"t0": t0, "publish": t_pub, "spikes": spikes})
+            direction = DIRECTIONS[i % 2]
+            rows.append({"t0": t0, "publish": t_pub, "spikes": spikes, "direction": direction})
             loop.run_for(cfg.rest_s)
             tap.samples = [s for s in tap.samples if s[0] > loop.time - 0.1]
         faults = {a.value: d.owner.fault.value for a, d in loop.drivers.items() if d.owner.fault}
@@ -182,6 +201,7 @@ def robot_result(robot: str, cfg: LatencyConfig, seed: int) -> dict:
     mw = middleware(cfg.middleware)
     rng = np.random.default_rng(seed + 1)
     stack, with_mw, from_pub, owner_wait, missed, early = [], [], [], [], 0, 0
+    by_direction: dict[str, list[float]] = {d: [] for d in DIRECTIONS}
     for r in raw["rows"]:
         cmd, fb = mw.command.draw(rng), mw.feedback.draw(rng)  # drawn for every trial
         t = r["spikes"][cfg.threshold_lsb]
@@ -193,6 +213,7 @@ def robot_result(robot: str, cfg: LatencyConfig, seed: int) -> dict:
             continue
         lat = t - r["t0"]
         stack.append(lat * 1e3)
+        by_direction[r["direction"]].append(lat * 1e3)
         with_mw.append((cmd + lat + fb) * 1e3)
         from_pub.append((t - r["publish"]) * 1e3)
         owner_wait.append((r["publish"] - r["t0"]) * 1e3)
@@ -208,6 +229,8 @@ def robot_result(robot: str, cfg: LatencyConfig, seed: int) -> dict:
         "spikes_before_publish": early,
         "threshold_nm": [round(cfg.threshold_lsb * v, 5) for v in raw["lsb_nm"]],
         "stack": _stats(stack),
+        # the two clusters: j1 stepped out (even trials) and back home (odd trials)
+        "stack_by_direction": {d: _stats(v) for d, v in by_direction.items()},
         "with_middleware": _stats(with_mw),
         "from_publish": _stats(from_pub),
         "owner_wait": _stats(owner_wait),
@@ -243,6 +266,29 @@ def plot(results: dict, path) -> str | None:
     return str(path)
 
 
+def _ms(value) -> str:
+    return "n/a" if value is None else f"{value:g}"
+
+
+def headline(results: dict, cfg: LatencyConfig) -> str:
+    """The figures in one line per run: per robot the stack's median and sigma, the two
+    clusters (j1 out / back) and the median with the middleware [ms]."""
+    parts = []
+    for robot, res in results.items():
+        s, w, d = res["stack"], res["with_middleware"], res["stack_by_direction"]
+        if not s.get("n"):
+            parts.append(f"{robot}: no spike in {res['trials']} trials")
+            continue
+        clusters = ", ".join(f"{k} {_ms(v.get('median_ms'))}" for k, v in d.items())
+        parts.append(
+            f"{robot}: stack median {_ms(s['median_ms'])} ms, sigma {_ms(s['sigma_ms'])} ms "
+            f"(clusters by direction, medians: {clusters} ms), with {cfg.middleware} median "
+            f"{_ms(w.get('median_ms'))} ms"
+        )
+    parts.append(f"seed 002: {SEED_MEDIAN_MS:g} ms, sigma {SEED_SIGMA_MS:g} ms")
+    return "; ".join(parts)
+
+
 @experiment("cross-arm-latency")
 def run(seed: int = 0, trials: int | None = None, robots: tuple[str, ...] = ROBOTS):
     cfg = LatencyConfig() if trials is None else replace(LatencyConfig(), trials=int(trials))
@@ -271,6 +317,19 @@ def run(seed: int = 0, trials: int | None = None, robots: tuple[str, ...] = ROBO
                     "p95 ms": s.get("p95_ms"),
                 }
             )
+            if key == "stack":  # its two clusters, one row each
+                for direction, d in res["stack_by_direction"].items():
+                    rows.append(
+                        {
+                            "robot": robot,
+                            "what": f"  twin stack, j1 stepped {direction} "
+                            f"({'even' if direction == 'out' else 'odd'} trials)",
+                            "n": d.get("n", 0),
+                            "median ms": d.get("median_ms"),
+                            "sigma ms": d.get("sigma_ms"),
+                            "p95 ms": d.get("p95_ms"),
+                        }
+                    )
     rows.append(
         {
             "robot": "seed 002",
@@ -290,6 +349,7 @@ def run(seed: int = 0, trials: int | None = None, robots: tuple[str, ...] = ROBO
         "robots": results,
         "plot": png,
         "explanation": explanation(results, cfg),
+        "headline": headline(results, cfg),
     }
     return write_experiment("cross-arm-latency", result, table + "\n\n" + result["explanation"])
 
@@ -303,9 +363,14 @@ def explanation(results: dict, cfg: LatencyConfig) -> str:
         if not s.get("n"):
             parts.append(f"{robot}: no spike detected in {res['trials']} trials.")
             continue
+        d = res["stack_by_direction"]
         parts.append(
             f"{robot}: the twin's stack gives median {s['median_ms']} ms (sigma "
-            f"{s['sigma_ms']} ms), of which the wait for the owner's next tick is median "
+            f"{s['sigma_ms']} ms) over two clusters, one per step direction: j1 stepped out "
+            f"(even trials) median {d['out'].get('median_ms')} ms, stepped back (odd trials) "
+            f"median {d['back'].get('median_ms')} ms, so the overall median and sigma "
+            "describe neither; "
+            f"of it the wait for the owner's next tick is median "
             f"{o['median_ms']} ms; the rest is the owner's jerk-limited ramp (the step is "
             "not sent as a step: Ruckig starts it at zero velocity and acceleration), the "
             "bus, the drives, the box's coupling and the wait for the next feedback frame; "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from rob_twin.cli.common import default_words
 from rob_twin.cli.main import build_parser
 
 
@@ -39,7 +40,8 @@ def test_help_shows_each_set_default(name):
         if default is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
             continue
         help_text = " ".join((action.help or "").lower().split())
-        assert f"default: {default}" in text or "default" in help_text, (
+        shown = default_words(default)  # a list as words, not its repr (issue 46)
+        assert f"default: {shown}" in text or "default" in help_text, (
             f"rob-twin {name} {'/'.join(action.option_strings)}: default {default!r} not shown"
         )
 

@@ -73,16 +73,18 @@ def test_scenario_captions_say_name_time_step_faults_and_latched_faults_in_red()
     latched: dict[str, str] = {}
     captions = scenario_captions(sc, lambda: latched)
     early = captions(0.2, None)
+    # without the arms' measured angles the captions can tell only the keyframe times passed
+    # (keyframes *reached*, from a real run: tests/test_what_a_person_sees.py)
     assert early == [
         "bus_faults (simulated)   t =  0.20 / 4.00 s",
-        "keyframes reached: right 0/2, left 0/2",
+        "keyframe times passed: right 0/2, left 0/2",
     ]
     middle = captions(2.6, None)
-    assert "keyframes reached: right 1/2, left 1/2" in middle
+    assert "keyframe times passed: right 1/2, left 1/2" in middle
     assert "injected: delay on right, partial_batch on left" in middle
     latched["left"] = "partial_output"
     assert captions(2.6, None)[-1] == "!left owner FAULT latched: partial_output"
-    assert captions(3.9, None)[1] == "keyframes reached: right 2/2, left 2/2"
+    assert captions(3.9, None)[1] == "keyframe times passed: right 2/2, left 2/2"
 
 
 def test_overlapping_links_are_found_and_drawn_red_only_in_that_frame():

@@ -18,6 +18,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from rob_twin.experiments.output import markdown_table, write_json  # noqa: E402
 from rob_twin.experiments.study.spec import StudySpec  # noqa: E402
+from rob_twin.twin.scenario.summary_md import words  # noqa: E402
+
+
+def statuses_words(statuses: dict[str, int]) -> str:
+    """``{"success": 185, "no_path": 15}`` as ``success 185, no_path 15`` (``none`` when
+    empty): how a study's status counts read in its report and on the terminal."""
+    return words(statuses) if statuses else "none"
+
+
+def _table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """``markdown_table`` of ``rows`` with every cell written as words (no Python repr:
+    None is ``—``)."""
+    cells = [{k: "—" if v is None else words(v) for k, v in r.items()} for r in rows]
+    return markdown_table(cells, columns or (list(rows[0]) if rows else None))
 
 
 def verdict(rows: list[dict]) -> str:
@@ -223,8 +237,8 @@ def write_report(
         "not from a physical robot.",
         "",
         f"{summary['finished']} of {summary['tasks']} tasks finished on {summary['backend']} in "
-        f"{summary['wall_s']} s ({summary['plans_per_s']} plans/s); "
-        f"statuses: {summary['statuses']}; verdict: **{summary['verdict']}**"
+        f"{summary['wall_s']} s ({words(summary['plans_per_s'])} plans/s); "
+        f"statuses: {statuses_words(summary['statuses'])}; verdict: **{summary['verdict']}**"
         + (
             f" ({summary['errors']} error rows: they raised before planning, so the study "
             "did not measure them; see the failed rows below)."
@@ -232,7 +246,7 @@ def write_report(
             else "."
         ),
         "",
-        markdown_table(summary["per_margin"]),
+        _table(summary["per_margin"]),
         "",
         f"![success and plan time vs margin]({PLOTS['margins']})",
         "",
@@ -245,7 +259,7 @@ def write_report(
         lines += [
             f"Failed rows (first 20; replay one with `rob-twin study {spec_path} --replay ROW`):",
             "",
-            markdown_table(
+            _table(
                 failed, ["row", "pair", "margin_m", "goal_seed", "plan_seed", "status", "error"]
             ),
         ]

@@ -9,6 +9,59 @@ import numpy as np
 from rob_twin.twin.render.figures import save_png
 from rob_twin.twin.scenario.report import EVIDENCE, json_default, markdown_table
 from rob_twin.twin.scenario.run_folder import write_atomic, write_json_atomic
+from rob_twin.twin.scenario.summary_md import words
+
+NOTHING = "—"  # an empty cell or a figure with no value (None)
+_ROW_KEYS = ("cases", "rates", "joints")  # a gate's rows: each passed / ok or not
+_NOT_FIGURES = ("passed", "ok", "trace", "limits")  # left out of a row's words
+
+
+def _cell(value: object) -> str:
+    return NOTHING if value is None or value == "" else words(value).replace("|", "/")
+
+
+def _row_words(row: dict) -> str:
+    """A gate row as words: its name (``case``, or arm and joint, or rate) first, then its
+    figures, e.g. ``partial batch (3 of 7 frames): expected partial_output, latched none``."""
+    name_keys = [k for k in ("case", "arm", "joint", "rate_hz") if k in row]
+    name = " ".join(
+        f"joint {row[k]}" if k == "joint" else f"{row[k]} Hz" if k == "rate_hz" else str(row[k])
+        for k in name_keys
+    )
+    figures = ", ".join(
+        f"{k.replace('_', ' ')} {_cell(v)}"
+        for k, v in row.items()
+        if k not in (*name_keys, *_NOT_FIGURES)
+    )
+    return f"{name}: {figures}" if name else figures
+
+
+def first_failure(gate: dict, limit: int = 300) -> str:
+    """Why ``gate`` (a report's gate dict) failed, in one line: its ``detail`` when it has
+    one, else its first failing row (a case, rate or joint whose ``passed`` / ``ok`` is
+    false) as words, else its first limit that disagrees; ``""`` for a passed gate."""
+    if gate.get("passed"):
+        return ""
+    text = gate.get("detail") or ""
+    if not text:
+        for key in _ROW_KEYS:
+            bad = [
+                r
+                for r in gate.get(key) or ()
+                if isinstance(r, dict) and (r.get("passed") is False or r.get("ok") is False)
+            ]
+            if bad:
+                text = _row_words(bad[0]) + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
+                break
+    if not text:
+        bad = [r for r in gate.get("limits") or () if r.get("consistent") is False]
+        if bad:
+            text = "limits disagree: " + _row_words(bad[0])
+    if not text:
+        rows = [r for key in _ROW_KEYS for r in gate.get(key) or () if isinstance(r, dict)]
+        text = next((_row_words(r) for r in rows if "passed" not in r and "ok" not in r), "")
+        text = text or "no failing figure named: see the gate's figures in the report"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def stop_plot(report: dict, path: Path) -> Path | None:
@@ -65,7 +118,9 @@ def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
         lines += ["", f"![stop while moving]({plot.name})"]
     for g in report["gates"]:
         lines += ["", f"## {g['name']}: {'PASS' if g['passed'] else 'FAIL'}", ""]
-        if g.get("detail"):
+        if not g["passed"]:
+            lines += [f"First failure: {first_failure(g, limit=2000)}", ""]
+        elif g.get("detail"):
             lines += [g["detail"], ""]
         for key in ("cases", "rates", "joints"):
             if key in g:
@@ -81,7 +136,7 @@ def write_report(report: dict, out_dir: Path | str) -> tuple[Path, Path]:
                 "joints",
                 "limits",
             ):
-                lines.append(f"- {key}: {val}")
+                lines.append(f"- {key.replace('_', ' ')}: {_cell(val)}")
     write_atomic(mp, "\n".join(lines) + "\n")
     return jp, mp
 
@@ -91,4 +146,5 @@ def _gate_table(rows: list[dict]) -> str:
     cols: list[str] = []
     for r in rows:
         cols += [c for c in r if c not in cols]
-    return markdown_table(rows, [c for c in cols if c != "trace"])
+    cells = [{c: _cell(v) for c, v in r.items()} for r in rows]
+    return markdown_table(cells, [c for c in cols if c != "trace"])

@@ -47,7 +47,7 @@ def joint_plot(result: RunResult, path: Path) -> Path:
 
     fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     for ax, arm in zip(axes, ("right", "left"), strict=True):
-        for j in range(7):
+        for j in range(result.commanded[arm].shape[1]):  # one line per joint of the arm
             line = ax.plot(result.times, result.commanded[arm][:, j], "--", lw=1)[0]
             ax.plot(
                 result.times,
@@ -97,18 +97,34 @@ def _over_budget(buses: dict | None) -> dict:
     return {"bus_over_budget": over} if over else {}
 
 
+def _keyframes_reached(result: RunResult, keyframes: list | None) -> dict:
+    """``{"keyframes_reached": {arm: {...}}, "keyframe_tolerance_rad": tol}`` for a run with
+    keyframes, else ``{}``."""
+    if not keyframes:
+        return {}
+    from rob_twin.twin.scenario.run_captions import KEYFRAME_TOLERANCE_RAD, keyframes_reached
+
+    return {
+        "keyframes_reached": keyframes_reached(keyframes, result.times, result.measured),
+        "keyframe_tolerance_rad": KEYFRAME_TOLERANCE_RAD,
+    }
+
+
 def summarize(
     result: RunResult,
     out_dir: Path,
     problems: list[str] | None = None,
     expect: dict | None = None,
     extra: dict | None = None,
+    keyframes: list | None = None,
 ) -> dict:
     """Write ``summary.json``, ``summary.md`` (for people: ``rob_twin.twin.scenario.summary_md``)
     and ``joints.png`` into ``out_dir``, each
     atomically (temporary file, then rename). ``problems``: what the run did that its
     scenario did not expect (``rob_twin.twin.scenario.verdict``); ``expect``: the scenario's
-    declaration; ``extra``: further sections ({name: {figure: value}}), each a table of its own.
+    declaration; ``extra``: further sections ({name: {figure: value}}), each a table of its own;
+    ``keyframes``: the scenario's keyframes, judged reached or not from the logged angles
+    (``keyframes_reached``: ``rob_twin.twin.scenario.run_captions``, the captions' rule).
     With bus timing on, ``bus.png`` and a table of the simulated buses too."""
     out_dir.mkdir(parents=True, exist_ok=True)
     err = {
@@ -144,6 +160,7 @@ def summarize(
         "max_abs_tracking_error_rad": err,
         "refused_targets": result.refused_targets,
         "failed_plan_steps": len(failed_steps(result.plans)),
+        **_keyframes_reached(result, keyframes),
         "expect": expect or {},
         "pipeline": result.pipeline,
         "plans": result.plans,

@@ -472,7 +472,11 @@ def run_scenario(
         from rob_twin.twin.scenario.run_captions import scenario_captions
 
         captions = scenario_captions(
-            sc, lambda: _latched_faults(loop), held.caption if held is not None else None
+            sc,
+            lambda: _latched_faults(loop),
+            held.caption if held is not None else None,
+            positions=twin.arm_positions,  # keyframes reached: measured, not time passed
+            start_s=twin.time,  # OpenArm on a timed bus: its drives' bring-up came first
         )
     planner = None
     base = BaseScript(loop, sc.base) if sc.base else None

@@ -24,9 +24,46 @@ _UNITS = (
     ("_m_s", "m/s", 1.0, 3),
     ("_us", "us", 1.0, 0),
     ("_mm", "mm", 1.0, 2),
+    ("_n", "N", 1.0, 2),  # forces in newtons: peak_internal_force_n -> [N]
     ("_m", "mm", 1000.0, 2),
     ("_s", "s", 1.0, 3),
 )
+
+
+def words(value: object, decimals: int = 4) -> str:
+    """Any value as words, never a Python repr: None ``none``, booleans ``yes`` / ``no``,
+    numbers rounded (``number``), ``{"right": 0, "left": 0}`` as ``right 0, left 0`` (a
+    nested dict in parentheses), a list as ``a, b`` (``none`` when empty; a nested list or
+    dict in parentheses)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return number(value, decimals)
+    if hasattr(value, "item") and callable(value.item) and not hasattr(value, "__len__"):
+        return words(value.item(), decimals)  # a numpy scalar
+    if isinstance(value, dict):
+        if not value:
+            return "none"
+        parts = []
+        for k, v in value.items():
+            text = words(v, decimals)
+            parts.append(f"{k} ({text})" if isinstance(v, dict) and v else f"{k} {text}")
+        return ", ".join(parts)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        if not value:
+            return "none"
+        nested = (list, tuple, dict)
+        return ", ".join(
+            f"({words(v, decimals)})" if isinstance(v, nested) and v else words(v, decimals)
+            for v in value
+        )
+    if hasattr(value, "tolist"):  # a numpy array
+        return words(value.tolist(), decimals)
+    return str(value)
 
 
 def label(name: str) -> str:
@@ -95,6 +132,30 @@ def figures_table(figures: dict) -> list[str]:
     return lines
 
 
+def speed_words(ratio: float | None) -> str:
+    """Simulated seconds per wall second as words: ``2.0`` -> ``2.0x faster than real time``,
+    ``0.5`` -> ``2.0x slower than real time``; ``""`` when unknown."""
+    if not ratio or not math.isfinite(ratio) or ratio <= 0:
+        return ""
+    if ratio >= 1.0:
+        return f"{number(ratio, 1)}x faster than real time"
+    return f"{number(1.0 / ratio, 1)}x slower than real time"
+
+
+def keyframes_words(reached: dict | None) -> str:
+    """``{"right": {"reached": 2, "keyframes": 2, ...}, ...}`` as ``right 2/2, left 1/2
+    (missed: left at 3.5 s)``; ``""`` without keyframes."""
+    if not reached:
+        return ""
+    text = ", ".join(f"{arm} {r['reached']}/{r['keyframes']}" for arm, r in reached.items())
+    missed = [
+        f"{arm} at {', '.join(number(t, 3) for t in r['missed_at_s'])} s"
+        for arm, r in reached.items()
+        if r.get("missed_at_s")
+    ]
+    return text + (f" (not reached: {'; '.join(missed)})" if missed else "")
+
+
 def _video_line(s: dict) -> str:
     if s.get("video"):
         fps = s.get("render_fps")
@@ -152,8 +213,17 @@ def run_markdown(s: dict, extra_sections: tuple[str, ...] = ()) -> str:
         ),
         "simulated time": f"{s['simulated_s']:.2f} s",
         "wall time": f"{s['wall_s']:.2f} s (physics {s['physics_wall_s']:.2f} s"
-        + (f", {number(ratio, 1)}x faster than real time" if ratio else "")
+        + (f", {speed_words(ratio)}" if speed_words(ratio) else "")
         + ")",
+        **(
+            {
+                "keyframes reached": keyframes_words(s["keyframes_reached"])
+                + f"; reached: within {number(s.get('keyframe_tolerance_rad'), 3)} rad on "
+                "every joint"
+            }
+            if s.get("keyframes_reached")
+            else {}
+        ),
         "video": _video_line(s),
         "failed plan steps": s.get("failed_plan_steps", 0),
         "expected by the scenario": _expect_line(s.get("expect") or {}),

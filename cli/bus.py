@@ -377,8 +377,9 @@ def register(sub) -> None:
         "bank",
         help="the simulated drives + MuJoCo in real time, served on named "
         "buses (socketcand on 127.0.0.1, or SocketCAN)",
-        description="The simulated drives and MuJoCo paced in real time, served over "
-        "socketcand (or SocketCAN); a JSON-lines control port takes status, fault, "
+        description="The simulated drives of the robot (Amber or Damiao) and MuJoCo paced in "
+        "real time, served over socketcand (or SocketCAN); a JSON-lines control port takes "
+        "status, fault, "
         "clear_faults and shutdown (docs/BANK_PROTOCOL.md). Frames on its bus carry Unix "
         "time (simulated; hardware_io: false).",
     )
@@ -406,13 +407,15 @@ def register(sub) -> None:
     )
     bank.add_argument(
         "--channels",
-        help="ARM=CHANNEL,... wiring of the arms to buses (default: right=CAN10,left=CAN11)",
+        help="ARM=CHANNEL,... wiring of the arms to buses (default: the robot file's channels, "
+        "right=CAN10,left=CAN11 on rob, right=can0,left=can1 on openarm)",
     )
     bank.add_argument(
         "--feedback-rate",
         type=float,
         default=100.0,
-        help="drive feedback rate [Hz] (default: %(default)s)",
+        help="Amber drive feedback rate [Hz]; Damiao drives answer each frame on receipt "
+        "instead (default: %(default)s)",
     )
     bank.add_argument(
         "--seed", type=int, default=0, help="the twin's random seed (default: %(default)s)"
@@ -448,7 +451,8 @@ def register(sub) -> None:
         "--robot",
         type=robot_arg,
         default=DEFAULT_ROBOT,
-        help=f"{ROBOT_HELP}; its drives must be Amber (a Damiao bank is not built yet); "
+        help=f"{ROBOT_HELP}; Amber drives (periodic feedback) or Damiao drives (every frame "
+        "answered on receipt; CAN FD on SocketCAN where the file's drives.bus says fd); "
         "without --channels, its file's channels (default: %(default)s)",
     )
     bank.set_defaults(func=_cmd_bank)

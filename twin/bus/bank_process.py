@@ -1,10 +1,19 @@
 """``rob-twin bank``: the simulated drives and MuJoCo in their own process, paced in real time.
 
-The motor bank sits on named in-process buses (``CAN10``, ``CAN11``) exposed by a
-socketcand-compatible server (``rob_twin.twin.bus.socketcand``), so a host process the twin did not
-start drives it over TCP with python-can's ``socketcand`` interface (or any socketcand
-client). With ``interface="socketcan"`` the bank opens real SocketCAN interfaces
-(``vcan0`` ...) instead, where Linux has them.
+The motor bank sits on named in-process buses (the robot file's channels: ``CAN10``/``CAN11``
+on ROB, ``can0``/``can1`` on OpenArm) exposed by a socketcand-compatible server
+(``rob_twin.twin.bus.socketcand``), so a host process the twin did not start drives it over
+TCP with python-can's ``socketcand`` interface (or any socketcand client). With
+``interface="socketcan"`` the bank opens real SocketCAN interfaces (``vcan0`` ...) instead,
+where Linux has them.
+
+The bank follows the robot's drive family: Amber position drives (ROB) send feedback
+periodically and read their commands every physics step (``UnixStampedBank``); Damiao MIT
+drives (OpenArm) answer every frame on receipt, in the I/O thread that received it, from the
+latest physics snapshot (``rob_twin.twin.drives.damiao_live``: socketcand's responder, or one
+receive thread per SocketCAN interface, opened with ``fd=True`` when the robot file's
+``drives.bus`` is CAN FD). Each family's reply ids go down to the socketcand server, which
+counts a client's frame on them as a foreign reply.
 
 A control channel (JSON lines over TCP, 127.0.0.1) takes commands while it runs::
 
@@ -40,14 +49,14 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import can
 import numpy as np
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, Arm
-from rob_twin.models.robot import AMBER_DRIVES, robot_of
+from rob_twin.models.names import DEFAULT_ROBOT, FEEDBACK_IDS, Arm
+from rob_twin.models.robot import CAN_DRIVES, robot_of
 from rob_twin.twin.bus.bank_control import (
     MAX_CLIENTS,
     MAX_LINE_BYTES,
@@ -59,8 +68,10 @@ from rob_twin.twin.bus.bank_control import (
     pending_faults_error,
 )
 from rob_twin.twin.bus.socketcand import LOCALHOST, SocketcandServer
+from rob_twin.twin.bus.timing import parse_bus_spec
 from rob_twin.twin.drives.amber_bank import MotorBank
-from rob_twin.twin.drives.amber_robot import amber_drive_configs
+from rob_twin.twin.drives.amber_robot import amber_drive_configs, robot_channels
+from rob_twin.twin.drives.damiao_live import BusResponder, LiveBankError, LiveDamiaoBank
 from rob_twin.twin.sim.faults import FaultSchedule
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
@@ -95,13 +106,14 @@ class BankError(RobTwinError):
 @dataclass(frozen=True)
 class BankConfig:
     """interface: 'socketcand' (serve over TCP) or 'socketcan' (open Linux interfaces);
-    channels: {channel name: arm whose drives are on it}; host/port: socketcand server
-    (port 0: any free port); control_port: JSON control channel (0: any free port);
-    feedback_rate_hz: drive feedback rate; seconds: stop after this much (None: until
-    shutdown); ready_file: where the bound ports are written once serving."""
+    channels: {channel name: arm whose drives are on it} (None: the robot file's channels);
+    host/port: socketcand server (port 0: any free port); control_port: JSON control
+    channel (0: any free port); feedback_rate_hz: Amber drive feedback rate (Damiao drives
+    answer each frame instead); seconds: stop after this much (None: until shutdown);
+    ready_file: where the bound ports are written once serving."""
 
     interface: str = "socketcand"
-    channels: dict = field(default_factory=lambda: {BUS_MAPPING[a].channel: a.value for a in Arm})
+    channels: dict | None = None
     host: str = LOCALHOST
     port: int = 29536
     control_port: int = 0
@@ -112,7 +124,7 @@ class BankConfig:
     max_lag_s: float = 1.0
     ready_file: str | None = None
     record_path: str | None = None  # record all traffic (Unix-time stamps) via python-can writers
-    robot: str = DEFAULT_ROBOT  # a shipped robot or a robot file with Amber drives
+    robot: str = DEFAULT_ROBOT  # a shipped robot or a robot file with Amber or Damiao drives
     # a rob_twin.twin.calibration Calibration: model and drives take its fitted parameters
     # (its transport delays are not applied: a live bus has its own)
     calibration: object | None = None
@@ -132,9 +144,35 @@ class BankProcess:
                 f"bank interface {cfg.interface!r} is not one of 'socketcand', 'socketcan'"
             )
         self.robot = robot_of(cfg.robot)
-        self.robot.require(
-            AMBER_DRIVES, "rob-twin bank (its process serves Amber drives; Damiao: not yet)"
-        )
+        self.robot.require(CAN_DRIVES, "rob-twin bank (its process serves Amber and Damiao drives)")
+        channels = cfg.channels
+        if channels is None:
+            channels = {ch: arm for arm, ch in robot_channels(self.robot).items()}
+        self.wiring = {ch: Arm.parse(a) for ch, a in channels.items()}
+        self.server: SocketcandServer | None = None
+        self._responders: dict[str, BusResponder] = {}
+        self._commands: queue.Queue = queue.Queue()
+        self._fault_lock = threading.Lock()
+        self._faults_pending = 0  # queued + in the schedule, under _fault_lock
+        self._next_fault_end = math.inf  # earliest end [s, simulated] of a fault in force
+        self._fault_list: list[dict] = []  # the status view of the schedule
+        self._clients = 0  # open control connections, under _fault_lock
+        self._snapshot: dict = {}
+        self._snap_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._control: socket.socket | None = None
+        self.control_port = cfg.control_port
+        self.max_lag_s = 0.0
+        self.faults = FaultSchedule()
+        if self.robot.family == "damiao":
+            self._init_damiao()
+        else:
+            self._init_amber()
+
+    def _init_amber(self) -> None:
+        """Amber drives: periodic feedback, commands read every physics step (as before)."""
+        cfg = self.config
+        self.fd = False
         model, drives = self.robot.model(), amber_drive_configs(self.robot)
         if cfg.calibration is not None:
             from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
@@ -145,14 +183,12 @@ class BankProcess:
         self._calibration_label = (
             cfg.calibration.label() if cfg.calibration is not None else "uncalibrated"
         )
-        self.faults = FaultSchedule()
-        wiring = {ch: Arm.parse(a) for ch, a in cfg.channels.items()}
+        wiring = self.wiring
         self.bank = UnixStampedBank(
             self.twin.model, self.twin.data, wiring, self.faults, drives, now=self.twin.time
         )
-        self.server: SocketcandServer | None = None
         if cfg.interface == "socketcand":
-            self.server = SocketcandServer(list(wiring), cfg.host, cfg.port)
+            self.server = SocketcandServer(list(wiring), cfg.host, cfg.port, reply_ids=FEEDBACK_IDS)
         else:
             for ch, ad in self.bank.buses.items():  # the bank's drives on the real interface
                 ad.bus.shutdown()
@@ -171,18 +207,70 @@ class BankProcess:
         )
         sched.add("bus", 1.0 / sched.dt, self._service)
         sched.add("feedback", cfg.feedback_rate_hz, self.bank.emit_feedback)
-        self._commands: queue.Queue = queue.Queue()
-        self._fault_lock = threading.Lock()
-        self._faults_pending = 0  # queued + in the schedule, under _fault_lock
-        self._next_fault_end = math.inf  # earliest end [s, simulated] of a fault in force
-        self._fault_list: list[dict] = []  # the status view of the schedule
-        self._clients = 0  # open control connections, under _fault_lock
-        self._snapshot: dict = {}
-        self._snap_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._control: socket.socket | None = None
-        self.control_port = cfg.control_port
-        self.max_lag_s = 0.0
+
+    def _init_damiao(self) -> None:
+        """Damiao drives: every frame answered on receipt in the I/O thread (module doc)."""
+        cfg = self.config
+        if cfg.calibration is not None:
+            raise BankError(
+                "rob-twin bank --calibration: calibrations fit Amber drives; "
+                f"robot {self.robot.name!r} has Damiao drives"
+            )
+        timing = parse_bus_spec(self.robot.bus_spec) if self.robot.bus_spec else None
+        self.fd = timing is not None and timing.frame_format == "fd"
+        self.twin = Twin(TwinConfig(seed=cfg.seed), model=self.robot.model())
+        self._calibration_label = "uncalibrated"
+        try:
+            self.bank = LiveDamiaoBank(
+                self.robot,
+                self.twin.model,
+                self.twin.data,
+                self.wiring,
+                self.faults,
+                fd=self.fd,
+                now=self.twin.time,
+            )
+        except LiveBankError as err:
+            raise BankError(str(err)) from None
+        self._ping_buses = {}  # the responder answers pings at once
+        if cfg.interface == "socketcand":
+            self.server = server = SocketcandServer(
+                list(self.wiring),
+                cfg.host,
+                cfg.port,
+                reply_ids=self.bank.reply_ids,
+                responder=self._respond,
+            )
+            for ch in self.wiring:
+                self.bank.attach(ch, lambda frames, ch=ch: server.inject(ch, frames))
+        else:
+            for ch in self.wiring:
+                try:
+                    bus = can.Bus(
+                        interface="socketcan", channel=ch, fd=self.fd, receive_own_messages=False
+                    )
+                except (OSError, can.CanError, ImportError) as err:
+                    for r in self._responders.values():
+                        r.close()
+                    raise BankError(f"cannot open SocketCAN interface {ch!r}: {err}") from None
+                self._responders[ch] = BusResponder(bus, ch, self._respond)
+                self.bank.attach(ch, self._responders[ch].send)
+        sched = self.twin.scheduler
+        sched.add("bus", 1.0 / sched.dt, lambda now: self.bank.service(now, sched.dt))
+
+    def _respond(self, channel: str, msg: can.Message) -> list[can.Message]:
+        """A Damiao bank's answer to one received frame (I/O thread): a pong at once, or the
+        drives' replies."""
+        if msg.arbitration_id == PING_ID and not msg.is_extended_id:
+            return [
+                can.Message(
+                    arbitration_id=PONG_ID,
+                    data=bytes(msg.data),
+                    is_extended_id=False,
+                    timestamp=time.time(),
+                )
+            ]
+        return self.bank.respond(channel, msg)
 
     def _service(self, now: float) -> None:
         """Answer pings (a twin-only diagnostic) and service the drives, every physics step."""
@@ -352,19 +440,44 @@ class BankProcess:
                     "arm": ad.arm.value,
                     **ad.counters.__dict__,
                     "joint_positions_rad": np.round(self.twin.data.qpos[ad.qpos], 5).tolist(),
+                    **self._bus_extras(ad),
                 }
                 for ch, ad in self.bank.buses.items()
             },
         }
         if self.server is not None:
             snap["socketcand"] = self.server.report()
+        if self._responders:
+            snap["socketcan"] = {ch: r.report() for ch, r in self._responders.items()}
         with self._snap_lock:
             self._snapshot = snap
+
+    def _bus_extras(self, ad) -> dict:
+        """A Damiao bus's per-drive view (ids, status, mode, torque, position) and its FD
+        flag; nothing for Amber (its status is as it always was)."""
+        if not isinstance(self.bank, LiveDamiaoBank):
+            return {}
+        return {"fd": self.fd, **self.bank.bus_status(ad)}
 
     @property
     def time(self) -> float:
         """Simulated time [s] (paced to the wall clock)."""
         return self.twin.time
+
+    def banner(self) -> str:
+        """The one stderr line ``run`` prints once serving: robot, drive family, channels
+        and arms, the interface and ports."""
+        cfg = self.config
+        wire = "CAN FD" if self.fd else "classic CAN"
+        if self.fd and cfg.interface == "socketcand":
+            wire += " served as classic frames: socketcand has no FD"
+        return (
+            f"bank: ready: robot {self.robot.name} ({self.robot.family} drives, {wire}) on "
+            + ", ".join(f"{ch} ({arm.value})" for ch, arm in self.wiring.items())
+            + f" via {cfg.interface}"
+            + (f" {cfg.host}:{self.server.port}" if self.server else "")
+            + f"; control on {cfg.host}:{self.control_port} (simulated; hardware_io: false)"
+        )
 
     # ------------------------------------------------------------------ running
     def run(self) -> dict:
@@ -376,26 +489,25 @@ class BankProcess:
             recorder = TrafficRecorder(self, cfg.record_path, timestamps="wall")
         if self.server is not None:
             self.server.start()
+        for responder in self._responders.values():
+            responder.start()
         self._open_control()
         self._update_snapshot(0.0)
         ready = {
             "socketcand_port": self.server.port if self.server else None,
             "control_port": self.control_port,
             "host": cfg.host,
-            "channels": list(cfg.channels),
+            "channels": list(self.wiring),
             "interface": cfg.interface,
+            "robot": self.robot.name,
+            "family": self.robot.family,
+            "fd": self.fd,
         }
         if cfg.ready_file:
             tmp = Path(cfg.ready_file + ".tmp")
             tmp.write_text(json.dumps(ready))
             tmp.replace(cfg.ready_file)
-        print(
-            f"bank: serving {', '.join(cfg.channels)} on {cfg.interface}"
-            + (f" {cfg.host}:{self.server.port}" if self.server else "")
-            + f"; control on {cfg.host}:{self.control_port} (simulated; hardware_io: false)",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(self.banner(), file=sys.stderr, flush=True)
         wall0, sim0 = time.perf_counter(), self.twin.time
         error = None
         try:
@@ -417,10 +529,12 @@ class BankProcess:
                     time.sleep(-lag)
         finally:
             self._stop.set()
+            if self.server is not None:  # no frame reaches the bank (or its recorder) after
+                self.server.close()
+            for responder in self._responders.values():
+                responder.close()
             if recorder is not None:
                 recorder.close()
-            if self.server is not None:
-                self.server.close()
             if self._control is not None:
                 self._control.close()
             self.bank.close()

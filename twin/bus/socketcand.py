@@ -14,8 +14,24 @@ Each named channel is bridged to an in-process python-can ``virtual`` bus of the
 name, where the motor bank sits. A client's frame goes onto that bus (so the drives
 read it) and to every other client on the channel (a bus is shared: a monitor sees the
 host's commands, a second host is a visible second writer); the bank's frames go to
-every client. A client's frame on a feedback id (0x91..0x97) means another drive or a
-second bank answers on this channel: it is counted (``foreign_feedback``) and reported.
+every client. A client's frame on a reply id of the bank's drives (``reply_ids``, passed
+down by the bank from its drive family: Amber 0x91..0x97, Damiao MST ids 0x11..0x18 on
+OpenArm) means another drive or a second bank answers on this channel: it is counted
+(``foreign_feedback``) and reported.
+
+A request-reply bank (Damiao: a drive answers every command frame at once) passes a
+``responder``: the I/O thread hands it each frame a client sends, synchronously, and what it
+returns goes out to every client of the channel (the sender included) in the same
+wake-up, with no thread hop and no wait for a physics step; the replies also go onto the
+in-process bus, so recorders and monitors there see them. ``inject`` sends frames the
+in-process side makes (a second writer's) the same way.
+
+No frame is dropped around the handshake: python-can's client reads ``< ok >`` of rawmode
+with a single ``recv`` and fails when a frame arrived in the same read, so frames for a
+client that just entered raw mode are *held* (queued, not sent) until it has provably read
+that ``< ok >`` (it sent something, which a python-can client does only after reading it)
+or ``FIRST_FRAME_DELAY_S`` passed (a client that only listens); then they all go out, in
+order.
 
 Serving everyone: one thread does all socket I/O (non-blocking sockets, one selector), so
 no client's socket can block another's. Every client has a bounded send queue
@@ -40,6 +56,7 @@ import selectors
 import socket
 import threading
 import time
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 
 import can
@@ -70,7 +87,11 @@ __all__ = [
 
 LOCALHOST = "127.0.0.1"
 DEFAULT_PORT = 29536  # socketcand's default port
-FIRST_FRAME_DELAY_S = 0.05  # python-can's client reads '< ok >' with one recv: keep frames apart
+# python-can's client reads rawmode's '< ok >' with one recv: frames for a new raw client are
+# held (never dropped) until it sends something or this long passed [s]
+FIRST_FRAME_DELAY_S = 0.05
+# what a bank's responder is: (channel, frame a client sent) -> the replies to send at once
+Responder = Callable[[str, can.Message], "list[can.Message]"]
 BUS_BATCH = 256  # frames taken from a bus per wake-up of its thread
 
 
@@ -131,7 +152,9 @@ class ChannelStats:
     frames_from_clients: int = 0
     frames_to_clients: int = 0  # frames queued for clients (one per client per frame)
     malformed: int = 0
-    foreign_feedback: int = 0  # feedback-id frames from a client: a second bank or drive
+    foreign_feedback: int = 0  # reply-id frames from a client: a second bank or drive
+    replies: int = 0  # frames the responder answered with (request-reply banks)
+    responder_errors: int = 0  # frames the responder failed on (its error in last_error)
     clients: int = 0
     stalled_disconnects: int = 0  # clients closed because they stopped reading
     garbage_bytes: int = 0  # bytes outside any message, discarded
@@ -147,7 +170,8 @@ class _Client:
     deadline: float  # end of the handshake [s, monotonic]
     state: str = "open"  # open -> rawmode -> raw
     channel: str = ""
-    ready_at: float = 0.0
+    hold_until: float = 0.0  # frames wait in ``held`` until then, or until the client speaks
+    held: bytearray = field(default_factory=bytearray)  # frames for it not yet to be sent
     out: bytearray = field(default_factory=bytearray)
     last_progress: float = 0.0  # when it last took a byte, or its queue was empty
     stalled: str = ""  # why it is to be closed as stalled
@@ -157,7 +181,12 @@ class _Client:
 
 class SocketcandServer:
     """Serves ``channels`` (names of in-process virtual buses) on ``host:port``
-    (port 0: any free port; ``port`` holds the bound one after ``start()``)."""
+    (port 0: any free port; ``port`` holds the bound one after ``start()``).
+
+    reply_ids: standard ids only the bank's drives send on (a client's frame there is
+    counted as ``foreign_feedback``; default: Amber's feedback ids); responder: called in
+    the I/O thread with every frame a client sends, returns the replies to send at once
+    (None: the bank reads the in-process bus instead)."""
 
     def __init__(
         self,
@@ -165,12 +194,16 @@ class SocketcandServer:
         host: str = LOCALHOST,
         port: int = DEFAULT_PORT,
         limits: SocketcandLimits | None = None,
+        reply_ids: Collection[int] = FEEDBACK_IDS,
+        responder: Responder | None = None,
     ):
         if not channels:
             raise SocketcandError("a socketcand server needs at least one channel")
         self.limits = limits or default_config()
         self.host, self.port = host, port
         self.channels = list(channels)
+        self.reply_ids = frozenset(reply_ids)
+        self.responder = responder
         self.stats = {ch: ChannelStats() for ch in self.channels}
         self._buses = {
             ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
@@ -180,6 +213,7 @@ class SocketcandServer:
         self._conns: set[_Client] = set()  # loop thread only
         self._raw: dict[str, list[_Client]] = {ch: [] for ch in self.channels}  # under _lock
         self._dirty: set[_Client] = set()  # clients with new output, under _lock
+        self._held: set[_Client] = set()  # raw clients whose first frames are held, under _lock
         self._wake_pending = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -260,7 +294,7 @@ class SocketcandServer:
         assert self._sel is not None
         next_sweep = time.monotonic() + self.limits.poll_s
         while not self._stop.is_set():
-            for key, mask in self._sel.select(timeout=self.limits.poll_s):
+            for key, mask in self._sel.select(timeout=self._select_timeout()):
                 if key.data == "accept":
                     self._accept()
                 elif key.data == "wake":
@@ -272,6 +306,8 @@ class SocketcandServer:
                     if mask & selectors.EVENT_WRITE and not c.closed:
                         self._flush(c)
             with self._lock:
+                if self._held:
+                    self._release_held(time.monotonic())
                 dirty, self._dirty = self._dirty, set()
                 self._wake_pending = False
             for c in dirty:
@@ -280,6 +316,29 @@ class SocketcandServer:
             if (now := time.monotonic()) >= next_sweep:
                 next_sweep = now + self.limits.poll_s
                 self._sweep(now)
+
+    def _select_timeout(self) -> float:
+        """Until the next sweep, or sooner when a held client's hold ends."""
+        with self._lock:
+            if not self._held:
+                return self.limits.poll_s
+            first = min(c.hold_until for c in self._held)
+        return min(self.limits.poll_s, max(0.0, first - time.monotonic()))
+
+    def _release_held(self, now: float, client: _Client | None = None) -> None:
+        """Under ``_lock``: queue what was held for ``client`` (None: every client whose hold
+        ended by ``now``) behind what it already has, in order."""
+        for c in [client] if client is not None else list(self._held):
+            if client is None and c.hold_until > now:
+                continue
+            self._held.discard(c)
+            c.hold_until = 0.0
+            if c.held:
+                if not c.out:
+                    c.last_progress = now
+                c.out += c.held
+                c.held.clear()
+                self._dirty.add(c)
 
     def _accept(self) -> None:
         assert self._listener is not None and self._sel is not None
@@ -319,6 +378,9 @@ class SocketcandServer:
         if not data:
             self._drop(c)  # the peer closed (or reset) its side
             return
+        if c.state == "raw" and c.hold_until:
+            with self._lock:  # it speaks, so it has read rawmode's '< ok >': send what waits
+                self._release_held(time.monotonic(), c)
         before = c.stream.discarded_bytes
         messages = c.stream.feed(data)
         if c.channel and c.stream.discarded_bytes != before:
@@ -342,11 +404,13 @@ class SocketcandServer:
                 c.channel, c.state = ch, "rawmode"
                 self._reply(c, b"< ok >")
             elif cmd.verb == "rawmode":
-                c.state, c.ready_at = "raw", time.monotonic() + FIRST_FRAME_DELAY_S
-                with self._lock:
+                c.state = "raw"
+                with self._lock:  # a member from now on: frames wait in ``held`` (not ``out``)
+                    c.hold_until = time.monotonic() + FIRST_FRAME_DELAY_S
+                    self._held.add(c)
                     self._raw[c.channel].append(c)
                     self.stats[c.channel].clients += 1
-                self._reply(c, b"< ok >")
+                self._reply(c, b"< ok >")  # so this goes out before any frame
             else:
                 self._refuse(c, "only rawmode is served")
         except SocketcandCommandError as err:
@@ -365,10 +429,10 @@ class SocketcandServer:
             st.last_error = str(err)
             return
         st.frames_from_clients += 1
-        if msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
+        if msg.arbitration_id in self.reply_ids and not msg.is_extended_id:
             st.foreign_feedback += 1
             st.last_error = (
-                f"frame on feedback id 0x{msg.arbitration_id:02X} from a client: "
+                f"frame on reply id 0x{msg.arbitration_id:02X} from a client: "
                 "a second bank or drive answers on this channel"
             )
         try:
@@ -377,6 +441,39 @@ class SocketcandServer:
             st.last_error = f"frame from a client not put on {client.channel}: {err}"
             return
         self._broadcast(client.channel, format_frame(msg).encode("ascii"), 1, exclude=client)
+        if self.responder is not None:
+            self._respond(client.channel, msg)
+
+    def _respond(self, ch: str, msg: can.Message) -> None:
+        """The responder's replies to ``msg``: onto the in-process bus and to every client."""
+        st = self.stats[ch]
+        assert self.responder is not None
+        try:
+            replies = self.responder(ch, msg)
+        except Exception as err:  # noqa: BLE001 - counted and reported; the server serves on
+            st.responder_errors += 1
+            st.last_error = f"responder failed on id 0x{msg.arbitration_id:X}: {err!r}"
+            return
+        if replies:
+            self._deliver(ch, replies)
+            st.replies += len(replies)
+
+    def inject(self, channel: str, frames: list[can.Message]) -> None:
+        """Frames the in-process side sends (any thread): onto the in-process bus (not back
+        to this server) and to every client of ``channel`` at once."""
+        if frames:
+            self._deliver(channel, frames)
+            self._wake()
+
+    def _deliver(self, ch: str, frames: list[can.Message]) -> None:
+        bus = self._buses[ch]
+        for m in frames:
+            try:
+                bus.send(m)
+            except can.CanError as err:
+                self.stats[ch].last_error = f"frame not put on {ch}: {err}"
+        text = "".join(format_frame(m) for m in frames)
+        self._broadcast(ch, text.encode("ascii"), len(frames))
 
     def _flush(self, c: _Client) -> None:
         """Write what is queued for ``c`` (one system call); closes it when it is stalled."""
@@ -447,7 +544,9 @@ class SocketcandServer:
             if c in self._raw.get(c.channel, ()):
                 self._raw[c.channel].remove(c)
                 self.stats[c.channel].clients -= 1
+            self._held.discard(c)
             c.out.clear()
+            c.held.clear()
         if self._sel is not None:
             try:
                 self._sel.unregister(c.sock)
@@ -477,10 +576,14 @@ class SocketcandServer:
         with self._lock:
             queued = 0
             for c in self._raw[ch]:
-                if c is exclude or c.stalled or now < c.ready_at:
+                if c is exclude or c.stalled:
                     continue
-                if len(c.out) + len(data) > limit:
-                    c.stalled = f"send queue full ({len(c.out)} bytes, limit {limit})"
+                if len(c.out) + len(c.held) + len(data) > limit:
+                    c.stalled = f"send queue full ({len(c.out) + len(c.held)} bytes, limit {limit})"
+                elif c.hold_until:  # not yet known to have read rawmode's '< ok >'
+                    c.held += data
+                    queued += 1
+                    continue
                 elif not c.out:
                     c.last_progress = now
                     c.out += data

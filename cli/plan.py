@@ -50,6 +50,18 @@ def _scenario_request(path: str, step: int, group, robot: str | None = None):
     return GoalsRequest(start_qpos=qpos, goals=goals, seed=target.seed)
 
 
+def out_arg(text: str) -> str:
+    """``--out FILE``: where a plan file may be written (``plan_file.check_out_path``),
+    checked at the command line, before any planning (exit 2)."""
+    from rob_twin.planners.plan_file import PlanFileError, check_out_path
+
+    try:
+        check_out_path(text)
+    except PlanFileError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def _cmd_plan(args: argparse.Namespace) -> CommandResult:
     from rob_twin.models.robot import robot_of
     from rob_twin.planners.goals_file import read_goals_file
@@ -146,7 +158,9 @@ def register(sub) -> None:
         default=None,
         help=f"plan on this robot's model: {ROBOT_HELP} (default: the scenario's robot, or rob)",
     )
-    p.add_argument("--out", default="plan.json", help="plan file to write")
+    p.add_argument(
+        "--out", type=out_arg, default="plan.json", help="plan file to write (a .json path)"
+    )
     p.add_argument(
         "--seed",
         type=int,

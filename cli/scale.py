@@ -12,6 +12,39 @@ from __future__ import annotations
 import argparse
 import sys
 
+MAX_WORKERS = 1024  # local processes or Ray actors one command asks for
+
+
+def workers_arg(text: str) -> int:
+    """``--workers N``: an integer in [1, MAX_WORKERS] (0 or fewer is refused, exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = None
+    if n is None or not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"--workers={text!r} is invalid; valid: an integer in [1, {MAX_WORKERS}]"
+        )
+    return n
+
+
+def out_folder_arg(text: str) -> str:
+    """``--out DIR``: a folder, or a path where one can be made: not an existing file, no
+    existing file on its way (refused at the command line, exit 2, before any work)."""
+    from pathlib import Path
+
+    path = Path(text)
+    for part in (path, *path.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                what = "is a file" if part == path else f"has the file {part} on its way"
+                raise argparse.ArgumentTypeError(
+                    f"--out={text!r} is invalid ({what}); valid: a folder, or a path where one "
+                    "can be made"
+                )
+            break
+    return text
+
 
 def _input_error(command: str, err: Exception) -> tuple[int, dict]:
     print(f"rob-twin {command}: {err}", file=sys.stderr)
@@ -175,7 +208,7 @@ def register(sub) -> None:
         "written); exit 1 when a row raised or no row succeeded.",
     )
     st.add_argument("spec", help="study spec (.toml or .json); see experiments/studies/")
-    st.add_argument("--out", help="output folder (default: out/studies/NAME/)")
+    st.add_argument("--out", type=out_folder_arg, help="output folder (default: out/studies/NAME/)")
     st.add_argument(
         "--calibration",
         metavar="FILE",
@@ -185,7 +218,7 @@ def register(sub) -> None:
     )
     st.add_argument(
         "--workers",
-        type=int,
+        type=workers_arg,
         default=None,
         help="local worker processes (default: all cores); with --ray: Ray actors "
         "(default: one per cluster CPU)",
@@ -251,9 +284,13 @@ def register(sub) -> None:
         help="write the baselines from this run instead of comparing (keeps their "
         "tolerances); only for an intended change of behaviour",
     )
-    sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: all cores)")
+    sw.add_argument(
+        "--workers", type=workers_arg, default=None, help="parallel runs (default: all cores)"
+    )
     sw.add_argument("--bus", default=None, help=BUS_HELP)
-    sw.add_argument("--out", default="out/sweep", help="run outputs and report")
+    sw.add_argument(
+        "--out", type=out_folder_arg, default="out/sweep", help="run outputs and report"
+    )
     sw.add_argument(
         "--json",
         action="store_true",

@@ -14,7 +14,13 @@ Weak pairs (``rob_twin.planners.weak_judge``: a MuJoCo collider known to misjudg
 e.g. box vs box) are measured here exactly as the planner measured them (``coal_capped``),
 so their figures agree to the bit; the document must name them, each judged by coal.
 
-Disagreements (any one fails the check): the model's hash differs; the document's weak
+Every other figure of the file (the samples against the model's joint ranges and their own
+velocities, the limits against the samples, allowances, the far-pair bound, counts) is
+re-derived by ``rob_twin.planners.certificate_claims``; the speed bound rests on
+``certificate_claims.sound_limits``, never on the file's limits alone.
+
+Disagreements (any one fails the check; ``CheckReport.fields`` names each one's field): the
+model's hash differs; the document's weak
 pairs or judges are not this model's (``_compare_judges``); a bisection query's
 state could not have been reached from its neighbouring samples under the speed bound; a
 pair's recomputed certified minimum is below the stored one by more than
@@ -29,6 +35,11 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
+from rob_twin.planners.certificate_claims import (
+    certificate_problems,
+    sample_problems,
+    sound_limits,
+)
 from rob_twin.planners.certificate_envelope import _arc, envelope_minima, segment_speed_bounds
 from rob_twin.planners.certificate_geometry import _pair_name, model_hash, pair_geometry
 from rob_twin.planners.geom_pairs import GeomPairTable, PairClass
@@ -58,6 +69,7 @@ class CheckReport:
     pairs_checked: int
     coal_queries: int
     disagreements: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)  # the field each disagreement is about
     max_pair_difference_m: float = 0.0
     weak_pairs: int = 0  # checked pairs whose MuJoCo collider is weak (the planner used coal)
     notes: list[str] = field(default_factory=list)  # remarks that are no disagreement
@@ -75,6 +87,7 @@ class CheckReport:
             "coal_queries": self.coal_queries,
             "max_pair_difference_m": round(self.max_pair_difference_m, 7),
             "disagreements": self.disagreements,
+            "disagreement_fields": sorted(set(self.fields)),
             "weak_pairs": self.weak_pairs,
             "notes": self.notes,
             "oracle": "coal (GJK/EPA), independent of MuJoCo's colliders",
@@ -109,14 +122,28 @@ def verify_document(
             pairs_checked=0,
             coal_queries=0,
             disagreements=[
-                f"model hash {h} differs from the certificate's {cert['model_hash']}: "
-                "the plan was certified on another model (nothing else checked)"
+                f"certificate.model_hash: model hash {h} differs from the certificate's "
+                f"{cert['model_hash']}: the plan was certified on another model (nothing else "
+                "checked)"
             ],
+            fields=["certificate.model_hash"],
         )
+    fields: list[str] = []
+
+    def claims(found: list[tuple[str, str]]) -> list[str]:
+        fields.extend(f for f, _ in found)
+        return [f"{f}: {text}" for f, text in found]
+
+    def about(name: str, found: list[str]) -> list[str]:
+        fields.extend([name] * len(found))
+        return found
+
     if not cert["certified"]:
-        problems.append(
-            f"the certificate says not certified ({cert.get('failure') or 'no reason given'})"
+        problems += about(
+            "certificate.certified",
+            [f"the certificate says not certified ({cert.get('failure') or 'no reason given'})"],
         )
+    problems += claims(sample_problems(doc, model))
     moving = list(doc["moving"])
     spec = UncertaintySpec.from_dict(cert["uncertainty"])
     margin, horizon = float(doc["margin_m"]), float(cert["horizon_m"])
@@ -130,18 +157,18 @@ def verify_document(
         np.asarray(doc["reference_qpos"], float),
     )
     notes: list[str] = []
-    problems += _compare_judges(cert, geometry, notes)
+    problems += about("certificate.weak_pairs", _compare_judges(cert, geometry, notes))
     t = np.asarray(doc["t_s"], float)
     q = np.hstack([np.asarray(doc["q_rad"][a], float) for a in moving])
     qd = np.hstack([np.asarray(doc["qd_rad_s"][a], float) for a in moving])
-    accel = np.concatenate([np.asarray(doc["acceleration_rad_s2"][a], float) for a in moving])
-    vmax = np.concatenate([np.asarray(doc["velocity_rad_s"][a], float) for a in moving])
+    # the limits the speed bound rests on: never below what the samples show
+    accel, vmax = sound_limits(doc)
     extra_t = np.array([e["t_s"] for e in cert["extra_queries"]], float)
     extra_q = np.array([e["q_rad"] for e in cert["extra_queries"]], float).reshape(
         extra_t.size, q.shape[1]
     )
     speeds = segment_speed_bounds(t, qd, accel, vmax) if t.size > 1 else np.zeros((0, q.shape[1]))
-    problems += _reachability(t, q, speeds, extra_t, extra_q)
+    problems += about("q_rad", _reachability(t, q, speeds, extra_t, extra_q))
 
     qpos_index = np.concatenate(
         [[model.jnt_qposadr[model.joint(j).id] for j in doc["joint_names"][a]] for a in moving]
@@ -153,9 +180,12 @@ def verify_document(
     if index is not None and (
         k.size < 1 or k[0] != 0 or k[-1] != t.size - 1 or np.any(np.diff(k) <= 0)
     ):
-        problems.append(
-            "measured_sample_index must rise from the first to the last sample "
-            f"(got {k.size} indices over {t.size} samples)"
+        problems += about(
+            "certificate.measured_sample_index",
+            [
+                "measured_sample_index must rise from the first to the last sample "
+                f"(got {k.size} indices over {t.size} samples)"
+            ],
         )
         k = np.arange(t.size)
     tt = np.concatenate([t[k], extra_t])
@@ -179,13 +209,20 @@ def verify_document(
     p_worst = int(np.argmin(pair_min)) if pair_min.size else 0
     worst = float(pair_min[p_worst]) if pair_min.size else horizon
     max_diff, pair_problems = _compare_pairs(cert, geometry, pair_min, agree_tolerance_m)
-    problems += pair_problems
+    problems += about("certificate.pairs", pair_problems)
+    names = {_pair_name(geometry, p): p for p in range(geometry.g1.size)}
+    classes = [PairClass(int(c)).name.lower() for c in geometry.pair_class]
+    problems += claims(
+        certificate_problems(cert, doc, names, classes, pair_min, allowance, tt, agree_tolerance_m)
+    )
     if worst < margin - agree_tolerance_m:
+        fields.append("certificate.certified")
         problems.append(
             f"{_pair_name(geometry, p_worst)} is certified only to "
             f"{worst * 1e3:.3f} mm, below the margin {margin * 1e3:.1f} mm"
         )
     if float(cert["certified_min_m"]) > worst + agree_tolerance_m:
+        fields.append("certificate.certified_min_m")
         problems.append(
             f"certificate's minimum {cert['certified_min_m'] * 1e3:.3f} mm is above coal's "
             f"{worst * 1e3:.3f} mm ({_pair_name(geometry, p_worst)})"
@@ -199,6 +236,7 @@ def verify_document(
         pairs_checked=int(geometry.g1.size),
         coal_queries=coal_queries,
         disagreements=problems,
+        fields=fields,
         max_pair_difference_m=max_diff,
         weak_pairs=len(geometry.weak_why) - geometry.weak_why.count(""),
         notes=notes,

@@ -12,8 +12,12 @@ model's hash).
 A plan file comes from outside the process: ``load_plan_file`` reads it with the bounded
 JSON reader (size, depth, finite numbers, no repeated keys) and ``validate_plan_document``
 checks every field: each array finite and of its shape, times rising from 0, limits and
-margins positive, each listed pair once, sample and query counts capped
-(``PlanFileLimits``). The pair list lists the pairs measured within the horizon (the
+margins positive (velocity limits <= ``MAX_VELOCITY_RAD_S``, acceleration limits <=
+``MAX_ACCELERATION_RAD_S2``, allowances in [0, ``MAX_ALLOWANCE_M``]), each listed pair once,
+sample and query counts capped (``PlanFileLimits``), no key the format does not have
+(``TOP_KEYS``, ``CERTIFICATE_KEYS``, ``PAIR_KEYS``). Whether the figures are true is
+``rob_twin.planners.certificate_claims``'s and ``certificate_check``'s to decide.
+The pair list lists the pairs measured within the horizon (the
 lowest at least); it is empty only when every pair is bounded by the far-pair bound
 (``pairs_far`` = ``pairs_total``, ``certified_min_m`` = ``far_pairs_min_m``). Each listed
 pair names its distance judge (``judge``: ``mujoco`` or ``coal``) and ``weak_pairs`` lists
@@ -37,6 +41,9 @@ from rob_twin.planners.weak_judge import JUDGE_MUJOCO, JUDGES
 
 FORMAT = "rob-twin plan with clearance certificate, v1"
 MAX_PLAN_SAMPLES = 20_000  # 160 s at 125 Hz; the check holds (pairs x samples) distances
+MAX_VELOCITY_RAD_S = 100.0  # a joint velocity limit above this is no robot's
+MAX_ACCELERATION_RAD_S2 = 1000.0  # a joint acceleration limit above this is no robot's
+MAX_ALLOWANCE_M = 1.0  # a pair's uncertainty allowance
 
 
 @dataclass(frozen=True)
@@ -112,16 +119,56 @@ def _certificate_document(group, plan) -> dict:
 ROBOT_FIELDS = ("name", "file", "family", "model_hash")
 
 
-def save_plan(path: str | Path, group, plan, robot=None) -> Path:
-    """Write ``plan`` with its certificate to ``path`` (parents created); ``robot`` (a
-    ``rob_twin.models.robot.Robot``): the file names the robot it was planned for."""
+SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")  # never a plan file's place
+
+
+def check_out_path(path: str | Path) -> Path:
+    """``path`` when a plan file may be written there: a ``.json`` name, not an existing
+    folder or anything but a regular file, not under /proc, /sys or /dev, and no existing
+    file among its parents; PlanFileError (field ``out``) otherwise, before any work."""
     path = Path(path)
+    where = str(path)
+    valid = "a .json file path (a new file, or a regular file to overwrite)"
+
+    def fail(what: str):
+        raise PlanFileError(where, "out", where, f"{valid}; this one {what}")
+
+    try:
+        resolved = path.resolve()
+        if any(resolved.is_relative_to(f) for f in SYSTEM_FOLDERS):
+            fail(f"is under {', '.join(SYSTEM_FOLDERS)}")
+        if path.is_dir():
+            fail("is a folder")
+        if path.exists() and not path.is_file():
+            fail("is a device, pipe or socket")
+        if path.suffix.lower() != ".json":
+            fail("does not end in .json")
+        for part in path.parents:
+            if part.exists():
+                if not part.is_dir():
+                    fail(f"has the file {part} on its way")
+                break
+    except OSError as err:
+        fail(f"cannot be checked ({err.strerror})")
+    return path
+
+
+def save_plan(path: str | Path, group, plan, robot=None) -> Path:
+    """Write ``plan`` with its certificate to ``path`` (parents created; ``check_out_path``
+    first); ``robot`` (a ``rob_twin.models.robot.Robot``): the file names the robot it was
+    planned for."""
+    path = check_out_path(path)
     doc = plan_document(group, plan)
     if robot is not None:
         doc["robot"] = robot.identity()
     validate_plan_document(doc, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    except OSError as err:
+        raise PlanFileError(
+            str(path), "out", str(path), f"a writable path ({err.strerror})"
+        ) from None
     return path
 
 
@@ -151,6 +198,36 @@ CERTIFICATE_REQUIRED = (
     "payload_reach_m",
     "model_hash",
 )
+# every key a plan file may hold; any other is refused (a file is read, never trusted)
+TOP_KEYS = (*REQUIRED, "qdd_rad_s2", "hardware_io", "robot", "excitation")
+CERTIFICATE_KEYS = (
+    *CERTIFICATE_REQUIRED,
+    "pair",
+    "at_s",
+    "pairs_far",
+    "far_pairs_min_m",
+    "sample_queries",
+    "measured_samples",
+    "samples",
+    "measured_sample_index",
+    "failure",
+    "fail_time_s",
+    "fail_kind",
+    "uncertified_attempts",
+    "method",
+    "weak_pairs",
+)
+PAIR_KEYS = (
+    "pair",
+    "class",
+    "certified_min_m",
+    "envelope_min_m",
+    "at_s",
+    "allowance_m",
+    "active_query_times_s",
+    "judge",
+)
+FAIL_KINDS = ("", "query_below_threshold", "envelope_inconclusive")
 
 
 def load_plan_file(path: str | Path, limits: PlanFileLimits | None = None) -> dict:
@@ -199,6 +276,18 @@ class _Fields:
                 self.fail(
                     where, "(missing)", f"present (missing field; required: {', '.join(required)})"
                 )
+        return value
+
+    def known(self, value: dict, field: str, keys: tuple[str, ...]) -> None:
+        """Refuse the first key of ``value`` that is not one of ``keys``."""
+        for key in value:
+            if key not in keys:
+                where = f"{field}.{key}" if field != "(top level)" else str(key)
+                self.fail(where, key, f"no such key (known: {', '.join(keys)})")
+
+    def string(self, value: object, field: str, most: int) -> str:
+        if not isinstance(value, str) or len(value) > most:
+            self.fail(field, _kind(value), f"a string of at most {most} characters")
         return value
 
     def text(self, value: object, field: str) -> str:
@@ -275,8 +364,12 @@ def validate_plan_document(
     limits = limits or default_config()
     f = _Fields(where)
     doc = f.obj(doc, "(top level)", REQUIRED)
+    f.known(doc, "(top level)", TOP_KEYS)
+    if "excitation" in doc:  # rob-twin excite's summary of the excitation (a record)
+        f.obj(doc["excitation"], "excitation")
     if "robot" in doc:  # optional: the robot it was planned for (a claim: certify checks it)
         robot = f.obj(doc["robot"], "robot", ROBOT_FIELDS)
+        f.known(robot, "robot", ROBOT_FIELDS)
         for key in ROBOT_FIELDS:
             f.text(robot[key], f"robot.{key}")
     if doc["format"] != FORMAT:
@@ -317,9 +410,17 @@ def validate_plan_document(
                 continue  # older documents: derived from qd when executed
             per_arm = f.obj(doc[key], key, tuple(moving))
             f.array(per_arm[a], f"{key}.{a}", (t.size, n), f"finite [{unit}]")
-        for key, unit in (("acceleration_rad_s2", "rad/s^2"), ("velocity_rad_s", "rad/s")):
+        for key, unit, top in (
+            ("acceleration_rad_s2", "rad/s^2", MAX_ACCELERATION_RAD_S2),
+            ("velocity_rad_s", "rad/s", MAX_VELOCITY_RAD_S),
+        ):
             per_arm = f.obj(doc[key], key, tuple(moving))
-            f.positive(f.array(per_arm[a], f"{key}.{a}", (n,), unit), f"{key}.{a}", unit)
+            limit = f.array(per_arm[a], f"{key}.{a}", (n,), unit)
+            f.positive(limit, f"{key}.{a}", unit)
+            over = np.flatnonzero(limit > top)
+            if over.size:
+                k = int(over[0])
+                f.fail(f"{key}.{a}[{k}]", float(limit[k]), f"> 0 and <= {top:g} {unit}")
     ref = doc["reference_qpos"]
     if not isinstance(ref, list) or not 0 < len(ref) <= 10_000:
         f.fail("reference_qpos", _kind(ref), "a list of the model's nq positions")
@@ -333,6 +434,7 @@ def _validate_certificate(
     f: _Fields, cert: object, margin: float, t: np.ndarray, n: int, limits: PlanFileLimits
 ) -> None:
     cert = f.obj(cert, "certificate", CERTIFICATE_REQUIRED)
+    f.known(cert, "certificate", CERTIFICATE_KEYS)
     if not isinstance(cert["certified"], bool):
         f.fail("certificate.certified", cert["certified"], "true or false")
     cm = f.number(cert["margin_m"], "certificate.margin_m", f"{margin!r} m (margin_m)")
@@ -369,8 +471,10 @@ def _validate_certificate(
     seen = set()
     for i, p in enumerate(pairs):
         p = f.obj(p, f"certificate.pairs[{i}]", ("pair", "certified_min_m"))
+        f.known(p, f"certificate.pairs[{i}]", PAIR_KEYS)
         name = f.text(p["pair"], f"certificate.pairs[{i}].pair")
         f.number(p["certified_min_m"], f"certificate.pairs[{i}].certified_min_m", "finite [m]")
+        _validate_pair_figures(f, p, f"certificate.pairs[{i}]", t)
         if name in seen:
             f.fail(f"certificate.pairs[{i}].pair", name, "each pair once")
         seen.add(name)
@@ -385,6 +489,7 @@ def _validate_certificate(
         )  # fmt: skip
     for i, e in enumerate(extra):
         e = f.obj(e, f"certificate.extra_queries[{i}]", ("t_s", "q_rad"))
+        f.known(e, f"certificate.extra_queries[{i}]", ("t_s", "q_rad"))
         f.number(
             e["t_s"], f"certificate.extra_queries[{i}].t_s",
             f"in [0, {t[-1]!r}] s (within the plan)", lambda x: 0 <= x <= t[-1],
@@ -400,6 +505,74 @@ def _validate_certificate(
                     f"certificate.measured_sample_index[{i}]", k,
                     f"an integer sample index in [0, {t.size - 1}]",
                 )  # fmt: skip
+
+    _validate_record_fields(f, cert, t, limits)
+
+
+def _within(t: np.ndarray):
+    return lambda x: 0 <= x <= t[-1]
+
+
+def _validate_pair_figures(f: _Fields, p: dict, field: str, t: np.ndarray) -> None:
+    """A listed pair's optional figures, each in its range (certify re-derives them)."""
+    if "class" in p:
+        f.text(p["class"], f"{field}.class")
+    if "envelope_min_m" in p:
+        f.number(p["envelope_min_m"], f"{field}.envelope_min_m", "finite [m]")
+    if "allowance_m" in p:
+        f.number(
+            p["allowance_m"], f"{field}.allowance_m", f"in [0, {MAX_ALLOWANCE_M:g}] m",
+            lambda x: 0 <= x <= MAX_ALLOWANCE_M,
+        )  # fmt: skip
+    span = f"in [0, {t[-1]!r}] s (within the plan)"
+    if "at_s" in p:
+        f.number(p["at_s"], f"{field}.at_s", span, _within(t))
+    if "active_query_times_s" in p:
+        aq = p["active_query_times_s"]
+        if not isinstance(aq, list) or len(aq) != 2:
+            f.fail(f"{field}.active_query_times_s", _kind(aq), "two times [s], rising")
+        for k, x in enumerate(aq):
+            f.number(x, f"{field}.active_query_times_s[{k}]", span, _within(t))
+        if aq[1] < aq[0]:
+            f.fail(f"{field}.active_query_times_s", aq, "two times [s], rising")
+
+
+def _validate_record_fields(f: _Fields, cert: dict, t: np.ndarray, limits: PlanFileLimits):
+    """The certificate's optional record fields, each in its range; ``pairs_far`` and the
+    listed pairs together at most ``pairs_total`` (listed pairs are not far)."""
+    if "pair" in cert:
+        f.text(cert["pair"], "certificate.pair")
+    if "at_s" in cert:
+        f.number(cert["at_s"], "certificate.at_s", f"in [0, {t[-1]!r}] s", _within(t))
+    for key in ("sample_queries", "measured_samples", "samples"):
+        if key in cert:
+            f.number(
+                cert[key], f"certificate.{key}", f"an integer in [0, {limits.max_samples}]",
+                lambda x: _count(x) and x <= limits.max_samples,
+            )  # fmt: skip
+    if "failure" in cert:
+        f.string(cert["failure"], "certificate.failure", 2000)
+    if cert.get("fail_time_s") is not None:
+        f.number(cert["fail_time_s"], "certificate.fail_time_s", "null or a time in the plan [s]",
+                 _within(t))  # fmt: skip
+    if "fail_kind" in cert and cert["fail_kind"] not in FAIL_KINDS:
+        f.fail("certificate.fail_kind", cert["fail_kind"], f"one of {FAIL_KINDS}")
+    if "uncertified_attempts" in cert:
+        f.number(
+            cert["uncertified_attempts"], "certificate.uncertified_attempts",
+            "an integer in [0, 1000000]", lambda x: _count(x) and x <= 1_000_000,
+        )  # fmt: skip
+    if "method" in cert:
+        f.string(cert["method"], "certificate.method", 200)
+    far = cert.get("pairs_far")
+    if far is not None and far + len(cert["pairs"]) > cert["pairs_total"]:
+        f.fail(
+            "certificate.pairs_far", far,
+            f"at most pairs_total - listed pairs = {cert['pairs_total'] - len(cert['pairs'])} "
+            "(a listed pair is not far)",
+        )  # fmt: skip
+    if far and cert.get("far_pairs_min_m") is None:
+        f.fail("certificate.far_pairs_min_m", None, f"their bound [m] ({far} pairs far)")
 
 
 def _count(x: float) -> bool:
@@ -455,6 +628,7 @@ def _validate_weak_pairs(f: _Fields, weak: object, total: int) -> None:
     seen = set()
     for i, w in enumerate(weak):
         w = f.obj(w, f"certificate.weak_pairs[{i}]", ("pair", "why", "judge"))
+        f.known(w, f"certificate.weak_pairs[{i}]", ("pair", "why", "judge"))
         name = f.text(w["pair"], f"certificate.weak_pairs[{i}].pair")
         f.text(w["why"], f"certificate.weak_pairs[{i}].why")
         if w["judge"] not in JUDGES:

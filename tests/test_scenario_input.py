@@ -199,7 +199,7 @@ CASES = [
         "too many faults",
         sc(faults=[{"kind": "bus_off", "arm": "left"}] * 100_001),
         "ScenarioError",
-        "faults: 100001 entries; a scenario holds at most 100000",
+        "faults: 100001 entries; a scenario holds at most 1000 faults",
     ),
     Case(
         "plan goal outside the limits",

@@ -115,7 +115,7 @@ home_rad = [{yaw}, 0.3, 0.6, 0.0, 0.3, 0.0]
 
     toml = folder / "robot.toml"
     toml.write_text(
-        f'name = "boxbot"\nmjcf = "boxbot.xml"\n[drives]\nfamily = "ideal"\n'
+        f'name = "boxbot"\nmjcf = "boxbot.xml"\n[drives]\nfamily = "ideal"\nkp = 200.0\n'
         f"{arm('right', -0.2)}{arm('left', 0.2)}",
         encoding="utf-8",
     )

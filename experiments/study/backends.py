@@ -17,13 +17,33 @@ from urllib.parse import urlparse
 
 from rob_twin.experiments.study.tasks import StudyContext, Task
 from rob_twin.experiments.study.worker import run_task, task_row
-from rob_twin.models.errors import RobTwinError
+from rob_twin.models.errors import InvalidValueError, RobTwinError
 
 OnRow = Callable[[dict], None]
 
 
 class RayUnreachableError(RobTwinError, ConnectionError):
     """A Ray address that did not answer within the timeout."""
+
+
+class StudyBackendError(InvalidValueError):
+    """A backend setting out of its range (``workers`` below 1, ...)."""
+
+    subject = "study backend"
+
+
+MAX_WORKERS = 1024  # local processes or Ray actors
+
+
+def _check_workers(workers: int | None, optional: bool) -> None:
+    if workers is None and optional:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise StudyBackendError(
+            "workers",
+            workers,
+            f"an integer in [1, {MAX_WORKERS}]" + (" or None" if optional else ""),
+        )
 
 
 def error_row(task: Task, message: str) -> dict:
@@ -44,6 +64,9 @@ class LocalBackend:
 
     workers: int = 1
     in_flight: int = 4
+
+    def __post_init__(self) -> None:
+        _check_workers(self.workers, optional=False)
 
     @property
     def label(self) -> str:
@@ -117,6 +140,9 @@ class RayBackend:
     workers: int | None = None
     connect_timeout_s: float = 10.0
     in_flight: int = 2
+
+    def __post_init__(self) -> None:
+        _check_workers(self.workers, optional=True)
 
     @property
     def label(self) -> str:

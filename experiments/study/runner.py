@@ -16,7 +16,7 @@ from rob_twin.experiments.study.backends import LocalBackend, RayBackend, defaul
 from rob_twin.experiments.study.preflight import StudyLimits, preflight
 from rob_twin.experiments.study.report import summarize, write_report
 from rob_twin.experiments.study.spec import StudySpec
-from rob_twin.experiments.study.store import RowStore, read_rows
+from rob_twin.experiments.study.store import RowStore, check_out_dir, read_rows
 from rob_twin.experiments.study.tasks import context, expand, task_for_row
 from rob_twin.experiments.study.worker import TIMING_COLUMNS, run_task
 from tqdm import tqdm
@@ -48,6 +48,7 @@ def run_study(
     StudySpecError (StudyTooLargeError beyond ``limits`` unless ``force``) before any row.
     A KeyboardInterrupt leaves the finished rows in ``rows.csv`` (``resume=True`` continues)."""
     out_dir = Path(out_dir or default_out_dir(spec))
+    check_out_dir(out_dir)  # before the preflight builds anything
     backend = backend or LocalBackend()
     workers = getattr(backend, "workers", None) or default_workers()
     est = preflight(spec, base_dir, workers, limits, force)

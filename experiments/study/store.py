@@ -23,6 +23,21 @@ class StudyOutputError(RobTwinError, FileExistsError):
     """An output folder that already holds rows of a study (or of another one)."""
 
 
+def check_out_dir(out_dir: Path) -> None:
+    """StudyOutputError (before any work) unless ``out_dir`` is a folder or a path where one
+    can be made: not an existing file, no existing file among its parents."""
+    out_dir = Path(out_dir)
+    for part in (out_dir, *out_dir.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                what = "is a file" if part == out_dir else f"has the file {part} on its way"
+                raise StudyOutputError(
+                    f"study --out={str(out_dir)!r} is invalid ({what}); valid: a folder, or a "
+                    "path where one can be made"
+                )
+            return
+
+
 def _parse(column: str, text: str):
     if text == "":
         return "" if column in ("reason", "error") else None

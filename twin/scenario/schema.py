@@ -51,7 +51,10 @@ SCHEMA_PATH = (
     Path(__file__).resolve().parents[2] / "experiments" / "scenarios" / "scenario.schema.json"
 )
 
-MAX_FAULTS = 100_000  # checked before the entries are validated: a huge list fails at once
+# list caps, checked before the entries are validated: a huge list fails at once
+MAX_FAULTS = 1_000  # fault windows in one scenario
+MAX_KEYFRAMES = 10_000  # keyframes in one scenario (both arms together)
+MAX_STEPS = 1_000  # entries of each of plans, base, grasps and carries
 MAX_DURATION_S = 3600.0  # one hour of simulated time; longer runs belong in a study, not a scenario
 LOG_RATE_HZ = 50.0  # the run logs commanded and measured joints at this rate
 MIN_DURATION_S = 1.0 / LOG_RATE_HZ  # shorter runs would have no logged sample to report
@@ -508,9 +511,9 @@ class ScenarioFile(_Strict):
         ),
         json_schema_extra={"propertyNames": {"enum": list(initial_joint_limits())}},
     )
-    keyframes: list[Keyframe] = []
+    keyframes: Annotated[list[Keyframe], Field(max_length=MAX_KEYFRAMES)] = []
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = []
-    plans: list[PlanStep] = []
+    plans: Annotated[list[PlanStep], Field(max_length=MAX_STEPS)] = []
     cameras: list[Literal[CAMERAS]] = Field(  # type: ignore[valid-type]
         default_factory=list, description="the first one is recorded"
     )
@@ -542,6 +545,7 @@ class ScenarioFile(_Strict):
 
     base: list[BaseStep] = Field(
         default_factory=list,
+        max_length=MAX_STEPS,
         description=(
             "tracked-base drive steps (robot 'rob' only); the lidars run and merge while it drives"
         ),
@@ -549,9 +553,13 @@ class ScenarioFile(_Strict):
     held_object: HeldObjectSpec | None = Field(
         default=None, description="a box the hands can grasp and carry (grasps, carries)"
     )
-    grasps: list[GraspStep] = Field(default_factory=list, description="needs held_object")
+    grasps: list[GraspStep] = Field(
+        default_factory=list, max_length=MAX_STEPS, description="needs held_object"
+    )
     carries: list[CarryStep] = Field(
-        default_factory=list, description="needs held_object; both arms, no keyframes or plans"
+        default_factory=list,
+        max_length=MAX_STEPS,
+        description="needs held_object; both arms, no keyframes or plans",
     )
     quality: Literal["auto", "fast", "full"] = Field(
         default="auto",
@@ -594,6 +602,18 @@ class ScenarioFile(_Strict):
             )
         return faults
 
+    @field_validator("keyframes", "plans", "base", "grasps", "carries", mode="before")
+    @classmethod
+    def _not_too_many_entries(cls, entries: Any, info: ValidationInfo) -> Any:
+        top = MAX_KEYFRAMES if info.field_name == "keyframes" else MAX_STEPS
+        if isinstance(entries, list) and len(entries) > top:
+            raise _problem(
+                f"too_many_{info.field_name}",
+                f"{len(entries)} entries; a scenario holds at most {top} {info.field_name} "
+                "(split the run)",
+            )
+        return entries
+
     @field_validator("frame_size")
     @classmethod
     def _fits_offscreen(cls, size: list[int]) -> list[int]:
@@ -607,6 +627,18 @@ class ScenarioFile(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> ScenarioFile:
+        for field, entries, key in (
+            ("keyframes", self.keyframes, "t"),
+            ("faults", self.faults, "at"),
+        ):
+            for i, entry in enumerate(entries):
+                if getattr(entry, key) > self.duration:
+                    raise _problem(
+                        f"{field}_after_end",
+                        f"must be within the run: in [0, {self.duration}] s (duration)",
+                        at=(field, i, key),
+                        value=getattr(entry, key),
+                    )
         keyframed = {k.arm for k in self.keyframes}
         for i, step in enumerate(self.plans):
             both = sorted(keyframed & set(step.goals))
@@ -756,7 +788,7 @@ def validate_scenario(raw: Any, source: str = "scenario") -> ScenarioFile:
         raise ScenarioError(f"{source} is nested too deeply to be a scenario") from None
 
 
-_FAULT_LIST = TypeAdapter(list[Fault])
+_FAULT_LIST = TypeAdapter(Annotated[list[Fault], Field(max_length=MAX_FAULTS)])
 
 
 def parse_fault(raw: dict) -> FaultSpec:

@@ -31,7 +31,7 @@ from rob_twin.controllers.owner_config import OwnerConfig
 from rob_twin.controllers.owner_types import FaultKind, TickReport
 from rob_twin.controllers.transport import CanTransport, TransportConfig
 from rob_twin.models.errors import RobTwinError, describe
-from rob_twin.models.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.names import Arm
 
 
 class ArmDriver:
@@ -54,6 +54,13 @@ class ArmDriver:
                 "transport.config.arm",
                 transport.config.arm.value,
                 f"the owner's arm {owner.arm.value!r}",
+            )
+        joints = getattr(transport, "joints", owner.joints)
+        if joints != owner.joints:
+            raise TransportConfigError(
+                "transport joints",
+                joints,
+                f"{owner.joints} (the owner's joint count, OwnerConfig.joints)",
             )
         self.owner = owner
         self.transport = transport
@@ -94,19 +101,24 @@ class ArmDriver:
     def arm(self) -> Arm:
         return self.owner.arm
 
+    @property
+    def joints(self) -> int:
+        """The arm's joint count (the owner's, ``OwnerConfig.joints``)."""
+        return self.owner.joints
+
     def measured_positions(self) -> np.ndarray | None:
         """Latest decoded joint positions [rad], or None until every joint reported."""
-        fb = self.transport.latest_feedback
-        if len(fb) < JOINTS_PER_ARM:
+        fb, n = self.transport.latest_feedback, self.owner.joints
+        if len(fb) < n:
             return None
-        return np.array([fb[j].position_rad for j in range(1, JOINTS_PER_ARM + 1)])
+        return np.array([fb[j].position_rad for j in range(1, n + 1)])
 
     def drive_status(self) -> tuple[int, ...] | None:
         """Raw status byte of each joint's latest feedback frame (units unverified)."""
-        fb = self.transport.latest_feedback
-        if len(fb) < JOINTS_PER_ARM:
+        fb, n = self.transport.latest_feedback, self.owner.joints
+        if len(fb) < n:
             return None
-        return tuple(fb[j].status for j in range(1, JOINTS_PER_ARM + 1))
+        return tuple(fb[j].status for j in range(1, n + 1))
 
     def forward_feedback(self) -> bool:
         """Hand fresh feedback to the owner; True when an observation was forwarded."""

@@ -23,10 +23,11 @@ from rob_twin.controllers.damiao_transport import (
     DamiaoTransportConfig,
     GravityModel,
 )
+from rob_twin.controllers.errors import TransportConfigError
 from rob_twin.controllers.owner import ArmOwner
-from rob_twin.controllers.owner_config import OwnerConfig
+from rob_twin.controllers.owner_config import OwnerConfig, default_config
 from rob_twin.controllers.owner_types import FaultKind, TickReport
-from rob_twin.models.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.names import Arm
 
 
 class DamiaoArmDriver(ArmDriver):
@@ -48,9 +49,18 @@ class DamiaoArmDriver(ArmDriver):
         bus=None,
         gravity: GravityModel | None = None,
     ) -> DamiaoArmDriver:
-        """Build the transport (on ``bus`` if given) and an owner publishing through it."""
+        """Build the transport (on ``bus`` if given) and an owner publishing through it. The
+        arm's joint count is the transport's (one drive per motor of ``transport_config``) and
+        must be ``owner_config``'s (TransportConfigError naming both otherwise)."""
         arm = Arm.parse(arm)
         tcfg = transport_config or DamiaoTransportConfig(arm=arm)
+        ocfg = owner_config or default_config()
+        if ocfg.joints != tcfg.joints:
+            raise TransportConfigError(
+                "transport_config joints (motors)",
+                tcfg.joints,
+                f"{ocfg.joints} (the owner config's joint count, OwnerConfig.joints)",
+            )
         transport = DamiaoTransport(tcfg, bus=bus, clock=clock.now, gravity=gravity)
         owner = ArmOwner(arm, transport, clock, initial_positions_rad, owner_config)  # type: ignore[arg-type]
         return cls(owner, transport)
@@ -111,7 +121,7 @@ class DamiaoArmDriver(ArmDriver):
 
     def measured_velocities(self) -> np.ndarray | None:
         """Latest decoded joint velocities [rad/s], or None until every joint reported."""
-        fb = self.transport.latest_feedback
-        if len(fb) < JOINTS_PER_ARM:
+        fb, n = self.transport.latest_feedback, self.owner.joints
+        if len(fb) < n:
             return None
-        return np.array([fb[j].velocity_rad_s for j in range(1, JOINTS_PER_ARM + 1)])
+        return np.array([fb[j].velocity_rad_s for j in range(1, n + 1)])

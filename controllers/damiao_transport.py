@@ -8,7 +8,7 @@ sends, per joint, one MIT frame with
 * kp, kd from the per-joint gain table of the configuration;
 * tau_ff = the gravity model at the commanded position (plus a declared payload),
   computed on every publish (500 Hz on OpenArm). The model is a plain callable
-  (``GravityModel``: 7 joint angles [rad] -> 7 torques [Nm]) that a higher layer
+  (``GravityModel``: n joint angles [rad] -> n torques [Nm]) that a higher layer
   provides (the twin wraps Pinocchio's RNEA); this module imports neither mujoco
   nor pinocchio. Without a model the feed-forward is zero.
 
@@ -18,8 +18,14 @@ A feed-forward torque that is not finite or exceeds the motor's physical peak to
 out-of-range values (q past PMAX, |v| past VMAX) are codec errors: REFUSED, no frame.
 
 Sending, polling and the second-writer accounting are ``rob_twin.controllers.transport_core``'s,
-as for ``CanTransport`` (all seven frames or a typed outcome: REFUSED, PARTIAL,
-UNCERTAIN; never a retry; a late batch is UNCERTAIN).
+as for ``CanTransport`` (all of a sample's frames, one per joint, or a typed outcome:
+REFUSED, PARTIAL, UNCERTAIN; never a retry; a late batch is UNCERTAIN).
+
+Joint count: one drive per entry of the configuration's ``motors`` (``joints``: OpenArm's
+seven by default; any count 1..``MAX_JOINTS``). The ids, gains and scalings have one entry
+per motor; left empty, the ids are OpenArm's addressing (ESC 0x01.., MST = ESC + 0x10) and
+the gains OpenArm's ROS 2 table (seven joints: per joint; other counts: per motor model,
+``motor_gains``).
 
 Replies: every frame sent is answered on the motor's MST id (request-reply). State
 frames are decoded with the *host's* scaling into ``latest_feedback`` (joint ->
@@ -77,21 +83,53 @@ from rob_twin.controllers.damiao_errors import (
 from rob_twin.controllers.publish import PublishOutcome, PublishReport
 from rob_twin.controllers.transport_core import TransportCore, TransportCounters
 from rob_twin.models.damiao_motors import (
-    ESC_IDS,
     KD_MAX,
     KP_MAX,
-    MST_IDS,
+    MIT_REPLY_OFFSET,
     OPENARM_ARM_MOTORS,
     OPENARM_KD,
     OPENARM_KP,
     REGISTER_ID,
     MotorLimits,
 )
-from rob_twin.models.names import BUS_MAPPING, JOINTS_PER_ARM, Arm
+from rob_twin.models.names import BUS_MAPPING, Arm
 
-GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (7,) -> tau [Nm] (7,)
+GravityModel = Callable[[np.ndarray], np.ndarray]  # q [rad] (n,) -> tau [Nm] (n,)
 Clock = Callable[[], float]
-N = JOINTS_PER_ARM
+# ESC ids 0x01..0x0F: a state frame names its motor by the ESC id's low nibble, and the
+# reply ids (ESC + 0x10) stay clear of the command ids
+MAX_JOINTS = 15
+
+
+def esc_ids(joints: int) -> tuple[int, ...]:
+    """OpenArm's command (ESC) ids of an arm of ``joints`` drives: 0x01, 0x02, ..."""
+    return tuple(range(1, joints + 1))
+
+
+def mst_ids(joints: int) -> tuple[int, ...]:
+    """OpenArm's reply (MST) ids of an arm of ``joints`` drives: ESC id + 0x10."""
+    return tuple(e + MIT_REPLY_OFFSET for e in esc_ids(joints))
+
+
+def motor_gains(motors: tuple[MotorLimits, ...]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(kp [Nm/rad], kd [Nm s/rad]) per joint of an arm with ``motors``: OpenArm's ROS 2
+    table per joint for a seven-joint arm (what every seven-joint Damiao arm of the twin has
+    run); for any other joint count each joint takes the gains of the first OpenArm joint
+    with its motor model (DM8009 70 / 2.75, DM4340 70 / 2.0, DM4310 10 / 0.7)."""
+    if len(motors) == len(OPENARM_KP):
+        return OPENARM_KP, OPENARM_KD
+    first: dict[str, tuple[float, float]] = {}
+    for m, kp, kd in zip(OPENARM_ARM_MOTORS, OPENARM_KP, OPENARM_KD, strict=True):
+        first.setdefault(m.model, (kp, kd))
+    missing = sorted({m.model for m in motors} - set(first))
+    if missing:
+        raise DamiaoTransportError(
+            f"no default gains for motor(s) {missing}; valid: one of {sorted(first)}, "
+            "or give kp and kd per joint"
+        )
+    return tuple(first[m.model][0] for m in motors), tuple(first[m.model][1] for m in motors)
+
+
 SCALING_REGISTERS = (Register.PMAX, Register.VMAX, Register.TMAX)
 BRING_UP_BATCH = 3  # drives asked at once during bring-up (replies fit 3 tx mailboxes)
 BRING_UP_REGISTERS = (
@@ -105,20 +143,22 @@ BRING_UP_REGISTERS = (
 
 @dataclass(frozen=True)
 class DamiaoTransportConfig:
-    """One arm's Damiao bus. motors: the host's motor table (its PMAX/VMAX/TMAX are the
-    host's scaling; ``scalings`` overrides them, e.g. a stale table); kp [Nm/rad] and kd
-    [Nm s/rad] per joint; timeout_s: CAN watchdog written at bring-up [s] (None: leave
-    the register alone); times in seconds."""
+    """One arm's Damiao bus. motors: the host's motor table, one per joint (its length is
+    the arm's joint count, ``joints``; its PMAX/VMAX/TMAX are the host's scaling;
+    ``scalings`` overrides them, e.g. a stale table); kp [Nm/rad] and kd [Nm s/rad] per
+    joint (empty: ``motor_gains``); esc_ids / mst_ids per joint (empty: OpenArm's
+    addressing, ``esc_ids`` / ``mst_ids``); timeout_s: CAN watchdog written at bring-up [s]
+    (None: leave the register alone); times in seconds."""
 
     arm: Arm = Arm.RIGHT
     interface: str = "virtual"
     channel: str | None = None
     motors: tuple[MotorLimits, ...] = OPENARM_ARM_MOTORS
     scalings: tuple[Scaling, ...] | None = None
-    kp: tuple[float, ...] = OPENARM_KP
-    kd: tuple[float, ...] = OPENARM_KD
-    esc_ids: tuple[int, ...] = ESC_IDS
-    mst_ids: tuple[int, ...] = MST_IDS
+    kp: tuple[float, ...] = ()
+    kd: tuple[float, ...] = ()
+    esc_ids: tuple[int, ...] = ()
+    mst_ids: tuple[int, ...] = ()
     timeout_s: float | None = 0.1
     publish_deadline_s: float = 0.002
     send_timeout_s: float | None = 0.001
@@ -127,13 +167,30 @@ class DamiaoTransportConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arm", Arm.parse(self.arm))
-        for name in ("motors", "kp", "kd", "esc_ids", "mst_ids"):
-            if len(getattr(self, name)) != N:
+        n = len(self.motors)
+        if not 1 <= n <= MAX_JOINTS:
+            raise DamiaoTransportError(
+                f"transport config motors: {n} motors; valid: 1..{MAX_JOINTS} (one per joint)"
+            )
+        if not self.kp or not self.kd:
+            kp, kd = motor_gains(tuple(self.motors))
+            object.__setattr__(self, "kp", self.kp or kp)
+            object.__setattr__(self, "kd", self.kd or kd)
+        if not self.esc_ids:
+            object.__setattr__(self, "esc_ids", esc_ids(n))
+        if not self.mst_ids:
+            object.__setattr__(self, "mst_ids", mst_ids(n))
+        for name in ("kp", "kd", "esc_ids", "mst_ids"):
+            if len(getattr(self, name)) != n:
                 raise DamiaoTransportError(
-                    f"transport config {name} needs {N} values, got {len(getattr(self, name))}"
+                    f"transport config {name} needs {n} values (one per motor), "
+                    f"got {len(getattr(self, name))}"
                 )
-        if self.scalings is not None and len(self.scalings) != N:
-            raise DamiaoTransportError(f"transport config scalings needs {N} values")
+        if self.scalings is not None and len(self.scalings) != n:
+            raise DamiaoTransportError(
+                f"transport config scalings needs {n} values (one per motor), "
+                f"got {len(self.scalings)}"
+            )
         for j, (kp, kd) in enumerate(zip(self.kp, self.kd, strict=True), start=1):
             if not (0.0 <= kp <= KP_MAX and 0.0 <= kd <= KD_MAX):
                 raise DamiaoTransportError(
@@ -145,6 +202,11 @@ class DamiaoTransportConfig:
             raise DamiaoTransportError(
                 f"publish_deadline_s {self.publish_deadline_s!r}; valid: > 0 s"
             )
+
+    @property
+    def joints(self) -> int:
+        """The arm's joint count: one drive per motor."""
+        return len(self.motors)
 
     @property
     def resolved_channel(self) -> str:
@@ -184,7 +246,7 @@ class DamiaoCounters(TransportCounters):
 
 @dataclass(frozen=True)
 class MitFrame:
-    """One encoded MIT frame of joint ``joint`` (1..7)."""
+    """One encoded MIT frame of joint ``joint`` (1..joints)."""
 
     joint: int
     arbitration_id: int
@@ -230,7 +292,12 @@ class DamiaoTransport(TransportCore):
     ):
         self.config = cfg = config or DamiaoTransportConfig()
         super().__init__(
-            cfg, bus=bus, clock=clock, counters=DamiaoCounters(), command_ids=set(cfg.esc_ids)
+            cfg,
+            bus=bus,
+            clock=clock,
+            counters=DamiaoCounters(),
+            command_ids=set(cfg.esc_ids),
+            joints=cfg.joints,
         )
         self.counters: DamiaoCounters
         self.gravity = gravity
@@ -241,18 +308,18 @@ class DamiaoTransport(TransportCore):
         self._pending: set[tuple[int, int]] = set()  # (joint, register) asked, not answered
         self.latest_feedback: dict[int, DamiaoFeedback] = {}
         self.registers: dict[tuple[int, Register], int | float] = {}
-        self.last_feedforward_nm = np.zeros(N)
+        self.last_feedforward_nm = np.zeros(self.joints)
         self.enabled = False  # the enable sequence passed (bring_up)
 
     # ------------------------------------------------------------------ output
     def publish_sample(self, positions_rad: np.ndarray) -> PublishReport:
         """A position-only sample: velocity and acceleration taken as zero."""
-        return self.publish_state(positions_rad, np.zeros(N), np.zeros(N))
+        return self.publish_state(positions_rad, np.zeros(self.joints), np.zeros(self.joints))
 
     def feedforward(self, positions_rad: np.ndarray) -> np.ndarray:
         """The gravity feed-forward [Nm] at ``positions_rad`` (zeros without a model)."""
         if self.gravity is None:
-            return np.zeros(N)
+            return np.zeros(self.joints)
         return np.asarray(self.gravity(np.asarray(positions_rad, dtype=float)), dtype=float)
 
     def publish_state(
@@ -261,7 +328,8 @@ class DamiaoTransport(TransportCore):
         velocities_rad_s: np.ndarray,
         accelerations_rad_s2: np.ndarray,
     ) -> PublishReport:
-        """Encode seven MIT frames from the coherent sample (all or nothing) and send them."""
+        """Encode one MIT frame per joint from the coherent sample (all or nothing) and send
+        them."""
         self._check_open()
         self.counters.samples += 1
         start = self.clock()
@@ -296,11 +364,16 @@ class DamiaoTransport(TransportCore):
         return self._finish(self._send_batch(frames, start))
 
     def _mit_frames(self, positions_rad, velocities_rad_s, tau: np.ndarray) -> list[MitFrame]:
-        """The seven MIT frames of (p, v) with the gain table and feed-forward ``tau``."""
+        """The MIT frames of (p, v), one per joint, with the gain table and feed-forward
+        ``tau``. IndexError (a refusal) for a sample with fewer values than joints; one with
+        more is refused too, never truncated."""
         p = np.asarray(positions_rad, dtype=float).tolist()
         v = np.asarray(velocities_rad_s, dtype=float).tolist()
+        n = self.joints
+        if len(p) != n or len(v) != n:
+            raise IndexError(f"sample of {len(p)} positions, {len(v)} velocities; need {n} each")
         frames = []
-        for k in range(N):
+        for k in range(n):
             cmd = MitCommand(p[k], v[k], self._kp[k], self._kd[k], float(tau[k]))
             data = encode_mit(cmd, self.scalings[k], k + 1)
             frames.append(MitFrame(k + 1, self.config.esc_ids[k], data))
@@ -319,13 +392,15 @@ class DamiaoTransport(TransportCore):
         if bad:
             raise DamiaoTransportError(bad)
         try:
-            return self._mit_frames(positions_rad, np.zeros(N), tau), tau
+            return self._mit_frames(positions_rad, np.zeros(self.joints), tau), tau
         except (DamiaoCodecError, IndexError) as err:
             raise DamiaoTransportError(f"encode: {err}") from err
 
     def _torque_violation(self, tau: np.ndarray) -> str:
-        if tau.shape != (N,):
-            return f"gravity model returned shape {tau.shape}; expected ({N},) torques [Nm]"
+        if tau.shape != (self.joints,):
+            return (
+                f"gravity model returned shape {tau.shape}; expected ({self.joints},) torques [Nm]"
+            )
         for j, (t, peak) in enumerate(zip(tau.tolist(), self._peak, strict=True), start=1):
             if not (math.isfinite(t) and abs(t) <= peak):
                 return (
@@ -338,7 +413,7 @@ class DamiaoTransport(TransportCore):
     # ------------------------------------------------------------ system frames
     def send_special(self, command: SpecialCommand, joints: tuple[int, ...] = ()) -> None:
         """Enable / disable / set zero / clear error on the listed joints (all when empty)."""
-        for j in joints or range(1, N + 1):
+        for j in joints or range(1, self.joints + 1):
             self._send_raw(self._esc_of(j), special_frame(command))
         if command in (SpecialCommand.DISABLE, SpecialCommand.CLEAR_ERROR):
             self.enabled = False  # streaming needs a fresh enable sequence
@@ -355,8 +430,9 @@ class DamiaoTransport(TransportCore):
         self._send_raw(REGISTER_ID, data)
 
     def _esc_of(self, joint: object) -> int:
-        if isinstance(joint, bool) or not isinstance(joint, int) or not 1 <= joint <= N:
-            raise UnknownMotorIdError(joint, f"joint numbers 1..{N}")
+        n = self.joints
+        if isinstance(joint, bool) or not isinstance(joint, int) or not 1 <= joint <= n:
+            raise UnknownMotorIdError(joint, f"joint numbers 1..{n}")
         return self.config.esc_ids[joint - 1]
 
     def _send_raw(self, arb: int, data: bytes) -> None:
@@ -410,10 +486,10 @@ class DamiaoTransport(TransportCore):
 
     def statuses(self) -> tuple[int, ...] | None:
         """Status nibble of each joint's latest state frame, or None until all reported."""
-        fb = self.latest_feedback
-        if len(fb) < N:
+        fb, n = self.latest_feedback, self.joints
+        if len(fb) < n:
             return None
-        return tuple(fb[j].status for j in range(1, N + 1))
+        return tuple(fb[j].status for j in range(1, n + 1))
 
     # ---------------------------------------------------------------- bring-up
     def bring_up(
@@ -440,9 +516,7 @@ class DamiaoTransport(TransportCore):
         rounds = [None] if counts is not None else []  # None: the timeout write
         # one register of BRING_UP_BATCH drives per round: a round fits the host's 10-frame tx
         # queue, and the replies fit the drives' side of the bus (a few tx mailboxes)
-        batches = [
-            range(j, min(j + BRING_UP_BATCH, N + 1)) for j in range(1, N + 1, BRING_UP_BATCH)
-        ]
+        batches = self._batches()
         for rid, joints in ((r, b) for r in rounds + list(BRING_UP_REGISTERS) for b in batches):
             try:
                 for j in joints:
@@ -458,7 +532,7 @@ class DamiaoTransport(TransportCore):
             unanswered += sorted(self._pending)
             self._pending.clear()
         rep.missing = [f"joint {j} {Register(r).name}" for j, r in unanswered]
-        for j in range(1, N + 1):
+        for j in range(1, self.joints + 1):
             rep.registers[j] = {
                 r.name: self.registers[(j, r)]
                 for r in BRING_UP_REGISTERS
@@ -485,9 +559,7 @@ class DamiaoTransport(TransportCore):
         sample is refused the same way and latches). None: enable only."""
         if rep.missing or rep.mismatches:
             raise DamiaoTransportError("enable_drives needs a passed check_registers report")
-        batches = [
-            range(j, min(j + BRING_UP_BATCH, N + 1)) for j in range(1, N + 1, BRING_UP_BATCH)
-        ]
+        batches = self._batches()
         hold: list[MitFrame] | None = None
         if hold_rad is not None:
             try:
@@ -516,10 +588,17 @@ class DamiaoTransport(TransportCore):
                 ),
             )
         rep.statuses = {j: fb.status for j, fb in self.latest_feedback.items()}
-        rep.missing = [f"joint {j} enable" for j in range(1, N + 1) if j not in rep.statuses]
+        rep.missing = [
+            f"joint {j} enable" for j in range(1, self.joints + 1) if j not in rep.statuses
+        ]
         rep.passed = not rep.missing and all(s == Status.ENABLED for s in rep.statuses.values())
         self.enabled = rep.passed
         return rep
+
+    def _batches(self) -> list[range]:
+        """The joints asked at once during bring-up: ``BRING_UP_BATCH`` at a time."""
+        n = self.joints
+        return [range(j, min(j + BRING_UP_BATCH, n + 1)) for j in range(1, n + 1, BRING_UP_BATCH)]
 
     def _settle(self, settle: Callable[[], None], n: int, done: Callable[[], bool]) -> None:
         for _ in range(n):
@@ -531,7 +610,7 @@ class DamiaoTransport(TransportCore):
     def register_mismatches(self, timeout_counts: int | None = None) -> list[str]:
         """Disagreements between the registers read back and the host's table."""
         out = []
-        for j in range(1, N + 1):
+        for j in range(1, self.joints + 1):
             s = self.scalings[j - 1]
             expected = {
                 Register.PMAX: s.pmax_rad,

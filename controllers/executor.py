@@ -188,6 +188,7 @@ class Execution:
             lease=lease,
             velocity_rad_s=qd,
             acceleration_rad_s2=qdd,
+            joints=st.owner.joints,
         )
         hook = self.executor.hooks.before_submit
         if hook:
@@ -337,9 +338,10 @@ class Execution:
             stamps = np.array([r[0] for r in rows])
             p, v, a = (np.array([r[k] for r in rows]) for k in (1, 2, 3))
         else:
-            stamps, p, v, a = np.zeros(0), *(np.zeros((0, 7)) for _ in range(3))
+            n = st.owner.joints
+            stamps, p, v, a = np.zeros(0), *(np.zeros((0, n)) for _ in range(3))
         due = stamps - start + st.owner.config.period_s  # a sample is the state at its period's end
-        planned = self.trajectory.sample_many(arm, due) if rows else np.zeros((0, 7))
+        planned = self.trajectory.sample_many(arm, due) if rows else np.zeros((0, st.owner.joints))
         window = (stamps >= start - 1e-9) & (stamps <= self.end_s + self.config.settle_timeout_s)
         dev = np.abs(p[window] - planned[window]).max(axis=1) if window.any() else np.zeros(0)
         first = st.first_planned_s
@@ -381,14 +383,21 @@ class SyncExecutor:
     def begin(self, trajectory: MultiArmTrajectory | Mapping[Arm | str, tuple]) -> Execution:
         """Validate, acquire every moving arm (all or none), compute the shared stamp once.
 
-        Raises TrajectoryError / UnknownNameError for malformed input. An acquisition
-        failure comes back as a finished Execution with outcome ACQUISITION_FAILED."""
+        Raises TrajectoryError / UnknownNameError for malformed input (an arm's columns are
+        its owner's joint count). An acquisition failure comes back as a finished Execution
+        with outcome ACQUISITION_FAILED."""
+        joints = {arm: owner.joints for arm, owner in self.owners.items()}
         traj = (
             trajectory
             if isinstance(trajectory, MultiArmTrajectory)
-            else MultiArmTrajectory.from_arrays(trajectory)
+            else MultiArmTrajectory.from_arrays(trajectory, joints)
         )
         for arm, s in traj.arms.items():
+            n = joints.get(arm, s.q.shape[1])
+            if s.q.shape[1] != n:
+                raise TrajectoryError(
+                    arm, "q shape", s.q.shape, f"({s.q.shape[0]}, {n}): one column per joint"
+                )
             for k, what in ((0, "first"), (-1, "last")):
                 v = float(np.max(np.abs(s.qd[k])))
                 if v > self.config.rest_tolerance_rad_s:

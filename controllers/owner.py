@@ -56,6 +56,7 @@ from rob_twin.controllers.errors import (
     OwnerConfigError,
     OwnerStateError,
     TargetRefusedError,
+    TargetShapeError,
     TargetTypeError,
 )
 from rob_twin.controllers.lease import Lease, LeaseAuthority, LeaseStatus
@@ -79,18 +80,18 @@ from rob_twin.controllers.publish import PublishOutcome, SamplePublisher
 from rob_twin.controllers.target import ArmTarget, as_joint_vector
 from rob_twin.controllers.target_limits import TargetStateCheck
 from rob_twin.models.errors import describe
-from rob_twin.models.names import JOINTS_PER_ARM, Arm
+from rob_twin.models.names import Arm
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
-
-N = JOINTS_PER_ARM
 
 
 class ArmOwner:
     """The single persistent owner of one arm's output.
 
     arm: the physical arm; publisher: where samples go; clock: injected time base;
-    initial_positions_rad: the commanded state at construction (at rest) [rad];
-    config: limits and thresholds (``default_config()``); hooks: interleaving points;
+    initial_positions_rad: the commanded state at construction (at rest) [rad], one per
+    joint; config: limits and thresholds (``default_config()``), whose per-joint tuples give
+    the arm's joint count (``OwnerConfig.joints``: every vector has that many values;
+    seven by default); hooks: interleaving points;
     lease_authority: host authority (one is created on ``clock`` if omitted).
     """
 
@@ -133,6 +134,7 @@ class ArmOwner:
         self.mailbox = LatestTargetMailbox(self._generation)
         self.stats = OwnerStats()
         c = self.config
+        self.joints = c.joints  # the arm's joint count: every sample and target has as many
         self._vmax = np.array(c.max_velocity)
         self._amax = np.array(c.max_acceleration)
         self._jmax = np.array(c.max_jerk)
@@ -164,26 +166,26 @@ class ArmOwner:
         self._target_check = TargetStateCheck(c)
         self._start(
             self._within_bounds(
-                as_joint_vector(initial_positions_rad, "initial_positions_rad"),
+                as_joint_vector(initial_positions_rad, "initial_positions_rad", self.joints),
                 "initial_positions_rad",
             )
         )
 
     # ----------------------------------------------------------------- set-up / state
     def _start(self, p0: np.ndarray) -> None:
-        c = self.config
-        self._otg = Ruckig(N, c.period_s)
-        self._inp = InputParameter(N)
-        self._out = OutputParameter(N)
+        c, n = self.config, self.joints
+        self._otg = Ruckig(n, c.period_s)
+        self._inp = InputParameter(n)
+        self._out = OutputParameter(n)
         inp = self._inp
         inp.max_velocity = list(c.max_velocity)
         inp.max_acceleration = list(c.max_acceleration)
         inp.max_jerk = list(c.max_jerk)
         inp.current_position = p0.tolist()
-        inp.current_velocity = [0.0] * N
-        inp.current_acceleration = [0.0] * N
+        inp.current_velocity = [0.0] * n
+        inp.current_acceleration = [0.0] * n
         self._set_hold_target(p0)
-        self._cmd_p, self._cmd_v, self._cmd_a = p0.copy(), np.zeros(N), np.zeros(N)
+        self._cmd_p, self._cmd_v, self._cmd_a = p0.copy(), np.zeros(n), np.zeros(n)
         self.mode = Mode.TRACKING
         self.fault: FaultKind | None = None
         self.fault_reason = ""
@@ -212,8 +214,8 @@ class ArmOwner:
         self._inp.control_interface = ControlInterface.Position
         self._inp.minimum_duration = None
         self._inp.target_position = list(map(float, p))
-        self._inp.target_velocity = [0.0] * N
-        self._inp.target_acceleration = [0.0] * N
+        self._inp.target_velocity = [0.0] * self.joints
+        self._inp.target_acceleration = [0.0] * self.joints
 
     @property
     def clock(self) -> Clock:
@@ -247,9 +249,12 @@ class ArmOwner:
 
         A target the owner cannot execute is refused here (``OfferResult.reason`` and
         ``.error``), never accepted and then failed at the tick. TargetTypeError when
-        ``target`` is not an ArmTarget (nothing is counted)."""
+        ``target`` is not an ArmTarget, TargetShapeError when it is for an arm of another
+        joint count (``ArmTarget.joints``; nothing is counted)."""
         if not isinstance(target, ArmTarget):
             raise TargetTypeError("target", target, "an ArmTarget")
+        if target.joints != self.joints:
+            raise TargetShapeError("positions_rad", target.positions_rad.shape, self.joints)
         return self.mailbox.offer(target, self._refusal(target))
 
     def _refusal(self, target: ArmTarget) -> TargetRefusedError | None:
@@ -300,7 +305,7 @@ class ArmOwner:
             stamp = finite_real(
                 stamp_s, "stamp_s", "a finite time [s] on the owner's clock", FeedbackError
             )
-            p = as_joint_vector(positions_rad, "feedback positions_rad")
+            p = as_joint_vector(positions_rad, "feedback positions_rad", self.joints)
             now = self._clock.now()
             if not stamp <= now + tol:  # NaN-safe: an unreadable clock refuses too
                 raise FeedbackError(
@@ -355,7 +360,8 @@ class ArmOwner:
                 raise OwnerStateError("reset", self.mode.value, "faulted, stopped, hold")
             if positions_rad is not None:
                 p0 = self._within_bounds(
-                    as_joint_vector(positions_rad, "reset positions_rad"), "reset positions_rad"
+                    as_joint_vector(positions_rad, "reset positions_rad", self.joints),
+                    "reset positions_rad",
                 )
             else:
                 with self._fb_lock:
@@ -672,11 +678,12 @@ class ArmOwner:
         inp = self._inp
         inp.control_interface = ControlInterface.Position
         inp.target_position = tgt.positions_rad.tolist()
+        n = self.joints
         inp.target_velocity = (
-            [0.0] * N if tgt.velocity_rad_s is None else tgt.velocity_rad_s.tolist()
+            [0.0] * n if tgt.velocity_rad_s is None else tgt.velocity_rad_s.tolist()
         )
         inp.target_acceleration = (
-            [0.0] * N if tgt.acceleration_rad_s2 is None else tgt.acceleration_rad_s2.tolist()
+            [0.0] * n if tgt.acceleration_rad_s2 is None else tgt.acceleration_rad_s2.tolist()
         )
         # A target that carries a velocity or an acceleration is a state on a stream (the
         # executor sends the plan's state one period ahead): arrive no sooner than one
@@ -699,17 +706,18 @@ class ArmOwner:
         inp = self._inp
         inp.control_interface = ControlInterface.Velocity
         inp.minimum_duration = None
-        inp.target_velocity = [0.0] * N
-        inp.target_acceleration = [0.0] * N
+        inp.target_velocity = [0.0] * self.joints
+        inp.target_acceleration = [0.0] * self.joints
 
     def _finish_brake(self) -> None:
         # Ruckig reports the brake Finished: velocity and acceleration are zero; what is
         # left is float residue, on which a hold at the same position can make Ruckig
         # raise. Continue from exact zeros.
-        self._inp.current_velocity = [0.0] * N
-        self._inp.current_acceleration = [0.0] * N
-        self._cmd_v = np.zeros(N)
-        self._cmd_a = np.zeros(N)
+        n = self.joints
+        self._inp.current_velocity = [0.0] * n
+        self._inp.current_acceleration = [0.0] * n
+        self._cmd_v = np.zeros(n)
+        self._cmd_a = np.zeros(n)
         self._set_hold_target(self._cmd_p)
         self.mode = Mode.STOPPED if self._brake_cause is BrakeCause.STOP else Mode.HOLD
 

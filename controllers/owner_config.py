@@ -3,12 +3,17 @@
 ``OwnerConfig`` is frozen and validated on construction (``OwnerConfigError`` names the
 field, the value and what is valid); ``default_config()`` is the configuration an
 ``ArmOwner`` uses when given none.
+
+The arm's joint count is the config's: its per-joint tuples (``OwnerConfig.joints``, the
+length of ``position_lower``; every per-joint tuple must have it). The defaults are seven
+joints (ROB's and OpenArm's arms); ``with_bounds`` gives the config of an arm with other
+joint bounds, and any joint count, from one whose limits are the same on every joint.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from rob_twin.controllers.checks import finite_real
@@ -16,7 +21,9 @@ from rob_twin.controllers.errors import OwnerConfigError
 from rob_twin.models.dimensions import ARM_LOWER_RAD, ARM_UPPER_RAD
 from rob_twin.models.names import JOINTS_PER_ARM
 
-N = JOINTS_PER_ARM
+N = JOINTS_PER_ARM  # the defaults' joint count
+PER_JOINT_LIMITS = ("max_velocity", "max_acceleration", "max_jerk")
+PER_JOINT_FIELDS = (*PER_JOINT_LIMITS, "position_lower", "position_upper")
 
 
 class LateTickAction(enum.Enum):
@@ -30,8 +37,9 @@ class LateTickAction(enum.Enum):
 class OwnerConfig:
     """Explicit per-joint limits and supervision thresholds of one owner.
 
-    Per-joint fields hold one value per joint (``JOINTS_PER_ARM``); the limits also bound
-    braking. Every numeric value is a finite real number (bools refused).
+    Per-joint fields hold one value per joint, the same number in each (``joints``: one or
+    more; the defaults: seven); the limits also bound braking. Every numeric value is a
+    finite real number (bools refused).
     """
 
     period_s: float = 0.005
@@ -78,18 +86,20 @@ class OwnerConfig:
             "feedback_future_tolerance_s",
         ):
             finite_real(getattr(self, name), name, "a finite number", OwnerConfigError)
-        for name in (
-            "max_velocity",
-            "max_acceleration",
-            "max_jerk",
-            "position_lower",
-            "position_upper",
-        ):
+        lower = self.position_lower
+        if isinstance(lower, (str, bytes)) or not hasattr(lower, "__len__") or len(lower) < 1:
+            raise OwnerConfigError(
+                "position_lower", lower, "one or more per-joint values (one per arm joint)"
+            )
+        n = len(lower)  # the arm's joint count: every per-joint field has one value per joint
+        for name in PER_JOINT_FIELDS:
             vals = getattr(self, name)
-            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != N:
-                raise OwnerConfigError(name, vals, f"{N} per-joint values")
+            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != n:
+                raise OwnerConfigError(
+                    name, vals, f"{n} per-joint values (one per joint: position_lower has {n})"
+                )
             for x in vals:
-                finite_real(x, name, f"{N} finite per-joint numbers", OwnerConfigError)
+                finite_real(x, name, f"{n} finite per-joint numbers", OwnerConfigError)
             object.__setattr__(self, name, tuple(float(x) for x in vals))
         if not isinstance(self.late_tick_action, LateTickAction):
             raise OwnerConfigError(
@@ -130,6 +140,33 @@ class OwnerConfig:
                 self.feedback_future_tolerance_s,
                 f"0..feedback_timeout_s ({self.feedback_timeout_s} s)",
             )
+
+    @property
+    def joints(self) -> int:
+        """The arm's joint count: the length of every per-joint tuple."""
+        return len(self.position_lower)
+
+    def with_bounds(self, lower, upper) -> OwnerConfig:
+        """This config with ``lower`` / ``upper`` [rad] as its position bounds, for an arm of
+        ``len(lower)`` joints. A limit (``PER_JOINT_LIMITS``) with another joint count is
+        taken over when it is the same on every joint (one value per joint of the new arm);
+        a limit that differs between joints names no value for the new joints:
+        OwnerConfigError naming it."""
+        n = len(lower) if hasattr(lower, "__len__") else 0
+        changes: dict[str, object] = {"position_lower": lower, "position_upper": upper}
+        for name in PER_JOINT_LIMITS:
+            vals = getattr(self, name)
+            if len(vals) == n or n < 1:
+                continue
+            if len(set(vals)) != 1:
+                raise OwnerConfigError(
+                    name,
+                    vals,
+                    f"{n} per-joint values for an arm of {n} joints (a {len(vals)}-joint limit "
+                    "carries over only when it is the same on every joint)",
+                )
+            changes[name] = (vals[0],) * n
+        return replace(self, **changes)
 
 
 def default_config() -> OwnerConfig:

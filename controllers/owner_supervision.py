@@ -52,7 +52,7 @@ def feedback_fault(
         if s <= stamp:
             ref = q
             break
-    # plain floats on 7 joints; the largest error, first joint on a tie (like argmax)
+    # plain floats, one per joint; the largest error, first joint on a tie (like argmax)
     err = [abs(x - y) for x, y in zip(pos.tolist(), ref.tolist(), strict=True)]
     worst = max(err)
     if not worst <= c.tracking_error_rad:  # NaN-safe

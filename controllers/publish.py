@@ -1,10 +1,10 @@
 """The contract between an arm owner and whatever puts its samples on a wire.
 
-The owner hands one seven-joint sample (native radians) to a ``SamplePublisher``
-and gets back a ``PublishReport``. The publisher never retries on its own: partial
-or uncertain output is reported upward so the owner can latch a fault (seed 001,
-section 3: seven frames assembled atomically in memory are *not* an atomic bus
-transaction).
+The owner hands one sample, a value per arm joint (native radians; seven on ROB and
+OpenArm), to a ``SamplePublisher`` and gets back a ``PublishReport``. The publisher
+never retries on its own: partial or uncertain output is reported upward so the owner
+can latch a fault (seed 001, section 3: seven frames assembled atomically in memory are
+*not* an atomic bus transaction).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class PublishReport:
 
 class SamplePublisher(Protocol):
     def publish_sample(self, positions_rad: np.ndarray) -> PublishReport:
-        """Encode and send one seven-joint sample; never retries."""
+        """Encode and send one sample (a value per arm joint); never retries."""
         ...
 
 

@@ -1,13 +1,15 @@
-"""The owner's target contract: one arm, seven joint positions and their provenance.
+"""The owner's target contract: one arm, its joint positions and their provenance.
 
-Positions are native joint radians; optional ``velocity_rad_s`` [rad/s] and
-``acceleration_rad_s2`` [rad/s^2] let a trajectory follower pass the desired motion
-state at the target (default: arrive at rest). ``sequence`` must strictly increase
-within one ``generation``; ``lease`` is the host-issued authority it was sent under.
+A target is for an arm of ``joints`` joints (default seven: ROB's and OpenArm's arms; an
+owner refuses a target whose count is not its own). Positions are native joint radians;
+optional ``velocity_rad_s`` [rad/s] and ``acceleration_rad_s2`` [rad/s^2] let a
+trajectory follower pass the desired motion state at the target (default: arrive at
+rest). ``sequence`` must strictly increase within one ``generation``; ``lease`` is the
+host-issued authority it was sent under.
 
 Every field is validated when the target is built, so the owner never sees a malformed
-one: vectors are exactly seven finite real numbers (no bools, strings, complex values or
-ragged lists), ``sequence`` and ``generation`` are integers (not bools, not floats: a NaN
+one: vectors are exactly ``joints`` finite real numbers (no bools, strings, complex values
+or ragged lists), ``sequence`` and ``generation`` are integers (not bools, not floats: a NaN
 sequence would compare false with everything and switch the replay check off), ``arm``
 is an ``Arm`` (or its name) and ``lease`` a ``Lease`` or None.
 """
@@ -68,19 +70,24 @@ class ArmTarget:
     lease: Lease | None
     velocity_rad_s: np.ndarray | None = None
     acceleration_rad_s2: np.ndarray | None = None
+    joints: int = JOINTS_PER_ARM  # the arm's joint count: every vector's length
 
     def __post_init__(self) -> None:
         if not isinstance(self.arm, Arm):
             if not isinstance(self.arm, str):
                 raise TargetTypeError("arm", self.arm, f"an Arm or one of {[a.value for a in Arm]}")
             object.__setattr__(self, "arm", Arm.parse(self.arm))
+        n = as_integer(self.joints, "joints")
+        if n < 1:
+            raise TargetTypeError("joints", self.joints, "an arm's joint count: an integer >= 1")
+        object.__setattr__(self, "joints", n)
         object.__setattr__(
-            self, "positions_rad", as_joint_vector(self.positions_rad, "positions_rad")
+            self, "positions_rad", as_joint_vector(self.positions_rad, "positions_rad", n)
         )
         for name in ("velocity_rad_s", "acceleration_rad_s2"):
             val = getattr(self, name)
             if val is not None:
-                object.__setattr__(self, name, as_joint_vector(val, name))
+                object.__setattr__(self, name, as_joint_vector(val, name, n))
         object.__setattr__(self, "sequence", as_integer(self.sequence, "sequence"))
         object.__setattr__(self, "generation", as_integer(self.generation, "generation"))
         if self.lease is not None and not isinstance(self.lease, Lease):

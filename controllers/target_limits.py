@@ -25,10 +25,7 @@ import threading
 import numpy as np
 from rob_twin.controllers.errors import TargetRefusedError
 from rob_twin.controllers.mailbox import RejectReason
-from rob_twin.models.names import JOINTS_PER_ARM
 from ruckig import ControlInterface, InputParameter, Ruckig, RuckigError
-
-N = JOINTS_PER_ARM
 
 
 class TargetStateCheck:
@@ -39,27 +36,30 @@ class TargetStateCheck:
         self._a = [float(x) for x in config.max_acceleration]
         self._j = [float(x) for x in config.max_jerk]
         self._half_inv_j = [0.5 / j for j in self._j]
-        self._otg = Ruckig(N, config.period_s)
-        inp = InputParameter(N)
+        self.joints = n = len(self._v)  # the arm's joint count (OwnerConfig.joints)
+        self._otg = Ruckig(n, config.period_s)
+        inp = InputParameter(n)
         inp.max_velocity, inp.max_acceleration, inp.max_jerk = (
             list(self._v),
             list(self._a),
             list(self._j),
         )
         inp.control_interface = ControlInterface.Position
-        inp.current_position = [0.0] * N
-        inp.current_velocity = [0.0] * N
-        inp.current_acceleration = [0.0] * N
-        inp.target_position = [0.0] * N
+        inp.current_position = [0.0] * n
+        inp.current_velocity = [0.0] * n
+        inp.current_acceleration = [0.0] * n
+        inp.target_position = [0.0] * n
         self._inp = inp
         self._lock = threading.Lock()
 
     def refusal(
         self, velocity_rad_s: np.ndarray | None, acceleration_rad_s2: np.ndarray | None
     ) -> TargetRefusedError | None:
-        """Why this target state cannot be executed, or None (vectors already finite, (7,))."""
-        vel = [0.0] * N if velocity_rad_s is None else velocity_rad_s.tolist()
-        acc = [0.0] * N if acceleration_rad_s2 is None else acceleration_rad_s2.tolist()
+        """Why this target state cannot be executed, or None (vectors already finite, one
+        value per joint)."""
+        n = self.joints
+        vel = [0.0] * n if velocity_rad_s is None else velocity_rad_s.tolist()
+        acc = [0.0] * n if acceleration_rad_s2 is None else acceleration_rad_s2.tolist()
         # fast path (every streamed target passes here): v - a|a|/(2j) is the velocity passed
         # through (rule 3 for either sign of a); the loop below only runs to name a refusal
         ok = True

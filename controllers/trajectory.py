@@ -3,10 +3,12 @@
 ``MultiArmTrajectory.from_arrays({arm: (t, q, qd, qdd)})`` validates what an executor is
 handed: every arm on the *same* time base ``t`` [s] (finite, strictly increasing; a single
 sample is a zero-length plan, duration 0: hold where you are), q [rad],
-qd [rad/s], qdd [rad/s^2] each (N, 7) and finite. Caller mistakes raise typed errors that
-name the arm and the field. ``sample(arm, tau)`` evaluates one arm at plan time ``tau``
-[s from the first sample] with a quintic Hermite between samples (q, qd, qdd match the
-samples exactly, C2 in between); outside [0, duration] it holds the end state.
+qd [rad/s], qdd [rad/s^2] each (N, n) and finite, n the arm's joint count (``joints``:
+seven unless given, e.g. by the executor from each arm's owner). Caller mistakes raise
+typed errors that name the arm and the field. ``sample(arm, tau)`` evaluates one arm at
+plan time ``tau`` [s from the first sample] with a quintic Hermite between samples (q, qd,
+qdd match the samples exactly, C2 in between); outside [0, duration] it holds the end
+state.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class TrajectoryError(RobTwinError, ValueError):
 
 @dataclass(frozen=True)
 class ArmSamples:
-    """One arm's samples: q [rad], qd [rad/s], qdd [rad/s^2], each (N, 7), read-only."""
+    """One arm's samples: q [rad], qd [rad/s], qdd [rad/s^2], each (N, n joints), read-only."""
 
     q: np.ndarray
     qd: np.ndarray
@@ -47,8 +49,13 @@ class MultiArmTrajectory:
     arms: dict[Arm, ArmSamples]
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[Arm | str, tuple]) -> MultiArmTrajectory:
-        """Validate ``{arm: (t, q, qd, qdd)}``; raise TrajectoryError / UnknownNameError."""
+    def from_arrays(
+        cls, arrays: Mapping[Arm | str, tuple], joints: Mapping[Arm, int] | None = None
+    ) -> MultiArmTrajectory:
+        """Validate ``{arm: (t, q, qd, qdd)}``; raise TrajectoryError / UnknownNameError.
+
+        joints: each arm's joint count, the columns of its q, qd and qdd (None: seven for
+        every arm; an arm the mapping lacks: its q's columns, at least one)."""
         if not arrays:
             raise TrajectoryError(None, "arms", {}, f"at least one of {[a.value for a in Arm]}")
         base: np.ndarray | None = None
@@ -84,11 +91,10 @@ class MultiArmTrajectory:
                     "the same time base as every other arm (one shared t)",
                 )
             mats = [_array(arm, f, v, 2) for f, v in zip(FIELDS[1:], value[1:], strict=True)]
+            n = JOINTS_PER_ARM if joints is None else joints.get(arm, max(mats[0].shape[1], 1))
             for f, m in zip(FIELDS[1:], mats, strict=True):
-                if m.shape != (t.size, JOINTS_PER_ARM):
-                    raise TrajectoryError(
-                        arm, f"{f} shape", m.shape, f"({t.size}, {JOINTS_PER_ARM})"
-                    )
+                if m.shape != (t.size, n):
+                    raise TrajectoryError(arm, f"{f} shape", m.shape, f"({t.size}, {n})")
             arms[arm] = ArmSamples(*mats)
         t0 = base - base[0]
         t0.setflags(write=False)
@@ -127,7 +133,7 @@ class MultiArmTrajectory:
         return q, qd / h, qdd / (h * h)
 
     def sample_many(self, arm: Arm, taus: np.ndarray) -> np.ndarray:
-        """q [rad] of ``arm`` at each plan time in ``taus`` [s], (len, 7)."""
+        """q [rad] of ``arm`` at each plan time in ``taus`` [s], (len, joints)."""
         return np.array([self.sample(arm, float(x))[0] for x in np.atleast_1d(taus)])
 
 

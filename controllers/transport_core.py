@@ -68,7 +68,7 @@ class LinkConfig(Protocol):
 
 
 class JointFrame(Protocol):
-    """One encoded frame of one joint (1..7) of a sample."""
+    """One encoded frame of one joint (1..joints) of a sample."""
 
     @property
     def joint(self) -> int: ...
@@ -124,7 +124,8 @@ class TransportCore:
     config: where and how to talk; bus: an open bus to use instead of opening one;
     clock: the time base of deadlines and receive stamps [s]; counters: the family's
     counters (a ``TransportCounters``, perhaps extended); command_ids: our command ids
-    (a frame on one of them that reaches us is foreign)."""
+    (a frame on one of them that reaches us is foreign); joints: the arm's joint count, one
+    frame per joint in a sample (the Amber codec: seven; Damiao: one per motor)."""
 
     def __init__(
         self,
@@ -134,7 +135,11 @@ class TransportCore:
         clock: Clock,
         counters: TransportCounters,
         command_ids: Collection[int],
+        joints: int = JOINTS_PER_ARM,
     ):
+        if isinstance(joints, bool) or not isinstance(joints, int) or joints < 1:
+            raise TransportConfigError("joints", joints, "an arm's joint count: an integer >= 1")
+        self.joints = joints
         self.clock = clock
         self._own_bus = bus is None
         self.bus = (
@@ -286,16 +291,16 @@ class TransportCore:
         return None
 
     def feedback_age(self, joint: int, now: float | None = None) -> float:
-        """Seconds since joint ``joint`` (1..7) last gave valid feedback; inf if never."""
+        """Seconds since joint ``joint`` (1..joints) last gave valid feedback; inf if never."""
         t = self.feedback_received_at.get(joint)
         if t is None:
             return float("inf")
         return (self.clock() if now is None else now) - t
 
     def feedback_ages(self, now: float | None = None) -> np.ndarray:
-        """Ages [s] of joints 1..7 (inf for a joint never heard from)."""
+        """Ages [s] of joints 1..joints (inf for a joint never heard from)."""
         now = self.clock() if now is None else now
-        return np.array([self.feedback_age(j, now) for j in range(1, JOINTS_PER_ARM + 1)])
+        return np.array([self.feedback_age(j, now) for j in range(1, self.joints + 1)])
 
     # -------------------------------------------------------------- lifecycle
 

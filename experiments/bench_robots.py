@@ -3,9 +3,9 @@
 
 Robots: ROB (``rob``), OpenArm v2 (``openarm``), ALOHA (gym-aloha's bimanual ViperX 300 from
 the robot file ``robot_factory.aloha_toml`` writes; a skip with the reason when gym-aloha's
-assets are absent) and ten seeded robots of ``rob_twin.experiments.robot_factory`` (the
-``CASES`` of ``tests/test_generated_robots.py``: ideal 5 / 6 / 7 joints, amber and damiao,
-facing and side by side), written under a temporary folder. Per robot:
+assets are absent) and twelve seeded robots of ``rob_twin.experiments.robot_factory`` (the
+``CASES`` of ``tests/test_generated_robots.py``: ideal 5 / 6 / 7 joints, amber, damiao 5 /
+6 / 7 joints, facing and side by side), written under a temporary folder. Per robot:
 
 1. Commands, each the ``rob-twin`` command line in a child process as a user runs it (``python
    -m rob_twin.cli``: this layer never imports the command line), outputs into a temporary
@@ -474,7 +474,9 @@ def holding(robot, seconds: float) -> dict:
     from rob_twin.models.robot import CAN_DRIVES, SEVEN_JOINT_ARMS
     from rob_twin.twin.sim.loops import loop_config, make_closed_loop
 
-    for cap in (CAN_DRIVES, SEVEN_JOINT_ARMS):
+    # Damiao arms of any joint count have a loop; Amber's codec drives seven joints
+    needs = (CAN_DRIVES, SEVEN_JOINT_ARMS) if robot.family == "amber" else (CAN_DRIVES,)
+    for cap in needs:
         if not robot.can(cap):
             return {"not_run": f"robot lacks capability {cap!r} (no closed loop to hold)"}
     loop = make_closed_loop(loop_config(robot, "bench robots holding"))

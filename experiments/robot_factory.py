@@ -6,8 +6,9 @@ returns a ``GeneratedRobot`` that says what it made. Everything follows from the
 files. What varies:
 
 * drive family ``ideal`` (5, 6 or 7 joints per arm, file kp / kv), ``amber`` (7 joints,
-  position servos in the MJCF that the file names, CAN wiring) or ``damiao`` (7 joints, a
-  motor per joint sized to hold the arm against gravity, CAN wiring);
+  position servos in the MJCF that the file names, CAN wiring) or ``damiao`` (7 joints when
+  drawn, 5 or 6 too when asked for: a motor per joint sized to hold the arm against
+  gravity, CAN wiring);
 * link lengths (0.08-0.30 m), capsule radii, masses (a few kg per arm), joint armature,
   hinge axes (x, y or z, either sign) and joint ranges (always holding home and zero);
 * mounting: ``facing`` (bases 0.5-0.9 m apart along y, each pointing at the other) or
@@ -55,14 +56,17 @@ import mujoco
 import numpy as np
 from rob_twin.models.damiao_motors import MOTORS
 from rob_twin.models.loading import HOME_KEY
-from rob_twin.models.names import Arm, arm_joint, tcp_site
+from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_joint, tcp_site
 from rob_twin.models.robot_description import MIN_IDEAL_JOINTS, load_robot_file
 from rob_twin.models.robot_model import compile_quietly, robot_spec
 
 FAMILIES = ("ideal", "amber", "damiao")
 MOUNTINGS = ("facing", "side_by_side")
-CAN_JOINTS = 7  # amber and damiao codecs are 7-joint
+CAN_JOINTS = 7  # what a drawn amber or damiao robot has (the Amber codec drives seven)
 IDEAL_JOINTS = (MIN_IDEAL_JOINTS, 6, 7)
+# joints per arm each family takes (``joints=``); a draw takes IDEAL_JOINTS for ideal and
+# CAN_JOINTS otherwise, so a seed's drawn robot stays what it was before damiao took 5 and 6
+FAMILY_JOINTS = {"ideal": IDEAL_JOINTS, "amber": (CAN_JOINTS,), "damiao": IDEAL_JOINTS}
 SIDES = (Arm.RIGHT, Arm.LEFT)
 
 TIMESTEP_S = 0.002
@@ -94,9 +98,10 @@ MIN_KP = 2000.0  # [Nm/rad]
 KV_PER_KP = 0.02  # [s]: kv / kp, the tracking lag [rad] at 1 rad/s
 OMEGA_DT = 0.5  # sqrt(kp / armature) * timestep at most this (explicit in kp: < 2 diverges)
 MOTOR_MARGIN = 1.5  # damiao: peak torque >= this x the joint's worst gravity torque
-# (seed, family, joints per arm, mounting): ten robots that together cover every family,
+# (seed, family, joints per arm, mounting): twelve robots that together cover every family,
 # joint count, mounting, TCP kind and actuator kind (tests/test_generated_robots.py checks
-# the coverage); the tests and the robots benchmark both use them
+# the coverage); the tests and the robots benchmark both use them. The damiao 5- and 6-joint
+# robots are tests/test_damiao_joint_counts.py's
 COVERING_CASES = (
     (2, "ideal", 5, "facing"),
     (0, "ideal", 5, "side_by_side"),
@@ -108,6 +113,8 @@ COVERING_CASES = (
     (4, "amber", 7, "side_by_side"),
     (8, "damiao", 7, "facing"),
     (6, "damiao", 7, "side_by_side"),
+    (8, "damiao", 5, "facing"),
+    (6, "damiao", 6, "side_by_side"),
 )
 
 HOME_CLEARANCE_M = 0.02  # every collidable pair at home at least this far apart
@@ -219,7 +226,8 @@ def generate_robot(
     mounting: str | None = None,
 ) -> GeneratedRobot:
     """Write ``scene.xml`` and ``robot.toml`` of seeded robot ``seed`` into ``folder`` (made if
-    missing; both files overwritten). ``family`` (``FAMILIES``), ``joints`` per arm (5-7 for
+    missing; both files overwritten). ``family`` (``FAMILIES``), ``joints`` per arm
+    (``FAMILY_JOINTS``: 5-7 for ``ideal`` and ``damiao``, 7 for ``amber``; drawn: 5-7 for
     ``ideal``, 7 otherwise) and ``mounting`` (``MOUNTINGS``) are drawn from the seed unless
     given. GenerationError when no sub-seed gives a clean home within ``MAX_ATTEMPTS``."""
     folder = Path(folder)
@@ -252,8 +260,9 @@ def _top_choices(
     family = family or drawn_family
     if family not in FAMILIES:
         raise ValueError(f"family={family!r}; valid: one of {FAMILIES}")
-    valid = IDEAL_JOINTS if family == "ideal" else (CAN_JOINTS,)
-    n = joints if joints is not None else int(rng.choice(valid))
+    drawn = IDEAL_JOINTS if family == "ideal" else (CAN_JOINTS,)
+    valid = FAMILY_JOINTS[family]
+    n = joints if joints is not None else int(rng.choice(drawn))
     if n not in valid:
         raise ValueError(f"joints={n!r} for family {family!r}; valid: one of {valid}")
     mounting = mounting or drawn_mounting
@@ -603,7 +612,8 @@ def robot_toml(draft: Draft, mjcf_name: str) -> str:
     if draft.family == "damiao":
         drives.append(f"motors = {_list(draft.motors)}")
         # 7 MIT frames each way at 500 Hz load classic 1 Mbit/s CAN to 0.945: Damiao arms run
-        # on CAN FD, as OpenArm's do (the bus budget gate fails them on classic CAN)
+        # on CAN FD, as OpenArm's do (the bus budget gate fails them on classic CAN); five or
+        # six joints, fewer frames, on the same bus
         drives.append('bus = "fd:1M/5M"')
     if draft.family == "ideal":
         drives += [f"kp = {draft.kp:.1f}", f"kv = {draft.kv:.1f}"]
@@ -659,7 +669,7 @@ def jacobian_singular_values(
     jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
     mujoco.mj_jacSite(model, data, jacp, jacr, model.site(tcp_site(arm)).id)
     dofs = []
-    for j in range(1, 8):
+    for j in range(1, JOINTS_PER_ARM + 1):
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, arm_joint(arm, j))
         if jid < 0:
             break

@@ -31,14 +31,17 @@ from rob_twin.models.robot_description import RobotDescription, resolve_robot
 CAN_DRIVES = "can_drives"  # drives with a CAN model: owners, codec, bank (amber, damiao)
 AMBER_DRIVES = "amber_drives"  # Amber position drives: the socketcand bank, calibration
 TRACKED_BASE = "tracked_base"  # a free-floating base with treads (scenario "base" steps)
-SEVEN_JOINT_ARMS = "seven_joint_arms"  # both arms have seven joints (the CAN codecs' count)
+# both arms have seven joints: what the Amber codec drives (seven frames a sample, ids
+# 0x11..0x17); Damiao drives take any joint count (one MIT frame per joint)
+SEVEN_JOINT_ARMS = "seven_joint_arms"
 CARTESIAN_KINEMATICS = "cartesian_kinematics"  # TCP kinematics of 5-7 joint arms: carries, poses
 
 CAPABILITY_SOURCES: dict[str, str] = {
     CAN_DRIVES: "drives.family 'amber' or 'damiao' (family 'ideal' has no CAN model)",
     AMBER_DRIVES: "drives.family 'amber'",
     TRACKED_BASE: f"a free joint {N.BASE_FREEJOINT!r} and tread geoms in the MJCF",
-    SEVEN_JOINT_ARMS: "seven joints per arm (the CAN codecs and owners drive seven)",
+    SEVEN_JOINT_ARMS: "seven joints per arm (the Amber codec drives seven: a sample is seven "
+    "frames on ids 0x11..0x17; drives.family 'damiao' takes 5 to 7)",
     CARTESIAN_KINEMATICS: "arms of 5 to 7 joints with a TCP site, whose TCP kinematics "
     "planners.robot_kinematics.arm_kinematics serves (ROB: its Pinocchio ArmKinematics; any "
     "other robot: planners.mj_kinematics.MjArmKinematics on its own model)",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sysconfig
 import tomllib
 from dataclasses import dataclass
@@ -31,10 +32,14 @@ from rob_twin.models.damiao_motors import MOTORS
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import JOINTS_PER_ARM, ROBOTS, Arm
 
-MIN_IDEAL_JOINTS = 5  # an ``ideal`` (no CAN model) arm may have 5, 6 or 7 joints
+MIN_JOINTS = 5  # an ``ideal`` or ``damiao`` arm may have 5, 6 or 7 joints
+MIN_IDEAL_JOINTS = MIN_JOINTS  # (its earlier name)
+# drive families whose arms may have MIN_JOINTS..JOINTS_PER_ARM joints; 'amber' has seven:
+# its codec's seven frames per sample (ids 0x11..0x17)
+ANY_JOINT_COUNT_FAMILIES = ("ideal", "damiao")
 JOINT_COUNTS = (
-    f"{MIN_IDEAL_JOINTS} to {JOINTS_PER_ARM} joints per arm for drive family 'ideal', "
-    f"{JOINTS_PER_ARM} for 'amber' and 'damiao'"
+    f"{MIN_JOINTS} to {JOINTS_PER_ARM} joints per arm for drive families 'ideal' and "
+    f"'damiao', {JOINTS_PER_ARM} for 'amber'"
 )
 _PER_JOINT_LISTS = ("joints", "actuators", "home_rad")  # one entry per arm joint
 
@@ -42,6 +47,18 @@ MODELS_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = MODELS_DIR / "robot.schema.json"
 SHIPPED: dict[str, Path] = {name: MODELS_DIR / name / "robot.toml" for name in ROBOTS}
 MAX_FILE_BYTES = 256 * 1024  # a robot file is a few kB; anything larger is not one
+MAX_TOML_DEPTH = 8  # tables and arrays nested in a robot file (ROB's: 4)
+# the MJCF a robot file names, checked before MuJoCo parses it (check_mjcf_files): its text
+# and every file it includes (<include file>, <model file>) together, and the model it
+# compiles to (robot_model: checked before compiling)
+MAX_MJCF_BYTES = 4 * 1024 * 1024  # all XML files together; OpenArm's: 12 kB, ROB's: 28 kB
+MAX_MJCF_FILES = 64  # XML files (the MJCF and the files it includes)
+MAX_MJCF_ELEMENTS = 10_000  # XML elements in all of them; ROB's: 307
+MAX_MODEL_GEOMS = 2_000  # geoms of the parsed model; OpenArm's: 97 (the planner's pair
+MAX_MODEL_BODIES = 1_000  # tables are geoms x geoms); bodies of the parsed model
+MAX_ANGLE_RAD = 100.0  # |home_rad|, |demo angles|: ranges are checked at model load
+MAX_OFFSET_M = 10.0  # |tcp_offset_m|, |camera position|
+CHANNEL_PATTERN = r"^[A-Za-z0-9_.-]{1,15}$"  # a Linux network interface name
 
 DriveFamily = Literal["amber", "damiao", "ideal"]
 
@@ -59,20 +76,33 @@ class CanWiring(BaseModel):
     """Where one arm lives on the wire (the twin's virtual channel has the same name)."""
 
     model_config = _strict()
-    channel: str = Field(min_length=1, max_length=32, description="CAN interface name")
+    channel: str = Field(
+        min_length=1,
+        max_length=15,
+        pattern=CHANNEL_PATTERN,
+        description="CAN interface name: 1 to 15 of A-Z a-z 0-9 _ . - (not '.' or '..'); "
+        "each arm its own",
+    )
     vendor_label: str = Field(default="", max_length=32, description="label on the arm's drives")
+
+    @field_validator("channel")
+    @classmethod
+    def _interface_name(cls, v: str) -> str:
+        if v in (".", ".."):
+            raise ValueError(f"{v!r} is no interface name (1 to 15 of A-Z a-z 0-9 _ . -)")
+        return v
 
 
 class ArmDescription(BaseModel):
-    """One arm: its joints base to tip (seven; five, six or seven for drive family ``ideal``),
-    their actuators, the tool centre point, home."""
+    """One arm: its joints base to tip (seven for drive family ``amber``; five, six or seven
+    for ``ideal`` and ``damiao``), their actuators, the tool centre point, home."""
 
     model_config = _strict()
     joints: list[str] = Field(
         min_length=MIN_IDEAL_JOINTS,
         max_length=JOINTS_PER_ARM,
-        description="the MJCF's joint names, base to tip: seven (amber, damiao) or five, six "
-        "or seven (ideal)",
+        description="the MJCF's joint names, base to tip: seven (amber) or five, six or seven "
+        "(ideal, damiao)",
     )
     actuators: list[str] | None = Field(
         default=None,
@@ -101,9 +131,12 @@ class ArmDescription(BaseModel):
 
     @field_validator("home_rad", "tcp_offset_m")
     @classmethod
-    def _finite(cls, v: list[float]) -> list[float]:
+    def _finite(cls, v: list[float], info) -> list[float]:
         if not all(math.isfinite(x) for x in v):
             raise ValueError(f"{v}: every value must be finite")
+        top, unit = (MAX_ANGLE_RAD, "rad") if info.field_name == "home_rad" else (MAX_OFFSET_M, "m")
+        if not all(abs(x) <= top for x in v):
+            raise ValueError(f"{v}: every value must be in [-{top:g}, {top:g}] {unit}")
         return v
 
 
@@ -117,9 +150,10 @@ class DriveDescription(BaseModel):
     )
     motors: list[str] | None = Field(
         default=None,
-        min_length=JOINTS_PER_ARM,
+        min_length=MIN_JOINTS,
         max_length=JOINTS_PER_ARM,
-        description=f"damiao only: motor type per joint, one of {sorted(MOTORS)}",
+        description="damiao only: motor type per arm joint (as many as each arm has joints), "
+        f"one of {sorted(MOTORS)}",
     )
     bus: str = Field(
         default="1M",
@@ -129,7 +163,9 @@ class DriveDescription(BaseModel):
         "500k, fd:1M/5M (CAN FD, 5 Mbit/s data phase); what run, demo and rehearse "
         "simulate unless --bus says otherwise",
     )
-    kp: float = Field(default=200.0, gt=0, le=1e5, description="ideal only: servo kp [Nm/rad]")
+    kp: float | None = Field(
+        default=None, gt=0, le=1e5, description="ideal only, required there: servo kp [Nm/rad]"
+    )
     kv: float = Field(default=20.0, ge=0, le=1e4, description="ideal only: servo kv [Nm s/rad]")
 
     @field_validator("motors")
@@ -278,21 +314,50 @@ def _toml(path: Path) -> dict:
     if size > MAX_FILE_BYTES:
         raise RobotFileError("robot file size", size, f"<= {MAX_FILE_BYTES} bytes")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise RobotFileError("robot file", str(path), f"valid UTF-8 TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise RobotFileError(
+            "robot file nesting", str(path), f"TOML nested at most {MAX_TOML_DEPTH} levels deep"
+        ) from None
+    _check_depth(raw, path)
+    return raw
 
 
-def _check_joint_counts(family: str, side: str, arm: ArmDescription) -> None:
-    """Seven joints on CAN drive families, five to seven on ``ideal`` (the field limits refuse
-    fewer or more before this); one actuator and one home angle per joint."""
+def _check_depth(raw: dict, path: Path) -> None:
+    """RobotFileError when tables and arrays nest deeper than ``MAX_TOML_DEPTH`` (walked
+    without recursion)."""
+    stack = [(raw, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TOML_DEPTH:
+            raise RobotFileError(
+                "robot file nesting", f"{depth} levels", f"at most {MAX_TOML_DEPTH} levels"
+            )
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
+def _check_joint_counts(
+    family: str, side: str, arm: ArmDescription, motors: list[str] | None = None
+) -> None:
+    """Seven joints on ``amber`` (its codec's seven frames), five to seven on ``ideal`` and
+    ``damiao`` (the field limits refuse fewer or more before this); one actuator and one
+    home angle per joint, and on ``damiao`` one motor per joint."""
     n = len(arm.joints)
-    if family != "ideal" and n != JOINTS_PER_ARM:
+    if family not in ANY_JOINT_COUNT_FAMILIES and n != JOINTS_PER_ARM:
         raise RobotFileError(
             f"arms.{side}.joints",
             n,
             f"{JOINTS_PER_ARM} joints for drive family {family!r} "
-            f"({MIN_IDEAL_JOINTS} to {JOINTS_PER_ARM} only for 'ideal')",
+            f"({MIN_JOINTS} to {JOINTS_PER_ARM} only for 'ideal' and 'damiao')",
+        )
+    if family == "damiao" and motors is not None and len(motors) != n:
+        raise RobotFileError(
+            "drives.motors",
+            len(motors),
+            f"{n} motor types (one per joint of arms.{side}: it has {n} joints)",
         )
     for field in ("actuators", "home_rad"):
         values = getattr(arm, field)
@@ -320,6 +385,8 @@ def _valid(error: dict) -> str:
     per_joint = len(loc) == 3 and loc[0] == "arms" and loc[2] in _PER_JOINT_LISTS
     if per_joint and error["type"] in ("too_short", "too_long"):
         return f"{JOINT_COUNTS} ({error['msg']})"
+    if loc[-1:] == ("channel",):
+        return "a network interface name: 1 to 15 of A-Z a-z 0-9 _ . - (not '.' or '..')"
     return error["msg"]
 
 
@@ -334,18 +401,120 @@ def load_robot_file(path: Path | str) -> RobotDescription:
         where = ".".join(str(p) for p in first["loc"]) or "(file)"
         raise RobotFileError(f"{path.name}: {where}", first.get("input"), _valid(first)) from None
     if robot.drives.family == "damiao" and robot.drives.motors is None:
-        raise RobotFileError("drives.motors", None, "seven motor types for family 'damiao'")
+        raise RobotFileError(
+            "drives.motors", None, "one motor type per arm joint for family 'damiao'"
+        )
     for side, arm in robot.arms.items():
-        _check_joint_counts(robot.drives.family, side, arm)
+        _check_joint_counts(robot.drives.family, side, arm, robot.drives.motors)
         if (arm.tcp_site is None) == (arm.tcp_body is None):
             raise RobotFileError(
                 f"arms.{side}.tcp_site/tcp_body", [arm.tcp_site, arm.tcp_body], "exactly one"
             )
         _check_demo_counts(robot.demo, side, arm)
+    if robot.drives.family == "ideal" and robot.drives.kp is None:
+        raise RobotFileError(
+            "drives.kp", None, "a servo kp in (0, 100000] Nm/rad (required for family 'ideal')"
+        )
+    _check_channels(robot)
     desc = RobotDescription(robot, path.resolve())
     if not desc.mjcf_path.is_file():
         raise RobotFileError("mjcf", str(desc.mjcf_path), "an existing MJCF file")
+    check_mjcf_files(desc.mjcf_path)
     return desc
+
+
+def _check_channels(robot: RobotFile) -> None:
+    """Each arm on its own CAN channel (the twin runs one virtual bus per arm)."""
+    right, left = robot.arms["right"].can, robot.arms["left"].can
+    if right is not None and left is not None and right.channel == left.channel:
+        raise RobotFileError(
+            "arms.left.can.channel",
+            left.channel,
+            f"a channel other than arms.right.can.channel ({right.channel!r}): one bus per arm",
+        )
+
+
+_COMMENT = re.compile(rb"<!--.*?-->", re.S)
+_ELEMENT = re.compile(rb"<[A-Za-z_]")
+_INCLUDE = re.compile(rb"<\s*(?:include|model)\b[^>]*?\bfile\s*=\s*(\"[^\"]*\"|'[^']*')", re.S)
+_ATTRIBUTE = re.compile(rb"([A-Za-z_][\w:.-]*)\s*=\s*(\"[^\"]*\"|'[^']*')")
+_NAME_ATTRIBUTES = frozenset(
+    b"name class childclass prefix file model material texture mesh hfield joint joint1 "
+    b"joint2 body body1 body2 bodyname1 bodyname2 site geom geom1 geom2 tendon tendon1 "
+    b"tendon2 actuator objname refname target key meshdir texturedir assetdir skin camera "
+    b"light sensor plugin instance slidersite cranksite".split()
+)
+
+
+def check_mjcf_files(path: Path) -> None:
+    """Bound the MJCF at ``path`` before MuJoCo parses it (parsing a 10 MB MJCF of 120,000
+    geoms takes a minute): it and every XML file it names (``<include file>``, ``<model
+    file>``, followed where they exist) hold at most ``MAX_MJCF_BYTES`` bytes and
+    ``MAX_MJCF_ELEMENTS`` elements in at most ``MAX_MJCF_FILES`` files, and no numeric
+    attribute holds NaN or infinity. RobotFileError names what is over and the limit."""
+    total_bytes = total_elements = 0
+    seen: set[Path] = set()
+    todo = [Path(path)]
+    while todo:
+        file = todo.pop()
+        try:
+            key = file.resolve()
+            if key in seen:
+                continue
+            if not file.is_file():
+                raise RobotFileError("mjcf", str(file), "an existing MJCF file")
+            size = file.stat().st_size
+        except OSError as err:
+            raise RobotFileError("mjcf", str(file), f"a readable file ({err.strerror})") from None
+        seen.add(key)
+        total_bytes += size
+        if len(seen) > MAX_MJCF_FILES:
+            raise RobotFileError("mjcf files", len(seen), f"at most {MAX_MJCF_FILES} XML files")
+        if total_bytes > MAX_MJCF_BYTES:
+            raise RobotFileError(
+                "mjcf size",
+                f"{total_bytes} bytes ({file.name} and the XML before it)",
+                f"at most {MAX_MJCF_BYTES} bytes of XML in all",
+            )
+        try:
+            with file.open("rb") as f:
+                data = _COMMENT.sub(b"", f.read(MAX_MJCF_BYTES + 1))
+        except OSError as err:
+            raise RobotFileError("mjcf", str(file), f"a readable file ({err.strerror})") from None
+        total_elements += len(_ELEMENT.findall(data))
+        if total_elements > MAX_MJCF_ELEMENTS:
+            raise RobotFileError(
+                "mjcf elements",
+                f"more than {MAX_MJCF_ELEMENTS} (counted to {file.name})",
+                f"at most {MAX_MJCF_ELEMENTS} XML elements in all",
+            )
+        _finite_attributes(file, data)
+        for m in _INCLUDE.finditer(data):
+            name = m.group(1)[1:-1].decode("utf-8", "replace")
+            for folder in (file.parent, Path(path).parent):
+                if (folder / name).exists():
+                    todo.append(folder / name)
+                    break
+
+
+def _finite_attributes(file: Path, data: bytes) -> None:
+    """RobotFileError at the first attribute whose value is all numbers, one NaN or
+    infinite (MuJoCo takes ``mass="nan"`` and ``range="nan 1"`` with a warning)."""
+    for m in _ATTRIBUTE.finditer(data):
+        if m.group(1) in _NAME_ATTRIBUTES:
+            continue
+        tokens = m.group(2)[1:-1].split()
+        try:
+            values = [float(t) for t in tokens]
+        except ValueError:
+            continue
+        if not all(math.isfinite(v) for v in values):
+            line = data.count(b"\n", 0, m.start()) + 1
+            raise RobotFileError(
+                "mjcf",
+                f"{file.name} line {line}: {m.group(0).decode('utf-8', 'replace')}",
+                "finite numbers (NaN and infinity refused)",
+            )
 
 
 def robot_choices() -> list[str]:

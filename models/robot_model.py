@@ -38,7 +38,13 @@ import numpy as np
 from rob_twin.models import names as N
 from rob_twin.models.damiao_motors import MOTORS
 from rob_twin.models.names import Arm
-from rob_twin.models.robot_description import RobotDescription, RobotFileError, resolve_robot
+from rob_twin.models.robot_description import (
+    MAX_MODEL_BODIES,
+    MAX_MODEL_GEOMS,
+    RobotDescription,
+    RobotFileError,
+    resolve_robot,
+)
 
 HOME_KEY = "home"
 WRIST_CAMERA_SUFFIX = "wrist"
@@ -122,6 +128,13 @@ def _rename_arm(spec: mujoco.MjSpec, desc: RobotDescription, arm: Arm) -> None:
         _adopt_actuators(spec, arm, len(a.joints))
     if tcp_body is None:
         _rename(spec, _find(spec, "site", a.tcp_site, f"arms.{side}.tcp_site"), N.tcp_site(arm))
+    elif spec.site(N.tcp_site(arm)) is not None:  # the new site's name is taken
+        raise RobotFileError(
+            f"arms.{side}.tcp_body",
+            a.tcp_body,
+            f"tcp_site = {N.tcp_site(arm)!r} instead: the MJCF has a site {N.tcp_site(arm)!r} "
+            "already (tcp_body adds one of that name)",
+        )
     else:
         tcp_body.add_site(name=N.tcp_site(arm), pos=a.tcp_offset_m, size=[0.01, 0, 0])
     if a.gripper_actuator is not None:
@@ -241,6 +254,10 @@ def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
         spec = _parse_quietly(desc.mjcf_path)
     except ValueError as err:
         raise RobotFileError("mjcf", str(desc.mjcf_path), f"an MJCF MuJoCo loads ({err})") from None
+    for kind, top in (("geoms", MAX_MODEL_GEOMS), ("bodies", MAX_MODEL_BODIES)):
+        count = len(getattr(spec, kind))
+        if count > top:  # checked before compiling (the planner's tables are geoms x geoms)
+            raise RobotFileError(f"mjcf {kind}", count, f"at most {top} {kind} in the model")
     for arm in Arm:
         _rename_arm(spec, desc, arm)
         _drive_actuators(spec, desc, arm)
@@ -251,8 +268,19 @@ def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
     _scene(spec, desc)
     for a, b in desc.file.collision.exclude_bodies:
         spec.add_exclude(bodyname1=a, bodyname2=b)
-    _home_key(spec, compile_quietly(spec), desc)
+    _home_key(spec, _compile_checked(spec, desc), desc)
     return spec
+
+
+def _compile_checked(spec: mujoco.MjSpec, desc: RobotDescription) -> mujoco.MjModel:
+    """``spec`` compiled; RobotFileError (never MuJoCo's ValueError) when it does not."""
+    try:
+        return compile_quietly(spec)
+    except ValueError as err:
+        text = " ".join(str(err).split())
+        raise RobotFileError(
+            "mjcf", str(desc.mjcf_path), f"an MJCF MuJoCo compiles ({text})"
+        ) from None
 
 
 EMPTY_PREFIX_NOTE = "Attaching a spec with an empty prefix"
@@ -301,7 +329,7 @@ def compile_quietly(spec: mujoco.MjSpec) -> mujoco.MjModel:
 
 @lru_cache(maxsize=8)
 def _compiled(key: str) -> mujoco.MjModel:
-    return compile_quietly(robot_spec(key))
+    return _compile_checked(robot_spec(key), resolve_robot(key))
 
 
 def load_robot_model(robot: str | RobotDescription = N.DEFAULT_ROBOT) -> mujoco.MjModel:
@@ -314,8 +342,38 @@ def load_robot_model(robot: str | RobotDescription = N.DEFAULT_ROBOT) -> mujoco.
         model = load_scene()  # ROB's generated scene is already canonical: not rebuilt
     else:
         model = copy.deepcopy(_compiled(str(desc.path)))
+    check_model(model, desc)
     check_demo_pair(model, desc)
     return model
+
+
+def check_model(model: mujoco.MjModel, desc: RobotDescription) -> None:
+    """RobotFileError naming the first of: a non-finite number anywhere in the compiled
+    ``model`` (a NaN mass, range, position ...); an arm joint whose range is empty or
+    reversed; a ``home_rad`` angle outside its joint's range."""
+    for name in dir(model):
+        value = getattr(model, name, None) if not name.startswith("_") else None
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size:
+            bad = np.flatnonzero(~np.isfinite(value.ravel()))
+            if bad.size:
+                raise RobotFileError(
+                    "mjcf", f"{name}[{int(bad[0])}] = {value.ravel()[bad[0]]}", "finite numbers"
+                )
+    for arm in Arm:
+        for j, q in enumerate(desc.arm(arm).home_rad, start=1):
+            jid = model.joint(N.arm_joint(arm, j)).id
+            lo, hi = (float(x) for x in model.jnt_range[jid])
+            joint = desc.arm(arm).joints[j - 1]
+            if (lo, hi) != (0.0, 0.0) and not lo < hi:  # MuJoCo drops a reversed range
+                raise RobotFileError(
+                    f"arms.{arm.value}.joints[{j - 1}]", joint, f"a joint whose range has lo < hi "
+                    f"(the MJCF's is [{lo:.6g}, {hi:.6g}])",
+                )  # fmt: skip
+            if model.jnt_limited[jid] and not lo <= q <= hi:
+                raise RobotFileError(
+                    f"arms.{arm.value}.home_rad[{j - 1}]", q, f"[{lo:.6g}, {hi:.6g}] rad "
+                    f"({joint}'s range in the MJCF)",
+                )  # fmt: skip
 
 
 def check_demo_pair(model: mujoco.MjModel, desc: RobotDescription) -> None:
@@ -339,9 +397,17 @@ def load_model_of(where: str) -> mujoco.MjModel:
     (``rob``, ``openarm``), a robot file (``*.toml``), or a plain MJCF scene path (ROB's names)."""
     if where in N.ROBOTS or str(where).endswith(".toml"):
         return load_robot_model(where)
-    from rob_twin.models.loading import load_scene
+    from pathlib import Path
 
-    return load_scene(where)
+    from rob_twin.models.loading import load_scene
+    from rob_twin.models.robot_description import check_mjcf_files
+
+    check_mjcf_files(Path(where))  # bounded before MuJoCo parses it
+    try:
+        return load_scene(where)
+    except ValueError as err:  # MuJoCo's parser and compiler
+        text = " ".join(str(err).split())
+        raise RobotFileError("model", str(where), f"an MJCF scene MuJoCo loads ({text})") from None
 
 
 @lru_cache(maxsize=16)

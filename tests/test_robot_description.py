@@ -71,7 +71,7 @@ def test_an_arm_outside_five_to_seven_joints_is_refused_naming_field_and_range(
 ):
     with pytest.raises(RobotFileError, match=r"arms\.right\.joints=") as err:
         load_robot_file(_ideal_robot_file(tmp_path, joints))
-    assert "5 to 7 joints per arm for drive family 'ideal', 7 for 'amber' and 'damiao'" in str(
+    assert "5 to 7 joints per arm for drive families 'ideal' and 'damiao', 7 for 'amber'" in str(
         err.value
     )
     assert re.search(why, str(err.value))

@@ -1,4 +1,7 @@
-"""The simulated Damiao motor bank: seven MIT-mode drives per arm, one CAN bus per arm.
+"""The simulated Damiao motor bank: one MIT-mode drive per arm joint, one CAN bus per arm.
+
+An arm has as many drives as drive configs (``default_damiao_configs``: one per motor, ESC
+ids 0x01.., MST ids 0x11..; OpenArm: seven), one per joint of the arm in the model.
 
 The sibling of ``rob_twin.twin.drives.amber_bank.MotorBank`` (Amber position drives) with the same
 surface (``service``, ``emit_feedback``, ``drives_of``, ``wiring``, ``close``), so the
@@ -26,15 +29,16 @@ from pathlib import Path
 
 import can
 import mujoco
+import numpy as np
 from rob_twin.controllers.damiao_codec import MitCommand, Register, Scaling, encode_mit
+from rob_twin.controllers.damiao_transport import MAX_JOINTS, esc_ids, mst_ids
 from rob_twin.models.damiao_motors import (
-    ESC_IDS,
-    MST_IDS,
     OPENARM_ARM_MOTORS,
-    REGISTER_ID,
     MotorLimits,
 )
+from rob_twin.models.loading import arm_actuator_indices, arm_qpos_indices, model_arm_joints
 from rob_twin.models.names import JOINTS_PER_ARM, Arm, UnknownNameError
+from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.amber_bank import BankBuses, BusDrives
 from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
 from rob_twin.twin.drives.joint_jam import JointJams
@@ -44,11 +48,16 @@ from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
 def default_damiao_configs(
     timeout_counts: int = 0, motors: tuple[MotorLimits, ...] = OPENARM_ARM_MOTORS
 ) -> tuple[DamiaoDriveConfig, ...]:
-    """Seven drives with ``motors`` (OpenArm's: DM8009 x2, DM4340 x2, DM4310 x3); ids
-    0x01..0x07 / 0x11..0x17; TIMEOUT register ``timeout_counts`` (factory 0 = off)."""
+    """One drive per motor of ``motors`` (default OpenArm's seven: DM8009 x2, DM4340 x2,
+    DM4310 x3; any count 1..``MAX_JOINTS``); ids 0x01.. / 0x11.. (OpenArm's addressing:
+    ``controllers.damiao_transport.esc_ids`` / ``mst_ids``); TIMEOUT register
+    ``timeout_counts`` (factory 0 = off)."""
+    n = len(motors)
+    if not 1 <= n <= MAX_JOINTS:
+        raise UnknownNameError("drive count (motors)", n, [f"1..{MAX_JOINTS}"])
     return tuple(
         DamiaoDriveConfig(motor=m, esc_id=e, mst_id=r, timeout_counts=timeout_counts)
-        for m, e, r in zip(motors, ESC_IDS, MST_IDS, strict=True)
+        for m, e, r in zip(motors, esc_ids(n), mst_ids(n), strict=True)
     )
 
 
@@ -75,7 +84,8 @@ class DamiaoArmDrives(BusDrives):
 class DamiaoBank(BankBuses):
     """All Damiao drives of the twin; model/data belong to the stepping thread.
 
-    wiring: {channel: arm on that bus}; configs: the seven drives of an arm."""
+    wiring: {channel: arm on that bus}; configs: the drives of an arm, one per joint of each
+    wired arm in the model (default: OpenArm's seven)."""
 
     def __init__(
         self,
@@ -91,18 +101,53 @@ class DamiaoBank(BankBuses):
         self.model, self.data = model, data
         self.faults = faults if faults is not None else FaultSchedule()
         configs = configs or default_damiao_configs()
-        if len(configs) != JOINTS_PER_ARM:
-            raise UnknownNameError("drive config count", len(configs), [str(JOINTS_PER_ARM)])
+        n = len(configs)
+        for arm in set(wiring.values()):
+            joints = len(model_arm_joints(model, arm))
+            if n != joints:
+                raise UnknownNameError(
+                    f"drive config count of the {Arm.parse(arm).value} arm", n, [str(joints)]
+                )
         self._jams = JointJams(model, data)
         self.buses: dict[str, DamiaoArmDrives] = {}
         for channel, arm in wiring.items():
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
-            drives = [DamiaoDrive(j, configs[j - 1]) for j in range(1, JOINTS_PER_ARM + 1)]
+            drives = [DamiaoDrive(j, configs[j - 1]) for j in range(1, n + 1)]
             for d in drives:
                 d.last_command_s = now
-            self.buses[channel] = DamiaoArmDrives(drives=drives, **fields)
+            self.buses[channel] = DamiaoArmDrives(
+                drives=drives,
+                silent=(False,) * n,
+                encoder_offset_rad=(0.0,) * n,
+                stalled=(False,) * n,
+                **fields,
+            )
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
+
+    @classmethod
+    def _bus_fields(
+        cls,
+        model: mujoco.MjModel,
+        channel: str,
+        arm: Arm | str,
+        log_dir: Path | str | None,
+        log_suffix: str,
+    ) -> dict:
+        """``BankBuses._bus_fields`` for an arm of any joint count: the dofs of the joints
+        the model's arm has (``model_arm_joints``), not of seven."""
+        arm = Arm.parse(arm)
+        return dict(
+            channel=channel,
+            arm=arm,
+            bus=open_virtual(channel),
+            qpos=arm_qpos_indices(model, arm),
+            dof=np.array(
+                [model.jnt_dofadr[model.joint(n).id] for n in model_arm_joints(model, arm)]
+            ),
+            actuators=arm_actuator_indices(model, arm),
+            logger=cls._open_logger(log_dir, channel, log_suffix),
+        )
 
     # ------------------------------------------------------------------ injection
     def set_supply_v(self, arm: Arm | str, volts: float, joints: tuple[int, ...] = ()) -> None:
@@ -124,8 +169,10 @@ class DamiaoBank(BankBuses):
     def _pick(self, arm: Arm | str, joints: tuple[int, ...]) -> list[DamiaoDrive]:
         drives = self.drives_of(arm).drives
         for j in joints:
-            if not 1 <= j <= JOINTS_PER_ARM:
-                raise UnknownNameError("joint number", j, [str(i) for i in range(1, 8)])
+            if not 1 <= j <= len(drives):
+                raise UnknownNameError(
+                    "joint number", j, [str(i) for i in range(1, len(drives) + 1)]
+                )
         return [d for d in drives if not joints or d.joint in joints]
 
     # ------------------------------------------------------------------ per step
@@ -155,11 +202,8 @@ class DamiaoBank(BankBuses):
             ad.counters.not_for_us += 1
             return
         data = bytes(msg.data)
-        if msg.arbitration_id == REGISTER_ID:
-            esc = data[0] | (data[1] << 8) if len(data) >= 2 else -1
-            targets = [drv for drv in ad.drives if drv.esc_id == esc]
-        else:
-            targets = [drv for drv in ad.drives if drv.esc_id == msg.arbitration_id]
+        # ESC id, the mode ids ESC + 0x100/0x200/0x300, or 0x7FF naming the ESC id in D0-D1
+        targets = [drv for drv in ad.drives if drv.accepts(msg.arbitration_id, data)]
         if not targets:
             ad.counters.not_for_us += 1
             return
@@ -167,11 +211,18 @@ class DamiaoBank(BankBuses):
         for drv in targets:
             k = drv.joint - 1
             q = float(self.data.qpos[ad.qpos[k]]) + ad.encoder_offset_rad[k]
-            reply = drv.on_frame(msg.arbitration_id, data, now, q, float(self.data.qvel[ad.dof[k]]))
+            dq = float(self.data.qvel[ad.dof[k]])
+            fd, brs = bool(msg.is_fd), bool(msg.bitrate_switch)
+            reply = drv.on_frame(msg.arbitration_id, data, now, q, dq, fd, brs)
             if reply is None or ad.silent[k]:
                 continue
-            out = can.Message(
-                timestamp=now, arbitration_id=reply[0], data=reply[1], is_extended_id=False
+            out = can.Message(  # in the request's format: FD in, FD out
+                timestamp=now,
+                arbitration_id=reply.arbitration_id,
+                data=reply.data,
+                is_extended_id=False,
+                is_fd=reply.is_fd,
+                bitrate_switch=reply.bitrate_switch,
             )
             ad.bus.send(out)
             ad.counters.replies += 1

@@ -27,6 +27,9 @@ rehearses):
 Each gate also judges the base configuration, so a base carrying the fault (a drive
 register override, no enable, no compensation, an impossible payload, no watchdog)
 fails it; the tests prove each can fail. Simulated only (hardware_io: false).
+
+Every gate takes the robot's own joint count and motors (its robot file's
+``drives.motors``: OpenArm's seven, or a 5- or 6-joint arm's).
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 from rob_twin.controllers.damiao_codec import TIMEOUT_UNIT_S, Register, Status
 from rob_twin.controllers.owner_types import FaultKind as OwnerFault
-from rob_twin.models.damiao_motors import OPENARM_ARM_MOTORS
 from rob_twin.models.names import Arm
+from rob_twin.models.robot import robot_of
 from rob_twin.planners.kinematics import Payload
 from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.rehearsal.gates import (
@@ -63,7 +66,17 @@ from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.damiao_loop import DamiaoOptions, DriveRegisterOverride, openarm_config
 from rob_twin.twin.sim.loops import make_closed_loop
 
-PEAKS = np.array([m.peak_torque_nm for m in OPENARM_ARM_MOTORS])
+UNDER_VOLTAGE_JOINT = 6  # the enable-sequence gate's drive in under-voltage (the last, if fewer)
+
+
+def _joints(cfg: RehearsalConfig) -> int:
+    """The robot's joints per arm (both arms of a Damiao robot have one motor per joint)."""
+    return robot_of(cfg.base.robot).joint_count(Arm.RIGHT)
+
+
+def _peaks(lp: ClosedLoop) -> np.ndarray:
+    """Each arm joint's motor peak torque [Nm] (the robot's motors, ``DamiaoClosedLoop``)."""
+    return np.array([m.peak_torque_nm for m in lp.motors])
 
 
 @dataclass(frozen=True)
@@ -115,7 +128,7 @@ def gate_register_agreement(cfg: RehearsalConfig) -> GateResult:
                 rows.append({"arm": arm.value, "ok": False, "note": "no bring-up was run"})
                 continue
             tr = lp.drivers[arm].transport
-            for j in range(1, 8):
+            for j in range(1, tr.joints + 1):
                 s = tr.scalings[j - 1]
                 got = rep.registers.get(j, {})
                 good = not any(m.startswith(f"joint {j} ") for m in rep.mismatches) and bool(got)
@@ -123,7 +136,7 @@ def gate_register_agreement(cfg: RehearsalConfig) -> GateResult:
                     {
                         "arm": arm.value,
                         "joint": j,
-                        "motor": OPENARM_ARM_MOTORS[j - 1].model,
+                        "motor": tr.config.motors[j - 1].model,
                         "host_pmax_vmax_tmax": [s.pmax_rad, s.vmax_rad_s, s.tmax_nm],
                         "drive_pmax_vmax_tmax": [got.get("PMAX"), got.get("VMAX"), got.get("TMAX")],
                         "drive_ids": [got.get("ESC_ID"), got.get("MST_ID")],
@@ -176,14 +189,15 @@ def gate_enable_sequence(cfg: RehearsalConfig) -> GateResult:
             "owner_faults": faults,
         }
     )
-    uv = (DriveRegisterOverride(Arm.LEFT, 6, Register.UV, 30.0),)  # UV above the 24 V supply
+    uv_joint = min(UNDER_VOLTAGE_JOINT, _joints(cfg))
+    uv = (DriveRegisterOverride(Arm.LEFT, uv_joint, Register.UV, 30.0),)  # UV above 24 V supply
     with _with(cfg, drive_registers=uv, enable=True) as lp:
         rep = lp.bring_up[Arm.LEFT]
         owner = lp.drivers[Arm.LEFT].owner
         after = _frames_after(lp, Arm.LEFT, 0.2)
         detected = bool(
             not rep.passed
-            and "joint 6 status 0x9" in rep.reason
+            and f"joint {uv_joint} status 0x9" in rep.reason
             and owner.fault is OwnerFault.DRIVE_ERROR
             and after == 0
         )
@@ -218,7 +232,8 @@ def _hold(lp: ClosedLoop, seconds: float) -> dict:
 def gate_gravity_compensation(cfg: RehearsalConfig) -> GateResult:
     secs, bound = _param(cfg, "hold_s"), _param(cfg, "hold_bound_rad")
     zero_s = _param(cfg, "zero_gain_hold_s")
-    with _with(cfg, kp=(0.0,) * 7, kd=(0.0,) * 7) as lp:
+    n = _joints(cfg)
+    with _with(cfg, kp=(0.0,) * n, kd=(0.0,) * n) as lp:
         zero_gains = _hold(lp, zero_s)
     # the sag is measured with the owner's tracking-error latch out of the way (1 rad):
     # otherwise the latch, then the drives' CAN timeout, would let the arm fall
@@ -257,13 +272,14 @@ def _unholdable_payload_kg(lp: ClosedLoop, arm: Arm) -> float:
     q = lp.measured(arm)
     bare = ModelGravity(lp.twin.model, arm)(q)
     per_kg = np.abs(ModelGravity(lp.twin.model, arm, Payload(1.0))(q) - bare)
-    room = (PEAKS - np.abs(bare)) / np.maximum(per_kg, 1e-9)
+    room = (_peaks(lp) - np.abs(bare)) / np.maximum(per_kg, 1e-9)
     return round(1.5 * float(room.min()), 3)
 
 
 def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
-    peak_ff = np.zeros(7)
+    peak_ff = np.zeros(_joints(cfg))
     with _base(cfg) as lp:
+        peaks = _peaks(lp)
 
         def record(arm, rep, lp=lp) -> None:
             nonlocal peak_ff
@@ -278,7 +294,7 @@ def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
             float(np.abs(lp.twin.data.actuator_force[lp.bank.drives_of(a).actuators]).max())
             for a in ARMS
         )
-    margin = PEAKS - peak_ff
+    margin = peaks - peak_ff
     base_ok = not faults and bool(np.all(margin > 0))
     with _with(cfg, payload=heavy) as lp:
         lp.run_for(0.05)
@@ -295,7 +311,7 @@ def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
         bool(base_ok and detected),
         {
             "max_feedforward_nm": [_r(x, 3) for x in peak_ff],
-            "peak_torque_nm": PEAKS.tolist(),
+            "peak_torque_nm": peaks.tolist(),
             "margin_nm": [_r(x, 3) for x in margin],
             "max_actuator_force_nm": _r(force, 3),
             "owner_faults": faults,
@@ -312,7 +328,7 @@ def gate_torque_limit(cfg: RehearsalConfig) -> GateResult:
 def gate_can_timeout(cfg: RehearsalConfig) -> GateResult:
     with _base(cfg) as lp:
         tr = lp.drivers[Arm.RIGHT].transport
-        counts = [tr.registers.get((j, Register.TIMEOUT)) for j in range(1, 8)]
+        counts = [tr.registers.get((j, Register.TIMEOUT)) for j in range(1, tr.joints + 1)]
         ad = lp.bank.drives_of(Arm.RIGHT)
         lp.run_for(0.3)
         early = [d.status for d in ad.drives]

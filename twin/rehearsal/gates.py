@@ -31,6 +31,8 @@ from rob_twin.twin.sim.loops import make_closed_loop
 
 ARMS = (Arm.RIGHT, Arm.LEFT)
 # A move that is unique per joint (+0.02 rad * j): any swapped joint, arm or sign shows.
+# Seven joints; an arm of n joints takes the first n (``SIGNATURE_MOVE[:n]``), as it does
+# of FAR_MOVE.
 SIGNATURE_MOVE = 0.02 * np.arange(1, 8)
 # A far, smooth destination both arms can reach at cruise speed.
 FAR_MOVE = np.array([0.5, 0.4, 0.4, -0.5, 0.4, 0.3, 0.5])
@@ -135,10 +137,11 @@ def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> None:
     for arm in ARMS:
         home = robot_home(lp, arm)
         lo, hi = owner_bounds(lp, arm)
-        if lp.family == "amber" and np.all((home + FAR_MOVE >= lo) & (home + FAR_MOVE <= hi)):
-            lp.command(arm, home + FAR_MOVE)
+        move = FAR_MOVE[: home.size]
+        if lp.family == "amber" and np.all((home + move >= lo) & (home + move <= hi)):
+            lp.command(arm, home + move)
             continue
-        lp.command(arm, np.clip(home + toward_far_bound(home, lo, hi, FAR_MOVE), lo, hi))
+        lp.command(arm, np.clip(home + toward_far_bound(home, lo, hi, move), lo, hi))
 
 
 def _latched(lp: ClosedLoop, arm: Arm, timeout_s: float) -> float | None:
@@ -196,15 +199,16 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
         with _loop(cfg) as lp:
             lp.run_for(0.3)
             q0, q0_other = lp.measured(arm), lp.measured(other)
-            lp.command(arm, q0 + SIGNATURE_MOVE)
+            n = q0.size  # the arm's joints: each moves by its own +0.02 rad x j
+            lp.command(arm, q0 + SIGNATURE_MOVE[:n])
             lp.run_for(0.8)
             dq, dq_other = lp.measured(arm) - q0, lp.measured(other) - q0_other
             fb = lp.feedback(arm)
             side = _mount_side(lp, arm)
             fault = lp.drivers[arm].owner.fault
-            fb_minus_true = (fb - lp.measured(arm)) if fb is not None else np.full(7, np.nan)
+            fb_minus_true = (fb - lp.measured(arm)) if fb is not None else np.full(n, np.nan)
             rejected = _out_of_bounds_rejected(lp, arm)
-        for j in range(7):
+        for j in range(n):
             good = (
                 abs(dq[j] - SIGNATURE_MOVE[j]) <= tol
                 and abs(fb_minus_true[j]) <= tol
@@ -223,7 +227,7 @@ def gate_units_and_references(cfg: RehearsalConfig) -> GateResult:
             )
             ok &= bool(good)
         expected_side = "right" if arm is Arm.RIGHT else "left"
-        ok &= side == expected_side and fault is None and rejected == 7
+        ok &= side == expected_side and fault is None and rejected == n
         rows.append(
             {
                 "arm": arm.value,
@@ -262,7 +266,7 @@ def _mount_side(lp: ClosedLoop, arm: Arm) -> str:
 def _out_of_bounds_rejected(lp: ClosedLoop, arm: Arm) -> int:
     owner = lp.drivers[arm].owner
     n = 0
-    for j in range(7):
+    for j in range(owner.joints):
         q = lp.commanded(arm)
         q[j] = owner.config.position_upper[j] + 0.01
         n += int(not lp.command(arm, q).accepted)
@@ -584,6 +588,9 @@ def gate_bus_budget(cfg: RehearsalConfig) -> GateResult:
     at the rehearsal's rates."""
     robot = robot_of(cfg.base.robot)
     b: BusBudgetConfig = dataclasses.replace(cfg.bus_budget, family=robot.family)
+    joints = max(robot.joint_count(a) for a in Arm)  # one command frame per joint
+    if joints != b.joints:
+        b = dataclasses.replace(b, joints=joints)
     cmd_hz = b.command_rate_hz or cfg.base.owner_rate_hz
     # Damiao drives answer every command: their feedback rate is the command rate
     answered = robot.family == "damiao"
@@ -634,6 +641,20 @@ GATES: dict[str, Callable[[RehearsalConfig], GateResult]] = {
 
 # gates that need a capability the robot may lack: (gate, capability)
 GATE_NEEDS = {"held_object": CARTESIAN_KINEMATICS}
+# gates that need arms of at least this many joints: the held box's lockstep carry keeps each
+# hand's full pose (position and orientation: six degrees of freedom) along the move
+GATE_MIN_JOINTS = {"held_object": 6}
+
+
+def _too_few_joints(robot) -> dict[str, str]:
+    """{gate: why} for the gates whose ``GATE_MIN_JOINTS`` the robot's arms lack."""
+    fewest = min(robot.joint_count(a) for a in Arm)
+    return {
+        n: f"robot {robot.name!r} has {fewest}-joint arms; the gate needs arms of at least "
+        f"{k} joints (a lockstep carry holds each hand's full pose: six degrees of freedom)"
+        for n, k in GATE_MIN_JOINTS.items()
+        if fewest < k
+    }
 
 
 def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], GateResult]]:
@@ -646,16 +667,23 @@ def gates_for(cfg: RehearsalConfig) -> dict[str, Callable[[RehearsalConfig], Gat
         from rob_twin.twin.rehearsal.damiao import DAMIAO_GATES
 
         gates = DAMIAO_GATES
-    if all(robot.can(cap) for cap in GATE_NEEDS.values()):
+    short = _too_few_joints(robot)
+    if all(robot.can(cap) for cap in GATE_NEEDS.values()) and not short:
         return gates
-    return {n: g for n, g in gates.items() if robot.can(GATE_NEEDS.get(n, CAN_DRIVES))}
+    return {
+        n: g
+        for n, g in gates.items()
+        if robot.can(GATE_NEEDS.get(n, CAN_DRIVES)) and n not in short
+    }
 
 
 def gates_not_run(cfg: RehearsalConfig) -> dict[str, str]:
-    """{gate: why it cannot run on the base configuration's robot} (the missing capability)."""
+    """{gate: why it cannot run on the base configuration's robot} (the missing capability,
+    or arms of fewer joints than the gate needs: ``GATE_MIN_JOINTS``)."""
     robot = robot_of(cfg.base.robot)
-    return {
+    missing = {
         n: f"robot {robot.name!r} lacks capability {cap!r} ({CAPABILITY_SOURCES[cap]})"
         for n, cap in GATE_NEEDS.items()
         if not robot.can(cap)
     }
+    return {**_too_few_joints(robot), **missing}

@@ -112,18 +112,24 @@ def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
 def gate_held_object(cfg: RehearsalConfig, held: HeldGateConfig | None = None) -> GateResult:
     """The gate (see the module docstring)."""
     held = held or default_config()
-    s = held_carry_run(cfg, held)
     lim = held.limits
+    requirement = (
+        f"both hands carry a {held.box.mass_kg} kg box {list(held.translation_m)} m in "
+        f"lockstep (left skew {held.skew_s * 1e3:g} ms): internal force <= "
+        f"{lim.internal_force_n} N, every joint torque <= {lim.torque_fraction} of its "
+        "range, no grasp slip, no owner fault"
+    )
+    try:
+        s = held_carry_run(cfg, held)
+    except TwinInputError as err:  # no box fits between this robot's hands: a misfit, named
+        return GateResult(
+            name="held_object", passed=False, figures={}, requirement=requirement, detail=str(err)
+        )
     return GateResult(
         name="held_object",
         passed=s["passed"],
         figures={k: v for k, v in s.items() if k not in ("hardware_io", "figures")},
-        requirement=(
-            f"both hands carry a {held.box.mass_kg} kg box {list(held.translation_m)} m in "
-            f"lockstep (left skew {held.skew_s * 1e3:g} ms): internal force <= "
-            f"{lim.internal_force_n} N, every joint torque <= {lim.torque_fraction} of its "
-            "range, no grasp slip, no owner fault"
-        ),
+        requirement=requirement,
         detail="; ".join(s["failures"])
         + (
             " (calibration not applied to the held-object scene)"

@@ -25,15 +25,17 @@ def wave_source(
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
 ) -> Callable[[float], np.ndarray]:
-    """A smooth per-joint target path around ``home`` (0.25 rad, 0.3-0.5 Hz): arm ``k``.
+    """A smooth per-joint target path around ``home`` (0.25 rad, 0.3-0.5 Hz): arm ``k``; one
+    per joint of ``home`` (seven: ROB; an arm of n joints takes the first n joints' paths).
 
     With ``lower``/``upper`` [rad] each joint swings toward its farther bound and the path is
     clipped into them (a robot whose home sits near a joint bound, as OpenArm's J2 does,
     where the near side leads into its pedestal); without them (ROB) it is the unclipped wave."""
     home = np.asarray(home, float)
-    freq = 0.3 + 0.03 * np.arange(7)
-    phase = 0.7 * np.arange(7) + k
-    gain = np.array([1, 1, 1, -1, 1, 0.5, 1])
+    n = home.size
+    freq = 0.3 + 0.03 * np.arange(n)
+    phase = 0.7 * np.arange(n) + k
+    gain = np.array([1, 1, 1, -1, 1, 0.5, 1])[:n]
     if lower is not None:
         # the path's excursion from home is 0.25 (sin - sin(phase)) * gain: its larger side
         # (the negative one where sin(phase) > 0) goes toward the farther bound

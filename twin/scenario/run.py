@@ -331,12 +331,14 @@ class RunResult:
 
 def scenario_robot(sc: Scenario) -> Robot:
     """The robot ``sc`` runs on, checked for what the scenario needs (owners, codecs and
-    drives over CAN; a tracked base for ``base`` steps; Cartesian kinematics for carries);
-    MissingCapabilityError (exit 2) before anything runs."""
+    drives over CAN; seven-joint arms for the Amber codec; a tracked base for ``base``
+    steps; Cartesian kinematics for carries); MissingCapabilityError (exit 2) before
+    anything runs."""
     robot = robot_of(sc.robot)
     what = f"scenario {sc.name!r}"
     robot.require(CAN_DRIVES, f"{what} (it runs owners, codecs and drives over CAN)")
-    robot.require(SEVEN_JOINT_ARMS, f"{what} (the owners and codecs drive seven joints)")
+    if robot.family == "amber":
+        robot.require(SEVEN_JOINT_ARMS, f"{what} (the Amber codec drives seven joints per arm)")
     if sc.base:
         robot.require(TRACKED_BASE, f"{what}'s base steps")
     if sc.carries:
@@ -553,8 +555,12 @@ def run_scenario(
         video=video,
         video_skipped_reason=reason,
         times=np.array(log_t),
-        commanded={a.value: np.array(v).reshape(-1, 7) for a, v in log_cmd.items()},
-        measured={a.value: np.array(v).reshape(-1, 7) for a, v in log_meas.items()},
+        commanded={
+            a.value: np.array(v).reshape(-1, loop.robot.joint_count(a)) for a, v in log_cmd.items()
+        },
+        measured={
+            a.value: np.array(v).reshape(-1, loop.robot.joint_count(a)) for a, v in log_meas.items()
+        },
         pipeline=pipeline,
         plans=planner.results if planner is not None else [],
         status="completed" if stopped_by is None else "interrupted",

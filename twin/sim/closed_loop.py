@@ -305,6 +305,7 @@ class ClosedLoop:
             lease=self.lease(arm),
             velocity_rad_s=velocity_rad_s,
             acceleration_rad_s2=acceleration_rad_s2,
+            joints=owner.joints,
         )
         result = owner.submit(target)
         if not result.accepted:

@@ -16,7 +16,10 @@ owners tick, each arm runs the enable sequence (``DamiaoTransport.bring_up``: CA
 timeout written, registers read and compared, drives enabled). ``DamiaoOptions``
 switches compensation and gains, declares a payload, and injects host/drive register
 disagreements for the rehearsal. The drives and the host's motor table are the robot
-file's ``drives.motors``.
+file's ``drives.motors``, one per arm joint: an arm of any joint count the file gives
+(OpenArm: seven) gets as many drives, MIT frames and owner joints; the owner's limits,
+the same on every joint, carry over to that count (``OwnerConfig.with_bounds``) and the
+default gains are ``controllers.damiao_transport.motor_gains``'s.
 
 Holding from the first tick: the twin starts each arm at rest at its start pose (the
 robot's home, or the scenario's initial values), which need not be gravity-free. A
@@ -42,7 +45,7 @@ from rob_twin.controllers.damiao_codec import Register, Scaling
 from rob_twin.controllers.damiao_driver import DamiaoArmDriver
 from rob_twin.controllers.damiao_transport import DamiaoTransportConfig
 from rob_twin.controllers.owner_config import OwnerConfig
-from rob_twin.models.damiao_motors import MOTORS, OPENARM_KD, OPENARM_KP, MotorLimits
+from rob_twin.models.damiao_motors import MOTORS, MotorLimits
 from rob_twin.models.loading import arm_qpos_indices
 from rob_twin.models.names import Arm
 from rob_twin.models.robot_description import resolve_robot
@@ -71,9 +74,10 @@ class DriveRegisterOverride:
 @dataclass(frozen=True)
 class DamiaoOptions:
     """gravity_compensation: send RNEA gravity as tau_ff (False: zero); payload: declared
-    tool payload; kp/kd: per-joint gains [Nm/rad], [Nm s/rad] (None: OpenArm's ROS 2
-    table); host_scalings: the host's PMAX/VMAX/TMAX table (None: the motor table);
-    drive_registers: drive-side register overrides; timeout_s: CAN watchdog written at
+    tool payload; kp/kd: per-joint gains [Nm/rad], [Nm s/rad], one per arm joint (None:
+    OpenArm's ROS 2 table, ``controllers.damiao_transport.motor_gains``); host_scalings:
+    the host's PMAX/VMAX/TMAX table (None: the motor table); drive_registers: drive-side
+    register overrides; timeout_s: CAN watchdog written at
     bring-up [s] (None: leave the factory 0 = off); enable: run the enable sequence;
     hold_on_enable: each drive's ENABLE is followed by an MIT frame holding the owner's
     starting sample with its gravity feed-forward (False: the drive gives zero torque until
@@ -158,8 +162,8 @@ class DamiaoClosedLoop(ClosedLoop):
             arm=arm,
             channel=self.channels[arm],
             motors=self.motors,
-            kp=o.kp or OPENARM_KP,
-            kd=o.kd or OPENARM_KD,
+            kp=o.kp or (),  # (): motor_gains (seven joints: OpenArm's table)
+            kd=o.kd or (),
             scalings=o.host_scalings,
             timeout_s=o.timeout_s,
         )
@@ -171,6 +175,16 @@ class DamiaoClosedLoop(ClosedLoop):
             tcfg,
             bus=wire,
             gravity=gravity,
+        )
+
+    def owner_config(self, arm: Arm) -> OwnerConfig:
+        """The owner of ``arm`` with the config's rates and limits and the model's joint
+        ranges as its position bounds [rad], for the arm's joint count (limits the same on
+        every joint carry over to any count: ``OwnerConfig.with_bounds``)."""
+        m = self.twin.model
+        ranges = [m.jnt_range[m.joint(name).id] for name in self.robot.joints(arm)]
+        return self.config.owner.with_bounds(
+            tuple(float(lo) for lo, _ in ranges), tuple(float(hi) for _, hi in ranges)
         )
 
     def _start_drives(self) -> None:

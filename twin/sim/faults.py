@@ -79,7 +79,8 @@ _PARAMS = {
 class FaultSpec:
     """One fault on one arm, active for ``at`` <= t < ``at + duration`` [s, simulated].
 
-    joints: 1-based joints for per-joint drive faults (empty: all seven);
+    joints: 1-based joints for per-joint drive faults (empty: all of the arm's; any of
+    1..7 here, the arm's own count checked where the robot is known: ``check_fault_joints``);
     params: kind-specific numbers (see the module docstring), defaults filled in.
     """
 
@@ -138,6 +139,31 @@ class FaultSpec:
             joints=tuple(getattr(model, "joints", ())),
             params=model.params(),
         )
+
+
+# frame-numbered parameters: a frame of a sample, 0-based (one frame per joint)
+_FRAME_PARAMS = {FaultKind.PARTIAL_BATCH: "accept_frames", FaultKind.UNCERTAIN_WRITE: "at_frame"}
+
+
+def check_fault_joints(faults, joints_per_arm: dict[Arm, int]) -> None:
+    """FaultSpecError unless every fault fits the arm it hits, of ``joints_per_arm[arm]``
+    joints: its ``joints`` within 1..n, and a frame number (``accept_frames`` of
+    ``partial_batch``, ``at_frame`` of ``uncertain_write``) within 0..n-1, as a sample of n
+    joints has n frames (called where the robot is known: ``twin.sim.loops.loop_config``)."""
+    for f in faults:
+        n = joints_per_arm[f.arm]
+        for j in f.joints:
+            if not 1 <= j <= n:
+                raise FaultSpecError(
+                    f"fault {f.kind.value!r} on the {f.arm.value} arm: joint {j!r} is not a "
+                    f"joint number of that arm; valid: 1..{n}"
+                )
+        name = _FRAME_PARAMS.get(f.kind)
+        if name is not None and not 0 <= f.params[name] <= n - 1:
+            raise FaultSpecError(
+                f"fault {f.kind.value!r} on the {f.arm.value} arm: {name} "
+                f"{f.params[name]:g} is not a frame of its {n}-frame samples; valid: 0..{n - 1}"
+            )
 
 
 def _kind_names() -> list[str]:

@@ -64,7 +64,7 @@ class HeldRecorder:
             for arm, idx in self.ctrl.items()
         }
         self.rows: list[np.ndarray] = []  # t, holding r/l, F_r, F_l, internal, squeeze, tan r/l
-        self.torques: list[np.ndarray] = []  # 14 joint torques [Nm], right then left
+        self.torques: list[np.ndarray] = []  # joint torques [Nm], right arm's then left's
         loop.twin.scheduler.add("held/record", 1.0 / loop.twin.scheduler.dt, self._record)
 
     def _record(self, now: float) -> None:
@@ -86,10 +86,11 @@ class HeldRecorder:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The records as arrays: t [s], force_right/left (n, 3) [N], internal (n, 3) [N],
-        internal_norm, squeeze, tangential_right/left [N], torque_right/left (n, 7) [Nm],
-        holding_right/left (bool)."""
+        internal_norm, squeeze, tangential_right/left [N], torque_right/left (n, joints of the
+        arm) [Nm], holding_right/left (bool)."""
         r = np.array(self.rows).reshape(-1, 15)
-        tq = np.array(self.torques).reshape(-1, 14)
+        nr, nl = len(self.ctrl[Arm.RIGHT]), len(self.ctrl[Arm.LEFT])
+        tq = np.array(self.torques).reshape(-1, nr + nl)
         return {
             "t": r[:, 0],
             "holding_right": r[:, 1] > 0,
@@ -101,8 +102,8 @@ class HeldRecorder:
             "squeeze": r[:, 12],
             "tangential_right": r[:, 13],
             "tangential_left": r[:, 14],
-            "torque_right": tq[:, :7],
-            "torque_left": tq[:, 7:],
+            "torque_right": tq[:, :nr],
+            "torque_left": tq[:, nr:],
         }
 
     def summary(self, limits: HeldObjectLimits | None = None) -> dict:

@@ -5,17 +5,23 @@ The robot's drive family picks the loop: ``amber`` (ROB) builds
 ``rob_twin.twin.sim.damiao_loop.DamiaoClosedLoop`` (Damiao MIT drives). The classes build
 only their own family: ``ClosedLoop`` given an OpenArm config raises TwinInputError naming
 this factory.
+
+Joint counts: Amber arms have seven joints (the Amber codec's seven frames, ids
+0x11..0x17: ``SEVEN_JOINT_ARMS``); Damiao arms any count the robot file gives (one drive
+and one MIT frame per joint: the owners, transports and bank take the count from the data).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from rob_twin.models.names import Arm
 from rob_twin.models.robot import CAN_DRIVES, SEVEN_JOINT_ARMS, Robot, robot_of
 from rob_twin.models.robot_description import RobotFileError
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.damiao_loop import DamiaoClosedLoop, openarm_config
+from rob_twin.twin.sim.faults import check_fault_joints
 from rob_twin.twin.sim.twin import Twin
 
 LOOPS: dict[str, type[ClosedLoop]] = {"amber": ClosedLoop, "damiao": DamiaoClosedLoop}
@@ -24,10 +30,13 @@ LOOPS: dict[str, type[ClosedLoop]] = {"amber": ClosedLoop, "damiao": DamiaoClose
 def loop_config(robot: Robot | str, what: str = "a closed loop", **overrides) -> ClosedLoopConfig:
     """The closed-loop config of ``robot`` (its family's rates and options) with
     ``overrides``; MissingCapabilityError (exit 2) for a robot without CAN drives or with
-    arms the codecs cannot drive (``what``: the command asking, for the message)."""
+    arms its codec cannot drive (Amber: seven joints; ``what``: the command asking, for the
+    message); FaultSpecError for a fault naming a joint (or frame) its arm lacks."""
     robot = robot_of(robot)
     robot.require(CAN_DRIVES, what)
-    robot.require(SEVEN_JOINT_ARMS, what)
+    if robot.family == "amber":
+        robot.require(SEVEN_JOINT_ARMS, f"{what} (the Amber codec drives seven joints per arm)")
+    check_fault_joints(overrides.get("faults", ()), {a: robot.joint_count(a) for a in Arm})
     if robot.family == "damiao":
         config = openarm_config(robot=robot.spec, **overrides)
     else:

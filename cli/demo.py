@@ -32,7 +32,7 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     if cd.crossing_pair(robot) is None:  # no crossing pair in the file or the model: a wave
         from rob_twin.twin.scenario.run import demo_scenario
 
-        sc = demo_scenario(robot)
+        sc = demo_scenario(robot, planned=True)  # moves planned together: no arm into the other
         return run_and_report(sc, args)
 
     say = say_for(args)

@@ -270,28 +270,65 @@ def _demo_poses(robot: Robot, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     return home, _demo_move(home, lo, hi, DEMO_REACH, 1.0), _demo_move(home, lo, hi, DEMO_WAVE, 0.5)
 
 
-def demo_scenario(robot: Robot | str | None = None) -> Scenario:
+DEMO_PLANNED_MARGIN = (1.15, 1.0)  # the planned demo runs (sum of its plans) x 1.15 + 1.0 s
+
+
+def planned_demo_duration(robot: Robot, moves: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """How long the planned demo must run [s]: its moves (right, left joint goals [rad]) planned
+    one after another from home, as the run will plan them (``plan_steps.planning_config``,
+    seed 0), their durations summed, with ``DEMO_PLANNED_MARGIN`` for the run's plans, which
+    start from the owners' commanded state; a move that does not plan adds nothing here (the
+    run reports it)."""
+    from rob_twin.planners.group import ArmGroup
+    from rob_twin.twin.scenario.plan_steps import planning_config
+
+    group = ArmGroup(robot.model(), robot.group_arms(), planning_config())
+    start = {arm: robot.home(arm) for arm in ("right", "left")}
+    total = 0.0
+    for right, left in moves:
+        goals = {"right": right, "left": left}
+        result = group.plan(goals, seed=0, start=start)
+        if result.ok:
+            total += result.plan.duration_s
+            start = goals
+    scale, extra = DEMO_PLANNED_MARGIN
+    return round(total * scale + extra, 1)
+
+
+def demo_scenario(robot: Robot | str | None = None, planned: bool = False) -> Scenario:
     """The robot moves both arms: reach, wave, return home (ROB at the table: toward the
     can); validated like a scenario file. ``robot``: anything ``robot_of`` takes (None: the
-    default robot)."""
+    default robot). ``planned``: each move planned for both arms together by ArmGroup (arm
+    against arm and world at every retimed sample), as ``rob-twin demo`` runs it on a robot
+    with no crossing pair; else keyframes, straight joint-space lines that on a robot whose
+    arms face each other can run one arm's hand into the other's shoulder."""
     robot = robot_of(robot)
-    frames = []
-    for k, arm in enumerate(("right", "left")):
-        home, reach, wave = _demo_poses(robot, arm)
-        a, b = (reach, wave) if k == 0 else (wave, reach)
-        frames += [
-            {"t": t, "arm": arm, "q": q.tolist()}
-            for t, q in ((1.5, a), (3.0, b), (4.5, a), (6.0, home))
-        ]
+    poses = {arm: _demo_poses(robot, arm) for arm in ("right", "left")}
+    moves = []  # (t, right pose, left pose): the arms mirror each other's reach and wave
+    for t, k in ((1.5, 1), (3.0, 2), (4.5, 1), (6.0, 0)):
+        right, left = poses["right"][k], poses["left"][{1: 2, 2: 1, 0: 0}[k]]
+        moves.append((t, right, left))
     raw = {
         "name": "demo" if robot.spec == DEFAULT_ROBOT else f"demo_{robot.name}",
         "duration": 6.5,
         "seed": 0,
-        "keyframes": frames,
         "cameras": ["overview"],
         "fps": 30,
         "robot": robot.spec,
     }
+    if planned:
+        raw["duration"] = planned_demo_duration(robot, [(r, lf) for _, r, lf in moves])
+        raw["plans"] = [
+            {"t": round(0.3 + 0.1 * i, 3), "goals": {"right": r.tolist(), "left": lf.tolist()}}
+            for i, (_, r, lf) in enumerate(moves)
+        ]
+    else:
+        raw["keyframes"] = [
+            {"t": t, "arm": arm, "q": q.tolist()}
+            for arm, col in (("right", 1), ("left", 2))
+            for t, *pair in moves
+            for q in (pair[col - 1],)
+        ]
     return Scenario.from_dict(raw, source="the demo scenario")
 
 

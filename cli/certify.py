@@ -88,6 +88,10 @@ def register(sub) -> None:
         "certify",
         help="re-verify a saved plan's clearance certificate with coal "
         "(exit 0 agrees, 1 disagrees, 2 unreadable or invalid file)",
+        description="Re-derive every claim of a plan file's clearance certificate from the "
+        "model its hash names and from its samples (coal distances, joint ranges, the plan's "
+        "own speeds) and compare. Exit 0: every claim agrees; 1: a claim disagrees (named); "
+        "2: the file is unreadable or a value is out of range.",
     )
     cert.add_argument(
         "plan", help="plan file (JSON, written by rob-twin plan or planners.save_plan)"

@@ -165,7 +165,7 @@ def register(sub) -> None:
         "--seed",
         type=int,
         default=None,
-        help="planner seed (None: the goals file's or the step's seed)",
+        help="planner seed (default: the goals file's or the step's seed)",
     )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=_cmd_plan, json_result=True)

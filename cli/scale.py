@@ -94,6 +94,7 @@ def _study_calibration(path: str | None, spec, base):
 def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
     from pathlib import Path
 
+    from rob_twin.experiments.study.report import statuses_words
     from rob_twin.experiments.study.runner import replay_row, run_study
     from rob_twin.experiments.study.spec import load_spec
     from rob_twin.models.errors import RobTwinError
@@ -154,7 +155,7 @@ def _cmd_study(args: argparse.Namespace) -> tuple[int, dict]:
         )
         print(
             f"{summary['finished']}/{summary['tasks']} tasks ({summary['ran_now']} now) on "
-            f"{summary['backend']} in {summary['wall_s']} s: {summary['statuses']}"
+            f"{summary['backend']} in {summary['wall_s']} s: {statuses_words(summary['statuses'])}"
         )
         print(
             f"table: {summary['table']}; report: {Path(summary['table']).parent / 'report.md'} "

@@ -25,6 +25,7 @@ from rob_twin.models.robot import (
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.drives.amber_robot import robot_channels
 from rob_twin.twin.rehearsal.targets import toward_far_bound, wave_source
+from rob_twin.twin.scenario.summary_md import words
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
 from rob_twin.twin.sim.faults import FaultSpec
 from rob_twin.twin.sim.loops import make_closed_loop
@@ -186,7 +187,7 @@ def gate_exclusive_output(cfg: RehearsalConfig) -> GateResult:
         },
         "one writer per bus: no frame on our command ids from anyone else; an injected "
         "second writer latches FOREIGN_WRITER and nothing more is published",
-        "" if passed else f"foreign frames {foreign}, owner faults {latched}",
+        "" if passed else f"foreign frames {words(foreign)}, owner faults {words(latched)}",
     )
 
 

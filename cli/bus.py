@@ -97,6 +97,8 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
             stream=args.stream,
             stop_after_s=args.stop_after,
             ping_hz=args.ping_hz,
+            drive_timeout_s=args.drive_timeout or None,
+            max_velocity_rad_s=args.max_velocity,
         )
         report = run_host(
             cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True)
@@ -111,10 +113,16 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
             file=sys.stderr,
             flush=True,
         )
+    elif report["ended"] == "bring_up_failed":
+        print(
+            f"rob-twin host: the drives' bring-up failed ({report['end_reason']})",
+            file=sys.stderr,
+            flush=True,
+        )
     if not args.json:
         for line in host_summary(report):
             print(line)
-    failed = report["ended"] == "bank_lost" or any(a["fault"] for a in report["arms"].values())
+    failed = report["ended"] != "seconds" or any(a["fault"] for a in report["arms"].values())
     return (1 if failed else 0), report
 
 
@@ -139,6 +147,19 @@ def host_summary(report: dict) -> list[str]:
             f"{a['frames_sent']} frames sent, {a['feedback_frames']} feedback frames, "
             f"max travel {travel}"
         )
+        if "bring_up" in a:  # Damiao drives: how they were found and brought up
+            b = a["bring_up"]
+            states = ", ".join(sorted(set(a["start_status"])))
+            lines.append(
+                f"    drives found {states}"
+                + (
+                    f" (cleared errors on joints {a['cleared_errors']})"
+                    if a["cleared_errors"]
+                    else ""
+                )
+                + f", at rest after {a['waited_for_rest_s']:.2f} s; bring-up "
+                + ("passed" if b["passed"] else f"FAILED: {b['reason']}")
+            )
     lines.append(f"  tick jitter: {_us(report['tick_jitter'])}")
     if report["pings_sent"]:
         lines.append(
@@ -146,6 +167,8 @@ def host_summary(report: dict) -> list[str]:
         )
     if report["bus_log"]["records"]:
         lines.append(f"  python-can logged {report['bus_log']['records']} warning(s)")
+    if "verdict" in report:
+        lines.append(f"host: {report['verdict']}")
     return lines
 
 
@@ -273,7 +296,11 @@ def add_live_bus_options(
     parser.add_argument(
         "--port", type=int, default=29536, help="socketcand server port (default: %(default)s)"
     )
-    parser.add_argument("--channels", help="ARM=CHANNEL,... (default: right=CAN10,left=CAN11)")
+    parser.add_argument(
+        "--channels",
+        help="ARM=CHANNEL,... (default: the robot file's channels, right=CAN10,left=CAN11 on "
+        "rob, right=can0,left=can1 on openarm)",
+    )
     parser.add_argument(
         "--arm", action="append", help=f"{verb} only this arm, repeatable (default: both)"
     )
@@ -458,11 +485,16 @@ def register(sub) -> None:
     bank.set_defaults(func=_cmd_bank)
     host = sub.add_parser(
         "host",
-        help="ROB's host stack (owners, codec, transport) against a bank "
-        "over a real interface (exit 1 if an owner latched a fault or the bank was lost)",
-        description="ROB's host stack (owners, codec, CanTransport) on a python-can "
-        "interface, against a running rob-twin bank or real drives. Stops by itself, with "
-        "one line on stderr and exit 1, when every owner latched a loss of bus or feedback.",
+        help="the project's host stack (owners, codec, transport) against a bank "
+        "over a real interface (exit 1 if an owner latched a fault, the drives' bring-up "
+        "failed or the bank was lost)",
+        description="The project's host stack on a python-can interface, against a running "
+        "rob-twin bank or real drives: owners, codec and CanTransport for Amber drives; "
+        "owners and DamiaoTransport for Damiao drives (started from the drives' replies to "
+        "register refreshes, brought up as the in-process loop does: registers checked, "
+        "enabled holding the measured pose, gravity feed-forward from the robot's model; "
+        "disabled at the end). Stops by itself, with one line on stderr and exit 1, when "
+        "every owner latched a loss of bus or feedback. The last line is the verdict.",
     )
     add_live_bus_options(host, "drive", choices=None, note="")
     host.add_argument(
@@ -471,9 +503,25 @@ def register(sub) -> None:
     host.add_argument(
         "--stream",
         default="wave",
-        choices=("wave", "hold"),
-        help="targets: wave (a smooth motion around the start) or hold (the start pose) "
-        "(default: %(default)s)",
+        choices=("wave", "hold", "home"),
+        help="targets: wave (a smooth motion around the start), hold (the start pose) or "
+        "home (the robot file's home pose, reached and held) (default: %(default)s)",
+    )
+    host.add_argument(
+        "--max-velocity",
+        type=float,
+        default=None,
+        metavar="RAD_S",
+        help="the owners' speed limit on every joint [rad/s] (default: the twin's owner "
+        "limits, 1 rad/s)",
+    )
+    host.add_argument(
+        "--drive-timeout",
+        type=float,
+        default=0.25,
+        metavar="S",
+        help="Damiao drives: the CAN watchdog written at bring-up [s], 0: leave the drives' "
+        "own (default: %(default)s)",
     )
     host.add_argument(
         "--stop-after",
@@ -494,7 +542,7 @@ def register(sub) -> None:
         "--robot",
         type=robot_arg,
         default=DEFAULT_ROBOT,
-        help=f"{ROBOT_HELP}; Amber drives (its owners' and codec's bounds are its joint "
-        "ranges; without --channels, its file's channels) (default: %(default)s)",
+        help=f"{ROBOT_HELP}; Amber or Damiao drives (its owners' and codec's bounds are its "
+        "joint ranges; without --channels, its file's channels) (default: %(default)s)",
     )
     host.set_defaults(func=_cmd_host, json_result=True)

@@ -44,6 +44,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             telemetry_hz=args.telemetry_hz,
             startup_feedback_timeout_s=args.startup_timeout,
             max_lag_s=args.max_lag,
+            robot=args.robot.spec,
         )
         with (
             open(args.telemetry, "w", encoding="utf-8")  # noqa: SIM115 - closed by the stack
@@ -141,16 +142,24 @@ class _View:
 
 
 def _parameters(path: str | None, robot):
-    """The mirror twin's parameters: ``robot``'s model and Amber drives, with the
-    calibration file at ``path`` when given; CalibrationError (exit 2) for a file fitted on
-    another model, MissingCapabilityError (exit 2) for a robot without Amber drives."""
+    """The mirror twin's parameters: ``robot``'s model and its drives (Amber: the robot's
+    drive configs, with the calibration file at ``path`` when given; Damiao: the bank's
+    drives of the robot file's motors); CalibrationError (exit 2) for a file fitted on
+    another model, MirrorInputError (exit 2) for a calibration of a Damiao robot,
+    MissingCapabilityError (exit 2) for a robot without CAN drives."""
     from rob_twin.cli.common import calibration_arg
-    from rob_twin.models.robot import AMBER_DRIVES
-    from rob_twin.twin.bus.mirror import TwinParameters
+    from rob_twin.models.robot import CAN_DRIVES
+    from rob_twin.twin.bus.mirror import MirrorInputError, TwinParameters
     from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
     from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
-    robot.require(AMBER_DRIVES, "rob-twin mirror (its twin runs Amber drives)")
+    robot.require(CAN_DRIVES, "rob-twin mirror (it reads Amber and Damiao buses)")
+    if robot.family == "damiao":
+        if path:
+            raise MirrorInputError(
+                "calibration", path, f"none for robot {robot.name!r}: calibrations fit Amber drives"
+            )
+        return TwinParameters(model=robot.model())
     calibration = calibration_arg(path, robot)
     if calibration is None:
         return TwinParameters(model=robot.model(), drive_configs=amber_drive_configs(robot))
@@ -195,15 +204,16 @@ def register(sub) -> None:
         "--calibration",
         metavar="FILE",
         help="run the mirror's twin with this calibration's model and drive parameters "
-        "(rob-twin calibrate; default: the twin's assumed ones, reported as uncalibrated)",
+        "(rob-twin calibrate; Amber drives only; default: the twin's assumed ones, reported "
+        "as uncalibrated)",
     )
     add_live_bus_options(mir, "mirror", choices=("socketcand", "socketcan"))
     mir.add_argument(
         "--robot",
         type=robot_arg,
         default=DEFAULT_ROBOT,
-        help=f"{ROBOT_HELP}; Amber drives (without --channels, its file's channels) "
-        "(default: %(default)s)",
+        help=f"{ROBOT_HELP}; Amber or Damiao drives: its family's ids, reply decoding and "
+        "joint count (without --channels, its file's channels) (default: %(default)s)",
     )
     mir.add_argument(
         "--seconds", type=float, default=10.0, help="run length [s] (default: %(default)s)"

@@ -1,7 +1,6 @@
 """``rob-twin bank --robot`` and ``host --robot`` serve and drive the robot a file names:
 a generated Amber robot nobody tuned for, on its own channels and joint ranges, over
-socketcand on 127.0.0.1; a robot without CAN drives (bank) or without Amber drives (host) is
-refused up front (exit 2)."""
+socketcand on 127.0.0.1; a robot without CAN drives is refused up front by both (exit 2)."""
 
 from __future__ import annotations
 
@@ -38,12 +37,13 @@ def test_a_generated_amber_robot_is_served_and_driven_as_itself(tmp_path):
         assert report["arms"][arm]["samples_published"] > 50
 
 
-def test_bank_refuses_a_robot_without_can_drives_and_host_one_without_amber(capsys, tmp_path):
+def test_bank_and_host_refuse_a_robot_without_can_drives(capsys, tmp_path):
     ideal = F.generate_robot(tmp_path / "ideal", 0, family="ideal")
     assert main(["bank", "--robot", str(ideal.robot_file), "--seconds", "1"]) == 2
     assert "can_drives" in capsys.readouterr().err  # the bank serves Amber and Damiao drives
-    assert main(["host", "--robot", "openarm", "--seconds", "0.1"]) == 2
-    assert "amber_drives" in capsys.readouterr().err
+    # the host drives Amber and Damiao drives (openarm: tests/test_damiao_host.py)
+    assert main(["host", "--robot", str(ideal.robot_file), "--seconds", "0.1"]) == 2
+    assert "can_drives" in capsys.readouterr().err
 
 
 def test_the_mirror_twin_takes_per_arm_drive_configs(tmp_path):

@@ -1,16 +1,23 @@
-"""``rob-twin host``: ROB's host stack (owners + codec + CanTransport) on a real python-can
-interface.
+"""``rob-twin host``: the project's host stack (owners + codec + transport) on a real python-can
+interface, for the robot's drive family.
 
-The same ``ArmDriver`` / ``CanTransport`` code as in the lockstep twin, driven by the
-wall clock at the owners' rate against drives it did not start: ``rob-twin bank`` over
-socketcand (default, 127.0.0.1), SocketCAN, or anything python-can opens.
+The same drivers as in the lockstep twin, driven by the wall clock at the owners' rate
+against drives it did not start: ``rob-twin bank`` over socketcand (default, 127.0.0.1),
+SocketCAN, or anything python-can opens. Amber drives (ROB): ``ArmDriver`` /
+``CanTransport``. Damiao drives (OpenArm, any robot file with ``drives.family =
+"damiao"``): ``DamiaoArmDriver`` / ``DamiaoTransport`` with the bring-up of the in-process
+loop (``rob_twin.twin.bus.damiao_host``). A robot without CAN drives is refused
+(``MissingCapabilityError`` naming ``can_drives``: exit 2).
 
 Start-up: connect (a bounded TCP check first, so a missing bank is an error in
-``connect_timeout_s``, not python-can's 10 s retry), wait up to
-``feedback_timeout_s`` for feedback from all seven joints of each arm (their positions
-become the owners' initial commanded state), then tick every ``1/rate_hz`` s:
-stream targets (``wave``: a smooth motion around the start; ``hold``: the start pose),
-``stop_after_s`` calls Stop, ``seconds`` ends the run. With ``ping_hz`` the host also
+``connect_timeout_s``, not python-can's 10 s retry), read the arm as it is: Amber drives'
+periodic feedback from every joint, or each Damiao drive's state frame asked for with a
+register refresh (within ``startup_feedback_timeout_s``); those positions become the owners'
+initial commanded state. Damiao drives are then brought up (registers checked, enabled
+holding that pose). Then tick every ``1/rate_hz`` s: stream targets (``wave``: a smooth
+motion around the start; ``hold``: the start pose; ``home``: the robot file's home pose,
+reached along the owner's trajectory and held), ``stop_after_s`` calls Stop, ``seconds`` ends
+the run (Damiao drives are disabled then, ``disable_at_end``). With ``ping_hz`` the host also
 sends a ping frame the bank answers at once (a twin-only diagnostic id), to measure
 the round trip through the bank process.
 
@@ -22,7 +29,9 @@ lines (a socketcand bus logs a traceback when its socket dies) are kept out of s
 counted in the report (``bus_log``).
 
 Report: per arm the owner's mode and fault, samples published, frames sent and
-feedback received; tick jitter (actual tick interval minus the period) and ping round
+feedback received, the last goal submitted and the measured distance from it
+(``goal_error_rad``; a Damiao arm adds its drives' start statuses and its bring-up); a
+one-line ``verdict``; tick jitter (actual tick interval minus the period) and ping round
 trip as p50/p99/max in microseconds; ``ended`` (``"seconds"`` or ``"bank_lost"``),
 ``end_reason`` and ``ended_at_s`` [s since streaming began]. ``on_ready`` is called once
 streaming starts.
@@ -48,14 +57,14 @@ from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
-from rob_twin.models.robot import AMBER_DRIVES, robot_of
+from rob_twin.models.robot import CAN_DRIVES, robot_of
 from rob_twin.twin.bus.bank_process import PING_ID, PONG_ID
 from rob_twin.twin.bus.socketcand import LOCALHOST
 from rob_twin.twin.bus.timing import percentiles_us
 from rob_twin.twin.drives.amber_robot import bounded_codec, bounded_owner
 from rob_twin.twin.sim.closed_loop import twin_owner_config
 
-STREAMS = ("wave", "hold")
+STREAMS = ("wave", "hold", "home")
 BOUND_MARGIN_RAD = 0.002
 PING_POLL_S = 0.0005
 # owner faults that mean the bus or the drives behind it are gone (not a motion problem)
@@ -73,12 +82,19 @@ class HostError(RobTwinError):
 class HostConfig:
     """interface/host/port: where the drives are (socketcand on 127.0.0.1 by default);
     channels: {arm: channel}; arms: which arms to drive; rate_hz: owner tick rate;
-    seconds: run length [s]; stream: 'wave' or 'hold'; stop_after_s: call Stop then
+    seconds: run length [s]; stream: 'wave', 'hold' or 'home'; stop_after_s: call Stop then
     (None: never); feedback_timeout_s: owner feedback supervision [s];
     late_tick_periods: owner late-tick threshold (a loaded desktop needs slack);
-    ping_hz: round-trip probes per second (0: none); publish_deadline_s: a sample's seven
-    writes must finish within this (a TCP link on a shared desktop is no real-time bus:
-    the default is 20 ms, where SocketCAN on a real-time host would use the period)."""
+    ping_hz: round-trip probes per second (0: none); publish_deadline_s: a sample's
+    writes (one per joint) must finish within this (a TCP link on a shared desktop is no
+    real-time bus: the default is 20 ms, where SocketCAN on a real-time host would use the
+    period). Damiao drives only: settle_s: the longest wait for the next reply during the
+    bring-up [s] (the transport looks five times per round of requests); drive_timeout_s:
+    the drives' CAN watchdog written at bring-up [s] (None: left as the drives have it);
+    disable_at_end: disable the drives when the run ends; rest_timeout_s: how long to wait
+    for a moving arm to come to rest before enabling its drives [s] (0: do not wait).
+    max_velocity_rad_s: the owners' speed limit on every joint [rad/s] (None: the twin's
+    owner limits, 1 rad/s)."""
 
     interface: str = "socketcand"
     host: str = LOCALHOST
@@ -95,13 +111,30 @@ class HostConfig:
     late_tick_periods: float = 10.0
     ping_hz: float = 0.0
     publish_deadline_s: float = 0.02
-    robot: str = DEFAULT_ROBOT  # a shipped robot or a robot file with Amber drives
+    robot: str = DEFAULT_ROBOT  # a shipped robot or a robot file with Amber or Damiao drives
+    settle_s: float = 0.05
+    drive_timeout_s: float | None = 0.25
+    disable_at_end: bool = True
+    rest_timeout_s: float = 5.0
+    max_velocity_rad_s: float | None = None  # every joint's speed limit (None: the twin's 1.0)
 
     def __post_init__(self) -> None:
         if self.stream not in STREAMS:
             raise HostError(f"stream {self.stream!r} is not one of {STREAMS}")
         if not (self.rate_hz > 0 and self.seconds > 0):
             raise HostError(f"rate_hz {self.rate_hz!r} and seconds {self.seconds!r} must be > 0")
+        if self.max_velocity_rad_s is not None and not 0 < self.max_velocity_rad_s <= 10.0:
+            raise HostError(
+                f"max_velocity_rad_s {self.max_velocity_rad_s!r} is invalid; valid: (0, 10] rad/s"
+            )
+        if not 0 <= self.rest_timeout_s <= 60.0:
+            raise HostError(f"rest_timeout_s {self.rest_timeout_s!r} is invalid; valid: [0, 60] s")
+        if not 0 < self.settle_s <= 1.0:
+            raise HostError(f"settle_s {self.settle_s!r} is invalid; valid: (0, 1] s")
+        if self.drive_timeout_s is not None and not 0 < self.drive_timeout_s <= 60.0:
+            raise HostError(
+                f"drive_timeout_s {self.drive_timeout_s!r} is invalid; valid: (0, 60] s or None"
+            )
 
 
 def open_bus(cfg: HostConfig, channel: str) -> can.BusABC:
@@ -153,10 +186,12 @@ def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.nda
 def wave_around(
     start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray
 ) -> Callable[[float], np.ndarray]:
-    """A smooth motion of every joint around ``start`` (0.15 rad, 0.3-0.5 Hz), inside [lo, hi]."""
-    freq = 0.3 + 0.03 * np.arange(7)
-    phase = 0.7 * np.arange(7) + k
-    shape = np.array([1, 1, 1, -1, 1, 0.5, 1]) * 0.15
+    """A smooth motion of every joint around ``start`` (0.15 rad, 0.3-0.5 Hz), inside [lo, hi]
+    (as many joints as ``start`` has; seven: as it always was)."""
+    n = len(start)
+    freq = 0.3 + 0.03 * np.arange(n)
+    phase = 0.7 * np.arange(n) + k
+    shape = np.resize(np.array([1, 1, 1, -1, 1, 0.5, 1]), n) * 0.15
     return lambda t: np.clip(
         start + shape * (np.sin(2 * math.pi * freq * t + phase) - np.sin(phase)), lo, hi
     )
@@ -228,11 +263,24 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
         feedback_timeout_s=cfg.feedback_timeout_s,
         late_tick_periods=cfg.late_tick_periods,
     )
+    if cfg.max_velocity_rad_s is not None:
+        owner_cfg = replace(
+            owner_cfg, max_velocity=(cfg.max_velocity_rad_s,) * len(owner_cfg.max_velocity)
+        )
     robot = robot_of(cfg.robot)
-    robot.require(AMBER_DRIVES, "rob-twin host (its owners speak the Amber codec)")
-    owners = {arm: bounded_owner(owner_cfg, robot.joint_ranges(arm)) for arm in arms}
+    robot.require(CAN_DRIVES, "rob-twin host (its owners drive Amber and Damiao drives)")
+    damiao = robot.family == "damiao"
+    owners = {
+        arm: (
+            owner_cfg.with_bounds(*zip(*robot.joint_ranges(arm), strict=True))
+            if damiao
+            else bounded_owner(owner_cfg, robot.joint_ranges(arm))
+        )
+        for arm in arms
+    }
     buses: dict[Arm, PongTap] = {}
     drivers: dict[Arm, ArmDriver] = {}
+    extras: dict[Arm, dict] = {arm: {} for arm in arms}
     ended, end_reason = "seconds", None
     try:
         for arm in arms:
@@ -241,46 +289,51 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
         hi = {a: np.array(owners[a].position_upper) - BOUND_MARGIN_RAD for a in arms}
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
-        start = {
-            arm: np.clip(
-                wait_for_feedback(
-                    buses[arm], cfg.startup_feedback_timeout_s, cfg.channels[arm.value]
-                ),
-                lo[arm],
-                hi[arm],
-            )
-            for arm in arms
-        }
-        for arm in arms:
-            tcfg = TransportConfig(
-                arm=arm,
-                interface=cfg.interface,
-                channel=cfg.channels[arm.value],
-                publish_deadline_s=cfg.publish_deadline_s,
-                codec=bounded_codec(owners[arm]),
-            )
-            drivers[arm] = ArmDriver.create(
-                arm, clock, start[arm], owners[arm], tcfg, bus=buses[arm]
-            )
+        if damiao:
+            start = _start_damiao(cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi)
+        else:
+            start = {
+                arm: np.clip(
+                    wait_for_feedback(
+                        buses[arm], cfg.startup_feedback_timeout_s, cfg.channels[arm.value]
+                    ),
+                    lo[arm],
+                    hi[arm],
+                )
+                for arm in arms
+            }
+            for arm in arms:
+                tcfg = TransportConfig(
+                    arm=arm,
+                    interface=cfg.interface,
+                    channel=cfg.channels[arm.value],
+                    publish_deadline_s=cfg.publish_deadline_s,
+                    codec=bounded_codec(owners[arm]),
+                )
+                drivers[arm] = ArmDriver.create(
+                    arm, clock, start[arm], owners[arm], tcfg, bus=buses[arm]
+                )
         sources = {
-            arm: (
-                wave_around(start[arm], k, lo[arm], hi[arm])
-                if cfg.stream == "wave"
-                else (lambda t, q=start[arm]: q)
-            )
+            arm: _source(cfg.stream, start[arm], k, lo[arm], hi[arm], robot.home(arm))
             for k, arm in enumerate(arms)
         }
         leases = {arm: drivers[arm].owner.grant_lease("rob-twin host", 1.0) for arm in arms}
         seq = dict.fromkeys(arms, 0)
+        goals = {arm: start[arm] for arm in arms}
         pings: dict[int, float] = {}
         rtt: list[float] = []
         intervals: list[float] = []
         stopped_at = None
-        if on_ready is not None:
+        if any(d.owner.fault for d in drivers.values()):  # a failed bring-up: nothing streams
+            ended = "bring_up_failed"
+            end_reason = "; ".join(
+                f"{a.value}: {d.owner.fault_reason}" for a, d in drivers.items() if d.owner.fault
+            )
+        elif on_ready is not None:
             on_ready()
         t0 = time.monotonic()
         next_tick, last_tick, next_ping, k_ping = t0, None, t0, 0
-        while True:
+        while ended == "seconds":
             now = time.monotonic()
             if now - t0 >= cfg.seconds:
                 break
@@ -312,10 +365,11 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                     renewed = drv.owner.authority.renew(leases[arm], 1.0)
                     leases[arm] = renewed or drv.owner.grant_lease("rob-twin host", 1.0)
                     seq[arm] += 1
+                    goals[arm] = sources[arm](t)
                     drv.owner.submit(
                         ArmTarget(
                             arm=arm,
-                            positions_rad=sources[arm](t),
+                            positions_rad=goals[arm],
                             sequence=seq[arm],
                             generation=drv.owner.generation,
                             lease=leases[arm],
@@ -341,6 +395,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
             drv = drivers[arm]
             o, tc = drv.owner, drv.transport.counters
             pos = drv.measured_positions()
+            goal = goals[arm] if stopped_at is None else o.commanded_state()[0]
             arms_report[arm.value] = {
                 "mode": o.mode.value,
                 "fault": o.fault.value if o.fault else None,
@@ -354,11 +409,18 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                 "max_travel_rad": None
                 if pos is None
                 else round(float(np.abs(pos - start[arm]).max()), 5),
+                "goal_rad": np.round(goal, 5).tolist(),
+                "goal_error_rad": None
+                if pos is None
+                else round(float(np.abs(pos - goal).max()), 5),
+                **extras[arm],
             }
         jitter = [abs(x - period) for x in intervals]
-        return {
+        report = {
             "hardware_io": False,
             "evidence_class": "simulated drives, real processes",
+            "robot": robot.identity(),
+            "family": robot.family,
             "interface": cfg.interface,
             "endpoint": f"{cfg.host}:{cfg.port}",
             "rate_hz": cfg.rate_hz,
@@ -374,12 +436,92 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
             "pings_sent": len(pings),
             "arms": arms_report,
         }
+        report["verdict"] = host_verdict(report)
+        return report
     finally:
+        if damiao and cfg.disable_at_end and ended != "bank_lost":
+            from rob_twin.twin.bus.damiao_host import disable
+
+            disable(drivers)
         for drv in drivers.values():
             drv.close()
         for bus in buses.values():
             # a lost bank reads nothing more: no frames to save by draining
             close_bus(bus, drain_timeout_s=0.0 if ended == "bank_lost" else 2.0)
+
+
+def _source(
+    stream: str, start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray, home: np.ndarray
+) -> Callable[[float], np.ndarray]:
+    """The targets of ``stream`` [rad] as a function of time since streaming began [s]."""
+    if stream == "wave":
+        return wave_around(start, k, lo, hi)
+    goal = start if stream == "hold" else np.clip(home, lo, hi)
+    return lambda t, q=goal: q
+
+
+def _start_damiao(cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi) -> dict:
+    """Damiao drives: read each arm's drives as they are, build the owners there, bring the
+    drives up holding that pose (``rob_twin.twin.bus.damiao_host``); the start poses [rad].
+    A bring-up that fails latches DRIVE_ERROR on that arm's owner (the caller ends)."""
+    from rob_twin.controllers.damiao_errors import DamiaoTransportError
+    from rob_twin.twin.bus.damiao_host import (
+        DamiaoHostError,
+        bring_up,
+        bring_up_record,
+        damiao_driver,
+        read_drive_states,
+        status_names,
+        transport_config,
+    )
+
+    model = robot.model()
+    start = {}
+    try:
+        for arm in arms:
+            channel = cfg.channels[arm.value]
+            tcfg = transport_config(
+                robot,
+                arm,
+                channel,
+                cfg.interface,
+                cfg.publish_deadline_s,
+                cfg.drive_timeout_s,
+            )
+            states = read_drive_states(
+                buses[arm], tcfg, cfg.startup_feedback_timeout_s, channel, cfg.rest_timeout_s
+            )
+            start[arm] = np.clip(states.positions_rad, lo[arm], hi[arm])
+            extras[arm]["start_status"] = status_names(states.statuses)
+            extras[arm]["cleared_errors"] = list(states.cleared)
+            extras[arm]["waited_for_rest_s"] = states.waited_s
+            drivers[arm] = damiao_driver(
+                robot, arm, tcfg, owners[arm], clock, start[arm], buses[arm], model
+            )
+    except (DamiaoHostError, DamiaoTransportError) as err:
+        raise HostError(str(err)) from None
+    # a settle returns as soon as a reply is there to read (at most settle_s): the
+    # transport looks five times per round of requests
+    reports = bring_up(drivers, lambda arm: lambda: buses[arm].wait_for_frame(cfg.settle_s))
+    for arm, rep in reports.items():
+        extras[arm]["bring_up"] = bring_up_record(rep)
+    return start
+
+
+def host_verdict(report: dict) -> str:
+    """One line: did the host drive every arm to its goal without a fault."""
+    arms = report["arms"]
+    faults = [f"{a} {r['fault']}" for a, r in arms.items() if r["fault"]]
+    errors = [r["goal_error_rad"] for r in arms.values() if r["goal_error_rad"] is not None]
+    worst = f"{max(errors):.4f} rad" if errors else "unknown (no feedback)"
+    what = (
+        f"{report['robot']['name']} ({report['family']} drives), {len(arms)} arm(s), "
+        f"stream {report['stream']}"
+    )
+    if report["ended"] != "seconds" or faults:
+        why = report["end_reason"] if report["ended"] != "seconds" else ", ".join(faults)
+        return f"FAIL: {what}: ended {report['ended']}: {why}"
+    return f"PASS: {what}: no owner fault, {worst} from the last goal at the end"
 
 
 def close_bus(bus: can.BusABC, drain_timeout_s: float = 2.0) -> None:
@@ -410,19 +552,34 @@ def close_bus(bus: can.BusABC, drain_timeout_s: float = 2.0) -> None:
 
 
 class PongTap(can.BusABC):
-    """The host's bus, noting when each pong arrives (the transport still sees every frame)."""
+    """The host's bus, noting when each pong arrives (the transport still sees every frame).
+    ``wait_for_frame(timeout)`` waits until a frame is there to read, without taking it
+    (the next ``recv`` returns it): a bring-up waits for its replies as long as they take."""
 
     def __init__(self, inner: can.BusABC):
         self._inner = inner
         self.pongs: dict[int, float] = {}
+        self._held: can.Message | None = None
         super().__init__(channel=inner.channel_info)
         self.channel_info = inner.channel_info
 
-    def _recv_internal(self, timeout: float | None):
+    def _take(self, timeout: float | None) -> can.Message | None:
         msg = self._inner.recv(timeout=timeout)
         if msg is not None and msg.arbitration_id == PONG_ID and len(msg.data) >= 2:
             self.pongs.setdefault(int.from_bytes(bytes(msg.data[:2]), "big"), time.monotonic())
-        return msg, False
+        return msg
+
+    def wait_for_frame(self, timeout: float) -> bool:
+        """True once a frame is waiting (at most ``timeout`` [s]); the frame stays unread."""
+        if self._held is None:
+            self._held = self._take(timeout)
+        return self._held is not None
+
+    def _recv_internal(self, timeout: float | None):
+        if self._held is not None:
+            msg, self._held = self._held, None
+            return msg, False
+        return self._take(timeout), False
 
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         self._inner.send(msg, timeout=timeout)

@@ -21,6 +21,30 @@ frames can arrive a little late) is handed over at the present step and counted 
 configurations (``rob_twin.twin.drives.amber_drive.DriveConfig``, one per joint, both arms);
 ``None`` of either keeps the twin's default (ASSUMED) parameters. Everything here is
 simulated (``hardware_io: false``); the real arm is only observed.
+
+The bus a mirror reads is its robot's (``BusProtocol``, from the robot file, passed down:
+``bus_protocol(robot)``): which ids are the host's commands, which are the drives' replies,
+how a reply decodes and how many joints each arm has.
+
+- Amber drives (ROB, the default): commands 0x11..0x17, feedback 0x91..0x97 sent
+  periodically, seven joints; the twin runs Amber drives (``MotorBank``), settled 1 s.
+- Damiao drives (OpenArm, any robot file with ``drives.family = "damiao"``): MIT, special
+  and mode frames on the ESC ids (0x01.., + 0x100/0x200/0x300) and register frames on 0x7FF
+  are the host's; state frames on the MST ids (0x11..) are the drives' replies, decoded with
+  each joint's motor scaling (PMAX/VMAX/TMAX, ``models.damiao_motors``); as many joints as the
+  robot's arm. A register reply on an MST id (same id, the shape of a register frame) and the
+  gripper drive's replies (0x18) are counted, not compared. The twin runs the bank's
+  Damiao drives (``LiveDamiaoBank``: the host's frames go to them at their bus time, and
+  their impedance torques drive the robot's model), without a settle: an MIT drive holds
+  what it was last told, so the twin starts where the real arm is, moving as the replies
+  say. A reply from a drive that is not enabled (limp: disabled, or an error latched) is
+  followed, not compared: the twin's joint is put where the drive reports it (nothing
+  drives a limp joint, and a swinging arm's prediction hangs on the bus clock's offset to
+  the drives' physics); ``limp_replies`` counts them, ``status_mismatches`` the replies whose
+  status differs from the twin drive's. A mirror that
+  starts while the host is already streaming missed the enables: ``prime`` enables each
+  twin drive whose real drive reported ENABLED and hands it the last MIT frame the host
+  sent it, so the twin's drives hold what the real ones hold.
 """
 
 from __future__ import annotations
@@ -32,13 +56,33 @@ import can
 import mujoco
 import numpy as np
 from rob_twin.controllers.codec import decode_feedback
+from rob_twin.controllers.damiao_codec import (
+    FRAME_LEN,
+    Scaling,
+    SpecialCommand,
+    Status,
+    decode_state,
+    looks_like_register_reply,
+    special_frame,
+)
 from rob_twin.controllers.errors import CodecError
+from rob_twin.models import damiao_motors as DM
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
 from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.amber_bank import MotorBank
 from rob_twin.twin.drives.amber_drive import DRIVE_FRAME, DriveConfig
 from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+# what a frame on a mirrored bus is (``BusProtocol.classify``)
+COMMAND, REPLY, REGISTER_REPLY, GRIPPER_REPLY, MALFORMED, OTHER = (
+    "command",
+    "reply",
+    "register_reply",
+    "gripper_reply",
+    "malformed",
+    "other",
+)
 
 
 class MirrorInputError(InvalidValueError):
@@ -109,6 +153,18 @@ class ArmComparison:
     frames: np.ndarray = field(default_factory=lambda: np.zeros(JOINTS_PER_ARM, dtype=int))
     over_tolerance: np.ndarray = field(default_factory=lambda: np.zeros(JOINTS_PER_ARM, dtype=int))
 
+    @classmethod
+    def of(cls, joints: int) -> ArmComparison:
+        """Empty comparison of an arm of ``joints`` joints."""
+        return cls(
+            real_rad=np.full(joints, np.nan),
+            twin_rad=np.full(joints, np.nan),
+            max_abs_diff_rad=np.zeros(joints),
+            sum_sq=np.zeros(joints),
+            frames=np.zeros(joints, dtype=int),
+            over_tolerance=np.zeros(joints, dtype=int),
+        )
+
     def summary(self) -> dict:
         rms = np.sqrt(self.sum_sq / np.maximum(self.frames, 1))
         return {
@@ -119,16 +175,251 @@ class ArmComparison:
         }
 
 
-def _check_start(start: dict) -> dict[Arm, np.ndarray]:
+def _check_start(start: dict, protocol: BusProtocol) -> dict[Arm, np.ndarray]:
     if not start:
         raise MirrorInputError("start", start, "joint positions of at least one arm")
     out = {}
     for arm, q in start.items():
+        arm = Arm.parse(arm)
+        n = protocol.joints[arm]
         q = np.asarray(q, dtype=float)
-        if q.shape != (JOINTS_PER_ARM,) or not np.all(np.isfinite(q)):
-            raise MirrorInputError(f"start[{arm}]", q.tolist(), "7 finite joint positions [rad]")
-        out[Arm.parse(arm)] = q
+        if q.shape != (n,) or not np.all(np.isfinite(q)):
+            raise MirrorInputError(
+                f"start[{arm.value}]", q.tolist(), f"{n} finite joint positions [rad]"
+            )
+        out[arm] = q
     return out
+
+
+def _dofs(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+    """The dof indices of the hinge joints at qpos addresses ``qpos``."""
+    joints = [int(np.flatnonzero(model.jnt_qposadr == a)[0]) for a in qpos]
+    return model.jnt_dofadr[joints]
+
+
+def _finite(values, n: int, what: str) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    if v.shape != (n,) or not np.all(np.isfinite(v)):
+        raise MirrorInputError(what, v.tolist(), f"{n} finite values")
+    return v
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A drive's reply decoded: ``joint`` (1..n), its position [rad, as the drive reports it],
+    its status nibble and velocity [rad/s] (None where the family's feedback carries none the
+    mirror reads)."""
+
+    joint: int
+    position_rad: float
+    status: int | None = None
+    velocity_rad_s: float | None = None
+
+
+class BusProtocol:
+    """What a mirror reads on one robot's bus (module doc). ``family``; ``joints``: {arm:
+    joint count}; ``command_ids`` (host to drive) and ``reply_ids`` (drive to host: the
+    arm joints' replies); ``settle_s``: how long the twin's drives hold the start pose before
+    bus time begins [s]; ``robot``: the Robot (None: ROB's default twin)."""
+
+    family = "amber"
+    settle_s = 1.0
+
+    def __init__(self, robot=None):
+        self.robot = robot
+        self.joints = {arm: JOINTS_PER_ARM for arm in Arm}
+        self.command_ids = frozenset(COMMAND_IDS)
+        self.reply_ids = frozenset(FEEDBACK_IDS)
+
+    def classify(self, arm: Arm, msg: can.Message) -> tuple[str, Reply | None]:
+        """(kind, the decoded reply for ``REPLY``) of a standard data frame on ``arm``'s bus."""
+        if msg.arbitration_id in self.command_ids:
+            return COMMAND, None
+        if msg.arbitration_id not in self.reply_ids:
+            return OTHER, None
+        try:
+            fb = decode_feedback(msg.arbitration_id, bytes(msg.data), DRIVE_FRAME)
+        except CodecError:
+            return MALFORMED, None
+        return REPLY, Reply(fb.joint, fb.position_rad)
+
+    def drives(self, twin: Twin, arms: tuple[Arm, ...], parameters: TwinParameters):
+        return _AmberDrives(twin, arms, parameters.drive_configs)
+
+    def default_model(self) -> mujoco.MjModel | None:
+        """The twin's model when the parameters name none (None: ROB's scene, as always)."""
+        return None
+
+
+class DamiaoProtocol(BusProtocol):
+    """A robot on Damiao drives (module doc): ids and scalings from its file's motors."""
+
+    family = "damiao"
+    settle_s = 0.0
+
+    def __init__(self, robot):
+        self.robot = robot
+        self.joints = {arm: robot.joint_count(arm) for arm in Arm}
+        motors = [DM.MOTORS[m] for m in robot.motors]
+        n = max(self.joints.values())
+        if len(motors) < n or n > len(DM.ESC_IDS):
+            raise MirrorInputError(
+                "robot",
+                robot.name,
+                f"drives.motors naming a Damiao motor for each of up to {len(DM.ESC_IDS)} joints",
+            )
+        self.esc_ids = DM.ESC_IDS[:n]
+        self.scalings = tuple(Scaling.of(m) for m in motors[:n])
+        self._joint_of = {mst: j for j, mst in enumerate(DM.MST_IDS[:n], start=1)}
+        self.reply_ids = frozenset(self._joint_of)
+        self.gripper_reply_id = DM.GRIPPER_MST_ID
+        escs = (*self.esc_ids, DM.GRIPPER_ESC_ID)
+        self.command_ids = frozenset(
+            {e + off for e in escs for off in (0x000, 0x100, 0x200, 0x300)} | {DM.REGISTER_ID}
+        )
+
+    def classify(self, arm: Arm, msg: can.Message) -> tuple[str, Reply | None]:
+        ident, data = msg.arbitration_id, bytes(msg.data)
+        if ident in self.command_ids:
+            return COMMAND, None
+        if ident == self.gripper_reply_id:
+            return GRIPPER_REPLY, None
+        j = self._joint_of.get(ident)
+        if j is None or j > self.joints[arm]:
+            return OTHER, None
+        esc = self.esc_ids[j - 1]
+        if looks_like_register_reply(data, esc):
+            return REGISTER_REPLY, None
+        if len(data) != FRAME_LEN:
+            return MALFORMED, None
+        st = decode_state(data, self.scalings[j - 1])
+        if st.id_nibble != esc & 0xF:
+            return MALFORMED, None
+        return REPLY, Reply(j, st.q_rad, st.status, st.dq_rad_s)
+
+    def drives(self, twin: Twin, arms: tuple[Arm, ...], parameters: TwinParameters):
+        return _DamiaoDrives(self.robot, twin, arms)
+
+    def default_model(self) -> mujoco.MjModel:
+        return self.robot.model()
+
+
+def bus_protocol(robot=None) -> BusProtocol:
+    """The mirror's view of ``robot``'s bus (None: ROB's Amber bus, the default twin);
+    MissingCapabilityError (exit 2) for a robot without CAN drives."""
+    if robot is None:
+        return BusProtocol()
+    from rob_twin.models.robot import CAN_DRIVES
+
+    robot.require(CAN_DRIVES, "rob-twin mirror (it reads Amber and Damiao buses)")
+    return DamiaoProtocol(robot) if robot.family == "damiao" else BusProtocol(robot)
+
+
+class _AmberDrives:
+    """The twin's Amber drives: host frames go in over in-process virtual buses."""
+
+    def __init__(self, twin: Twin, arms: tuple[Arm, ...], configs):
+        tag = f"mirror{id(self)}"
+        self._channels = {arm: f"{arm.value}@{tag}" for arm in arms}
+        self.bank = MotorBank(
+            twin.model,
+            twin.data,
+            {self._channels[a]: a for a in arms},
+            configs=configs,
+            now=twin.time,
+        )
+        self._to_drives = {arm: open_virtual(ch) for arm, ch in self._channels.items()}
+        self._drives = {arm: self.bank.drives_of(arm).drives for arm in arms}
+
+    def service(self, now: float, dt: float) -> None:
+        self.bank.service(now, dt)
+
+    def feed(self, arm: Arm, msg: can.Message, now: float) -> None:
+        self._to_drives[arm].send(
+            can.Message(
+                timestamp=now,
+                arbitration_id=msg.arbitration_id,
+                data=bytes(msg.data),
+                is_extended_id=False,
+            )
+        )
+
+    def joint_position(self, arm: Arm, reply: Reply) -> float:
+        """A real reply's position in the joint frame, through the twin drive's installation."""
+        cfg = self._drives[arm][reply.joint - 1].config
+        return cfg.sign * reply.position_rad + cfg.zero_offset_rad
+
+    def prime(self, arm: Arm, statuses: dict, last_frames: dict) -> int:
+        return 0  # Amber drives hold by themselves (the settle)
+
+    def status(self, arm: Arm, joint: int) -> int | None:
+        return None  # the mirror reads no status from Amber feedback
+
+    def close(self) -> None:
+        self.bank.close()
+        for bus in self._to_drives.values():
+            bus.shutdown()
+
+
+class _DamiaoDrives:
+    """The twin's Damiao drives (the live bank's), handed each host frame directly."""
+
+    def __init__(self, robot, twin: Twin, arms: tuple[Arm, ...]):
+        from rob_twin.twin.drives.damiao_live import LiveDamiaoBank
+
+        tag = f"mirror{id(self)}"
+        self._channels = {arm: f"{arm.value}@{tag}" for arm in arms}
+        self.bank = LiveDamiaoBank(
+            robot, twin.model, twin.data, {self._channels[a]: a for a in arms}, now=twin.time
+        )
+        self._bus = {arm: self.bank.buses[ch] for arm, ch in self._channels.items()}
+
+    def service(self, now: float, dt: float) -> None:
+        self.bank.service(now, dt)
+
+    def feed(self, arm: Arm, msg: can.Message, now: float) -> None:
+        self.bank.respond(  # the twin drive's answer is not compared: the real one is
+            self._channels[arm],
+            can.Message(
+                timestamp=now,
+                arbitration_id=msg.arbitration_id,
+                data=bytes(msg.data),
+                is_extended_id=False,
+            ),
+        )
+
+    def joint_position(self, arm: Arm, reply: Reply) -> float:
+        """A real reply's position in the joint frame: plus the twin drive's zero (a host's
+        set-zero frame moves both)."""
+        return reply.position_rad + self._bus[arm].drives[reply.joint - 1].zero_rad
+
+    def status(self, arm: Arm, joint: int) -> int:
+        """The twin drive's status nibble (0 disabled, 1 enabled, an error)."""
+        return int(self._bus[arm].drives[joint - 1].status)
+
+    def prime(self, arm: Arm, statuses: dict, last_frames: dict) -> int:
+        """Enable each twin drive whose real drive reported ENABLED and hand it the host's
+        last frame on its ESC id (module doc); the drives primed."""
+        primed = 0
+        drives = self._bus[arm].drives
+        for j, status in sorted(statuses.items()):
+            drv = drives[j - 1]
+            if status != Status.ENABLED or drv.enabled:
+                continue
+            enable = can.Message(
+                arbitration_id=drv.esc_id,
+                data=special_frame(SpecialCommand.ENABLE),
+                is_extended_id=False,
+            )
+            self.feed(arm, enable, 0.0)
+            last = last_frames.get(drv.esc_id)
+            if last is not None:
+                self.feed(arm, last, 0.0)
+            primed += 1
+        return primed
+
+    def close(self) -> None:
+        self.bank.close()
 
 
 class MirrorTwin:
@@ -136,7 +427,11 @@ class MirrorTwin:
 
     start: {arm: real joint positions [rad, joint frame]}; start_stamp_s: bus time [s] of
     that state; tolerance_rad: alarm threshold per joint [rad]; settle_s: simulated time
-    [s] the drives hold the start pose before bus time begins."""
+    [s] the drives hold the start pose before bus time begins (None: the family's,
+    ``BusProtocol.settle_s``); protocol: the robot's bus (None: ROB's Amber bus);
+    start_velocity: {arm: joint velocities [rad/s]} the real drives reported with ``start``
+    (None: at rest; a limp arm still swinging when the mirror starts swings on in the
+    twin)."""
 
     def __init__(
         self,
@@ -145,44 +440,65 @@ class MirrorTwin:
         tolerance_rad: float,
         parameters: TwinParameters | None = None,
         seed: int = 0,
-        settle_s: float = 1.0,
+        settle_s: float | None = None,
+        protocol: BusProtocol | None = None,
+        start_velocity: dict | None = None,
     ):
+        protocol = protocol or BusProtocol()
+        settle_s = protocol.settle_s if settle_s is None else settle_s
         if not (isinstance(tolerance_rad, (int, float)) and 0 < tolerance_rad < math.pi):
             raise MirrorInputError("tolerance_rad", tolerance_rad, "0 < tolerance < pi [rad]")
         if not (math.isfinite(start_stamp_s)):
             raise MirrorInputError("start_stamp_s", start_stamp_s, "a finite bus time [s]")
         if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 10):
             raise MirrorInputError("settle_s", settle_s, "0 to 10 s")
-        start = _check_start(start)
+        start = _check_start(start, protocol)
+        self.protocol = protocol
         self.parameters = parameters or default_parameters()
         self.tolerance_rad = float(tolerance_rad)
-        self.twin = Twin(TwinConfig(seed=seed), model=self.parameters.model)
+        model = self.parameters.model
+        if model is None:
+            model = protocol.default_model()
+        self.twin = Twin(TwinConfig(seed=seed), model=model)
         m, d = self.twin.model, self.twin.data
         self.dt = self.twin.scheduler.dt
         self.arms = tuple(start)
         self._qpos = {arm: self.twin.arm_qpos[arm] for arm in self.arms}
-        configs = self.parameters.drive_configs
         for arm, q in start.items():  # the real joints, through the drives' installation
             d.qpos[self._qpos[arm]] = q
         d.qvel[:] = 0.0
+        for arm, v in (start_velocity or {}).items():
+            arm = Arm.parse(arm)
+            if arm in start:
+                d.qvel[_dofs(m, self._qpos[arm])] = _finite(v, len(start[arm]), "start_velocity")
         mujoco.mj_forward(m, d)
-        tag = f"mirror{id(self)}"
-        self._channels = {arm: f"{arm.value}@{tag}" for arm in self.arms}
-        self.bank = MotorBank(
-            m, d, {self._channels[a]: a for a in self.arms}, configs=configs, now=self.twin.time
-        )
-        self._to_drives = {arm: open_virtual(ch) for arm, ch in self._channels.items()}
-        self._drives = {arm: self.bank.drives_of(arm).drives for arm in self.arms}
-        self.twin.scheduler.add("bus", 1.0 / self.dt, lambda now: self.bank.service(now, self.dt))
-        self.twin.run_for(settle_s)
+        self.drives = protocol.drives(self.twin, self.arms, self.parameters)
+        self.bank = self.drives.bank
+        self.twin.scheduler.add("bus", 1.0 / self.dt, lambda now: self.drives.service(now, self.dt))
+        if settle_s:
+            self.twin.run_for(settle_s)
         self._offset_s = self.twin.time - start_stamp_s  # simulated = bus time + offset
-        self.compare = {arm: ArmComparison() for arm in self.arms}
+        self.compare = {arm: ArmComparison.of(protocol.joints[arm]) for arm in self.arms}
         self.alarms: list[Alarm] = []
         self._alarmed: set[tuple[Arm, int]] = set()
         self.commands = 0
         self.late_frames = 0
         self.other_frames = 0
         self.malformed_feedback = 0
+        self.register_replies = 0
+        self.gripper_replies = 0
+        self.primed_drives = 0
+        self.limp_replies = 0  # replies of drives not enabled: followed, not compared
+        self.status_mismatches = 0  # replies whose status differs from the twin drive's
+        self._dof = {arm: _dofs(m, self._qpos[arm]) for arm in self.arms}
+
+    def prime(self, arm: Arm, statuses: dict, last_frames: dict) -> int:
+        """Bring the twin's drives of ``arm`` to the state the real ones reported before the
+        twin existed: {joint: status nibble} and the host's last frame per command id
+        (``BusProtocol`` family; nothing for Amber drives). The drives primed."""
+        n = self.drives.prime(Arm.parse(arm), statuses, last_frames)
+        self.primed_drives += n
+        return n
 
     # ------------------------------------------------------------------ time
     def twin_time_of(self, stamp_s: float) -> float:
@@ -204,47 +520,63 @@ class MirrorTwin:
     # ------------------------------------------------------------------ frames
     def handle(self, arm: Arm, msg: can.Message, arrival_s: float | None = None) -> Alarm | None:
         """One frame seen on ``arm``'s bus: a host command, drive feedback or other."""
-        if msg.is_extended_id or arm not in self._channels:
+        if msg.is_extended_id or msg.is_remote_frame or arm not in self.arms:
             self.other_frames += 1
             return None
-        if msg.arbitration_id in COMMAND_IDS:
+        kind, reply = self.protocol.classify(arm, msg)
+        if kind == COMMAND:
             self.command(arm, msg)
             return None
-        if msg.arbitration_id in FEEDBACK_IDS:
-            return self.feedback(arm, msg, arrival_s)
-        self.other_frames += 1
+        if kind == REPLY:
+            return self.feedback(arm, msg, arrival_s, reply)
+        if kind == MALFORMED:
+            self.malformed_feedback += 1
+        elif kind == REGISTER_REPLY:
+            self.register_replies += 1
+        elif kind == GRIPPER_REPLY:
+            self.gripper_replies += 1
+        else:
+            self.other_frames += 1
         return None
 
     def command(self, arm: Arm, msg: can.Message) -> None:
         """The real host's command frame: to the twin's drive at the frame's step."""
         self.advance_to(float(msg.timestamp))
-        self._to_drives[arm].send(
-            can.Message(
-                timestamp=self.twin.time,
-                arbitration_id=msg.arbitration_id,
-                data=bytes(msg.data),
-                is_extended_id=False,
-            )
-        )
+        self.drives.feed(arm, msg, self.twin.time)
         self.commands += 1
 
-    def feedback(self, arm: Arm, msg: can.Message, arrival_s: float | None = None) -> Alarm | None:
-        """The real drive's feedback: compared with the twin's joint at the frame's step;
-        the new alarm, if this frame is the first of its joint beyond the tolerance."""
-        try:
-            fb = decode_feedback(msg.arbitration_id, bytes(msg.data), DRIVE_FRAME)
-        except CodecError:
-            self.malformed_feedback += 1
-            return None
+    def feedback(
+        self,
+        arm: Arm,
+        msg: can.Message,
+        arrival_s: float | None = None,
+        reply: Reply | None = None,
+    ) -> Alarm | None:
+        """The real drive's feedback (``reply``: decoded already): compared with the twin's
+        joint at the frame's step; the new alarm, if this frame is the first of its joint
+        beyond the tolerance."""
+        if reply is None:
+            kind, reply = self.protocol.classify(arm, msg)
+            if kind != REPLY or reply is None:
+                self.malformed_feedback += 1
+                return None
+        fb = reply
         stamp = float(msg.timestamp)
         self.advance_to(stamp)
         k = fb.joint - 1
-        drive = self._drives[arm][k]
-        cfg = drive.config
-        real = cfg.sign * fb.position_rad + cfg.zero_offset_rad
+        real = self.drives.joint_position(arm, fb)
+        c = self.compare[arm]
+        if fb.status is not None:
+            twin_status = self.drives.status(arm, fb.joint)
+            if twin_status is not None and twin_status != fb.status:
+                self.status_mismatches += 1
+            if fb.status != Status.ENABLED:  # limp or faulted: nothing drives it
+                self._resync(arm, k, real, fb.velocity_rad_s)
+                c.real_rad[k] = c.twin_rad[k] = real
+                self.limp_replies += 1
+                return None
         twin = float(self.twin.data.qpos[self._qpos[arm][k]])
         diff = real - twin
-        c = self.compare[arm]
         c.real_rad[k], c.twin_rad[k] = real, twin
         c.frames[k] += 1
         c.sum_sq[k] += diff * diff
@@ -269,6 +601,13 @@ class MirrorTwin:
         self.alarms.append(alarm)
         return alarm
 
+    def _resync(self, arm: Arm, k: int, position_rad: float, velocity_rad_s) -> None:
+        """Put the twin's joint ``k`` of ``arm`` where the real one reported itself."""
+        d = self.twin.data
+        d.qpos[self._qpos[arm][k]] = position_rad
+        if velocity_rad_s is not None and math.isfinite(velocity_rad_s):
+            d.qvel[self._dof[arm][k]] = velocity_rad_s
+
     # ------------------------------------------------------------------ reports
     def sample(self) -> dict:
         """The latest real and twin positions and differences per arm [rad] (JSON-ready)."""
@@ -284,20 +623,24 @@ class MirrorTwin:
     def summary(self) -> dict:
         return {
             "parameters": self.parameters.name,
+            "family": self.protocol.family,
             "tolerance_rad": self.tolerance_rad,
             "twin_time_s": round(self.twin.time, 6),
             "commands_fed": self.commands,
             "late_frames": self.late_frames,
             "other_frames": self.other_frames,
             "malformed_feedback": self.malformed_feedback,
+            "register_replies": self.register_replies,
+            "gripper_replies": self.gripper_replies,
+            "primed_drives": self.primed_drives,
+            "limp_replies": self.limp_replies,
+            "status_mismatches": self.status_mismatches,
             "arms": {arm.value: c.summary() for arm, c in self.compare.items()},
             "alarms": [a.record() for a in self.alarms],
         }
 
     def close(self) -> None:
-        self.bank.close()
-        for bus in self._to_drives.values():
-            bus.shutdown()
+        self.drives.close()
 
 
 def _rounded(values: np.ndarray) -> list:

@@ -33,16 +33,22 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 import can
-from rob_twin.controllers.codec import decode_feedback
-from rob_twin.controllers.errors import CodecError
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.names import BUS_MAPPING, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, Arm
 from rob_twin.twin.bus.host_process import captured_bus_log
 from rob_twin.twin.bus.listen_only import LISTEN_INTERFACES, ListenOnlyBus, open_listen_only
-from rob_twin.twin.bus.mirror import Alarm, MirrorInputError, MirrorTwin, TwinParameters
+from rob_twin.twin.bus.mirror import (
+    COMMAND,
+    REPLY,
+    Alarm,
+    BusProtocol,
+    MirrorInputError,
+    MirrorTwin,
+    TwinParameters,
+    bus_protocol,
+)
 from rob_twin.twin.bus.socketcand import LOCALHOST
 from rob_twin.twin.bus.timing import percentiles_us
-from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
 
 READ_POLL_S = 0.05  # a reader thread's recv timeout: how soon it sees the stop [s]
 
@@ -57,7 +63,9 @@ class MirrorConfig:
     {arm: channel}; arms: which arms to mirror; seconds: run length [s, wall];
     tolerance_rad: per-joint alarm threshold [rad]; status_every_s [s]; telemetry_hz
     [Hz]; connect_timeout_s, startup_feedback_timeout_s [s]; max_lag_s: stop when a frame
-    is handled this long after its arrival [s]; seed: the twin's seed."""
+    is handled this long after its arrival [s]; seed: the twin's seed; robot: the robot on
+    the bus (a shipped name, a robot file or a ``Robot``): its drive family's ids, reply
+    decoding and joint count (``rob_twin.twin.bus.mirror.bus_protocol``)."""
 
     interface: str = "socketcand"
     host: str = LOCALHOST
@@ -72,6 +80,7 @@ class MirrorConfig:
     startup_feedback_timeout_s: float = 3.0
     max_lag_s: float = 1.0
     seed: int = 0
+    robot: object = DEFAULT_ROBOT
 
     def __post_init__(self) -> None:
         if self.interface not in LISTEN_INTERFACES:
@@ -119,25 +128,71 @@ def _read_into(bus: ListenOnlyBus, arm: Arm, out: queue.Queue, stop: threading.E
             out.put((arm, msg, time.time()))
 
 
+@dataclass
+class StartState:
+    """What the bus showed before the twin was built: per arm the joints' positions [rad,
+    drive frame] and status nibbles, the host's last frame per command id, and the bus stamp
+    [s] of the last reply needed."""
+
+    positions: dict = field(default_factory=dict)
+    velocities: dict = field(default_factory=dict)
+    statuses: dict = field(default_factory=dict)
+    last_frames: dict = field(default_factory=dict)
+    stamp_s: float = -math.inf
+
+    def start(self) -> dict:
+        return {a: [s[j] for j in sorted(s)] for a, s in self.positions.items()}
+
+    def start_velocity(self) -> dict | None:
+        """{arm: joint velocities [rad/s]} where every joint of the arm reported one."""
+        out = {
+            a: [v[j] for j in sorted(v)]
+            for a, v in self.velocities.items()
+            if len(v) == len(self.positions[a])
+        }
+        return out or None
+
+
 def _wait_for_start(
-    frames: queue.Queue, arms: tuple[Arm, ...], timeout_s: float
+    frames: queue.Queue,
+    arms: tuple[Arm, ...],
+    timeout_s: float,
+    protocol: BusProtocol | None = None,
 ) -> tuple[dict, float]:
     """The real arms' joint positions [rad, drive frame] once every joint sent feedback, and
     the bus stamp [s] of the last frame needed; MirrorInputError after ``timeout_s``."""
-    seen: dict[Arm, dict[int, float]] = {a: {} for a in arms}
-    stamp = -math.inf
+    state = _wait_for_state(frames, arms, timeout_s, protocol or BusProtocol())
+    return state.start(), state.stamp_s
+
+
+def _wait_for_state(
+    frames: queue.Queue, arms: tuple[Arm, ...], timeout_s: float, protocol: BusProtocol
+) -> StartState:
+    """The bus until every joint of every mirrored arm replied (``StartState``); the
+    joint count and the reply decoding are ``protocol``'s. MirrorInputError after
+    ``timeout_s``."""
+    st = StartState(
+        positions={a: {} for a in arms},
+        velocities={a: {} for a in arms},
+        statuses={a: {} for a in arms},
+        last_frames={a: {} for a in arms},
+    )
+    n = protocol.joints
     deadline = time.monotonic() + timeout_s
-    while any(len(s) < JOINTS_PER_ARM for s in seen.values()):
+    while any(len(st.positions[a]) < n[a] for a in arms):
         left = deadline - time.monotonic()
         if left <= 0:
             missing = {
-                a.value: sorted(set(range(1, 8)) - set(s)) for a, s in seen.items() if len(s) < 7
+                a.value: sorted(set(range(1, n[a] + 1)) - set(s))
+                for a, s in st.positions.items()
+                if len(s) < n[a]
             }
             raise MirrorInputError(
                 "feedback",
                 f"none from joints {missing} within {timeout_s} s",
-                "feedback from all seven joints of each mirrored arm (is the robot, or a "
-                "rob-twin bank, powered and on these channels?)",
+                "feedback from every joint of each mirrored arm (is the robot, or a "
+                "rob-twin bank, powered and on these channels, and is a host talking to "
+                "drives that only answer?)",
             )
         try:
             arm, msg, _ = frames.get(timeout=min(left, 0.1))
@@ -145,14 +200,19 @@ def _wait_for_start(
             continue
         if isinstance(msg, Exception):
             raise msg
-        if msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
-            try:
-                fb = decode_feedback(msg.arbitration_id, bytes(msg.data), DRIVE_FRAME)
-            except CodecError:
-                continue
-            seen[arm][fb.joint] = fb.position_rad
-            stamp = max(stamp, float(msg.timestamp))
-    return {a: [s[j] for j in range(1, JOINTS_PER_ARM + 1)] for a, s in seen.items()}, stamp
+        if msg.is_extended_id or msg.is_remote_frame:
+            continue
+        kind, reply = protocol.classify(arm, msg)
+        if kind == COMMAND:
+            st.last_frames[arm][msg.arbitration_id] = msg
+        elif kind == REPLY and reply is not None:
+            st.positions[arm][reply.joint] = reply.position_rad
+            if reply.status is not None:
+                st.statuses[arm][reply.joint] = reply.status
+            if reply.velocity_rad_s is not None:
+                st.velocities[arm][reply.joint] = reply.velocity_rad_s
+            st.stamp_s = max(st.stamp_s, float(msg.timestamp))
+    return st
 
 
 def status_line(mirror: MirrorTwin, elapsed_s: float, lag_s: float) -> str:
@@ -163,7 +223,7 @@ def status_line(mirror: MirrorTwin, elapsed_s: float, lag_s: float) -> str:
         if all(math.isnan(x) for x in diff):
             parts.append(f"{arm.value}: no feedback")
             continue
-        k = int(max(range(JOINTS_PER_ARM), key=lambda i: -1 if math.isnan(diff[i]) else diff[i]))
+        k = int(max(range(len(diff)), key=lambda i: -1 if math.isnan(diff[i]) else diff[i]))
         parts.append(f"{arm.value}: |real-twin| {diff[k]:.4f} rad (J{k + 1})")
     parts.append(f"commands {mirror.commands}")
     parts.append(f"alarms {len(mirror.alarms)}")
@@ -204,6 +264,9 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
     stop = threading.Event()
     readers: list[threading.Thread] = []
     mirror: MirrorTwin | None = None
+    from rob_twin.models.robot import robot_of
+
+    protocol = bus_protocol(robot_of(cfg.robot))
     try:
         for arm in arms:
             buses[arm] = open_listen_only(
@@ -215,18 +278,28 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
             )
             t.start()
             readers.append(t)
-        start, start_stamp = _wait_for_start(frames, arms, cfg.startup_feedback_timeout_s)
+        state = _wait_for_state(frames, arms, cfg.startup_feedback_timeout_s, protocol)
         t_build = time.monotonic()
+        start = state.start()
         mirror = MirrorTwin(
-            _joint_frame(start, parameters), start_stamp, cfg.tolerance_rad, parameters, cfg.seed
+            _joint_frame(start, parameters) if protocol.family == "amber" else start,
+            state.stamp_s,
+            cfg.tolerance_rad,
+            parameters,
+            cfg.seed,
+            protocol=protocol,
+            start_velocity=state.start_velocity() if protocol.family == "damiao" else None,
         )
+        for arm in arms:  # drives the host enabled before the mirror saw it: as reported
+            mirror.prime(arm, state.statuses[arm], state.last_frames[arm])
         build_s = time.monotonic() - t_build
         # frames that queued while the twin was built belong to the twin's first steps
         if on_ready is not None:
             on_ready(
                 "mirror: listening (never transmitting) on "
                 + ", ".join(f"{cfg.channels[a.value]} ({a.value})" for a in arms)
-                + f", tolerance {cfg.tolerance_rad:g} rad, parameters "
+                + f", robot {protocol.robot.name if protocol.robot else 'rob'} "
+                f"({protocol.family} drives), tolerance {cfg.tolerance_rad:g} rad, parameters "
                 f"{mirror.parameters.name} (simulated twin; hardware_io: false)"
             )
         return _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick)

@@ -4,7 +4,11 @@
 take from their buses (the host's commands, a second writer's frames) and every
 feedback frame they send, through python-can's writers chosen by suffix:
 candump ``.log``, Vector ``.asc``, ``.blf`` and ASAM ``.mf4`` (needs ``asammdf``).
-Each frame carries its bus number as channel (10 for CAN10, 11 for CAN11).
+Each frame carries its bus number as channel (10 for CAN10, 11 for CAN11). Direction is
+the drives' point of view: a frame on one of the drives' reply ids (``reply_ids``: Amber
+feedback 0x91..0x97; Damiao state and register replies on the drives' MST ids, 0x11.. and the
+gripper's 0x18, as the bank's drives say) was sent by them (``is_rx`` False, ``Tx`` in
+candump/ASC), every other frame received (the host's commands, a second writer's frames).
 
 Timestamps ``simulated`` (lockstep): the physics step at which the drives read the
 frame (or sent it); with bus timing on that is the first step at or after the end
@@ -78,6 +82,21 @@ def bus_number(channel: str) -> int:
     return int(digits)
 
 
+def reply_ids(bank) -> frozenset[int]:
+    """The ids ``bank``'s drives send on: the bank's own ``reply_ids`` (the live Damiao bank),
+    else its drives' MST ids (a lockstep Damiao bank), else Amber's feedback ids."""
+    ids = getattr(bank, "reply_ids", None)
+    if ids is not None:
+        return frozenset(ids)
+    mst = {
+        int(d.mst_id)
+        for ad in bank.buses.values()
+        for d in getattr(ad, "drives", ())
+        if hasattr(d, "mst_id")
+    }
+    return frozenset(mst) if mst else frozenset(FEEDBACK_IDS)
+
+
 class _Tap(can.Listener):
     """What one bus's drives see, copied to the shared writer with the bus number."""
 
@@ -132,6 +151,7 @@ class TrafficRecorder:
             **({"robot": loop.robot.identity()} if getattr(loop, "robot", None) else {}),
             "initial_state": state.tolist(),
         }
+        self.reply_ids = reply_ids(loop.bank)
         for ch, ad in loop.bank.buses.items():
             ad.logger = _Tap(self, bus_number(ch), ad.logger)
         self._closed = False
@@ -152,7 +172,7 @@ class TrafficRecorder:
                 dlc=msg.dlc,
                 data=bytes(msg.data),
                 channel=number,
-                is_rx=msg.arbitration_id not in FEEDBACK_IDS,
+                is_rx=msg.arbitration_id not in self.reply_ids,
             )
         )
         self.frames += 1

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_joints, tcp_site
+from rob_twin.models.names import Arm, arm_joints, tcp_site
 from rob_twin.twin.render.framing import auto_camera
 from rob_twin.twin.viewer.session import (
     TEXT_HZ,
@@ -43,10 +43,13 @@ class MirrorView:
         model = mirror.twin.model
         self.model = model
         self._real = mujoco.MjData(model)
+        # each arm's joints as the mirror compares them (its robot's count: seven on ROB and
+        # OpenArm)
+        names = {arm: arm_joints(arm)[: len(mirror.compare[arm].real_rad)] for arm in mirror.arms}
         self._qadr = {
-            arm: [int(model.joint(n).qposadr[0]) for n in arm_joints(arm)] for arm in mirror.arms
+            arm: [int(model.joint(n).qposadr[0]) for n in names[arm]] for arm in mirror.arms
         }
-        self._jid = {arm: [int(model.joint(n).id) for n in arm_joints(arm)] for arm in mirror.arms}
+        self._jid = {arm: [int(model.joint(n).id) for n in names[arm]] for arm in mirror.arms}
         self._tcp = {arm: int(model.site(tcp_site(arm)).id) for arm in mirror.arms}
         self.screenshot = screenshot
         self.frames = 0
@@ -90,7 +93,7 @@ class MirrorView:
         scn.ngeom = 0
         alarmed = {(a.arm, a.joint) for a in self.mirror.alarms}
         for arm, points in self._ghost_points().items():
-            for k in range(JOINTS_PER_ARM):
+            for k in range(len(points) - 1):
                 if scn.ngeom >= scn.maxgeom:
                     return
                 rgba = ALARM_RGBA if (arm.value, k + 1) in alarmed else GHOST_RGBA[arm]

@@ -271,37 +271,57 @@ def _demo_poses(robot: Robot, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 DEMO_PLANNED_MARGIN = (1.15, 1.0)  # the planned demo runs (sum of its plans) x 1.15 + 1.0 s
+DEMO_FIT_SCALES = (1.0, 0.75, 0.5, 0.25)  # a demo goal in collision is tried nearer home
 
 
-def planned_demo_duration(robot: Robot, moves: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """How long the planned demo must run [s]: its moves (right, left joint goals [rad]) planned
-    one after another from home, as the run will plan them (``plan_steps.planning_config``,
-    seed 0), their durations summed, with ``DEMO_PLANNED_MARGIN`` for the run's plans, which
-    start from the owners' commanded state; a move that does not plan adds nothing here (the
-    run reports it)."""
+def planned_demo(
+    robot: Robot, moves: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], float]:
+    """The planned demo's moves (right, left joint goals [rad]) fitted to ``robot``, and how
+    long the run must last [s]. A goal pair closer than the planner's margin to a collision (a
+    wave into the other arm on a robot whose arms face each other) is drawn toward home
+    (``DEMO_FIT_SCALES`` of its excursion) until it is free; the moves are then planned one
+    after another from home as the run will plan them (``plan_steps.planning_config``, seed
+    0), their durations summed with ``DEMO_PLANNED_MARGIN`` (the run's plans start from the
+    owners' commanded state). A move with no free scale, or that does not plan, is kept as it
+    is and adds nothing to the duration: the run plans it and reports the failure."""
     from rob_twin.planners.group import ArmGroup
     from rob_twin.twin.scenario.plan_steps import planning_config
 
-    group = ArmGroup(robot.model(), robot.group_arms(), planning_config())
-    start = {arm: robot.home(arm) for arm in ("right", "left")}
-    total = 0.0
+    config = planning_config()
+    group = ArmGroup(robot.model(), robot.group_arms(), config)
+    home = {arm: robot.home(arm) for arm in ("right", "left")}
+    margin = config.collision.margin_m
+    fitted = []
     for right, left in moves:
+        for scale in DEMO_FIT_SCALES:
+            goal = {
+                arm: home[arm] + scale * (q - home[arm])
+                for arm, q in (("right", right), ("left", left))
+            }
+            if group.clearance(goal).is_free(margin):
+                right, left = goal["right"], goal["left"]
+                break
+        fitted.append((right, left))
+    start, total = home, 0.0
+    for right, left in fitted:
         goals = {"right": right, "left": left}
         result = group.plan(goals, seed=0, start=start)
         if result.ok:
             total += result.plan.duration_s
             start = goals
     scale, extra = DEMO_PLANNED_MARGIN
-    return round(total * scale + extra, 1)
+    return fitted, round(total * scale + extra, 1)
 
 
 def demo_scenario(robot: Robot | str | None = None, planned: bool = False) -> Scenario:
     """The robot moves both arms: reach, wave, return home (ROB at the table: toward the
     can); validated like a scenario file. ``robot``: anything ``robot_of`` takes (None: the
     default robot). ``planned``: each move planned for both arms together by ArmGroup (arm
-    against arm and world at every retimed sample), as ``rob-twin demo`` runs it on a robot
-    with no crossing pair; else keyframes, straight joint-space lines that on a robot whose
-    arms face each other can run one arm's hand into the other's shoulder."""
+    against arm and world at every retimed sample; goals fitted by ``planned_demo``), as
+    ``rob-twin demo`` runs it on a robot with no crossing pair; else keyframes, straight
+    joint-space lines that on a robot whose arms face each other can run one arm's hand into
+    the other's shoulder."""
     robot = robot_of(robot)
     poses = {arm: _demo_poses(robot, arm) for arm in ("right", "left")}
     moves = []  # (t, right pose, left pose): the arms mirror each other's reach and wave
@@ -317,10 +337,10 @@ def demo_scenario(robot: Robot | str | None = None, planned: bool = False) -> Sc
         "robot": robot.spec,
     }
     if planned:
-        raw["duration"] = planned_demo_duration(robot, [(r, lf) for _, r, lf in moves])
+        fitted, raw["duration"] = planned_demo(robot, [(r, lf) for _, r, lf in moves])
         raw["plans"] = [
             {"t": round(0.3 + 0.1 * i, 3), "goals": {"right": r.tolist(), "left": lf.tolist()}}
-            for i, (_, r, lf) in enumerate(moves)
+            for i, (r, lf) in enumerate(fitted)
         ]
     else:
         raw["keyframes"] = [

@@ -99,6 +99,7 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
             ping_hz=args.ping_hz,
             drive_timeout_s=args.drive_timeout or None,
             max_velocity_rad_s=args.max_velocity,
+            rest_timeout_s=args.rest_timeout,
         )
         report = run_host(
             cfg, on_ready=lambda: print("host: streaming", file=sys.stderr, flush=True)
@@ -522,6 +523,15 @@ def register(sub) -> None:
         metavar="S",
         help="Damiao drives: the CAN watchdog written at bring-up [s], 0: leave the drives' "
         "own (default: %(default)s)",
+    )
+    host.add_argument(
+        "--rest-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="Damiao drives: how long to wait for arms that hang limp (their drives disabled) "
+        "to come to rest before enabling them [s], in [0, 60]; 0: do not wait "
+        "(default: %(default)s)",
     )
     host.add_argument(
         "--stop-after",

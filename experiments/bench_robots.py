@@ -84,7 +84,13 @@ ALOHA_SCENE = (
 GENERATED = COVERING_CASES  # (seed, family, joints per arm, mounting)
 RUN_COMMANDS = ("plan", "certify", "run", "demo", "rehearse", "view", "study")
 ROBOT_OPTION_COMMANDS = ("teleop", "bank", "host", "mirror", "calibrate", "excite")
-SERVERS = ("teleop", "bank", "host")  # never started here, whatever --help says
+BUS_COMMANDS = ("bank", "host", "mirror")  # run together: a bank, its host, a mirror of it
+BANK_S = 30.0  # the bench's bank serves this long [s]: the arms' rest, bring-up, host, mirror
+REST_TIMEOUT_S = 20.0  # the host waits this long for limp Damiao arms to come to rest [s]
+HOST_S = 6.0  # the host's run [s]: stream home, from where the arms came to rest
+MIRROR_S = 2.0  # the mirror listens this long once it has its first frame [s]
+TELEOP_S = 2.0  # teleop serves this long [s] (no client connects: it starts and stops)
+READY_TIMEOUT_S = 60.0  # the bank must be serving within this [s]
 RECORDING = "run_bus.log"  # run's --record-can file, calibrate's recording
 CALIBRATE_FIT = "right/j1/damping"  # one parameter, one iteration: ~3 s (the defaults: ~45 s)
 CLOSED_PORT = 1  # mirror listens here: nothing serves on it, the connection is refused
@@ -282,21 +288,9 @@ def robot_option(command: str, spec: str, work: Path) -> dict:
     if not accepts:
         row = cli([command, "--robot", spec])
         return row | {"robot_option": False, "note": "no --robot option"}
-    if command == "mirror":  # listens only: against a closed port it ends at once, after
-        # resolving the robot and its twin (a robot it refuses: exit 2 naming what it lacks)
-        argv = [command, "--robot", spec, "--host", "127.0.0.1", "--port", str(CLOSED_PORT)]
-        row = cli([*argv, "--seconds", "1", "--startup-timeout", "1"])
-        return row | {
-            "robot_option": True,
-            "note": f"run against a closed port ({CLOSED_PORT}): exit 2 'no bus' unless the "
-            "robot is refused first",
-        }
-    if command in SERVERS:
-        return {
-            "exit_code": None,
-            "robot_option": True,
-            "note": "accepts --robot; not started (it serves until stopped)",
-        }
+    if command == "teleop":  # serves TELEOP_S on a free port with no client, then stops
+        argv = [command, "--robot", spec, "--port", str(_free_port()), "--no-viewer"]
+        return cli([*argv, "--seconds", str(TELEOP_S)]) | {"robot_option": True}
     if command == "excite":
         argv = [command, "--robot", spec, "--seconds", "4", "--out", str(work / "excite")]
         return cli(argv) | {"robot_option": True}
@@ -306,6 +300,85 @@ def robot_option(command: str, spec: str, work: Path) -> dict:
         row = cli([*argv, "--fit", CALIBRATE_FIT, "--max-iters", "1", "--quiet"])
         return row | {"robot_option": True, "recording": (work / RECORDING).is_file()}
     raise ValueError(f"command {command!r}; valid: {ROBOT_OPTION_COMMANDS}")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def bus_session(spec: str, work: Path) -> dict[str, dict]:
+    """``bank``, ``host`` and ``mirror`` on the robot ``spec`` together: ``rob-twin bank``
+    serves its drives for ``BANK_S`` (any free ports, a ready file), ``rob-twin host`` drives
+    them to home for ``HOST_S``, then ``rob-twin mirror`` listens to the bus for ``MIRROR_S``;
+    the bank's exit code once it stops. A bank that does not serve (a robot it refuses: exit 2
+    naming what it lacks) leaves host and mirror to run against a closed port, where each
+    refuses the robot or finds no bus (exit 2)."""
+    ready = work / "bank_ready.json"
+    ready.unlink(missing_ok=True)
+    argv = ["bank", "--robot", spec, "--port", "0", "--control-port", "0", "--seconds"]
+    argv += [str(BANK_S), "--ready-file", str(ready), "--max-lag", "5"]
+    t0 = time.perf_counter()
+    bank = subprocess.Popen(
+        [sys.executable, "-m", "rob_twin.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    while (
+        not ready.is_file() and bank.poll() is None and time.perf_counter() - t0 < READY_TIMEOUT_S
+    ):
+        time.sleep(0.05)
+    port = json.loads(ready.read_text())["socketcand_port"] if ready.is_file() else CLOSED_PORT
+    at = ["--robot", spec, "--host", "127.0.0.1", "--port", str(port)]
+    mirror_argv = ["mirror", *at, "--seconds", str(MIRROR_S)]
+    mirror_argv += ["--startup-timeout", str(REST_TIMEOUT_S + 5)]
+    mirror_argv += ["--json"]
+    mirror = subprocess.Popen(  # listens while the host drives: Damiao drives only answer
+        [sys.executable, "-m", "rob_twin.cli", *mirror_argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    t_mirror = time.perf_counter()
+    host_argv = ["host", *at, "--seconds", str(HOST_S), "--stream", "home"]
+    rows = {"host": cli([*host_argv, "--rest-timeout", str(REST_TIMEOUT_S)])}
+    try:
+        m_out, m_err = mirror.communicate(timeout=CLI_TIMEOUT_S)
+        m_code = mirror.returncode
+    except subprocess.TimeoutExpired:
+        mirror.kill()
+        m_out, m_err = mirror.communicate()
+        m_code = None
+    rows["mirror"] = {
+        "argv": ["rob-twin", *mirror_argv],
+        "exit_code": m_code,
+        "message": _last_line(m_err if m_code != 0 else m_err or m_out),
+        "wall_s": round(time.perf_counter() - t_mirror, 2),
+    }
+    try:
+        out, err = bank.communicate(timeout=BANK_S + CLI_TIMEOUT_S)
+        code = bank.returncode
+    except subprocess.TimeoutExpired:
+        bank.kill()
+        out, err = bank.communicate()
+        code = None
+    rows["bank"] = {
+        "argv": ["rob-twin", *argv],
+        "exit_code": code,
+        "served": port != CLOSED_PORT,
+        "message": _last_line(err if code != 0 else out or err),
+        "wall_s": round(time.perf_counter() - t0, 2),
+    }
+    if port == CLOSED_PORT:
+        for name in ("host", "mirror"):
+            rows[name]["note"] = f"no bank served: run against a closed port ({CLOSED_PORT})"
+    return {name: rows[name] | {"robot_option": True} for name in BUS_COMMANDS}
 
 
 def run_commands(
@@ -352,6 +425,9 @@ def run_commands(
             path = _study_spec(work / "study.toml", spec)
             argv = ["study", str(path), "--out", str(work / "study"), "--workers", "1"]
             rows[command] = cli([*argv, "--no-progress", "--overwrite"])
+        elif command in BUS_COMMANDS:
+            if command not in rows:  # the three run together, at the first of them
+                rows |= bus_session(spec, work)
         elif command in ROBOT_OPTION_COMMANDS:
             rows[command] = robot_option(command, spec, work)
         else:

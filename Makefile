@@ -66,3 +66,35 @@ lint: $(STAMP)
 
 clean:
 	rm -rf out .pytest_cache
+
+# LeRobot's OpenArm follower against the twin (README "Your OpenArm software against the
+# twin"): its own venv, since lerobot 0.6.1 needs Python >= 3.12 and rob-twin's .venv is 3.11.
+# lerobot without its dependencies, then only what its Damiao bus and OpenArm follower import:
+# python-can, numpy, draccus, huggingface-hub, tqdm, packaging and torch (imported at the top
+# of lerobot_types.py; PyPI has only CUDA builds for Python 3.12: the venv is 4.7 GB with its
+# nvidia libraries, 1.5 min to install here). pip then lists lerobot's other requirements as
+# missing: the OpenArm follower never imports them. Not part of `make setup` or `make test`:
+# the LeRobot test skips without it.
+LEROBOT_VENV := .venv-lerobot
+LEROBOT_STAMP := $(LEROBOT_VENV)/.installed
+PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12.*/bin/python3.12 python3.13; do \
+  "$$p" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && { echo "$$p"; break; }; done)
+
+.PHONY: lerobot-venv check-lerobot
+
+$(LEROBOT_STAMP):
+	@test -n "$(PYTHON312)" || { echo "make lerobot-venv: no Python >= 3.12 found (lerobot 0.6.1 needs it); name one: make lerobot-venv PYTHON312=/path/to/python3.12"; exit 1; }
+	test -x $(LEROBOT_VENV)/bin/python || $(PYTHON312) -m venv $(LEROBOT_VENV)
+	echo '*' > $(LEROBOT_VENV)/.gitignore
+	$(LEROBOT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LEROBOT_VENV)/bin/python -m pip install --quiet --no-deps lerobot==0.6.1
+	$(LEROBOT_VENV)/bin/python -m pip install --quiet python-can==4.6.1 numpy==2.2.6 \
+	  draccus==0.11.6 'huggingface-hub>=1.6,<2' 'tqdm>=4.66,<5' 'packaging>=24.2,<26' torch==2.11.0
+	touch $(LEROBOT_STAMP)
+
+lerobot-venv: $(LEROBOT_STAMP)
+
+# LeRobot's BiOpenArmFollower (both arms) drives `rob-twin bank --robot openarm` over
+# socketcand: connect, observe, reach goals; prints a one-line verdict, exit 0/1
+check-lerobot: $(STAMP) $(LEROBOT_STAMP)
+	$(LEROBOT_VENV)/bin/python scripts/check_lerobot.py --rob-twin $(VENV)/bin/rob-twin

@@ -93,6 +93,7 @@ FIRST_FRAME_DELAY_S = 0.05
 # what a bank's responder is: (channel, frame a client sent) -> the replies to send at once
 Responder = Callable[[str, can.Message], "list[can.Message]"]
 BUS_BATCH = 256  # frames taken from a bus per wake-up of its thread
+FLUSH_EVERY_MESSAGES = 256  # a client's messages handled between writes (~14 kB of replies)
 
 
 class SocketcandLimitsError(SocketcandError, InvalidValueError):
@@ -385,13 +386,26 @@ class SocketcandServer:
         messages = c.stream.feed(data)
         if c.channel and c.stream.discarded_bytes != before:
             self.stats[c.channel].garbage_bytes += c.stream.discarded_bytes - before
-        for text in messages:
+        for k, text in enumerate(messages, 1):
             if c.closed:
                 return
             if c.state == "raw":
                 self._from_client(c, text)
+                if k % FLUSH_EVERY_MESSAGES == 0:
+                    self._flush_dirty()
             else:
                 self._handshake(c, text)
+
+    def _flush_dirty(self) -> None:
+        """Write what was queued for each client since the last write, mid-read: a
+        responder's replies to one 64 kB read of commands (~1,800 frames) are more than
+        ``send_queue_bytes``, and queued behind the whole read they made a client that reads
+        everything look stalled."""
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+        for c in dirty:
+            if not c.closed:
+                self._flush(c)
 
     def _handshake(self, c: _Client, text: str) -> None:
         try:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from rob_twin.planners.errors import GoalInputError, PlannerConfigError
+from rob_twin.planners.free_filter import FreeSpaceFilter
 from rob_twin.planners.geom_pairs import (
     ADJACENT_WORLD_PARENT,
     RIGID_AT_REFERENCE,
@@ -222,6 +223,7 @@ class CollisionChecker:
         self._scratch: mujoco.MjData | None = None
         self._pruned: dict[bytes, mujoco.MjModel] = {}  # out-of-reach mask -> model
         self._session_models: dict[tuple, mujoco.MjModel] = {}
+        self._filters: dict[tuple, FreeSpaceFilter | None] = {}
 
     def data_for(self, session: CheckSession) -> mujoco.MjData:
         """This thread's MjData of the session's model (made once per model and thread),
@@ -271,6 +273,26 @@ class CollisionChecker:
             self._session_models[key] = model
         return model
 
+    def free_filter(self, session: CheckSession) -> FreeSpaceFilter | None:
+        """The conservative free-space filter of ``session`` (``rob_twin.planners.free_filter``,
+        at the checker's margin), made once per set of moving arms and state of everything
+        else (as ``model_for``); None where the model has what the filter cannot bound."""
+        key_qpos = np.array(session.reference_qpos, float)
+        key_qpos[session.index] = 0.0
+        key = (session.moving, key_qpos.tobytes())
+        if key not in self._filters:
+            with self._lock:
+                if len(self._filters) >= _MAX_SESSION_MODELS:
+                    self._filters.clear()
+                self._filters[key] = FreeSpaceFilter.build(
+                    session.model,
+                    session.reference_qpos,
+                    session.index,
+                    session.checked,
+                    self.config.margin_m,
+                )
+        return self._filters[key]
+
     def checked_table(self, moving: Sequence[str]) -> np.ndarray:
         """The pair table's ``checked_table(moving)``, made once per set of moving arms
         (read-only)."""
@@ -293,6 +315,7 @@ class CollisionChecker:
 
 
 _MAX_SESSION_MODELS = 256  # reference states remembered per checker before starting over
+_NO_FILTER = object()  # a session whose model has no free-space filter
 
 
 def _anchor(model: mujoco.MjModel, first_joint: str):
@@ -319,6 +342,20 @@ class CheckSession:
         self.checked = checker.checked_table(moving)
         self._pairs: dict[tuple[int, int], GeomPair] = {}
         self.checks = 0
+        self._filter = None
+
+    def prove_free(self, states: np.ndarray) -> np.ndarray:
+        """Per row of ``states`` (stacked configurations): True where the conservative
+        free-space filter (``CollisionChecker.free_filter``) proves the state free at the
+        margin without a MuJoCo call, False where it cannot (not: colliding; ask
+        ``is_free``). All False where the model has no filter. Thread-safe (no shared
+        scratch state)."""
+        flt = self._filter
+        if flt is None:
+            flt = self._filter = self.checker.free_filter(self) or _NO_FILTER
+        if flt is _NO_FILTER:
+            return np.zeros(len(states), bool)
+        return flt.proven_free(states)
 
     def _data(self) -> mujoco.MjData:
         """This thread's MjData of the checker, holding this session's reference state."""

@@ -446,6 +446,7 @@ class ArmGroup:
                 rng,
                 self.config.search,
                 deadline_s=clock.deadline,
+                prove_free=self._proof(padded),
             )
             if found.path is None and not found.timed_out:
                 found = search.rrt_connect(
@@ -457,6 +458,7 @@ class ArmGroup:
                     rng,
                     self.config.search,
                     deadline_s=clock.deadline,
+                    prove_free=self._proof(plain),
                 )
             elif found.path is not None:
                 session = padded
@@ -479,8 +481,14 @@ class ArmGroup:
                 deadline_s=clock.deadline,
                 min_gain=self.config.search.shortcut_min_gain,
                 drop_first=self.config.search.shortcut_drop_first,
+                prove_free=self._proof(session),
             )
         return None if clock.late() else path
+
+    def _proof(self, session: CheckSession):
+        """The session's batch proof of free states for the search and the shortcutting
+        (``CheckSession.prove_free``) when ``config.free_filter``, else None."""
+        return session.prove_free if self.config.free_filter else None
 
     def _success(
         self, moving, refined: Refined, seed: int, resamples: int, timer: StageTimer

@@ -195,6 +195,7 @@ def repair(
     step = config.search.edge_step_rad * config.repair_step_factor
     fine = replace(config.search, edge_step_rad=step)
     for session in sessions:
+        prove = session.prove_free if config.free_filter else None
         found = search.rrt_connect(
             pts[lo],
             pts[hi],
@@ -205,6 +206,7 @@ def repair(
             fine,
             try_direct=False,
             deadline_s=deadline,
+            prove_free=prove,
         )
         if found.path is not None:
             span = search.shortcut(
@@ -216,6 +218,7 @@ def repair(
                 deadline_s=deadline,
                 min_gain=config.search.shortcut_min_gain,
                 drop_first=config.search.shortcut_drop_first,
+                prove_free=prove,
             )
             return pts[:lo] + span + pts[hi + 1 :]
         if found.timed_out:

@@ -23,6 +23,11 @@ import numpy as np
 from rob_twin.planners.errors import PlannerConfigError
 
 StateCheck = Callable[[np.ndarray], bool]
+# proves rows of a (k, dim) batch of states free (True) or says nothing (False); never used
+# to call a state colliding (``rob_twin.planners.free_filter``)
+BatchProof = Callable[[np.ndarray], np.ndarray]
+PROVE_HEAD = 2  # states of a motion checked as they are before the rest go to the proof
+PROVE_MIN_STATES = 32  # the rest go to the proof in one batch from this many states on
 
 
 @dataclass(frozen=True)
@@ -88,20 +93,64 @@ def _bisection_order(n: int) -> tuple[int, ...]:
     return tuple(order)
 
 
+def _first_collision(
+    order: list[int],
+    a: np.ndarray,
+    d: np.ndarray,
+    n: int,
+    is_free: StateCheck,
+    prove_free: BatchProof | None,
+    end: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """The first state of ``order`` (step indices k of ``a + d k / n``; k = n stands for
+    ``end`` when given) that ``is_free`` rejects, checking in that order; None when all are
+    free. With ``prove_free``: the first ``PROVE_HEAD`` states are checked as they are (a
+    motion that collides is usually rejected there), then, when at least
+    ``PROVE_MIN_STATES`` remain, those go to the proof in one batch and only the states it
+    cannot prove free to ``is_free``, still in order: the same answer, the same state."""
+
+    def state(k: int) -> np.ndarray:
+        return end if k == n and end is not None else a + d * (k / n)
+
+    proven = None
+    for i, k in enumerate(order):
+        if i == PROVE_HEAD and prove_free is not None and len(order) - i >= PROVE_MIN_STATES:
+            rest = np.array(order[i:])
+            batch = a + d * (rest / n)[:, None]
+            if end is not None:
+                batch[rest == n] = end
+            proven = dict(zip(rest.tolist(), prove_free(batch).tolist(), strict=True))
+        if proven is not None and proven[k]:
+            continue
+        q = state(k)
+        if not is_free(q):
+            return q
+    return None
+
+
 def motion_is_free(
     a: np.ndarray,
     b: np.ndarray,
     is_free: StateCheck,
     step_rad: float,
     memory: CollisionMemory | None = None,
+    prove_free: BatchProof | None = None,
 ) -> bool:
     """True when the states between ``a`` and ``b`` (excluded: both ends are assumed
     checked) at most ``step_rad`` apart per joint are free. With ``memory``, the states
     nearest its remembered collisions are checked first and a colliding state found is
-    remembered; the answer is the same (the same states are checked, in another order)."""
+    remembered; the answer is the same (the same states are checked, in another order).
+    With ``prove_free`` (``_first_collision``), states it proves free are not given to
+    ``is_free``: the same answer, the same colliding state remembered."""
     d = b - a
     n = max(1, math.ceil(float(np.max(np.abs(d))) / step_rad))
     first = () if memory is None or n < 2 else memory.first_indices(a, b, n)
+    if prove_free is not None:
+        order = list(first) + [k for k in _bisection_order(n) if k not in first]
+        hit = _first_collision(order, a, d, n, is_free, prove_free)
+        if hit is not None and memory is not None:
+            memory.add(hit)
+        return hit is None
     for k in first:
         q = a + d * (k / n)
         if not is_free(q):
@@ -212,14 +261,18 @@ def rrt_connect(
     config: SearchConfig | None = None,
     try_direct: bool = True,
     deadline_s: float | None = None,
+    prove_free: BatchProof | None = None,
 ) -> SearchResult:
     """RRT-Connect between free states ``start`` and ``goal`` in the box [lower, upper]
     (first the straight motion, unless ``try_direct`` is False). ``deadline_s``: a
     ``time.perf_counter()`` instant after which the search gives up (``timed_out``);
-    checked once per sampling round, so it costs no random draws (same seed, same path)."""
+    checked once per sampling round, so it costs no random draws (same seed, same path).
+    ``prove_free``: a batch proof of free states (``motion_is_free``): the same path, fewer
+    calls of ``is_free``."""
     cfg = config or default_config()
     start, goal = np.asarray(start, float), np.asarray(goal, float)
-    if try_direct and motion_is_free(start, goal, is_free, cfg.edge_step_rad):
+    step = cfg.edge_step_rad
+    if try_direct and motion_is_free(start, goal, is_free, step, prove_free=prove_free):
         return SearchResult([start.copy(), goal.copy()], 0, 2)
     trees = [_Tree(start, cfg.max_nodes), _Tree(goal, cfg.max_nodes)]
     start_tree = trees[0]
@@ -231,7 +284,7 @@ def rrt_connect(
         dist = float(np.linalg.norm(delta))
         reached = dist <= cfg.extend_step_rad
         q_new = target if reached else q_near + delta * (cfg.extend_step_rad / dist)
-        if not is_free(q_new) or not motion_is_free(q_near, q_new, is_free, cfg.edge_step_rad):
+        if not _edge_free(q_near, q_new, is_free, step, prove_free):
             return "trapped", -1
         return ("reached" if reached else "advanced"), tree.add(q_new, near)
 
@@ -269,6 +322,19 @@ def rrt_connect(
     )
 
 
+def _edge_free(
+    a: np.ndarray, b: np.ndarray, is_free: StateCheck, step: float, prove_free: BatchProof | None
+) -> bool:
+    """``is_free(b)`` and then the motion from ``a`` (checked) to ``b`` in bisection order
+    (with ``prove_free``: ``_first_collision``, the same answer)."""
+    if prove_free is None:
+        return is_free(b) and motion_is_free(a, b, is_free, step)
+    d = b - a
+    n = max(1, math.ceil(float(np.max(np.abs(d))) / step))
+    order = [n, *_bisection_order(n)]
+    return _first_collision(order, a, d, n, is_free, prove_free, end=b) is None
+
+
 def path_length(path: list[np.ndarray]) -> float:
     return float(sum(np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)))
 
@@ -282,6 +348,7 @@ def shortcut(
     deadline_s: float | None = None,
     min_gain: float = 0.0,
     drop_first: bool = False,
+    prove_free: BatchProof | None = None,
 ) -> list[np.ndarray]:
     """Shorten ``path`` by joining random points of it with straight checked motions (the
     new waypoints themselves checked), then drop every waypoint whose neighbours see each
@@ -291,11 +358,12 @@ def shortcut(
     that is skipped unchecked (same random draws). Colliding states found are remembered
     (``CollisionMemory``) and checked first on later candidates: same answers, fewer
     checks. ``drop_first``: ``drop_redundant`` runs on the path before the rounds too (with
-    the same memory)."""
+    the same memory). ``prove_free``: a batch proof of free states for the motions
+    (``motion_is_free``): the same path."""
     path = [np.asarray(p, float) for p in path]
     memory = CollisionMemory(path[0].size) if path else None
     if drop_first and len(path) > 2:
-        path = drop_redundant(path, is_free, step_rad, memory)
+        path = drop_redundant(path, is_free, step_rad, memory, prove_free)
     seg = None  # segment lengths of the current path (and their running sum, cum)
     # per-round bookkeeping in plain floats (bisect on a list, two draws ordered by hand):
     # the same numbers as np.sort / np.searchsorted, at a fraction of their call cost
@@ -326,10 +394,10 @@ def shortcut(
         # p1 and p2 lie between the checked states of their edges: check them too, or an
         # unchecked (possibly colliding) state becomes a waypoint.
         if _state_free(p1, is_free, memory) and _state_free(p2, is_free, memory):
-            if motion_is_free(p1, p2, is_free, step_rad, memory):
+            if motion_is_free(p1, p2, is_free, step_rad, memory, prove_free):
                 path = path[: i + 1] + [p1, p2] + path[j + 1 :]
                 seg = None
-    return drop_redundant(path, is_free, step_rad, memory)
+    return drop_redundant(path, is_free, step_rad, memory, prove_free)
 
 
 def _state_free(q: np.ndarray, is_free: StateCheck, memory: CollisionMemory | None) -> bool:
@@ -345,13 +413,16 @@ def drop_redundant(
     is_free: StateCheck,
     step_rad: float,
     memory: CollisionMemory | None = None,
+    prove_free: BatchProof | None = None,
 ) -> list[np.ndarray]:
     """Greedy pass: from each kept waypoint jump to the farthest one it sees directly
-    (motions checked with ``memory`` first, when given: same answers)."""
+    (motions checked with ``memory`` first, when given, and ``prove_free``: same answers)."""
     out, i = [path[0]], 0
     while i < len(path) - 1:
         j = len(path) - 1
-        while j > i + 1 and not motion_is_free(path[i], path[j], is_free, step_rad, memory):
+        while j > i + 1 and not motion_is_free(
+            path[i], path[j], is_free, step_rad, memory, prove_free
+        ):
             j -= 1
         out.append(path[j])
         i = j

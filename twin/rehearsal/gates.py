@@ -24,6 +24,11 @@ from rob_twin.models.robot import (
 )
 from rob_twin.twin.bus.budget import BusBudgetConfig, bus_budget
 from rob_twin.twin.drives.amber_robot import robot_channels
+from rob_twin.twin.rehearsal.free_motion import (
+    free_joint_move,
+    free_line_scale,
+    free_wave_scale,
+)
 from rob_twin.twin.rehearsal.targets import toward_far_bound, wave_source
 from rob_twin.twin.scenario.summary_md import words
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig
@@ -131,18 +136,38 @@ def owner_bounds(lp: ClosedLoop, arm: Arm) -> tuple[np.ndarray, np.ndarray]:
     return np.array(c.position_lower), np.array(c.position_upper)
 
 
-def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> None:
+def _start_moving(lp: ClosedLoop, settle_s: float = 0.2) -> dict[Arm, float]:
     """Both arms toward home + FAR_MOVE (ROB); on another robot each joint moves toward its
-    farther bound, kept inside the owners' bounds (``toward_far_bound``)."""
+    farther bound, kept inside the owners' bounds (``toward_far_bound``); each arm's move
+    drawn toward home where it would run an arm into the robot (``free_line_scale``: 1.0 on
+    ROB and OpenArm). Returns the scale each arm moved at."""
     lp.run_for(settle_s)
+    lines = {}
     for arm in ARMS:
         home = robot_home(lp, arm)
         lo, hi = owner_bounds(lp, arm)
         move = FAR_MOVE[: home.size]
         if lp.family == "amber" and np.all((home + move >= lo) & (home + move <= hi)):
-            lp.command(arm, home + move)
+            lines[arm] = (home, home + move)
             continue
-        lp.command(arm, np.clip(home + toward_far_bound(home, lo, hi, move), lo, hi))
+        lines[arm] = (home, np.clip(home + toward_far_bound(home, lo, hi, move), lo, hi))
+    scales = free_line_scale(lp.robot, lines)  # 1.0 unless a move runs an arm into the robot
+    for arm, (home, goal) in lines.items():
+        lp.command(arm, home + scales[arm] * (goal - home))
+    return scales
+
+
+STALL_JOINT = 4  # the feedback gate's stalled joint (1-based)
+
+
+def _move_stalled_joint(lp: ClosedLoop) -> None:
+    """The right arm's ``STALL_JOINT`` alone toward a free side, as far as ``FAR_MOVE`` goes
+    (``free_joint_move``), the rest of the arm held at home: the stall case's motion where the
+    whole far move would run the arm into the robot."""
+    home = robot_home(lp, Arm.RIGHT)
+    lo, hi = owner_bounds(lp, Arm.RIGHT)
+    size = abs(float(FAR_MOVE[STALL_JOINT - 1]))
+    lp.command(Arm.RIGHT, free_joint_move(lp.robot, Arm.RIGHT, STALL_JOINT, home, lo, hi, size))
 
 
 def _latched(lp: ClosedLoop, arm: Arm, timeout_s: float) -> float | None:
@@ -440,13 +465,15 @@ def gate_feedback(cfg: RehearsalConfig) -> GateResult:
         ),
         (
             "stalled joint 4 while moving",
-            FaultSpec("stall", "right", at=0.5, joints=(4,)),
+            FaultSpec("stall", "right", at=0.5, joints=(STALL_JOINT,)),
             OwnerFault.TRACKING_ERROR,
             0.6,
         ),
     ):
         with _loop(cfg, spec) as lp:
-            _start_moving(lp, 0.2)
+            scales = _start_moving(lp, 0.2)
+            if spec.kind.value == "stall" and scales[Arm.RIGHT] < 1.0:
+                _move_stalled_joint(lp)  # a stall must meet a move big enough to trip
             lp.run_for(0.5 - lp.time)
             t = _latched(lp, Arm.RIGHT, 1.5)
             got = lp.drivers[Arm.RIGHT].owner.fault
@@ -525,15 +552,26 @@ def gate_moving_retargets(cfg: RehearsalConfig) -> GateResult:
             log: dict[Arm, list] = {a: [] for a in ARMS}
             lp.on_tick.append(lambda arm, rep, log=log: log[arm].append(rep))
             track: list[float] = []
-            for k, arm in enumerate(ARMS):
-                home = robot_home(lp, arm)
-                bounds = owner_bounds(lp, arm) if lp.family != "amber" else (None, None)
-                lp.stream_targets(arm, wave_source(k, home, *bounds), rate)
+
+            def waves(scale: float, lp=lp) -> dict:
+                out = {}
+                for k, arm in enumerate(ARMS):
+                    home = robot_home(lp, arm)
+                    bounds = owner_bounds(lp, arm) if lp.family != "amber" else (None, None)
+                    out[arm] = wave_source(k, home, *bounds, amplitude=0.25 * scale)
+                return out
+
+            # full size unless the waves run an arm into the robot
+            scale = free_wave_scale(lp.robot, waves, cfg.retarget_duration_s)
+            for arm, source in waves(scale).items():
+                lp.stream_targets(arm, source, rate)
             n = int(round(cfg.retarget_duration_s / 0.01))
             for _ in range(n):
                 lp.run_for(0.01)
                 track.append(max(np.abs(lp.commanded(a) - lp.measured(a)).max() for a in ARMS))
             figs = {"rate_hz": rate, "targets": sum(s["sent"] for s in lp.stream_counts.values())}
+            if scale < 1.0:  # said where it happened: the wave was shrunk to stay free
+                figs["wave_scale"] = scale
             worst = {
                 "max_velocity": 0.0,
                 "max_acceleration": 0.0,

@@ -24,8 +24,10 @@ def wave_source(
     home: np.ndarray = HOME,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
+    amplitude: float = 0.25,
 ) -> Callable[[float], np.ndarray]:
-    """A smooth per-joint target path around ``home`` (0.25 rad, 0.3-0.5 Hz): arm ``k``; one
+    """A smooth per-joint target path around ``home`` (``amplitude`` [rad], 0.3-0.5 Hz): arm
+    ``k``; one
     per joint of ``home`` (seven: ROB; an arm of n joints takes the first n joints' paths).
 
     With ``lower``/``upper`` [rad] each joint swings toward its farther bound and the path is
@@ -41,11 +43,11 @@ def wave_source(
         # (the negative one where sin(phase) > 0) goes toward the farther bound
         larger_side_up = np.sin(phase) <= 0
         gain = np.where(larger_side_up, 1, -1) * toward_far_bound(home, lower, upper, gain)
-    start = 0.25 * np.sin(phase) * gain  # subtracted: the path starts at HOME
+    start = amplitude * np.sin(phase) * gain  # subtracted: the path starts at HOME
     omega = 2 * math.pi * freq
 
     def source(t: float) -> np.ndarray:
-        q = home + 0.25 * np.sin(omega * t + phase) * gain - start
+        q = home + amplitude * np.sin(omega * t + phase) * gain - start
         return q if lower is None else np.clip(q, lower, upper)
 
     return source

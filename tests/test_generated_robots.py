@@ -288,3 +288,27 @@ def test_the_demo_plans_its_moves_so_facing_arms_do_not_collide(tmp_path):
     assert [p["outcome"] for p in res.plans] == ["completed"] * 4, res.plans
     faults = {a: f["owner_fault"] for a, f in res.pipeline.items()}
     assert faults == {"right": None, "left": None}, faults
+
+
+def test_gate_motions_are_drawn_in_where_they_would_collide(tmp_path):
+    """Generated robot 8 (Damiao, arms facing 25 mm apart at home): the gates' far move run
+    straight would put the right wrist into the left arm; the move is scaled until free,
+    the stalled joint moved alone, and the feedback gate latches the stall as on ROB."""
+    from rob_twin.models.names import Arm
+    from rob_twin.models.robot import robot_of
+    from rob_twin.twin.rehearsal.free_motion import free_line_scale
+    from rob_twin.twin.rehearsal.gates import FAR_MOVE, RehearsalConfig, gate_feedback
+    from rob_twin.twin.rehearsal.targets import toward_far_bound
+    from rob_twin.twin.sim.loops import loop_config
+
+    made = F.generate_robot(tmp_path, 8, family="damiao", joints=7, mounting="facing")
+    robot = robot_of(made.robot_file)
+    lines = {}
+    for arm in (Arm.RIGHT, Arm.LEFT):
+        home = robot.home(arm.value)
+        lo, hi = np.array(robot.joint_ranges(arm.value)).T
+        lines[arm] = (home, np.clip(home + toward_far_bound(home, lo, hi, FAR_MOVE), lo, hi))
+    scales = free_line_scale(robot, lines)
+    assert scales[Arm.RIGHT] < 1.0  # the whole move is not free on this robot
+    res = gate_feedback(RehearsalConfig(base=loop_config(made.robot_file)))
+    assert res.passed, res.figures

@@ -10,6 +10,10 @@ import sys
 from rob_twin.cli.bus import add_live_bus_options, live_bus_fields
 from rob_twin.cli.common import ROBOT_HELP, CommandResult, robot_arg
 from rob_twin.models.names import DEFAULT_ROBOT
+from rob_twin.twin.bus.mirror_alarm import ALARM_KINDS, AlarmConfig
+
+CLI_ALARM = "rms"  # rob-twin mirror's alarm (the library's stays "max")
+_ALARM = AlarmConfig()
 
 
 def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
@@ -17,7 +21,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
     2: bad input (an option, an unreachable bus, no feedback)."""
     from rob_twin.models.names import UnknownNameError
     from rob_twin.twin.bus.host_process import HostError
-    from rob_twin.twin.bus.mirror import MirrorInputError
+    from rob_twin.twin.bus.mirror_alarm import AlarmConfig, MirrorInputError
     from rob_twin.twin.bus.mirror_live import MirrorConfig, MirrorLagError, run_mirror
 
     def say(line: str) -> None:
@@ -45,6 +49,13 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             startup_feedback_timeout_s=args.startup_timeout,
             max_lag_s=args.max_lag,
             robot=args.robot.spec,
+            alarm=AlarmConfig(
+                kind=args.alarm,
+                window_s=args.window_s,
+                factor=args.alarm_factor,
+                floor_s=args.floor_s,
+                min_rad=args.alarm_min_rad,
+            ),
         )
         with (
             open(args.telemetry, "w", encoding="utf-8")  # noqa: SIM115 - closed by the stack
@@ -100,19 +111,43 @@ def mirror_summary(s: dict) -> list[str]:
             f"RMS {max(a['rms_diff_rad']):.4f} rad at worst, "
             f"{sum(a['feedback_frames'])} feedback frames"
         )
+    alarm = s.get("alarm") or {"kind": "max"}
+    if alarm["kind"] == "rms":
+        for arm, a in s["arms"].items():
+            floors = [f for f in a.get("floor_rms_rad", []) if f is not None]
+            rms = [r for r in a.get("max_window_rms_rad", []) if r is not None]
+            if floors:
+                lines.append(
+                    f"  {arm}: start-up floor (RMS, first {alarm['floor_s']:g} s) up to "
+                    f"{max(floors):.4f} rad, RMS over {alarm['window_s']:g} s up to "
+                    f"{max(rms, default=0.0):.4f} rad, threshold "
+                    f"max({alarm['factor']:g} x floor, {alarm['min_rad']:g} rad)"
+                )
+            else:
+                lines.append(f"  {arm}: the run ended before the start-up floor was measured")
     if s["alarms"]:
         lines.append(
-            f"  {len(s['alarms'])} ALARM(S) beyond {s['tolerance_rad']:g} rad: "
-            + ", ".join(f"{a['arm']} J{a['joint']} {a['diff_rad']:+.4f} rad" for a in s["alarms"])
+            f"  {len(s['alarms'])} ALARM(S): " + ", ".join(_alarm_words(a) for a in s["alarms"])
         )
         lines.append(
             f"  alarm latency from the frame's arrival: {_ms(s['alarm_latency_from_arrival'])}"
         )
+    elif alarm["kind"] == "rms":
+        lines.append(f"  no alarm (windowed RMS; gross tolerance {s['tolerance_rad']:g} rad)")
     else:
         lines.append(f"  no alarm (tolerance {s['tolerance_rad']:g} rad)")
     if s["ended"] != "seconds":
         lines.append(f"  ended early: {s['ended']} ({s['end_reason']})")
     return lines
+
+
+def _alarm_words(a: dict) -> str:
+    if a.get("statistic") == "rms":
+        return (
+            f"{a['arm']} J{a['joint']} RMS {a['rms_rad']:.4f} rad beyond "
+            f"{a['tolerance_rad']:.4f} rad"
+        )
+    return f"{a['arm']} J{a['joint']} {a['diff_rad']:+.4f} rad beyond {a['tolerance_rad']:g} rad"
 
 
 class _View:
@@ -150,7 +185,11 @@ def _parameters(path: str | None, robot):
     from rob_twin.cli.common import calibration_arg
     from rob_twin.models.robot import CAN_DRIVES
     from rob_twin.twin.bus.mirror import MirrorInputError, TwinParameters
-    from rob_twin.twin.calibration.apply import calibrated_drives, calibrated_model
+    from rob_twin.twin.calibration.apply import (
+        calibrated_delays,
+        calibrated_drives,
+        calibrated_model,
+    )
     from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
     robot.require(CAN_DRIVES, "rob-twin mirror (it reads Amber and Damiao buses)")
@@ -167,6 +206,7 @@ def _parameters(path: str | None, robot):
         name=f"{calibration.name} ({calibration.file_sha256[:16]})",
         model=calibrated_model(calibration, robot.model()),
         drive_configs=calibrated_drives(calibration, robot),
+        delays=calibrated_delays(calibration),
     )
 
 
@@ -179,10 +219,21 @@ def register(sub) -> None:
         description="Listen, never transmit, on a live bus (socketcand or SocketCAN, the "
         "options of `rob-twin host`): the real host's commands drive a lockstep twin at "
         "their bus time, each drive feedback frame is compared with the twin's joint at "
-        "the same time, and a difference beyond --tolerance-rad raises an alarm (stderr, "
-        "telemetry, summary). A status line every --status-every seconds on stderr. "
-        "Exit 0: no alarm; 1: an alarm, a lost bus or a mirror too slow to stay live; "
-        "2: bad input or no bus.",
+        "the same time, and a joint alarms (stderr, telemetry, summary), once. --alarm rms "
+        "(the default): the RMS of real - twin over the last --window-s seconds of bus time "
+        "(a sliding window, per joint) beyond max(--alarm-factor x the joint's jitter floor, "
+        "--alarm-min-rad), the floor being that joint's RMS over the first --floor-s "
+        "seconds after the twin starts (measured at start-up: start the mirror with the "
+        "arms at rest or in their usual motion under parameters you trust; no RMS alarm "
+        "before then), or any one frame beyond --tolerance-rad (a gross limit). A single "
+        "late frame of a moving joint on a loaded machine shows 10-15 mrad with the same "
+        "parameters on both sides; a one-second RMS hardly moves for it, while a misfit "
+        "that persists moves it by its own size. --alarm max: the old alarm, any one frame "
+        "beyond --tolerance-rad. A calibration's transport delays apply (the host's frames "
+        "reach the twin's drives the command delay after their stamp; each reply is "
+        "compared with the twin the feedback delay before its stamp). A status line every "
+        "--status-every seconds on stderr. Exit 0: no alarm; 1: an alarm, a lost bus or a "
+        "mirror too slow to stay live; 2: bad input or no bus.",
     )
     mir.add_argument(
         "--max-lag",
@@ -222,7 +273,46 @@ def register(sub) -> None:
         "--tolerance-rad",
         type=float,
         default=0.05,
-        help="alarm when a joint's real position and the twin's differ by more [rad] "
+        help="alarm when a joint's real position and the twin's differ by more in any one "
+        "frame [rad]: the max alarm, and the rms alarm's gross limit (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--alarm",
+        choices=ALARM_KINDS,
+        default=CLI_ALARM,
+        help="rms: the windowed RMS against the start-up jitter floor (and --tolerance-rad "
+        "as a gross limit); max: any one frame beyond --tolerance-rad (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--window-s",
+        type=float,
+        default=_ALARM.window_s,
+        metavar="S",
+        help="--alarm rms: the sliding window of bus time the RMS is over [s] "
+        "(default: %(default)s)",
+    )
+    mir.add_argument(
+        "--floor-s",
+        type=float,
+        default=_ALARM.floor_s,
+        metavar="S",
+        help="--alarm rms: the jitter floor is each joint's RMS over the first S seconds of "
+        "bus time after the twin starts; no RMS alarm before (default: %(default)s)",
+    )
+    mir.add_argument(
+        "--alarm-factor",
+        type=float,
+        default=_ALARM.factor,
+        metavar="K",
+        help="--alarm rms: alarm when the windowed RMS exceeds K x the joint's floor "
+        "(default: %(default)s)",
+    )
+    mir.add_argument(
+        "--alarm-min-rad",
+        type=float,
+        default=_ALARM.min_rad,
+        metavar="R",
+        help="--alarm rms: the least RMS threshold [rad], for a floor measured at rest "
         "(default: %(default)s)",
     )
     mir.add_argument(

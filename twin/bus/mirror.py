@@ -12,10 +12,29 @@ twin's drive of that arm, exactly as ``rob_twin.twin.bus.replay`` hands recorded
 to the drives. ``feedback(arm, msg)`` steps the twin to the frame's step, decodes the real
 drive's position and compares it with the twin's joint at that same instant: the real
 position goes through the twin's drive configuration (``joint = sign * drive +
-zero_offset``), so a calibration's signs and zeros apply to both. A difference beyond
-``tolerance_rad`` raises an ``Alarm``, once per joint (it latches; further frames over the
-tolerance are counted). A frame stamped before the twin's present step (the other bus's
-frames can arrive a little late) is handed over at the present step and counted ``late``.
+zero_offset``), so a calibration's signs and zeros apply to both. A frame stamped before the
+twin's present step (the other bus's frames can arrive a little late) is handed over at the
+present step and counted ``late``; a late reply is still compared with the twin at its own
+bus time, from the twin's joint history of the last ``HISTORY_S`` (``late_compared``), so a
+reader thread that a loaded machine held back does not show as a difference.
+
+Alarms (``AlarmConfig``), once per joint (they latch; further frames over the tolerance are
+counted):
+
+- ``max`` (the library's default): a frame whose difference is beyond ``tolerance_rad``.
+  Under load one late frame of a moving joint already shows 10-15 mrad with identical
+  parameters, so a tolerance low enough to see a moderate misfit (an RMS of 5-7 mrad) also
+  alarms on jitter.
+- ``rms`` (``rob-twin mirror``'s default): per joint, the RMS of the difference over the last
+  ``window_s`` of bus time (a sliding window, every feedback frame) beyond the joint's
+  threshold ``max(factor * floor, min_rad)``, where ``floor`` is the RMS of that joint's
+  difference over the first ``floor_s`` of bus time after the twin's start: the jitter
+  floor, measured at start-up, where the parameters are trusted (the arms at rest or in
+  their usual motion; a misfit already showing then raises the floor and hides itself, which
+  ``min_rad`` and the summary's floors make visible). A single late frame moves a one-second
+  RMS little; a misfit that persists moves it by its own size. ``tolerance_rad`` stays a
+  gross limit: one frame beyond it alarms at once. No ``rms`` alarm before the floor is
+  measured (``floor_s``: the alarm's earliest time).
 
 ``TwinParameters`` is where a calibration plugs in: a replacement MjModel and the drives'
 configurations (``rob_twin.twin.drives.amber_drive.DriveConfig``, one per joint, both arms);
@@ -49,6 +68,8 @@ how a reply decodes and how many joints each arm has.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -67,12 +88,19 @@ from rob_twin.controllers.damiao_codec import (
 )
 from rob_twin.controllers.errors import CodecError
 from rob_twin.models import damiao_motors as DM
-from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.twin.bus.mirror_alarm import (  # MirrorInputError: imported from here too
+    AlarmConfig,
+    JointWatch,
+    MirrorInputError,
+    default_alarm,
+)
 from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.amber_bank import MotorBank
 from rob_twin.twin.drives.amber_drive import DRIVE_FRAME, DriveConfig
 from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+HISTORY_S = 0.5  # how far back a late reply is compared at its own time [s]
 
 # what a frame on a mirrored bus is (``BusProtocol.classify``)
 COMMAND, REPLY, REGISTER_REPLY, GRIPPER_REPLY, MALFORMED, OTHER = (
@@ -85,12 +113,6 @@ COMMAND, REPLY, REGISTER_REPLY, GRIPPER_REPLY, MALFORMED, OTHER = (
 )
 
 
-class MirrorInputError(InvalidValueError):
-    """A mirror setting or start state out of its valid range (names value and range)."""
-
-    subject = "mirror"
-
-
 @dataclass(frozen=True)
 class TwinParameters:
     """What a calibration changes in the mirror's twin.
@@ -98,11 +120,16 @@ class TwinParameters:
     name: recorded in the summary ("uncalibrated" for the defaults); model: a MuJoCo model
     of ROB's scene with fitted values (None: ``load_scene()``); drive_configs: seven
     ``DriveConfig`` (joints 1..7, used for both arms), or seven per arm (``{Arm: configs}``, a
-    calibration's); None: ``default_drive_configs()``."""
+    calibration's); None: ``default_drive_configs()``; delays: {Arm: (command delay, feedback
+    delay) [s]} a calibration's transport delays (None: none): the host's frames reach the
+    twin's drives the command delay after their stamp, and each drive reply is compared with
+    the twin the feedback delay before its stamp (the bus is seen from the host's side, as a
+    recording is)."""
 
     name: str = "uncalibrated"
     model: mujoco.MjModel | None = None
     drive_configs: tuple[DriveConfig, ...] | dict | None = None  # or {Arm: seven configs}
+    delays: dict | None = None  # {Arm: (command_delay_s, feedback_delay_s)}
 
 
 def default_parameters() -> TwinParameters:
@@ -112,11 +139,14 @@ def default_parameters() -> TwinParameters:
 
 @dataclass(frozen=True)
 class Alarm:
-    """A joint whose real position left the twin's prediction by more than the tolerance.
+    """A joint whose real position left the twin's prediction.
 
     stamp_s: the feedback frame's bus time [s]; twin_s: simulated time [s]; real_rad,
-    twin_rad, diff_rad (real - twin) [rad]; arrival_s: wall time [s, Unix] the frame
-    reached the mirror (None offline)."""
+    twin_rad, diff_rad (real - twin) [rad] of that frame; tolerance_rad: the threshold
+    crossed [rad]; arrival_s: wall time [s, Unix] the frame reached the mirror (None
+    offline); statistic: ``"max"`` (this frame's difference beyond the tolerance) or
+    ``"rms"`` (the RMS over the last ``window_s`` of bus time, ``rms_rad``, beyond
+    ``factor`` times the start-up floor ``floor_rad`` or the least threshold)."""
 
     arm: str
     joint: int
@@ -127,8 +157,19 @@ class Alarm:
     diff_rad: float
     tolerance_rad: float
     arrival_s: float | None = None
+    statistic: str = "max"
+    rms_rad: float | None = None
+    window_s: float | None = None
+    floor_rad: float | None = None
 
     def text(self) -> str:
+        if self.statistic == "rms":
+            return (
+                f"ALARM {self.arm} J{self.joint}: RMS of real - twin over the last "
+                f"{self.window_s:g} s {self.rms_rad:.4f} rad beyond {self.tolerance_rad:.4f} rad "
+                f"(start-up floor {self.floor_rad:.4f} rad; this frame {self.diff_rad:+.4f} "
+                f"rad; bus time {self.stamp_s:.6f} s)"
+            )
         return (
             f"ALARM {self.arm} J{self.joint}: real {self.real_rad:+.4f} rad, twin "
             f"{self.twin_rad:+.4f} rad, difference {self.diff_rad:+.4f} rad beyond "
@@ -137,8 +178,9 @@ class Alarm:
 
     def record(self) -> dict:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        for k in ("real_rad", "twin_rad", "diff_rad"):
-            out[k] = round(out[k], 6)
+        for k in ("real_rad", "twin_rad", "diff_rad", "rms_rad", "floor_rad", "tolerance_rad"):
+            if out[k] is not None:
+                out[k] = round(out[k], 6)
         return out
 
 
@@ -431,7 +473,7 @@ class MirrorTwin:
     ``BusProtocol.settle_s``); protocol: the robot's bus (None: ROB's Amber bus);
     start_velocity: {arm: joint velocities [rad/s]} the real drives reported with ``start``
     (None: at rest; a limp arm still swinging when the mirror starts swings on in the
-    twin)."""
+    twin); alarm: how a joint alarms (``AlarmConfig``; None: ``max`` at ``tolerance_rad``)."""
 
     def __init__(
         self,
@@ -443,6 +485,7 @@ class MirrorTwin:
         settle_s: float | None = None,
         protocol: BusProtocol | None = None,
         start_velocity: dict | None = None,
+        alarm: AlarmConfig | None = None,
     ):
         protocol = protocol or BusProtocol()
         settle_s = protocol.settle_s if settle_s is None else settle_s
@@ -479,9 +522,20 @@ class MirrorTwin:
             self.twin.run_for(settle_s)
         self._offset_s = self.twin.time - start_stamp_s  # simulated = bus time + offset
         self.compare = {arm: ArmComparison.of(protocol.joints[arm]) for arm in self.arms}
+        self.alarm_config = alarm or default_alarm()
+        floor_end = start_stamp_s + self.alarm_config.floor_s
+        self.watch = {
+            arm: [JointWatch(self.alarm_config, floor_end) for _ in range(protocol.joints[arm])]
+            for arm in self.arms
+        }
+        self.delays = self._check_delays(self.parameters.delays)
+        self._max_feedback_delay = max((fb for _, fb in self.delays.values()), default=0.0)
+        self._pending: list[tuple[int, int, Arm, can.Message]] = []  # (step, order, arm, frame)
+        self._order = itertools.count()
         self.alarms: list[Alarm] = []
         self._alarmed: set[tuple[Arm, int]] = set()
         self.commands = 0
+        self.first_command_stamp_s: float | None = None  # bus time of the first command fed
         self.late_frames = 0
         self.other_frames = 0
         self.malformed_feedback = 0
@@ -491,6 +545,43 @@ class MirrorTwin:
         self.limp_replies = 0  # replies of drives not enabled: followed, not compared
         self.status_mismatches = 0  # replies whose status differs from the twin drive's
         self._dof = {arm: _dofs(m, self._qpos[arm]) for arm in self.arms}
+        # the twin's joints at each of the last HISTORY_S of steps (late replies' comparison)
+        self._hist_len = max(1, int(round(HISTORY_S / self.dt)))
+        self._hist = {arm: np.full((self._hist_len, len(q)), np.nan) for arm, q in start.items()}
+        self._hist_qpos = np.concatenate([np.asarray(self._qpos[a]) for a in self.arms])
+        self._hist_cols = np.cumsum([0] + [len(start[a]) for a in self.arms])
+        self.late_compared = 0
+        self.twin.scheduler.add("history", 1.0 / self.dt, self._remember)
+
+    def _remember(self, now: float) -> None:
+        """Keep the twin's joints of this step (before it is integrated: the state at ``now``)."""
+        k = self.twin.scheduler.step_count % self._hist_len
+        q = self.twin.data.qpos[self._hist_qpos]
+        for i, arm in enumerate(self.arms):
+            self._hist[arm][k] = q[self._hist_cols[i] : self._hist_cols[i + 1]]
+
+    def _twin_at(self, arm: Arm, k: int, step: int) -> float:
+        """Joint ``k`` of ``arm`` at physics step ``step`` [rad]: now, or from the history
+        when the twin is already past it (and it is still held)."""
+        now = self.twin.scheduler.step_count
+        if step < now and now - step < self._hist_len:
+            q = self._hist[arm][step % self._hist_len, k]
+            if math.isfinite(q):
+                self.late_compared += 1
+                return float(q)
+        return float(self.twin.data.qpos[self._qpos[arm][k]])
+
+    def _check_delays(self, delays: dict | None) -> dict[Arm, tuple[float, float]]:
+        """{mirrored arm: (command, feedback) delay [s]}: only arms with a delay."""
+        out = {}
+        for arm, pair in (delays or {}).items():
+            arm = Arm.parse(arm)
+            cmd, fb = (float(x) for x in pair)
+            if not (0 <= cmd <= 0.5 and 0 <= fb <= 0.5):
+                raise MirrorInputError(f"delays[{arm.value}]", pair, "0 to 0.5 s each")
+            if arm in self.arms and (cmd or fb):
+                out[arm] = (cmd, fb)
+        return out
 
     def prime(self, arm: Arm, statuses: dict, last_frames: dict) -> int:
         """Bring the twin's drives of ``arm`` to the state the real ones reported before the
@@ -505,17 +596,29 @@ class MirrorTwin:
         """Simulated time [s] of bus time ``stamp_s`` [s]."""
         return stamp_s + self._offset_s
 
-    def advance_to(self, stamp_s: float) -> int:
-        """Step the twin to the physics step of bus time ``stamp_s`` [s]; the steps taken
-        (0 and a late count when that step is already past)."""
-        target = int(round(self.twin_time_of(stamp_s) / self.dt))
-        n = target - self.twin.scheduler.step_count
+    def _step_of(self, stamp_s: float) -> int:
+        return int(round(self.twin_time_of(stamp_s) / self.dt))
+
+    def advance_to(self, stamp_s: float, count_late: bool = True) -> int:
+        """Step the twin to the physics step of bus time ``stamp_s`` [s], handing the
+        delayed host frames due on the way to the drives at their steps; the steps taken
+        (0, and a late count with ``count_late``, when that step is already past)."""
+        target = self._step_of(stamp_s)
+        sched = self.twin.scheduler
+        start = sched.step_count
+        while self._pending and self._pending[0][0] <= target:
+            due, _, arm, msg = heapq.heappop(self._pending)
+            if due > sched.step_count:
+                self.twin.step(due - sched.step_count)
+            self.drives.feed(arm, msg, self.twin.time)
+        n = target - sched.step_count
         if n < 0:
-            self.late_frames += 1
-            return 0
+            if count_late:
+                self.late_frames += 1
+            return sched.step_count - start
         if n:
             self.twin.step(n)
-        return n
+        return sched.step_count - start
 
     # ------------------------------------------------------------------ frames
     def handle(self, arm: Arm, msg: can.Message, arrival_s: float | None = None) -> Alarm | None:
@@ -540,10 +643,25 @@ class MirrorTwin:
         return None
 
     def command(self, arm: Arm, msg: can.Message) -> None:
-        """The real host's command frame: to the twin's drive at the frame's step."""
-        self.advance_to(float(msg.timestamp))
-        self.drives.feed(arm, msg, self.twin.time)
+        """The real host's command frame: to the twin's drive at the frame's step (plus the
+        arm's command delay: held until the twin reaches it)."""
+        stamp = float(msg.timestamp)
         self.commands += 1
+        if self.first_command_stamp_s is None:
+            self.first_command_stamp_s = stamp
+        if not self.delays:
+            self.advance_to(stamp)
+            self.drives.feed(arm, msg, self.twin.time)
+            return
+        # replies stamped from now on are compared no earlier than this
+        self.advance_to(stamp - self._max_feedback_delay, count_late=False)
+        due = self._step_of(stamp + self.delays.get(arm, (0.0, 0.0))[0])
+        if due <= self.twin.scheduler.step_count:  # already past: at the present step
+            if due < self.twin.scheduler.step_count:
+                self.late_frames += 1
+            self.drives.feed(arm, msg, self.twin.time)
+            return
+        heapq.heappush(self._pending, (due, next(self._order), arm, msg))
 
     def feedback(
         self,
@@ -562,7 +680,8 @@ class MirrorTwin:
                 return None
         fb = reply
         stamp = float(msg.timestamp)
-        self.advance_to(stamp)
+        at = stamp - self.delays.get(arm, (0.0, 0.0))[1]
+        self.advance_to(at)
         k = fb.joint - 1
         real = self.drives.joint_position(arm, fb)
         c = self.compare[arm]
@@ -575,18 +694,21 @@ class MirrorTwin:
                 c.real_rad[k] = c.twin_rad[k] = real
                 self.limp_replies += 1
                 return None
-        twin = float(self.twin.data.qpos[self._qpos[arm][k]])
+        twin = self._twin_at(arm, k, self._step_of(at))
         diff = real - twin
         c.real_rad[k], c.twin_rad[k] = real, twin
         c.frames[k] += 1
         c.sum_sq[k] += diff * diff
         c.max_abs_diff_rad[k] = max(c.max_abs_diff_rad[k], abs(diff))
-        if abs(diff) <= self.tolerance_rad:
-            return None
-        c.over_tolerance[k] += 1
-        if (arm, fb.joint) in self._alarmed:
+        watch = self.watch[arm][k]
+        rms_over = watch.add(stamp, diff) and self.alarm_config.kind == "rms"
+        over = abs(diff) > self.tolerance_rad
+        if over:
+            c.over_tolerance[k] += 1
+        if not (over or rms_over) or (arm, fb.joint) in self._alarmed:
             return None
         self._alarmed.add((arm, fb.joint))
+        by_rms = rms_over and not over  # a gross frame is reported as such
         alarm = Alarm(
             arm=arm.value,
             joint=fb.joint,
@@ -595,8 +717,12 @@ class MirrorTwin:
             real_rad=real,
             twin_rad=twin,
             diff_rad=diff,
-            tolerance_rad=self.tolerance_rad,
+            tolerance_rad=watch.threshold if by_rms else self.tolerance_rad,
             arrival_s=arrival_s,
+            statistic="rms" if by_rms else "max",
+            rms_rad=watch.rms,
+            window_s=self.alarm_config.window_s,
+            floor_rad=watch.floor,
         )
         self.alarms.append(alarm)
         return alarm
@@ -625,9 +751,13 @@ class MirrorTwin:
             "parameters": self.parameters.name,
             "family": self.protocol.family,
             "tolerance_rad": self.tolerance_rad,
+            "alarm": self.alarm_config.record(),
+            "transport_delays_s": {a.value: list(d) for a, d in self.delays.items()},
             "twin_time_s": round(self.twin.time, 6),
             "commands_fed": self.commands,
+            "first_command_stamp_s": self.first_command_stamp_s,
             "late_frames": self.late_frames,
+            "late_replies_compared_at_their_time": self.late_compared,
             "other_frames": self.other_frames,
             "malformed_feedback": self.malformed_feedback,
             "register_replies": self.register_replies,
@@ -635,12 +765,29 @@ class MirrorTwin:
             "primed_drives": self.primed_drives,
             "limp_replies": self.limp_replies,
             "status_mismatches": self.status_mismatches,
-            "arms": {arm.value: c.summary() for arm, c in self.compare.items()},
+            "arms": {
+                arm.value: {**c.summary(), **_watch_summary(self.watch[arm])}
+                for arm, c in self.compare.items()
+            },
             "alarms": [a.record() for a in self.alarms],
         }
 
     def close(self) -> None:
         self.drives.close()
+
+
+def _watch_summary(watches: list[JointWatch]) -> dict:
+    """Per joint: the start-up floor, the RMS threshold and the largest windowed RMS [rad]
+    (None where the floor was not measured yet)."""
+
+    def r(v):
+        return None if v is None else round(float(v), 6)
+
+    return {
+        "floor_rms_rad": [r(w.floor) for w in watches],
+        "rms_threshold_rad": [r(w.threshold) for w in watches],
+        "max_window_rms_rad": [r(w.max_rms if w.floor is not None else None) for w in watches],
+    }
 
 
 def _rounded(values: np.ndarray) -> list:

@@ -5,7 +5,10 @@
 has sent feedback (``startup_feedback_timeout_s``), builds a ``MirrorTwin`` standing where
 the real arms stand, then until ``seconds`` have passed hands every frame to it as it
 arrives: the host's commands drive the twin's drives at their bus time, each feedback
-frame is compared with the twin at that time (``rob_twin.twin.bus.mirror``).
+frame is compared with the twin at that time (``rob_twin.twin.bus.mirror``), and a joint
+alarms by ``alarm`` (``rob_twin.twin.bus.mirror.AlarmConfig``: one frame beyond the tolerance,
+``max``, or the RMS over a sliding window beyond a multiple of the jitter floor measured in
+the first seconds, ``rms``).
 
 One reader thread per bus timestamps each frame's arrival (wall time, Unix [s]) and queues
 it; the thread that owns the twin takes frames from the queue at once, so an alarm is
@@ -41,6 +44,7 @@ from rob_twin.twin.bus.mirror import (
     COMMAND,
     REPLY,
     Alarm,
+    AlarmConfig,
     BusProtocol,
     MirrorInputError,
     MirrorTwin,
@@ -65,7 +69,9 @@ class MirrorConfig:
     [Hz]; connect_timeout_s, startup_feedback_timeout_s [s]; max_lag_s: stop when a frame
     is handled this long after its arrival [s]; seed: the twin's seed; robot: the robot on
     the bus (a shipped name, a robot file or a ``Robot``): its drive family's ids, reply
-    decoding and joint count (``rob_twin.twin.bus.mirror.bus_protocol``)."""
+    decoding and joint count (``rob_twin.twin.bus.mirror.bus_protocol``); alarm: how a joint
+    alarms (``rob_twin.twin.bus.mirror.AlarmConfig``; default ``max`` at ``tolerance_rad``,
+    ``rob-twin mirror``'s default ``rms``)."""
 
     interface: str = "socketcand"
     host: str = LOCALHOST
@@ -81,8 +87,11 @@ class MirrorConfig:
     max_lag_s: float = 1.0
     seed: int = 0
     robot: object = DEFAULT_ROBOT
+    alarm: AlarmConfig = field(default_factory=AlarmConfig)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.alarm, AlarmConfig):
+            raise MirrorInputError("alarm", self.alarm, "an AlarmConfig")
         if self.interface not in LISTEN_INTERFACES:
             raise MirrorInputError("interface", self.interface, f"one of {LISTEN_INTERFACES}")
         if not 0 <= self.port <= 65535 or isinstance(self.port, bool):
@@ -289,6 +298,7 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
             cfg.seed,
             protocol=protocol,
             start_velocity=state.start_velocity() if protocol.family == "damiao" else None,
+            alarm=cfg.alarm,
         )
         for arm in arms:  # drives the host enabled before the mirror saw it: as reported
             mirror.prime(arm, state.statuses[arm], state.last_frames[arm])
@@ -299,7 +309,7 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
                 "mirror: listening (never transmitting) on "
                 + ", ".join(f"{cfg.channels[a.value]} ({a.value})" for a in arms)
                 + f", robot {protocol.robot.name if protocol.robot else 'rob'} "
-                f"({protocol.family} drives), tolerance {cfg.tolerance_rad:g} rad, parameters "
+                f"({protocol.family} drives), {_alarm_words(cfg)}, parameters "
                 f"{mirror.parameters.name} (simulated twin; hardware_io: false)"
             )
         return _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick)
@@ -311,6 +321,16 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
             bus.shutdown()
         if mirror is not None:
             mirror.close()
+
+
+def _alarm_words(cfg: MirrorConfig) -> str:
+    a = cfg.alarm
+    if a.kind == "max":
+        return f"alarm: one frame beyond {cfg.tolerance_rad:g} rad"
+    return (
+        f"alarm: RMS over {a.window_s:g} s beyond max({a.factor:g} x the floor of the first "
+        f"{a.floor_s:g} s, {a.min_rad:g} rad), or one frame beyond {cfg.tolerance_rad:g} rad"
+    )
 
 
 def _joint_frame(start: dict, parameters: TwinParameters | None) -> dict:

@@ -17,6 +17,12 @@ time (``time.time()``) when the frame was seen (real-time runs: the bank's
 ``--record-can``), the same clock the frames carry on the bank's live bus, so a recording
 and ``python -m can.logger`` output share one time base.
 
+A loop with transport delays (a calibration's, ``ClosedLoop.delayed``:
+``rob_twin.twin.bus.transport_delay``) is recorded as the host sees its bus, as a recording
+of the real robot is: a host frame stamped when the host sent it (``command_delay_s`` before
+the drives read it), a reply when the host received it (``feedback_delay_s`` after the drives
+sent it); the frames are written in stamp order.
+
 Next to the recording, ``<name>.<suffix>.json`` holds what a replay needs to rebuild
 the same twin: seed, physics step, feedback rate, wiring, the drive faults, the
 complete initial MuJoCo state (``mj_getState``, integration state, exact floats)
@@ -25,6 +31,8 @@ and the frame count (a truncated binary file is detected by it).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import time
 from pathlib import Path
@@ -152,30 +160,54 @@ class TrafficRecorder:
             "initial_state": state.tolist(),
         }
         self.reply_ids = reply_ids(loop.bank)
+        # {bus number: (command, feedback) delay [s]} of a loop with transport delays
+        self._delays = {
+            bus_number(loop.channels[arm]): (bus.command_delay_s, bus.feedback_delay_s)
+            for arm, bus in (getattr(loop, "delayed", None) or {}).items()
+        }
+        self._held: list[tuple[float, int, can.Message]] = []  # (stamp, order, frame)
+        self._order = itertools.count()
         for ch, ad in loop.bank.buses.items():
             ad.logger = _Tap(self, bus_number(ch), ad.logger)
         self._closed = False
 
     def write(self, msg: can.Message, number: int) -> None:
         stamp = self.loop.time if self.timestamps == "simulated" else time.time()
-        if self.first_timestamp_s is None:
-            self.first_timestamp_s, self.first_frame_sim_s = stamp, self.loop.time
-        self._writer.on_message_received(
-            can.Message(
-                timestamp=stamp,
-                arbitration_id=msg.arbitration_id,
-                is_extended_id=msg.is_extended_id,
-                is_remote_frame=msg.is_remote_frame,
-                is_error_frame=msg.is_error_frame,
-                is_fd=msg.is_fd,
-                bitrate_switch=msg.bitrate_switch,
-                dlc=msg.dlc,
-                data=bytes(msg.data),
-                channel=number,
-                is_rx=msg.arbitration_id not in self.reply_ids,
-            )
+        is_rx = msg.arbitration_id not in self.reply_ids
+        out = can.Message(
+            timestamp=stamp,
+            arbitration_id=msg.arbitration_id,
+            is_extended_id=msg.is_extended_id,
+            is_remote_frame=msg.is_remote_frame,
+            is_error_frame=msg.is_error_frame,
+            is_fd=msg.is_fd,
+            bitrate_switch=msg.bitrate_switch,
+            dlc=msg.dlc,
+            data=bytes(msg.data),
+            channel=number,
+            is_rx=is_rx,
         )
         self.frames += 1
+        if not self._delays:
+            self._emit(stamp, out)
+            return
+        cmd, fb = self._delays.get(number, (0.0, 0.0))
+        heapq.heappush(self._held, (stamp - cmd if is_rx else stamp + fb, next(self._order), out))
+        # a later host frame is stamped at least the largest command delay before now
+        self._flush(self.loop.time - max(c for c, _ in self._delays.values()))
+
+    def _flush(self, before_s: float) -> None:
+        """Write the held frames stamped before ``before_s`` [s], in stamp order."""
+        while self._held and self._held[0][0] < before_s:
+            stamp, _, out = heapq.heappop(self._held)
+            self._emit(stamp, out)
+
+    def _emit(self, stamp: float, out: can.Message) -> None:
+        if self.first_timestamp_s is None:
+            self.first_timestamp_s = stamp
+            self.first_frame_sim_s = stamp if self._delays else self.loop.time
+        out.timestamp = stamp
+        self._writer.on_message_received(out)
 
     def close(self) -> Path:
         """Finish the file and write the sidecar; returns the recording's path."""
@@ -185,6 +217,7 @@ class TrafficRecorder:
         for ad in self.loop.bank.buses.values():
             if isinstance(ad.logger, _Tap):
                 ad.logger = ad.logger._chained
+        self._flush(float("inf"))
         self._writer.stop()
         meta = {
             **self._meta,

@@ -1,11 +1,19 @@
 """A calibration applied to the twin a command builds: the robot's model with the fitted
-model-side parameters, and each arm's drive configurations (the robot's Amber drives) with
-the drive-side ones.
+model-side parameters, each arm's drive configurations (the robot's Amber drives) with the
+drive-side ones, and each arm's transport delays where they act.
 
-The transport delays (``{arm}/command_delay_s``, ``{arm}/feedback_delay_s``) have no hook in
-a live closed loop (the owners and drives exchange frames on simulated buses without a
-transport delay of their own): they are used by ``rob-twin compare`` (and the mirror), which
-replay recordings; a running twin takes only the model and drive parameters.
+The transport delays (``{arm}/command_delay_s``, ``{arm}/feedback_delay_s``;
+``calibrated_delays``) act in the lockstep closed loop (``run``, ``demo``, ``view``,
+``rehearse``, ``teleop``, ``study`` with ``--calibration``): the host's frames reach the
+drives ``command_delay_s`` after the host sent them and the drives' replies reach the host
+``feedback_delay_s`` after they were sent (``rob_twin.twin.bus.transport_delay``, between the
+host and its bus), and a ``--record-can`` recording is stamped as the host sees the bus
+(commands when sent, replies when received), so a calibration fitted from it finds the
+delays again. ``rob-twin compare`` replays recordings with them; the mirror feeds the host's
+frames to its twin ``command_delay_s`` after their stamp and compares each reply with the
+twin ``feedback_delay_s`` before its stamp. ``rob-twin bank --calibration`` takes only the
+model and drive parameters: the bank is the drives' side of a live bus whose host and
+transport are real (their delays are the real ones, not modelled).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import mujoco
 from rob_twin.models.names import Arm
 from rob_twin.twin.calibration.calibration_file import Calibration
-from rob_twin.twin.calibration.parameters import apply_to_model, drive_configs
+from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
 from rob_twin.twin.drives.amber_drive import DriveConfig
 
 
@@ -33,6 +41,14 @@ def calibrated_drives(calibration: Calibration, robot=None) -> dict[Arm, tuple[D
     ``rob_twin.models.robot.Robot``; None: the default robot) with ``calibration``'s drive
     parameters."""
     return drive_configs(calibration.values, robot)
+
+
+def calibrated_delays(calibration: Calibration | None) -> dict[Arm, tuple[float, float]]:
+    """Each arm's (command delay, feedback delay) [s] in ``calibration`` (zeros for None or
+    a calibration without them)."""
+    if calibration is None:
+        return {arm: (0.0, 0.0) for arm in Arm}
+    return delays(calibration.values)
 
 
 def check_robot(robot, calibration: Calibration | None) -> None:

@@ -12,6 +12,12 @@ is set, delayed frames are released and the bank services its buses; the owners 
 at ``owner_rate_hz`` (200 Hz) and the drives answer at ``feedback_rate_hz`` (20 Hz by
 default, up to 200 Hz). A run is deterministic for a seed. ``run_realtime`` paces the
 same wiring against the wall clock (viewer).
+
+With a calibration (``ClosedLoopConfig.calibration``) the twin's model and drives take its
+fitted values and each arm's transport delays act between the host and its bus
+(``rob_twin.twin.bus.transport_delay.TransportDelayBus``: the host's frames reach the drives
+``command_delay_s`` later, the drives' replies reach the host ``feedback_delay_s`` later;
+``transport_delays`` holds them, zero without a calibration).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from rob_twin.models.names import DEFAULT_ROBOT, Arm
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.timed_bus import BusTimingLayer
 from rob_twin.twin.bus.timing import BusTimingConfig
+from rob_twin.twin.bus.transport_delay import TransportDelayBus
 from rob_twin.twin.bus.wire import FIRST_COMMAND_ID, FaultInjectingBus, open_virtual
 from rob_twin.twin.drives.amber_bank import MotorBank
 from rob_twin.twin.drives.amber_drive import DriveConfig
@@ -174,11 +181,17 @@ class ClosedLoop:
         rng = np.random.default_rng(cfg.seed)
         self.wires: dict[Arm, FaultInjectingBus] = {}
         self.drivers: dict[Arm, ArmDriver] = {}
+        self.transport_delays = self._transport_delays(cfg)
+        self.delayed: dict[Arm, TransportDelayBus] = {}
         for arm in Arm:
             ch = self.channels[arm]
             host = open_virtual(ch)
             if self.bus_timing is not None:
                 host = self.bus_timing.host_bus(ch, host)
+            if any(self.transport_delays[arm]):
+                host = self.delayed[arm] = TransportDelayBus(
+                    host, *self.transport_delays[arm], self.clock.now
+                )
             wire = FaultInjectingBus(
                 host, arm, self.clock.now, self.faults, rng, first_command_id=self.first_command_id
             )
@@ -212,6 +225,15 @@ class ClosedLoop:
         m = self.twin.model
         ranges = [m.jnt_range[m.joint(name).id] for name in self.robot.joints(arm)]
         return bounded_owner(self.config.owner, ranges)
+
+    @staticmethod
+    def _transport_delays(cfg: ClosedLoopConfig) -> dict[Arm, tuple[float, float]]:
+        """Each arm's (command, feedback) transport delay [s]: the calibration's, else 0."""
+        if cfg.calibration is None:
+            return {arm: (0.0, 0.0) for arm in Arm}
+        from rob_twin.twin.calibration.apply import calibrated_delays
+
+        return calibrated_delays(cfg.calibration)
 
     # ------------------------------------------------------------------ family hooks
     def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
@@ -265,6 +287,8 @@ class ClosedLoop:
             if wire.held:
                 wire.pump(now)
         self.bank.service(now, self.twin.scheduler.dt)
+        for delayed in self.delayed.values():  # read by the drives at the next step
+            delayed.pump(now)
 
     def _tick_owners(self, now: float) -> None:
         for arm, drv in self.drivers.items():

@@ -262,3 +262,18 @@ def test_realtime_mode_runs_the_same_wiring_paced_by_the_wall_clock(loop):
     n = len(frames)
     loop.run_realtime(1.0, lambda: len(frames) < n + 3 and frames.append(loop.time) is None)
     assert len(frames) == n + 3  # on_frame returning False ends the run
+
+
+def test_clearing_the_faults_lifts_a_jam_in_force(loop):
+    """A stall cleared while in force (the bank's clear_faults) is released at the next
+    service: the bank applies the empty schedule once more instead of leaving it jammed."""
+    m = loop.twin.model
+    dof = loop.bank.drives_of(R).dof[3]
+    j = int(m.dof_jntid[dof])
+    own = m.jnt_range[j].copy()
+    loop.faults.add(FaultSpec("stall", "right", at=0.0, joints=(4,)))  # no end
+    loop.run_for(0.01)
+    assert not np.array_equal(m.jnt_range[j], own)
+    loop.faults.clear()
+    loop.run_for(0.01)
+    assert np.array_equal(m.jnt_range[j], own)

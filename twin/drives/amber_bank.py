@@ -213,6 +213,7 @@ class MotorBank(BankBuses):
         self._gain = model.actuator_gainprm[:, 0].copy()
         self._bias = model.actuator_biasprm[:, :3].copy()
         self._jams = JointJams(model, data)
+        self._faults_were_set = False  # the schedule held faults at the last service
         self.buses: dict[str, ArmDrives] = {}
         for channel, arm in wiring.items():
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
@@ -228,7 +229,10 @@ class MotorBank(BankBuses):
     # ------------------------------------------------------------------ per step
     def service(self, now: float, dt: float) -> None:
         """Apply faults, decode waiting commands, advance setpoints, write the servos."""
-        faults, qpos, ctrl = bool(self.faults), self._qpos, self._ctrl
+        # once more after the schedule empties (clear_faults): a jam, a power loss or a
+        # frozen drive of the last fault is lifted, not left in force
+        faults, qpos, ctrl = bool(self.faults) or self._faults_were_set, self._qpos, self._ctrl
+        self._faults_were_set = bool(self.faults)
         for ad in self.buses.values():
             if faults:
                 self._apply_drive_faults(ad, now)

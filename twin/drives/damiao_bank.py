@@ -109,6 +109,7 @@ class DamiaoBank(BankBuses):
                     f"drive config count of the {Arm.parse(arm).value} arm", n, [str(joints)]
                 )
         self._jams = JointJams(model, data)
+        self._faults_were_set = False  # the schedule held faults at the last service
         self.buses: dict[str, DamiaoArmDrives] = {}
         for channel, arm in wiring.items():
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
@@ -179,8 +180,12 @@ class DamiaoBank(BankBuses):
     def service(self, now: float, dt: float) -> None:
         """Apply faults, answer waiting frames, write each drive's torque to its motor."""
         d = self.data
+        # once more after the schedule empties (clear_faults): the last fault's jam, power
+        # loss or silence is lifted, not left in force
+        faults = bool(self.faults) or self._faults_were_set
+        self._faults_were_set = bool(self.faults)
         for ad in self.buses.values():
-            if self.faults:
+            if faults:
                 self._apply_faults(ad, now)
                 self._second_writer(ad, now)
             while (msg := ad.bus.recv(timeout=0)) is not None:

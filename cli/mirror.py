@@ -10,9 +10,8 @@ import sys
 from rob_twin.cli.bus import add_live_bus_options, live_bus_fields
 from rob_twin.cli.common import ROBOT_HELP, CommandResult, robot_arg
 from rob_twin.models.names import DEFAULT_ROBOT
-from rob_twin.twin.bus.mirror_alarm import ALARM_KINDS, AlarmConfig
+from rob_twin.twin.bus.mirror_alarm import ALARM_KINDS, CLI_ALARM, AlarmConfig
 
-CLI_ALARM = "rms"  # rob-twin mirror's alarm (the library's stays "max")
 _ALARM = AlarmConfig()
 
 

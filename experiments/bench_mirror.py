@@ -185,10 +185,9 @@ def _stall(info: dict) -> dict:
 
 
 def _alarm_case(info: dict, misfit: bool) -> dict:
-    from rob_twin.cli.mirror import CLI_ALARM
     from rob_twin.twin.bus.host_process import HostConfig
     from rob_twin.twin.bus.mirror import TwinParameters
-    from rob_twin.twin.bus.mirror_alarm import AlarmConfig
+    from rob_twin.twin.bus.mirror_alarm import CLI_ALARM, AlarmConfig
     from rob_twin.twin.bus.mirror_live import MirrorConfig
     from rob_twin.twin.drives.amber_bank import default_drive_configs
 
@@ -253,7 +252,7 @@ def _alarm_case(info: dict, misfit: bool) -> dict:
 
 @benchmark("mirror")
 def run() -> dict:
-    from rob_twin.twin.bus.mirror_alarm import AlarmConfig
+    from rob_twin.twin.bus.mirror_alarm import CLI_ALARM, AlarmConfig
 
     t0 = time.perf_counter()
     with _bank() as info:
@@ -267,7 +266,6 @@ def run() -> dict:
                     if where == "host":
                         cases[name]["pinned"] = pinned
         out = _stall(info)  # last: a stalled joint stays jammed after clear_faults
-    from rob_twin.cli.mirror import CLI_ALARM
 
     return {
         "hardware_io": False,

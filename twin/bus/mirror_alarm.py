@@ -23,6 +23,7 @@ class MirrorInputError(InvalidValueError):
 
 
 ALARM_KINDS = ("rms", "max")
+CLI_ALARM = "rms"  # rob-twin mirror's alarm (the library's default stays "max")
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,12 @@ def run_one(path: str, out_dir: str, bus: str | None = DEFAULT_BUS) -> dict:
             bus_timing=parse_bus_spec(spec),
         )
         problems = unexpected(result, sc.expect) if result.status == "completed" else []
-        summary = summarize(
-            result, Path(out_dir) / sc.name, problems, expect=sc.expect.model_dump()
+        summary = summarize(  # the summary `rob-twin run` writes, keyframes reached included
+            result,
+            Path(out_dir) / sc.name,
+            problems,
+            expect=sc.expect.model_dump(),
+            keyframes=sc.keyframes,
         )
         return {
             "name": name,

@@ -83,7 +83,7 @@ ALOHA_SCENE = (
 )
 GENERATED = COVERING_CASES  # (seed, family, joints per arm, mounting)
 RUN_COMMANDS = ("plan", "certify", "run", "demo", "rehearse", "view", "study")
-ROBOT_OPTION_COMMANDS = ("teleop", "bank", "host", "mirror", "calibrate", "excite")
+ROBOT_OPTION_COMMANDS = ("teleop", "bank", "host", "mirror", "excite", "calibrate")
 BUS_COMMANDS = ("bank", "host", "mirror")  # run together: a bank, its host, a mirror of it
 BANK_S = 30.0  # the bench's bank serves this long [s]: the arms' rest, bring-up, host, mirror
 REST_TIMEOUT_S = 20.0  # the host waits this long for limp Damiao arms to come to rest [s]
@@ -92,7 +92,8 @@ MIRROR_S = 2.0  # the mirror listens this long once it has its first frame [s]
 TELEOP_S = 2.0  # teleop serves this long [s] (no client connects: it starts and stops)
 READY_TIMEOUT_S = 60.0  # the bank must be serving within this [s]
 RECORDING = "run_bus.log"  # run's --record-can file, calibrate's recording
-CALIBRATE_FIT = "right/j1/damping"  # one parameter, one iteration: ~3 s (the defaults: ~45 s)
+CALIBRATE_FIT = "right/j1/damping"  # on the run's recording: one parameter, one iteration, ~3 s
+# (on an excitation's recording: the default parameter set, one iteration, ~40 s)
 CLOSED_PORT = 1  # mirror listens here: nothing serves on it, the connection is refused
 COMMANDS = RUN_COMMANDS + ROBOT_OPTION_COMMANDS
 
@@ -294,11 +295,20 @@ def robot_option(command: str, spec: str, work: Path) -> dict:
     if command == "excite":
         argv = [command, "--robot", spec, "--seconds", "4", "--out", str(work / "excite")]
         return cli(argv) | {"robot_option": True}
-    if command == "calibrate":  # on the run's bus recording (none: refused for the robot or
-        # for the missing file, whichever calibrate checks first)
-        argv = [command, str(work / RECORDING), "--robot", spec, "--out", str(work / "cal.json")]
-        row = cli([*argv, "--fit", CALIBRATE_FIT, "--max-iters", "1", "--quiet"])
-        return row | {"robot_option": True, "recording": (work / RECORDING).is_file()}
+    if command == "calibrate":  # on a recording of excite's scenario where excite wrote
+        # one, else on the run's bus recording (none: refused for the robot or for the
+        # missing file, whichever calibrate checks first)
+        recording, played = work / RECORDING, None
+        scenario = work / "excite" / "excite.json"
+        if scenario.is_file():
+            recording = work / "excite_bus.log"
+            argv = ["run", str(scenario), "--robot", spec, "--no-video", "--out"]
+            played = cli([*argv, str(work / "excite_run"), "--record-can", str(recording)])
+        argv = [command, str(recording), "--robot", spec, "--out", str(work / "cal.json")]
+        fit = [] if played is not None else ["--fit", CALIBRATE_FIT]  # excited: the defaults
+        row = cli([*argv, *fit, "--max-iters", "1", "--quiet"])
+        extra = {} if played is None else {"excitation_run_exit_code": played["exit_code"]}
+        return row | {"robot_option": True, "recording": recording.name, **extra}
     raise ValueError(f"command {command!r}; valid: {ROBOT_OPTION_COMMANDS}")
 
 

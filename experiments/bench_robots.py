@@ -306,7 +306,7 @@ def robot_option(command: str, spec: str, work: Path) -> dict:
             played = cli([*argv, str(work / "excite_run"), "--record-can", str(recording)])
         argv = [command, str(recording), "--robot", spec, "--out", str(work / "cal.json")]
         fit = [] if played is not None else ["--fit", CALIBRATE_FIT]  # excited: the defaults
-        row = cli([*argv, *fit, "--max-iters", "1", "--quiet"])
+        row = cli([*argv, *fit, "--max-iters", "1", "--quiet", "--accept-misfit"])
         extra = {} if played is None else {"excitation_run_exit_code": played["exit_code"]}
         return row | {"robot_option": True, "recording": recording.name, **extra}
     raise ValueError(f"command {command!r}; valid: {ROBOT_OPTION_COMMANDS}")

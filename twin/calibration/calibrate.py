@@ -3,9 +3,14 @@
 ``calibrate(recordings, patterns, out)`` selects the parameters (``parameters.select``),
 fits them (``fit.fit``), writes ``out`` (the calibration file), ``out``'s stem +
 ``_report.json`` (residuals per joint before and after, on fit and validation data, the
-intervals, what was not identifiable) and ``_fit.png`` (recorded vs predicted joint
-positions before and after, for the joints that moved most). A fit in which no selected
-parameter is excited ends in ``NotExcitedError`` (nothing written). ``robot``: the robot
+intervals, what was not identifiable, the misfit warnings) and ``_fit.png`` (recorded vs
+predicted joint positions before and after, for the joints that moved most). A fit in
+which no selected parameter is excited, or none is fitted (a torque constant alone with
+currents not weighed), ends in ``NotExcitedError`` (nothing written). A fit the misfit
+rules flag (``fit.misfit``: a value on its bound, an interval leaving its bounds, a
+residual far above the recording's quantisation floor, residual structure) is written all
+the same, with its warnings under ``misfit`` in the file and the report; ``rob-twin
+calibrate`` exits 4 for it unless ``--accept-misfit``. ``robot``: the robot
 recorded (any robot with Amber drives; MissingCapabilityError, exit 2, for another before
 anything is read); the calibration file names it (``robot``: its identity).
 """
@@ -24,7 +29,7 @@ from rob_twin.twin.calibration.calibration_file import (
     save_calibration,
 )
 from rob_twin.twin.calibration.dataset import input_sha256, read_input
-from rob_twin.twin.calibration.fit import FitConfig, FitResult, fit
+from rob_twin.twin.calibration.fit import INTERVAL_METHOD, FitConfig, FitResult, fit
 from rob_twin.twin.calibration.parameters import parse_name, select
 from rob_twin.twin.calibration.predict import predict
 
@@ -37,8 +42,8 @@ def _parameters_entry(result: FitResult) -> dict[str, dict]:
     out = {}
     for name, value in result.values.items():
         p = parse_name(name)
-        half = result.intervals.get(name)
-        identifiable = name not in result.not_identifiable
+        interval = result.interval_bounds.get(name)
+        identifiable = name not in result.not_identifiable and name not in result.unweighted
         out[name] = {
             "value": value,
             "unit": p.unit,
@@ -46,7 +51,7 @@ def _parameters_entry(result: FitResult) -> dict[str, dict]:
             "lower": result.bounds[name].lower,
             "upper": result.bounds[name].upper,
             "fitted": identifiable,
-            "interval": [value - half, value + half] if half is not None else None,
+            "interval": list(interval) if interval is not None else None,
         }
     return out
 
@@ -118,6 +123,19 @@ def calibrate(
             f"({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}): record an "
             "excitation (rob-twin excite) and calibrate again"
         )
+    if len(result.not_identifiable) + len(result.unweighted) == len(names):
+        held = result.unweighted
+        raise NotExcitedError(
+            f"none of the {len(names)} selected parameters was fitted: "
+            f"{', '.join(held[:6])}{', ...' if len(held) > 6 else ''} show only in the "
+            "drives' current feedback, which this fit weighs 0 (positions only): pass "
+            "--current-weight W (e.g. 0.03 rad per drive unit)"
+            + (
+                f"; the recordings excite none of {', '.join(result.not_identifiable[:6])}"
+                if result.not_identifiable
+                else ""
+            )
+        )
     out = Path(out)
     model = robot.model()
     recordings_entry = [
@@ -139,8 +157,12 @@ def calibrate(
             "wall_s": round(result.wall_s, 2),
             "cost_before_rad": result.cost_before,
             "cost_after_rad": result.cost_after,
+            "current_weight": (config or FitConfig()).current_weight,
+            "intervals": INTERVAL_METHOD,
+            "residual": result.residual,
             "notes": result.notes,
         },
+        misfit=result.misfit,
         robot=robot,
     )
     save_calibration(out, doc)
@@ -151,6 +173,8 @@ def calibrate(
         "robot": doc["robot"],
         "parameters": doc["parameters"],
         "not_identifiable": result.not_identifiable,
+        "not_weighed": result.unweighted,
+        "misfit": result.misfit,
         "residuals": residuals,
         "fit": doc["fit"],
         "plot": str(plot) if plot else None,

@@ -10,10 +10,16 @@ A calibration file (JSON, ``format: rob-twin-calibration/1``) holds:
   without it (written before robots had files) is ROB's, as its ``model_hash`` says;
 - ``parameters``: for each fitted or fixed name (``rob_twin.twin.calibration.parameters``)
   its ``value``, ``nominal``, ``lower``/``upper`` bounds, ``fitted`` (bool) and the 95 %
-  confidence ``interval`` ([lo, hi], or null when not fitted or not identifiable);
+  confidence ``interval`` ([lo, hi] inside the bounds, or null when not fitted or not
+  identifiable; how it is computed: ``fit.intervals``, the module docstring of
+  ``rob_twin.twin.calibration.fit``);
 - ``recordings``: each recording's file name, sha256 and role (``fit`` or ``validate``);
 - ``residuals``: per joint RMS position error [rad] before and after, on fit and
   validation data; ``not_identifiable``: names the recordings did not excite;
+- ``misfit`` (optional; every file ``rob-twin calibrate`` writes has it): the misfit
+  warnings of the fit, each ``{rule, parameter, message}`` (rules: ``on_bound``,
+  ``interval_outside_bounds``, ``residual_above_floor``, ``residual_structure``); an
+  empty list when the fitted twin explains the recordings down to their quantisation;
 - ``hardware_io: false`` (the file is computed, not measured; its inputs may be real).
 
 ``load_calibration(path, model)`` reads it with the bounded JSON reader, checks every
@@ -61,6 +67,12 @@ class Calibration:
         return {"name": self.name, "sha256": self.file_sha256[:16], "model_hash": self.model_hash}
 
     @property
+    def misfit(self) -> list:
+        """The fit's misfit warnings as the file records them ([] for none, or a file
+        written before fits were checked for misfit)."""
+        return list(self.document.get("misfit") or [])
+
+    @property
     def robot(self) -> dict | None:
         """The identity of the robot it was fitted on (``ROBOT_FIELDS``); None for a file
         written before calibration files named their robot."""
@@ -89,9 +101,11 @@ def calibration_document(
     not_identifiable: list[str],
     fit: dict | None = None,
     robot=None,
+    misfit: list[dict] | None = None,
 ) -> dict:
     """The JSON document of a calibration (see the module docstring); ``robot`` (a
-    ``rob_twin.models.robot.Robot``, the one ``model`` is of): the file names it."""
+    ``rob_twin.models.robot.Robot``, the one ``model`` is of): the file names it;
+    ``misfit``: the fit's misfit warnings (None: the field is left out)."""
     doc = {
         "format": FORMAT,
         "name": name,
@@ -99,15 +113,19 @@ def calibration_document(
     }
     if robot is not None:
         doc["robot"] = robot.identity()
-    return doc | {
-        "hardware_io": False,
-        "evidence_class": "fitted to recordings (the fit is computed in simulation)",
-        "parameters": parameters,
-        "recordings": recordings,
-        "residuals": residuals,
-        "not_identifiable": not_identifiable,
-        "fit": fit or {},
-    }
+    return (
+        doc
+        | {
+            "hardware_io": False,
+            "evidence_class": "fitted to recordings (the fit is computed in simulation)",
+            "parameters": parameters,
+            "recordings": recordings,
+            "residuals": residuals,
+            "not_identifiable": not_identifiable,
+            "fit": fit or {},
+        }
+        | ({"misfit": list(misfit)} if misfit is not None else {})
+    )
 
 
 def save_calibration(path: Path | str, document: dict) -> Path:

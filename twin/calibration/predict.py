@@ -6,7 +6,13 @@ frame in the recording, the recorded position and current with the twin's at the
 instant: the frame's host-side stamp minus the arm's feedback delay. Positions are
 compared in the drive's frame, as the drive reports them (joint angle minus its zero
 offset, times its sign); currents in drive units (torque times the torque constant).
-``Prediction.residual()`` is the vector a fit minimises. ``robot`` (a
+``Prediction.residual()`` is the vector a fit minimises: the predicted position against the
+centre of the recorded count's quantisation cell (an Amber drive reports its position
+truncated toward zero to a count of 1/128 deg, ``controllers.codec.encode_feedback``: the
+true position lies up to a count beyond the recorded one, away from zero, half a count on
+average), so that the truncation's bias (half a count of one sign per joint while the
+joint stays on one side of zero, which a fit would otherwise take for a gain or a lag)
+does not enter the fit; ``JointTrack.position_error`` stays the plain difference. ``robot`` (a
 ``rob_twin.models.robot.Robot`` with Amber drives; None: the default robot): whose twin
 replays the recording, and whose channels wire a recording without a sidecar.
 """
@@ -16,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from rob_twin.controllers.codec import decode_feedback
+from rob_twin.controllers.codec import COUNTS_PER_DEGREE, decode_feedback
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import (
     FEEDBACK_IDS,
@@ -30,6 +36,8 @@ from rob_twin.twin.bus.replay import Recording, bus_no, read_recording, replay
 from rob_twin.twin.calibration.parameters import delays, drive_configs
 from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
 from rob_twin.twin.drives.amber_robot import robot_channels
+
+POSITION_QUANTUM_RAD = float(np.radians(1.0 / COUNTS_PER_DEGREE))  # one feedback count
 
 
 class NoFeedbackError(RobTwinError, ValueError):
@@ -64,9 +72,10 @@ class Prediction:
     notes: list[str] = field(default_factory=list)
 
     def residual(self, current_weight: float = 0.0) -> np.ndarray:
-        """Position errors [rad] of every joint, then (with ``current_weight`` > 0) current
-        errors times the weight [rad per drive unit]."""
-        parts = [tr.position_error for tr in self.tracks.values()]
+        """Position errors [rad] of every joint (against the centre of each recorded count's
+        cell, see the module docstring), then (with ``current_weight`` > 0) current errors
+        times the weight [rad per drive unit]."""
+        parts = [tr.position_pred - cell_centre(tr.position_rec) for tr in self.tracks.values()]
         if current_weight > 0:
             parts += [
                 current_weight * (tr.current_pred - tr.current_rec) for tr in self.tracks.values()
@@ -79,6 +88,14 @@ class Prediction:
             f"{arm.value}/j{j}": float(np.sqrt(np.mean(tr.position_error**2)))
             for (arm, j), tr in self.tracks.items()
         }
+
+
+def cell_centre(position_rad: np.ndarray) -> np.ndarray:
+    """The centre of the quantisation cell of each recorded drive position [rad]: a count
+    truncated toward zero stands for [c, c + 1) counts when c > 0, (c - 1, c] when c < 0
+    and (-1, 1) at 0."""
+    rec = np.asarray(position_rad, float)
+    return rec + np.sign(rec) * (POSITION_QUANTUM_RAD / 2.0)
 
 
 def _recorded_feedback(rec: Recording, shift_s: float) -> dict[tuple[int, int], list]:

@@ -3,11 +3,16 @@
 ``parse_control(line)`` turns one received line (bytes, without its ``\\n``) into a
 ``ControlCommand`` or raises ``ControlError`` (an ``InvalidValueError``: ``field``,
 ``value``, ``valid``) *before* anything acts on it: the line is read by the shared bounded
-JSON reader (size, UTF-8, nesting, integer digits, finite numbers), the command name and
-keys are checked, and a fault is validated completely (kind, arm, times, ranges; the
-scenario fault schema, ``rob_twin.twin.scenario.schema.parse_fault``). The bank answers a
-``ControlError`` on the same connection as ``{"ok": false, "error", "field", "valid"}``
-and keeps serving.
+JSON reader (size, UTF-8, nesting, integer digits, finite numbers, no repeated key), the
+command name and keys are checked, and a fault is validated completely (kind, arm, times,
+ranges; the scenario fault schema, ``rob_twin.twin.scenario.schema.parse_fault``). The bank
+answers a ``ControlError`` on the same connection as ``{"ok": false, "error", "field",
+"valid"}`` and keeps serving.
+
+No client can hold the port: at most ``MAX_CLIENTS`` connections at once, and a
+connection that sends no complete line for ``IDLE_TIMEOUT_S`` (``idle_error``), or whose
+line does not end within ``LINE_TIMEOUT_S`` of its first byte (``partial_line_error``),
+is answered why and closed (the bank's ``BankConfig`` can set both).
 
 ``control(port, command)`` is the client side: one command, one reply.
 """
@@ -31,8 +36,12 @@ MAX_DEPTH = 8  # nested arrays/objects in one command
 MAX_PENDING_FAULTS = 64  # faults queued or in force at once; more are refused
 MAX_CLIENTS = 8  # control connections served at once; more are refused
 MAX_REPLY_BYTES = 4_000_000  # a status reply for the client side [bytes]
+IDLE_TIMEOUT_S = 10.0  # a connection without a complete line this long is closed [s]
+LINE_TIMEOUT_S = 2.0  # from the first byte of a line to its newline, at most [s]
 
-CONTROL_LIMITS = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH, max_int_digits=20)
+CONTROL_LIMITS = JsonLimits(
+    max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH, max_int_digits=20, reject_duplicate_keys=True
+)
 REPLY_LIMITS = JsonLimits(max_bytes=MAX_REPLY_BYTES, max_depth=MAX_DEPTH, max_int_digits=20)
 
 
@@ -96,6 +105,24 @@ def pending_faults_error(pending: int) -> ControlError:
         "fault",
         f"{pending} faults pending",
         f"at most {MAX_PENDING_FAULTS} queued or in force; wait for some to end or clear_faults",
+    )
+
+
+def idle_error(idle_s: float, limit_s: float) -> ControlError:
+    """The reply that closes a connection that sent no complete line for ``limit_s``."""
+    return ControlError(
+        "connection",
+        f"idle {idle_s:.1f} s without a complete line",
+        f"a complete command line at least every {limit_s:g} s (the connection is closed)",
+    )
+
+
+def partial_line_error(size: int, waited_s: float, limit_s: float) -> ControlError:
+    """The reply that closes a connection whose line did not end within ``limit_s``."""
+    return ControlError(
+        "line",
+        f"{size} bytes without a newline for {waited_s:.1f} s",
+        f"a line ending in \\n within {limit_s:g} s of its first byte (the connection is closed)",
     )
 
 

@@ -58,13 +58,17 @@ from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import DEFAULT_ROBOT, FEEDBACK_IDS, Arm
 from rob_twin.models.robot import CAN_DRIVES, robot_of
 from rob_twin.twin.bus.bank_control import (
+    IDLE_TIMEOUT_S,
+    LINE_TIMEOUT_S,
     MAX_CLIENTS,
     MAX_LINE_BYTES,
     MAX_PENDING_FAULTS,
     ControlError,
     control,
     encode_reply,
+    idle_error,
     parse_control,
+    partial_line_error,
     pending_faults_error,
 )
 from rob_twin.twin.bus.socketcand import LOCALHOST, SocketcandServer
@@ -128,6 +132,10 @@ class BankConfig:
     # a rob_twin.twin.calibration Calibration: model and drives take its fitted parameters
     # (its transport delays are not applied: a live bus has its own)
     calibration: object | None = None
+    # control connections: closed after this long without a complete line, or with a
+    # line unfinished this long after its first byte [s]
+    control_idle_timeout_s: float = IDLE_TIMEOUT_S
+    control_line_timeout_s: float = LINE_TIMEOUT_S
 
 
 def default_config() -> BankConfig:
@@ -330,7 +338,9 @@ class BankProcess:
 
     def _control_client(self, conn: socket.socket) -> None:
         """Serve one connection: one reply line per command line; a line over
-        ``MAX_LINE_BYTES`` is answered and the connection closed (framing is lost)."""
+        ``MAX_LINE_BYTES`` is answered and the connection closed (framing is lost), and so
+        is a connection idle for ``control_idle_timeout_s`` or with a line unfinished
+        ``control_line_timeout_s`` after its first byte."""
         try:
             self._serve_lines(conn)
         finally:
@@ -338,10 +348,26 @@ class BankProcess:
                 self._clients -= 1
 
     def _serve_lines(self, conn: socket.socket) -> None:
-        conn.settimeout(0.5)
+        idle_s = self.config.control_idle_timeout_s
+        line_s = self.config.control_line_timeout_s
         buf = b""
+        last_line = time.monotonic()  # connected, or the last complete line
+        partial_since: float | None = None  # first byte of the unfinished line
         with conn:
             while not self._stop.is_set():
+                now = time.monotonic()
+                if partial_since is not None and now - partial_since >= line_s:
+                    self._refuse_and_close(
+                        conn, partial_line_error(len(buf), now - partial_since, line_s)
+                    )
+                    return
+                if now - last_line >= idle_s:
+                    self._refuse_and_close(conn, idle_error(now - last_line, idle_s))
+                    return
+                due = last_line + idle_s
+                if partial_since is not None:
+                    due = min(due, partial_since + line_s)
+                conn.settimeout(max(0.01, min(0.5, due - now)))
                 try:
                     chunk = conn.recv(4096)
                 except TimeoutError:
@@ -350,9 +376,13 @@ class BankProcess:
                     return
                 if not chunk:
                     return
+                if not buf:
+                    partial_since = time.monotonic()
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
+                    last_line = time.monotonic()
+                    partial_since = last_line if buf else None
                     try:
                         conn.sendall(encode_reply(self._command(line)))
                     except OSError:

@@ -25,12 +25,32 @@ A calibration file (JSON, ``format: rob-twin-calibration/1``) holds:
 ``load_calibration(path, model)`` reads it with the bounded JSON reader, checks every
 field and the model hash, and returns a ``Calibration``; ``CalibrationError`` (exit 2 on
 the command line) names the field and the valid range.
+
+Physical bounds, checked when the file loads, before anything runs (``physical_bounds``;
+"nominal" is the value the twin assumes: the model's joint and actuator entries, from
+``model`` when given and else ROB's canonical model, and the Amber drives' defaults, never
+the ``nominal`` a file writes):
+
+- ``armature``, ``damping``, ``frictionloss``, ``integral_gain``: [0, 100 x nominal]; where
+  the nominal is 0 an absolute cap instead: armature 1 kg m^2, damping 50 N m s/rad,
+  friction loss 20 N m, integral gain 1000 1/s (``ZERO_NOMINAL_CAP``);
+- ``kp``, ``amps_per_nm``: [nominal / 100, 100 x nominal] (both must stay positive);
+- ``lag_s``, ``command_delay_s``, ``feedback_delay_s``: [0, 1] s;
+- ``payload_kg``: [0, 20] kg (``MAX_PAYLOAD_KG``; the robot files state no rated load);
+- ``zero_offset_rad``: nominal +- 0.5 rad;
+- each value inside the file's own ``lower``/``upper`` (finite numbers, when the entry
+  has them), and ``lower <= upper``;
+- ``hardware_io``, when present, must be ``false``: the twin never takes hardware I/O
+  from a file, and a file claiming ``true`` is refused.
+
+Each refusal is a ``CalibrationError`` naming the field, the value and the valid range.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,9 +58,24 @@ import mujoco
 from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
 from rob_twin.models.errors import InvalidValueError, RobTwinError
 from rob_twin.planners.certificate_geometry import model_hash
-from rob_twin.twin.calibration.parameters import check_values, parse_name
+from rob_twin.twin.calibration.parameters import (
+    UNITS,
+    check_values,
+    nominal_parameters,
+    parse_name,
+)
 
 FORMAT = "rob-twin-calibration/1"
+FACTOR = 100.0  # model-side and drive gains: within x100 of the nominal
+ZERO_NOMINAL_CAP = {  # upper bound where the nominal is 0 [the kind's unit]
+    "armature": 1.0,
+    "damping": 50.0,
+    "frictionloss": 20.0,
+    "integral_gain": 1000.0,
+}
+MAX_DELAY_S = 1.0  # lag_s, command_delay_s, feedback_delay_s
+MAX_PAYLOAD_KG = 20.0
+MAX_ZERO_OFFSET_RAD = 0.5
 MAX_BYTES = 4_000_000
 ROBOT_FIELDS = ("name", "file", "family", "model_hash")  # Robot.identity()
 UNCALIBRATED = "uncalibrated"
@@ -141,6 +176,73 @@ def _fail(path: Path, field_name: str, value: object, valid: str) -> Calibration
     return CalibrationError(f"{path.name}: {field_name}", value, valid)
 
 
+def _reference_nominals(model: mujoco.MjModel | None) -> dict[str, float]:
+    """The nominal of every parameter name: ``model``'s when it has both arms' joints and
+    actuators, else ROB's canonical model's (the drives' defaults either way)."""
+    from rob_twin.models.loading import load_scene
+    from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_actuator, arm_joint
+
+    def complete(m: mujoco.MjModel) -> bool:
+        return all(
+            mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, arm_joint(arm, j)) >= 0
+            and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, arm_actuator(arm, j)) >= 0
+            for arm in Arm
+            for j in range(1, JOINTS_PER_ARM + 1)
+        )
+
+    return nominal_parameters(model if model is not None and complete(model) else load_scene())
+
+
+def physical_bounds(name: str, nominal: float) -> tuple[float, float]:
+    """The physical range of parameter ``name`` whose twin nominal is ``nominal`` [its
+    unit] (see the module docstring)."""
+    kind = parse_name(name).kind
+    if kind in ("lag_s", "command_delay_s", "feedback_delay_s"):
+        return 0.0, MAX_DELAY_S
+    if kind == "payload_kg":
+        return 0.0, MAX_PAYLOAD_KG
+    if kind == "zero_offset_rad":
+        return nominal - MAX_ZERO_OFFSET_RAD, nominal + MAX_ZERO_OFFSET_RAD
+    if kind in ("kp", "amps_per_nm"):
+        return nominal / FACTOR, nominal * FACTOR
+    return 0.0, (nominal * FACTOR if nominal > 0 else ZERO_NOMINAL_CAP[kind])
+
+
+def _check_bounds(path: Path, params: dict, values: dict[str, float], model) -> None:
+    """Each value inside its physical range and the file's own bounds (lower <= upper)."""
+    nominals = _reference_nominals(model)
+    for name, value in values.items():
+        unit = UNITS[parse_name(name).kind]
+        lo, hi = physical_bounds(name, nominals[name])
+        if not lo <= value <= hi:
+            raise _fail(path, f"parameters.{name}.value", value, f"[{lo:g}, {hi:g}] {unit}")
+        entry = params[name]
+        own = {}
+        for key in ("lower", "upper"):
+            if key not in entry:
+                continue
+            bound = entry[key]
+            if (
+                isinstance(bound, bool)
+                or not isinstance(bound, (int, float))
+                or not math.isfinite(bound)
+            ):
+                raise _fail(path, f"parameters.{name}.{key}", bound, f"a finite number [{unit}]")
+            own[key] = float(bound)
+        if "lower" in own and "upper" in own and own["lower"] > own["upper"]:
+            raise _fail(
+                path, f"parameters.{name}.lower", own["lower"], f"<= upper ({own['upper']:g})"
+            )
+        if value < own.get("lower", value) or value > own.get("upper", value):
+            raise _fail(
+                path,
+                f"parameters.{name}.value",
+                value,
+                f"inside the file's own bounds [{own.get('lower', lo):g}, "
+                f"{own.get('upper', hi):g}] {unit}",
+            )
+
+
 def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> Calibration:
     """Read and check the calibration file at ``path``; with ``model``, refuse a file fitted
     on another model (its ``model_hash``)."""
@@ -172,6 +274,13 @@ def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> C
         for key in ROBOT_FIELDS:
             if not isinstance(robot.get(key), str) or not robot[key]:
                 raise _fail(path, f"robot.{key}", robot.get(key), "a non-empty string")
+    if "hardware_io" in doc and doc["hardware_io"] is not False:
+        raise _fail(
+            path,
+            "hardware_io",
+            doc["hardware_io"],
+            "false (a calibration is computed; the twin never takes hardware I/O from a file)",
+        )
     params = doc.get("parameters")
     if not isinstance(params, dict) or not params:
         raise _fail(path, "parameters", params, "an object of parameter name -> {value, ...}")
@@ -200,4 +309,5 @@ def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> C
             doc["model_hash"],
             f"{model_hash(model)} (this calibration was fitted on {fitted_on})",
         )
+    _check_bounds(path, params, values, model)
     return Calibration(doc["name"], values, doc["model_hash"], file_sha256(path), doc)

@@ -1,0 +1,146 @@
+"""No client can lock the bank's control port (issue 45): idle connections and half-sent
+lines are answered why and closed after their timeouts, so MAX_CLIENTS of them cannot
+keep another client's ``status`` out; a repeated JSON key is refused, never read as its
+last value, and the bank keeps running.
+
+One real-time bank runs in a thread of the test process with short timeouts (set through
+``BankConfig``); every wait is bounded and the bank is shut down at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+from rob_twin.twin.bus.bank_control import IDLE_TIMEOUT_S, LINE_TIMEOUT_S, MAX_CLIENTS
+from rob_twin.twin.bus.bank_process import BankConfig, BankProcess, control
+
+WAIT_S = 20.0  # bound on any wait (a loaded 2-core machine), never a speed figure
+IDLE_S = 1.5
+LINE_S = 0.5
+
+
+def test_the_defaults_are_stated():
+    assert IDLE_TIMEOUT_S == 10.0 and LINE_TIMEOUT_S == 2.0
+    cfg = BankConfig()
+    assert cfg.control_idle_timeout_s == IDLE_TIMEOUT_S
+    assert cfg.control_line_timeout_s == LINE_TIMEOUT_S
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    ready = tmp_path_factory.mktemp("bank") / "ready.json"
+    outcome: dict = {}
+
+    def run() -> None:  # the MjData belongs to the thread that builds the twin
+        try:
+            proc = BankProcess(
+                BankConfig(
+                    port=0,
+                    max_lag_s=60.0,
+                    ready_file=str(ready),
+                    control_idle_timeout_s=IDLE_S,
+                    control_line_timeout_s=LINE_S,
+                )
+            )
+            outcome["result"] = proc.run()
+        except Exception as err:  # noqa: BLE001 - reported by the test that sees it
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, name="test-bank-timeouts", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT_S
+    while not ready.exists():
+        assert thread.is_alive(), f"bank ended at start: {outcome}"
+        assert time.monotonic() < deadline, "bank not serving in time"
+        time.sleep(0.05)
+    info = json.loads(ready.read_text())
+    yield {**info, "thread": thread, "outcome": outcome}
+    if thread.is_alive():
+        control(info["control_port"], {"cmd": "shutdown"})
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert "error" not in outcome, outcome
+
+
+def _connect(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+    s.settimeout(WAIT_S)
+    return s
+
+
+def _replies_then_eof(s: socket.socket) -> list[dict]:
+    """Every reply line until the bank closes the connection (bounded by WAIT_S)."""
+    buf = b""
+    while chunk := s.recv(65536):
+        buf += chunk
+    return [json.loads(line) for line in buf.splitlines() if line.strip()]
+
+
+def test_idle_connections_are_closed_and_a_new_client_gets_status(bank):
+    port = bank["control_port"]
+    idle = [_connect(port) for _ in range(MAX_CLIENTS)]
+    try:
+        time.sleep(0.2)
+        extra = _connect(port)  # all places held: refused at once
+        with extra:
+            (refusal,) = _replies_then_eof(extra)
+        assert refusal["ok"] is False and refusal["field"] == "connection"
+        assert f"at most {MAX_CLIENTS}" in refusal["valid"]
+        started = time.monotonic()
+        for s in idle:
+            (why,) = _replies_then_eof(s)
+            assert why["ok"] is False and why["field"] == "connection", why
+            assert "idle" in why["error"] and f"every {IDLE_S:g} s" in why["valid"], why
+        assert time.monotonic() - started < WAIT_S
+    finally:
+        for s in idle:
+            s.close()
+    reply = control(port, {"cmd": "status"})
+    assert reply["ok"] is True and "sim_time_s" in reply
+
+
+def test_a_line_left_unfinished_is_closed_after_its_timeout(bank):
+    port = bank["control_port"]
+    with _connect(port) as s:
+        s.sendall(b'{"cmd":')
+        t0 = time.monotonic()
+        (why,) = _replies_then_eof(s)
+        waited = time.monotonic() - t0
+    assert why["ok"] is False and why["field"] == "line", why
+    assert f"within {LINE_S:g} s" in why["valid"], why
+    assert waited >= LINE_S * 0.9  # not before its time
+    assert control(port, {"cmd": "status"})["ok"] is True
+
+
+def test_a_client_that_keeps_talking_stays_connected(bank):
+    port = bank["control_port"]
+    with _connect(port) as s:
+        reader = s.makefile("rb")
+        t_end = time.monotonic() + IDLE_S * 2
+        while time.monotonic() < t_end:
+            s.sendall(b'{"cmd": "status"}\n')
+            assert json.loads(reader.readline())["ok"] is True
+            time.sleep(IDLE_S / 4)
+
+
+def test_duplicate_keys_are_refused_and_the_bank_keeps_running(bank):
+    port = bank["control_port"]
+    with _connect(port) as s:
+        reader = s.makefile("rb")
+        for line in (
+            b'{"cmd":"status","cmd":"shutdown"}\n',
+            b'{"cmd":"fault","fault":{"kind":"x","kind":"y"}}\n',
+        ):
+            s.sendall(line)
+            reply = json.loads(reader.readline())
+            assert reply["ok"] is False and reply["field"] == "key", reply
+            assert "once" in reply["valid"], reply
+        s.sendall(b'{"cmd": "status"}\n')  # the same connection goes on
+        assert json.loads(reader.readline())["ok"] is True
+    time.sleep(0.3)
+    assert bank["thread"].is_alive()
+    assert control(port, {"cmd": "status"})["ok"] is True

@@ -373,6 +373,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                             sequence=seq[arm],
                             generation=drv.owner.generation,
                             lease=leases[arm],
+                            joints=len(goals[arm]),  # the arm's own count (5-7 on Damiao)
                         )
                     )
                 drv.tick()

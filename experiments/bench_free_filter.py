@@ -30,6 +30,7 @@ from tempfile import TemporaryDirectory
 
 import numpy as np
 from rob_twin.experiments.registry import benchmark
+from rob_twin.models.names import ROB
 from rob_twin.planners.collision import CollisionChecker
 from rob_twin.planners.free_filter import exact_violations
 from rob_twin.planners.group import ArmGroup
@@ -48,8 +49,8 @@ def _groups(folder: Path) -> dict[str, ArmGroup]:
     seven = {a: [f"{a}/j{k}" for k in range(1, 8)] for a in ("right", "left")}
     out = {}
     m, home = keyframe_state()
-    out["rob"] = ArmGroup(m, group_arms())
-    out["rob"].set_qpos(home)
+    out[ROB] = ArmGroup(m, group_arms())
+    out[ROB].set_qpos(home)
     m = load_robot_model("openarm")
     out["openarm"] = ArmGroup(m, seven)
     out["openarm"].set_qpos(m.key("home").qpos)
@@ -131,11 +132,11 @@ def cost_rows(group: ArmGroup, seed: int = 4) -> dict:
 def planner_rows(seeds: tuple[int, ...] = (0,)) -> dict:
     from rob_twin.experiments.hard_problems import groups, load, place_start
 
-    plain = groups()["rob"]
+    plain = groups()[ROB]
     ref = plain.reference_qpos.copy()
     arms = {a: plain.joint_names(a) for a in plain.arm_names}
     filtered = ArmGroup(plain.model, arms, replace(plain.config, free_filter=True))
-    problems = load("rob")
+    problems = load(ROB)
     t_off, t_on, same, stages = [], [], 0, {"off": [], "on": []}
     for rnd in seeds:
         for i, p in enumerate(problems):

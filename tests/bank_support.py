@@ -69,3 +69,51 @@ def running_bank(folder: Path, *extra: str) -> Iterator[RunningBank]:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+THREAD_WAIT_S = 30.0  # bound on building and stopping an in-thread bank (a loaded machine)
+
+
+@contextlib.contextmanager
+def bank_in_thread(name: str, **overrides) -> Iterator:
+    """A real-time bank (``BankProcess``; OpenArm unless ``overrides`` say otherwise, any free
+    ports) serving in a thread of this process until the block ends: yields the process once
+    it serves; the block's end shuts it down through its control port. An error in the bank
+    fails the test that sees it."""
+    import threading
+
+    from rob_twin.twin.bus.bank_control import control
+    from rob_twin.twin.bus.bank_process import BankConfig, BankProcess
+
+    outcome: dict = {}
+    built = threading.Event()
+
+    def run() -> None:  # the MjData belongs to the thread that builds the twin
+        try:
+            cfg = dict(robot="openarm", port=0, control_port=0, seconds=120, max_lag_s=60.0)
+            proc = BankProcess(BankConfig(**{**cfg, **overrides}))
+            outcome["proc"] = proc
+            built.set()
+            outcome["result"] = proc.run()
+        except Exception as err:  # noqa: BLE001 - reported by the test that sees it
+            outcome["error"] = err
+            built.set()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    assert built.wait(THREAD_WAIT_S), "bank not built in time"
+    assert "error" not in outcome, outcome
+    proc = outcome["proc"]
+    deadline = time.monotonic() + THREAD_WAIT_S
+    while not proc._snapshot or proc.server is None or not proc.server.port:
+        assert thread.is_alive(), f"bank ended at start: {outcome}"
+        assert time.monotonic() < deadline, "bank not serving in time"
+        time.sleep(0.02)
+    try:
+        yield proc
+    finally:
+        if thread.is_alive():
+            control(proc.control_port, {"cmd": "shutdown"})
+            thread.join(THREAD_WAIT_S)
+    assert not thread.is_alive()
+    assert "error" not in outcome, outcome

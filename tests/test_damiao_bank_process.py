@@ -10,11 +10,11 @@ a broken bank from hanging.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 
 import can
 import pytest
+from bank_support import bank_in_thread
 from rob_twin.controllers.damiao_codec import (
     MitCommand,
     PosForceCommand,
@@ -34,7 +34,7 @@ from rob_twin.controllers.damiao_codec import (
 from rob_twin.models import damiao_motors as DM
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import robot_of
-from rob_twin.twin.bus.bank_process import PING_ID, PONG_ID, BankConfig, BankProcess, control
+from rob_twin.twin.bus.bank_process import PING_ID, PONG_ID, BankProcess, control
 from rob_twin.twin.drives.damiao_live import (
     GRIPPER_MOTOR,
     BusResponder,
@@ -62,37 +62,8 @@ DRIVES = {arm: _drives(arm) for arm in Arm}
 
 @pytest.fixture(scope="module")
 def bank():
-    outcome: dict = {}
-    ready = threading.Event()
-
-    def run() -> None:  # the MjData belongs to the thread that builds the twin
-        try:
-            proc = BankProcess(
-                BankConfig(robot="openarm", port=0, control_port=0, seconds=120, max_lag_s=60.0)
-            )
-            outcome["proc"] = proc
-            ready.set()
-            outcome["result"] = proc.run()
-        except Exception as err:  # noqa: BLE001 - reported by the test that sees it
-            outcome["error"] = err
-            ready.set()
-
-    thread = threading.Thread(target=run, name="test-damiao-bank", daemon=True)
-    thread.start()
-    assert ready.wait(WAIT_S), "bank not built in time"
-    assert "error" not in outcome, outcome
-    proc: BankProcess = outcome["proc"]
-    deadline = time.monotonic() + WAIT_S
-    while not proc._snapshot or proc.server is None or not proc.server.port:
-        assert thread.is_alive(), f"bank ended at start: {outcome}"
-        assert time.monotonic() < deadline, "bank not serving in time"
-        time.sleep(0.02)
-    yield proc
-    if thread.is_alive():
-        control(proc.control_port, {"cmd": "shutdown"})
-        thread.join(WAIT_S)
-    assert not thread.is_alive()
-    assert "error" not in outcome, outcome
+    with bank_in_thread("test-damiao-bank") as proc:
+        yield proc
 
 
 def _client(proc: BankProcess, arm: Arm) -> can.BusABC:

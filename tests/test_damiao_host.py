@@ -11,7 +11,6 @@ keep a broken run from hanging; the figures are printed (``-s``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 import can
 import numpy as np
 import pytest
+from bank_support import bank_in_thread
 from rob_twin.controllers.damiao_codec import (
     RegisterOp,
     Scaling,
@@ -32,7 +32,7 @@ from rob_twin.controllers.damiao_codec import (
 from rob_twin.models import damiao_motors as DM
 from rob_twin.models.names import FEEDBACK_IDS, Arm
 from rob_twin.models.robot import robot_of
-from rob_twin.twin.bus.bank_process import BankConfig, BankProcess, control
+from rob_twin.twin.bus.bank_process import control
 from rob_twin.twin.bus.host_process import HostConfig, run_host
 from rob_twin.twin.bus.mirror import COMMAND, GRIPPER_REPLY, REGISTER_REPLY, REPLY, bus_protocol
 from rob_twin.twin.bus.recording import reply_ids
@@ -51,41 +51,9 @@ LAG_FREE_S = 0.05  # a bank at most this far behind the wall clock [s] explains 
 BIN = Path(sys.executable).parent
 
 
-@contextlib.contextmanager
 def damiao_bank(**overrides):
     """A real-time OpenArm bank serving in a thread of this process until the block ends."""
-    outcome: dict = {}
-    built = threading.Event()
-
-    def run() -> None:  # the MjData belongs to the thread that builds the twin
-        try:
-            cfg = dict(robot="openarm", port=0, control_port=0, seconds=120, max_lag_s=60.0)
-            proc = BankProcess(BankConfig(**{**cfg, **overrides}))
-            outcome["proc"] = proc
-            built.set()
-            outcome["result"] = proc.run()
-        except Exception as err:  # noqa: BLE001 - reported by the test
-            outcome["error"] = err
-            built.set()
-
-    thread = threading.Thread(target=run, name="test-damiao-host-bank", daemon=True)
-    thread.start()
-    assert built.wait(WAIT_S), "bank not built in time"
-    assert "error" not in outcome, outcome
-    proc: BankProcess = outcome["proc"]
-    deadline = time.monotonic() + WAIT_S
-    while not proc._snapshot or proc.server is None or not proc.server.port:
-        assert thread.is_alive(), f"bank ended at start: {outcome}"
-        assert time.monotonic() < deadline, "bank not serving in time"
-        time.sleep(0.02)
-    try:
-        yield proc
-    finally:
-        if thread.is_alive():
-            control(proc.control_port, {"cmd": "shutdown"})
-            thread.join(WAIT_S)
-    assert not thread.is_alive()
-    assert "error" not in outcome, outcome
+    return bank_in_thread("test-damiao-host-bank", **overrides)
 
 
 class StatusPoller:

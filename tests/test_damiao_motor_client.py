@@ -19,13 +19,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from bank_support import bank_in_thread
 from rob_twin.controllers.damiao_codec import Register, Status
-from rob_twin.twin.bus.bank_process import BankConfig, BankProcess, control
+from rob_twin.twin.bus.bank_process import BankProcess, control
 
 damiao_motor = pytest.importorskip(
     "damiao_motor", reason="damiao-motor is in the test extra: pip install -e '.[test]'"
@@ -45,37 +45,8 @@ DAMIAO = Path(sys.executable).parent / "damiao"  # damiao-motor's command-line t
 
 @pytest.fixture(scope="module")
 def bank():
-    outcome: dict = {}
-    ready = threading.Event()
-
-    def run() -> None:  # the MjData belongs to the thread that builds the twin
-        try:
-            proc = BankProcess(
-                BankConfig(robot="openarm", port=0, control_port=0, seconds=120, max_lag_s=60.0)
-            )
-            outcome["proc"] = proc
-            ready.set()
-            outcome["result"] = proc.run()
-        except Exception as err:  # noqa: BLE001 - reported by the test that sees it
-            outcome["error"] = err
-            ready.set()
-
-    thread = threading.Thread(target=run, name="test-damiao-motor-bank", daemon=True)
-    thread.start()
-    assert ready.wait(WAIT_S), "bank not built in time"
-    assert "error" not in outcome, outcome
-    proc: BankProcess = outcome["proc"]
-    deadline = time.monotonic() + WAIT_S
-    while not proc._snapshot or proc.server is None or not proc.server.port:
-        assert thread.is_alive(), f"bank ended at start: {outcome}"
-        assert time.monotonic() < deadline, "bank not serving in time"
-        time.sleep(0.02)
-    yield proc
-    if thread.is_alive():
-        control(proc.control_port, {"cmd": "shutdown"})
-        thread.join(WAIT_S)
-    assert not thread.is_alive()
-    assert "error" not in outcome, outcome
+    with bank_in_thread("test-damiao-motor-bank") as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ the host's table). ``wrong_sign`` is not modelled for this family.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,33 @@ class DamiaoArmDrives(BusDrives):
     counters: DamiaoBusCounters = field(default_factory=DamiaoBusCounters)
     silent: tuple[bool, ...] = (False,) * JOINTS_PER_ARM
     encoder_offset_rad: tuple[float, ...] = (0.0,) * JOINTS_PER_ARM
+
+
+def apply_drive_faults(
+    faults: FaultSchedule, ad, dofs: Sequence[int], jams: JointJams, now: float
+) -> None:
+    """The drive faults in force at ``now`` [s] on the Damiao drives of bus ``ad`` (its
+    ``arm``, ``drives``; it takes ``silent``, ``encoder_offset_rad``, ``powered``,
+    ``stalled``): frozen feedback silences a drive, an encoder offset shifts what it reports,
+    a power loss takes the bus, a stall jams the joint of ``dofs[k]`` (MuJoCo dof of drive
+    ``k``). The lockstep bank and the live bank (``damiao_live``) share it."""
+    arm = ad.arm
+
+    def hit(kind: FaultKind) -> tuple[bool, ...]:
+        specs = faults.active(kind, arm, now)
+        return tuple(any(s.hits_joint(drv.joint) for s in specs) for drv in ad.drives)
+
+    ad.silent = hit(FaultKind.FEEDBACK_FREEZE)
+    offsets = faults.active(FaultKind.ENCODER_OFFSET, arm, now)
+    ad.encoder_offset_rad = tuple(
+        sum(s.params["offset_rad"] for s in offsets if s.hits_joint(drv.joint)) for drv in ad.drives
+    )
+    ad.powered = faults.first(FaultKind.POWER_LOSS, arm, now) is None
+    stalled = hit(FaultKind.STALL)
+    if stalled != ad.stalled:
+        ad.stalled = stalled
+        for k, jam in enumerate(stalled):
+            jams.set(int(dofs[k]), jam)
 
 
 class DamiaoBank(BankBuses):
@@ -239,21 +267,7 @@ class DamiaoBank(BankBuses):
 
     # ------------------------------------------------------------------ faults
     def _apply_faults(self, ad: DamiaoArmDrives, now: float) -> None:
-        f, arm = self.faults, ad.arm
-        frozen = f.active(FaultKind.FEEDBACK_FREEZE, arm, now)
-        ad.silent = tuple(any(s.hits_joint(drv.joint) for s in frozen) for drv in ad.drives)
-        offsets = f.active(FaultKind.ENCODER_OFFSET, arm, now)
-        ad.encoder_offset_rad = tuple(
-            sum(s.params["offset_rad"] for s in offsets if s.hits_joint(drv.joint))
-            for drv in ad.drives
-        )
-        ad.powered = f.first(FaultKind.POWER_LOSS, arm, now) is None
-        stalls = f.active(FaultKind.STALL, arm, now)
-        stalled = tuple(any(s.hits_joint(drv.joint) for s in stalls) for drv in ad.drives)
-        if stalled != ad.stalled:
-            ad.stalled = stalled
-            for k, jam in enumerate(stalled):
-                self._jams.set(ad.dof[k], jam)
+        apply_drive_faults(self.faults, ad, ad.dof, self._jams, now)
 
     def _second_writer(self, ad: DamiaoArmDrives, now: float) -> None:
         spec = self._second_writer_due(ad, now)

@@ -65,6 +65,7 @@ from rob_twin.models import damiao_motors as DM
 from rob_twin.models import names as N
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import Arm, UnknownNameError
+from rob_twin.twin.drives.damiao_bank import apply_drive_faults
 from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
 from rob_twin.twin.drives.joint_jam import JointJams
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
@@ -373,24 +374,7 @@ class LiveDamiaoBank:
             ad.dq = d.qvel[ad.drive_dof].tolist()
 
     def _apply_faults(self, ad: LiveDamiaoBus, now: float) -> None:
-        f, arm = self.faults, ad.arm
-
-        def hit(kind: FaultKind) -> tuple[bool, ...]:
-            specs = f.active(kind, arm, now)
-            return tuple(any(s.hits_joint(drv.joint) for s in specs) for drv in ad.drives)
-
-        ad.silent = hit(FaultKind.FEEDBACK_FREEZE)
-        offsets = f.active(FaultKind.ENCODER_OFFSET, arm, now)
-        ad.encoder_offset_rad = tuple(
-            sum(s.params["offset_rad"] for s in offsets if s.hits_joint(drv.joint))
-            for drv in ad.drives
-        )
-        ad.powered = f.first(FaultKind.POWER_LOSS, arm, now) is None
-        stalled = hit(FaultKind.STALL)
-        if stalled != ad.stalled:
-            ad.stalled = stalled
-            for k, jam in enumerate(stalled):
-                self._jams.set(int(ad.drive_dof[k]), jam)
+        apply_drive_faults(self.faults, ad, ad.drive_dof, self._jams, now)
 
     def _second_writer(self, ad: LiveDamiaoBus, now: float) -> list[can.Message]:
         """Under the lock: a second writer's MIT hold frames, when due, and the answers."""

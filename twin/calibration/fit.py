@@ -642,8 +642,10 @@ def fit(
             "(FitConfig.current_weight > 0)"
         )
 
-    # 1. command delays: a search over whole milliseconds (the replay moves frames by steps)
-    for name in [n for n in names if parse_name(n).kind == "command_delay_s"]:
+    def search_delay(name: str, values: dict[str, float]) -> tuple[float | None, int]:
+        """The delay ``name`` [s] that fits best with ``values``: whole 5 ms over its bounds,
+        then whole ms around the best (None: the recordings do not show it), and how many
+        delays were tried."""
         b = bounds[name]
         grid = np.arange(b.lower, b.upper + 1e-12, 0.005)
         scores = {
@@ -657,13 +659,20 @@ def fit(
             for d in fine
         }
         if max(scores.values()) - min(scores.values()) < config.min_sensitivity_rad:
+            return None, len(scores)
+        return min(scores, key=scores.get), len(scores)
+
+    # 1. command delays: a search over whole milliseconds (the replay moves frames by steps)
+    for name in [n for n in names if parse_name(n).kind == "command_delay_s"]:
+        found, tried = search_delay(name, values)
+        if found is None:
             not_identifiable.append(name)
             intervals[name] = None
             say(f"calibrate: {name}: the recordings do not show it (no motion to delay)")
             continue
-        values[name] = min(scores, key=scores.get)
+        values[name] = found
         intervals[name] = 0.0005  # half a physics step: the search's resolution
-        say(f"calibrate: {name} = {1000 * values[name]:.0f} ms (search over {len(scores)} delays)")
+        say(f"calibrate: {name} = {1000 * values[name]:.0f} ms (search over {tried} delays)")
 
     # 1b. a feedback delay without its arm's command delay: the same search gives the least
     # squares its start (the residual ripples with the commands' 5 ms staircase, so a
@@ -676,27 +685,8 @@ def fit(
         if parse_name(n).kind == "feedback_delay_s" and parse_name(n).arm not in commanded
     ]
 
-    def search_feedback(name: str, values: dict[str, float]) -> float | None:
-        """The feedback delay of ``name`` that fits best with ``values`` (whole ms, coarse
-        then fine; None: the recordings do not show it)."""
-        b = bounds[name]
-        grid = np.arange(b.lower, b.upper + 1e-12, 0.005)
-        scores = {
-            float(d): _cost(run(values | {name: float(d)}, fit_recs), config.current_weight)
-            for d in grid
-        }
-        best = min(scores, key=scores.get)
-        fine = np.arange(max(b.lower, best - 0.004), min(b.upper, best + 0.004) + 1e-12, 0.001)
-        scores |= {
-            float(d): _cost(run(values | {name: float(d)}, fit_recs), config.current_weight)
-            for d in fine
-        }
-        if max(scores.values()) - min(scores.values()) < config.min_sensitivity_rad:
-            return None
-        return min(scores, key=scores.get)
-
     for name in fb_searched:
-        found = search_feedback(name, values)
+        found, _ = search_delay(name, values)
         if found is not None:
             values[name] = found
             say(f"calibrate: {name} starts at {1000 * found:.0f} ms (search)")
@@ -743,7 +733,7 @@ def fit(
                     say(f"calibrate: {name} -> {1000 * best:.0f} ms with the fitted parameters")
                     values[name], moved = best, True
             for name in fb_searched:  # searched again with the fitted parameters
-                found = search_feedback(name, values)
+                found, _ = search_delay(name, values)
                 if found is not None and abs(found - values[name]) > 0.0015:
                     say(f"calibrate: {name} -> {1000 * found:.0f} ms with the fitted parameters")
                     values[name], moved = found, True

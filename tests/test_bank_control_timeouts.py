@@ -1,4 +1,4 @@
-"""No client can lock the bank's control port (issue 45): idle connections and half-sent
+"""No client can lock the bank's control port: idle connections and half-sent
 lines are answered why and closed after their timeouts, so MAX_CLIENTS of them cannot
 keep another client's ``status`` out; a repeated JSON key is refused, never read as its
 last value, and the bank keeps running.

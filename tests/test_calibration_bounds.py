@@ -1,4 +1,4 @@
-"""Calibration files are bounded (issue 45): every parameter kind has a physical range
+"""Calibration files are bounded: every parameter kind has a physical range
 checked when the file loads, the file's own bounds hold, and ``hardware_io`` is never
 taken from a file; each refusal is a CalibrationError (exit 2) naming the field, the
 value and the valid range."""

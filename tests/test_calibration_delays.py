@@ -1,4 +1,4 @@
-"""A calibration's transport delays act where they act (issue 44, item 4): in the running
+"""A calibration's transport delays act where they act: in the running
 twin (``run``/``rehearse``/... ``--calibration``: the closed loop), in a recording made
 through it (so a fit finds them again), and in the mirror's twin.
 

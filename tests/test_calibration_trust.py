@@ -1,4 +1,4 @@
-"""Calibration you can trust (issue 44): intervals that cover, misfit flagged (exit 4 unless
+"""Calibration you can trust: intervals that cover, misfit flagged (exit 4 unless
 --accept-misfit), torque constants fitted with --current-weight, and a dataset fitted like
 the bus recording of the same data (same rollouts)."""
 

@@ -1,4 +1,4 @@
-"""``rob-twin certify`` recomputes, never trusts (issue 45): every figure of a plan file is a
+"""``rob-twin certify`` recomputes, never trusts: every figure of a plan file is a
 claim re-derived from the model and the samples. A claim that differs from the
 recomputation exits 1 naming its field (``disagreement_fields``); a field out of its range
 on its own, or a key the format does not have, exits 2 (``PlanFileError``) before any coal

@@ -40,7 +40,7 @@ def test_help_shows_each_set_default(name):
         if default is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
             continue
         help_text = " ".join((action.help or "").lower().split())
-        shown = default_words(default)  # a list as words, not its repr (issue 46)
+        shown = default_words(default)  # a list as words, not its repr
         assert f"default: {shown}" in text or "default" in help_text, (
             f"rob-twin {name} {'/'.join(action.option_strings)}: default {default!r} not shown"
         )

@@ -1,4 +1,4 @@
-"""What a person reads at the terminal and in reports (issue 46): every ``--help`` has a
+"""What a person reads at the terminal and in reports: every ``--help`` has a
 description and no Python repr; a refused command line prints one prefix and the usage
 line; ``--version``; a failing rehearsal gate says why; ``view --screenshot`` says where
 the picture went; experiments show progress and end on their figures; reports write values

@@ -1,4 +1,4 @@
-"""Studies, sweeps and scenarios refuse what is out of range before any work (issue 45):
+"""Studies, sweeps and scenarios refuse what is out of range before any work:
 ``--workers`` below 1, ``study --out`` at a file, keyframes and faults after the end of the
 run, more keyframes or faults than a scenario holds. Each exits 2 naming the field and the
 valid range (``--json``: the error object)."""

@@ -1,4 +1,4 @@
-"""The mirror's alarm statistics (issue 44, item 7): a windowed RMS against the jitter floor
+"""The mirror's alarm statistics: a windowed RMS against the jitter floor
 measured at start-up tells a moderate misfit from jitter, where the per-frame maximum cannot.
 
 Offline and bounded: a reference twin (the "real arm", default drives) holds still for a

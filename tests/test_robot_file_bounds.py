@@ -1,4 +1,4 @@
-"""Robot files and the MJCF they name are bounded (issue 45): each malformed or hostile
+"""Robot files and the MJCF they name are bounded: each malformed or hostile
 variant of a generated robot (``experiments/robot_factory.generate_robot``) is a
 ``RobotFileError`` naming the field and its valid range, and ``--robot FILE`` exits 2 with
 that one line, never a traceback; a huge MJCF is refused before MuJoCo parses it."""

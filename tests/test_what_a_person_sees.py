@@ -1,4 +1,4 @@
-"""What a person sees of a run (issue 46): the captions a run burns into its video, its
+"""What a person sees of a run: the captions a run burns into its video, its
 summary and its last line, read back from the run itself.
 
 The video recorder is replaced by one that keeps each frame's caption lines (no GL, no

@@ -28,6 +28,7 @@ from rob_twin.experiments.judging import FreshJudge, judge_factor, plan_states  
 from rob_twin.experiments.output import OUT_DIR, markdown_table, write_experiment  # noqa: E402
 from rob_twin.experiments.registry import experiment  # noqa: E402
 from rob_twin.planners.group import ArmGroup  # noqa: E402
+from rob_twin.twin.render.figures import spread_hist  # noqa: E402
 
 
 def figures(n_pairs: int = 50, seed: int = 0) -> tuple[dict, list[dict]]:
@@ -102,8 +103,8 @@ def run(seed: int = 0, n_pairs: int = 50) -> dict:
     png = OUT_DIR / "experiments" / "study" / "plan_times.png"
     png.parent.mkdir(parents=True, exist_ok=True)
     f, ax = plt.subplots(figsize=(6, 3.5))
-    ax.hist([r["time_ms"] for r in rows], bins=20)
-    ax.set_xlabel("plan + retime + check time [ms] (simulated)")
+    log = spread_hist(ax, [[r["time_ms"] for r in rows if r["time_ms"] is not None]], bins=20)
+    ax.set_xlabel(f"plan + retime + check time [ms]{' (log scale)' if log else ''} (simulated)")
     ax.set_ylabel("goal pairs")
     f.tight_layout()
     f.savefig(png, dpi=100)

@@ -46,7 +46,7 @@ def test_openarm_pair_loads_from_its_robot_file_inside_the_joint_ranges():
     assert y[0]["right"] + 0.1 < y[0]["left"] and y[1]["right"] > y[1]["left"] + 0.1
     rob = robot_of("rob")
     assert cd.crossing_pair(rob) == (poses.CROSSING_START, poses.CROSSING_GOALS)
-    assert cd.demo_camera(robot) == cd.demo_camera(rob) == "front"
+    assert cd.demo_camera(robot) == cd.demo_camera(rob) == "auto"
 
 
 @pytest.mark.parametrize(

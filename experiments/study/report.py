@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from rob_twin.experiments.output import markdown_table, write_json  # noqa: E402
 from rob_twin.experiments.study.spec import StudySpec  # noqa: E402
+from rob_twin.twin.render.figures import spread_hist  # noqa: E402
 from rob_twin.twin.scenario.summary_md import words  # noqa: E402
 
 
@@ -153,13 +154,14 @@ def _plot_times(rows: list[dict], margins: list[float], path: Path) -> None:
         ]
         for m in margins
     ]
-    ax.hist(
+    log = spread_hist(
+        ax,
         [d for d in data if d],
-        bins=30,
-        stacked=True,
-        label=[f"{1e3 * m:g} mm" for m, d in zip(margins, data, strict=True) if d],
+        [f"{1e3 * m:g} mm" for m, d in zip(margins, data, strict=True) if d],
+    )  # a log axis where one slow row would squash the rest into one bar
+    ax.set_xlabel(
+        f"plan time [ms]{' (log scale)' if log else ''} (simulated planner, this machine)"
     )
-    ax.set_xlabel("plan time [ms] (simulated planner, this machine)")
     ax.set_ylabel("tasks")
     if any(data):
         ax.legend(title="margin", fontsize=8)

@@ -8,8 +8,16 @@ from pathlib import Path
 import mujoco
 import numpy as np
 from rob_twin.models.errors import RobTwinError
+from rob_twin.twin.render import held_view
+from rob_twin.twin.render.backdrop import HIDDEN_GROUP, styled_copy
 from rob_twin.twin.render.captions import burn_captions
-from rob_twin.twin.render.framing import AUTO_CAMERA, auto_camera
+from rob_twin.twin.render.framing import (
+    AUTO_CAMERA,
+    arm_points,
+    auto_camera,
+    focus_camera,
+    top_camera,
+)
 from rob_twin.twin.render.highlight import paint
 from rob_twin.twin.render.quality import apply_scene_flags, offscreen_settings, resolve_quality
 
@@ -47,8 +55,20 @@ def close_renderer(renderer: mujoco.Renderer) -> None:
     renderer.close()
 
 
+INSET_FRACTION = 3  # the inset is 1/3 of the frame's width and height
+INSET_BORDER_PX = 2
+HELD_PAD_M = 0.14  # room around the held box and the hands: a carry's lift stays in view
+
+
 class VideoRecorder:
     """Renders a named camera and streams each frame to an MP4 encoder as it is rendered.
+
+    The ``auto`` camera (``framing``) fills the frame with the arms, and an inset (top right,
+    1/3 of the frame) shows them from above, so which arm passes in front of the other can be
+    read; in a scene with a held box the main view closes on the box and the hands instead
+    (the grasp and the lift large, the hands drawn green while they hold it, its stand drawn
+    while it waits, ``held_view``) and the inset shows the whole arms. Frames are drawn from
+    a copy of the model whose floor and sky contrast with the robot (``backdrop``).
 
     With ``path`` the frames go straight to ffmpeg (imageio-ffmpeg, libx264), nothing is
     kept in memory. The file is a fragmented MP4 with a keyframe every second: if the
@@ -65,7 +85,9 @@ class VideoRecorder:
         height: int = 480,
         path: Path | None = None,
         quality: str | None = None,
+        inset: bool = True,
     ):
+        """``inset``: with the ``auto`` camera, the second view in the top right corner."""
         auto = camera == AUTO_CAMERA
         if not auto and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
             from rob_twin.models.names import UnknownNameError
@@ -75,22 +97,67 @@ class VideoRecorder:
             )
         self.model, self.camera, self.fps, self.size = model, camera, fps, (width, height)
         self.quality = resolve_quality(quality)
-        self.renderer = make_renderer(model, width, height, self.quality)
+        scratch = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, scratch)
+        self.render_model = styled_copy(model, scratch)  # colours only: physics never sees it
+        self.renderer = make_renderer(self.render_model, width, height, self.quality)
         self.frames = 0
-        # ``auto``: framed from the arms' workspace at the first frame (``framing``)
+        # ``auto``: framed from the arms' geometry at the first frame (``framing``)
         self.free_camera: mujoco.MjvCamera | None = None
+        self.inset_camera: mujoco.MjvCamera | None = None
+        self.inset_label = ""
         self._auto = auto
+        self._extra_points: np.ndarray | None = None
+        self._held = held_view.has_held_box(model)
+        self.inset: mujoco.Renderer | None = None
         self.path: Path | None = None
         self._encoder = None
-        # the 36 range-finder rays would hide the arms in a video
+        # the 36 range-finder rays would hide the arms in a video; far scenery is hidden
         self.options = mujoco.MjvOption()
         self.options.flags[mujoco.mjtVisFlag.mjVIS_RANGEFINDER] = False
-        if path is not None:
-            try:
+        self.options.geomgroup[HIDDEN_GROUP] = 0
+        try:
+            if auto and inset:
+                iw, ih = _even(width // INSET_FRACTION), _even(height // INSET_FRACTION)
+                self.inset = make_renderer(self.render_model, iw, ih, self.quality)
+            if path is not None:
                 self._open(Path(path))
-            except BaseException:
-                close_renderer(self.renderer)
-                raise
+        except BaseException:
+            self._close_renderers()
+            raise
+
+    def frame_over(self, states: np.ndarray, every: int = 10) -> None:
+        """Frame the ``auto`` camera (from the next frame on) so the arms stay in view at
+        every ``every``-th of ``states`` (full qpos rows) too: a run whose motion is known
+        beforehand keeps one still camera that never loses a hand."""
+        data = mujoco.MjData(self.model)
+        points = []
+        for q in states[:: max(1, every)]:
+            data.qpos[:] = q
+            mujoco.mj_kinematics(self.model, data)
+            points.append(arm_points(self.model, data))
+        self._extra_points = np.vstack(points) if points else None
+        self.free_camera = self.inset_camera = None
+
+    def _frame(self, data: mujoco.MjData) -> None:
+        aspect = self.size[0] / self.size[1]
+        arms = auto_camera(self.model, data, aspect, self._extra_points)
+        whole = arm_points(self.model, data)
+        if self._extra_points is not None:
+            whole = np.vstack([whole, self._extra_points])
+        if self._held:
+            self.free_camera = focus_camera(
+                self.model,
+                held_view.focus_points(self.model, data),
+                arms.azimuth,
+                aspect,
+                HELD_PAD_M,
+            )
+            self.inset_camera, self.inset_label = arms, "both arms"
+        else:
+            self.free_camera = arms
+            self.inset_camera = top_camera(self.model, whole, arms.azimuth, aspect)
+            self.inset_label = "from above (front at the bottom)"
 
     def _open(self, path: Path) -> None:
         import imageio_ffmpeg
@@ -125,6 +192,8 @@ class VideoRecorder:
         encoder."""
         self.update_scene(data, highlight)
         frame = self.renderer.render()
+        if self.inset is not None and self.inset_camera is not None:
+            frame = self._with_inset(frame, data, highlight)
         if captions:
             frame = burn_captions(frame, captions)
         if self._encoder is not None:
@@ -139,11 +208,28 @@ class VideoRecorder:
         camera: str | mujoco.MjvCamera = self.camera
         if self._auto:
             if self.free_camera is None:
-                self.free_camera = auto_camera(self.model, data, self.size[0] / self.size[1])
+                self._frame(data)
             camera = self.free_camera
-        self.renderer.update_scene(data, camera=camera, scene_option=self.options)
-        paint(self.renderer.scene, highlight)
-        return self.renderer.scene
+        return self._draw(self.renderer, data, camera, highlight)
+
+    def _draw(self, renderer, data, camera, highlight) -> mujoco.MjvScene:
+        renderer.update_scene(data, camera=camera, scene_option=self.options)
+        if self._held:
+            paint(renderer.scene, held_view.grasping_geoms(self.model, data), held_view.GRASP_RGBA)
+            held_view.add_stand(self.model, data, renderer.scene)
+        paint(renderer.scene, highlight)
+        return renderer.scene
+
+    def _with_inset(self, frame: np.ndarray, data: mujoco.MjData, highlight) -> np.ndarray:
+        """``frame`` with the inset view pasted in its top right corner, framed and labelled."""
+        self._draw(self.inset, data, self.inset_camera, highlight)
+        small = burn_captions(self.inset.render(), [self.inset_label])
+        h, w = small.shape[:2]
+        b = INSET_BORDER_PX
+        out = frame.copy()
+        out[: h + 2 * b, -(w + 2 * b) :] = 255
+        out[b : h + b, -(w + b) : -b] = small
+        return out
 
     def close(self) -> None:
         """Finish the file (ffmpeg writes its last fragment) and free the GL context."""
@@ -152,4 +238,15 @@ class VideoRecorder:
             if encoder is not None:
                 encoder.close()
         finally:
-            close_renderer(self.renderer)
+            self._close_renderers()
+
+    def _close_renderers(self) -> None:
+        close_renderer(self.renderer)
+        if self.inset is not None:
+            close_renderer(self.inset)
+            self.inset = None
+
+
+def _even(n: int) -> int:
+    """``n`` rounded down to an even number of pixels, 16 at least."""
+    return max(16, n - n % 2)

@@ -23,11 +23,12 @@ import mujoco
 import numpy as np
 from rob_twin.models import poses
 from rob_twin.models.loading import CROSSING_START_KEY, apply_keyframe, arm_qpos_indices
-from rob_twin.models.names import DEFAULT_ROBOT, FRONT_CAMERA, OVERVIEW_CAMERA, group_arms
+from rob_twin.models.names import DEFAULT_ROBOT, group_arms
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.planners.geom_pairs import GeomPairTable
 from rob_twin.planners.oracle import CoalOracle, judge_states
 from rob_twin.planners.separate import separate_plans, sync_states
+from rob_twin.twin.render.framing import AUTO_CAMERA
 from rob_twin.twin.render.highlight import colliding_geoms
 from rob_twin.twin.render.video import VideoRecorder
 from rob_twin.twin.scenario.plan_steps import PlanRunner
@@ -38,7 +39,9 @@ GROUP_MARGIN_M = 0.005  # the planner's margin; a group sample closer than this 
 JUDGE_TOLERANCE_M = 1e-4
 PLAN_AT_S = 0.3  # simulated time [s] the group plan starts at
 TAIL_S = 0.6  # simulated time [s] filmed after the plan's end
-TITLE_FRAMES = 8  # frames holding the start pose before the separate replay
+TITLE_FRAMES = 12  # frames holding the start pose before the separate replay
+DEMO_FRAME_SIZE = (1280, 720)  # [px] width, height: the flagship video, 16:9
+DEMO_FPS = 30  # [frames/s]
 
 
 ArmPoses = dict[str, tuple[float, ...]]  # {"right": q, "left": q} [rad]
@@ -80,19 +83,20 @@ def pair_start_qpos(model: mujoco.MjModel, start: ArmPoses) -> np.ndarray:
     return data.qpos.copy()
 
 
-def demo_camera(robot: Robot) -> str:
-    """The camera the demo films from: ``front`` where the model has one (ROB's; a robot
-    file's ``scene.front_camera``), else ``overview``."""
-    has_front = mujoco.mj_name2id(robot.model(), mujoco.mjtObj.mjOBJ_CAMERA, FRONT_CAMERA) >= 0
-    return FRONT_CAMERA if has_front else OVERVIEW_CAMERA
+def demo_camera(robot: Robot | str | None = None) -> str:
+    """The camera the demo films from: ``auto`` for every robot (``rob_twin.twin.render.framing``:
+    framed from the arms' geometry, from the robot's front, with an inset from above that
+    shows which arm passes in front). A named camera of the model (ROB's ``front``) looked
+    over the table, whose near corner filled the foreground."""
+    return AUTO_CAMERA
 
 
 def crossing_demo_scenario(duration_s: float = 4.6, robot: Robot | str | None = None) -> Scenario:
     """The robot at its crossing start; at ``PLAN_AT_S`` both arms planned together to the
     crossing goals (``crossing_pair``; ROB's seeded plan lasts 2.66 s simulated and
     OpenArm's 3.6 s, from ``rob-twin demo --json``: ``crossing.group_duration_s``, so 4.6 s
-    shows its end); filmed from the front camera (``demo_camera``: the hands cross in front of
-    the chest), 480x360 at 20 frames/s, render quality picked for the machine. ``robot``: a
+    shows its end); filmed by ``demo_camera`` (the hands cross in front of the chest) at
+    ``DEMO_FRAME_SIZE`` and ``DEMO_FPS``, render quality picked for the machine. ``robot``: a
     robot with a crossing pair (None: the default robot)."""
     robot = robot_of(robot)
     start, goals = _pair(robot)
@@ -112,8 +116,8 @@ def crossing_demo_scenario(duration_s: float = 4.6, robot: Robot | str | None = 
                 }
             ],
             "cameras": [demo_camera(robot)],
-            "fps": 20,
-            "frame_size": [480, 360],
+            "fps": DEMO_FPS,
+            "frame_size": list(DEMO_FRAME_SIZE),
             "quality": "auto",
         },
         source="the demo scenario",
@@ -174,6 +178,7 @@ def film_contrast(recorder: VideoRecorder, contrast: Contrast) -> int:
     frames filmed."""
     model = recorder.model
     data = mujoco.MjData(model)
+    recorder.frame_over(contrast.states)  # one still camera for the replay and the group run
     every = max(1, round(contrast.rate_hz / recorder.fps))
     n, total = 0, len(contrast.states)
     head = "1/2  Each arm planned ALONE, the other arm ignored"

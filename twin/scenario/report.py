@@ -172,6 +172,7 @@ def summarize(
         "bus_plot": _bus_plot(result, out_dir),
         **(extra or {}),
     }
-    write_atomic(out_dir / "summary.md", run_markdown(summary, tuple(extra or {})))
+    pngs = sorted(p.name for p in out_dir.glob("*.png"))  # every figure of the run, listed
+    write_atomic(out_dir / "summary.md", run_markdown(summary, tuple(extra or {}), pngs))
     write_json_atomic(out_dir / "summary.json", summary)  # last: its status says the run is over
     return summary

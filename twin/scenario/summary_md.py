@@ -189,8 +189,33 @@ def _pipeline_rows(s: dict) -> list[dict]:
     return rows
 
 
-def run_markdown(s: dict, extra_sections: tuple[str, ...] = ()) -> str:
-    """The page of a finished (completed or interrupted) run summary ``s``."""
+FIGURE_CAPTIONS = {
+    "joints.png": "Joint angles of both arms over simulated time: what the owners commanded "
+    "(dashed) and what the simulated arms did (solid), one colour per joint.",
+    "bus.png": "Latency histograms of every simulated CAN bus (queueing, command to drive, "
+    "feedback to host), with its load and p99 in each panel's title.",
+    "held_object.png": "The held box: internal force between the hands and squeeze (top), and "
+    "each arm's joint torques, one line per joint (below), over simulated time.",
+}
+OTHER_FIGURE = "A figure this run wrote (simulated)."
+
+
+def figures_section(pngs: list[str]) -> list[str]:
+    """Markdown lines showing every figure of ``pngs`` (file names in the run folder), each
+    with its caption (``FIGURE_CAPTIONS``)."""
+    lines = ["", "## Figures (simulated)"]
+    for name in pngs:
+        caption = FIGURE_CAPTIONS.get(name, OTHER_FIGURE)
+        lines += ["", f"![{name.removesuffix('.png')}]({name})", "", f"*{name}*: {caption}"]
+    return lines
+
+
+def run_markdown(
+    s: dict, extra_sections: tuple[str, ...] = (), pngs: list[str] | None = None
+) -> str:
+    """The page of a finished (completed or interrupted) run summary ``s``; ``pngs``: the
+    figures in the run folder (file names; None: ``joints.png``, and ``bus.png`` with bus
+    timing), each shown with its caption."""
     verdict = "passed" if s.get("passed") else "FAILED"
     head = f"# Run `{s['scenario']}` (simulated): {s['status']}"
     if s.get("stopped_by"):
@@ -273,10 +298,11 @@ def run_markdown(s: dict, extra_sections: tuple[str, ...] = ()) -> str:
                 )
                 + " |"
             )
-        lines += ["", "![buses](bus.png)"]
     else:
         lines += ["", f"Bus: {cell(s.get('bus'))}."]
-    lines += ["", "![joints](joints.png)", ""]
+    if pngs is None:
+        pngs = ["joints.png"] + (["bus.png"] if isinstance(s.get("bus"), dict) else [])
+    lines += [*figures_section(pngs), ""]
     return "\n".join(lines)
 
 

@@ -200,11 +200,17 @@ class HeldRecorder:
         fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
         axes[0].plot(a["t"], a["internal_norm"], label="|internal| [N]")
         axes[0].plot(a["t"], a["squeeze"], label="squeeze [N]")
-        axes[0].set_ylabel("N")
         axes[0].legend(loc="upper right")
         for ax, arm in zip(axes[1:], Arm, strict=True):
-            ax.plot(a["t"], a[f"torque_{arm.value}"])
-            ax.set_ylabel(f"{arm.value} tau [Nm]")
+            tau = np.asarray(a[f"torque_{arm.value}"])
+            for j in range(tau.shape[1] if tau.ndim == 2 else 0):  # one line per joint
+                ax.plot(a["t"], tau[:, j], lw=1.2, label=f"j{j + 1}")
+            ax.set_ylabel(f"{arm.value} arm joint torque [Nm]")
+            if tau.ndim == 2 and tau.shape[1]:
+                ax.legend(loc="upper right", ncol=tau.shape[1], fontsize=7, title_fontsize=7)
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("force [N]")
+        axes[0].grid(alpha=0.3)
         axes[-1].set_xlabel("simulated time [s]")
         fig.suptitle(f"{title}; hardware_io: false")
         fig.tight_layout()

@@ -252,8 +252,11 @@ def robot_spec(robot: str | RobotDescription) -> mujoco.MjSpec:
         return mujoco.MjSpec.from_file(str(SCENE_PATH))
     try:
         spec = _parse_quietly(desc.mjcf_path)
-    except ValueError as err:
-        raise RobotFileError("mjcf", str(desc.mjcf_path), f"an MJCF MuJoCo loads ({err})") from None
+    except ValueError as err:  # MuJoCo's parser: its reason on one line, as compiling's
+        text = " ".join(str(err).split())
+        raise RobotFileError(
+            "mjcf", str(desc.mjcf_path), f"an MJCF MuJoCo loads ({text})"
+        ) from None
     for kind, top in (("geoms", MAX_MODEL_GEOMS), ("bodies", MAX_MODEL_BODIES)):
         count = len(getattr(spec, kind))
         if count > top:  # checked before compiling (the planner's tables are geoms x geoms)

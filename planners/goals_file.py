@@ -116,7 +116,13 @@ def _numbers(value: object, n: int, field: str, fail, unit: str) -> np.ndarray:
         or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in value)
     ):
         fail(field, value, f"{n} numbers [{unit}]")
-    return np.asarray(value, float)
+    try:  # a decoded document may hold what the file reader refuses: NaN, 10**400
+        out = np.asarray(value, float)
+    except OverflowError:
+        out = np.full(n, np.inf)
+    if not np.all(np.isfinite(out)):
+        fail(field, value, f"{n} finite numbers [{unit}]")
+    return out
 
 
 def _start_qpos(start: object, group, fail) -> np.ndarray:

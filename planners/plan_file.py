@@ -15,7 +15,9 @@ checks every field: each array finite and of its shape, times rising from 0, lim
 margins positive (velocity limits <= ``MAX_VELOCITY_RAD_S``, acceleration limits <=
 ``MAX_ACCELERATION_RAD_S2``, allowances in [0, ``MAX_ALLOWANCE_M``]), each listed pair once,
 sample and query counts capped (``PlanFileLimits``), no key the format does not have
-(``TOP_KEYS``, ``CERTIFICATE_KEYS``, ``PAIR_KEYS``). Whether the figures are true is
+(``TOP_KEYS``, ``CERTIFICATE_KEYS``, ``PAIR_KEYS``; the per-arm objects ``joint_names``,
+``q_rad``, ``qd_rad_s``, ``qdd_rad_s2`` and the limits hold the moving arms only: another arm
+there would be a claim nothing checks). Whether the figures are true is
 ``rob_twin.planners.certificate_claims``'s and ``certificate_check``'s to decide.
 The pair list lists the pairs measured within the horizon (the
 lowest at least); it is empty only when every pair is bounded by the far-pair bound
@@ -379,13 +381,20 @@ def validate_plan_document(
     arms = f.obj(doc["arms"], "arms")
     if not 0 < len(arms) <= limits.max_arms:
         f.fail("arms", _kind(arms), f"1..{limits.max_arms} arms")
+    owner: dict[str, str] = {}  # joint -> the arm that names it: each joint in one arm only
     for a, joints in arms.items():
-        f.names(joints, f"arms.{a}", limits.max_joints)
+        for i, joint in enumerate(f.names(joints, f"arms.{a}", limits.max_joints)):
+            if joint in owner:
+                f.fail(
+                    f"arms.{a}[{i}]", joint, f"a joint of no other arm (in arm {owner[joint]!r})"
+                )
+            owner[joint] = a
     moving = f.names(doc["moving"], "moving", limits.max_arms)
     for a in moving:
         if a not in arms:
             f.fail("moving", a, f"arms of the document: {', '.join(arms)}")
     names = f.obj(doc["joint_names"], "joint_names", tuple(moving))
+    f.known(names, "joint_names", tuple(moving))  # per-arm objects: the moving arms only
     for a in moving:
         if names[a] != arms[a]:
             f.fail(f"joint_names.{a}", names[a], f"the arm's joints {arms[a]}")
@@ -409,12 +418,14 @@ def validate_plan_document(
             if key == "qdd_rad_s2" and key not in doc:
                 continue  # older documents: derived from qd when executed
             per_arm = f.obj(doc[key], key, tuple(moving))
+            f.known(per_arm, key, tuple(moving))
             f.array(per_arm[a], f"{key}.{a}", (t.size, n), f"finite [{unit}]")
         for key, unit, top in (
             ("acceleration_rad_s2", "rad/s^2", MAX_ACCELERATION_RAD_S2),
             ("velocity_rad_s", "rad/s", MAX_VELOCITY_RAD_S),
         ):
             per_arm = f.obj(doc[key], key, tuple(moving))
+            f.known(per_arm, key, tuple(moving))
             limit = f.array(per_arm[a], f"{key}.{a}", (n,), unit)
             f.positive(limit, f"{key}.{a}", unit)
             over = np.flatnonzero(limit > top)

@@ -11,63 +11,20 @@ and RobEnv actions. The bounded JSON reader they share has its own property in
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 
 import numpy as np
 import pytest
+from fuzz_support import JSONISH, NASTY
+from fuzz_support import json_text as _json_text
+from fuzz_support import mutated as _mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rob_twin.models.errors import RobTwinError
 
 pytestmark = pytest.mark.fuzz
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-# Values a hostile peer would try in any field.
-NASTY = st.sampled_from(
-    [math.nan, math.inf, -math.inf, 1e308, -1e308, 10**30, -(10**30), 0, -1, 1e-320, ""]
-    + [None, True, False, [], {}, [[]], "x" * 300, "\u0000", "\ud7ff", "1" * 50]
-)
-JSONISH = st.recursive(
-    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-
-
-def _json_text(value) -> str:
-    return json.dumps(value, allow_nan=True)
-
-
-def _leaves(doc, path=()):
-    """Every (path, value) of a decoded JSON document, containers included."""
-    yield path, doc
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            yield from _leaves(v, (*path, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc[:3]):  # the first few items of long arrays suffice
-            yield from _leaves(v, (*path, i))
-
-
-def _mutated(doc, pick: int, value):
-    """``doc`` with the ``pick``-th leaf (mod count) replaced by ``value`` (or deleted when
-    ``value`` is the string "<delete>")."""
-    paths = [p for p, _ in _leaves(doc) if p]
-    path = paths[pick % len(paths)]
-    out = copy.deepcopy(doc)
-    parent = out
-    for key in path[:-1]:
-        parent = parent[key]
-    if value == "<delete>" and isinstance(parent, dict):
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
-    return out
-
 
 # --- the bank's control port ---------------------------------------------------------
 

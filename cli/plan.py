@@ -138,7 +138,7 @@ def register(sub) -> None:
         nargs="?",
         default=None,
         help="goals file (JSON: start, goals per arm as joints or a TCP pose, seed; "
-        "see README 'Goals files' and examples/goals.json)",
+        "see docs/planning.md 'Goals files' and examples/goals.json)",
     )
     p.add_argument(
         "--scenario",

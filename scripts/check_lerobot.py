@@ -16,8 +16,9 @@ Everything it measures is simulated (the bank's status says ``hardware_io: false
 
 LeRobot opens its bus as ``can.interface.Bus(channel, bitrate, interface)``; python-can takes
 the socketcand server's host and port from the ``CAN_CONFIG`` environment variable, which this
-script sets as an OpenArm owner would in a shell (README "Your OpenArm software against the
-twin"). socketcand carries classic CAN only, so the arms are configured ``use_can_fd=False``.
+script sets as an OpenArm owner would in a shell (docs/openarm-software.md, "Your
+OpenArm software against the twin"). socketcand carries classic CAN only, so the arms
+are configured ``use_can_fd=False``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ API only: the ``damiao scan`` command, ``DaMiaoController`` / ``DaMiaoMotor`` (e
 
 damiao-motor opens its bus as ``can.interface.Bus(channel=..., bustype=...)``; python-can
 takes the socketcand server's host and port from the ``CAN_CONFIG`` environment variable,
-which is how an OpenArm owner points it at the twin (README "Your OpenArm software against
-the twin"). One real-time bank runs in a thread of the test process (127.0.0.1 only); the
+which is how an OpenArm owner points it at the twin (docs/openarm-software.md, "Your
+OpenArm software against the twin"). One real-time bank runs in a thread of the test
+process (127.0.0.1 only); the
 twin's physics is read from the bank's status (``joint_positions_rad``) and, for what the
 status does not show (a register, a save), from the in-process drives. The printed timings
 (``-s``) are information, never asserted; the deadlines only keep a broken bank from hanging.

@@ -1,7 +1,7 @@
 """``rob-twin plan``: a goals file or a scenario step in, a plan file out that
 ``certify`` agrees with, that a scenario step can execute and ``view --plan`` accepts; bad
 goals files exit 2 with the field named; a goal without a plan exits 1 and writes nothing;
-the README's Python recipe runs as printed."""
+docs/planning.md's Python recipe runs as printed."""
 
 from __future__ import annotations
 
@@ -159,11 +159,11 @@ def test_view_takes_a_plan_file(plan_file, tmp_path, monkeypatch, capsys):
     assert "PlanFileError" not in capsys.readouterr().out  # human output, no JSON
 
 
-def test_the_readme_recipe_runs(tmp_path, monkeypatch):
-    text = (ROOT / "README.md").read_text()
+def test_the_docs_recipe_runs(tmp_path, monkeypatch):
+    text = (ROOT / "docs" / "planning.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     (recipe,) = [b for b in blocks if "group_arms" in b]
     monkeypatch.chdir(tmp_path)
-    exec(compile(recipe, "README recipe", "exec"), {})
+    exec(compile(recipe, "docs/planning.md recipe", "exec"), {})
     assert cli_main(["certify", "plan.json"]) == 0
     assert os.path.getsize("plan.json") > 0

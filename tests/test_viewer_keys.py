@@ -114,17 +114,17 @@ def test_toggles_traces_and_key_names(session):
         key_code("F13")
 
 
-def test_key_list_shows_each_toggles_state_and_the_readme_names_every_key(session):
+def test_key_list_shows_each_toggles_state_and_the_docs_name_every_key(session):
     """The README once said "Insert TCP traces" while traces started on, so pressing Insert
-    turned them off; the list now shows each toggle's state and the README each key."""
+    turned them off; the list now shows each toggle's state and docs/commands.md each key."""
     _, _, keys, _ = session
     before = keys.key_list()
     assert "Insert  TCP traces [on]" in before and "End  rays and contacts [off]" in before
     keys.press(KEY_INSERT)
     keys.apply()
     assert "Insert  TCP traces [off]" in keys.key_list()
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme.split("**Viewer keys**", 1)[1].split("\n\n", 1)[0]
+    page = (Path(__file__).parents[1] / "docs" / "commands.md").read_text()
+    section = page.split("\n## Viewer keys\n", 1)[1].split("\n## ", 1)[0]
     for name in [k for k, _ in KEYS.values()] + ["Esc"]:
-        assert name in section, f"README's viewer keys do not name {name}"
+        assert name in section, f"docs/commands.md's viewer keys do not name {name}"
     assert "Insert TCP traces (on at start)" in " ".join(section.split())

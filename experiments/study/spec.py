@@ -99,6 +99,7 @@ class PlannerSpec(_Strict):
     shortcut_rounds: int = Field(60, ge=0, le=100_000)
     max_repairs: int = Field(12, ge=0, le=1000)
     search_padding_m: float = Field(0.002, ge=0.0, le=0.1)
+    # a study's own default [m], not ArmGroup's (GroupConfig.clearance_horizon_m, 0.04 m)
     clearance_horizon_m: float = Field(0.02, ge=0.0, le=1.0)
     substeps: int = Field(1, ge=0, le=100)
 

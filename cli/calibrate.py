@@ -28,21 +28,24 @@ from rob_twin.cli.common import ROBOT_HELP, CommandResult, calibration_arg, robo
 from rob_twin.models.names import DEFAULT_ROBOT
 
 MISFIT_EXIT = 4  # the fit is written, flagged as a misfit (--accept-misfit: 0)
-DEFAULT_FIT = ("armature", "damping", "frictionloss", "command_delay_s", "payload_kg")
+DEFAULT_FIT = {  # per drive family
+    "amber": ("armature", "damping", "frictionloss", "command_delay_s", "payload_kg"),
+    "damiao": ("armature", "friction_fv", "friction_fc", "command_delay_s", "payload_kg"),
+}
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
-    from rob_twin.models.robot import AMBER_DRIVES
+    from rob_twin.models.robot import CAN_DRIVES
     from rob_twin.twin.calibration.calibrate import calibrate
     from rob_twin.twin.calibration.fit import FitConfig
 
     robot = args.robot
-    robot.require(AMBER_DRIVES, "rob-twin calibrate (it fits Amber drive parameters)")
+    robot.require(CAN_DRIVES, "rob-twin calibrate (it fits drive parameters)")
     start = calibration_arg(args.start, robot)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     report = calibrate(
         args.recordings,
-        args.fit or list(DEFAULT_FIT),
+        args.fit or list(DEFAULT_FIT[robot.family]),
         args.out,
         validate=args.validate or [],
         name=args.name,
@@ -115,7 +118,8 @@ def register(sub) -> None:
         action="append",
         metavar="PATTERN",
         help="parameters to fit, repeatable: a kind (damping), a name (right/j2/damping) or a "
-        "glob (right/j*/armature); default: " + ", ".join(DEFAULT_FIT),
+        "glob (right/j*/armature); default: "
+        + "; ".join(f"{family} drives: {', '.join(k)}" for family, k in DEFAULT_FIT.items()),
     )
     cal.add_argument(
         "--validate",

@@ -170,12 +170,12 @@ def calibration_arg(path: str | None, robot=None):
     robot whose drives take no calibration."""
     if not path:
         return None
-    from rob_twin.models.robot import AMBER_DRIVES, robot_of
+    from rob_twin.models.robot import CAN_DRIVES, robot_of
     from rob_twin.twin.calibration.calibration_file import load_calibration
 
     robot = robot_of(robot)
-    robot.require(AMBER_DRIVES, "a calibration (fitted Amber drive parameters)")
-    return load_calibration(path, robot.model())
+    robot.require(CAN_DRIVES, "a calibration (fitted drive parameters)")
+    return load_calibration(path, robot.model(), robot)
 
 
 def say_for(args: argparse.Namespace) -> Callable[..., None]:

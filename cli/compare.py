@@ -14,7 +14,7 @@ from rob_twin.models.names import DEFAULT_ROBOT
 
 def _cmd_compare(args: argparse.Namespace) -> CommandResult:
     """Exit 2: bad input; 1: a joint's largest position error is above --tolerance-rad; 0."""
-    from rob_twin.models.robot import AMBER_DRIVES
+    from rob_twin.models.robot import CAN_DRIVES
     from rob_twin.twin.calibration.compare import (
         CompareConfig,
         check_comparable,
@@ -27,11 +27,11 @@ def _cmd_compare(args: argparse.Namespace) -> CommandResult:
 
     say = say_for(args)
     robot = args.robot
-    robot.require(AMBER_DRIVES, "rob-twin compare (its twin replays Amber drives)")
+    robot.require(CAN_DRIVES, "rob-twin compare (its twin replays the drives)")
     config = CompareConfig(tolerance_rad=args.tolerance_rad)
     calibration = calibration_arg(args.calibration, robot)
     rec = read_input(args.recording, robot)  # bad input: exit 2 before any folder is made
-    check_comparable(rec)
+    check_comparable(rec, robot)
     out = Path(args.out) if args.out else Path("out/compare") / Path(args.recording).stem
     RunFolder.check_writable(out)  # before the replay, not after
     comparison = compare_recording(rec, calibration, config, robot)

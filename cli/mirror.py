@@ -177,13 +177,13 @@ class _View:
 
 def _parameters(path: str | None, robot):
     """The mirror twin's parameters: ``robot``'s model and its drives (Amber: the robot's
-    drive configs, with the calibration file at ``path`` when given; Damiao: the bank's
-    drives of the robot file's motors); CalibrationError (exit 2) for a file fitted on
-    another model, MirrorInputError (exit 2) for a calibration of a Damiao robot,
+    drive configs; Damiao: the bank's drives of the robot file's motors and friction; either
+    with the calibration file at ``path`` when given); CalibrationError (exit 2) for a file
+    fitted on another model or naming another drive family's parameters,
     MissingCapabilityError (exit 2) for a robot without CAN drives."""
     from rob_twin.cli.common import calibration_arg
     from rob_twin.models.robot import CAN_DRIVES
-    from rob_twin.twin.bus.mirror import MirrorInputError, TwinParameters
+    from rob_twin.twin.bus.mirror import TwinParameters
     from rob_twin.twin.calibration.apply import (
         calibrated_delays,
         calibrated_drives,
@@ -192,13 +192,16 @@ def _parameters(path: str | None, robot):
     from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
     robot.require(CAN_DRIVES, "rob-twin mirror (it reads Amber and Damiao buses)")
-    if robot.family == "damiao":
-        if path:
-            raise MirrorInputError(
-                "calibration", path, f"none for robot {robot.name!r}: calibrations fit Amber drives"
-            )
-        return TwinParameters(model=robot.model())
     calibration = calibration_arg(path, robot)
+    if robot.family == "damiao":
+        if calibration is None:
+            return TwinParameters(model=robot.model())
+        return TwinParameters(
+            name=f"{calibration.name} ({calibration.file_sha256[:16]})",
+            model=calibrated_model(calibration, robot.model()),
+            delays=calibrated_delays(calibration),
+            values=dict(calibration.values),
+        )
     if calibration is None:
         return TwinParameters(model=robot.model(), drive_configs=amber_drive_configs(robot))
     return TwinParameters(

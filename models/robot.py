@@ -164,6 +164,27 @@ class Robot:
         return tuple(self.description.file.drives.motors or ())
 
     @property
+    def joint_friction(self):
+        """Each arm joint's identified friction (``drives.friction``, a tuple of
+        ``rob_twin.twin.drives.joint_friction.JointFriction``, the same on both arms), or None
+        when the file gives none (the MJCF's damping and friction loss act alone)."""
+        f = self.description.file.drives.friction
+        if f is None:
+            return None
+        from rob_twin.models.joint_friction import JointFriction
+
+        return tuple(
+            JointFriction(*row)
+            for row in zip(f.fo_nm, f.fv_nm_s_per_rad, f.fc_nm, f.k_s_per_rad, strict=True)
+        )
+
+    @property
+    def friction_source(self) -> str | None:
+        """Where the robot file's joint friction comes from (None: it gives none)."""
+        f = self.description.file.drives.friction
+        return f.source if f is not None else None
+
+    @property
     def bus_spec(self) -> str:
         """The arms' bus as the file says, in ``--bus`` syntax (``1M``, ``fd:1M/5M``)."""
         return self.description.file.drives.bus

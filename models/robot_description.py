@@ -140,6 +140,43 @@ class ArmDescription(BaseModel):
         return v
 
 
+class FrictionDescription(BaseModel):
+    """A joint friction identified on the real robot, per arm joint (the same on both arms):
+    ``tau_f(w) = fo + fv w + fc tanh(k w)`` (``rob_twin.twin.drives.joint_friction``; damiao
+    only). Where it is given, the arm joints carry it in place of the MJCF's damping and
+    friction loss."""
+
+    model_config = _strict()
+    source: str = Field(
+        min_length=1, max_length=400, description="where the values come from (provenance)"
+    )
+    fo_nm: list[float] = Field(
+        min_length=MIN_JOINTS, max_length=JOINTS_PER_ARM, description="offset [N m] per joint"
+    )
+    fv_nm_s_per_rad: list[float] = Field(
+        min_length=MIN_JOINTS, max_length=JOINTS_PER_ARM, description="viscous [N m s/rad]"
+    )
+    fc_nm: list[float] = Field(
+        min_length=MIN_JOINTS, max_length=JOINTS_PER_ARM, description="Coulomb [N m] per joint"
+    )
+    k_s_per_rad: list[float] = Field(
+        min_length=MIN_JOINTS,
+        max_length=JOINTS_PER_ARM,
+        description="tanh steepness [s/rad] per joint",
+    )
+
+    @field_validator("fo_nm", "fv_nm_s_per_rad", "fc_nm", "k_s_per_rad")
+    @classmethod
+    def _in_range(cls, v: list[float], info) -> list[float]:
+        from rob_twin.models.joint_friction import LIMITS
+
+        lo, hi = LIMITS[info.field_name]
+        for x in v:
+            if not (math.isfinite(x) and lo <= x <= hi):
+                raise ValueError(f"{x} is not a finite number in [{lo:g}, {hi:g}]")
+        return v
+
+
 class DriveDescription(BaseModel):
     """How the arm joints are driven in the twin."""
 
@@ -167,6 +204,11 @@ class DriveDescription(BaseModel):
         default=None, gt=0, le=1e5, description="ideal only, required there: servo kp [Nm/rad]"
     )
     kv: float = Field(default=20.0, ge=0, le=1e4, description="ideal only: servo kv [Nm s/rad]")
+    friction: FrictionDescription | None = Field(
+        default=None,
+        description="damiao only: the joints' identified friction (tau = fo + fv w + fc "
+        "tanh(k w)), in place of the MJCF's damping and friction loss",
+    )
 
     @field_validator("motors")
     @classmethod
@@ -340,7 +382,11 @@ def _check_depth(raw: dict, path: Path) -> None:
 
 
 def _check_joint_counts(
-    family: str, side: str, arm: ArmDescription, motors: list[str] | None = None
+    family: str,
+    side: str,
+    arm: ArmDescription,
+    motors: list[str] | None = None,
+    friction: FrictionDescription | None = None,
 ) -> None:
     """Seven joints on ``amber`` (its codec's seven frames), five to seven on ``ideal`` and
     ``damiao`` (the field limits refuse fewer or more before this); one actuator and one
@@ -353,6 +399,14 @@ def _check_joint_counts(
             f"{JOINTS_PER_ARM} joints for drive family {family!r} "
             f"({MIN_JOINTS} to {JOINTS_PER_ARM} only for 'ideal' and 'damiao')",
         )
+    if friction is not None:
+        for field in ("fo_nm", "fv_nm_s_per_rad", "fc_nm", "k_s_per_rad"):
+            if len(getattr(friction, field)) != n:
+                raise RobotFileError(
+                    f"drives.friction.{field}",
+                    len(getattr(friction, field)),
+                    f"{n} values (one per joint of arms.{side})",
+                )
     if family == "damiao" and motors is not None and len(motors) != n:
         raise RobotFileError(
             "drives.motors",
@@ -405,12 +459,20 @@ def load_robot_file(path: Path | str) -> RobotDescription:
             "drives.motors", None, "one motor type per arm joint for family 'damiao'"
         )
     for side, arm in robot.arms.items():
-        _check_joint_counts(robot.drives.family, side, arm, robot.drives.motors)
+        _check_joint_counts(
+            robot.drives.family, side, arm, robot.drives.motors, robot.drives.friction
+        )
         if (arm.tcp_site is None) == (arm.tcp_body is None):
             raise RobotFileError(
                 f"arms.{side}.tcp_site/tcp_body", [arm.tcp_site, arm.tcp_body], "exactly one"
             )
         _check_demo_counts(robot.demo, side, arm)
+    if robot.drives.friction is not None and robot.drives.family != "damiao":
+        raise RobotFileError(
+            "drives.friction",
+            robot.drives.family,
+            "drives.family 'damiao' (friction is a Damiao drive's joint model)",
+        )
     if robot.drives.family == "ideal" and robot.drives.kp is None:
         raise RobotFileError(
             "drives.kp", None, "a servo kp in (0, 100000] Nm/rad (required for family 'ideal')"

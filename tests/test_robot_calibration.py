@@ -1,7 +1,8 @@
 """``--robot`` on ``calibrate``, ``compare`` and ``excite``: a generated Amber robot nobody
 tuned (``rob_twin.experiments.robot_factory``) is excited, recorded with hidden parameters,
 calibrated and compared; the calibration file names its robot and no other robot takes it; a robot
-without Amber drives (OpenArm, Damiao) is refused up front, exit 2, naming ``amber_drives``.
+without CAN drives (family ``ideal``) is refused up front, exit 2, naming ``can_drives``
+(Damiao robots calibrate too: tests/test_damiao_calibration.py).
 
 Simulated (hardware_io: false). The generated robot's servos are stiff (kp ~3500 N m/rad,
 kv = 0.02 s x kp): a joint damping within its bounds (10x the drawn ~0.2 N m s/rad) moves
@@ -15,7 +16,7 @@ import json
 import pytest
 from rob_twin.cli.main import main
 from rob_twin.experiments.robot_factory import generate_robot
-from rob_twin.models.robot import AMBER_DRIVES, robot_of
+from rob_twin.models.robot import CAN_DRIVES, robot_of
 from rob_twin.twin.calibration.parameters import nominal_parameters
 from rob_twin.twin.calibration.synthetic import record_hidden
 
@@ -120,14 +121,20 @@ def test_the_calibration_is_refused_for_another_robot(gen, recording, calibratio
     assert code == 2 and err["type"] == "CalibrationError", err
 
 
+@pytest.fixture(scope="module")
+def ideal(tmp_path_factory):
+    made = generate_robot(tmp_path_factory.mktemp("ideal"), 2, family="ideal", joints=5)
+    return str(made.robot_file)
+
+
 @pytest.mark.parametrize("command", ["calibrate", "compare", "excite"])
-def test_a_robot_without_amber_drives_is_refused_up_front(command, tmp_path, capsys):
+def test_a_robot_without_can_drives_is_refused_up_front(command, ideal, tmp_path, capsys):
     argv = {
         "calibrate": ["calibrate", str(tmp_path / "missing.log"), "--out", str(tmp_path / "c")],
         "compare": ["compare", str(tmp_path / "missing.log"), "--out", str(tmp_path / "c")],
         "excite": ["excite", "--out", str(tmp_path / "e")],
     }[command]
-    code, err = _json(capsys, [*argv, "--robot", "openarm"])
+    code, err = _json(capsys, [*argv, "--robot", ideal])
     assert code == 2 and err["type"] == "MissingCapabilityError", err
-    assert repr(AMBER_DRIVES) in err["error"] and "openarm" in err["error"]
+    assert repr(CAN_DRIVES) in err["error"] and ideal in err["error"]
     assert not any(tmp_path.iterdir())  # nothing written

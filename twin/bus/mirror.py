@@ -130,6 +130,9 @@ class TwinParameters:
     model: mujoco.MjModel | None = None
     drive_configs: tuple[DriveConfig, ...] | dict | None = None  # or {Arm: seven configs}
     delays: dict | None = None  # {Arm: (command_delay_s, feedback_delay_s)}
+    # the calibration's values: Damiao drives take their drive side from them (friction,
+    # gain factors, zeros; ``LiveDamiaoBank``); None: the robot file's
+    values: dict | None = None
 
 
 def default_parameters() -> TwinParameters:
@@ -340,7 +343,7 @@ class DamiaoProtocol(BusProtocol):
         return REPLY, Reply(j, st.q_rad, st.status, st.dq_rad_s)
 
     def drives(self, twin: Twin, arms: tuple[Arm, ...], parameters: TwinParameters):
-        return _DamiaoDrives(self.robot, twin, arms)
+        return _DamiaoDrives(self.robot, twin, arms, parameters.values)
 
     def default_model(self) -> mujoco.MjModel:
         return self.robot.model()
@@ -406,13 +409,18 @@ class _AmberDrives:
 class _DamiaoDrives:
     """The twin's Damiao drives (the live bank's), handed each host frame directly."""
 
-    def __init__(self, robot, twin: Twin, arms: tuple[Arm, ...]):
+    def __init__(self, robot, twin: Twin, arms: tuple[Arm, ...], values: dict | None = None):
         from rob_twin.twin.drives.damiao_live import LiveDamiaoBank
 
         tag = f"mirror{id(self)}"
         self._channels = {arm: f"{arm.value}@{tag}" for arm in arms}
         self.bank = LiveDamiaoBank(
-            robot, twin.model, twin.data, {self._channels[a]: a for a in arms}, now=twin.time
+            robot,
+            twin.model,
+            twin.data,
+            {self._channels[a]: a for a in arms},
+            now=twin.time,
+            values=values,
         )
         self._bus = {arm: self.bank.buses[ch] for arm, ch in self._channels.items()}
 

@@ -375,6 +375,48 @@ def timeline(
     return Timeline(start_step, end_step, shift, steps, tuple(notes))
 
 
+def reply_ids_of(robot) -> frozenset[int]:
+    """The ids the drives of ``robot`` answer on (None: ROB's Amber feedback 0x91..0x97;
+    Damiao: the MST ids of its arm joints, 0x11.. on OpenArm): what a replay does not feed."""
+    if robot is None or robot.family != "damiao":
+        return frozenset(FEEDBACK_IDS)
+    from rob_twin.controllers.damiao_transport import mst_ids
+
+    return frozenset(mst_ids(max(robot.joint_count(a) for a in Arm)))
+
+
+def _enable_as_recorded(
+    bank, rec: Recording, bus_of: dict[str, int], bank_now: float
+) -> None:
+    """Enable each Damiao drive of ``bank`` whose first recorded reply reports it enabled
+    (status nibble 1): a recording that starts after the bring-up (``--record-can``, a
+    dataset) holds no enable frame, and its drives' own replies say they were enabled.
+    ``bus_of``: {bank channel: recorded bus number}."""
+    from rob_twin.controllers.damiao_codec import Status
+
+    first: dict[tuple[int, int], int] = {}
+    for f in rec.frames:
+        key = (f.bus, f.arbitration_id)
+        if key not in first and len(f.data) == 8:
+            first[key] = f.data[0] >> 4
+    first_command: dict[tuple[int, int], bytes] = {}
+    for f in rec.frames:
+        first_command.setdefault((f.bus, f.arbitration_id), bytes(f.data))
+    for channel, ad in bank.buses.items():
+        for k, drv in enumerate(ad.drives):
+            bus = bus_of[channel]
+            if first.get((bus, drv.mst_id)) != Status.ENABLED:
+                continue
+            drv.enabled = True
+            # the drive held a command before the recording started: its first recorded one
+            # (the owner's next sample), so the first step is not one of zero torque
+            data = first_command.get((bus, drv.esc_id))
+            if data is not None:
+                q = float(bank.data.qpos[ad.qpos[k]])
+                dq = float(bank.data.qvel[ad.dof[k]])
+                drv.on_frame(drv.esc_id, data, bank_now, q, dq)
+
+
 def _check_recorded_robot(rec: Recording, robot) -> None:
     """RecordingError when the sidecar names a robot whose model is not the one replaying it
     (``robot``; None: the default robot): one robot never stands in for another."""
@@ -438,14 +480,16 @@ def replay(
             "feedback frames may differ"
         )
     _check_recorded_robot(rec, robot)
+    damiao = robot is not None and robot.family == "damiao"
     if robot is not None:
-        from rob_twin.models.robot import AMBER_DRIVES
+        from rob_twin.models.robot import CAN_DRIVES
         from rob_twin.twin.drives.amber_robot import robot_channels
 
-        robot.require(AMBER_DRIVES, "a replay of Amber drive traffic")
+        robot.require(CAN_DRIVES, "a replay of drive traffic")
         default_wiring = {bus_no(ch): Arm(a) for a, ch in robot_channels(robot).items()}
     else:
         default_wiring = {bus_no(BUS_MAPPING[a].channel): a for a in Arm}
+    reply_ids = reply_ids_of(robot)
     wiring = side.wiring or default_wiring
     unknown = {f.bus for f in rec.frames} - set(wiring)
     if unknown:
@@ -453,9 +497,15 @@ def replay(
             rec.path,
             f"frames on bus(es) {sorted(unknown)} that the wiring {sorted(wiring)} does not have",
         )
-    check_robot_ids(rec)
-    model, configs, command_delay = None, None, {}
-    if robot is not None:
+    if not damiao:
+        check_robot_ids(rec)
+    model, configs, command_delay, friction = None, None, {}, None
+    if damiao:
+        from rob_twin.twin.calibration.apply import damiao_drives
+
+        model = robot.model()
+        configs, friction = damiao_drives(dict(parameters or {}), robot)
+    elif robot is not None:
         from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
         model, configs = robot.model(), amber_drive_configs(robot)
@@ -464,12 +514,13 @@ def replay(
         from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
 
         model = apply_to_model(model if model is not None else load_scene(), parameters)
-        configs = drive_configs(parameters, robot)
+        if not damiao:
+            configs = drive_configs(parameters, robot)
         command_delay = {arm: d[0] for arm, d in delays(parameters).items()}
     twin = Twin(TwinConfig(seed=side.seed), model=model)
     dt = twin.scheduler.dt
     _check_against_model(side, twin, side_path)
-    feed = [f for f in rec.frames if f.arbitration_id not in FEEDBACK_IDS]
+    feed = [f for f in rec.frames if f.arbitration_id not in reply_ids]
     line = timeline(rec, feed, dt, seconds, config)
     notes.extend(line.notes)
     if any(command_delay.values()):  # each host frame reaches its drives that much later
@@ -495,20 +546,35 @@ def replay(
     run = f"replay{id(rec)}"
     channels = {n: f"CAN{n}@{run}" for n in wiring}
     twin.scheduler.step_count = line.start_step
-    bank = MotorBank(
-        twin.model,
-        twin.data,
-        {channels[n]: arm for n, arm in wiring.items()},
-        FaultSchedule(list(side.drive_faults)),
-        configs=configs,
-        now=twin.time,
-    )
+    if damiao:
+        from rob_twin.twin.drives.damiao_bank import DamiaoBank
+
+        bank = DamiaoBank(
+            twin.model,
+            twin.data,
+            {channels[n]: arm for n, arm in wiring.items()},
+            FaultSchedule(list(side.drive_faults)),
+            configs,
+            now=twin.time,
+            friction=friction,
+        )
+    else:
+        bank = MotorBank(
+            twin.model,
+            twin.data,
+            {channels[n]: arm for n, arm in wiring.items()},
+            FaultSchedule(list(side.drive_faults)),
+            configs=configs,
+            now=twin.time,
+        )
+    if damiao:
+        _enable_as_recorded(bank, rec, {channels[n]: n for n in wiring}, twin.time)
     host = {n: open_virtual(ch) for n, ch in channels.items()}
     expected_fb = {
         n: [
             (f.arbitration_id, f.data)
             for f in rec.frames
-            if f.arbitration_id in FEEDBACK_IDS and f.bus == n
+            if f.arbitration_id in reply_ids and f.bus == n
         ]
         for n in channels
     }

@@ -18,11 +18,20 @@ transport are real (their delays are the real ones, not modelled).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import mujoco
 from rob_twin.models.names import Arm
 from rob_twin.twin.calibration.calibration_file import Calibration
-from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
+from rob_twin.twin.calibration.parameters import (
+    apply_to_model,
+    check_family,
+    damiao_parameters,
+    delays,
+    drive_configs,
+)
 from rob_twin.twin.drives.amber_drive import DriveConfig
+from rob_twin.twin.drives.damiao_drive import DamiaoDriveConfig
 
 
 def calibrated_model(
@@ -51,11 +60,42 @@ def calibrated_delays(calibration: Calibration | None) -> dict[Arm, tuple[float,
     return delays(calibration.values)
 
 
+def damiao_drives(
+    values: dict[str, float], robot
+) -> tuple[dict[Arm, tuple[DamiaoDriveConfig, ...]], dict[Arm, tuple | None]]:
+    """``robot``'s Damiao drives (a ``rob_twin.models.robot.Robot`` with Damiao drives) with
+    the drive parameters in ``values`` (a calibration's; empty: the robot file's): each arm's drive
+    configurations (gain factors, encoder zeros) and its joints' identified friction (None:
+    the robot has none and the calibration sets none)."""
+    from rob_twin.models.damiao_motors import MOTORS
+    from rob_twin.twin.drives.damiao_bank import default_damiao_configs
+
+    params = damiao_parameters(values, robot)
+    motors = tuple(MOTORS[m] for m in robot.motors)
+    configs, friction = {}, {}
+    for arm, p in params.items():
+        configs[arm] = tuple(
+            replace(c, kp_scale=kp, kd_scale=kd, zero_offset_rad=z)
+            for c, kp, kd, z in zip(
+                default_damiao_configs(motors=motors),
+                p.kp_scale,
+                p.kd_scale,
+                p.zero_offset_rad,
+                strict=True,
+            )
+        )
+        friction[arm] = p.friction
+    return configs, friction
+
+
 def check_robot(robot, calibration: Calibration | None) -> None:
-    """MissingCapabilityError (exit 2) when ``calibration`` is given for a robot without Amber
-    drives (a calibration holds Amber drive parameters; Damiao drives take none yet).
+    """MissingCapabilityError (exit 2) when ``calibration`` is given for a robot whose drives
+    have no calibration model (family ``ideal``); UnknownNameError when it names a parameter
+    of another drive family (an Amber calibration on a Damiao robot or the reverse).
     ``robot``: a ``rob_twin.models.robot.Robot`` or anything ``robot_of`` takes."""
     if calibration is not None:
-        from rob_twin.models.robot import AMBER_DRIVES, robot_of
+        from rob_twin.models.robot import CAN_DRIVES, robot_of
 
-        robot_of(robot).require(AMBER_DRIVES, "a calibration (fitted Amber drive parameters)")
+        robot = robot_of(robot)
+        robot.require(CAN_DRIVES, "a calibration (fitted drive parameters)")
+        check_family(calibration.values, robot)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from rob_twin.models.errors import RobTwinError
-from rob_twin.models.robot import AMBER_DRIVES, Robot, robot_of
+from rob_twin.models.robot import CAN_DRIVES, Robot, robot_of
 from rob_twin.twin.calibration.calibration_file import (
     Calibration,
     calibration_document,
@@ -104,8 +104,8 @@ def calibrate(
     default robot) and write the calibration file ``out`` with its report and plot; returns
     the report."""
     robot = robot_of(robot)
-    robot.require(AMBER_DRIVES, "a calibration (fitted Amber drive parameters)")
-    names = select(patterns)
+    robot.require(CAN_DRIVES, "a calibration (fitted drive parameters)")
+    names = select(patterns, robot)
     recs = [read_input(r, robot) for r in recordings]  # every input checked before any fit
     vals = [read_input(r, robot) for r in validate]
     result = fit(

@@ -72,7 +72,11 @@ ZERO_NOMINAL_CAP = {  # upper bound where the nominal is 0 [the kind's unit]
     "damping": 50.0,
     "frictionloss": 20.0,
     "integral_gain": 1000.0,
+    "friction_fv": 50.0,
+    "friction_fc": 20.0,
 }
+MAX_FRICTION_OFFSET_NM = 5.0  # friction_fo: nominal +- this
+MAX_FRICTION_K_S_PER_RAD = 1000.0  # friction_k: [0, this]
 MAX_DELAY_S = 1.0  # lag_s, command_delay_s, feedback_delay_s
 MAX_PAYLOAD_KG = 20.0
 MAX_ZERO_OFFSET_RAD = 0.5
@@ -176,9 +180,12 @@ def _fail(path: Path, field_name: str, value: object, valid: str) -> Calibration
     return CalibrationError(f"{path.name}: {field_name}", value, valid)
 
 
-def _reference_nominals(model: mujoco.MjModel | None) -> dict[str, float]:
-    """The nominal of every parameter name: ``model``'s when it has both arms' joints and
-    actuators, else ROB's canonical model's (the drives' defaults either way)."""
+def _reference_nominals(model: mujoco.MjModel | None, robot=None) -> dict[str, float]:
+    """The nominal of every parameter name: of ``robot`` (a ``rob_twin.models.robot.Robot``)
+    when given, on ``model`` or its own; else ``model``'s when it has both arms' joints and
+    actuators, else ROB's canonical model's (the Amber drives' defaults either way)."""
+    if robot is not None:
+        return nominal_parameters(model if model is not None else robot.model(), robot)
     from rob_twin.models.loading import load_scene
     from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_actuator, arm_joint
 
@@ -203,15 +210,27 @@ def physical_bounds(name: str, nominal: float) -> tuple[float, float]:
         return 0.0, MAX_PAYLOAD_KG
     if kind == "zero_offset_rad":
         return nominal - MAX_ZERO_OFFSET_RAD, nominal + MAX_ZERO_OFFSET_RAD
-    if kind in ("kp", "amps_per_nm"):
+    if kind in ("kp", "amps_per_nm", "kp_scale", "kd_scale"):
         return nominal / FACTOR, nominal * FACTOR
+    if kind == "friction_fo":
+        return nominal - MAX_FRICTION_OFFSET_NM, nominal + MAX_FRICTION_OFFSET_NM
+    if kind == "friction_k":
+        return 0.0, MAX_FRICTION_K_S_PER_RAD
     return 0.0, (nominal * FACTOR if nominal > 0 else ZERO_NOMINAL_CAP[kind])
 
 
-def _check_bounds(path: Path, params: dict, values: dict[str, float], model) -> None:
+def _check_bounds(path: Path, params: dict, values: dict[str, float], model, robot=None) -> None:
     """Each value inside its physical range and the file's own bounds (lower <= upper)."""
-    nominals = _reference_nominals(model)
+    nominals = _reference_nominals(model, robot)
     for name, value in values.items():
+        if name not in nominals:
+            raise _fail(
+                path,
+                f"parameters.{name}",
+                name,
+                "a parameter of this robot's drives: "
+                + ", ".join(sorted({parse_name(n).kind for n in nominals})),
+            )
         unit = UNITS[parse_name(name).kind]
         lo, hi = physical_bounds(name, nominals[name])
         if not lo <= value <= hi:
@@ -243,9 +262,12 @@ def _check_bounds(path: Path, params: dict, values: dict[str, float], model) -> 
             )
 
 
-def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> Calibration:
+def load_calibration(
+    path: Path | str, model: mujoco.MjModel | None = None, robot=None
+) -> Calibration:
     """Read and check the calibration file at ``path``; with ``model``, refuse a file fitted
-    on another model (its ``model_hash``)."""
+    on another model (its ``model_hash``); with ``robot`` (a ``rob_twin.models.robot.Robot``),
+    check its parameters against that robot's drives (their kinds and nominals)."""
     path = Path(path)
     try:
         with path.open("rb") as f:
@@ -268,12 +290,12 @@ def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> C
         if not isinstance(doc.get(key), str) or not doc[key]:
             raise _fail(path, key, doc.get(key), "a non-empty string")
     if "robot" in doc:
-        robot = doc["robot"]
-        if not isinstance(robot, dict):
-            raise _fail(path, "robot", robot, "an object {" + ", ".join(ROBOT_FIELDS) + "}")
+        fitted = doc["robot"]
+        if not isinstance(fitted, dict):
+            raise _fail(path, "robot", fitted, "an object {" + ", ".join(ROBOT_FIELDS) + "}")
         for key in ROBOT_FIELDS:
-            if not isinstance(robot.get(key), str) or not robot[key]:
-                raise _fail(path, f"robot.{key}", robot.get(key), "a non-empty string")
+            if not isinstance(fitted.get(key), str) or not fitted[key]:
+                raise _fail(path, f"robot.{key}", fitted.get(key), "a non-empty string")
     if "hardware_io" in doc and doc["hardware_io"] is not False:
         raise _fail(
             path,
@@ -309,5 +331,5 @@ def load_calibration(path: Path | str, model: mujoco.MjModel | None = None) -> C
             doc["model_hash"],
             f"{model_hash(model)} (this calibration was fitted on {fitted_on})",
         )
-    _check_bounds(path, params, values, model)
+    _check_bounds(path, params, values, model, robot)
     return Calibration(doc["name"], values, doc["model_hash"], file_sha256(path), doc)

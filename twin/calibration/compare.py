@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 from rob_twin.models.errors import InvalidValueError
-from rob_twin.models.names import FEEDBACK_IDS, Arm
-from rob_twin.models.robot import AMBER_DRIVES, Robot, robot_of
+from rob_twin.models.names import Arm
+from rob_twin.models.robot import CAN_DRIVES, Robot, robot_of
 from rob_twin.twin.bus.replay import Recording, check_robot_ids, read_recording
 from rob_twin.twin.calibration.calibration_file import Calibration, calibration_label
 from rob_twin.twin.calibration.predict import JointTrack, NoFeedbackError, Prediction, predict
@@ -190,13 +190,20 @@ class Comparison:
         }
 
 
-def check_comparable(rec: Recording) -> None:
-    """RecordingError when ``rec`` carries ids that are not ROB's, NoFeedbackError when it
-    has no drive feedback: checked before anything is replayed."""
-    check_robot_ids(rec)
-    if not any(f.arbitration_id in FEEDBACK_IDS for f in rec.frames):
+def check_comparable(rec: Recording, robot: Robot | None = None) -> None:
+    """RecordingError when an Amber robot's ``rec`` carries ids that are not ROB's,
+    NoFeedbackError when it has no drive feedback (``robot``'s reply ids; None: the default
+    robot): checked before anything is replayed."""
+    from rob_twin.twin.bus.replay import reply_ids_of
+
+    robot = robot_of(robot)
+    if robot.family != "damiao":
+        check_robot_ids(rec)
+    replies = reply_ids_of(robot)
+    if not any(f.arbitration_id in replies for f in rec.frames):
+        ids = ", ".join(f"0x{i:02X}" for i in sorted(replies))
         raise NoFeedbackError(
-            f"{rec.path}: no drive feedback frames (ids 0x91..0x97) to compare the twin with"
+            f"{rec.path}: no drive feedback frames (ids {ids}) to compare the twin with"
         )
 
 
@@ -213,11 +220,11 @@ def compare_recording(
     Amber drives (``calibration``: checked against the robot's model by the caller,
     ``rob_twin.cli.common.calibration_arg``)."""
     robot = robot_of(robot)
-    robot.require(AMBER_DRIVES, "a comparison with recorded Amber drive feedback")
+    robot.require(CAN_DRIVES, "a comparison with recorded drive feedback")
     config = config or default_config()
     t0 = time.perf_counter()
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
-    check_comparable(rec)
+    check_comparable(rec, robot)
     values = calibration.values if calibration is not None else None
     prediction = predict(rec, values, robot=robot)
     joints = {

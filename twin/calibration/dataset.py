@@ -34,6 +34,24 @@ eight hidden parameters, as ``.log`` and as the dataset converted from it, took 
 67 rollouts before and 59 and 59 after, to values within their intervals of each
 other. Read with pyarrow; a missing file or column, a non-finite value or a row
 of the wrong length is a ``DatasetError`` naming the file, the column and the row.
+
+Bounds, checked before anything is replayed (each a ``DatasetError``, exit 2, naming the
+field, the value and the valid range):
+
+- rows: all the episode's observation and action rows together at most
+  ``max_rows()`` (714,285: each row becomes seven frames, and a replay reads at most
+  ``ReplayConfig.max_frames``, 5,000,000), counted from the parquet footers before any
+  column is read (a 1.5 million row episode is refused in well under a second instead
+  of converting for minutes);
+- ``qpos`` and the actions' positions: within +-``MAX_POSITION_RAD`` (4.468 rad: the
+  feedback and command frames carry counts -32766..32768 of 1/128 deg, under either
+  installation sign);
+- ``qvel``: within +-``MAX_VELOCITY_RAD_S`` (100 rad/s, about five times the fastest
+  drive's no-load speed); ``qtorque``: finite (the current it implies is clamped to the
+  drive's +-127 units, as a drive would).
+
+The time an episode spans is bounded where every recording's is, by the replay
+(``ReplayConfig.max_span_s``, 600 s, after ``--seconds``).
 """
 
 from __future__ import annotations
@@ -43,17 +61,35 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from rob_twin.controllers.codec import CodecConfig, encode_feedback, encode_joint
+from rob_twin.controllers.codec import (
+    COUNTS_PER_DEGREE,
+    MAX_COUNT,
+    MIN_COUNT,
+    CodecConfig,
+    encode_feedback,
+    encode_joint,
+)
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.loading import apply_home
 from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_joints
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.recording import STATE_SPEC
 from rob_twin.twin.bus.replay import RecordedFrame, Recording, bus_no
+from rob_twin.twin.bus.replay import default_config as replay_limits
 from rob_twin.twin.drives.amber_drive import DRIVE_FRAME
 from rob_twin.twin.drives.amber_robot import amber_drive_configs, robot_channels
 
 MAX_ROWS = 2_000_000
+# a position both frames carry under either sign: counts -32766..32768 of 1/128 deg [rad]
+MAX_POSITION_RAD = math.radians(min(-MIN_COUNT, MAX_COUNT) / COUNTS_PER_DEGREE)  # 4.468 rad
+MAX_VELOCITY_RAD_S = 100.0  # |qvel|: about five times the fastest drive's no-load speed
+# the valid range of each column [its unit]; None: any finite number
+COLUMN_LIMITS = {
+    "qpos": (MAX_POSITION_RAD, "rad, the positions the bus frames carry"),
+    "value": (MAX_POSITION_RAD, "rad, the positions the bus frames carry"),
+    "qvel": (MAX_VELOCITY_RAD_S, "rad/s"),
+    "qtorque": None,
+}
 # the host's codec without its joint bounds: a dataset's action beyond a bound is sent as
 # recorded and the drive clamps it (its LIMIT status), as a real drive would
 HOST_CODEC = CodecConfig().unbounded()
@@ -106,6 +142,7 @@ def _table(path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
         if not all(math.isfinite(v) for v in values):
             raise DatasetError(f"{path.name}: {column}[{i}]", row, "finite numbers")
         out[i] = values
+    _check_range(path, column, out)
     if len(t) and not np.all(np.isfinite(t)):
         raise DatasetError(f"{path.name}: timestamp", "not finite", "finite times")
     if len(t) > 1 and np.any(np.diff(t) < 0):
@@ -113,11 +150,65 @@ def _table(path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
     return t, out
 
 
-def _action(folder: Path, arm: str) -> tuple[np.ndarray, np.ndarray]:
+def _check_range(path: Path, column: str, values: np.ndarray) -> None:
+    """DatasetError naming the first value of ``column`` outside its ``COLUMN_LIMITS``."""
+    limit = COLUMN_LIMITS.get(column)
+    if limit is None or not values.size:
+        return
+    bound, unit = limit
+    beyond = np.argwhere(np.abs(values) > bound)
+    if len(beyond):
+        i, j = (int(k) for k in beyond[0])
+        raise DatasetError(
+            f"{'/'.join(path.parts[-4:])}: {column}[{i}][{j}]",
+            float(values[i, j]),
+            f"within +-{bound:.4g} {unit}",
+        )
+
+
+def _action_path(folder: Path, arm: str) -> tuple[Path, str]:
+    """(file, column) of ``arm``'s actions: ``state.parquet``'s ``qpos`` when there is one,
+    else ``qpos.parquet``'s ``value``."""
     state = folder / "action" / "arms" / arm / "state.parquet"
     if state.is_file():
-        return _table(state, "qpos")
-    return _table(folder / "action" / "arms" / arm / "qpos.parquet", "value")
+        return state, "qpos"
+    return folder / "action" / "arms" / arm / "qpos.parquet", "value"
+
+
+def _action(folder: Path, arm: str) -> tuple[np.ndarray, np.ndarray]:
+    return _table(*_action_path(folder, arm))
+
+
+def max_rows() -> int:
+    """Observation and action rows one episode may hold in all: the replay's frame limit
+    (``ReplayConfig.max_frames``) over the seven frames each row becomes."""
+    return replay_limits().max_frames // JOINTS_PER_ARM
+
+
+def _footer_rows(path: Path) -> int:
+    """Rows of the parquet file ``path`` from its footer (no column read); 0 when it is
+    missing or unreadable (``_table`` then names the file)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.read_metadata(path).num_rows)
+    except Exception:  # noqa: BLE001 - pyarrow's many error types; _table names the file
+        return 0
+
+
+def _check_rows(folder: Path, arms: list[str]) -> None:
+    """DatasetError when the episode's rows together exceed ``max_rows()`` (footers only)."""
+    files = [folder / "obs" / "arms" / arm / "state.parquet" for arm in arms]
+    files += [_action_path(folder, arm)[0] for arm in arms]
+    rows = sum(_footer_rows(p) for p in files)
+    if rows > max_rows():
+        raise DatasetError(
+            f"{folder}: rows",
+            f"{rows} ({rows * JOINTS_PER_ARM} frames)",
+            f"at most {max_rows()} observation and action rows in all "
+            f"(ReplayConfig.max_frames: {replay_limits().max_frames} frames, "
+            f"{JOINTS_PER_ARM} per row)",
+        )
 
 
 def read_joint_dataset(folder: Path | str, robot: Robot | None = None) -> Recording:
@@ -129,6 +220,7 @@ def read_joint_dataset(folder: Path | str, robot: Robot | None = None) -> Record
     known = [a for a in arms if a in (Arm.RIGHT.value, Arm.LEFT.value)]
     if not known:
         raise DatasetError(f"{folder}: obs/arms", arms, "'right' and/or 'left'")
+    _check_rows(folder, known)
     drives = amber_drive_configs(robot)
     channels = robot_channels(robot)
     frames: list[RecordedFrame] = []
@@ -215,10 +307,16 @@ def _sidecar(
 
 def read_input(path: Path | str, robot: Robot | None = None) -> Recording:
     """A bus recording (``.log``/``.asc``/``.blf``/``.mf4``) or a joint-state dataset episode
-    folder of ``robot`` (None: the default robot), as a recording: what ``calibrate`` and
-    ``compare`` take."""
+    folder of ``robot`` (None: the default robot; a Damiao robot's dataset folder is a
+    LeRobot v3 dataset, ``lerobot_v3.read_lerobot_v3``, its first episode), as a recording:
+    what ``calibrate`` and ``compare`` take."""
     from rob_twin.twin.bus.replay import read_recording
 
+    if robot_of(robot).family == "damiao" and Path(path).is_dir():
+        # a Damiao robot's dataset: an episode in LeRobot's own v3 layout
+        from rob_twin.twin.calibration.lerobot_v3 import read_lerobot_v3
+
+        return read_lerobot_v3(path, robot=robot_of(robot))
     return read_joint_dataset(path, robot) if is_joint_dataset(path) else read_recording(path)
 
 

@@ -104,12 +104,13 @@ from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.replay import Recording, read_recording
 from rob_twin.twin.calibration.parameters import (
     Bounds,
+    check_family,
     check_values,
     default_bounds,
     nominal_parameters,
     parse_name,
 )
-from rob_twin.twin.calibration.predict import POSITION_QUANTUM_RAD, Prediction, predict
+from rob_twin.twin.calibration.predict import POSITION_QUANTUM_RAD, Prediction, predict, quanta
 
 
 class FitError(RobTwinError):
@@ -211,6 +212,11 @@ POSITIVE_KINDS = (
     "amps_per_nm",
     "payload_kg",
     "feedback_delay_s",
+    "friction_fv",
+    "friction_fc",
+    "friction_k",
+    "kp_scale",
+    "kd_scale",
 )
 # kinds that cannot be negative: a lower bound of 0 is their physical limit, where a value
 # or an interval end may honestly sit (no payload, no delay, no friction)
@@ -236,9 +242,10 @@ def residual_segments(predictions: list[Prediction], current_weight: float) -> l
     ``predictions``, in order."""
     out: list[Segment] = []
     i = 0
-    cur_floor = current_weight * CURRENT_QUANTUM / math.sqrt(12.0)
     for p in predictions:
-        parts = [("position", len(tr.t), POSITION_FLOOR_RAD) for tr in p.tracks.values()]
+        pos_floor = p.position_quantum_rad / math.sqrt(12.0)
+        cur_floor = current_weight * p.current_quantum / math.sqrt(12.0)
+        parts = [("position", len(tr.t), pos_floor) for tr in p.tracks.values()]
         if current_weight > 0:
             parts += [("current", len(tr.t), cur_floor) for tr in p.tracks.values()]
         for kind, n, floor in parts:
@@ -483,7 +490,7 @@ class _Converged(Exception):
     """The fit has converged (``_least_squares``): stop the solver where it stands."""
 
 
-def _least_squares(values, free, bounds, fit_recs, run, config, say):
+def _least_squares(values, free, bounds, fit_recs, run, config, say, floor=POSITION_FLOOR_RAD):
     """MuJoCo's bounded least squares (``mujoco.sysid.optimize``) over ``free`` in scaled
     units, from ``values``: (values with the fitted ones, the scaled point x, the
     finite-difference Jacobian and the residual at x, the scales).
@@ -554,7 +561,6 @@ def _least_squares(values, free, bounds, fit_recs, run, config, say):
 
     params.move_off_bounds()  # a start on a bound (no payload, no friction) can stall
     solver_log = io.StringIO()  # the solver prints its iterations: pass them to progress
-    floor = POSITION_FLOOR_RAD
     try:
         with contextlib.redirect_stdout(solver_log):
             sysid.optimize(
@@ -599,6 +605,7 @@ def fit(
         raise FitError("nothing to fit: select at least one parameter (--fit)")
     for name in names:
         parse_name(name)
+    check_family(dict.fromkeys(names, 0.0), robot)  # another drive family's kinds
     t0 = time.perf_counter()
     fit_recs = [r if isinstance(r, Recording) else read_recording(r) for r in recordings]
     val_recs = [r if isinstance(r, Recording) else read_recording(r) for r in validate]
@@ -617,6 +624,7 @@ def fit(
         return [predict(r, values, seconds=config.seconds, robot=robot) for r in recs]
 
     before = run(base, fit_recs)
+    floor = quanta(robot)[0] / math.sqrt(12.0)  # the feedback's position floor [rad]
     cost_before = _cost(before, config.current_weight)
     segments = residual_segments(before, config.current_weight)
     n_recs = len(fit_recs)
@@ -714,7 +722,7 @@ def fit(
     delay_names = [n for n in names if n in intervals and intervals[n] is not None]
     if free:
         values, x, jac, r_star, scale = _least_squares(
-            values, free, bounds, fit_recs, run, config, say
+            values, free, bounds, fit_recs, run, config, say, floor
         )
         # the delay was searched with the other parameters at their start: search it again
         # around its value with the fitted ones, and solve again when it moves (two rounds)
@@ -740,7 +748,7 @@ def fit(
             if not moved:
                 break
             values, x, jac, r_star, scale = _least_squares(
-                values, free, bounds, fit_recs, run, config, say
+                values, free, bounds, fit_recs, run, config, say, floor
             )
         jac = np.atleast_2d(np.asarray(jac, float))
         norms = np.linalg.norm(jac, axis=0) if jac.size else np.zeros(len(free))

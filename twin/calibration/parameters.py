@@ -35,7 +35,6 @@ import mujoco
 import numpy as np
 from rob_twin.models.errors import InvalidValueError, UnknownNameError
 from rob_twin.models.names import (
-    JOINTS_PER_ARM,
     Arm,
     arm_actuator,
     arm_joint,
@@ -48,9 +47,22 @@ from rob_twin.twin.drives.amber_robot import amber_drive_configs
 
 JOINT_MODEL_KINDS = ("armature", "damping", "frictionloss", "kp")
 JOINT_DRIVE_KINDS = ("lag_s", "integral_gain", "amps_per_nm", "zero_offset_rad")
-JOINT_KINDS = JOINT_MODEL_KINDS + JOINT_DRIVE_KINDS
+# a Damiao drive's joint: the identified friction's four terms (joint_friction), the drive's
+# MIT gains as a factor on what the host commands, the encoder's zero
+FRICTION_KINDS = ("friction_fo", "friction_fv", "friction_fc", "friction_k")
+DAMIAO_DRIVE_KINDS = FRICTION_KINDS + ("kp_scale", "kd_scale", "zero_offset_rad")
+AMBER_JOINT_KINDS = JOINT_MODEL_KINDS + JOINT_DRIVE_KINDS
+DAMIAO_JOINT_KINDS = ("armature",) + DAMIAO_DRIVE_KINDS
+FAMILY_JOINT_KINDS = {"amber": AMBER_JOINT_KINDS, "damiao": DAMIAO_JOINT_KINDS}
+JOINT_KINDS = AMBER_JOINT_KINDS + tuple(k for k in DAMIAO_JOINT_KINDS if k not in AMBER_JOINT_KINDS)
 ARM_KINDS = ("command_delay_s", "feedback_delay_s", "payload_kg")
 UNITS = {
+    "friction_fo": "N m",
+    "friction_fv": "N m s/rad",
+    "friction_fc": "N m",
+    "friction_k": "s/rad",
+    "kp_scale": "x commanded kp",
+    "kd_scale": "x commanded kd",
     "armature": "kg m^2",
     "damping": "N m s/rad",
     "frictionloss": "N m",
@@ -101,37 +113,66 @@ def parse_name(name: str) -> ParameterName:
     return ParameterName(Arm(arm), int(joint) if joint else None, kind)
 
 
-def all_names(kinds: tuple[str, ...] | None = None) -> list[str]:
-    """Every parameter name of both arms (of ``kinds`` only, when given)."""
+def check_family(values: dict[str, float], robot: Robot | None = None) -> None:
+    """UnknownNameError naming the first name in ``values`` that is not a parameter of
+    ``robot`` (None: the default robot): a kind of another drive family, or a joint the arm
+    does not have."""
+    names = set(all_names(robot=robot))
+    for name in values:
+        if name not in names:
+            parse_name(name)  # an unknown kind is named as such
+            raise UnknownNameError(
+                f"parameter of robot {robot_of(robot).name!r}",
+                name,
+                sorted({parse_name(n).kind for n in names}),
+            )
+
+
+def family_kinds(robot: Robot | None = None) -> tuple[str, ...]:
+    """The joint parameter kinds of ``robot``'s drive family (None: the default robot);
+    MissingCapabilityError for a family without a calibration model (``ideal``)."""
+    robot = robot_of(robot)
+    if robot.family not in FAMILY_JOINT_KINDS:
+        from rob_twin.models.robot import CAN_DRIVES
+
+        robot.require(CAN_DRIVES, "a calibration (fitted drive parameters)")
+    return FAMILY_JOINT_KINDS[robot.family]
+
+
+def all_names(kinds: tuple[str, ...] | None = None, robot: Robot | None = None) -> list[str]:
+    """Every parameter name of both arms of ``robot`` (None: the default robot): its drive
+    family's kinds, one set per arm joint (of ``kinds`` only, when given)."""
+    robot = robot_of(robot)
+    joint_kinds = family_kinds(robot)
     out = []
     for arm in Arm:
         for kind in ARM_KINDS:
             if kinds is None or kind in kinds:
                 out.append(f"{arm.value}/{kind}")
-        for j in range(1, JOINTS_PER_ARM + 1):
-            for kind in JOINT_KINDS:
+        for j in range(1, robot.joint_count(arm) + 1):
+            for kind in joint_kinds:
                 if kinds is None or kind in kinds:
                     out.append(f"{arm.value}/j{j}/{kind}")
     return out
 
 
-def select(patterns: list[str] | tuple[str, ...]) -> list[str]:
-    """Names matching any of ``patterns``: a kind (``damping``), a full name, or a glob over
-    names (``right/j*/armature``, ``*/command_delay_s``). UnknownNameError when a pattern
-    matches nothing."""
+def select(patterns: list[str] | tuple[str, ...], robot: Robot | None = None) -> list[str]:
+    """Names of ``robot``'s parameters (None: the default robot) matching any of
+    ``patterns``: a kind (``damping``), a full name, or a glob over names
+    (``right/j*/armature``, ``*/command_delay_s``). UnknownNameError when a pattern matches
+    nothing (a kind of another drive family matches nothing)."""
     import fnmatch
 
-    names = all_names()
+    names = all_names(robot=robot)
+    kinds = family_kinds(robot) + ARM_KINDS
     out: list[str] = []
     for pattern in patterns:
-        if pattern in JOINT_KINDS or pattern in ARM_KINDS:
-            hits = all_names((pattern,))
+        if pattern in kinds:
+            hits = all_names((pattern,), robot)
         else:
             hits = fnmatch.filter(names, pattern)
         if not hits:
-            raise UnknownNameError(
-                "parameter pattern", pattern, list(JOINT_KINDS + ARM_KINDS) + ["ARM/jN/KIND"]
-            )
+            raise UnknownNameError("parameter pattern", pattern, list(kinds) + ["ARM/jN/KIND"])
         out.extend(h for h in hits if h not in out)
     return out
 
@@ -167,26 +208,47 @@ def _payload_body(model: mujoco.MjModel, arm: Arm) -> int:
 
 
 def nominal_parameters(model: mujoco.MjModel, robot: Robot | None = None) -> dict[str, float]:
-    """The values the twin assumes today for every parameter name: ``model``'s (the
-    robot's canonical model, or a copy with values applied) and ``robot``'s Amber drives
-    (a ``rob_twin.models.robot.Robot``; None: the default robot)."""
-    drives = amber_drive_configs(robot_of(robot))
+    """The values the twin assumes today for every parameter name of ``robot`` (a
+    ``rob_twin.models.robot.Robot``; None: the default robot): ``model``'s (the robot's
+    canonical model, or a copy with values applied) and its drives' (Amber: the drive
+    configurations; Damiao: the robot file's identified friction, else none, and gains as
+    commanded)."""
+    robot = robot_of(robot)
+    kinds = family_kinds(robot)
+    drives = amber_drive_configs(robot) if robot.family == "amber" else None
+    friction = robot.joint_friction
     out: dict[str, float] = {}
     for arm in Arm:
         out[f"{arm.value}/command_delay_s"] = 0.0
         out[f"{arm.value}/feedback_delay_s"] = 0.0
         out[f"{arm.value}/payload_kg"] = 0.0
-        for j in range(1, JOINTS_PER_ARM + 1):
-            jid, aid = _joint_id(model, arm, j), _actuator_id(model, arm, j)
+        for j in range(1, robot.joint_count(arm) + 1):
+            jid = _joint_id(model, arm, j)
             dof = int(model.jnt_dofadr[jid])
             prefix = f"{arm.value}/j{j}/"
             out[prefix + "armature"] = float(model.dof_armature[dof])
-            out[prefix + "damping"] = float(model.dof_damping[dof])
-            out[prefix + "frictionloss"] = float(model.dof_frictionloss[dof])
-            out[prefix + "kp"] = float(model.actuator_gainprm[aid, 0])
-            cfg = drives[arm][j - 1]
-            for kind in JOINT_DRIVE_KINDS:
-                out[prefix + kind] = float(getattr(cfg, kind))
+            if drives is not None:
+                aid = _actuator_id(model, arm, j)
+                out[prefix + "damping"] = float(model.dof_damping[dof])
+                out[prefix + "frictionloss"] = float(model.dof_frictionloss[dof])
+                out[prefix + "kp"] = float(model.actuator_gainprm[aid, 0])
+                cfg = drives[arm][j - 1]
+                for kind in JOINT_DRIVE_KINDS:
+                    out[prefix + kind] = float(getattr(cfg, kind))
+                continue
+            f = friction[j - 1] if friction is not None else None
+            values = {
+                "friction_fo": f.fo_nm if f else 0.0,
+                "friction_fv": f.fv_nm_s_per_rad if f else 0.0,
+                "friction_fc": f.fc_nm if f else 0.0,
+                "friction_k": f.k_s_per_rad if f else 0.0,
+                "kp_scale": 1.0,
+                "kd_scale": 1.0,
+                "zero_offset_rad": 0.0,
+            }
+            for kind in kinds:
+                if kind in values:
+                    out[prefix + kind] = float(values[kind])
     return out
 
 
@@ -200,10 +262,22 @@ def default_bounds(name: str, nominal: float) -> Bounds:
         return Bounds(0.0, 5.0)
     if kind == "zero_offset_rad":
         return Bounds(nominal - 0.1, nominal + 0.1)
+    if kind == "friction_fo":
+        return Bounds(nominal - 0.5, nominal + 0.5)
+    if kind in ("kp_scale", "kd_scale"):
+        return Bounds(0.2 * nominal, 5.0 * nominal)
+    if kind == "friction_k":
+        return Bounds(1.0, 1000.0)
     scale = (
         nominal
         if nominal > 0
-        else {"armature": 0.1, "damping": 5.0, "frictionloss": 2.0}.get(kind, 1.0)
+        else {
+            "armature": 0.1,
+            "damping": 5.0,
+            "frictionloss": 2.0,
+            "friction_fv": 1.0,
+            "friction_fc": 1.0,
+        }.get(kind, 1.0)
     )
     return Bounds(0.0 if nominal <= 0 else 0.1 * scale, 10.0 * scale)
 
@@ -219,9 +293,9 @@ def check_values(values: dict[str, float]) -> dict[str, float]:
         value = float(value)
         if not math.isfinite(value):
             raise ParameterError(name, value, "a finite number")
-        if kind != "zero_offset_rad" and value < 0:
+        if kind not in ("zero_offset_rad", "friction_fo") and value < 0:
             raise ParameterError(name, value, f">= 0 {UNITS[kind]}")
-        if kind in ("kp", "amps_per_nm") and value <= 0:
+        if kind in ("kp", "amps_per_nm", "kp_scale", "kd_scale") and value <= 0:
             raise ParameterError(name, value, f"> 0 {UNITS[kind]}")
         out[name] = value
     return out
@@ -290,3 +364,51 @@ def delays(values: dict[str, float]) -> dict[Arm, tuple[float, float]]:
 
 def as_vector(values: dict[str, float], names: list[str]) -> np.ndarray:
     return np.array([values[n] for n in names], float)
+
+
+@dataclass(frozen=True)
+class DamiaoArmParameters:
+    """One arm's Damiao drive-side values, per joint: the identified friction (None: the
+    robot has none and ``values`` set none, so the MJCF's damping and friction loss act),
+    the factors on the host's MIT gains, and the encoders' zeros [rad]."""
+
+    friction: tuple | None
+    kp_scale: tuple[float, ...]
+    kd_scale: tuple[float, ...]
+    zero_offset_rad: tuple[float, ...]
+
+
+def damiao_parameters(
+    values: dict[str, float], robot: Robot | None = None
+) -> dict[Arm, DamiaoArmParameters]:
+    """Each arm's Damiao drive-side values: ``robot``'s (its robot file's identified friction,
+    gains as commanded, zeros at 0) with those of ``values`` over them. A friction term set in
+    ``values`` on a robot without identified friction starts the others from 0."""
+    from rob_twin.twin.drives.joint_friction import JointFriction
+
+    robot = robot_of(robot)
+    values = check_values(values)
+    nominal = nominal_parameters(robot.model(), robot)
+    merged = {**nominal, **values}
+    out = {}
+    for arm in Arm:
+        n = robot.joint_count(arm)
+
+        def per_joint(kind: str, arm=arm, n=n) -> tuple[float, ...]:
+            return tuple(merged[f"{arm.value}/j{j}/{kind}"] for j in range(1, n + 1))
+
+        has_friction = robot.joint_friction is not None or any(
+            f"{arm.value}/j{j}/{k}" in values for j in range(1, n + 1) for k in FRICTION_KINDS
+        )
+        friction = (
+            tuple(
+                JointFriction(*row)
+                for row in zip(*(per_joint(k) for k in FRICTION_KINDS), strict=True)
+            )
+            if has_friction
+            else None
+        )
+        out[arm] = DamiaoArmParameters(
+            friction, per_joint("kp_scale"), per_joint("kd_scale"), per_joint("zero_offset_rad")
+        )
+    return out

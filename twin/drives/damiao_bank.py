@@ -42,6 +42,7 @@ from rob_twin.models.names import JOINTS_PER_ARM, Arm, UnknownNameError
 from rob_twin.twin.bus.wire import open_virtual
 from rob_twin.twin.drives.amber_bank import BankBuses, BusDrives
 from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
+from rob_twin.twin.drives.joint_friction import FrictionOnJoints, JointFriction
 from rob_twin.twin.drives.joint_jam import JointJams
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
 
@@ -113,7 +114,9 @@ class DamiaoBank(BankBuses):
     """All Damiao drives of the twin; model/data belong to the stepping thread.
 
     wiring: {channel: arm on that bus}; configs: the drives of an arm, one per joint of each
-    wired arm in the model (default: OpenArm's seven)."""
+    wired arm in the model (default: OpenArm's seven), or {Arm: configs}; friction: {Arm:
+    each joint's identified friction} (``joint_friction``; None or an arm left out: the
+    MJCF's damping and friction loss act alone)."""
 
     def __init__(
         self,
@@ -121,27 +124,33 @@ class DamiaoBank(BankBuses):
         data: mujoco.MjData,
         wiring: dict[str, Arm],
         faults: FaultSchedule | None = None,
-        configs: tuple[DamiaoDriveConfig, ...] | None = None,
+        configs: tuple[DamiaoDriveConfig, ...] | dict | None = None,
         log_dir: Path | str | None = None,
         log_suffix: str = ".log",
         now: float = 0.0,
+        friction: dict[Arm, tuple[JointFriction, ...]] | None = None,
     ):
         self.model, self.data = model, data
         self.faults = faults if faults is not None else FaultSchedule()
         configs = configs or default_damiao_configs()
-        n = len(configs)
-        for arm in set(wiring.values()):
+        per_arm = {
+            Arm.parse(a): configs[Arm.parse(a)] if isinstance(configs, dict) else configs
+            for a in set(wiring.values())
+        }
+        for arm, arm_configs in per_arm.items():
             joints = len(model_arm_joints(model, arm))
-            if n != joints:
+            if len(arm_configs) != joints:
                 raise UnknownNameError(
-                    f"drive config count of the {Arm.parse(arm).value} arm", n, [str(joints)]
+                    f"drive config count of the {arm.value} arm", len(arm_configs), [str(joints)]
                 )
         self._jams = JointJams(model, data)
         self._faults_were_set = False  # the schedule held faults at the last service
         self.buses: dict[str, DamiaoArmDrives] = {}
         for channel, arm in wiring.items():
             fields = self._bus_fields(model, channel, arm, log_dir, log_suffix)
-            drives = [DamiaoDrive(j, configs[j - 1]) for j in range(1, n + 1)]
+            arm_configs = per_arm[Arm.parse(arm)]
+            n = len(arm_configs)
+            drives = [DamiaoDrive(j, arm_configs[j - 1]) for j in range(1, n + 1)]
             for d in drives:
                 d.last_command_s = now
             self.buses[channel] = DamiaoArmDrives(
@@ -153,6 +162,12 @@ class DamiaoBank(BankBuses):
             )
         self._writers: dict[str, can.BusABC] = {}
         self._writer_next: dict[str, float] = {}
+        # each wired arm's identified joint friction, in place of the MJCF's (joint_friction)
+        self.friction = [
+            FrictionOnJoints(model, ad.dof, friction[ad.arm])
+            for ad in self.buses.values()
+            if friction is not None and friction.get(ad.arm) is not None
+        ]
 
     @classmethod
     def _bus_fields(
@@ -226,6 +241,8 @@ class DamiaoBank(BankBuses):
             d.ctrl[ad.actuators] = [
                 drv.torque(qk, vk, now) for drv, qk, vk in zip(ad.drives, q, dq, strict=True)
             ]
+        for joints in self.friction:
+            joints.apply(d)
 
     def _handle(self, ad: DamiaoArmDrives, msg: can.Message, now: float) -> None:
         ad.counters.frames_in += 1

@@ -126,7 +126,9 @@ class DamiaoDriveConfig:
     voltage [V]; uv_v, ot_c: UV [V] and OT [degC] registers (the DM4340P dump: 15 V,
     100 degC); ambient_c: reported temperatures [degC]; zero_offset_rad: encoder zero
     in the joint frame [rad] (joint = encoder - zero); ctrl_mode: CTRL_MODE at power-up
-    (1 MIT, 2 POS_VEL, 3 VEL, 4 POS_FORCE)."""
+    (1 MIT, 2 POS_VEL, 3 VEL, 4 POS_FORCE); kp_scale, kd_scale: the gains the drive
+    applies as a factor on the MIT frame's kp and kd (1: as commanded; a calibration fits
+    them where a real drive's effective gains differ from the host's numbers)."""
 
     motor: MotorLimits
     esc_id: int
@@ -138,6 +140,8 @@ class DamiaoDriveConfig:
     ambient_c: int = 25
     zero_offset_rad: float = 0.0
     ctrl_mode: int = CTRL_MODE_MIT
+    kp_scale: float = 1.0
+    kd_scale: float = 1.0
 
 
 @dataclass
@@ -380,7 +384,12 @@ class DamiaoDrive:
         q = q_rad - self.zero_rad
         limit = self.config.motor.peak_torque_nm
         if isinstance(cmd, MitCommand):
-            tau = cmd.kp * (cmd.q_rad - q) + cmd.kd * (cmd.dq_rad_s - dq_rad_s) + cmd.tau_nm
+            c = self.config
+            tau = (
+                c.kp_scale * cmd.kp * (cmd.q_rad - q)
+                + c.kd_scale * cmd.kd * (cmd.dq_rad_s - dq_rad_s)
+                + cmd.tau_nm
+            )
         elif isinstance(cmd, VelCommand):
             tau = self._speed_loop(cmd.dq_rad_s, dq_rad_s, dt, limit)
         else:  # PosVelCommand or PosForceCommand

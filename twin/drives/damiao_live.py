@@ -67,6 +67,7 @@ from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import Arm, UnknownNameError
 from rob_twin.twin.drives.damiao_bank import apply_drive_faults
 from rob_twin.twin.drives.damiao_drive import DamiaoDrive, DamiaoDriveConfig
+from rob_twin.twin.drives.joint_friction import FrictionOnJoints
 from rob_twin.twin.drives.joint_jam import JointJams
 from rob_twin.twin.sim.faults import FaultKind, FaultSchedule
 
@@ -166,7 +167,9 @@ class LiveDamiaoBank:
     (``service``); ``respond`` runs in any I/O thread; the two meet under one lock.
 
     robot: a ``Robot`` with Damiao drives; wiring: {channel: arm whose drives sit on it};
-    fd: the buses carry CAN FD (the robot file's ``drives.bus``)."""
+    fd: the buses carry CAN FD (the robot file's ``drives.bus``); values: a calibration's
+    parameter values (its drive side: friction, gain factors, zeros; the model side is the
+    caller's ``model``)."""
 
     def __init__(
         self,
@@ -177,6 +180,7 @@ class LiveDamiaoBank:
         faults: FaultSchedule | None = None,
         fd: bool = False,
         now: float = 0.0,
+        values: dict[str, float] | None = None,
     ):
         if robot.family != "damiao":
             raise LiveBankError(
@@ -192,8 +196,21 @@ class LiveDamiaoBank:
         self._faulted = False  # the schedule had faults at the previous step
         self._gripper_saved: dict[int, tuple] = {}
         self.buses: dict[str, LiveDamiaoBus] = {}
+        # a calibration's drive values (gain factors, encoder zeros, joint friction) over the
+        # robot file's (``rob_twin.twin.calibration.parameters.damiao_parameters``)
+        from rob_twin.twin.calibration.parameters import damiao_parameters
+
+        self.parameters = damiao_parameters(dict(values or {}), robot)
         for channel, arm in wiring.items():
             self.buses[channel] = self._build_bus(robot, channel, Arm.parse(arm), now)
+        # each arm's identified joint friction, in place of the MJCF's (joint_friction)
+        self.friction = [
+            FrictionOnJoints(
+                model, ad.drive_dof[: robot.joint_count(ad.arm)], self.parameters[ad.arm].friction
+            )
+            for ad in self.buses.values()
+            if self.parameters[ad.arm].friction is not None
+        ]
         self._publish()
 
     def _build_bus(self, robot, channel: str, arm: Arm, now: float) -> LiveDamiaoBus:
@@ -207,8 +224,16 @@ class LiveDamiaoBank:
             )
         if n > len(DM.ESC_IDS):
             raise LiveBankError(f"robot {robot.name!r}: {n} joints, ids for {len(DM.ESC_IDS)}")
+        p = self.parameters[arm]
         configs = [
-            DamiaoDriveConfig(motor=motors[k], esc_id=DM.ESC_IDS[k], mst_id=DM.MST_IDS[k])
+            DamiaoDriveConfig(
+                motor=motors[k],
+                esc_id=DM.ESC_IDS[k],
+                mst_id=DM.MST_IDS[k],
+                zero_offset_rad=p.zero_offset_rad[k],
+                kp_scale=p.kp_scale[k],
+                kd_scale=p.kd_scale[k],
+            )
             for k in range(n)
         ]
         names = [f"j{k}" for k in range(1, n + 1)]
@@ -359,6 +384,8 @@ class LiveDamiaoBank:
                 d.ctrl[ad.drive_actuators] = [
                     drv.torque(q, v, now) for drv, q, v in zip(ad.drives, ad.q, ad.dq, strict=True)
                 ]
+            for joints in self.friction:
+                joints.apply(d)
         for ad, frames in outgoing:
             if ad.outlet is not None:
                 ad.outlet(frames)

@@ -52,7 +52,7 @@ from rob_twin.models.robot_description import resolve_robot
 from rob_twin.models.robot_model import load_robot_model
 from rob_twin.planners.kinematics import Payload
 from rob_twin.twin.bus.wire import FaultInjectingBus
-from rob_twin.twin.drives.damiao_bank import DamiaoBank, default_damiao_configs
+from rob_twin.twin.drives.damiao_bank import DamiaoBank
 from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig, twin_owner_config
@@ -137,25 +137,44 @@ class DamiaoClosedLoop(ClosedLoop):
 
     # ------------------------------------------------------------------ family hooks
     def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
-        return Twin(TwinConfig(seed=cfg.seed), model=load_robot_model(cfg.robot))
+        model = load_robot_model(cfg.robot)
+        if cfg.calibration is not None:
+            from rob_twin.twin.calibration.apply import calibrated_model
+
+            model = calibrated_model(cfg.calibration, model)
+        return Twin(TwinConfig(seed=cfg.seed), model=model)
 
     def _make_bank(self, wiring: dict[str, Arm]) -> DamiaoBank:
+        """The robot's drives with the calibration's drive parameters (gain factors, encoder
+        zeros) and its joints' identified friction (the robot file's, or the calibration's)."""
+        from rob_twin.twin.calibration.apply import damiao_drives
+
         cfg = self.config
         self.motors = robot_motors(cfg.robot)
+        values = cfg.calibration.values if cfg.calibration is not None else {}
+        configs, friction = damiao_drives(values, self.robot)
         return DamiaoBank(
             self.twin.model,
             self.twin.data,
             wiring,
             self.faults,
-            default_damiao_configs(motors=self.motors),
+            configs,
             cfg.log_dir,
             cfg.log_suffix,
             now=self.twin.time,
+            friction=friction,
         )
 
     def _make_driver(self, arm: Arm, wire: FaultInjectingBus) -> DamiaoArmDriver:
         o = self.options
-        gravity = ModelGravity(self.twin.model, arm, o.payload) if o.gravity_compensation else None
+        # the host's gravity model is the robot's canonical one: what a calibration or a
+        # hidden value changes in the twin (a payload) is not known to the host
+        host_model = load_robot_model(self.config.robot) if self.config.calibration else None
+        gravity = (
+            ModelGravity(host_model or self.twin.model, arm, o.payload)
+            if o.gravity_compensation
+            else None
+        )
         if gravity is not None:
             self.gravity[arm] = gravity
         tcfg = DamiaoTransportConfig(

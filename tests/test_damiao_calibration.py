@@ -1,0 +1,217 @@
+"""OpenArm's published joint friction in the twin, and calibration on Damiao drives: the
+friction model and its stability cap, the robot file's ``[drives.friction]``, bit-exact
+replays of Damiao recordings, a fit of a dataset written by LeRobot's own writer, and the
+CLI taking a Damiao calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+from rob_twin.models.names import Arm
+from rob_twin.models.robot import robot_of
+from rob_twin.models.robot_description import RobotFileError, load_robot_file
+from rob_twin.twin.drives.joint_friction import (
+    OPENARM_PUBLISHED,
+    FrictionError,
+    FrictionOnJoints,
+    JointFriction,
+    applied_torque,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests/data/lerobot_v3_openarm"
+OPENARM = robot_of("openarm")
+
+
+def test_published_form_and_values():
+    j4 = OPENARM_PUBLISHED[3]
+    assert (j4.fo_nm, j4.fv_nm_s_per_rad, j4.fc_nm, j4.k_s_per_rad) == (
+        -0.058,
+        0.813,
+        0.166,
+        130.038,
+    )
+    w = 0.05
+    assert j4.torque(w) == pytest.approx(-0.058 + 0.813 * w + 0.166 * math.tanh(130.038 * w))
+    # the robot file carries the same values for the seven arm joints, with its source
+    assert OPENARM.joint_friction == OPENARM_PUBLISHED[:7]
+    assert "follower.yaml" in OPENARM.friction_source
+
+
+def test_friction_opposes_motion_and_never_reverses_it():
+    f = (JointFriction(0.0, 0.5, 2.0, 500.0),)
+    # moving fast, plenty of inertia: the full published torque, against the motion
+    tau = applied_torque(f, np.array([1.0]), np.array([10.0]), 0.001)
+    assert tau[0] == pytest.approx(-(0.5 + 2.0 * math.tanh(500.0)))
+    # a light joint nearly at rest: capped at what stops it in one step, not beyond
+    w, inertia, dt = 1e-4, 0.01, 0.001
+    tau = applied_torque(f, np.array([w]), np.array([inertia]), dt)
+    assert abs(tau[0]) <= inertia * w / dt + 1e-12
+    assert w + tau[0] / inertia * dt >= -1e-12  # the step ends at rest at most
+
+
+def test_friction_values_are_bounded():
+    with pytest.raises(FrictionError, match="fc_nm"):
+        JointFriction(fc_nm=-1.0)
+    with pytest.raises(FrictionError, match="k_s_per_rad"):
+        JointFriction(k_s_per_rad=float("nan"))
+
+
+def test_joints_carry_it_in_place_of_the_mjcf_damping():
+    model = OPENARM.model()
+    data = mujoco.MjData(model)
+    dofs = [model.jnt_dofadr[model.joint(n).id] for n in OPENARM.joints("right")]
+    assert model.dof_damping[dofs].min() > 0  # the published MJCF's own values
+    joints = FrictionOnJoints(model, dofs, OPENARM.joint_friction)
+    assert not model.dof_damping[dofs].any() and not model.dof_frictionloss[dofs].any()
+    mujoco.mj_forward(model, data)
+    data.qvel[dofs] = 0.5
+    joints.apply(data)
+    assert np.all(data.qfrc_applied[dofs] < 0)  # against the motion, on every joint
+
+
+def _robot_file(tmp_path: Path, friction: str, family: str = "damiao") -> Path:
+    text = (ROOT / "models/openarm/robot.toml").read_text()
+    start = text.index("[drives.friction]")
+    end = text.index("[arms.right]")
+    text = text[:start] + friction + "\n" + text[end:]
+    text = text.replace('"$schema" = "../robot.schema.json"', "")
+    text = text.replace('mjcf = "{share}', 'mjcf = "{share}')
+    if family != "damiao":
+        text = text.replace('family = "damiao"', f'family = "{family}"')
+    path = tmp_path / "robot.toml"
+    path.write_text(text)
+    return path
+
+
+def test_robot_file_friction_is_checked(tmp_path):
+    six = "\n".join(
+        [
+            "[drives.friction]",
+            'source = "test"',
+            "fo_nm = [0, 0, 0, 0, 0, 0]",
+            "fv_nm_s_per_rad = [0, 0, 0, 0, 0, 0]",
+            "fc_nm = [0, 0, 0, 0, 0, 0]",
+            "k_s_per_rad = [1, 1, 1, 1, 1, 1]",
+        ]
+    )
+    with pytest.raises(RobotFileError, match="drives.friction.fo_nm"):
+        load_robot_file(_robot_file(tmp_path, six))
+    huge = six.replace("[0, 0, 0, 0, 0, 0]", "[0, 0, 0, 0, 0, 0, 0]").replace(
+        "k_s_per_rad = [1, 1, 1, 1, 1, 1]", "k_s_per_rad = [1, 1, 1, 1, 1, 1, 1e9]"
+    )
+    with pytest.raises(RobotFileError, match="k_s_per_rad"):
+        load_robot_file(_robot_file(tmp_path, huge))
+
+
+def test_openarm_loop_runs_with_the_published_friction():
+    from rob_twin.twin.sim.loops import loop_config, make_closed_loop
+
+    loop = make_closed_loop(loop_config(OPENARM, "a test"))
+    try:
+        assert [f.frictions for f in loop.bank.friction] == [OPENARM_PUBLISHED[:7]] * 2
+        m = loop.twin.model
+        arm_dofs = [m.jnt_dofadr[m.joint(n).id] for a in Arm for n in OPENARM.joints(a)]
+        assert not m.dof_damping[arm_dofs].any()
+        loop.run_for(0.5)
+        for arm in Arm:  # holds home against the friction offsets (Fo up to 0.088 N m)
+            err = loop.twin.arm_positions(arm) - OPENARM.home(arm)
+            assert np.abs(err).max() < 0.01
+    finally:
+        loop.close()
+
+
+@pytest.fixture(scope="module")
+def damiao_recording(tmp_path_factory):
+    from rob_twin.twin.calibration.synthetic import record_hidden
+
+    hidden = {"right/j2/friction_fc": 0.45, "left/j3/armature": 0.2, "right/j1/kp_scale": 0.85}
+    path = tmp_path_factory.mktemp("dm") / "excite.log"
+    record_hidden(path, hidden, 1.5, robot=OPENARM)
+    return path, hidden
+
+
+def test_damiao_replay_is_bit_exact_with_the_hidden_values(damiao_recording):
+    from rob_twin.twin.bus.replay import read_recording, replay
+
+    path, hidden = damiao_recording
+    rec = read_recording(path)
+    exact = replay(rec, robot=OPENARM, parameters=hidden)
+    assert exact.feedback_frames > 1000 and exact.feedback_mismatches == 0
+    nominal = replay(rec, robot=OPENARM)
+    assert nominal.feedback_mismatches > 100  # the hidden values show in the feedback
+
+
+def test_a_lerobot_dataset_fits_to_its_hidden_friction():
+    """The fixture was written by LeRobot 0.6.1's own dataset writer from a twin carrying
+    ``hidden.json`` (its README): a fit of its first 2 s finds both values."""
+    from rob_twin.twin.calibration.dataset import read_input
+    from rob_twin.twin.calibration.fit import default_config, fit
+
+    hidden = json.loads((FIXTURE / "hidden.json").read_text())
+    rec = read_input(FIXTURE, OPENARM)
+    result = fit(
+        [rec],
+        sorted(hidden),
+        # the bank answers with the state of its last physics step: 1 ms (README)
+        start={"right/feedback_delay_s": 0.001, "left/feedback_delay_s": 0.001},
+        config=replace(default_config(), seconds=2.0),
+        robot=OPENARM,
+    )
+    assert not result.misfit
+    for name, truth in hidden.items():
+        assert result.values[name] == pytest.approx(truth, rel=0.05)
+        assert abs(result.values[name] - truth) <= result.intervals[name]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rob_twin.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_cli_calibrates_openarm_and_refuses_another_familys_file(tmp_path, damiao_recording):
+    path, _ = damiao_recording
+    out = tmp_path / "cal.json"
+    done = _cli(
+        "calibrate",
+        "--robot",
+        "openarm",
+        str(path),
+        "--fit",
+        "right/j2/friction_fc",
+        "--seconds",
+        "1",
+        "--accept-misfit",
+        "--quiet",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["robot"]["name"] == "openarm"
+    assert doc["parameters"]["right/j2/friction_fc"]["value"] == pytest.approx(0.45, rel=0.1)
+    # the same file names a parameter ROB's Amber drives do not have: refused on ROB
+    rob = _cli("run", "experiments/scenarios/wave.json", "--calibration", str(out), cwd=ROOT)
+    assert rob.returncode == 2 and "Traceback" not in rob.stderr
+    # an Amber kind in a file for OpenArm is refused naming it
+    doc["parameters"] = {"right/j2/lag_s": {"value": 0.01}}
+    bad = tmp_path / "amber.json"
+    bad.write_text(json.dumps(doc))
+    refused = _cli(
+        "compare", "--robot", "openarm", str(path), "--calibration", str(bad), cwd=tmp_path
+    )
+    assert refused.returncode == 2 and "right/j2/lag_s" in refused.stderr

@@ -215,3 +215,34 @@ def test_cli_calibrates_openarm_and_refuses_another_familys_file(tmp_path, damia
         "compare", "--robot", "openarm", str(path), "--calibration", str(bad), cwd=tmp_path
     )
     assert refused.returncode == 2 and "right/j2/lag_s" in refused.stderr
+
+
+def test_mirror_and_bank_take_an_openarm_calibration(tmp_path):
+    """``mirror --calibration`` on OpenArm: the file's friction reaches the mirror's drives
+    (the live bank's), its armature the mirror's model."""
+    from rob_twin.cli.mirror import _parameters
+    from rob_twin.twin.bus.mirror import _DamiaoDrives
+    from rob_twin.twin.calibration.calibration_file import calibration_document, save_calibration
+    from rob_twin.twin.sim.twin import Twin, TwinConfig
+
+    values = {"right/j2/friction_fc": {"value": 0.5}, "left/j3/armature": {"value": 0.3}}
+    good = save_calibration(
+        tmp_path / "openarm.json",
+        calibration_document("lab", OPENARM.model(), values, [], {}, []),
+    )
+    params = _parameters(str(good), OPENARM)
+    assert params.name.startswith("lab (")
+    dof = params.model.jnt_dofadr[params.model.joint("left/j3").id]
+    assert params.model.dof_armature[dof] == 0.3
+    twin = Twin(TwinConfig(), model=params.model)
+    drives = _DamiaoDrives(OPENARM, twin, tuple(Arm), params.values)
+    try:
+        right = next(f for f in drives.bank.friction if f.dofs[0] == _dof(twin, "right/j1"))
+        assert right.frictions[1].fc_nm == 0.5  # the file's, not the published 0.306
+        assert right.frictions[0] == OPENARM_PUBLISHED[0]  # the rest as published
+    finally:
+        drives.close()
+
+
+def _dof(twin, joint: str) -> int:
+    return int(twin.model.jnt_dofadr[twin.model.joint(joint).id])

@@ -13,17 +13,27 @@ plan file: ``rob-twin run OUT/excite.json``). Prints which model parameters the 
 excites and by how much (``rob_twin.planners.excitation_summary``). Simulated:
 ``hardware_io: false``.
 
-``--robot`` names the robot (a shipped robot or a robot file with Amber drives: the
-excitation is what ``rob-twin calibrate --robot`` fits): the plan is made and certified on
+``--robot`` names the robot (a shipped robot or a robot file with Amber or Damiao drives:
+the excitation is what ``rob-twin calibrate --robot`` fits): the plan is made and certified on
 its model, the plan file names it (``robot``) and the scenario runs on it (``"robot"``).
 Start poses: ``excite`` is ROB's chosen excitation start
 (``rob_twin.models.poses.EXCITATION_START``) and, on any other robot, its file's home pose;
 ``home`` the file's home pose; ``crossing_start`` ROB's keyframe (ROB only).
 
-Exit 0 with both files written; 1 when the excitation collides or cannot be certified (the
-samples and pairs are named; nothing is written: try another ``--seed`` or a smaller
-``--fraction``); 2 for an option out of range, a motion the limits refuse or a robot without
-Amber drives.
+``--validation FOLDER`` also writes an independent validation excitation into FOLDER: the
+same start, span and limits, but harmonics of 1/(1.37 x the base period) (other tones: none
+the fit excitation plays below 20 Hz) with phases from ``--validation-seed`` (default
+``--seed`` + 1), certified the same way; the JSON's ``validation`` holds its files and
+figures. Record it like the fit excitation (``rob-twin run FOLDER/excite.json
+--record-can ...``) and score the calibration on it (``rob-twin calibrate FIT.log --validate
+VALIDATION.log``): a motion the fit never saw. Both excitations are made and certified before
+either is written.
+
+Exit 0 with both files written (four with ``--validation``); 1 when an excitation collides
+or cannot be certified (the samples and pairs are named; nothing is written: try another
+``--seed`` or a smaller ``--fraction``); 2 for an option out of range (a ``--validation``
+folder that is ``--out``, a ``--validation-seed`` equal to ``--seed``), a motion the limits
+refuse or a robot without CAN drives.
 """
 
 from __future__ import annotations
@@ -37,6 +47,10 @@ from rob_twin.models.names import DEFAULT_ROBOT
 
 START_POSES = ("excite", "home", "crossing_start")
 PLAN_NAME, SCENARIO_NAME = "excite_plan.json", "excite.json"
+# --validation: the validation excitation's base period is the fit one's times this, so its
+# harmonics (k / period) are other tones: none coincides below 100 / period_s Hz (20 Hz at
+# the default 10 s period, beyond max_frequency_hz's 10 Hz)
+VALIDATION_PERIOD_RATIO = 1.37
 
 
 def _start_poses(name: str, robot) -> dict:
@@ -94,70 +108,47 @@ def _scenario(doc: dict, plan_path: Path, robot, lead_s: float = 0.5, tail_s: fl
     }
 
 
-def _cmd_excite(args: argparse.Namespace) -> CommandResult:
-    import numpy as np
-    from rob_twin.models.robot import AMBER_DRIVES
-    from rob_twin.planners.excitation import ExcitationConfig, ExcitationError, excitation_path
-    from rob_twin.planners.excitation_summary import excitation_summary, summary_lines
-    from rob_twin.planners.given_path import GivenPathRefused, certify_given_path
-    from rob_twin.planners.group import ArmGroup
+def _check_seed(flag: str, seed: int) -> None:
+    if not 0 <= seed <= 2**32 - 1:
+        raise UsageError(f"{flag} {seed}: valid: an integer in [0, 4294967295]")
+
+
+def _validation_setup(args: argparse.Namespace, config) -> tuple | None:
+    """(seed, config, folder) of the validation excitation ``--validation`` asks for (None:
+    not asked); UsageError for a folder or seed that would repeat the fit excitation."""
+    from dataclasses import replace
+
+    from rob_twin.planners.excitation import ExcitationError
+
+    if args.validation is None:
+        return None
+    folder = Path(args.validation)
+    if folder.resolve() == Path(args.out).resolve():
+        raise UsageError(
+            f"rob-twin excite: --validation {args.validation}: the --out folder; valid: "
+            "another folder (the validation excitation would overwrite the fit one)"
+        )
+    seed = args.seed + 1 if args.validation_seed is None else args.validation_seed
+    _check_seed("--validation-seed", seed)
+    if seed == args.seed:
+        raise UsageError(
+            f"rob-twin excite: --validation-seed {seed}: the --seed; valid: any other seed "
+            "in [0, 4294967295] (the same seed draws the same phases)"
+        )
+    try:
+        vconfig = replace(config, period_s=round(config.period_s * VALIDATION_PERIOD_RATIO, 6))
+    except ExcitationError as err:
+        raise UsageError(f"rob-twin excite: validation excitation: {err}") from None
+    return seed, vconfig, folder
+
+
+def _write(folder: Path, group, plan, summary: dict, robot, about: str) -> tuple:
+    """Write ``plan`` (with its excitation ``summary``) and the scenario that plays it into
+    ``folder``; (plan path, scenario path, summary lines)."""
+    from rob_twin.planners.excitation_summary import summary_lines
     from rob_twin.planners.plan_file import plan_document, validate_plan_document
-    from rob_twin.planners.retime import JointLimits
-    from rob_twin.twin.drives.amber_drive import DriveConfig
-    from rob_twin.twin.scenario.plan_steps import planning_config
     from rob_twin.twin.scenario.run import Scenario
 
-    robot = args.robot
-    robot.require(AMBER_DRIVES, "rob-twin excite (an excitation for Amber drive calibration)")
-    if not 0 <= args.seed <= 2**32 - 1:
-        raise UsageError(f"--seed {args.seed}: valid: an integer in [0, 4294967295]")
-    say = say_for(args)
-    try:
-        config = ExcitationConfig(seconds=args.seconds, fraction=args.fraction)
-    except ExcitationError as err:
-        raise UsageError(f"rob-twin excite: {err}") from None
-    group = ArmGroup(robot.model(), robot.group_arms(), planning_config())
-    _start_qpos(args.start, group, robot)
-    moving = tuple(a for a in group.arm_names if a in set(args.arms))
-    start = np.concatenate([group.arm_q(a) for a in moving])
-    lower = np.concatenate([group.joint_limits(a)[0] for a in moving])
-    upper = np.concatenate([group.joint_limits(a)[1] for a in moving])
-    limits = JointLimits.stack([group.motion_limits(a) for a in moving])
-    names = tuple(j for a in moving for j in group.joint_names(a))
-    try:
-        path = excitation_path(start, lower, upper, limits, names, config, args.seed)
-    except ExcitationError as err:
-        raise UsageError(f"rob-twin excite: {err}") from None
-    out: dict = {
-        "robot": robot.identity(),
-        "arms": list(moving),
-        "start": args.start,
-        "seconds": config.seconds,
-        "fraction": config.fraction,
-        "seed": args.seed,
-        "hardware_io": False,
-    }
-    try:
-        plan = certify_given_path(group, moving, path, args.seed)
-    except GivenPathRefused as err:
-        out.update(ok=False, refused=err.as_dict())
-        say(f"refused ({err.kind}): {err.reason}; nothing written")
-        for h in err.hits[1:]:
-            say(f"  sample {h.index} t={h.t_s:.3f} s: {h.pair} {h.distance_m * 1e3:.2f} mm")
-        say("try another --seed, a smaller --fraction or another --start")
-        return 1, out
-    summary = excitation_summary(plan, path, drive_lag_s=DriveConfig().lag_s)
-    summary["config"] = {
-        "seconds": config.seconds,
-        "fraction": config.fraction,
-        "period_s": config.period_s,
-        "max_frequency_hz": config.max_frequency_hz,
-        "ramp_s": config.ramp_s,
-        "headroom": config.headroom,
-        "seed": args.seed,
-        "start": args.start,
-    }
-    folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     plan_path = folder / PLAN_NAME
     doc = plan_document(group, plan)
@@ -168,38 +159,130 @@ def _cmd_excite(args: argparse.Namespace) -> CommandResult:
     lines = summary_lines(summary)
     scenario = _scenario(doc, plan_path, robot)
     scenario["name"] = "excite"
-    arms = " + ".join(moving)
-    scenario["about"] = (
-        f"Excitation for system identification of robot {robot.name} (simulated, "
-        f"hardware_io: false): {config.seconds:g} s of multi-sine motion of {arms} within "
-        f"{config.fraction:g} of each joint's range around the {args.start} pose, seed "
-        f"{args.seed}. Excites: " + "; ".join(lines)
-    )[:4000]
+    scenario["about"] = (about + " Excites: " + "; ".join(lines))[:4000]
     Scenario.from_dict(scenario, str(folder / SCENARIO_NAME))  # what run will load
     scenario_path = folder / SCENARIO_NAME
     scenario_path.write_text(json.dumps(scenario, indent=1) + "\n")
-    cert = plan.certificate
-    out.update(
-        ok=True,
-        plan=str(plan_path),
-        scenario=str(scenario_path),
-        duration_s=round(plan.duration_s, 4),
-        samples=int(plan.t.size),
-        certified=cert.certified,
-        certified_min_m=round(cert.certified_min_m, 7),
-        pair=cert.pair,
-        model_hash=cert.model_hash,
-        check_certify_s=round(plan.stage_times_s["total"], 3),
-        excitation=summary,
-    )
-    say(
-        f"excitation of {robot.name}'s {arms}: {plan.duration_s:.2f} s, {plan.t.size} samples, "
-        f"certified minimum {cert.certified_min_m * 1e3:.2f} mm ({cert.pair}); wrote "
-        f"{plan_path} and {scenario_path} (simulated, hardware_io: false)"
-    )
-    say("excites (simulated figures over the joints):")
-    for line in lines:
-        say(f"  {line}")
+    return plan_path, scenario_path, lines
+
+
+def _cmd_excite(args: argparse.Namespace) -> CommandResult:
+    import numpy as np
+    from rob_twin.models.robot import CAN_DRIVES
+    from rob_twin.planners.excitation import ExcitationConfig, ExcitationError, excitation_path
+    from rob_twin.planners.excitation_summary import excitation_summary
+    from rob_twin.planners.given_path import GivenPathRefused, certify_given_path
+    from rob_twin.planners.group import ArmGroup
+    from rob_twin.planners.retime import JointLimits
+    from rob_twin.twin.drives.amber_drive import DriveConfig
+    from rob_twin.twin.scenario.plan_steps import planning_config
+
+    robot = args.robot
+    robot.require(CAN_DRIVES, "rob-twin excite (an excitation for drive calibration)")
+    _check_seed("--seed", args.seed)
+    say = say_for(args)
+    try:
+        config = ExcitationConfig(seconds=args.seconds, fraction=args.fraction)
+    except ExcitationError as err:
+        raise UsageError(f"rob-twin excite: {err}") from None
+    validation = _validation_setup(args, config)
+    group = ArmGroup(robot.model(), robot.group_arms(), planning_config())
+    _start_qpos(args.start, group, robot)
+    moving = tuple(a for a in group.arm_names if a in set(args.arms))
+    start = np.concatenate([group.arm_q(a) for a in moving])
+    lower = np.concatenate([group.joint_limits(a)[0] for a in moving])
+    upper = np.concatenate([group.joint_limits(a)[1] for a in moving])
+    limits = JointLimits.stack([group.motion_limits(a) for a in moving])
+    names = tuple(j for a in moving for j in group.joint_names(a))
+    motions = [("fit", args.seed, config, Path(args.out))]
+    if validation is not None:
+        motions.append(("validation", *validation))
+    out: dict = {
+        "robot": robot.identity(),
+        "arms": list(moving),
+        "start": args.start,
+        "seconds": config.seconds,
+        "fraction": config.fraction,
+        "seed": args.seed,
+        "hardware_io": False,
+    }
+    made = []  # every motion is made and certified before anything is written
+    for role, seed, cfg, folder in motions:
+        prefix = "" if role == "fit" else "validation excitation: "
+        try:
+            path = excitation_path(start, lower, upper, limits, names, cfg, seed)
+        except ExcitationError as err:
+            raise UsageError(f"rob-twin excite: {prefix}{err}") from None
+        try:
+            plan = certify_given_path(group, moving, path, seed)
+        except GivenPathRefused as err:
+            refused = err.as_dict()
+            if role != "fit":
+                refused["excitation"] = role
+            out.update(ok=False, refused=refused)
+            say(f"{prefix}refused ({err.kind}): {err.reason}; nothing written")
+            for h in err.hits[1:]:
+                say(f"  sample {h.index} t={h.t_s:.3f} s: {h.pair} {h.distance_m * 1e3:.2f} mm")
+            flag = "--seed" if role == "fit" else "--validation-seed"
+            say(f"try another {flag}, a smaller --fraction or another --start")
+            return 1, out
+        # the drive's setpoint lag: an Amber drive's; a Damiao drive applies its MIT frame at once
+        lag_s = DriveConfig().lag_s if robot.family == "amber" else 0.0
+        summary = excitation_summary(plan, path, drive_lag_s=lag_s)
+        summary["config"] = {
+            "seconds": cfg.seconds,
+            "fraction": cfg.fraction,
+            "period_s": cfg.period_s,
+            "max_frequency_hz": cfg.max_frequency_hz,
+            "ramp_s": cfg.ramp_s,
+            "headroom": cfg.headroom,
+            "seed": seed,
+            "start": args.start,
+        }
+        if role != "fit":
+            summary["config"]["role"] = role
+        made.append((role, seed, cfg, folder, plan, summary))
+    arms = " + ".join(moving)
+    for role, seed, cfg, folder, plan, summary in made:
+        kind = (
+            "Excitation for system identification"
+            if role == "fit"
+            else "Independent validation excitation (score a calibration on it with "
+            "rob-twin calibrate --validate; never fit it)"
+        )
+        about = (
+            f"{kind} of robot {robot.name} (simulated, hardware_io: false): "
+            f"{cfg.seconds:g} s of multi-sine motion of {arms} within {cfg.fraction:g} of "
+            f"each joint's range around the {args.start} pose, harmonics of "
+            f"1/{cfg.period_s:g} Hz, seed {seed}."
+        )
+        plan_path, scenario_path, lines = _write(folder, group, plan, summary, robot, about)
+        cert = plan.certificate
+        figures = dict(
+            plan=str(plan_path),
+            scenario=str(scenario_path),
+            duration_s=round(plan.duration_s, 4),
+            samples=int(plan.t.size),
+            certified=cert.certified,
+            certified_min_m=round(cert.certified_min_m, 7),
+            pair=cert.pair,
+            model_hash=cert.model_hash,
+            check_certify_s=round(plan.stage_times_s["total"], 3),
+            excitation=summary,
+        )
+        if role == "fit":
+            out.update(ok=True, **figures)
+        else:
+            out[role] = {"seed": seed, "period_s": cfg.period_s} | figures
+        what = "excitation" if role == "fit" else "validation excitation"
+        say(
+            f"{what} of {robot.name}'s {arms}: {plan.duration_s:.2f} s, {plan.t.size} "
+            f"samples, certified minimum {cert.certified_min_m * 1e3:.2f} mm ({cert.pair}); "
+            f"wrote {plan_path} and {scenario_path} (simulated, hardware_io: false)"
+        )
+        say("excites (simulated figures over the joints):")
+        for line in lines:
+            say(f"  {line}")
     return 0, out
 
 
@@ -247,7 +330,23 @@ def register(sub) -> None:
         "--robot",
         type=robot_arg,
         default=DEFAULT_ROBOT,
-        help=f"the robot to excite: {ROBOT_HELP}; its drives must be Amber (default: %(default)s)",
+        help=f"the robot to excite: {ROBOT_HELP}; its drives must be Amber or Damiao "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--validation",
+        metavar="FOLDER",
+        help=f"also write an independent validation excitation into FOLDER ({SCENARIO_NAME} "
+        f"and {PLAN_NAME}, certified like the fit one; nothing is written unless both "
+        "certify): other tones (harmonics of 1/(1.37 x the base period)) and other phases "
+        "(--validation-seed); record it like the fit one and pass the recording to "
+        "rob-twin calibrate --validate, never --fit; FOLDER must not be --out",
+    )
+    p.add_argument(
+        "--validation-seed",
+        type=int,
+        help="seed of the validation excitation's phases (default: --seed + 1; must differ "
+        "from --seed)",
     )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(func=_cmd_excite, json_result=True)

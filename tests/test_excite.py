@@ -15,6 +15,7 @@ from rob_twin.planners.excitation import (
     ExcitationError,
     envelope,
     excitation_path,
+    harmonics,
     window,
 )
 from rob_twin.planners.excitation_summary import PARAMETERS
@@ -34,7 +35,10 @@ def _excite(capsys, out, *extra) -> tuple[int, dict, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("excite")
-    code = main(["excite", "--out", str(out), "--seconds", str(SECONDS), "--seed", "3"])
+    code = main(
+        ["excite", "--out", str(out), "--seconds", str(SECONDS), "--seed", "3"]
+        + ["--validation", str(out / "validation")]
+    )
     assert code == 0
     return out
 
@@ -136,6 +140,46 @@ def test_a_colliding_excitation_is_refused_naming_samples_and_pairs(tmp_path, ca
     # a smaller fraction at the same start fits
     code, out, _ = _excite(capsys, tmp_path, "--start", "home", "--fraction", "0.1")
     assert code == 0 and out["certified"] is True
+
+
+def test_the_validation_excitation_plays_other_tones_and_phases(written, capsys):
+    fit = load_plan_file(written / "excite_plan.json")
+    val = load_plan_file(written / "validation" / "excite_plan.json")
+    fit_cfg, val_cfg = fit["excitation"]["config"], val["excitation"]["config"]
+    # the validation seed defaults to --seed + 1
+    assert (fit_cfg["seed"], val_cfg["seed"]) == (3, 4) and val_cfg["role"] == "validation"
+    assert val_cfg["period_s"] != fit_cfg["period_s"]
+
+    def tones(cfg: dict) -> set[float]:
+        c = ExcitationConfig(seconds=SECONDS, period_s=cfg["period_s"])
+        return {round(k / c.period_s, 9) for i in range(14) for k in harmonics(i, c)}
+
+    assert tones(fit_cfg) and not tones(fit_cfg) & tones(val_cfg)  # no tone shared
+    q_fit = np.hstack([np.asarray(fit["q_rad"][a]) for a in ("right", "left")])
+    q_val = np.hstack([np.asarray(val["q_rad"][a]) for a in ("right", "left")])
+    assert np.abs(q_fit - q_val).max() > 0.05
+    start = np.array(EXCITATION_START["right"] + EXCITATION_START["left"])
+    lo, hi = window(start, *_arm_bounds(), 0.3)
+    assert np.all(q_val >= lo - 1e-12) and np.all(q_val <= hi + 1e-12)
+    assert np.allclose(q_val[0], start, atol=1e-12) and np.allclose(q_val[-1], start, atol=1e-12)
+    # certified like the fit excitation, and its scenario plays it
+    assert main(["certify", str(written / "validation" / "excite_plan.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    scenario = json.loads((written / "validation" / "excite.json").read_text())
+    assert "validation" in scenario["about"] and scenario["plans"][0]["plan"].endswith(
+        str(written / "validation" / "excite_plan.json")
+    )
+
+
+def test_a_validation_that_would_repeat_the_fit_exits_2_writing_nothing(tmp_path, capsys):
+    out = tmp_path / "fit"
+    code, doc, _ = _excite(capsys, out, "--validation", str(out))
+    assert code == 2 and "--validation" in doc["error"] and "another folder" in doc["error"]
+    code, doc, _ = _excite(
+        capsys, tmp_path / "b", "--validation", str(tmp_path / "c"), "--validation-seed", "0"
+    )
+    assert code == 2 and "--validation-seed 0" in doc["error"]
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize(

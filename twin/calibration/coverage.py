@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from rob_twin.models.names import Arm
+from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.calibration.parameters import ARM_KINDS, nominal_parameters
 
 JOINT_PAIRS = (
@@ -44,25 +45,36 @@ JOINT_PAIRS = (
     ("lag_s", "integral_gain"),
     ("amps_per_nm", "zero_offset_rad"),
 )
+# a Damiao robot's joint kinds in four pairs: its identified friction's four terms, armature,
+# the MIT gain factors and the encoder zero
+DAMIAO_JOINT_PAIRS = (
+    ("armature", "friction_fv"),
+    ("friction_fc", "kp_scale"),
+    ("friction_fo", "kd_scale"),
+    ("friction_k", "zero_offset_rad"),
+)
 CURRENT_WEIGHT = 0.03  # rad per drive unit: the current's quantum weighs about the position's
 DEFAULT_SEED = 4400
 DEFAULT_SECONDS = 4.0
 
 
-def hidden_draw(k: int, seed: int = DEFAULT_SEED) -> dict[str, float]:
-    """Draw ``k``'s hidden parameters (see the module docstring)."""
-    from rob_twin.models.loading import load_scene
-
+def hidden_draw(k: int, seed: int = DEFAULT_SEED, robot: Robot | None = None) -> dict[str, float]:
+    """Draw ``k``'s hidden parameters (see the module docstring) for ``robot`` (None: the
+    default robot; its nominal values scale the positive kinds)."""
+    robot = robot_of(robot)
     rng = np.random.default_rng([seed, k])
-    nominal = nominal_parameters(load_scene())
+    nominal = nominal_parameters(robot.model(), robot)
     arm = (Arm.RIGHT, Arm.LEFT)[k % 2].value
     joints = sorted(int(j) for j in rng.choice(np.arange(1, 7), size=2, replace=False))
+    pairs = DAMIAO_JOINT_PAIRS if robot.family == "damiao" else JOINT_PAIRS
     out: dict[str, float] = {}
     for j in joints:
-        for kind in JOINT_PAIRS[k % len(JOINT_PAIRS)]:
+        for kind in pairs[k % len(pairs)]:
             name = f"{arm}/j{j}/{kind}"
             if kind == "frictionloss":
                 out[name] = float(rng.uniform(0.1, 0.5))
+            elif kind == "friction_fo":
+                out[name] = float(nominal[name] + rng.uniform(-0.08, 0.08))
             elif kind == "zero_offset_rad":
                 out[name] = float(rng.uniform(-0.03, 0.03))
             else:

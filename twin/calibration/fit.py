@@ -48,8 +48,11 @@ final point and with its finite-difference Jacobian J (rows: residual entries, c
 identifiable parameters in scaled units):
 
 1. floor: the residual of each kind (positions; currents times their weight) is raised to
-   the recording's quantisation floor, q / sqrt(12) (q: 1/128 deg, or 1/256 drive unit of
-   current), when its RMS is below it: no interval is narrower than the feedback can tell;
+   the recording's floor when its RMS is below it: per joint track the larger of its
+   quantisation, q / sqrt(12) (q: 1/128 deg, or 1/256 drive unit of current; Damiao: one
+   wire count), and the white noise the recorded signal itself carries (``noise_level``,
+   from its second differences: a drive's current noise, which no twin predicts): no
+   interval is narrower than the feedback can tell;
 2. correlation: per parameter the wider of two covariances for correlated residuals:
    (a) a sandwich (heteroskedasticity and autocorrelation consistent, Newey-West)
    H^-1 M H^-1 with H = J^T J and M the sum over joint tracks of the scores g_t = J_t r_t
@@ -82,8 +85,9 @@ explain the recordings, so its numbers and intervals are not to be trusted:
 - ``interval_outside_bounds``: its 95 % interval (before the clip) leaves the bounds (the
   same exception);
 - ``residual_above_floor``: the residual's RMS after the fit more than 10x the
-  recording's quantisation floor (positions: 0.39 mrad; a correct fit sits at about 1x:
-  the residual is taken against the centre of each recorded count, ``predict``);
+  recording's floor (its quantisation, 0.039 mrad on Amber positions, or its own measured
+  noise where that is larger; a correct fit sits at about 1x: the residual is taken
+  against the centre of each recorded count, ``predict``);
 - ``residual_structure``: the residual smooth in time, its lag-1 autocorrelation (per
   joint about its mean, pooled) above 0.9 while it is more than 3x the floor: a motion the
   twin does not make, not noise.
@@ -229,7 +233,8 @@ CURRENT_ONLY_KINDS = ("amps_per_nm",)
 @dataclass(frozen=True)
 class Segment:
     """One joint track's stretch of the residual vector: rows start..stop, its kind
-    ("position" or "current") and the quantisation floor of its entries [residual units]."""
+    ("position" or "current") and the floor of its entries [residual units]: the larger of
+    its quantisation and its recorded signal's own noise (``noise_level``)."""
 
     start: int
     stop: int
@@ -243,15 +248,40 @@ def residual_segments(predictions: list[Prediction], current_weight: float) -> l
     out: list[Segment] = []
     i = 0
     for p in predictions:
-        pos_floor = p.position_quantum_rad / math.sqrt(12.0)
-        cur_floor = current_weight * p.current_quantum / math.sqrt(12.0)
-        parts = [("position", len(tr.t), pos_floor) for tr in p.tracks.values()]
+        pos_q = p.position_quantum_rad / math.sqrt(12.0)
+        cur_q = p.current_quantum / math.sqrt(12.0)
+        parts = [
+            ("position", len(tr.t), max(pos_q, noise_level(tr.position_rec)))
+            for tr in p.tracks.values()
+        ]
         if current_weight > 0:
-            parts += [("current", len(tr.t), cur_floor) for tr in p.tracks.values()]
+            parts += [
+                ("current", len(tr.t), current_weight * max(cur_q, noise_level(tr.current_rec)))
+                for tr in p.tracks.values()
+            ]
         for kind, n, floor in parts:
             out.append(Segment(i, i + n, kind, floor))
             i += n
     return out
+
+
+def noise_level(recorded: np.ndarray) -> float:
+    """The white-noise standard deviation in a recorded signal [its unit], from its second
+    differences (which a smooth motion sampled at the feedback rate barely moves, and white
+    noise of std s gives a std of s sqrt(6)): 1.4826 x their median absolute deviation /
+    sqrt(6), robust to the few steps where the motion turns fast. 0 for fewer than 10
+    samples."""
+    x = np.asarray(recorded, float)
+    if x.size < 10:
+        return 0.0
+    d2 = x[2:] - 2.0 * x[1:-1] + x[:-2]
+    return float(1.4826 * np.median(np.abs(d2 - np.median(d2))) / math.sqrt(6.0))
+
+
+def _floor(segs: list[Segment]) -> float:
+    """The RMS of the segments' floors, each weighted by its length."""
+    n = sum(s.stop - s.start for s in segs)
+    return math.sqrt(sum((s.stop - s.start) * s.floor**2 for s in segs) / n) if n else 0.0
 
 
 def _lag1(x: np.ndarray) -> float:
@@ -282,7 +312,7 @@ def residual_stats(r: np.ndarray, segments: list[Segment]) -> dict:
             num += float(d[1:] @ d[:-1])
             den += float(d @ d)
         rho = num / den if den > 0 else 0.0
-        floor = segs[0].floor
+        floor = _floor(segs)
         out[kind] = {
             "rms": rms,
             "floor": floor,
@@ -315,7 +345,7 @@ def interval_halfwidths(
             continue
         x = np.concatenate([r[s.start : s.stop] for s in segs])
         rms = float(np.sqrt(np.mean(x**2))) if x.size else 0.0
-        floor = segs[0].floor
+        floor = _floor(segs)
         if floor > 0 and rms < floor:
             for s in segs:
                 seg = r[s.start : s.stop]
@@ -432,7 +462,7 @@ def misfit(
                     "rule": "residual_above_floor",
                     "parameter": None,
                     "message": f"the {kind} residual after the fit, {st['rms']:.3g} {unit} RMS, "
-                    f"is {st['floor_ratio']:.1f}x the recording's quantisation floor "
+                    f"is {st['floor_ratio']:.1f}x the recording's floor (quantisation or noise) "
                     f"({st['floor']:.3g} {unit}; more than {RESIDUAL_FLOOR_RATIO:g}x): the "
                     "fitted twin does not explain the recordings",
                 }

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import can
 import numpy as np
+from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import FEEDBACK_IDS, Arm
-from rob_twin.models.robot import AMBER_DRIVES, Robot, robot_of
+from rob_twin.models.robot import CAN_DRIVES, Robot, robot_of
 from rob_twin.planners.certificate_geometry import model_hash
 from rob_twin.twin.bus.recording import TrafficRecorder, bus_number, sidecar_path
 from rob_twin.twin.calibration.calibration_file import Calibration
@@ -37,30 +38,64 @@ from rob_twin.twin.sim.loops import loop_config, make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
 
 EXCITATION_HZ = (0.23, 0.61, 1.37)  # three incommensurate tones per joint
+# a seeded excitation's tones [Hz]: tone i of every joint drawn log-uniformly from band i,
+# at least SEEDED_GAP_HZ from the unseeded tone i (no faster than it: the highest band ends
+# at 1.37 Hz, so the motion asks no more acceleration of the owners than the unseeded one)
+SEEDED_BANDS_HZ = ((0.13, 0.33), (0.38, 0.84), (0.90, 1.37))
+SEEDED_GAP_HZ = 0.03
+DRIVE_NOISE_RAD = 1e-3  # record_hidden(noise=True): servo-target noise std [rad] per 1 ms step
+
+
+def _seeded_waves(seed: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tones [Hz], phases [rad]), each (3, n): arm ``k``'s seeded excitation, joint by
+    joint (see ``excitation_source``)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidValueError("excitation seed", seed, "None or an integer >= 0")
+    rng = np.random.default_rng([int(seed), k, 0x5EED])
+    tones = np.empty((len(SEEDED_BANDS_HZ), n))
+    for i, (lo, hi) in enumerate(SEEDED_BANDS_HZ):
+        for j in range(n):
+            f = EXCITATION_HZ[i]
+            while abs(f - EXCITATION_HZ[i]) < SEEDED_GAP_HZ:
+                f = float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+            tones[i, j] = f
+    phases = rng.uniform(0.0, 2.0 * math.pi, size=tones.shape)
+    return tones, phases
 
 
 def excitation_source(
-    k: int, amplitude_rad: float = 0.2, robot: Robot | None = None
+    k: int, amplitude_rad: float = 0.2, robot: Robot | None = None, seed: int | None = None
 ) -> Callable[[float], np.ndarray]:
     """Arm ``k``'s joint targets [rad] around ``robot``'s home (None: the default robot):
     three sines per joint with phases that differ by joint and arm, faded in over the first
     second so the motion starts at rest, and held inside the arm's joint ranges (a joint
     whose home is at a limit, ROB's J7 at -1.571 rad, moves on one side of it; a target
     beyond a range would be refused whole, and an arm whose every target is refused does
-    not move: ROB's left arm did not, its J7 below its limit 95 % of the time)."""
+    not move: ROB's left arm did not, its J7 below its limit 95 % of the time).
+
+    ``seed`` None: the tones ``EXCITATION_HZ`` [Hz] shared by every joint, phases fixed by
+    joint and arm (the waveform the tests and baselines were made with). An integer >= 0:
+    each joint's three tones drawn from ``SEEDED_BANDS_HZ`` (each at least
+    ``SEEDED_GAP_HZ`` from the unseeded tone) and its phases uniform in [0, 2 pi), from
+    ``(seed, k)``: another motion, the same for the same seed (a validation recording
+    takes a seed its fit recording did not). InvalidValueError for any other seed."""
     robot = robot_of(robot)
     arm = list(Arm)[k]
     home = robot.home(arm)
     lower, upper = (np.array(b, float) for b in zip(*robot.joint_ranges(arm), strict=True))
     joints = np.arange(len(home))
-    phases = [0.9 * joints + 1.7 * k + 0.5 * i for i in range(len(EXCITATION_HZ))]
+    if seed is None:
+        tones = EXCITATION_HZ
+        phases = [0.9 * joints + 1.7 * k + 0.5 * i for i in range(len(EXCITATION_HZ))]
+    else:
+        tones, phases = _seeded_waves(seed, k, len(home))
     weights = (0.6, 0.3, 0.15)
 
     def source(t: float) -> np.ndarray:
         fade = min(1.0, t) ** 2
         wave = sum(
             w * (np.sin(2 * math.pi * f * t + p) - np.sin(p))
-            for w, f, p in zip(weights, EXCITATION_HZ, phases, strict=True)
+            for w, f, p in zip(weights, tones, phases, strict=True)
         )
         return np.clip(home + fade * amplitude_rad * wave, lower, upper)
 
@@ -100,6 +135,17 @@ def _shift_log(path: Path, hidden: dict[str, float], robot: Robot) -> None:
         side.write_text(json.dumps(meta))
 
 
+def drive_noise_std(noise: bool | float) -> float:
+    """The servo-target noise std [rad] that ``record_hidden``'s ``noise`` asks for."""
+    if noise is True:
+        return DRIVE_NOISE_RAD
+    if noise is False:
+        return 0.0
+    if not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
+        raise InvalidValueError("noise", noise, "True, False or a finite std >= 0 rad")
+    return float(noise)
+
+
 def record_hidden(
     path: Path | str,
     hidden: dict[str, float],
@@ -109,32 +155,56 @@ def record_hidden(
     amplitude_rad: float = 0.2,
     source: Callable[[int], Callable[[float], np.ndarray]] | None = None,
     robot: Robot | None = None,
+    excitation_seed: int | None = None,
+    noise: bool | float = False,
 ) -> Path:
     """Record ``seconds`` [s] of both arms' excitation on ``robot``'s twin (None: the default
     robot) with ``hidden`` parameters into ``path`` (any recording format; ``.log`` only
     with hidden delays on a loop without transport delays of its own);
     ``source(k)`` gives arm k's targets [rad] over time instead (default:
-    ``excitation_source``)."""
+    ``excitation_source(k, amplitude_rad, robot, excitation_seed)``: None, the unseeded
+    waveform). ``noise``: drive noise, white noise of ``DRIVE_NOISE_RAD`` [rad] std (True)
+    or of the given std [rad] added to every servo target at every physics step
+    (``TwinConfig.control_noise``), drawn from ``seed``; False or 0 (default): none, and
+    the recording is the same whatever ``seed``. The feedback is always quantised as the
+    drives report it (a count of 1/128 deg, truncated). InvalidValueError for a noise
+    that is not a finite std >= 0."""
     robot = robot_of(robot)
-    robot.require(AMBER_DRIVES, "a synthetic recording (hidden Amber drive parameters)")
+    robot.require(CAN_DRIVES, "a synthetic recording (hidden drive parameters)")
     path = Path(path)
     model = apply_to_model(robot.model(), hidden)
     transport = {n: v for n, v in hidden.items() if n.endswith("_delay_s")}
-    config = loop_config(
-        robot,
-        "a synthetic recording",
-        seed=seed,
-        feedback_rate_hz=feedback_rate_hz,
-        drives=drive_configs(hidden, robot),
-        # the loop takes transport delays from a calibration (its model and drives are
-        # given here): one holding only the hidden delays
-        calibration=Calibration("hidden transport delays", transport, model_hash(robot.model()))
-        if any(transport.values())
-        else None,
-    )
-    loop = make_closed_loop(config, twin=Twin(TwinConfig(seed=seed), model=model))
+    if robot.family == "damiao":
+        # a Damiao loop takes its drives' values (friction, gains, zeros) and the transport
+        # delays from a calibration: one holding every hidden value (the model is given)
+        config = loop_config(
+            robot,
+            "a synthetic recording",
+            seed=seed,
+            feedback_rate_hz=feedback_rate_hz,
+            calibration=Calibration("hidden values", dict(hidden), model_hash(robot.model())),
+        )
+    else:
+        config = loop_config(
+            robot,
+            "a synthetic recording",
+            seed=seed,
+            feedback_rate_hz=feedback_rate_hz,
+            drives=drive_configs(hidden, robot),
+            # the loop takes transport delays from a calibration (its model and drives are
+            # given here): one holding only the hidden delays
+            calibration=Calibration("hidden transport delays", transport, model_hash(robot.model()))
+            if any(transport.values())
+            else None,
+        )
+    twin_config = TwinConfig(seed=seed, control_noise=drive_noise_std(noise))
+    loop = make_closed_loop(config, twin=Twin(twin_config, model=model))
     for k, arm in enumerate(Arm):
-        targets = source(k) if source is not None else excitation_source(k, amplitude_rad, robot)
+        targets = (
+            source(k)
+            if source is not None
+            else excitation_source(k, amplitude_rad, robot, excitation_seed)
+        )
         loop.stream_targets(arm, targets, 100.0)
     # a loop whose transport delays act (ClosedLoop.delayed) is recorded as the host sees
     # its bus; one without them is restamped afterwards (.log only; see the module docstring)

@@ -24,6 +24,7 @@ import numpy as np
 import pinocchio as pin
 from rob_twin.twin.teleop.messages import HandSample
 
+HELD_AT_START = "grip already held when this hand's input began: release it and press again"
 XR_TO_ROBOT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 
 
@@ -111,6 +112,8 @@ class HandClutch:
             self._pressed = False
         if not self._pressed:
             self.needs_fresh_press = False  # a release re-arms the grip
+            if self.last_reason == HELD_AT_START:
+                self.last_reason = ""
             if self.engaged:
                 self.disengage("grip released", fresh_press=False)
                 return ClutchStep(ClutchEvent.RELEASED, reason="grip released")
@@ -133,6 +136,7 @@ class HandClutch:
                 return ClutchStep(ClutchEvent.DISENGAGED, reason=self.last_reason)
         if not self.engaged:
             if was_pressed or self.needs_fresh_press:
+                self.last_reason = self.last_reason or HELD_AT_START  # the page shows why
                 return ClutchStep(ClutchEvent.IDLE, reason="waiting for a fresh grip press")
             self._anchor_ctrl = (pos.copy(), rot.copy())
             self._anchor_tcp = anchor_tcp().copy()

@@ -85,7 +85,8 @@ class HandState:
     pending_q: np.ndarray | None = None  # last target accepted by the owner's mailbox
     last_input_s: float = -np.inf
     last_target_s: float = -np.inf
-    last_reject: str = ""
+    last_reject: str = ""  # in plain words (what the operator asked, why not, what happens)
+    last_reject_detail: str = ""  # the refusing check's own text, for logs and the counters
     last_event: str = "idle"
     settled_target: np.ndarray | None = None  # a TCP target (4x4) fully reached by pending_q
     gripper: float = 0.0  # trigger value while engaged [0..1]
@@ -147,6 +148,11 @@ class TeleopController:
         self.counts["frames_received"] += 1
         if not self.lease.renew(client):
             self.counts["not_operator"] += 1
+            if self.lease.holder() is None:
+                return (
+                    "not the operator: the operator lease lapsed (no input for more than "
+                    f"{self.config.operator_ttl_s:g} s); send hello to drive again"
+                )
             return "not the operator: this client is a watcher"
         if frame.session != self.session:
             self.counts["foreign_session"] += 1
@@ -232,7 +238,7 @@ class TeleopController:
         res = self.filters[arm].filter(target, base, v_cmd, dt_s, others, still=still)
         if not res.accepted:
             self.counts[f"rejected_{res.check}"] += 1
-            h.last_reject = res.reason
+            h.last_reject, h.last_reject_detail = res.reason, res.detail
             return
         if res.tcp_clamped:
             self.counts["tcp_clamped"] += 1
@@ -358,6 +364,7 @@ class TeleopController:
                     "needs_fresh_press": h.clutch.needs_fresh_press,
                     "reason": h.clutch.last_reason,
                     "last_reject": h.last_reject,
+                    "last_reject_detail": h.last_reject_detail if h.last_reject else "",
                     "owner_mode": self.owners[arm].mode.value,
                     "generation": self.owners[arm].generation,
                     "gripper": h.gripper,

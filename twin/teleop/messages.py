@@ -15,7 +15,9 @@ Client -> server (every frame carries ``v`` and ``type``):
 
 Server -> client: ``welcome``, ``status`` (per-hand state, last rejection, counters),
 ``telemetry``, ``view`` (the camera now streamed), ``camera`` (one JPEG frame, base64,
-with its render stamps) and ``error`` (see ``server.py``).
+with its render stamps), ``role`` (this client's role changed, e.g. a lapsed operator
+lease made it a watcher: ``{"role": "watcher", "reason": ...}``; the page's role badge
+shows only ``welcome`` and ``role``) and ``error`` (see ``server.py``).
 
 Every frame is read by the shared bounded JSON reader (``rob_twin.models.bounded_json``:
 UTF-8, at most ``MAX_FRAME_BYTES``, ``MAX_DEPTH`` nested arrays/objects, integers of at

@@ -32,6 +32,7 @@ from rob_twin.models.names import Arm
 from rob_twin.planners.collision import CheckSession
 from rob_twin.planners.goal_checks import GoalCheckConfig, check_goal
 from rob_twin.planners.ik import IKSolver
+from rob_twin.twin.teleop.refusal_words import ik_refusal
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class FilterResult:
     tcp_clamped: bool = False
     joint_clamped: bool = False
     check: str = ""  # which check refused: ik, goal, collision
+    detail: str = ""  # the refusing check's own text (solver status, tolerances), for logs
 
 
 class ArmSafetyFilter:
@@ -151,9 +153,10 @@ class ArmSafetyFilter:
                     return FilterResult(
                         accepted=False,
                         q=None,
-                        reason=f"IK {res.status.value}: {res.message}",
+                        reason=self._ik_words(target, start, res),
                         tcp_clamped=tcp_clamped,
                         check="ik",
+                        detail=f"IK {res.status.value}: {res.message}",
                     )
                 q = res.q
         step = float(np.max(np.abs(q - q_cmd)))
@@ -191,6 +194,18 @@ class ArmSafetyFilter:
             reason="; ".join(notes),
             tcp_clamped=tcp_clamped,
             joint_clamped=joint_clamped,
+        )
+
+    def _ik_words(self, target: pin.SE3, start: pin.SE3, res) -> str:
+        """The IK refusal in plain words (``refusal_words.ik_refusal``)."""
+        return ik_refusal(
+            self.arm.value,
+            target.translation,
+            start.translation,
+            self.kin.shoulder_origin(self.torso),
+            self.kin.reach_bound_m(),
+            res,
+            self.config.ik_step_bound_rad,
         )
 
     def _nullspace_seed(self, q: np.ndarray, motion: float) -> np.ndarray:

@@ -224,8 +224,30 @@ class TeleopServer:
         period = 1.0 / self.config.poll_hz
         while True:
             self.controller.poll()
+            self._sync_roles()
             self.progress.poll_done()
             await asyncio.sleep(period)
+
+    def _sync_roles(self) -> None:
+        """Tell each client whose role changed since it was last told (a ``role`` message):
+        the operator lease is the one source of the page's role badge, as it is of the
+        ``not_operator`` counter, so a lapsed lease shows as "watcher", not "operator"."""
+        if self.hub is None:
+            return
+        for client, slot in list(self.hub.slots.items()):
+            role = "operator" if self.controller.is_operator(client) else "watcher"
+            if slot.role is None or slot.role == role:
+                slot.role = role
+                continue
+            reason = (
+                "the operator lease lapsed: no input from this page for more than "
+                f"{self.controller.config.operator_ttl_s:g} s; ask again (hello) to drive"
+                if slot.role == "operator"
+                else ""
+            )
+            slot.role = role
+            self.counts[f"role_changes_to_{role}"] += 1
+            slot.put("role", encode("role", client=client, role=role, reason=reason))
 
     async def _telemetry_task(self) -> None:
         period = 1.0 / self.config.telemetry_hz
@@ -323,6 +345,7 @@ class TeleopServer:
             self.controller.disconnect(client)
             return
         slot = self.hub.add(client)  # no video until the client asks (``view``)
+        slot.role = role
         sender = asyncio.create_task(self._sender(ws, slot))
         now = (
             self.controller.now
@@ -367,8 +390,10 @@ class TeleopServer:
             why = self.controller.handle_input(client, msg, received)
             if why:
                 slot.put("refused", encode("refused", reason=why))
+                self._sync_roles()  # a lapsed lease: the page learns it with the refusal
         elif isinstance(msg, Hello):
             role = self.controller.hello(client, msg)
+            slot.role = role
             slot.put("welcome", encode("welcome", client=client, role=role, session=msg.session))
         elif isinstance(msg, ViewRequest):
             why = self._set_view(slot, msg.camera)

@@ -20,10 +20,12 @@ import time
 from collections import Counter
 
 import numpy as np
+from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import Arm
 from rob_twin.planners.geom_pairs import PairClass
 from rob_twin.twin.teleop.messages import encode
 from rob_twin.twin.teleop.plain_words import status_lines
+from rob_twin.twin.teleop.refusal_words import pair_words
 
 
 class LatestSlot:
@@ -36,6 +38,7 @@ class LatestSlot:
         self.overwritten = 0
         self.sent = 0
         self.camera: str | None = None  # the camera this client watches (None: no video)
+        self.role: str | None = None  # the role this client was last told (welcome, role)
         self.overwritten_by_kind: Counter[str] = Counter()
 
     def put(self, kind: str, text: str) -> None:
@@ -94,6 +97,31 @@ class TelemetryHub:
         return frozenset(s.camera for s in self.slots.values() if s.camera)
 
 
+# a pair is highlighted (amber in the video, named as limiting) only this close [m]: six
+# times the checker's 5 mm margin, 0.12 s of hand motion at the 0.25 m/s TCP speed limit
+CLEARANCE_WARNING_M = 0.03
+
+
+class ClearanceWarningError(InvalidValueError):
+    """A clearance warning distance that is not a positive finite length [m]."""
+
+    subject = "teleop telemetry"
+
+
+def clearance_words(distance_m: float | None, pair: str | None, warning_m: float) -> str:
+    """The clearance line in words: the nearest pair and how near it is, called limiting
+    only within ``warning_m`` [m]; ``distance_m`` None: nothing within the horizon."""
+    if distance_m is None or pair is None:
+        return "nothing an arm could hit is near"
+    mm = distance_m * 1000.0
+    if distance_m < warning_m:
+        return f"only {mm:.0f} mm between {pair}: this pair limits clearance (amber in the video)"
+    return (
+        f"clear: the nearest pair, {pair}, is {mm:.0f} mm apart "
+        f"(highlighted below {warning_m * 1000:.0f} mm)"
+    )
+
+
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
@@ -125,7 +153,14 @@ class TelemetrySource:
     clearance: a collision session (both arms, horizon > margin) owned by this thread;
     video: an object with ``.status`` and ``.stats`` (``rob_twin.twin.teleop.video``)."""
 
-    def __init__(self, loop, controller, clearance=None, video=None) -> None:
+    def __init__(
+        self, loop, controller, clearance=None, video=None, warning_m: float = CLEARANCE_WARNING_M
+    ) -> None:
+        """warning_m: a pair nearer than this [m] is the limiting pair (highlighted, named
+        as limiting); a farther nearest pair is reported as clear."""
+        if not (math.isfinite(warning_m) and warning_m > 0):
+            raise ClearanceWarningError("warning_m", warning_m, "a distance > 0 m")
+        self.warning_m = float(warning_m)
         self.loop = loop
         self.controller = controller
         self.clearance = clearance
@@ -156,7 +191,7 @@ class TelemetrySource:
                 "fault_reason": owner.fault_reason,
                 "generation": owner.generation,
             }
-        clearance = pair = kind = None
+        clearance = pair = kind = words = None
         geoms: list[int] | None = None
         if self.clearance is not None:
             cl = self.clearance.clearance(np.concatenate(stacked), self._matters)
@@ -165,7 +200,9 @@ class TelemetrySource:
                 pair = f"{cl.pair.name1} vs {cl.pair.name2}"
                 kind = PAIR_CLASS_WORDS.get(cl.pair.pair_class)
                 geoms = [cl.pair.geom1, cl.pair.geom2]
-        self.limiting_geoms = tuple(geoms or ())
+                words = pair_words(cl.pair.name1, cl.pair.name2)
+        limiting = clearance is not None and clearance < self.warning_m
+        self.limiting_geoms = tuple(geoms or ()) if limiting else ()
         status = self.controller.status()
         return encode(
             "telemetry",
@@ -179,6 +216,9 @@ class TelemetrySource:
             clearance_pair=pair,
             clearance_class=kind,
             clearance_geoms=geoms,
+            clearance_limiting=limiting,  # within the warning distance: highlighted
+            clearance_warning_m=self.warning_m,
+            clearance_text=clearance_words(clearance, words, self.warning_m),
             clearance_horizon_m=self.clearance.checker.config.horizon_m if self.clearance else None,
             video=self._video(),
             hardware_io=False,

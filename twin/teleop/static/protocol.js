@@ -22,6 +22,7 @@ const TeleopProtocol = {
   },
   clearanceText(t) {  // the nearest arm-arm / arm-body / arm-world pair, in words
     if (t.clearance_m === null) return `> ${(t.clearance_horizon_m * 100).toFixed(0)} cm to anything an arm could hit`;
+    if (t.clearance_text) return t.clearance_text;  // the server's words (limiting only when near)
     return `${(t.clearance_m * 1000).toFixed(1)} mm, ${t.clearance_class}: ${t.clearance_pair}`;
   },
   reset(session, arm) {

@@ -29,10 +29,16 @@
       if (msg.type === "camera") { state.video.onFrame(msg); return; }  // no re-render per frame
       if (msg.type === "welcome") {
         state.role = msg.role;
+        if (msg.role === "operator") state.lastError = "";  // a lapse's note is over
         if (msg.cameras && msg.cameras.length) {  // ask for the video of the chosen camera
           state.video.onWelcome(msg);
           ws.send(P.view(state.session, $("camera-select").value || msg.camera));
         }
+      }
+      else if (msg.type === "role") {  // the server's lease changed this page's role
+        state.role = msg.role;
+        if (msg.reason) state.lastError = msg.reason;
+        if (msg.role !== "operator") ws.send(P.hello(state.session, "operator"));  // ask again
       }
       else if (msg.type === "telemetry") state.telemetry = msg;
       else if (msg.type === "error" || msg.type === "refused") state.lastError = msg.reason;

@@ -89,6 +89,13 @@ def _axes(azimuth_deg: float, elevation_deg: float) -> tuple[np.ndarray, ...]:
     return fwd, right, up
 
 
+def free_camera_pose(camera: mujoco.MjvCamera) -> tuple[np.ndarray, np.ndarray]:
+    """(position [m], unit forward direction) of a free ``camera``: it stands ``distance``
+    back from ``lookat`` along its ``azimuth``/``elevation`` [deg]."""
+    fwd, _, _ = _axes(camera.azimuth, camera.elevation)
+    return np.array(camera.lookat) - camera.distance * fwd, fwd
+
+
 def fit_camera(
     points: np.ndarray,
     azimuth_deg: float,

@@ -11,6 +11,7 @@ from rob_twin.models.errors import RobTwinError
 from rob_twin.twin.render import held_view
 from rob_twin.twin.render.backdrop import HIDDEN_GROUP, styled_copy
 from rob_twin.twin.render.captions import burn_captions
+from rob_twin.twin.render.decimate import MeshSource, cell_size_m, coarsen, upload
 from rob_twin.twin.render.framing import (
     AUTO_CAMERA,
     arm_points,
@@ -58,6 +59,7 @@ def close_renderer(renderer: mujoco.Renderer) -> None:
 INSET_FRACTION = 3  # the inset is 1/3 of the frame's width and height
 INSET_BORDER_PX = 2
 HELD_PAD_M = 0.14  # room around the held box and the hands: a carry's lift stays in view
+ENCODER_PRESET = "veryfast"  # libx264, CRF 15: ~half the CPU of "medium", no larger a file
 
 
 class VideoRecorder:
@@ -68,7 +70,8 @@ class VideoRecorder:
     read; in a scene with a held box the main view closes on the box and the hands instead
     (the grasp and the lift large, the hands drawn green while they hold it, its stand drawn
     while it waits, ``held_view``) and the inset shows the whole arms. Frames are drawn from
-    a copy of the model whose floor and sky contrast with the robot (``backdrop``).
+    a copy of the model whose floor and sky contrast with the robot (``backdrop``); at
+    ``fast`` quality each view draws its meshes no finer than its pixels (``decimate``).
 
     With ``path`` the frames go straight to ffmpeg (imageio-ffmpeg, libx264), nothing is
     kept in memory. The file is a fragmented MP4 with a keyframe every second: if the
@@ -110,6 +113,12 @@ class VideoRecorder:
         self._extra_points: np.ndarray | None = None
         self._held = held_view.has_held_box(model)
         self.inset: mujoco.Renderer | None = None
+        # ``fast``: the exact meshes, clustered per view once the cameras are framed
+        self._meshes: MeshSource | None = None
+        if self.quality == "fast" and auto:
+            source = MeshSource.of(self.render_model)
+            self._meshes = source if source.worth_clustering(self.render_model) else None
+        self.mesh_triangles: dict[str, int] = {}  # triangles drawn per view ("main", "inset")
         self.path: Path | None = None
         self._encoder = None
         # the 36 range-finder rays would hide the arms in a video; far scenery is hidden
@@ -158,6 +167,25 @@ class VideoRecorder:
             self.free_camera = arms
             self.inset_camera = top_camera(self.model, whole, arms.azimuth, aspect)
             self.inset_label = "from above (front at the bottom)"
+        self._fit_meshes(whole)
+
+    def _fit_meshes(self, points: np.ndarray) -> None:
+        """At ``fast`` quality, each view's meshes clustered on ``CELL_PX`` of its own pixels
+        at the nearest of ``points`` [m] (``decimate``) and sent to its renderer."""
+        if self._meshes is None:
+            return
+        fovy = self.model.vis.global_.fovy
+        views = (
+            ("main", self.renderer, self.free_camera),
+            ("inset", self.inset, self.inset_camera),
+        )
+        for name, renderer, camera in views:
+            if renderer is None or camera is None:
+                continue
+            cell = cell_size_m(camera, points, fovy, renderer.height)
+            triangles = coarsen(self.render_model, self._meshes, cell)
+            if upload(renderer, self.render_model):
+                self.mesh_triangles[name] = triangles
 
     def _open(self, path: Path) -> None:
         import imageio_ffmpeg
@@ -172,6 +200,8 @@ class VideoRecorder:
             macro_block_size=8,
             ffmpeg_log_level="error",
             output_params=[
+                "-preset",
+                ENCODER_PRESET,
                 "-g",
                 str(max(1, int(self.fps))),
                 "-movflags",
@@ -199,7 +229,7 @@ class VideoRecorder:
         if self._encoder is not None:
             self._encoder.send(np.ascontiguousarray(frame))
         self.frames += 1
-        return frame.copy()
+        return frame  # a new array each call (the renderer's and the captions' own)
 
     def update_scene(
         self, data: mujoco.MjData, highlight: set[int] | frozenset[int] = frozenset()
@@ -221,12 +251,13 @@ class VideoRecorder:
         return renderer.scene
 
     def _with_inset(self, frame: np.ndarray, data: mujoco.MjData, highlight) -> np.ndarray:
-        """``frame`` with the inset view pasted in its top right corner, framed and labelled."""
+        """``frame`` (changed in place) with the inset view pasted in its top right corner,
+        framed and labelled."""
         self._draw(self.inset, data, self.inset_camera, highlight)
         small = burn_captions(self.inset.render(), [self.inset_label])
         h, w = small.shape[:2]
         b = INSET_BORDER_PX
-        out = frame.copy()
+        out = frame
         out[: h + 2 * b, -(w + 2 * b) :] = 255
         out[b : h + b, -(w + b) : -b] = small
         return out

@@ -385,20 +385,21 @@ def reply_ids_of(robot) -> frozenset[int]:
     return frozenset(mst_ids(max(robot.joint_count(a) for a in Arm)))
 
 
-def _enable_as_recorded(
-    bank, rec: Recording, bus_of: dict[str, int], bank_now: float
-) -> None:
+def _enable_as_recorded(bank, rec: Recording, bus_of: dict[str, int], bank_now: float) -> None:
     """Enable each Damiao drive of ``bank`` whose first recorded reply reports it enabled
     (status nibble 1): a recording that starts after the bring-up (``--record-can``, a
     dataset) holds no enable frame, and its drives' own replies say they were enabled.
     ``bus_of``: {bank channel: recorded bus number}."""
-    from rob_twin.controllers.damiao_codec import Status
+    from rob_twin.controllers.damiao_codec import Status, looks_like_register_reply
 
     first: dict[tuple[int, int], int] = {}
     for f in rec.frames:
         key = (f.bus, f.arbitration_id)
-        if key not in first and len(f.data) == 8:
-            first[key] = f.data[0] >> 4
+        if key in first or len(f.data) != 8:
+            continue
+        if looks_like_register_reply(f.data, f.arbitration_id & 0x0F):  # not a state frame
+            continue
+        first[key] = f.data[0] >> 4
     first_command: dict[tuple[int, int], bytes] = {}
     for f in rec.frames:
         first_command.setdefault((f.bus, f.arbitration_id), bytes(f.data))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rob_twin.controllers.codec import COUNTS_PER_DEGREE, decode_feedback
-from rob_twin.controllers.damiao_codec import Scaling, decode_state
+from rob_twin.controllers.damiao_codec import Scaling, decode_state, looks_like_register_reply
 from rob_twin.controllers.damiao_transport import mst_ids
 from rob_twin.models.damiao_motors import MOTORS
 from rob_twin.models.errors import RobTwinError
@@ -154,6 +154,8 @@ def _damiao_feedback(rec: Recording, shift_s: float, robot: Robot) -> dict[tuple
     for f in rec.frames:
         j = joint_of.get(f.arbitration_id)
         if j is None or f.is_extended_id or len(f.data) != 8:
+            continue
+        if looks_like_register_reply(f.data, j):  # a register answer on the same MST id
             continue
         s = sc[j - 1]
         st = decode_state(f.data, s)

@@ -215,7 +215,7 @@ class DamiaoClosedLoop(ClosedLoop):
             self.bank.set_register(ov.arm, ov.joint, ov.register, ov.value)
         if not o.enable:
             return
-        if self.bus_timing is not None and o.support_during_bring_up:
+        if self._bring_up_takes_time() and o.support_during_bring_up:
             self._support = self._arm_state()
         try:
             checked = {arm: drv.check_registers(self._settle) for arm, drv in self.drivers.items()}
@@ -241,18 +241,28 @@ class DamiaoClosedLoop(ClosedLoop):
             out.append((qi, m.jnt_dofadr[joints].copy(), d.qpos[qi].copy()))
         return out
 
+    def _bring_up_takes_time(self) -> bool:
+        """Whether a frame needs simulated time to reach the drives and back: on a timed bus,
+        or with a calibration's transport delays in the loop (a register read then waits
+        the round trip, as on the real bus, instead of finding no reply)."""
+        return self.bus_timing is not None or any(any(d) for d in self.transport_delays.values())
+
     def _settle(self) -> None:
         """Let the drives answer. On instant buses no simulated time passes (a lockstep
-        exchange); on a timed bus (``bus_timing``) 1 ms passes, physics included, with the arm
-        joints put back at their start pose, at rest, after each step while the enable
-        sequence runs (``DamiaoOptions.support_during_bring_up``; without it the arms hang
-        limp, the drives not yet enabled: on a 1 Mbit/s bus the sequence takes 108 settles,
-        0.108 s)."""
-        if self.bus_timing is None:
+        exchange); on a timed bus (``bus_timing``) or with transport delays 1 ms passes,
+        physics included, with the arm joints put back at their start pose, at rest, after
+        each step while the enable sequence runs (``DamiaoOptions.support_during_bring_up``;
+        without it the arms hang limp, the drives not yet enabled: on a 1 Mbit/s bus the
+        sequence takes 108 settles, 0.108 s); with transport delays a settle lasts 1 ms plus
+        the slowest arm's round trip (command + feedback delay), so an answer always comes
+        within the transport's settles."""
+        if not self._bring_up_takes_time():
             self.bank.service(self.twin.time, 0.0)
             return
         d = self.twin.data
-        for _ in range(max(1, round(BRING_UP_SETTLE_S / self.twin.scheduler.dt))):
+        # with transport delays a settle also waits the slowest arm's round trip
+        wait_s = BRING_UP_SETTLE_S + max(sum(rt) for rt in self.transport_delays.values())
+        for _ in range(max(1, round(wait_s / self.twin.scheduler.dt))):
             self.twin.step()
             for qi, dofs, q in self._support:
                 d.qpos[qi] = q

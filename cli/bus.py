@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from rob_twin.cli.common import (
@@ -13,6 +14,7 @@ from rob_twin.cli.common import (
     ROBOT_HELP,
     CommandResult,
     calibration_arg,
+    error_payload,
     robot_arg,
 )
 from rob_twin.models.names import DEFAULT_ROBOT
@@ -31,7 +33,7 @@ def _channels(text: str | None, default: dict) -> dict:
     return out
 
 
-def _cmd_bank(args: argparse.Namespace) -> int:
+def _cmd_bank(args: argparse.Namespace) -> CommandResult:
     from rob_twin.models.names import Arm, UnknownNameError
     from rob_twin.twin.bus.bank_process import BankConfig, BankError, BankProcess
     from rob_twin.twin.bus.recording import RecordingError
@@ -58,14 +60,14 @@ def _cmd_bank(args: argparse.Namespace) -> int:
         )
         final = BankProcess(cfg).run()
     except (BankError, SocketcandError, UnknownNameError, ValueError, RecordingError) as err:
+        # CalibrationError and MissingCapabilityError are ValueErrors: refused, exit 2, and
+        # under --json the error object is stdout's one object (run_command prints it)
         print(f"rob-twin bank: {err}", file=sys.stderr)
-        return 2
+        return 2, error_payload(err, 2)
     final = {k: v for k, v in final.items() if k != "socketcand"}
-    if args.json:
-        print(json.dumps(final, default=str))
-    else:
+    if not args.json:
         print(_bank_summary(final))
-    return 0
+    return 0, final
 
 
 def _bank_summary(final: dict) -> str:
@@ -97,6 +99,7 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
             stream=args.stream,
             stop_after_s=args.stop_after,
             ping_hz=args.ping_hz,
+            publish_deadline_s=args.publish_deadline,
             drive_timeout_s=args.drive_timeout or None,
             max_velocity_rad_s=args.max_velocity,
             rest_timeout_s=args.rest_timeout,
@@ -107,24 +110,42 @@ def _cmd_host(args: argparse.Namespace) -> CommandResult:
     except (HostError, ValueError) as err:  # MissingCapabilityError is a ValueError
         print(f"rob-twin host: {err}", file=sys.stderr)
         return 2, {"error": str(err), "type": type(err).__name__, "exit_code": 2}
-    if report["ended"] == "bank_lost":
-        print(
-            f"rob-twin host: stopped after {report['ended_at_s']:.2f} s: lost the bank "
-            f"at {report['endpoint']} ({report['end_reason']})",
-            file=sys.stderr,
-            flush=True,
-        )
-    elif report["ended"] == "bring_up_failed":
-        print(
-            f"rob-twin host: the drives' bring-up failed ({report['end_reason']})",
-            file=sys.stderr,
-            flush=True,
-        )
+    if (line := host_end_line(report)) is not None:
+        print(line, file=sys.stderr, flush=True)
     if not args.json:
         for line in host_summary(report):
             print(line)
     failed = report["ended"] != "seconds" or any(a["fault"] for a in report["arms"].values())
     return (1 if failed else 0), report
+
+
+def host_end_line(report: dict) -> str | None:
+    """The one stderr line of a host that stopped before its time (None: it ran its
+    seconds): what happened, in the words of ``twin/bus/host_loss.py``: the host's own
+    batch deadline missed, the bank lost (it stopped answering, or the connection closed),
+    or the drives' bring-up failed."""
+    ended, why = report["ended"], report["end_reason"]
+    head = f"rob-twin host: stopped after {report['ended_at_s']:.2f} s: "
+    if ended == "deadline_missed":
+        loss = report.get("loss") or {}
+        answering = bool(loss) and all(
+            a["feedback_age_s"] is not None
+            and a["feedback_timeout_s"] is not None
+            and a["feedback_age_s"] <= a["feedback_timeout_s"]
+            for a in loss.values()
+        )
+        bank = (
+            f"the bank at {report['endpoint']} was still answering: the host was late, not "
+            "the bank (a loaded machine; --publish-deadline S allows more)"
+            if answering
+            else f"the bank at {report['endpoint']} had stopped answering too"
+        )
+        return f"{head}missed its own batch deadline ({why}); {bank}"
+    if ended == "bank_lost":
+        return f"{head}lost the bank at {report['endpoint']} ({why})"
+    if ended == "bring_up_failed":
+        return f"rob-twin host: the drives' bring-up failed ({why})"
+    return None
 
 
 def _us(p: dict) -> str:
@@ -278,6 +299,19 @@ def _cmd_replay(args: argparse.Namespace) -> tuple[int, dict]:
         )
         print(f"report: {path}, trajectory: {np_path} (simulated; hardware_io: false)")
     return (0 if agrees else 1), summary
+
+
+def publish_deadline_arg(text: str) -> float:
+    """``host --publish-deadline S``: seconds in (0, 1] (anything else refused, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1.0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(
+            f"--publish-deadline={text!r} is invalid; valid: seconds in (0, 1]"
+        )
+    return value
 
 
 def add_live_bus_options(
@@ -483,7 +517,7 @@ def register(sub) -> None:
         "answered on receipt; CAN FD on SocketCAN where the file's drives.bus says fd); "
         "without --channels, its file's channels (default: %(default)s)",
     )
-    bank.set_defaults(func=_cmd_bank)
+    bank.set_defaults(func=_cmd_bank, json_result=True)
     host = sub.add_parser(
         "host",
         help="the project's host stack (owners, codec, transport) against a bank "
@@ -538,6 +572,15 @@ def register(sub) -> None:
         type=float,
         default=None,
         help="call Stop after this many seconds (default: never)",
+    )
+    host.add_argument(
+        "--publish-deadline",
+        type=publish_deadline_arg,
+        default=0.02,
+        metavar="S",
+        help="a sample's frames (one per joint) must be written within this, else the owner "
+        "latches uncertain_output [s], in (0, 1]; a loaded desktop needs more than a "
+        "real-time host (default: %(default)s)",
     )
     host.add_argument(
         "--ping-hz",

@@ -6,10 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rob_twin.cli.common import CALIBRATION_HELP, ROBOT_HELP, calibration_arg, robot_arg
+from rob_twin.cli.common import (
+    CALIBRATION_HELP,
+    ROBOT_HELP,
+    calibration_arg,
+    error_payload,
+    robot_arg,
+)
 
 
-def _cmd_teleop(args: argparse.Namespace) -> int:
+def _cmd_teleop(args: argparse.Namespace) -> int | tuple[int, dict]:
     from rob_twin.models.robot import MissingCapabilityError
     from rob_twin.models.robot_description import RobotFileError
     from rob_twin.twin.calibration.calibration_file import CalibrationError
@@ -39,10 +45,10 @@ def _cmd_teleop(args: argparse.Namespace) -> int:
         RobotFileError,
     ) as err:
         print(f"rob-twin teleop: {err}", file=sys.stderr)
-        return 2
+        return 2, error_payload(err, 2)  # under --json: stdout's one object
     except OSError as err:
         print(f"rob-twin teleop: cannot serve on port {args.port}: {err}", file=sys.stderr)
-        return 2
+        return 2, {**error_payload(err, 2), "error": f"cannot serve on port {args.port}: {err}"}
 
 
 def register(sub) -> None:

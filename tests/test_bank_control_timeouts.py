@@ -103,6 +103,7 @@ def test_idle_connections_are_closed_and_a_new_client_gets_status(bank):
     assert reply["ok"] is True and "sim_time_s" in reply
 
 
+@pytest.mark.realtime
 def test_a_line_left_unfinished_is_closed_after_its_timeout(bank):
     port = bank["control_port"]
     with _connect(port) as s:
@@ -116,6 +117,7 @@ def test_a_line_left_unfinished_is_closed_after_its_timeout(bank):
     assert control(port, {"cmd": "status"})["ok"] is True
 
 
+@pytest.mark.realtime
 def test_a_client_that_keeps_talking_stays_connected(bank):
     port = bank["control_port"]
     with _connect(port) as s:

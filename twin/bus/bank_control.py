@@ -9,10 +9,14 @@ ranges; the scenario fault schema, ``rob_twin.twin.scenario.schema.parse_fault``
 answers a ``ControlError`` on the same connection as ``{"ok": false, "error", "field",
 "valid"}`` and keeps serving.
 
-No client can hold the port: at most ``MAX_CLIENTS`` connections at once, and a
+No client can hold the port: at most ``MAX_CLIENTS`` connections at once, and at most
+``MAX_CLIENTS_PER_ADDRESS`` of them from one source address; a connection beyond either
+is answered one JSON line naming the limit (``connections_full_error``,
+``address_full_error``: ``{"ok": false, "field": "connection", ...}``) and closed. A
 connection that sends no complete line for ``IDLE_TIMEOUT_S`` (``idle_error``), or whose
 line does not end within ``LINE_TIMEOUT_S`` of its first byte (``partial_line_error``),
-is answered why and closed (the bank's ``BankConfig`` can set both).
+is answered why and closed. The bank's ``BankConfig`` can set all four
+(``check_connection_limits`` says what is valid).
 
 ``control(port, command)`` is the client side: one command, one reply.
 """
@@ -35,6 +39,10 @@ MAX_LINE_BYTES = 16_384  # one command line, without its newline [bytes]
 MAX_DEPTH = 8  # nested arrays/objects in one command
 MAX_PENDING_FAULTS = 64  # faults queued or in force at once; more are refused
 MAX_CLIENTS = 8  # control connections served at once; more are refused
+# of them from one source address; every local client's is 127.0.0.1, so by default one
+# address may hold them all (a bank whose clients come from several addresses sets it lower)
+MAX_CLIENTS_PER_ADDRESS = MAX_CLIENTS
+MAX_CLIENTS_LIMIT = 1024  # the largest connection cap a bank may be given
 MAX_REPLY_BYTES = 4_000_000  # a status reply for the client side [bytes]
 IDLE_TIMEOUT_S = 10.0  # a connection without a complete line this long is closed [s]
 LINE_TIMEOUT_S = 2.0  # from the first byte of a line to its newline, at most [s]
@@ -105,6 +113,42 @@ def pending_faults_error(pending: int) -> ControlError:
         "fault",
         f"{pending} faults pending",
         f"at most {MAX_PENDING_FAULTS} queued or in force; wait for some to end or clear_faults",
+    )
+
+
+class ControlLimitsError(InvalidValueError):
+    """A control-port limit of the bank's configuration out of its range."""
+
+    subject = "bank control limits"
+
+
+def check_connection_limits(
+    max_clients: object, per_address: object, idle_s: object, line_s: object
+) -> None:
+    """ControlLimitsError unless ``max_clients`` is an integer in 1..MAX_CLIENTS_LIMIT,
+    ``per_address`` one in 1..max_clients, and both timeouts seconds in 0.01..3600."""
+    for name, v, hi in (
+        ("control_max_clients", max_clients, MAX_CLIENTS_LIMIT),
+        ("control_max_clients_per_address", per_address, max_clients),
+    ):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:  # type: ignore[operator]
+            raise ControlLimitsError(name, v, f"an integer in 1..{hi}")
+    for name, v in (("control_idle_timeout_s", idle_s), ("control_line_timeout_s", line_s)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0.01 <= v <= 3600.0:
+            raise ControlLimitsError(name, v, "seconds in 0.01..3600")
+
+
+def connections_full_error(open_now: int, limit: int) -> ControlError:
+    """The reply that refuses a connection when ``limit`` connections are open."""
+    return ControlError("connection", f"{open_now} open", f"at most {limit} at once")
+
+
+def address_full_error(address: str, open_now: int, limit: int, total: int) -> ControlError:
+    """The reply that refuses a connection when its address holds ``limit`` already."""
+    return ControlError(
+        "connection",
+        f"{open_now} open from {address}",
+        f"at most {limit} at once from one address ({total} in all)",
     )
 
 

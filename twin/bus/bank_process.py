@@ -61,9 +61,13 @@ from rob_twin.twin.bus.bank_control import (
     IDLE_TIMEOUT_S,
     LINE_TIMEOUT_S,
     MAX_CLIENTS,
+    MAX_CLIENTS_PER_ADDRESS,
     MAX_LINE_BYTES,
     MAX_PENDING_FAULTS,
     ControlError,
+    address_full_error,
+    check_connection_limits,
+    connections_full_error,
     control,
     encode_reply,
     idle_error,
@@ -136,6 +140,18 @@ class BankConfig:
     # line unfinished this long after its first byte [s]
     control_idle_timeout_s: float = IDLE_TIMEOUT_S
     control_line_timeout_s: float = LINE_TIMEOUT_S
+    # control connections at once, in all and from one source address (more are answered
+    # why and closed); ``bank_control.check_connection_limits`` says what is valid
+    control_max_clients: int = MAX_CLIENTS
+    control_max_clients_per_address: int = MAX_CLIENTS_PER_ADDRESS
+
+    def __post_init__(self) -> None:
+        check_connection_limits(
+            self.control_max_clients,
+            self.control_max_clients_per_address,
+            self.control_idle_timeout_s,
+            self.control_line_timeout_s,
+        )
 
 
 def default_config() -> BankConfig:
@@ -165,6 +181,7 @@ class BankProcess:
         self._next_fault_end = math.inf  # earliest end [s, simulated] of a fault in force
         self._fault_list: list[dict] = []  # the status view of the schedule
         self._clients = 0  # open control connections, under _fault_lock
+        self._clients_by_address: dict[str, int] = {}  # the same per source, under _fault_lock
         self._snapshot: dict = {}
         self._snap_lock = threading.Lock()
         self._stop = threading.Event()
@@ -196,7 +213,9 @@ class BankProcess:
             self.twin.model, self.twin.data, wiring, self.faults, drives, now=self.twin.time
         )
         if cfg.interface == "socketcand":
-            self.server = SocketcandServer(list(wiring), cfg.host, cfg.port, reply_ids=FEEDBACK_IDS)
+            self.server = SocketcandServer(
+                list(wiring), cfg.host, cfg.port, reply_ids=FEEDBACK_IDS, bus=self._bus_timing()
+            )
         else:
             for ch, ad in self.bank.buses.items():  # the bank's drives on the real interface
                 ad.bus.shutdown()
@@ -219,15 +238,17 @@ class BankProcess:
     def _init_damiao(self) -> None:
         """Damiao drives: every frame answered on receipt in the I/O thread (module doc)."""
         cfg = self.config
-        if cfg.calibration is not None:
-            raise BankError(
-                "rob-twin bank --calibration: calibrations fit Amber drives; "
-                f"robot {self.robot.name!r} has Damiao drives"
-            )
         timing = parse_bus_spec(self.robot.bus_spec) if self.robot.bus_spec else None
         self.fd = timing is not None and timing.frame_format == "fd"
-        self.twin = Twin(TwinConfig(seed=cfg.seed), model=self.robot.model())
-        self._calibration_label = "uncalibrated"
+        model = self.robot.model()
+        if cfg.calibration is not None:  # its model side here, its drive side in the bank
+            from rob_twin.twin.calibration.apply import calibrated_model
+
+            model = calibrated_model(cfg.calibration, model)
+        self.twin = Twin(TwinConfig(seed=cfg.seed), model=model)
+        self._calibration_label = (
+            cfg.calibration.label() if cfg.calibration is not None else "uncalibrated"
+        )
         try:
             self.bank = LiveDamiaoBank(
                 self.robot,
@@ -237,6 +258,7 @@ class BankProcess:
                 self.faults,
                 fd=self.fd,
                 now=self.twin.time,
+                values=cfg.calibration.values if cfg.calibration is not None else None,
             )
         except LiveBankError as err:
             raise BankError(str(err)) from None
@@ -248,6 +270,7 @@ class BankProcess:
                 cfg.port,
                 reply_ids=self.bank.reply_ids,
                 responder=self._respond,
+                bus=timing,  # each client's frames at most at this bus's line rate
             )
             for ch in self.wiring:
                 self.bank.attach(ch, lambda frames, ch=ch: server.inject(ch, frames))
@@ -265,6 +288,11 @@ class BankProcess:
                 self.bank.attach(ch, self._responders[ch].send)
         sched = self.twin.scheduler
         sched.add("bus", 1.0 / sched.dt, lambda now: self.bank.service(now, sched.dt))
+
+    def _bus_timing(self):
+        """The robot file's bus (None: classic CAN at 1 Mbit/s): the line rate the socketcand
+        server holds each client to."""
+        return parse_bus_spec(self.robot.bus_spec) if self.robot.bus_spec else None
 
     def _respond(self, channel: str, msg: can.Message) -> list[can.Message]:
         """A Damiao bank's answer to one received frame (I/O thread): a pong at once, or the
@@ -300,7 +328,7 @@ class BankProcess:
         srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         srv.bind((self.config.host, self.config.control_port))
-        srv.listen(4)
+        srv.listen(64)  # a burst of connections is answered, not left to the kernel's SYN retries
         srv.settimeout(0.2)
         self._control = srv
         self.control_port = srv.getsockname()[1]
@@ -310,21 +338,40 @@ class BankProcess:
         assert self._control is not None
         while not self._stop.is_set():
             try:
-                conn, _ = self._control.accept()
+                conn, peer = self._control.accept()
             except TimeoutError:
                 continue
             except OSError:
                 return
-            with self._fault_lock:
-                full = self._clients >= MAX_CLIENTS
-                self._clients += 0 if full else 1
-            if full:
-                err = ControlError(
-                    "connection", f"{MAX_CLIENTS} open", f"at most {MAX_CLIENTS} at once"
-                )
+            address = str(peer[0])
+            err = self._take_place(address)
+            if err is not None:
                 self._refuse_and_close(conn, err)
                 continue
-            threading.Thread(target=self._control_client, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._control_client, args=(conn, address), daemon=True).start()
+
+    def _take_place(self, address: str) -> ControlError | None:
+        """Count a new control connection from ``address``, or the refusal naming the
+        limit it would pass (``control_max_clients``, ``control_max_clients_per_address``)."""
+        total, per = self.config.control_max_clients, self.config.control_max_clients_per_address
+        with self._fault_lock:
+            mine = self._clients_by_address.get(address, 0)
+            if self._clients >= total:
+                return connections_full_error(self._clients, total)
+            if mine >= per:
+                return address_full_error(address, mine, per, total)
+            self._clients += 1
+            self._clients_by_address[address] = mine + 1
+        return None
+
+    def _leave_place(self, address: str) -> None:
+        with self._fault_lock:
+            self._clients -= 1
+            left = self._clients_by_address[address] - 1
+            if left:
+                self._clients_by_address[address] = left
+            else:
+                del self._clients_by_address[address]
 
     @staticmethod
     def _refuse_and_close(conn: socket.socket, err: ControlError) -> None:
@@ -336,7 +383,7 @@ class BankProcess:
             pass
         conn.close()
 
-    def _control_client(self, conn: socket.socket) -> None:
+    def _control_client(self, conn: socket.socket, address: str) -> None:
         """Serve one connection: one reply line per command line; a line over
         ``MAX_LINE_BYTES`` is answered and the connection closed (framing is lost), and so
         is a connection idle for ``control_idle_timeout_s`` or with a line unfinished
@@ -344,8 +391,7 @@ class BankProcess:
         try:
             self._serve_lines(conn)
         finally:
-            with self._fault_lock:
-                self._clients -= 1
+            self._leave_place(address)
 
     def _serve_lines(self, conn: socket.socket) -> None:
         idle_s = self.config.control_idle_timeout_s

@@ -24,7 +24,11 @@ the round trip through the bank process.
 A lost bank ends the run: when every driven owner has latched a loss of its bus or of
 its feedback (``stale_feedback``, ``uncertain_output``, ``partial_output``: a bank killed,
 frozen or unplugged), the host stops at once, within one ``feedback_timeout_s`` of the
-loss, and reports ``ended: "bank_lost"`` with the owners' reasons. python-can's own log
+loss, and reports ``ended: "bank_lost"`` with the cause per arm (``loss``: the bank stopped
+answering, or the connection closed). When every owner latched only because the host itself
+wrote a sample later than ``publish_deadline_s`` (a loaded machine), it stops the same way
+but reports ``ended: "deadline_missed"``, with how late (``rob_twin.twin.bus.host_loss``).
+python-can's own log
 lines (a socketcand bus logs a traceback when its socket dies) are kept out of stderr and
 counted in the report (``bus_log``).
 
@@ -32,9 +36,13 @@ Report: per arm the owner's mode and fault, samples published, frames sent and
 feedback received, the last goal submitted and the measured distance from it
 (``goal_error_rad``; a Damiao arm adds its drives' start statuses and its bring-up); a
 one-line ``verdict``; tick jitter (actual tick interval minus the period) and ping round
-trip as p50/p99/max in microseconds; ``ended`` (``"seconds"`` or ``"bank_lost"``),
-``end_reason`` and ``ended_at_s`` [s since streaming began]. ``on_ready`` is called once
-streaming starts.
+trip as p50/p99/max in microseconds; ``ended`` (``"seconds"``, ``"bank_lost"``,
+``"deadline_missed"`` or ``"bring_up_failed"``), ``end_reason``, ``loss`` (per arm: cause,
+fault, times in s; None unless the host stopped for a loss) and ``ended_at_s`` [s since
+streaming began]; per arm ``start_feedback_rad`` (the arm as its drives reported it at start)
+and ``first_command_rad`` (the owner's commanded sample after the stream's first tick:
+that report, clipped a hair inside the joint bounds). ``on_ready`` is called once streaming
+starts.
 """
 
 from __future__ import annotations
@@ -51,14 +59,14 @@ import can
 import numpy as np
 from rob_twin.controllers.arm_driver import ArmDriver
 from rob_twin.controllers.clock import MonotonicClock
-from rob_twin.controllers.codec import decode_feedback
-from rob_twin.controllers.owner_types import FaultKind
+from rob_twin.controllers.codec import CodecConfig, decode_feedback
 from rob_twin.controllers.target import ArmTarget
 from rob_twin.controllers.transport import TransportConfig
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
 from rob_twin.models.robot import CAN_DRIVES, robot_of
 from rob_twin.twin.bus.bank_process import PING_ID, PONG_ID
+from rob_twin.twin.bus.host_loss import why_stopped
 from rob_twin.twin.bus.socketcand import LOCALHOST
 from rob_twin.twin.bus.timing import percentiles_us
 from rob_twin.twin.drives.amber_robot import bounded_codec, bounded_owner
@@ -67,15 +75,18 @@ from rob_twin.twin.sim.closed_loop import twin_owner_config
 STREAMS = ("wave", "hold", "home")
 BOUND_MARGIN_RAD = 0.002
 PING_POLL_S = 0.0005
-# owner faults that mean the bus or the drives behind it are gone (not a motion problem)
-BANK_LOSS_FAULTS = frozenset(
-    {FaultKind.STALE_FEEDBACK, FaultKind.UNCERTAIN_OUTPUT, FaultKind.PARTIAL_OUTPUT}
-)
 BUS_LOG_KEPT = 5  # python-can log lines kept (first line of each) in the report
+FEEDBACK_DRAIN_FRAMES = 1000  # bound on the frames read after every joint reported
 
 
 class HostError(RobTwinError):
     """The host cannot reach its drives (no bank, unknown channel, no feedback)."""
+
+
+class BankConnectionError(HostError, ConnectionError):
+    """The host's connection to its bus closed under it (the bank ended, or closed this
+    client): one line naming the bus and the system's reason, never a bare OSError. A
+    ``ConnectionError`` too, so a transport still reports the frame's fate as uncertain."""
 
 
 @dataclass(frozen=True)
@@ -159,15 +170,32 @@ def open_bus(cfg: HostConfig, channel: str) -> can.BusABC:
             raise HostError(
                 f"socketcand server {cfg.host}:{cfg.port} refused channel {channel!r}: {err}"
             ) from None
+        except OSError as err:  # closed during the handshake (a full or closing server)
+            raise BankConnectionError(
+                f"socketcand server {cfg.host}:{cfg.port} closed the connection for channel "
+                f"{channel!r} during the handshake: {_reason(err)}"
+            ) from None
     try:
         return can.Bus(interface=cfg.interface, channel=channel, receive_own_messages=False)
     except (OSError, can.CanError, ImportError, ValueError) as err:
         raise HostError(f"cannot open {cfg.interface} channel {channel!r}: {err}") from None
 
 
-def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.ndarray:
-    """Joint positions [rad] once all seven joints sent feedback; HostError after ``timeout_s``."""
+def wait_for_feedback(
+    bus: can.BusABC, timeout_s: float, channel: str, codec: CodecConfig | None = None
+) -> np.ndarray:
+    """The arm as its drives report it: joint positions [rad] once all seven joints sent
+    feedback, each joint's newest (frames already waiting then are read too, at most
+    ``FEEDBACK_DRAIN_FRAMES``), decoded with ``codec`` (None: the default codec);
+    HostError after ``timeout_s`` [s]. The host's owners start there: their first
+    commanded sample is the arm as it is, wherever an earlier host left it."""
     seen: dict[int, float] = {}
+
+    def take(msg: can.Message | None) -> None:
+        if msg is not None and msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
+            fb = decode_feedback(msg.arbitration_id, msg.data, codec)
+            seen[fb.joint] = fb.position_rad
+
     deadline = time.monotonic() + timeout_s
     while len(seen) < JOINTS_PER_ARM:
         left = deadline - time.monotonic()
@@ -176,10 +204,12 @@ def wait_for_feedback(bus: can.BusABC, timeout_s: float, channel: str) -> np.nda
                 f"no feedback from joints {sorted(set(range(1, 8)) - set(seen))} on "
                 f"{channel} within {timeout_s} s: is the bank running and wired?"
             )
-        msg = bus.recv(timeout=min(left, 0.1))
-        if msg is not None and msg.arbitration_id in FEEDBACK_IDS and not msg.is_extended_id:
-            fb = decode_feedback(msg.arbitration_id, msg.data)
-            seen[fb.joint] = fb.position_rad
+        take(bus.recv(timeout=min(left, 0.1)))
+    for _ in range(FEEDBACK_DRAIN_FRAMES):  # newer frames already here replace older ones
+        msg = bus.recv(timeout=0)
+        if msg is None:
+            break
+        take(msg)
     return np.array([seen[j] for j in range(1, JOINTS_PER_ARM + 1)])
 
 
@@ -194,16 +224,6 @@ def wave_around(
     shape = np.resize(np.array([1, 1, 1, -1, 1, 0.5, 1]), n) * 0.15
     return lambda t: np.clip(
         start + shape * (np.sin(2 * math.pi * freq * t + phase) - np.sin(phase)), lo, hi
-    )
-
-
-def bank_lost_reason(drivers: dict[Arm, ArmDriver]) -> str | None:
-    """Why the host should stop when every owner latched a loss of bus or feedback, else
-    None (one owner faulted for a loss, or any other fault, keeps the run going)."""
-    if not drivers or not all(d.owner.fault in BANK_LOSS_FAULTS for d in drivers.values()):
-        return None
-    return "; ".join(
-        f"{arm.value}: {d.owner.fault.value} ({d.owner.fault_reason})" for arm, d in drivers.items()
     )
 
 
@@ -281,27 +301,30 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
     buses: dict[Arm, PongTap] = {}
     drivers: dict[Arm, ArmDriver] = {}
     extras: dict[Arm, dict] = {arm: {} for arm in arms}
-    ended, end_reason = "seconds", None
+    reported: dict[Arm, np.ndarray] = {}  # each arm as its drives reported it at start [rad]
+    first_command: dict[Arm, np.ndarray] = {}  # each arm's first published sample [rad]
+    ended, end_reason, loss = "seconds", None, None
     try:
         for arm in arms:
-            buses[arm] = PongTap(open_bus(cfg, cfg.channels[arm.value]))
+            where = f"{cfg.channels[arm.value]} at {cfg.host}:{cfg.port}"
+            buses[arm] = PongTap(open_bus(cfg, cfg.channels[arm.value]), where)
         lo = {a: np.array(owners[a].position_lower) + BOUND_MARGIN_RAD for a in arms}
         hi = {a: np.array(owners[a].position_upper) - BOUND_MARGIN_RAD for a in arms}
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
         if damiao:
-            start = _start_damiao(cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi)
+            start = _start_damiao(
+                cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi, reported
+            )
         else:
-            start = {
-                arm: np.clip(
-                    wait_for_feedback(
-                        buses[arm], cfg.startup_feedback_timeout_s, cfg.channels[arm.value]
-                    ),
-                    lo[arm],
-                    hi[arm],
+            for arm in arms:  # the drives' own report, not an assumed pose (home)
+                reported[arm] = wait_for_feedback(
+                    buses[arm],
+                    cfg.startup_feedback_timeout_s,
+                    cfg.channels[arm.value],
+                    bounded_codec(owners[arm]),
                 )
-                for arm in arms
-            }
+            start = {arm: np.clip(reported[arm], lo[arm], hi[arm]) for arm in arms}
             for arm in arms:
                 tcfg = TransportConfig(
                     arm=arm,
@@ -313,6 +336,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                 drivers[arm] = ArmDriver.create(
                     arm, clock, start[arm], owners[arm], tcfg, bus=buses[arm]
                 )
+        fed_at = clock.now()  # the drives' start-up feedback is this fresh
         sources = {
             arm: _source(cfg.stream, start[arm], k, lo[arm], hi[arm], robot.home(arm))
             for k, arm in enumerate(arms)
@@ -337,8 +361,9 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
             now = time.monotonic()
             if now - t0 >= cfg.seconds:
                 break
-            if (end_reason := bank_lost_reason(drivers)) is not None:
-                ended = "bank_lost"
+            loss = why_stopped(drivers, clock.now(), cfg.publish_deadline_s, fed_at)
+            if loss is not None:
+                ended, end_reason = loss.ended, loss.reason
                 break
             while (
                 now < next_tick
@@ -377,6 +402,8 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                         )
                     )
                 drv.tick()
+                if arm not in first_command and drv.owner.stats.published:
+                    first_command[arm] = drv.owner.commanded_state()[0].copy()
             if cfg.ping_hz > 0 and now >= next_ping:
                 next_ping += 1.0 / cfg.ping_hz
                 k_ping += 1
@@ -406,6 +433,8 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                 "feedback_frames": tc.feedback_frames,
                 "foreign_command_frames": tc.foreign_command_frames,
                 "start_rad": np.round(start[arm], 5).tolist(),
+                "start_feedback_rad": _rounded(reported.get(arm)),
+                "first_command_rad": _rounded(first_command.get(arm)),
                 "measured_rad": None if pos is None else np.round(pos, 5).tolist(),
                 "max_travel_rad": None
                 if pos is None
@@ -430,6 +459,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
             "stopped_at_s": stopped_at,
             "ended": ended,
             "end_reason": end_reason,
+            "loss": None if loss is None else loss.report(),
             "ended_at_s": round(ended_at, 4),
             "ticks": len(intervals) + 1,
             "tick_jitter": percentiles_us(jitter),
@@ -461,9 +491,12 @@ def _source(
     return lambda t, q=goal: q
 
 
-def _start_damiao(cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi) -> dict:
-    """Damiao drives: read each arm's drives as they are, build the owners there, bring the
-    drives up holding that pose (``rob_twin.twin.bus.damiao_host``); the start poses [rad].
+def _start_damiao(
+    cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi, reported
+) -> dict:
+    """Damiao drives: read each arm's drives as they are (into ``reported`` [rad]), build the
+    owners there, bring the drives up holding that pose (``rob_twin.twin.bus.damiao_host``);
+    the start poses [rad].
     A bring-up that fails latches DRIVE_ERROR on that arm's owner (the caller ends)."""
     from rob_twin.controllers.damiao_errors import DamiaoTransportError
     from rob_twin.twin.bus.damiao_host import (
@@ -492,6 +525,7 @@ def _start_damiao(cfg, robot, arms, owners, clock, buses, drivers, extras, lo, h
             states = read_drive_states(
                 buses[arm], tcfg, cfg.startup_feedback_timeout_s, channel, cfg.rest_timeout_s
             )
+            reported[arm] = states.positions_rad
             start[arm] = np.clip(states.positions_rad, lo[arm], hi[arm])
             extras[arm]["start_status"] = status_names(states.statuses)
             extras[arm]["cleared_errors"] = list(states.cleared)
@@ -507,6 +541,11 @@ def _start_damiao(cfg, robot, arms, owners, clock, buses, drivers, extras, lo, h
     for arm, rep in reports.items():
         extras[arm]["bring_up"] = bring_up_record(rep)
     return start
+
+
+def _rounded(q: np.ndarray | None) -> list[float] | None:
+    """Joint positions [rad] for the report (5 decimals: 10 urad, under a codec count)."""
+    return None if q is None else np.round(q, 5).tolist()
 
 
 def host_verdict(report: dict) -> str:
@@ -557,8 +596,9 @@ class PongTap(can.BusABC):
     ``wait_for_frame(timeout)`` waits until a frame is there to read, without taking it
     (the next ``recv`` returns it): a bring-up waits for its replies as long as they take."""
 
-    def __init__(self, inner: can.BusABC):
+    def __init__(self, inner: can.BusABC, where: str = ""):
         self._inner = inner
+        self.where = where or str(inner.channel_info)  # the bus, for error messages
         self.pongs: dict[int, float] = {}
         self._held: can.Message | None = None
         super().__init__(channel=inner.channel_info)
@@ -583,8 +623,24 @@ class PongTap(can.BusABC):
         return self._take(timeout), False
 
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
-        self._inner.send(msg, timeout=timeout)
+        """Send on the inner bus; a connection closed under it is a ``BankConnectionError``
+        (one line), a timeout stays a timeout."""
+        try:
+            self._inner.send(msg, timeout=timeout)
+        except TimeoutError:
+            raise
+        except OSError as err:  # python-can's socketcand bus lets BrokenPipeError through
+            raise BankConnectionError(
+                f"the connection to bus {self.where} closed while sending id "
+                f"0x{msg.arbitration_id:03X}: {_reason(err)}"
+            ) from None
 
     def shutdown(self) -> None:
         self._inner.shutdown()
         super().shutdown()
+
+
+def _reason(err: OSError) -> str:
+    """An OSError as one short line ("Broken pipe (BrokenPipeError)")."""
+    text = err.strerror or str(err) or "closed"
+    return f"{' '.join(text.split())} ({type(err).__name__})"

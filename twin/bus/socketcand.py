@@ -47,6 +47,33 @@ malformed command is a typed error, counted (``malformed``) with its message in
 error frame), during the handshake it is answered ``< error ... >`` and the connection
 closed. An unknown channel is answered ``< error unknown channel ... >`` and closed.
 
+No client can crowd out another:
+
+* Line rate per sender. A real bus carries at most its line rate (classic CAN at 1 Mbit/s:
+  ~8,300 frames/s of 8 bytes, ~111-135 bits each), so each client's frames are admitted
+  (onto the bus and to the others) no faster than the channel's bus (``bus``, a
+  ``rob_twin.twin.bus.timing.BusTimingConfig``: ROB's classic 1 Mbit/s unless the bank passes
+  the robot's, e.g. OpenArm's ``fd:1M/5M``) carries them: each frame takes its exact bit
+  length (``rob_twin.twin.bus.frame_bits``, interframe space included) of that sender's
+  line time, and a frame is admitted once its sender's line is free, or at most
+  ``SocketcandLimits.line_burst_s`` ahead (a burst a controller's transmit queue would hold).
+  Frames beyond that wait, in order, in a bounded per-sender queue (counted
+  ``rate_limited``), as arbitration would delay them; when that queue
+  (``sender_queue_frames``) is full, further frames from that sender are dropped (counted
+  ``flood_dropped``; a SocketCAN socket answers ENOBUFS there). Only the sender's own frames
+  wait or are dropped: a flood of one client reaches the others at most at the line rate,
+  no other client's frames wait behind it and none is closed for it (the one I/O thread
+  still spends time reading and dropping what a flood sends beyond its queue). A client
+  that closes with frames still queued keeps its place until they are all admitted
+  (nothing it sent is lost).
+  The limit is per sender: N flooding clients may together put N line rates on a channel.
+* Bounded handshakes. At most ``max_pending_handshakes`` connections (and
+  ``max_pending_per_address`` from one address) may be in their handshake at once; a new
+  connection beyond either closes the *oldest* one still in its handshake (answered
+  ``< error ... >``, counted ``handshakes_evicted`` in ``report()["connections"]``), so
+  sockets that connect and never speak cannot keep a real client out: the newest
+  connection always gets its turn. ``max_clients`` still bounds all connections.
+
 Binds to 127.0.0.1 by default; ``close()`` ends all threads.
 """
 
@@ -56,6 +83,7 @@ import selectors
 import socket
 import threading
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 
@@ -72,11 +100,14 @@ from rob_twin.twin.bus.socketcand_protocol import (
     parse_open,
     parse_send,
 )
+from rob_twin.twin.bus.timing import BusTimingConfig
+from rob_twin.twin.bus.timing import default_config as default_bus
 
 __all__ = [
     "DEFAULT_PORT",
     "LOCALHOST",
     "ChannelStats",
+    "ConnectionStats",
     "SocketcandError",
     "SocketcandLimits",
     "SocketcandServer",
@@ -94,6 +125,9 @@ FIRST_FRAME_DELAY_S = 0.05
 Responder = Callable[[str, can.Message], "list[can.Message]"]
 BUS_BATCH = 256  # frames taken from a bus per wake-up of its thread
 FLUSH_EVERY_MESSAGES = 256  # a client's messages handled between writes (~14 kB of replies)
+PACE_TICK_S = 0.001  # [s] shortest wait for a rate-limited sender's next frames
+FRAME_S_CACHE = 4096  # frame durations remembered (by id, format and data)
+LISTEN_BACKLOG = 1024  # connections the kernel holds until the I/O thread accepts them
 
 
 class SocketcandLimitsError(SocketcandError, InvalidValueError):
@@ -113,6 +147,16 @@ class SocketcandLimits:
     for this long is stalled; ``handshake_timeout_s``: [s] to get through open/rawmode;
     ``max_message_bytes``: longest message read; ``max_clients``: connections at once;
     ``poll_s``: [s] how often timeouts are checked and ``close()`` is noticed.
+
+    Fairness (module docstring): ``sender_queue_frames``: frames of one client waiting for its
+    line rate (1..1,000,000; 8,192: ~1 s of 8-byte frames at 1 Mbit/s); more are dropped;
+    ``line_burst_s``: [s] how far ahead of its line time a sender's frames are admitted at
+    once (0..1; 1.5 ms: about ten 8-byte frames at 1 Mbit/s, a SocketCAN queue of 10;
+    0: strictly one frame after another); ``max_pending_handshakes``: connections in their
+    handshake at once (1..100,000), a new one beyond closes the oldest;
+    ``max_pending_per_address``: the same from one source address (1..100,000; on 127.0.0.1
+    every local client has the same address, so keep it below ``max_pending_handshakes``
+    only where clients come from several addresses).
     """
 
     send_queue_bytes: int = 64 * 1024
@@ -122,6 +166,10 @@ class SocketcandLimits:
     max_message_bytes: int = 256
     max_clients: int = 1024
     poll_s: float = 0.2
+    sender_queue_frames: int = 8192
+    line_burst_s: float = 0.0015
+    max_pending_handshakes: int = 64
+    max_pending_per_address: int = 64
 
     def __post_init__(self) -> None:
         for name, lo, hi in (
@@ -129,6 +177,9 @@ class SocketcandLimits:
             ("socket_send_buffer_bytes", 1024, 1 << 30),
             ("max_message_bytes", 64, 65536),
             ("max_clients", 1, 100_000),
+            ("sender_queue_frames", 1, 1_000_000),
+            ("max_pending_handshakes", 1, 100_000),
+            ("max_pending_per_address", 1, 100_000),
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
@@ -137,6 +188,7 @@ class SocketcandLimits:
             ("stall_timeout_s", 0.01, 3600.0),
             ("handshake_timeout_s", 0.01, 3600.0),
             ("poll_s", 0.001, 10.0),
+            ("line_burst_s", 0.0, 1.0),
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
@@ -159,7 +211,19 @@ class ChannelStats:
     clients: int = 0
     stalled_disconnects: int = 0  # clients closed because they stopped reading
     garbage_bytes: int = 0  # bytes outside any message, discarded
+    rate_limited: int = 0  # messages from clients that waited for their sender's line rate
+    flood_dropped: int = 0  # messages from clients dropped: their sender's queue was full
     last_error: str = ""
+
+
+@dataclass
+class ConnectionStats:
+    """Connections of the whole server (before a channel is known)."""
+
+    accepted: int = 0
+    refused_full: int = 0  # refused: ``max_clients`` connections open
+    handshakes_evicted: int = 0  # closed in their handshake to make room for a newer one
+    handshake_timeouts: int = 0  # closed: handshake not finished in ``handshake_timeout_s``
 
 
 @dataclass(eq=False)
@@ -178,6 +242,10 @@ class _Client:
     stalled: str = ""  # why it is to be closed as stalled
     writing: bool = False  # registered for write readiness
     closed: bool = False
+    address: str = ""  # the peer's IP address
+    queue: deque = field(default_factory=deque)  # its messages waiting for its line time
+    line_free_at: float = 0.0  # when its line is free for its next frame [s, monotonic]
+    eof: bool = False  # it closed its side: served until its queue is admitted, then closed
 
 
 class SocketcandServer:
@@ -187,7 +255,8 @@ class SocketcandServer:
     reply_ids: standard ids only the bank's drives send on (a client's frame there is
     counted as ``foreign_feedback``; default: Amber's feedback ids); responder: called in
     the I/O thread with every frame a client sends, returns the replies to send at once
-    (None: the bank reads the in-process bus instead)."""
+    (None: the bank reads the in-process bus instead); bus: the channels' bus, whose bit
+    rates and frame format bound each sender's rate (None: classic CAN at 1 Mbit/s)."""
 
     def __init__(
         self,
@@ -197,6 +266,7 @@ class SocketcandServer:
         limits: SocketcandLimits | None = None,
         reply_ids: Collection[int] = FEEDBACK_IDS,
         responder: Responder | None = None,
+        bus: BusTimingConfig | None = None,
     ):
         if not channels:
             raise SocketcandError("a socketcand server needs at least one channel")
@@ -206,6 +276,9 @@ class SocketcandServer:
         self.reply_ids = frozenset(reply_ids)
         self.responder = responder
         self.stats = {ch: ChannelStats() for ch in self.channels}
+        self.connections = ConnectionStats()
+        self.bus = bus or default_bus()
+        self._frame_s: dict[tuple, float] = {}  # frame durations [s], loop thread only
         self._buses = {
             ch: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
             for ch in self.channels
@@ -215,6 +288,10 @@ class SocketcandServer:
         self._raw: dict[str, list[_Client]] = {ch: [] for ch in self.channels}  # under _lock
         self._dirty: set[_Client] = set()  # clients with new output, under _lock
         self._held: set[_Client] = set()  # raw clients whose first frames are held, under _lock
+        # loop thread only: connections in their handshake, oldest first (all, and by address)
+        self._pending: OrderedDict[_Client, bool] = OrderedDict()
+        self._pending_by_address: dict[str, OrderedDict[_Client, bool]] = {}
+        self._pacing: set[_Client] = set()  # raw clients with frames waiting for line time
         self._wake_pending = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -237,7 +314,7 @@ class SocketcandServer:
             raise SocketcandError(
                 f"cannot bind socketcand server to {self.host}:{self.port}: {err}"
             ) from None
-        srv.listen(128)
+        srv.listen(LISTEN_BACKLOG)
         srv.setblocking(False)
         self._listener = srv
         self.port = srv.getsockname()[1]
@@ -306,6 +383,8 @@ class SocketcandServer:
                         self._read(c)
                     if mask & selectors.EVENT_WRITE and not c.closed:
                         self._flush(c)
+            if self._pacing:
+                self._pace(time.monotonic())
             with self._lock:
                 if self._held:
                     self._release_held(time.monotonic())
@@ -319,12 +398,17 @@ class SocketcandServer:
                 self._sweep(now)
 
     def _select_timeout(self) -> float:
-        """Until the next sweep, or sooner when a held client's hold ends."""
+        """Until the next sweep, or sooner when a held client's hold ends or a rate-limited
+        sender's next frame is due (at least ``PACE_TICK_S``)."""
+        timeout = self.limits.poll_s
+        if self._pacing:
+            due = min(c.line_free_at for c in self._pacing) - self.limits.line_burst_s
+            timeout = min(timeout, max(PACE_TICK_S, due - time.monotonic()))
         with self._lock:
             if not self._held:
-                return self.limits.poll_s
+                return timeout
             first = min(c.hold_until for c in self._held)
-        return min(self.limits.poll_s, max(0.0, first - time.monotonic()))
+        return min(timeout, max(0.0, first - time.monotonic()))
 
     def _release_held(self, now: float, client: _Client | None = None) -> None:
         """Under ``_lock``: queue what was held for ``client`` (None: every client whose hold
@@ -345,12 +429,15 @@ class SocketcandServer:
         assert self._listener is not None and self._sel is not None
         while True:
             try:
-                sock, _ = self._listener.accept()
+                sock, peer = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
                 return
+            address = str(peer[0])
+            self._make_room_for_handshake(address)
             if len(self._conns) >= self.limits.max_clients:
+                self.connections.refused_full += 1
                 _refuse(sock, f"too many clients; valid: at most {self.limits.max_clients}")
                 continue
             sock.setblocking(False)
@@ -364,10 +451,40 @@ class SocketcandServer:
                 CommandStream(self.limits.max_message_bytes),
                 deadline=now + self.limits.handshake_timeout_s,
                 last_progress=now,
+                address=address,
             )
+            self.connections.accepted += 1
             self._conns.add(c)
+            self._pending[c] = True
+            self._pending_by_address.setdefault(address, OrderedDict())[c] = True
             self._sel.register(sock, selectors.EVENT_READ, c)
             self._reply(c, b"< hi >")
+
+    def _make_room_for_handshake(self, address: str) -> None:
+        """Before a new connection from ``address``: close the oldest connection still in
+        its handshake when that address, or everyone, has as many as allowed."""
+        lim = self.limits
+        mine = self._pending_by_address.get(address)
+        if mine is not None and len(mine) >= lim.max_pending_per_address:
+            oldest = next(iter(mine))
+            why = f"{len(mine)} connections from {address} in their handshake"
+            limit = f"at most {lim.max_pending_per_address} from one address"
+        elif len(self._pending) >= lim.max_pending_handshakes:
+            oldest = next(iter(self._pending))
+            why = f"{len(self._pending)} connections in their handshake"
+            limit = f"at most {lim.max_pending_handshakes}"
+        else:
+            return
+        self.connections.handshakes_evicted += 1
+        self._refuse(oldest, f"closed for a newer connection: {why}; valid: {limit}")
+
+    def _handshake_done(self, c: _Client) -> None:
+        """``c`` is no longer in its handshake (raw mode, or closed)."""
+        if self._pending.pop(c, False):
+            mine = self._pending_by_address[c.address]
+            del mine[c]
+            if not mine:
+                del self._pending_by_address[c.address]
 
     def _read(self, c: _Client) -> None:
         try:
@@ -377,7 +494,7 @@ class SocketcandServer:
         except OSError:
             data = b""
         if not data:
-            self._drop(c)  # the peer closed (or reset) its side
+            self._end_of_input(c)  # the peer closed (or reset) its side
             return
         if c.state == "raw" and c.hold_until:
             with self._lock:  # it speaks, so it has read rawmode's '< ok >': send what waits
@@ -386,15 +503,75 @@ class SocketcandServer:
         messages = c.stream.feed(data)
         if c.channel and c.stream.discarded_bytes != before:
             self.stats[c.channel].garbage_bytes += c.stream.discarded_bytes - before
-        for k, text in enumerate(messages, 1):
+        k = 0
+        while k < len(messages) and c.state != "raw":
             if c.closed:
                 return
-            if c.state == "raw":
-                self._from_client(c, text)
-                if k % FLUSH_EVERY_MESSAGES == 0:
-                    self._flush_dirty()
-            else:
-                self._handshake(c, text)
+            self._handshake(c, messages[k])
+            k += 1
+        if k < len(messages) and not c.closed:
+            self._queue(c, messages[k:] if k else messages)
+
+    def _queue(self, c: _Client, messages: list[str]) -> None:
+        """A raw client's messages behind what it has waiting (what does not fit in
+        ``sender_queue_frames`` is dropped), then admitted as far as its line time allows."""
+        st = self.stats[c.channel]
+        now = time.monotonic()
+        if not c.queue:  # its line was idle until now: no credit for the idle time
+            c.line_free_at = max(c.line_free_at, now)
+        room = max(0, self.limits.sender_queue_frames - len(c.queue))
+        if len(messages) > room:
+            dropped = len(messages) - room
+            st.flood_dropped += dropped
+            st.last_error = (
+                f"{dropped} frames from a client dropped: its {self.limits.sender_queue_frames} "
+                f"frames waiting for the line ({self.bus.label()}) are a full queue"
+            )
+            messages = messages[:room]
+        c.queue.extend(messages)
+        self._admit(c, now)
+        st.rate_limited += min(len(messages), len(c.queue))  # the new ones still waiting
+
+    def _admit(self, c: _Client, now: float) -> None:
+        """Handle ``c``'s waiting messages in order while its line is free (or at most
+        ``line_burst_s`` ahead); each frame takes its duration on the bus of line time."""
+        limit = now + self.limits.line_burst_s
+        n = 0
+        while c.queue and c.line_free_at <= limit and not c.closed:
+            self._from_client(c, c.queue.popleft())
+            n += 1
+            if n % FLUSH_EVERY_MESSAGES == 0:
+                self._flush_dirty()
+        if c.queue and not c.closed:
+            self._pacing.add(c)
+            return
+        self._pacing.discard(c)
+        if c.eof:
+            self._drop(c)  # everything it sent is on the bus: now it is closed
+
+    def _pace(self, now: float) -> None:
+        """Admit the frames of every rate-limited sender whose line time has come."""
+        limit = now + self.limits.line_burst_s
+        for c in list(self._pacing):
+            if c.line_free_at <= limit:
+                self._admit(c, now)
+
+    def _end_of_input(self, c: _Client) -> None:
+        """The peer closed (or reset) its side: closed now, or, with frames still waiting
+        for their line time, once they are admitted (it gets nothing more)."""
+        if not c.queue:
+            self._drop(c)
+            return
+        c.eof = True
+        with self._lock:
+            c.out.clear()
+            c.held.clear()
+            self._held.discard(c)
+        if self._sel is not None:
+            try:
+                self._sel.unregister(c.sock)
+            except (KeyError, ValueError):
+                pass
 
     def _flush_dirty(self) -> None:
         """Write what was queued for each client since the last write, mid-read: a
@@ -419,6 +596,7 @@ class SocketcandServer:
                 self._reply(c, b"< ok >")
             elif cmd.verb == "rawmode":
                 c.state = "raw"
+                self._handshake_done(c)
                 with self._lock:  # a member from now on: frames wait in ``held`` (not ``out``)
                     c.hold_until = time.monotonic() + FIRST_FRAME_DELAY_S
                     self._held.add(c)
@@ -443,6 +621,7 @@ class SocketcandServer:
             st.last_error = str(err)
             return
         st.frames_from_clients += 1
+        client.line_free_at += self._frame_seconds(msg)
         if msg.arbitration_id in self.reply_ids and not msg.is_extended_id:
             st.foreign_feedback += 1
             st.last_error = (
@@ -457,6 +636,16 @@ class SocketcandServer:
         self._broadcast(client.channel, format_frame(msg).encode("ascii"), 1, exclude=client)
         if self.responder is not None:
             self._respond(client.channel, msg)
+
+    def _frame_seconds(self, msg: can.Message) -> float:
+        """[s] ``msg`` on the channels' bus, interframe space included (remembered)."""
+        key = (msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame, bytes(msg.data))
+        seconds = self._frame_s.get(key)
+        if seconds is None:
+            if len(self._frame_s) >= FRAME_S_CACHE:
+                self._frame_s.clear()
+            seconds = self._frame_s[key] = self.bus.frame_seconds(msg)
+        return seconds
 
     def _respond(self, ch: str, msg: can.Message) -> None:
         """The responder's replies to ``msg``: onto the in-process bus and to every client."""
@@ -492,6 +681,10 @@ class SocketcandServer:
     def _flush(self, c: _Client) -> None:
         """Write what is queued for ``c`` (one system call); closes it when it is stalled."""
         assert self._sel is not None
+        if c.eof:  # it closed its side: nothing more goes to it
+            with self._lock:
+                c.out.clear()
+            return
         with self._lock:
             stalled = c.stalled
             if not stalled and c.out:
@@ -520,6 +713,7 @@ class SocketcandServer:
         """Handshakes that ran out of time; clients that took nothing for too long."""
         for c in list(self._conns):
             if c.state != "raw" and now > c.deadline:
+                self.connections.handshake_timeouts += 1
                 self._refuse(c, f"handshake not finished in {self.limits.handshake_timeout_s} s")
             elif c.out and now - c.last_progress > self.limits.stall_timeout_s:
                 with self._lock:
@@ -554,6 +748,9 @@ class SocketcandServer:
             return
         c.closed = True
         self._conns.discard(c)
+        self._handshake_done(c)
+        self._pacing.discard(c)
+        c.queue.clear()
         with self._lock:
             if c in self._raw.get(c.channel, ()):
                 self._raw[c.channel].remove(c)
@@ -590,7 +787,7 @@ class SocketcandServer:
         with self._lock:
             queued = 0
             for c in self._raw[ch]:
-                if c is exclude or c.stalled:
+                if c is exclude or c.stalled or c.eof:
                     continue
                 if len(c.out) + len(c.held) + len(data) > limit:
                     c.stalled = f"send queue full ({len(c.out) + len(c.held)} bytes, limit {limit})"
@@ -633,6 +830,8 @@ class SocketcandServer:
             "port": self.port,
             "failure": self.failure,
             "limits": asdict(self.limits),
+            "bus": self.bus.label(),
+            "connections": asdict(self.connections),
             "channels": {ch: dict(st.__dict__) for ch, st in self.stats.items()},
         }
 

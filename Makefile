@@ -45,11 +45,26 @@ test: $(STAMP) chromium xvfb
 stress: $(STAMP)
 	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress
 
+# The real-time tests (marker `realtime`: deadlines, rates, readiness on the wall clock) with
+# BURNERS busy processes beside them (scripts/cpu_burner.py), as on a loaded 2-core desktop.
+# Each test measures the machine's jitter first (tests/realtime_support.py) and widens its
+# deadlines by it, or skips saying why; the burners stop with this recipe's shell.
+BURNERS ?= 2
+.PHONY: test-under-load
+test-under-load: $(STAMP) chromium xvfb
+	@$(PY) scripts/cpu_burner.py -n $(BURNERS) & burner=$$!; \
+	$(PY) -m pytest -m realtime -rs; rc=$$?; \
+	kill $$burner; wait $$burner; exit $$rc
+
 # A longer seeded campaign over the outward surfaces (control port, teleop messages, plan
-# files, replay sidecars, socketcand, study specs, RobEnv); FUZZ_SEED reproduces a finding.
+# files and certify, replay sidecars, socketcand, study specs and options, RobEnv,
+# calibration, robot, scenario and goals files, parquet episodes); FUZZ_SEED reproduces a
+# finding. Outcome counts per surface are printed at the end and written to FUZZ_TALLY.
 FUZZ_SEED ?= 1
+FUZZ_TALLY ?= out/fuzz/tally.json
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -m fuzz --hypothesis-seed=$(FUZZ_SEED)
+	HYPOTHESIS_PROFILE=fuzz FUZZ_TALLY=$(FUZZ_TALLY) $(PY) -m pytest -m fuzz \
+	  --hypothesis-seed=$(FUZZ_SEED) -W ignore::hypothesis.errors.HypothesisWarning
 
 # the bench extra brings OMPL, the planner benchmark's peer (not needed by `make test`)
 BENCH_STAMP := $(VENV)/.installed-bench
@@ -85,14 +100,16 @@ clean:
 # python-can, numpy, draccus, huggingface-hub, tqdm, packaging and torch (imported at the top
 # of lerobot_types.py; PyPI has only CUDA builds for Python 3.12: the venv is 4.7 GB with its
 # nvidia libraries, 1.5 min to install here). pip then lists lerobot's other requirements as
-# missing: the OpenArm follower never imports them. Not part of `make setup` or `make test`:
-# the LeRobot test skips without it.
+# missing: the OpenArm follower never imports them. Then what its dataset module imports
+# (LeRobotDataset.create/add_frame/save_episode/finalize and its reader, no videos): datasets,
+# pandas, pyarrow, av, torchvision, safetensors, Pillow, einops, gymnasium. Not part of
+# `make setup` or `make test`: the LeRobot tests skip without it.
 LEROBOT_VENV := .venv-lerobot
-LEROBOT_STAMP := $(LEROBOT_VENV)/.installed
+LEROBOT_STAMP := $(LEROBOT_VENV)/.installed-datasets
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12.*/bin/python3.12 python3.13; do \
   "$$p" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && { echo "$$p"; break; }; done)
 
-.PHONY: lerobot-venv check-lerobot
+.PHONY: lerobot-venv check-lerobot lerobot-fixture
 
 $(LEROBOT_STAMP):
 	@test -n "$(PYTHON312)" || { echo "make lerobot-venv: no Python >= 3.12 found (lerobot 0.6.1 needs it); name one: make lerobot-venv PYTHON312=/path/to/python3.12"; exit 1; }
@@ -102,9 +119,23 @@ $(LEROBOT_STAMP):
 	$(LEROBOT_VENV)/bin/python -m pip install --quiet --no-deps lerobot==0.6.1
 	$(LEROBOT_VENV)/bin/python -m pip install --quiet python-can==4.6.1 numpy==2.2.6 \
 	  draccus==0.11.6 'huggingface-hub>=1.6,<2' 'tqdm>=4.66,<5' 'packaging>=24.2,<26' torch==2.11.0
+	$(LEROBOT_VENV)/bin/python -m pip install --quiet datasets==4.8.5 pandas==2.3.3 pyarrow==26.0.1 \
+	  av==15.1.0 torchvision==0.26.0 safetensors==0.8.0 'Pillow>=10,<13' einops==0.8.2 gymnasium==1.4.0
 	touch $(LEROBOT_STAMP)
 
 lerobot-venv: $(LEROBOT_STAMP)
+
+# tests/data/lerobot_v3_openarm: 6 s of both OpenArm arms in the twin (simulated), written as a
+# LeRobot v3 dataset by LeRobot's own writer (its README says how)
+lerobot-fixture: $(STAMP) $(LEROBOT_STAMP)
+	mkdir -p out
+	$(VENV)/bin/python scripts/twin_openarm_trajectory.py out/openarm_twin_trajectory.npz \
+	  --hidden tests/data/lerobot_v3_openarm/hidden.json
+	rm -rf out/lerobot_v3_openarm
+	$(LEROBOT_VENV)/bin/python scripts/write_lerobot_fixture.py out/openarm_twin_trajectory.npz \
+	  out/lerobot_v3_openarm
+	rm -rf tests/data/lerobot_v3_openarm/data tests/data/lerobot_v3_openarm/meta
+	cp -r out/lerobot_v3_openarm/data out/lerobot_v3_openarm/meta tests/data/lerobot_v3_openarm/
 
 # LeRobot's BiOpenArmFollower (both arms) drives `rob-twin bank --robot openarm` over
 # socketcand: connect, observe, reach goals; prints a one-line verdict, exit 0/1

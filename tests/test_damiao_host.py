@@ -12,6 +12,7 @@ keep a broken run from hanging; the figures are printed (``-s``).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ import can
 import numpy as np
 import pytest
 from bank_support import bank_in_thread
+from realtime_support import host_publish_deadline
 from rob_twin.controllers.damiao_codec import (
     RegisterOp,
     Scaling,
@@ -84,6 +86,7 @@ class StatusPoller:
         return [s for when, s in self.samples if when < t][-1]
 
 
+@pytest.mark.realtime
 def test_host_drives_the_openarm_bank_home_from_where_its_drives_say():
     with damiao_bank() as bank:
         held: dict = {}  # the bank's arms once the drives are up, holding the start
@@ -128,9 +131,14 @@ def test_host_drives_the_openarm_bank_home_from_where_its_drives_say():
         assert a["feedback_frames"] > 0.9 * a["frames_sent"]  # every frame answered
 
 
-def test_mirror_follows_a_host_driving_a_damiao_bus_without_alarm():
+@pytest.mark.realtime
+def test_mirror_follows_a_host_driving_a_damiao_bus_without_alarm(machine_jitter):
     """``rob-twin mirror`` and ``rob-twin host`` in processes of their own (the bank's
-    physics keeps this process), the mirror listening before the host's first frame."""
+    physics keeps this process), the mirror listening before the host's first frame; the
+    host's publication deadline is its 20 ms default, widened by the measured jitter when
+    the machine is busy. Skipped, saying why, when the bank fell behind the wall clock and
+    the host's only faults are tracking errors that lag explains."""
+    publish = host_publish_deadline(machine_jitter)
     with damiao_bank() as bank:
         port = bank.server.port
         mirror = subprocess.Popen(
@@ -155,7 +163,8 @@ def test_mirror_follows_a_host_driving_a_damiao_bus_without_alarm():
             host = subprocess.run(
                 [str(BIN / "rob-twin"), "host", "--robot", "openarm", "--port", str(port)]
                 + ["--seconds", "4.5", "--stream", "home"]
-                + ["--max-velocity", str(HOST_SPEED_RAD_S)],
+                + ["--max-velocity", str(HOST_SPEED_RAD_S)]
+                + ["--publish-deadline", publish],
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -167,6 +176,17 @@ def test_mirror_follows_a_host_driving_a_damiao_bus_without_alarm():
         lag = control(bank.control_port, {"cmd": "status"})["max_lag_s"]
     lines = host.stdout.strip().splitlines()
     print(lines[-1])
+    if host.returncode != 0 and lag > LAG_FREE_S:
+        # the bank's physics (this process) fell behind the wall clock on a busy machine:
+        # its drives trailed the host's commands by up to ``lag``, so an owner's tracking
+        # error beyond its limit by at most HOST_SPEED_RAD_S * lag is the drives' lag
+        errors = re.findall(r"tracking error ([0-9.]+) rad > ([0-9.]+) rad", host.stdout)
+        if errors and all(float(e) <= float(m) + HOST_SPEED_RAD_S * lag for e, m in errors):
+            pytest.skip(
+                f"the bank fell {lag:.2f} s behind the wall clock in this process: the host's "
+                f"tracking-error faults {errors} are its drives' lag, so the mirror's check "
+                "says nothing"
+            )
     assert host.returncode == 0, host.stdout + host.stderr
     assert lines[-1].startswith("host: PASS"), lines
     s = json.loads(out)
@@ -261,12 +281,23 @@ def test_the_damiao_mirror_reads_each_motor_with_its_own_scaling():
         )
 
 
-def test_mirror_refuses_a_calibration_for_damiao_drives(capsys, tmp_path):
+def test_mirror_refuses_an_amber_calibration_for_damiao_drives(capsys, tmp_path):
+    """A Damiao mirror takes a calibration of its own robot; ROB's (Amber kinds, ROB's
+    model) is refused before anything connects."""
     from rob_twin.cli.main import main
+    from rob_twin.planners.certificate_geometry import model_hash
 
-    argv = ["mirror", "--robot", "openarm", "--calibration", str(tmp_path / "c.json")]
+    rob_cal = {
+        "format": "rob-twin-calibration/1",
+        "name": "rob",
+        "model_hash": model_hash(ROBOT.model()),  # the hash a calibration file carries
+        "parameters": {"right/j2/lag_s": {"value": 0.01}},
+    }
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(rob_cal))
+    argv = ["mirror", "--robot", "openarm", "--calibration", str(path)]
     assert main([*argv, "--port", "1", "--seconds", "1"]) == 2
-    assert "calibrations fit Amber drives" in capsys.readouterr().err
+    assert "right/j2/lag_s" in capsys.readouterr().err
 
 
 def test_host_names_the_drives_that_never_answer():

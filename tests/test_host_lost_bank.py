@@ -3,7 +3,9 @@
 The bank (``rob-twin bank``) and the host (``rob-twin host``) are subprocesses on
 127.0.0.1 (ports chosen by the OS); the host is asked to run 120 s, so ending sooner
 shows it stopped for the lost bank. Every wait is bounded and every process is ended
-by the test.
+by the test. The bank may fall 30 s behind real time (a busy machine) before it stops on
+its own, and the host's publication deadline is widened by the machine's measured jitter
+(``machine_jitter``) when busy, so that only the lost bank stops it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
+from realtime_support import host_publish_deadline
 
+pytestmark = pytest.mark.realtime
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_S = 60.0  # bound on any wait (a loaded 2-core machine), never a speed figure
 HOST_SECONDS = 120.0
@@ -45,7 +49,9 @@ def _end(proc: subprocess.Popen) -> None:
 @pytest.fixture
 def bank(tmp_path):
     ready = tmp_path / "ready.json"
-    proc = _cli("bank", "--port", "0", "--ready-file", str(ready), "--seconds", "300")
+    proc = _cli(
+        "bank", "--port", "0", "--ready-file", str(ready), "--seconds", "300", "--max-lag", "30"
+    )
     proc.args_ready = ready
     try:
         deadline = time.monotonic() + WAIT_S
@@ -58,12 +64,17 @@ def bank(tmp_path):
         _end(proc)
 
 
-def _host_losing_its_bank(bank, lose, *options: str) -> tuple[int, str, str]:
-    """Start a host against ``bank``, call ``lose(bank process)`` once it streams, and
-    return the host's exit code, stdout and stderr."""
+def _host_losing_its_bank(bank, jitter, lose, *options: str) -> tuple[int, str, str]:
+    """Start a host against ``bank`` (its publication deadline widened by ``jitter``), call
+    ``lose(bank process)`` once it streams, and return the host's exit code, stdout and
+    stderr."""
     proc, info = bank
     port = str(info["socketcand_port"])
-    host = _cli("host", "--port", port, "--seconds", str(HOST_SECONDS), *options)
+    publish = host_publish_deadline(jitter)
+    host = _cli(
+        "host", "--port", port, "--seconds", str(HOST_SECONDS), "--publish-deadline", publish,
+        *options,
+    )  # fmt: skip
     try:
         seen = ""
         deadline = time.monotonic() + WAIT_S
@@ -86,16 +97,17 @@ def _check_one_line_why(rc: int, err: str) -> None:
     assert len(lines) == 1 and "lost the bank" in lines[0], err
 
 
-def test_host_stops_when_its_bank_is_killed(bank):
-    rc, out, err = _host_losing_its_bank(bank, lambda p: p.kill())
+def test_host_stops_when_its_bank_is_killed(bank, machine_jitter):
+    rc, out, err = _host_losing_its_bank(bank, machine_jitter, lambda p: p.kill())
     _check_one_line_why(rc, err)
     assert out.startswith("host: ") and "ended: bank_lost" in out  # human output by default
     with pytest.raises(json.JSONDecodeError):
         json.loads(out)
 
 
-def test_host_stops_when_its_bank_is_frozen(bank):
-    rc, out, err = _host_losing_its_bank(bank, lambda p: p.send_signal(signal.SIGSTOP), "--json")
+def test_host_stops_when_its_bank_is_frozen(bank, machine_jitter):
+    freeze = lambda p: p.send_signal(signal.SIGSTOP)  # noqa: E731
+    rc, out, err = _host_losing_its_bank(bank, machine_jitter, freeze, "--json")
     _check_one_line_why(rc, err)
     report = json.loads(out)
     assert report["ended"] == "bank_lost"

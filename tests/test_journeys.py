@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from bank_support import running_bank
 from child_signals import default_sigint
+from realtime_support import host_publish_deadline
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -52,6 +53,16 @@ def journey(*args: str, cwd: Path, timeout: float = 300, tool: str = "rob-twin",
 
 def explain(done: subprocess.CompletedProcess) -> str:
     return f"exit {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+
+
+def _wait_for_a_client(bank, channel: str, client: subprocess.Popen, wait_s: float = 60) -> None:
+    """Until the bank's socketcand server counts a client in raw mode on ``channel`` (its
+    status over the control port): the readiness of a client started beside the bank."""
+    end = time.monotonic() + wait_s
+    while bank.control({"cmd": "status"})["socketcand"]["channels"][channel]["clients"] < 1:
+        assert client.poll() is None, f"client exited {client.returncode}"
+        assert time.monotonic() < end, f"no client on {channel} within {wait_s} s"
+        time.sleep(0.05)
 
 
 def test_experiment_list_names_each_experiment_with_one_line(tmp_path):
@@ -168,12 +179,15 @@ def test_each_shipped_study_spec_runs_clean(spec, tmp_path):
     assert any((tmp_path / "study").glob("*.png"))
 
 
-def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
+@pytest.mark.realtime
+def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path, machine_jitter):
     """README: `rob-twin bank`, watched with `python -m can.logger -i socketcand -c CAN10
     --bus-kwargs host=127.0.0.1 port=PORT`, driven by `rob-twin host`: the host ends 0 and
     the logger shows the host's commands and the drives' feedback on one time base (Unix
-    time: the two once showed 10.42 s next to 1796416583.98)."""
+    time: the two once showed 10.42 s next to 1796416583.98). The host's publication
+    deadline is its 20 ms default, widened by the machine's measured jitter when busy."""
     logger = None
+    deadline = host_publish_deadline(machine_jitter)
     with running_bank(tmp_path) as bank:
         try:
             port = bank.socketcand_port
@@ -187,9 +201,12 @@ def test_bank_host_and_the_can_logger_recipe_share_one_clock(tmp_path):
                 text=True,
                 preexec_fn=default_sigint,  # it must see the Ctrl-C below
             )
-            time.sleep(2.0)  # the logger connects and subscribes
+            _wait_for_a_client(bank, "CAN10", logger)  # the logger connected and subscribed
             started = time.time()
-            done = journey("host", "--port", str(port), "--seconds", "2", cwd=tmp_path)
+            done = journey(
+                "host", "--port", str(port), "--seconds", "2", "--publish-deadline", deadline,
+                cwd=tmp_path,
+            )  # fmt: skip
             assert done.returncode == 0, explain(done)
             logger.send_signal(2)  # Ctrl-C: can.logger flushes and closes its file
             logger.wait(timeout=30)
@@ -222,15 +239,18 @@ def test_teleop_serves_and_ends_with_one_json_object(tmp_path):
     assert summary["hardware_io"] is False and "operator page" in done.stderr
 
 
-def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
+@pytest.mark.realtime
+def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path, machine_jitter):
     """README "Fitting the twin to your robot": `rob-twin bank`, then `rob-twin mirror` beside
     it, then `rob-twin host`: the mirror prints its status lines, feeds the host's commands
-    to its twin and ends 0 with "no alarm" (the same parameters on both sides)."""
+    to its twin and ends 0 with "no alarm" (the same parameters on both sides). The host's
+    publication deadline is its 20 ms default, widened by the measured jitter when busy."""
+    deadline = host_publish_deadline(machine_jitter)
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     with running_bank(tmp_path) as bank:
         port = str(bank.socketcand_port)
         mirror = subprocess.Popen(
-            [str(BIN / "rob-twin"), "mirror", "--port", port, "--seconds", "5"],
+            [str(BIN / "rob-twin"), "mirror", "--port", port, "--seconds", "5", "--max-lag", "30"],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -239,8 +259,10 @@ def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path):
         )
         first = mirror.stderr.readline()  # "mirror: listening ..." once its twin stands
         assert "listening (never transmitting)" in first, first + mirror.stderr.read()
-        done = journey("host", "--port", port, "--seconds", "2", cwd=tmp_path)
-        assert done.returncode == 0, explain(done)
+        done = journey(
+            "host", "--port", port, "--seconds", "2", "--publish-deadline", deadline, cwd=tmp_path
+        )
+        assert done.returncode == 0, f"{machine_jitter}\n{explain(done)}"
         out, err = mirror.communicate(timeout=60)
         assert mirror.returncode == 0, f"{out}\n{err}"
         assert "no alarm" in out and "0 send attempts" in out and "hardware_io: false" in out

@@ -201,9 +201,12 @@ def _wait(cond, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.realtime
 def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_nothing(
     tmp_path,
 ):
+    """Bank, host and mirrors on the wall clock: the bank and the mirrors may fall 30 s
+    behind (a busy machine) before they stop, the host's publication deadline is 0.2 s."""
     from rob_twin.twin.bus.bank_control import control
     from rob_twin.twin.bus.host_process import HostConfig, run_host
     from rob_twin.twin.bus.mirror_live import run_mirror
@@ -232,7 +235,8 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
         for arm in ("right", "left"):
             mirrors[arm] = subprocess.Popen(
                 [str(BIN / "rob-twin"), "mirror", "--port", str(port), "--arm", arm]
-                + ["--seconds", "6", "--json", "--telemetry", str(tmp_path / f"{arm}.jsonl")],
+                + ["--seconds", "6", "--json", "--telemetry", str(tmp_path / f"{arm}.jsonl")]
+                + ["--max-lag", "30"],
                 cwd=tmp_path,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -243,7 +247,9 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
             pumps.append(_stderr_lines(mirrors[arm], logs[arm]))
         slow: dict = {}
         slow_ready = threading.Event()
-        cfg = MirrorConfig(port=port, seconds=6.0, arms=("right",), tolerance_rad=0.05)
+        cfg = MirrorConfig(
+            port=port, seconds=6.0, arms=("right",), tolerance_rad=0.05, max_lag_s=30.0
+        )
         inproc = threading.Thread(
             target=lambda: slow.update(
                 run_mirror(cfg, SLOW_DRIVES, on_ready=lambda _: slow_ready.set())
@@ -289,7 +295,7 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
             control(json.loads(ready.read_text())["control_port"], {"cmd": "shutdown"})
         bank.wait(timeout=30)
     code, right = out["right"]
-    assert code == 0 and right["alarms"] == [], right
+    assert code == 0 and right["alarms"] == [], {k: right.get(k) for k in ("alarms", "end_reason")}
     assert right["hardware_io"] is False and right["send_attempts"] == 0
     assert right["commands_fed"] == sent["right"]
     assert max(right["arms"]["right"]["max_abs_diff_rad"]) < 0.05

@@ -4,6 +4,7 @@ socketcand on 127.0.0.1; a robot without CAN drives is refused up front by both 
 
 from __future__ import annotations
 
+import pytest
 from bank_support import running_bank
 from rob_twin.cli.main import main
 from rob_twin.experiments import robot_factory as F
@@ -12,7 +13,10 @@ from rob_twin.twin.bus.host_process import HostConfig, run_host
 from rob_twin.twin.drives.amber_robot import robot_channels
 
 
-def test_a_generated_amber_robot_is_served_and_driven_as_itself(tmp_path):
+@pytest.mark.realtime
+def test_a_generated_amber_robot_is_served_and_driven_as_itself(tmp_path, machine_jitter):
+    # the host's 20 ms publication deadline, widened by the measured jitter when busy
+    publish_s = machine_jitter.widen_or_skip(0.02, 1.0, "the host's publication deadline")
     gen = F.generate_robot(tmp_path / "robot", 4, family="amber")
     robot = robot_of(gen.robot_file)
     with running_bank(tmp_path, "--robot", str(gen.robot_file)) as bank:
@@ -27,6 +31,7 @@ def test_a_generated_amber_robot_is_served_and_driven_as_itself(tmp_path):
                 seconds=1.5,
                 stream="wave",
                 feedback_timeout_s=1.0,
+                publish_deadline_s=publish_s,
             )
         )
         bank.shutdown()

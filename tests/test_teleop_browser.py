@@ -4,7 +4,11 @@ engages the right hand and moves it, the right arm's owner reports moved command
 and change, the pad labels follow the hand; a second page shows the telemetry and video.
 Then the page's WebXR code runs against a scripted stand-in for the WebXR Device API
 (``tests/xr_standin.js`` playing ``tests/data/xr_trace.json``) and moves the right arm only.
-Writes screenshots under out/teleop/.
+Writes screenshots under out/teleop/. On a machine so busy that a busy thread gets less
+than half a core (``machine_jitter``), the desktop page's test skips and says so: the live
+video's render process runs at nice 19 by design (frames come later or fewer, never the
+loop's), and there it gets about 1 % of a core, so the video checks would measure the
+load, not the pages.
 
 Needs the Playwright Python package and Debian's chromium (``make test`` installs both
 when it can); skips with the reason otherwise. Only 127.0.0.1 traffic."""
@@ -107,6 +111,17 @@ def teleop_server():
         proc.wait(5)
 
 
+MIN_CPU_SHARE = 0.5  # below it a nice-19 render process is starved by nice-0 work
+
+
+def _skip_when_starved(jitter) -> None:
+    if jitter.cpu_share < MIN_CPU_SHARE:
+        pytest.skip(
+            f"machine too busy for the live video: {jitter}; the render process runs at "
+            f"nice 19 and gets almost nothing below {MIN_CPU_SHARE} of a core"
+        )
+
+
 def _commanded(page, arm: str) -> np.ndarray:
     return np.array(page.evaluate(f"window.teleopPage.telemetry.arms.{arm}.commanded_rad"))
 
@@ -115,7 +130,11 @@ def _video_checksum(page, name: str = "teleopPage") -> int:
     return int(page.evaluate(f"window.{name}.video.checksum()"))
 
 
-def test_desktop_page_moves_right_arm_video_follows_and_watcher_sees_it(browser, teleop_server):
+@pytest.mark.realtime
+def test_desktop_page_moves_right_arm_video_follows_and_watcher_sees_it(
+    browser, teleop_server, machine_jitter
+):
+    _skip_when_starved(machine_jitter)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(teleop_server)
     page.wait_for_function(
@@ -161,7 +180,8 @@ def test_desktop_page_moves_right_arm_video_follows_and_watcher_sees_it(browser,
     # the pad label follows the hand (it read "y 1.20 m" whatever the arm did)
     label1 = page.inner_text("#pad-label-right")
     assert label1 != label0 and "TCP" in label1 and "target" in label1, (label0, label1)
-    assert "vs" in page.inner_text("#clearance") or ">" in page.inner_text("#clearance")
+    clear = page.inner_text("#clearance")  # the nearest pair in words (issue 46)
+    assert "nearest pair" in clear or "between" in clear or ">" in clear, clear
     assert "(self)" not in page.inner_text("#clearance")
     assert not page.is_visible("#counts")  # the counters sit behind the details toggle
 
@@ -189,6 +209,7 @@ def test_desktop_page_moves_right_arm_video_follows_and_watcher_sees_it(browser,
     page.close()
 
 
+@pytest.mark.realtime
 def test_webxr_stand_in_session_moves_the_right_arm_only(browser, teleop_server):
     """The page's XR path (session start, reference space, per-frame poses through the
     session's requestAnimationFrame, squeeze as the clutch, end) against the stand-in."""

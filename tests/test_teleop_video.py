@@ -5,6 +5,7 @@ and show the operator's target as a ghost. Needs offscreen GL (MUJOCO_GL=egl).""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import os
 import time
@@ -21,11 +22,28 @@ from rob_twin.twin.teleop.video import (
     VideoConfig,
     VideoConfigError,
 )
-from teleop_support import circle_trace, client, hello, recv_until, replay, run, start_app
+from teleop_support import (
+    WAIT_S,
+    circle_trace,
+    client,
+    hello,
+    recv_until,
+    replay,
+    run,
+    start_app,
+)
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 SMALL = VideoConfig(fps=20.0, width=160, height=120)
 VIEW = '{"v": 1, "type": "view", "session": "video", "camera": "%s"}'
+
+
+def _small(jitter) -> VideoConfig:
+    """``SMALL``; on a busy machine (``machine_jitter``) with its render process at nice 0.
+    At the product's nice 19 (the video yields to the closed loop: frames come later or
+    fewer, by design) it gets about 1 % of a core beside nice-0 load, too little to start,
+    render and stop within the tests' bounds; what the tests check does not depend on it."""
+    return SMALL if jitter.quiet else dataclasses.replace(SMALL, nice=0)
 
 
 def _pixels(msg: dict) -> np.ndarray:
@@ -42,8 +60,9 @@ async def _latest_frame_after(ws, t_s: float, camera: str) -> dict:
             return msg
 
 
-def test_frames_arrive_change_as_the_arm_moves_and_follow_the_chosen_camera():
-    with start_app(video=SMALL) as app:
+@pytest.mark.realtime
+def test_frames_arrive_change_as_the_arm_moves_and_follow_the_chosen_camera(machine_jitter):
+    with start_app(video=_small(machine_jitter)) as app:
 
         async def go():
             async with client(app.server.ws_url) as ws:
@@ -77,7 +96,8 @@ def test_frames_arrive_change_as_the_arm_moves_and_follow_the_chosen_camera():
     assert app.video.stats.frames >= 3
 
 
-def test_the_ghost_target_and_the_limiting_pair_are_drawn_over_the_twin():
+@pytest.mark.realtime
+def test_the_ghost_target_and_the_limiting_pair_are_drawn_over_the_twin(machine_jitter):
     from rob_twin.twin.scenario.run import demo_scenario, scenario_loop
 
     loop = scenario_loop(demo_scenario())
@@ -91,7 +111,7 @@ def test_the_ghost_target_and_the_limiting_pair_are_drawn_over_the_twin():
             wanted=lambda: frozenset({"overview"}),
             overlay=lambda: overlay[0],
             publish=frames.append,
-            config=SMALL,
+            config=_small(machine_jitter),
         )
         video.start()
         if video.status.startswith("video off"):
@@ -148,7 +168,12 @@ def test_view_requests_are_read_and_bad_ones_refused_by_field():
             parse_message(f'{{"v": 1, "type": "view", "session": "s", "camera": {bad}}}')
 
 
-def test_a_video_watcher_that_never_reads_drops_frames_and_never_delays_targets():
+@pytest.mark.realtime
+def test_a_video_watcher_that_never_reads_drops_frames_and_never_delays_targets(machine_jitter):
+    """The render process paces itself in wall time (20 fps): on a quiet machine it renders
+    well over 10 frames while the 120 inputs are replayed; on a busy one it may have made
+    only a few by then, so the test waits (bounded) for 10 frames and 5 replaced ones, the
+    watcher still connected and never reading."""
     import asyncio
     import socket
 
@@ -158,7 +183,7 @@ def test_a_video_watcher_that_never_reads_drops_frames_and_never_delays_targets(
     cfg = ServerConfig(
         host="127.0.0.1", port=0, ping_interval_s=60, ping_timeout_s=60, send_buffer_bytes=4096
     )
-    with start_app(video=SMALL, server=cfg) as app:
+    with start_app(video=_small(machine_jitter), server=cfg) as app:
 
         async def go():
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -175,6 +200,11 @@ def test_a_video_watcher_that_never_reads_drops_frames_and_never_delays_targets(
                 await replay(app, op, "op", circle_trace(120))
                 submitted = app.controller.counts["targets_submitted"] - before
             slot = app.server.hub.slots.get("client-1")
+            end = time.monotonic() + WAIT_S
+            while slot is not None and time.monotonic() < end:
+                if app.video.stats.frames >= 10 and slot.overwritten_by_kind["camera"] >= 5:
+                    break
+                await asyncio.sleep(0.05)
             overwritten = None if slot is None else slot.overwritten_by_kind["camera"]
             stalled.transport.abort()
             return submitted, overwritten

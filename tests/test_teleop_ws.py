@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import numpy as np
+import pytest
 from rob_twin.controllers.owner_types import Mode
 from rob_twin.models.names import Arm
 from rob_twin.twin.teleop.server import ServerConfig
@@ -126,9 +127,12 @@ def test_pose_jump_and_tracking_loss_disengage_until_fresh_press():
         assert app.controller.counts["tracking_losses"] == 1
 
 
-def test_dropout_brakes_the_arm_and_needs_a_fresh_press():
+@pytest.mark.realtime
+def test_dropout_brakes_the_arm_and_needs_a_fresh_press(machine_jitter):
     # the staleness brake is a wall-clock bound: the real clock here, and the bound is
-    # measured on the server's own stamps (last input handled -> brake), not the test's
+    # measured on the server's own stamps (last input handled -> brake), not the test's;
+    # its 0.3 s slack is widened by the measured jitter on a busy machine
+    slack_s = machine_jitter.widen(0.3)
     with start_app(real_clock=True) as app:
         owner, ctl = app.controller.owners[Arm.RIGHT], app.controller
 
@@ -167,8 +171,9 @@ def test_dropout_brakes_the_arm_and_needs_a_fresh_press():
             arm is Arm.RIGHT and stale_from_s == last_input_s
         )  # braked on the dropout after the last frame
         # never before the timeout; within 0.3 s after it (the server polls at 200 Hz)
-        assert TEST_INPUT_TIMEOUT_S < brake_s - stale_from_s <= TEST_INPUT_TIMEOUT_S + 0.3, (
-            brake_s - stale_from_s
+        assert TEST_INPUT_TIMEOUT_S < brake_s - stale_from_s <= TEST_INPUT_TIMEOUT_S + slack_s, (
+            brake_s - stale_from_s,
+            str(machine_jitter),
         )
 
 

@@ -20,6 +20,7 @@ import pytest
 from rob_twin.twin.bus.bank_process import control
 from rob_twin.twin.bus.host_process import HostConfig, HostError, run_host
 
+pytestmark = pytest.mark.realtime  # a bank and a host on the wall clock
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 90.0
 
@@ -178,7 +179,7 @@ def test_socketcan_vcan0_when_the_host_has_it():
         s.bind(("vcan0",))
         s.close()
     except OSError as err:
-        pytest.skip(f"SocketCAN interface vcan0 unavailable ({err}); see the README for vcan setup")
+        pytest.skip(f"SocketCAN interface vcan0 unavailable ({err}); vcan setup: docs/bus.md")
     ready = Path(os.environ.get("TMPDIR", "/tmp")) / f"bank-vcan-{os.getpid()}.json"
     proc = subprocess.Popen(
         [

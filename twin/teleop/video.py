@@ -281,7 +281,11 @@ class LiveVideo:
                 self._process.wait(5.0)
             except subprocess.TimeoutExpired:
                 self._process.terminate()
-                self._process.wait(2.0)
+                try:
+                    self._process.wait(2.0)
+                except subprocess.TimeoutExpired:  # starved at nice 19 on a busy machine
+                    self._process.kill()
+                    self._process.wait()
             self._process = None
         if self._conn is not None:
             self._conn.close()

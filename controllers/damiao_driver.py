@@ -70,22 +70,29 @@ class DamiaoArmDriver(ArmDriver):
         drive holds the owner's starting sample from its enable on (``enable``)."""
         return self._judge(self.transport.bring_up(settle, hold_rad=self._hold_rad(hold)))
 
-    def check_registers(self, settle: Callable[[], None]) -> BringUpReport:
+    def check_registers(self, settle: Callable[[], None], max_settles: int = 5) -> BringUpReport:
         """The enable sequence's register check alone (a robot with two buses checks both
         arms, then enables both, so neither arm's feedback ages while the other's registers
-        are read); a failure latches DRIVE_ERROR with the reason."""
-        rep = self.transport.check_registers(settle)
+        are read); a failure latches DRIVE_ERROR with the reason. max_settles: settles a
+        phase may wait for its answers (``DamiaoTransport.check_registers``)."""
+        rep = self.transport.check_registers(settle, max_settles)
         return self._judge(rep) if rep.missing or rep.mismatches else rep
 
     def enable(
-        self, settle: Callable[[], None], rep: BringUpReport, hold: bool = True
+        self,
+        settle: Callable[[], None],
+        rep: BringUpReport,
+        hold: bool = True,
+        max_settles: int = 5,
     ) -> BringUpReport:
         """The enable sequence's second half after a passed ``check_registers``. hold: each
         drive's ENABLE is followed by an MIT frame holding the owner's commanded position
         (its starting sample) with the gravity feed-forward there, so the arm is held from
         the enable on, not only from the owner's first sample
         (``DamiaoTransport.enable_drives``)."""
-        return self._judge(self.transport.enable_drives(settle, rep, hold_rad=self._hold_rad(hold)))
+        return self._judge(
+            self.transport.enable_drives(settle, rep, max_settles, self._hold_rad(hold))
+        )
 
     def _hold_rad(self, hold: bool) -> np.ndarray | None:
         return self.owner.commanded_state()[0] if hold else None

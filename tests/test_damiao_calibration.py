@@ -23,7 +23,7 @@ from rob_twin.twin.drives.joint_friction import (
     FrictionError,
     FrictionOnJoints,
     JointFriction,
-    applied_torque,
+    friction_split,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,15 +47,25 @@ def test_published_form_and_values():
 
 
 def test_friction_opposes_motion_and_never_reverses_it():
-    f = (JointFriction(0.0, 0.5, 2.0, 500.0),)
-    # moving fast, plenty of inertia: the full published torque, against the motion
-    tau = applied_torque(f, np.array([1.0]), np.array([10.0]), 0.001)
-    assert tau[0] == pytest.approx(-(0.5 + 2.0 * math.tanh(500.0)))
-    # a light joint nearly at rest: capped at what stops it in one step, not beyond
-    w, inertia, dt = 1e-4, 0.01, 0.001
-    tau = applied_torque(f, np.array([w]), np.array([inertia]), dt)
-    assert abs(tau[0]) <= inertia * w / dt + 1e-12
-    assert w + tau[0] / inertia * dt >= -1e-12  # the step ends at rest at most
+    f = (JointFriction(0.1, 0.5, 2.0, 500.0),)
+    for w in (-1.0, -1e-3, 0.0, 2e-4, 1.0):  # split, it is still -tau_f(w) at w
+        damping, explicit = friction_split(f, np.array([w]))
+        assert explicit[0] - damping[0] * w == pytest.approx(-f[0].torque(w), abs=1e-12)
+    # a stiff Coulomb term (Fc k = 1000 N m s/rad) on a light wrist joint, no gravity: the
+    # joint slows to rest, never swinging back (explicit, it would reverse every 1 ms step)
+    model = OPENARM.model()
+    model.opt.gravity[:] = 0.0
+    data = mujoco.MjData(model)
+    dof = int(model.jnt_dofadr[model.joint("right/j6").id])
+    joints = FrictionOnJoints(model, [dof], (JointFriction(0.0, 0.0, 2.0, 500.0),))
+    data.qvel[dof] = 0.05
+    speeds = []
+    for _ in range(30):
+        joints.apply(data)
+        mujoco.mj_step(model, data)
+        speeds.append(float(data.qvel[dof]))
+    assert all(v >= -1e-9 for v in speeds) and speeds[-1] < 1e-3
+    assert all(b <= a + 1e-9 for a, b in zip(speeds, speeds[1:], strict=False))
 
 
 def test_friction_values_are_bounded():
@@ -71,11 +81,17 @@ def test_joints_carry_it_in_place_of_the_mjcf_damping():
     dofs = [model.jnt_dofadr[model.joint(n).id] for n in OPENARM.joints("right")]
     assert model.dof_damping[dofs].min() > 0  # the published MJCF's own values
     joints = FrictionOnJoints(model, dofs, OPENARM.joint_friction)
-    assert not model.dof_damping[dofs].any() and not model.dof_frictionloss[dofs].any()
-    mujoco.mj_forward(model, data)
+    assert not model.dof_frictionloss[dofs].any()
+    # at rest the damping is the identified slope Fv + Fc k, not the MJCF's
+    slope = [f.fv_nm_s_per_rad + f.fc_nm * f.k_s_per_rad for f in OPENARM.joint_friction]
+    assert model.dof_damping[dofs] == pytest.approx(slope)
     data.qvel[dofs] = 0.5
     joints.apply(data)
-    assert np.all(data.qfrc_applied[dofs] < 0)  # against the motion, on every joint
+    mujoco.mj_forward(model, data)
+    # the joint's whole friction at 0.5 rad/s is the published torque, against the motion
+    total = data.qfrc_passive[dofs] + data.qfrc_applied[dofs]
+    assert total == pytest.approx([-f.torque(0.5) for f in OPENARM.joint_friction])
+    assert np.all(total < 0)
 
 
 def _robot_file(tmp_path: Path, friction: str, family: str = "damiao") -> Path:
@@ -120,7 +136,7 @@ def test_openarm_loop_runs_with_the_published_friction():
         assert [f.frictions for f in loop.bank.friction] == [OPENARM_PUBLISHED[:7]] * 2
         m = loop.twin.model
         arm_dofs = [m.jnt_dofadr[m.joint(n).id] for a in Arm for n in OPENARM.joints(a)]
-        assert not m.dof_damping[arm_dofs].any()
+        assert not m.dof_frictionloss[arm_dofs].any()
         loop.run_for(0.5)
         for arm in Arm:  # holds home against the friction offsets (Fo up to 0.088 N m)
             err = loop.twin.arm_positions(arm) - OPENARM.home(arm)

@@ -1,7 +1,7 @@
 """A joint's identified friction acting in the twin (``rob_twin.models.joint_friction``: the
 form ``tau_f(w) = Fo + Fv w + Fc tanh(k w)`` and OpenArm's published values).
 
-The twin applies ``-tau_f(w)`` to the joint (``applied_torque``), so the drive's reported
+The twin applies ``-tau_f(w)`` to the joint (``friction_split``), so the drive's reported
 torque is the motor's, friction included, as a real drive's current would show it. The
 values are the identified friction of the real arm: where a robot file gives
 ``[drives.friction]``, its joints carry this model *in place of* the MJCF's ``damping`` and
@@ -9,12 +9,15 @@ values are the identified friction of the real arm: where a robot file gives
 are its author's choice, not a measurement; keeping both would count the joint's friction
 twice).
 
-Stability: the twin steps explicitly (1 ms on OpenArm), and the tanh term's slope at rest,
-``Fc k`` (22.5 N m s/rad on OpenArm's J6 against an inertia of about 0.01 kg m^2), would
-reverse the joint's speed within one step. The velocity-dependent part is therefore capped
-at the torque that stops the joint in one step, ``M_jj |w| / dt`` (``M_jj`` the joint's
-diagonal of the mass matrix, armature included): it never drives the joint backwards,
-which a real friction cannot either. The offset ``Fo`` acts as given.
+Stability: the tanh term's slope at rest, ``Fc k`` (22.5 N m s/rad on OpenArm's J6 against
+an inertia of about 0.01 kg m^2), would reverse a light joint's speed within one explicit
+1 ms step, and so would a saturated Coulomb torque near rest. So each step the
+speed-dependent part is given to MuJoCo as joint ``damping``, its secant through rest
+``(Fv w + Fc tanh(k w)) / w`` at the present speed (``friction_split``), which the Euler
+integrator applies implicitly, at the step's new speed: friction can then slow a joint to
+rest but never swing it back. At the present speed it is exactly the published torque. The
+offset ``Fo`` acts as a torque. Robots with friction must use the Euler integrator (the
+MJCF's default; OpenArm's).
 """
 
 from __future__ import annotations
@@ -33,36 +36,37 @@ __all__ = [
     "FrictionError",
     "FrictionOnJoints",
     "JointFriction",
-    "applied_torque",
+    "friction_split",
 ]
 
 
-def applied_torque(
-    frictions: tuple[JointFriction, ...],
-    w_rad_s: np.ndarray,
-    inertia_kg_m2: np.ndarray,
-    dt_s: float,
-) -> np.ndarray:
-    """The torque [N m] friction applies to each joint: ``-tau_f(w)``, its velocity-dependent
-    part capped at what stops the joint in one step of ``dt_s`` [s] (module docstring).
-    ``w_rad_s`` [rad/s] and ``inertia_kg_m2`` (each joint's mass-matrix diagonal) per joint."""
+def friction_split(
+    frictions: tuple[JointFriction, ...], w_rad_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(damping [N m s/rad], explicit torque [N m]) per joint at speeds ``w_rad_s`` [rad/s]:
+    the speed-dependent part as its secant through rest, ``(Fv w + Fc tanh(k w)) / w``
+    (``Fv + Fc k`` at rest), which MuJoCo's Euler step applies implicitly as joint damping,
+    and the offset ``-Fo`` as a torque; together ``-tau_f(w)`` at ``w`` (module docstring)."""
     w = np.asarray(w_rad_s, float)
     fo = np.array([f.fo_nm for f in frictions])
     fv = np.array([f.fv_nm_s_per_rad for f in frictions])
     fc = np.array([f.fc_nm for f in frictions])
     k = np.array([f.k_s_per_rad for f in frictions])
-    moving = fv * w + fc * np.tanh(k * w)
-    cap = np.asarray(inertia_kg_m2, float) * np.abs(w) / dt_s
-    return -(fo + np.clip(moving, -cap, cap))
+    kw = k * w
+    small = np.abs(kw) < 1e-6  # tanh(x) / x -> 1 - x^2 / 3 at rest
+    safe = np.where(small, 1.0, kw)
+    ratio = np.where(small, 1.0 - kw**2 / 3.0, np.tanh(safe) / safe)
+    return fv + fc * k * ratio, -fo
 
 
 class FrictionOnJoints:
     """``frictions`` acting on the joints at ``dofs`` of a MuJoCo model: built once per arm by
     a bank, which calls ``apply`` before every physics step.
 
-    On construction the joints' MJCF ``damping`` and ``frictionloss`` are set to 0 in
-    ``model`` (the bank's own twin model, a copy of the canonical one: module docstring);
-    ``apply`` writes each joint's friction torque to ``data.qfrc_applied``."""
+    On construction the joints' MJCF ``frictionloss`` is set to 0 in ``model`` (the bank's
+    own twin model, a copy of the canonical one: module docstring); ``apply`` writes each
+    joint's friction secant to ``model.dof_damping`` (integrated implicitly) and its offset
+    to ``data.qfrc_applied``."""
 
     def __init__(self, model, dofs, frictions: tuple[JointFriction, ...]):
         dofs = np.asarray(dofs, int)
@@ -70,14 +74,16 @@ class FrictionOnJoints:
             raise FrictionError(
                 "joint friction count", len(frictions), f"{len(dofs)} (one per joint)"
             )
+        if model.opt.integrator != 0:  # mjINT_EULER: implicit in joint damping
+            raise FrictionError(
+                "MJCF integrator", int(model.opt.integrator), "0 (Euler) for joint friction"
+            )
         self.model, self.dofs, self.frictions = model, dofs, tuple(frictions)
-        model.dof_damping[dofs] = 0.0
         model.dof_frictionloss[dofs] = 0.0
-        # each dof's diagonal entry in MuJoCo's sparse mass matrix (the row's last element)
-        self._diag = np.asarray(model.M_rowadr + model.M_rownnz - 1)[dofs]
+        model.dof_damping[dofs], _ = friction_split(self.frictions, np.zeros(len(dofs)))
 
     def apply(self, data) -> None:
-        """Write the friction torque [N m] of every joint at its present speed."""
-        data.qfrc_applied[self.dofs] = applied_torque(
-            self.frictions, data.qvel[self.dofs], data.M[self._diag], self.model.opt.timestep
-        )
+        """Set each joint's friction at its present speed [N m s/rad, N m]."""
+        damping, explicit = friction_split(self.frictions, data.qvel[self.dofs])
+        self.model.dof_damping[self.dofs] = damping
+        data.qfrc_applied[self.dofs] = explicit

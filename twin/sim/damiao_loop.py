@@ -37,6 +37,7 @@ CAN watchdog trips and the arm falls.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import mujoco
@@ -98,6 +99,7 @@ class DamiaoOptions:
 
 
 BRING_UP_SETTLE_S = 0.001  # one settle of the bring-up on a timed bus [s]
+BRING_UP_MAX_SETTLES = 5  # settles a bring-up phase waits (DamiaoTransport's default)
 
 
 def openarm_owner_config() -> OwnerConfig:
@@ -218,13 +220,16 @@ class DamiaoClosedLoop(ClosedLoop):
         if self._bring_up_takes_time() and o.support_during_bring_up:
             self._support = self._arm_state()
         try:
-            checked = {arm: drv.check_registers(self._settle) for arm, drv in self.drivers.items()}
+            n = self._max_settles()
+            checked = {
+                arm: drv.check_registers(self._settle, n) for arm, drv in self.drivers.items()
+            }
             for arm, drv in self.drivers.items():
                 rep = checked[arm]
                 self.bring_up[arm] = (
                     rep
                     if rep.missing or rep.mismatches
-                    else drv.enable(self._settle, rep, hold=o.hold_on_enable)
+                    else drv.enable(self._settle, rep, hold=o.hold_on_enable, max_settles=n)
                 )
         finally:
             if self._support:
@@ -247,22 +252,26 @@ class DamiaoClosedLoop(ClosedLoop):
         the round trip, as on the real bus, instead of finding no reply)."""
         return self.bus_timing is not None or any(any(d) for d in self.transport_delays.values())
 
+    def _max_settles(self) -> int:
+        """Settles a bring-up phase may wait for its answers: the transport's 5, plus one a
+        millisecond of the slowest arm's round trip (command + feedback delay) when
+        calibration delays act (a phase still ends as soon as its answers are in)."""
+        round_trip = max(sum(rt) for rt in self.transport_delays.values())
+        return BRING_UP_MAX_SETTLES + math.ceil(round_trip / BRING_UP_SETTLE_S - 1e-9)
+
     def _settle(self) -> None:
         """Let the drives answer. On instant buses no simulated time passes (a lockstep
         exchange); on a timed bus (``bus_timing``) or with transport delays 1 ms passes,
         physics included, with the arm joints put back at their start pose, at rest, after
         each step while the enable sequence runs (``DamiaoOptions.support_during_bring_up``;
         without it the arms hang limp, the drives not yet enabled: on a 1 Mbit/s bus the
-        sequence takes 108 settles, 0.108 s); with transport delays a settle lasts 1 ms plus
-        the slowest arm's round trip (command + feedback delay), so an answer always comes
-        within the transport's settles."""
+        sequence takes 108 settles, 0.108 s); with transport delays a phase may wait as
+        many more settles as the slowest arm's round trip lasts (``_max_settles``)."""
         if not self._bring_up_takes_time():
             self.bank.service(self.twin.time, 0.0)
             return
         d = self.twin.data
-        # with transport delays a settle also waits the slowest arm's round trip
-        wait_s = BRING_UP_SETTLE_S + max(sum(rt) for rt in self.transport_delays.values())
-        for _ in range(max(1, round(wait_s / self.twin.scheduler.dt))):
+        for _ in range(max(1, round(BRING_UP_SETTLE_S / self.twin.scheduler.dt))):
             self.twin.step()
             for qi, dofs, q in self._support:
                 d.qpos[qi] = q

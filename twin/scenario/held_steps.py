@@ -10,7 +10,12 @@
 
 The scene gets the box (``rob_twin.twin.sim.held_object``: weld grasps, midway between the
 hands at home, on its stand until grasped). At a grasp/release step's ``t`` [s] the named
-hands (default both) weld to the box or let go. At a carry step's ``t`` both TCPs are planned
+hands (default both) weld to the box or let go. The grippers show it
+(``rob_twin.twin.sim.held_fingers``): a hand whose fingers the box lies between waits with
+them open from the start, closes them at its grasp to ``GAP_M`` short of the box (the weld
+carries it: no finger touches it) and opens them at its release; a hand the box is not
+between, or without a gripper, keeps its fingers as they are (the grasp step's ``fingers``
+says why). At a carry step's ``t`` both TCPs are planned
 along one lockstep Cartesian move by ``translate`` [m] (base frame) from the owners' commanded
 positions and streamed to the owners, the left arm ``skew_ms`` late
 (``rob_twin.twin.sim.held_carry``); an arm that carries has no keyframes or plans. The run
@@ -28,7 +33,14 @@ from pathlib import Path
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import Arm
 from rob_twin.twin.sim.held_carry import carry_duration, carry_plan, dispatch_carry
-from rob_twin.twin.sim.held_object import HeldBoxConfig, HeldObject
+from rob_twin.twin.sim.held_fingers import (
+    Gripper,
+    GripperRamp,
+    finger_target,
+    gripper_of,
+    set_gripper,
+)
+from rob_twin.twin.sim.held_object import BOX, HeldBoxConfig, HeldObject
 from rob_twin.twin.sim.held_record import HeldObjectLimits, HeldRecorder
 
 
@@ -73,15 +85,70 @@ class HeldScript:
         self.steps = sorted([*grasps, *carries], key=lambda s: s.t)
         self.done: list[dict] = []
         self._next = 0
+        self.box_geoms = [twin.model.geom(BOX).id]
+        self.ramps: dict[Arm, GripperRamp] = {}
+        self.closed: dict[Arm, Gripper] = {}  # the grippers this script closed on the box
+        self._open_around_box()
         twin.scheduler.add("held/steps", 1.0 / twin.scheduler.dt, self._tick)
 
+    def _open_around_box(self) -> None:
+        """Open, in the start state, the grippers the box lies between (their fingers would
+        otherwise sit inside it until the grasp); the others are left as they are."""
+        m, d = self.loop.twin.model, self.loop.twin.data
+        for arm in Arm:
+            if finger_target(m, d, arm, self.box_geoms).target is None:
+                continue
+            g, _ = gripper_of(m, d, arm)
+            set_gripper(m, d, g, g.opened)
+            d.ctrl[g.actuator] = g.gear * g.opened
+
+    def _fingers(self, step: GraspStep, now: float) -> dict:
+        """Start the grippers' ramps of a grasp (to their stop short of the box) or a release
+        (open again: the hands this script closed); {hand: what was done} for the summary."""
+        m, d = self.loop.twin.model, self.loop.twin.data
+        out = {}
+        for arm in dict.fromkeys(Arm.parse(h) for h in step.hands):
+            if step.action == "grasp":
+                target = finger_target(m, d, arm, self.box_geoms)
+                out[arm.value] = target.as_dict()
+                g = gripper_of(m, d, arm)[0] if target.target is not None else None
+                end = target.target
+            else:
+                g = self.closed.get(arm)
+                end = g.opened if g is not None else None
+                why = {} if g is not None else {"reason": "its grasp did not close the fingers"}
+                out[arm.value] = {"target": end, **why}
+            if g is None:
+                self.closed.pop(arm, None)
+                continue
+            if step.action == "grasp":
+                self.closed[arm] = g
+            else:
+                del self.closed[arm]
+            self.ramps[arm] = GripperRamp(g.actuator, float(d.ctrl[g.actuator]), g.gear * end, now)
+        return out
+
     def _tick(self, now: float) -> None:
+        self._play_steps(now)
+        d = self.loop.twin.data
+        for arm in [a for a, ramp in self.ramps.items() if ramp.apply(d, now)]:
+            del self.ramps[arm]
+
+    def _play_steps(self, now: float) -> None:
         while self._next < len(self.steps) and self.steps[self._next].t <= now + 1e-9:
             step = self.steps[self._next]
             self._next += 1
             if isinstance(step, GraspStep):
                 getattr(self.held, step.action)(step.hands)
-                self.done.append({"t": step.t, "action": step.action, "hands": list(step.hands)})
+                fingers = self._fingers(step, now)
+                self.done.append(
+                    {
+                        "t": step.t,
+                        "action": step.action,
+                        "hands": list(step.hands),
+                        "fingers": fingers,
+                    }
+                )
                 continue
             try:
                 plan = carry_plan(self.loop, step.translate)

@@ -16,6 +16,8 @@ were not shaped for a box, and four soft finger contacts per hand at 1 kHz chatt
 the weld gives a stiff, deterministic closed chain whose constraint rows (``efc_force``) are
 each hand's force on the box, directly, with no contact bookkeeping. What it cannot show: a
 weld never slips, rolls or opens by itself, has no finger compliance and no contact geometry.
+The grippers only show a scenario's grasp (``held_fingers``): they close to a small gap short
+of the box, never on it, and put no force on it.
 Slip is therefore *modelled and reported*, not simulated: a hand's grasp slips when the
 tangential part of its force on the box (perpendicular to the finger closing axis; for a hand
 without a gripper, to the hand-to-hand axis) exceeds

@@ -6,8 +6,11 @@ and grey torso about 0.6. ``styled_copy`` returns a copy of a model for renderin
 the floor (every plane geom: its checker texture redrawn, or its rgba) and the sky take a
 luminance ``MIN_CONTRAST`` or more away from the robot's (light for a dark robot, dark for a
 light one), and the static scenery far from the arms (a room's walls, whose lit top edges made
-a white line across the frame) moves to a geom group the recorder does not draw. The physics
-model is never touched: colours and groups are visual fields only, and only the copy changes.
+a white line across the frame) moves to a geom group the recorder does not draw. The horizon
+haze (MuJoCo's band where the floor meets the sky, white by default: the bright line across the
+top of a view that looks at the horizon, a held box's close camera) takes the sky's colour. The
+physics model is never touched: colours and groups are visual fields only, and only the copy
+changes.
 """
 
 from __future__ import annotations
@@ -136,8 +139,8 @@ def _far_scenery(model: mujoco.MjModel, data: mujoco.MjData) -> list[int]:
 
 
 def styled_copy(model: mujoco.MjModel, data: mujoco.MjData) -> mujoco.MjModel:
-    """A copy of ``model`` to render from: floor and sky contrasting with the robot
-    (``backdrop_for(robot_luminance)``), far static scenery in ``HIDDEN_GROUP``. ``data``
+    """A copy of ``model`` to render from: floor, sky and horizon haze contrasting with the
+    robot (``backdrop_for(robot_luminance)``), far static scenery in ``HIDDEN_GROUP``. ``data``
     (forward kinematics done) places the arms; the copy has the same sizes, so ``data``
     renders with it."""
     out = copy.deepcopy(model)
@@ -159,6 +162,7 @@ def styled_copy(model: mujoco.MjModel, data: mujoco.MjData) -> mujoco.MjModel:
     for tex in range(out.ntex):
         if out.tex_type[tex] == mujoco.mjtTexture.mjTEXTURE_SKYBOX:
             _paint_sky(out, tex, b)
+    out.vis.rgba.haze[:3] = b.sky_bottom  # MuJoCo's default white haze drew the horizon line
     for g in _far_scenery(out, data):
         out.geom_group[g] = HIDDEN_GROUP
     return out

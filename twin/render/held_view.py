@@ -53,17 +53,26 @@ def grasping_geoms(model: mujoco.MjModel, data: mujoco.MjData) -> set[int]:
     return out
 
 
-def add_stand(model: mujoco.MjModel, data: mujoco.MjData, scene: mujoco.MjvScene) -> bool:
+def add_stand(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    scene: mujoco.MjvScene,
+    geomgroup: np.ndarray | None = None,
+) -> bool:
     """While the box waits on its stand, add a post from the box's underside down to the
-    first surface below it (or the ground) to ``scene``; True when one was added."""
+    first surface below it (or the ground) to ``scene``; True when one was added.
+    ``geomgroup`` (6 flags, e.g. a recorder's ``MjvOption.geomgroup``): only surfaces of the
+    groups drawn count, so a post whose table a render copy hides reaches the ground; None:
+    every group."""
     if not _eq_active(model, data, STAND) or scene.ngeom >= scene.maxgeom:
         return False
     box = model.body(BOX).id
     corners = geom_corners(model, data, _box_geoms(model))
     bottom = np.array([*data.xpos[box][:2], corners[:, 2].min()])
     geomid = np.zeros(1, dtype=np.int32)
+    groups = None if geomgroup is None else np.asarray(geomgroup, dtype=np.uint8)
     dist = mujoco.mj_ray(
-        model, data, bottom, np.array([0.0, 0.0, -1.0]), None, 1, box, geomid
+        model, data, bottom, np.array([0.0, 0.0, -1.0]), groups, 1, box, geomid
     )  # static geoms included, the box's own body left out
     length = dist if dist >= 0 else max(float(bottom[2]), 0.0)
     if length < 1e-3:

@@ -20,6 +20,7 @@ from rob_twin.twin.render.framing import (
     top_camera,
 )
 from rob_twin.twin.render.highlight import paint
+from rob_twin.twin.render.props import in_front, props
 from rob_twin.twin.render.quality import apply_scene_flags, offscreen_settings, resolve_quality
 
 
@@ -70,8 +71,10 @@ class VideoRecorder:
     read; in a scene with a held box the main view closes on the box and the hands instead
     (the grasp and the lift large, the hands drawn green while they hold it, its stand drawn
     while it waits, ``held_view``) and the inset shows the whole arms. Frames are drawn from
-    a copy of the model whose floor and sky contrast with the robot (``backdrop``); at
-    ``fast`` quality each view draws its meshes no finer than its pixels (``decimate``).
+    a copy of the model whose floor and sky contrast with the robot (``backdrop``) and whose
+    scene props in front of the arms (a table, a can) are hidden once the views are framed
+    (``props``: ``hidden_props``); at ``fast`` quality each view draws its meshes no finer
+    than its pixels (``decimate``).
 
     With ``path`` the frames go straight to ffmpeg (imageio-ffmpeg, libx264), nothing is
     kept in memory. The file is a fragmented MP4 with a keyframe every second: if the
@@ -112,6 +115,9 @@ class VideoRecorder:
         self._auto = auto
         self._extra_points: np.ndarray | None = None
         self._held = held_view.has_held_box(model)
+        keep = {model.body(held_view.BOX).id} if self._held else set()
+        self._props = props(model, keep)  # hidden in the render copy when in front (``props``)
+        self.hidden_props: list[int] = []
         self.inset: mujoco.Renderer | None = None
         # ``fast``: the exact meshes, clustered per view once the cameras are framed
         self._meshes: MeshSource | None = None
@@ -167,7 +173,24 @@ class VideoRecorder:
             self.free_camera = arms
             self.inset_camera = top_camera(self.model, whole, arms.azimuth, aspect)
             self.inset_label = "from above (front at the bottom)"
+        self._hide_props(data, whole)
         self._fit_meshes(whole)
+
+    def _hide_props(self, data: mujoco.MjData, whole: np.ndarray) -> None:
+        """Move the scene props any view sees before the arms (and the held box) to the
+        hidden group of the render copy (``props.in_front``); those hidden for an earlier
+        framing come back first."""
+        groups = self.render_model.geom_group
+        groups[self.hidden_props] = self.model.geom_group[self.hidden_props]
+        subject = whole
+        if self._held:
+            subject = np.vstack([whole, held_view.focus_points(self.model, data)])
+        hidden: set[int] = set()
+        for camera in (self.free_camera, self.inset_camera):
+            if camera is not None:
+                hidden.update(in_front(self.model, data, self._props, camera, subject))
+        self.hidden_props = sorted(hidden)
+        groups[self.hidden_props] = HIDDEN_GROUP
 
     def _fit_meshes(self, points: np.ndarray) -> None:
         """At ``fast`` quality, each view's meshes clustered on ``CELL_PX`` of its own pixels
@@ -246,7 +269,7 @@ class VideoRecorder:
         renderer.update_scene(data, camera=camera, scene_option=self.options)
         if self._held:
             paint(renderer.scene, held_view.grasping_geoms(self.model, data), held_view.GRASP_RGBA)
-            held_view.add_stand(self.model, data, renderer.scene)
+            held_view.add_stand(self.render_model, data, renderer.scene, self.options.geomgroup)
         paint(renderer.scene, highlight)
         return renderer.scene
 

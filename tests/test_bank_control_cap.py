@@ -11,52 +11,29 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 
 import pytest
+from bank_support import bank_in_thread
 from rob_twin.models.errors import InvalidValueError
+from rob_twin.models.names import ROB
 from rob_twin.twin.bus.bank_control import MAX_CLIENTS, MAX_CLIENTS_PER_ADDRESS
-from rob_twin.twin.bus.bank_process import BankConfig, BankProcess, control
+from rob_twin.twin.bus.bank_process import BankConfig
 
 WAIT_S = 20.0  # bound on any wait (a loaded 2-core machine), never a speed figure
 TOTAL, PER_ADDRESS = 4, 2
 
 
 @pytest.fixture(scope="module")
-def bank(tmp_path_factory):
-    ready = tmp_path_factory.mktemp("bank") / "ready.json"
-    outcome: dict = {}
-
-    def run() -> None:  # the MjData belongs to the thread that builds the twin
-        try:
-            proc = BankProcess(
-                BankConfig(
-                    port=0,
-                    max_lag_s=60.0,
-                    ready_file=str(ready),
-                    control_max_clients=TOTAL,
-                    control_max_clients_per_address=PER_ADDRESS,
-                )
-            )
-            outcome["result"] = proc.run()
-        except Exception as err:  # noqa: BLE001 - reported by the test that sees it
-            outcome["error"] = err
-
-    thread = threading.Thread(target=run, name="test-bank-cap", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not ready.exists():
-        assert thread.is_alive(), f"bank ended at start: {outcome}"
-        assert time.monotonic() < deadline, "bank not serving in time"
-        time.sleep(0.05)
-    info = json.loads(ready.read_text())
-    yield info["control_port"]
-    if thread.is_alive():
-        control(info["control_port"], {"cmd": "shutdown"})
-        thread.join(WAIT_S)
-    assert not thread.is_alive()
-    assert "error" not in outcome, outcome
+def bank():
+    """ROB's bank serving in a thread (``bank_support.bank_in_thread``): its control port."""
+    with bank_in_thread(
+        "test-bank-cap",
+        robot=ROB,
+        control_max_clients=TOTAL,
+        control_max_clients_per_address=PER_ADDRESS,
+    ) as proc:
+        yield proc.control_port
 
 
 def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 
 import pytest
+from bank_support import bank_in_thread
+from rob_twin.models.names import ROB
 from rob_twin.twin.bus.bank_control import IDLE_TIMEOUT_S, LINE_TIMEOUT_S, MAX_CLIENTS
-from rob_twin.twin.bus.bank_process import BankConfig, BankProcess, control
+from rob_twin.twin.bus.bank_process import BankConfig, control
 
 WAIT_S = 20.0  # bound on any wait (a loaded 2-core machine), never a speed figure
 IDLE_S = 1.5
@@ -31,39 +32,15 @@ def test_the_defaults_are_stated():
 
 
 @pytest.fixture(scope="module")
-def bank(tmp_path_factory):
-    ready = tmp_path_factory.mktemp("bank") / "ready.json"
-    outcome: dict = {}
-
-    def run() -> None:  # the MjData belongs to the thread that builds the twin
-        try:
-            proc = BankProcess(
-                BankConfig(
-                    port=0,
-                    max_lag_s=60.0,
-                    ready_file=str(ready),
-                    control_idle_timeout_s=IDLE_S,
-                    control_line_timeout_s=LINE_S,
-                )
-            )
-            outcome["result"] = proc.run()
-        except Exception as err:  # noqa: BLE001 - reported by the test that sees it
-            outcome["error"] = err
-
-    thread = threading.Thread(target=run, name="test-bank-timeouts", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not ready.exists():
-        assert thread.is_alive(), f"bank ended at start: {outcome}"
-        assert time.monotonic() < deadline, "bank not serving in time"
-        time.sleep(0.05)
-    info = json.loads(ready.read_text())
-    yield {**info, "thread": thread, "outcome": outcome}
-    if thread.is_alive():
-        control(info["control_port"], {"cmd": "shutdown"})
-        thread.join(WAIT_S)
-    assert not thread.is_alive()
-    assert "error" not in outcome, outcome
+def bank():
+    """ROB's bank serving in a thread (``bank_support.bank_in_thread``): its ports."""
+    with bank_in_thread(
+        "test-bank-timeouts",
+        robot=ROB,
+        control_idle_timeout_s=IDLE_S,
+        control_line_timeout_s=LINE_S,
+    ) as proc:
+        yield {"control_port": proc.control_port, "socketcand_port": proc.server.port}
 
 
 def _connect(port: int) -> socket.socket:
@@ -143,6 +120,5 @@ def test_duplicate_keys_are_refused_and_the_bank_keeps_running(bank):
             assert "once" in reply["valid"], reply
         s.sendall(b'{"cmd": "status"}\n')  # the same connection goes on
         assert json.loads(reader.readline())["ok"] is True
-    time.sleep(0.3)
-    assert bank["thread"].is_alive()
+    time.sleep(0.3)  # a shutdown would have closed the control port by now
     assert control(port, {"cmd": "status"})["ok"] is True

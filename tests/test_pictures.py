@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from render_support import segmentation  # noqa: E402
 from rob_twin.models.robot import robot_of  # noqa: E402
 from rob_twin.twin.render.backdrop import luminance, robot_geoms  # noqa: E402
 from rob_twin.twin.render.figures import needs_log_axis, spread_hist  # noqa: E402
@@ -75,13 +76,7 @@ def test_robot_pixels_contrast_with_floor_pixels(name, tmp_path_factory):
     rec = _recorder(model, width=192, height=108, inset=False)
     try:
         frame = rec.capture(data).astype(float) / 255
-        seg = mujoco.Renderer(rec.render_model, 108, 192)
-        try:
-            seg.enable_segmentation_rendering()
-            seg.update_scene(data, camera=rec.free_camera, scene_option=rec.options)
-            ids = seg.render()
-        finally:
-            seg.close()
+        ids = segmentation(rec, data, 108, 192)
     finally:
         rec.close()
     geom = ids[..., 1] == mujoco.mjtObj.mjOBJ_GEOM

@@ -10,6 +10,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+from render_support import segmentation
 from rob_twin.models.robot import robot_of
 from rob_twin.twin.render import held_view
 from rob_twin.twin.render.backdrop import HIDDEN_GROUP
@@ -48,13 +49,7 @@ def _frame_and_ids(model: mujoco.MjModel, data: mujoco.MjData):
         pytest.skip(f"no GL: {err}")
     try:
         frame = rec.capture(data)
-        seg = mujoco.Renderer(rec.render_model, H, W)
-        try:
-            seg.enable_segmentation_rendering()
-            seg.update_scene(data, camera=rec.free_camera, scene_option=rec.options)
-            ids = seg.render()
-        finally:
-            seg.close()
+        ids = segmentation(rec, data, H, W)
     finally:
         rec.close()
     geom = np.where(ids[..., 1] == mujoco.mjtObj.mjOBJ_GEOM, ids[..., 0], -1)

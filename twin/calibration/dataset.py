@@ -71,7 +71,7 @@ from rob_twin.controllers.codec import (
 )
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.loading import apply_home
-from rob_twin.models.names import JOINTS_PER_ARM, Arm, arm_joints
+from rob_twin.models.names import JOINTS_PER_ARM, Arm
 from rob_twin.models.robot import Robot, robot_of
 from rob_twin.twin.bus.recording import STATE_SPEC
 from rob_twin.twin.bus.replay import RecordedFrame, Recording, bus_no
@@ -273,6 +273,29 @@ def _optional(path: Path, column: str, like: np.ndarray) -> np.ndarray:
     return _table(path, column)[1]
 
 
+def start_state(
+    robot: Robot,
+    first_q: dict[str, np.ndarray],
+    first_v: dict[str, np.ndarray] | None = None,
+) -> list[float]:
+    """The twin's integration state (``STATE_SPEC``) where a dataset's first observation puts
+    each arm of ``robot``: joint positions ``first_q[arm]`` [rad], moving as ``first_v[arm]``
+    says [rad/s] (at rest without), the rest of the model at its ``home`` keyframe."""
+    model = robot.model()
+    data = mujoco.MjData(model)
+    apply_home(model, data)
+    data.qvel[:] = 0.0
+    for arm, q in first_q.items():
+        v = (first_v or {}).get(arm, np.zeros_like(q))
+        for name, value, speed in zip(robot.joints(arm), q, v, strict=True):
+            data.qpos[model.joint(name).qposadr[0]] = value
+            data.qvel[model.joint(name).dofadr[0]] = speed
+    mujoco.mj_forward(model, data)
+    state = np.zeros(mujoco.mj_stateSize(model, STATE_SPEC))
+    mujoco.mj_getState(model, data, state, STATE_SPEC)
+    return state.tolist()
+
+
 def _sidecar(
     first_q: dict[str, np.ndarray],
     frames: list[RecordedFrame],
@@ -280,24 +303,11 @@ def _sidecar(
     first_v: dict[str, np.ndarray] | None = None,
 ) -> dict:
     """The sidecar a recording of this episode would carry: ``robot``'s twin starts where the
-    first observation puts each arm, moving as its ``qvel`` says (``first_v``; at rest
-    without); each arm on the robot's channel."""
-    model = robot.model()
-    data = mujoco.MjData(model)
-    apply_home(model, data)
-    data.qvel[:] = 0.0
-    for arm, q in first_q.items():
-        v = (first_v or {}).get(arm, np.zeros_like(q))
-        for name, value, speed in zip(arm_joints(arm), q, v, strict=True):
-            data.qpos[model.joint(name).qposadr[0]] = value
-            data.qvel[model.joint(name).dofadr[0]] = speed
-    mujoco.mj_forward(model, data)
-    state = np.zeros(mujoco.mj_stateSize(model, STATE_SPEC))
-    mujoco.mj_getState(model, data, state, STATE_SPEC)
+    first observation puts each arm (``start_state``); each arm on the robot's channel."""
     return {
         "hardware_io": False,
         "evidence_class": "a joint-state dataset read as a recording",
-        "initial_state": state.tolist(),
+        "initial_state": start_state(robot, first_q, first_v),
         "frames": len(frames),
         "first_frame_sim_s": 0.0,
         "feedback_rate_hz": 100.0,

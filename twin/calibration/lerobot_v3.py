@@ -53,7 +53,6 @@ import json
 import math
 from pathlib import Path
 
-import mujoco
 import numpy as np
 from rob_twin.controllers.damiao_codec import (
     MitCommand,
@@ -69,11 +68,9 @@ from rob_twin.models.damiao_motors import (
     MOTORS,
     OPENARM_GRIPPER_MOTOR,
 )
-from rob_twin.models.loading import apply_home
 from rob_twin.models.robot import Robot, robot_of
-from rob_twin.twin.bus.recording import STATE_SPEC
 from rob_twin.twin.bus.replay import RecordedFrame, Recording, bus_no
-from rob_twin.twin.calibration.dataset import MAX_ROWS, DatasetError
+from rob_twin.twin.calibration.dataset import MAX_ROWS, DatasetError, start_state
 
 MAX_DURATION_S = 3600.0
 RANGE_MARGIN_RAD = math.radians(10.0)
@@ -342,21 +339,12 @@ def _sidecar(
     wiring: dict[str, str],
     fps: float,
 ) -> dict:
-    model = robot.model()
-    data = mujoco.MjData(model)
-    apply_home(model, data)
-    data.qvel[:] = 0.0
-    for side, q in first_q.items():
-        for name, value, speed in zip(robot.joints(side), q, first_v[side], strict=True):
-            data.qpos[model.joint(name).qposadr[0]] = value
-            data.qvel[model.joint(name).dofadr[0]] = speed
-    mujoco.mj_forward(model, data)
-    state = np.zeros(mujoco.mj_stateSize(model, STATE_SPEC))
-    mujoco.mj_getState(model, data, state, STATE_SPEC)
+    """The sidecar a recording of this episode would carry: the twin starts where the first
+    observation puts each arm (``dataset.start_state``), each arm on its bus."""
     return {
         "hardware_io": False,
         "evidence_class": "a LeRobot v3 dataset read as a recording",
-        "initial_state": state.tolist(),
+        "initial_state": start_state(robot, first_q, first_v),
         "frames": len(frames),
         "first_frame_sim_s": 0.0,
         "feedback_rate_hz": fps,

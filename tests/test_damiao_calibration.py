@@ -278,3 +278,21 @@ def test_a_damiao_loop_with_transport_delays_brings_its_drives_up(tmp_path):
     assert np.ptp(left.position_rec) > 0.02  # the delayed arm moves
     worst = max(np.abs(tr.position_error).max() for tr in prediction.tracks.values())
     assert worst < 0.002, worst
+
+
+def test_friction_on_a_model_without_the_euler_integrator_is_refused(tmp_path):
+    from rob_twin.models.robot_model import load_robot_model
+
+    share = Path(OPENARM.description.mjcf_path)
+    scene = tmp_path / "scene.xml"  # OpenArm's scene with the implicitfast integrator
+    scene.write_text(
+        f'<mujoco><include file="{share}"/><option integrator="implicitfast"/></mujoco>'
+    )
+    text = (ROOT / "models/openarm/robot.toml").read_text()
+    text = text.replace('"$schema" = "../robot.schema.json"\n', "")
+    start = text.index("mjcf = ")
+    text = text[:start] + f'mjcf = "{scene}"' + text[text.index("\n", start) :]
+    robot_file = tmp_path / "robot.toml"
+    robot_file.write_text(text)
+    with pytest.raises(RobotFileError, match="drives.friction"):
+        load_robot_model(load_robot_file(robot_file))

@@ -47,12 +47,19 @@ def friction_split(
     the speed-dependent part as its secant through rest, ``(Fv w + Fc tanh(k w)) / w``
     (``Fv + Fc k`` at rest), which MuJoCo's Euler step applies implicitly as joint damping,
     and the offset ``-Fo`` as a torque; together ``-tau_f(w)`` at ``w`` (module docstring)."""
-    w = np.asarray(w_rad_s, float)
-    fo = np.array([f.fo_nm for f in frictions])
-    fv = np.array([f.fv_nm_s_per_rad for f in frictions])
-    fc = np.array([f.fc_nm for f in frictions])
-    k = np.array([f.k_s_per_rad for f in frictions])
-    kw = k * w
+    return _split(_terms(frictions), w_rad_s)
+
+
+def _terms(frictions: tuple[JointFriction, ...]) -> np.ndarray:
+    """The friction terms as one array, rows Fo, Fv, Fc, k, a column per joint."""
+    return np.array(
+        [[f.fo_nm, f.fv_nm_s_per_rad, f.fc_nm, f.k_s_per_rad] for f in frictions], float
+    ).T.reshape(4, len(frictions))
+
+
+def _split(terms: np.ndarray, w_rad_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    fo, fv, fc, k = terms
+    kw = k * np.asarray(w_rad_s, float)
     small = np.abs(kw) < 1e-6  # tanh(x) / x -> 1 - x^2 / 3 at rest
     safe = np.where(small, 1.0, kw)
     ratio = np.where(small, 1.0 - kw**2 / 3.0, np.tanh(safe) / safe)
@@ -79,11 +86,12 @@ class FrictionOnJoints:
                 "MJCF integrator", int(model.opt.integrator), "0 (Euler) for joint friction"
             )
         self.model, self.dofs, self.frictions = model, dofs, tuple(frictions)
+        self._terms = _terms(self.frictions)  # once, not every physics step
         model.dof_frictionloss[dofs] = 0.0
-        model.dof_damping[dofs], _ = friction_split(self.frictions, np.zeros(len(dofs)))
+        model.dof_damping[dofs], _ = _split(self._terms, np.zeros(len(dofs)))
 
     def apply(self, data) -> None:
         """Set each joint's friction at its present speed [N m s/rad, N m]."""
-        damping, explicit = friction_split(self.frictions, data.qvel[self.dofs])
+        damping, explicit = _split(self._terms, data.qvel[self.dofs])
         self.model.dof_damping[self.dofs] = damping
         data.qfrc_applied[self.dofs] = explicit

@@ -193,22 +193,17 @@ def _parameters(path: str | None, robot):
 
     robot.require(CAN_DRIVES, "rob-twin mirror (it reads Amber and Damiao buses)")
     calibration = calibration_arg(path, robot)
-    if robot.family == "damiao":
-        if calibration is None:
-            return TwinParameters(model=robot.model())
-        return TwinParameters(
-            name=f"{calibration.name} ({calibration.file_sha256[:16]})",
-            model=calibrated_model(calibration, robot.model()),
-            delays=calibrated_delays(calibration),
-            values=dict(calibration.values),
-        )
+    amber = robot.family == "amber"  # Damiao drives take their values from ``values``
     if calibration is None:
-        return TwinParameters(model=robot.model(), drive_configs=amber_drive_configs(robot))
+        return TwinParameters(
+            model=robot.model(), drive_configs=amber_drive_configs(robot) if amber else None
+        )
     return TwinParameters(
         name=f"{calibration.name} ({calibration.file_sha256[:16]})",
         model=calibrated_model(calibration, robot.model()),
-        drive_configs=calibrated_drives(calibration, robot),
+        drive_configs=calibrated_drives(calibration, robot) if amber else None,
         delays=calibrated_delays(calibration),
+        values=dict(calibration.values),
     )
 
 

@@ -46,7 +46,7 @@ from rob_twin.models.damiao_motors import MOTORS, OPENARM_GRIPPER_MOTOR, REGISTE
 from rob_twin.models.loading import apply_home
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import robot_of
-from rob_twin.twin.calibration.parameters import apply_to_model, damiao_parameters
+from rob_twin.twin.calibration.parameters import apply_to_model
 from rob_twin.twin.drives.damiao_live import LiveDamiaoBank
 
 # LeRobot 0.6.1 OpenArmFollowerConfigBase defaults: joint_1..joint_7, gripper
@@ -93,10 +93,8 @@ def run(seconds: float, fps: int, hidden: dict[str, float] | None = None) -> dic
     data.qvel[:] = 0.0
     mujoco.mj_forward(model, data)
     wiring = {CHANNELS[s]: Arm(s) for s in CHANNELS}
-    bank = LiveDamiaoBank(robot, model, data, wiring, fd=False, now=0.0)
-    params = damiao_parameters(hidden, robot)
-    for joints, arm in zip(bank.friction, wiring.values(), strict=True):
-        joints.frictions = params[arm].friction  # the hidden friction of that arm
+    # the drives take the hidden drive values (friction, gains, zeros), the model the rest
+    bank = LiveDamiaoBank(robot, model, data, wiring, fd=False, now=0.0, values=hidden)
     scalings = [Scaling.of(MOTORS[m]) for m in robot.motors] + [Scaling.of(OPENARM_GRIPPER_MOTOR)]
     dt = float(model.opt.timestep)
     steps = round(1.0 / (fps * dt))

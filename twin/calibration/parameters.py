@@ -236,20 +236,24 @@ def nominal_parameters(model: mujoco.MjModel, robot: Robot | None = None) -> dic
                 for kind in JOINT_DRIVE_KINDS:
                     out[prefix + kind] = float(getattr(cfg, kind))
                 continue
-            f = friction[j - 1] if friction is not None else None
-            values = {
-                "friction_fo": f.fo_nm if f else 0.0,
-                "friction_fv": f.fv_nm_s_per_rad if f else 0.0,
-                "friction_fc": f.fc_nm if f else 0.0,
-                "friction_k": f.k_s_per_rad if f else 0.0,
-                "kp_scale": 1.0,
-                "kd_scale": 1.0,
-                "zero_offset_rad": 0.0,
-            }
-            for kind in kinds:
-                if kind in values:
-                    out[prefix + kind] = float(values[kind])
+            drive = _damiao_drive_nominals(friction[j - 1] if friction is not None else None)
+            out.update({prefix + kind: v for kind, v in drive.items() if kind in kinds})
     return out
+
+
+def _damiao_drive_nominals(friction) -> dict[str, float]:
+    """A Damiao joint's drive-side kinds as the twin assumes them: its identified friction
+    (a ``JointFriction``; None: none), gains as commanded, the encoder's zero at 0."""
+    f = friction
+    return {
+        "friction_fo": f.fo_nm if f else 0.0,
+        "friction_fv": f.fv_nm_s_per_rad if f else 0.0,
+        "friction_fc": f.fc_nm if f else 0.0,
+        "friction_k": f.k_s_per_rad if f else 0.0,
+        "kp_scale": 1.0,
+        "kd_scale": 1.0,
+        "zero_offset_rad": 0.0,
+    }
 
 
 def default_bounds(name: str, nominal: float) -> Bounds:
@@ -388,14 +392,17 @@ def damiao_parameters(
 
     robot = robot_of(robot)
     values = check_values(values)
-    nominal = nominal_parameters(robot.model(), robot)
-    merged = {**nominal, **values}
+    base = robot.joint_friction
     out = {}
     for arm in Arm:
         n = robot.joint_count(arm)
+        nominal = [_damiao_drive_nominals(base[j - 1] if base else None) for j in range(1, n + 1)]
 
-        def per_joint(kind: str, arm=arm, n=n) -> tuple[float, ...]:
-            return tuple(merged[f"{arm.value}/j{j}/{kind}"] for j in range(1, n + 1))
+        def per_joint(kind: str, arm=arm, nominal=nominal) -> tuple[float, ...]:
+            return tuple(
+                float(values.get(f"{arm.value}/j{j}/{kind}", nom[kind]))
+                for j, nom in enumerate(nominal, start=1)
+            )
 
         has_friction = robot.joint_friction is not None or any(
             f"{arm.value}/j{j}/{k}" in values for j in range(1, n + 1) for k in FRICTION_KINDS

@@ -162,6 +162,19 @@ def _joint_index(model: mujoco.MjModel, name: str) -> tuple[int, int]:
     return int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
 
 
+def _check_arm(robot, arm: Arm) -> None:
+    """LiveBankError when ``robot``'s file names another count of motors than ``arm`` has
+    joints, or more joints than the bus has ids."""
+    n = robot.joint_count(arm)
+    if len(robot.motors) != n:
+        raise LiveBankError(
+            f"robot {robot.name!r}: drives.motors names {len(robot.motors)} motors for the "
+            f"{arm.value} arm's {n} joints"
+        )
+    if n > len(DM.ESC_IDS):
+        raise LiveBankError(f"robot {robot.name!r}: {n} joints, ids for {len(DM.ESC_IDS)}")
+
+
 class LiveDamiaoBank:
     """All Damiao drives of the bank process. ``model``/``data`` belong to the physics thread
     (``service``); ``respond`` runs in any I/O thread; the two meet under one lock.
@@ -196,46 +209,32 @@ class LiveDamiaoBank:
         self._faulted = False  # the schedule had faults at the previous step
         self._gripper_saved: dict[int, tuple] = {}
         self.buses: dict[str, LiveDamiaoBus] = {}
-        # a calibration's drive values (gain factors, encoder zeros, joint friction) over the
-        # robot file's (``rob_twin.twin.calibration.parameters.damiao_parameters``)
-        from rob_twin.twin.calibration.parameters import damiao_parameters
+        for arm in {Arm.parse(a) for a in wiring.values()}:
+            _check_arm(robot, arm)
+        # the robot's drives with a calibration's drive values (gain factors, encoder zeros,
+        # joint friction) over the robot file's
+        from rob_twin.twin.calibration.apply import damiao_drives
 
-        self.parameters = damiao_parameters(dict(values or {}), robot)
+        configs, friction = damiao_drives(dict(values or {}), robot)
         for channel, arm in wiring.items():
-            self.buses[channel] = self._build_bus(robot, channel, Arm.parse(arm), now)
+            arm = Arm.parse(arm)
+            self.buses[channel] = self._build_bus(channel, arm, now, configs[arm])
         # each arm's identified joint friction, in place of the MJCF's (joint_friction)
         self.friction = [
-            FrictionOnJoints(
-                model, ad.drive_dof[: robot.joint_count(ad.arm)], self.parameters[ad.arm].friction
-            )
+            FrictionOnJoints(model, ad.drive_dof[: robot.joint_count(ad.arm)], friction[ad.arm])
             for ad in self.buses.values()
-            if self.parameters[ad.arm].friction is not None
+            if friction[ad.arm] is not None
         ]
         self._publish()
 
-    def _build_bus(self, robot, channel: str, arm: Arm, now: float) -> LiveDamiaoBus:
+    def _build_bus(
+        self, channel: str, arm: Arm, now: float, arm_configs: tuple[DamiaoDriveConfig, ...]
+    ) -> LiveDamiaoBus:
+        """``arm``'s bus: a drive per joint (``arm_configs``), and the gripper's where the
+        model drives a gripper joint."""
         m = self.model
-        motors = [DM.MOTORS[name] for name in robot.motors]
-        n = robot.joint_count(arm)
-        if len(motors) != n:
-            raise LiveBankError(
-                f"robot {robot.name!r}: drives.motors names {len(motors)} motors for the "
-                f"{arm.value} arm's {n} joints"
-            )
-        if n > len(DM.ESC_IDS):
-            raise LiveBankError(f"robot {robot.name!r}: {n} joints, ids for {len(DM.ESC_IDS)}")
-        p = self.parameters[arm]
-        configs = [
-            DamiaoDriveConfig(
-                motor=motors[k],
-                esc_id=DM.ESC_IDS[k],
-                mst_id=DM.MST_IDS[k],
-                zero_offset_rad=p.zero_offset_rad[k],
-                kp_scale=p.kp_scale[k],
-                kd_scale=p.kd_scale[k],
-            )
-            for k in range(n)
-        ]
+        n = len(arm_configs)
+        configs = list(arm_configs)
         names = [f"j{k}" for k in range(1, n + 1)]
         joints = [_joint_index(m, N.arm_joint(arm, k)) for k in range(1, n + 1)]
         acts = [m.actuator(N.arm_actuator(arm, k)).id for k in range(1, n + 1)]

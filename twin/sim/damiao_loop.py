@@ -50,14 +50,13 @@ from rob_twin.models.damiao_motors import MOTORS, MotorLimits
 from rob_twin.models.loading import arm_qpos_indices
 from rob_twin.models.names import Arm
 from rob_twin.models.robot_description import resolve_robot
-from rob_twin.models.robot_model import load_robot_model
 from rob_twin.planners.kinematics import Payload
 from rob_twin.twin.bus.wire import FaultInjectingBus
 from rob_twin.twin.drives.damiao_bank import DamiaoBank
 from rob_twin.twin.drives.gravity import ModelGravity
 from rob_twin.twin.errors import TwinInputError
 from rob_twin.twin.sim.closed_loop import ClosedLoop, ClosedLoopConfig, twin_owner_config
-from rob_twin.twin.sim.twin import Twin, TwinConfig
+from rob_twin.twin.sim.twin import Twin
 
 OWNER_RATE_HZ = 500.0  # seed 002: gravity compensation at 500 Hz
 
@@ -138,14 +137,6 @@ class DamiaoClosedLoop(ClosedLoop):
         super().__init__(config, twin)
 
     # ------------------------------------------------------------------ family hooks
-    def _make_twin(self, cfg: ClosedLoopConfig) -> Twin:
-        model = load_robot_model(cfg.robot)
-        if cfg.calibration is not None:
-            from rob_twin.twin.calibration.apply import calibrated_model
-
-            model = calibrated_model(cfg.calibration, model)
-        return Twin(TwinConfig(seed=cfg.seed), model=model)
-
     def _make_bank(self, wiring: dict[str, Arm]) -> DamiaoBank:
         """The robot's drives with the calibration's drive parameters (gain factors, encoder
         zeros) and its joints' identified friction (the robot file's, or the calibration's)."""
@@ -171,7 +162,7 @@ class DamiaoClosedLoop(ClosedLoop):
         o = self.options
         # the host's gravity model is the robot's canonical one: what a calibration or a
         # hidden value changes in the twin (a payload) is not known to the host
-        host_model = load_robot_model(self.config.robot) if self.config.calibration else None
+        host_model = self.robot.model() if self.config.calibration else None
         gravity = (
             ModelGravity(host_model or self.twin.model, arm, o.payload)
             if o.gravity_compensation

@@ -391,13 +391,15 @@ def _enable_as_recorded(bank, rec: Recording, bus_of: dict[str, int], bank_now: 
     dataset) holds no enable frame, and its drives' own replies say they were enabled.
     ``bus_of``: {bank channel: recorded bus number}."""
     from rob_twin.controllers.damiao_codec import Status, looks_like_register_reply
+    from rob_twin.models.damiao_motors import MIT_REPLY_OFFSET
 
     first: dict[tuple[int, int], int] = {}
     for f in rec.frames:
         key = (f.bus, f.arbitration_id)
         if key in first or len(f.data) != 8:
             continue
-        if looks_like_register_reply(f.data, f.arbitration_id & 0x0F):  # not a state frame
+        esc_id = f.arbitration_id - MIT_REPLY_OFFSET  # a reply's id is its ESC id + 0x10
+        if looks_like_register_reply(f.data, esc_id):  # not a state frame
             continue
         first[key] = f.data[0] >> 4
     first_command: dict[tuple[int, int], bytes] = {}

@@ -32,7 +32,7 @@ from rob_twin.models.robot import CAN_DRIVES, Robot, robot_of
 from rob_twin.planners.certificate_geometry import model_hash
 from rob_twin.twin.bus.recording import TrafficRecorder, bus_number, sidecar_path
 from rob_twin.twin.calibration.calibration_file import Calibration
-from rob_twin.twin.calibration.parameters import apply_to_model, delays, drive_configs
+from rob_twin.twin.calibration.parameters import apply_to_model, delays
 from rob_twin.twin.drives.amber_robot import robot_channels
 from rob_twin.twin.sim.loops import loop_config, make_closed_loop
 from rob_twin.twin.sim.twin import Twin, TwinConfig
@@ -174,29 +174,18 @@ def record_hidden(
     path = Path(path)
     model = apply_to_model(robot.model(), hidden)
     transport = {n: v for n, v in hidden.items() if n.endswith("_delay_s")}
-    if robot.family == "damiao":
-        # a Damiao loop takes its drives' values (friction, gains, zeros) and the transport
-        # delays from a calibration: one holding every hidden value (the model is given)
-        config = loop_config(
-            robot,
-            "a synthetic recording",
-            seed=seed,
-            feedback_rate_hz=feedback_rate_hz,
-            calibration=Calibration("hidden values", dict(hidden), model_hash(robot.model())),
-        )
-    else:
-        config = loop_config(
-            robot,
-            "a synthetic recording",
-            seed=seed,
-            feedback_rate_hz=feedback_rate_hz,
-            drives=drive_configs(hidden, robot),
-            # the loop takes transport delays from a calibration (its model and drives are
-            # given here): one holding only the hidden delays
-            calibration=Calibration("hidden transport delays", transport, model_hash(robot.model()))
-            if any(transport.values())
-            else None,
-        )
+    # the loop takes the drives' hidden values (Amber: lag, gains, zeros; Damiao: friction,
+    # gain factors, zeros) and the transport delays from a calibration holding every hidden
+    # value, as a calibrated run does (the model, with the hidden model values, is given)
+    config = loop_config(
+        robot,
+        "a synthetic recording",
+        seed=seed,
+        feedback_rate_hz=feedback_rate_hz,
+        calibration=Calibration("hidden values", dict(hidden), model_hash(robot.model()))
+        if hidden
+        else None,
+    )
     twin_config = TwinConfig(seed=seed, control_noise=drive_noise_std(noise))
     loop = make_closed_loop(config, twin=Twin(twin_config, model=model))
     for k, arm in enumerate(Arm):

@@ -633,9 +633,7 @@ def fit(
     say = progress or (lambda _line: None)
     if not names:
         raise FitError("nothing to fit: select at least one parameter (--fit)")
-    for name in names:
-        parse_name(name)
-    check_family(dict.fromkeys(names, 0.0), robot)  # another drive family's kinds
+    check_family(dict.fromkeys(names, 0.0), robot)  # unknown kinds, or another family's
     t0 = time.perf_counter()
     fit_recs = [r if isinstance(r, Recording) else read_recording(r) for r in recordings]
     val_recs = [r if isinstance(r, Recording) else read_recording(r) for r in validate]

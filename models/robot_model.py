@@ -354,13 +354,16 @@ def check_model(model: mujoco.MjModel, desc: RobotDescription) -> None:
     """RobotFileError naming the first of: a non-finite number anywhere in the compiled
     ``model`` (a NaN mass, range, position ...); an arm joint whose range is empty or
     reversed; a ``home_rad`` angle outside its joint's range; ``[drives.friction]`` on a
-    model whose integrator is not Euler (the only one that applies the friction's damping
-    implicitly: ``rob_twin.twin.drives.joint_friction``)."""
-    if desc.file.drives.friction is not None and int(model.opt.integrator) != 0:
+    model whose integrator is RK4 (which integrates the friction's damping explicitly:
+    ``rob_twin.twin.drives.joint_friction``)."""
+    if desc.file.drives.friction is not None and int(model.opt.integrator) == int(
+        mujoco.mjtIntegrator.mjINT_RK4
+    ):
         raise RobotFileError(
             "drives.friction",
-            f"MJCF <option integrator> {int(model.opt.integrator)}",
-            "an MJCF with the Euler integrator (the default) for joint friction",
+            "MJCF <option integrator> RK4",
+            "an MJCF with the Euler (the default), implicit or implicitfast integrator for "
+            "joint friction",
         )
     for name in dir(model):
         value = getattr(model, name, None) if not name.startswith("_") else None

@@ -280,14 +280,12 @@ def test_a_damiao_loop_with_transport_delays_brings_its_drives_up(tmp_path):
     assert worst < 0.002, worst
 
 
-def test_friction_on_a_model_without_the_euler_integrator_is_refused(tmp_path):
+def test_friction_on_a_model_integrating_damping_explicitly_is_refused(tmp_path):
     from rob_twin.models.robot_model import load_robot_model
 
     share = Path(OPENARM.description.mjcf_path)
-    scene = tmp_path / "scene.xml"  # OpenArm's scene with the implicitfast integrator
-    scene.write_text(
-        f'<mujoco><include file="{share}"/><option integrator="implicitfast"/></mujoco>'
-    )
+    scene = tmp_path / "scene.xml"  # OpenArm's scene with the RK4 integrator
+    scene.write_text(f'<mujoco><include file="{share}"/><option integrator="RK4"/></mujoco>')
     text = (ROOT / "models/openarm/robot.toml").read_text()
     text = text.replace('"$schema" = "../robot.schema.json"\n', "")
     start = text.index("mjcf = ")
@@ -296,3 +294,19 @@ def test_friction_on_a_model_without_the_euler_integrator_is_refused(tmp_path):
     robot_file.write_text(text)
     with pytest.raises(RobotFileError, match="drives.friction"):
         load_robot_model(load_robot_file(robot_file))
+
+
+def test_friction_calibrates_on_a_generated_robot_with_implicitfast(tmp_path):
+    """A generated Damiao robot (implicitfast integrator, no friction in its file) takes a
+    hidden friction: recorded and replayed bit-exact (before: refused as 'not Euler')."""
+    from rob_twin.experiments.robot_factory import generate_robot
+    from rob_twin.twin.bus.replay import read_recording, replay
+    from rob_twin.twin.calibration.synthetic import record_hidden
+
+    robot = robot_of(str(generate_robot(tmp_path, 8, family="damiao").robot_file))
+    assert robot.joint_friction is None and int(robot.model().opt.integrator) == 3
+    hidden = {"left/j3/friction_fv": 0.4, "left/j3/friction_fc": 0.2}
+    path = record_hidden(tmp_path / "gen.log", hidden, 0.8, robot=robot)
+    result = replay(read_recording(path), robot=robot, parameters=hidden)
+    assert result.feedback_frames > 1000 and result.feedback_mismatches == 0
+    assert replay(read_recording(path), robot=robot).feedback_mismatches > 0

@@ -13,11 +13,11 @@ Stability: the tanh term's slope at rest, ``Fc k`` (22.5 N m s/rad on OpenArm's 
 an inertia of about 0.01 kg m^2), would reverse a light joint's speed within one explicit
 1 ms step, and so would a saturated Coulomb torque near rest. So each step the
 speed-dependent part is given to MuJoCo as joint ``damping``, its secant through rest
-``(Fv w + Fc tanh(k w)) / w`` at the present speed (``friction_split``), which the Euler
-integrator applies implicitly, at the step's new speed: friction can then slow a joint to
-rest but never swing it back. At the present speed it is exactly the published torque. The
-offset ``Fo`` acts as a torque. Robots with friction must use the Euler integrator (the
-MJCF's default; OpenArm's).
+``(Fv w + Fc tanh(k w)) / w`` at the present speed (``friction_split``), which MuJoCo's
+Euler, implicit and implicitfast integrators apply implicitly, at the step's new speed:
+friction can then slow a joint to rest but never swing it back. At the present speed it is
+exactly the published torque. The offset ``Fo`` acts as a torque. RK4, which integrates
+damping explicitly, is refused (``DAMPING_IMPLICIT_INTEGRATORS``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ from rob_twin.models.joint_friction import (
     JointFriction,
 )
 
+# MuJoCo's integrators that apply joint damping implicitly: mjINT_EULER, mjINT_IMPLICIT,
+# mjINT_IMPLICITFAST (not mjINT_RK4)
+DAMPING_IMPLICIT_INTEGRATORS = (0, 2, 3)
+
 __all__ = [
+    "DAMPING_IMPLICIT_INTEGRATORS",
     "OPENARM_FRICTION_SOURCE",
     "OPENARM_PUBLISHED",
     "FrictionError",
@@ -81,9 +86,11 @@ class FrictionOnJoints:
             raise FrictionError(
                 "joint friction count", len(frictions), f"{len(dofs)} (one per joint)"
             )
-        if model.opt.integrator != 0:  # mjINT_EULER: implicit in joint damping
+        if int(model.opt.integrator) not in DAMPING_IMPLICIT_INTEGRATORS:
             raise FrictionError(
-                "MJCF integrator", int(model.opt.integrator), "0 (Euler) for joint friction"
+                "MJCF integrator",
+                int(model.opt.integrator),
+                "Euler (0), implicit (2) or implicitfast (3): they apply joint damping implicitly",
             )
         self.model, self.dofs, self.frictions = model, dofs, tuple(frictions)
         self._terms = _terms(self.frictions)  # once, not every physics step

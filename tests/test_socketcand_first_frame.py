@@ -30,10 +30,13 @@ def _recv(bus: can.BusABC, timeout_s: float = DEADLINE_S) -> can.Message | None:
 
 
 def _echo_bank(channel: str, stop: threading.Event) -> threading.Thread:
-    """A bank on the in-process bus answering every frame on id + 0x10 (the Amber way)."""
+    """A bank on the in-process bus answering every frame on id + 0x10 (the Amber way).
+
+    Its bus joins the channel before this returns: a virtual bus sees only frames sent after
+    it exists, so a bus opened inside the thread could miss the first client's frame."""
+    bus = can.Bus(interface="virtual", channel=channel, receive_own_messages=False)
 
     def run() -> None:
-        bus = can.Bus(interface="virtual", channel=channel, receive_own_messages=False)
         try:
             while not stop.is_set():
                 msg = bus.recv(timeout=0.05)

@@ -25,7 +25,9 @@ sent it); the frames are written in stamp order.
 
 Next to the recording, ``<name>.<suffix>.json`` holds what a replay needs to rebuild
 the same twin: seed, physics step, feedback rate, wiring, the drive faults, the
-complete initial MuJoCo state (``mj_getState``, integration state, exact floats)
+complete initial MuJoCo state (``mj_getState``, integration state, exact floats),
+the registers a host wrote to Damiao drives before the recording started
+(``drive_registers``: the bring-up's CAN watchdog; only when there are any)
 and the frame count (a truncated binary file is detected by it).
 """
 
@@ -105,6 +107,26 @@ def reply_ids(bank) -> frozenset[int]:
     return frozenset(mst) if mst else frozenset(FEEDBACK_IDS)
 
 
+def drive_registers(bank) -> dict[str, dict[str, dict[str, int | float]]]:
+    """{bus number: {joint: {register name: value}}} of the drives of ``bank`` whose
+    registers differ from their power-up values now (``DamiaoDrive.written_registers``:
+    the CAN watchdog TIMEOUT the host's bring-up wrote, in 50 us counts); empty for drives
+    without registers (Amber). A replay's drives start at power-up and the bring-up is
+    not in the recording: without these values a replay's drives would, for one, never
+    trip their watchdog when the host stops sending."""
+    out: dict[str, dict[str, dict[str, int | float]]] = {}
+    for ch, ad in bank.buses.items():
+        joints = {
+            str(d.joint): {r.name: v for r, v in sorted(written.items())}
+            for d in getattr(ad, "drives", ())
+            if callable(getattr(d, "written_registers", None))
+            and (written := d.written_registers())
+        }
+        if joints:
+            out[str(bus_number(ch))] = joints
+    return out
+
+
 class _Tap(can.Listener):
     """What one bus's drives see, copied to the shared writer with the bus number."""
 
@@ -159,6 +181,9 @@ class TrafficRecorder:
             **({"robot": loop.robot.identity()} if getattr(loop, "robot", None) else {}),
             "initial_state": state.tolist(),
         }
+        written = drive_registers(loop.bank)
+        if written:  # Damiao drives whose registers a host wrote before the recording starts
+            self._meta["drive_registers"] = written
         self.reply_ids = reply_ids(loop.bank)
         # {bus number: (command, feedback) delay [s]} of a loop with transport delays
         self._delays = {

@@ -420,6 +420,30 @@ def _enable_as_recorded(bank, rec: Recording, bus_of: dict[str, int], bank_now: 
                 drv.on_frame(drv.esc_id, data, bank_now, q, dq)
 
 
+def _set_recorded_registers(bank, rec: Recording, bus_of: dict[str, int]) -> None:
+    """Give each Damiao drive of ``bank`` the registers its host wrote before the recording
+    started (the sidecar's ``drive_registers``: the bring-up's CAN watchdog, which trips a
+    drive whose host stops sending). ``bus_of``: {bank channel: recorded bus number};
+    RecordingError for a drive the bank does not have."""
+    from rob_twin.controllers.damiao_codec import Register
+
+    written = rec.sidecar.drive_registers or {}
+    drives = {
+        (bus_of[ch], d.joint): d for ch, ad in bank.buses.items() for d in getattr(ad, "drives", ())
+    }
+    for bus, joints in written.items():
+        for joint, regs in joints.items():
+            drv = drives.get((bus, joint))
+            if drv is None or not hasattr(drv, "set_register"):
+                raise RecordingError(
+                    rec.path,
+                    f"sidecar drive_registers names bus {bus} joint {joint}, a Damiao drive "
+                    f"the replaying twin does not have (it has {sorted(drives)})",
+                )
+            for name, value in regs.items():
+                drv.set_register(Register[name], value)
+
+
 def _check_recorded_robot(rec: Recording, robot) -> None:
     """RecordingError when the sidecar names a robot whose model is not the one replaying it
     (``robot``; None: the default robot): one robot never stands in for another."""
@@ -570,6 +594,8 @@ def replay(
             configs=configs,
             now=twin.time,
         )
+    if rec.sidecar.drive_registers:
+        _set_recorded_registers(bank, rec, {channels[n]: n for n in wiring})
     if damiao:
         _enable_as_recorded(bank, rec, {channels[n]: n for n in wiring}, twin.time)
     host = {n: open_virtual(ch) for n, ch in channels.items()}

@@ -19,6 +19,7 @@ import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rob_twin.controllers.damiao_codec import Register
 from rob_twin.models.bounded_json import JsonInputError, JsonLimits, read_bounded_json
 from rob_twin.models.errors import InvalidValueError, describe
 from rob_twin.models.names import Arm, UnknownNameError
@@ -88,6 +89,9 @@ class Sidecar:
     end_time_s: float | None = None
     drive_faults: tuple[FaultSpec, ...] = field(default=())
     robot: dict | None = None  # Robot.identity() of the recorded twin (None: not recorded)
+    # {bus number: {joint: {Damiao register name: value}}}: registers a host wrote before
+    # the recording started (the bring-up's CAN watchdog); None: none recorded
+    drive_registers: dict[int, dict[int, dict[str, int | float]]] | None = None
 
 
 _TEXT_FIELDS = ("evidence_class", "note")
@@ -109,8 +113,10 @@ KNOWN_FIELDS = (
     "end_time_s",
     "drive_faults",
     "robot",
+    "drive_registers",
 )
 ROBOT_FIELDS = ("name", "file", "family", "model_hash")
+MAX_DRIVE_JOINT = 64  # the largest drive (joint) number a sidecar's drive_registers names
 
 
 def read_sidecar(
@@ -182,6 +188,7 @@ def validate_sidecar(
         end_time_s=end,
         drive_faults=check.faults(raw),
         robot=check.robot(raw),
+        drive_registers=check.registers(raw),
     )
 
 
@@ -202,6 +209,45 @@ class _Checker:
 
     def __init__(self, path: Path, config: SidecarConfig):
         self.path, self.config = path, config
+
+    def registers(self, raw: dict) -> dict[int, dict[int, dict[str, int | float]]] | None:
+        """Damiao registers a host wrote: {bus number: {joint 1..MAX_DRIVE_JOINT: {register
+        name (``controllers.damiao_codec.Register``): finite number}}}."""
+        if "drive_registers" not in raw:
+            return None
+        value = raw["drive_registers"]
+        top = self.config.max_bus_number
+        valid = (
+            f'an object of bus number ("0".."{top}") to an object of joint ("1".."'
+            f'{MAX_DRIVE_JOINT}") to an object of Damiao register name to a finite number'
+        )
+        out: dict[int, dict[int, dict[str, int | float]]] = {}
+        if not isinstance(value, dict):
+            self.fail("drive_registers", value, valid)
+        for bus, joints in value.items():
+            if not (bus.isascii() and bus.isdigit()) or int(bus) > top:
+                self.fail("drive_registers", value, valid)
+            if not isinstance(joints, dict):
+                self.fail("drive_registers", value, valid)
+            for joint, regs in joints.items():
+                if (
+                    not (joint.isascii() and joint.isdigit())
+                    or not 1 <= int(joint) <= MAX_DRIVE_JOINT
+                ):
+                    self.fail("drive_registers", value, valid)
+                if not isinstance(regs, dict):
+                    self.fail("drive_registers", value, valid)
+                for name, x in regs.items():
+                    if name not in Register.__members__:
+                        self.fail("drive_registers", name, "a Damiao register name")
+                    if (
+                        isinstance(x, bool)
+                        or not isinstance(x, (int, float))
+                        or not math.isfinite(x)
+                    ):
+                        self.fail("drive_registers", value, valid)
+                out.setdefault(int(bus), {})[int(joint)] = dict(regs)
+        return out
 
     def fail(self, name: str, value: object, valid: str):
         raise SidecarError(self.path, name, value, valid)

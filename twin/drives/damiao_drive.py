@@ -234,6 +234,14 @@ class DamiaoDrive:
         self.registers[rid] = int(value) if rid in INTEGER_REGISTERS else float(value)
         self._scaling = None
 
+    def written_registers(self) -> dict[Register, int | float]:
+        """The registers whose value is no longer the one this drive powered up with (its
+        config's table): what a host wrote (the bring-up's TIMEOUT) or a test injected. A
+        recording starting now stores them (``rob_twin.twin.bus.recording``) so that its
+        replay's drives, built at power-up, hold them too."""
+        powered_up = DamiaoDrive(self.joint, self.config).registers
+        return {r: v for r, v in self.registers.items() if powered_up.get(r) != v}
+
     @property
     def timeout_s(self) -> float:
         """The CAN watchdog [s]; 0 when off."""

@@ -48,6 +48,7 @@ def _cmd_mirror(args: argparse.Namespace) -> CommandResult:
             startup_feedback_timeout_s=args.startup_timeout,
             max_lag_s=args.max_lag,
             robot=args.robot.spec,
+            bank_control_port=args.bank_control_port,
             alarm=AlarmConfig(
                 kind=args.alarm,
                 window_s=args.window_s,
@@ -124,6 +125,15 @@ def mirror_summary(s: dict) -> list[str]:
                 )
             else:
                 lines.append(f"  {arm}: the run ended before the start-up floor was measured")
+    lag = s.get("bank_lag") or {}
+    if lag.get("observable"):
+        lines.append(
+            f"  simulated bank's lag: up to {1000 * lag['max_lag_seen_s']:.1f} ms; "
+            f"{lag['excluded_for_bank_lag_s']:.2f} s of bus time left out of the alarm "
+            f"statistic (beyond {1000 * lag['threshold_s']:g} ms, plus {lag['settle_s']:g} s), "
+            f"{lag['excluded_samples']} replies; {lag['judged_without_lag_knowledge_samples']} "
+            "replies judged with the bank's lag unknown"
+        )
     if s["alarms"]:
         lines.append(
             f"  {len(s['alarms'])} ALARM(S): " + ", ".join(_alarm_words(a) for a in s["alarms"])
@@ -238,6 +248,19 @@ def register(sub) -> None:
         default=1.0,
         metavar="S",
         help="stop (exit 1) when the mirror falls this many seconds behind the bus",
+    )
+    mir.add_argument(
+        "--bank-control-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="beside a simulated rob-twin bank: its control port (the bank's banner and "
+        "ready file name it). The mirror asks it for status every 0.05 s and leaves out of "
+        "the alarm statistic the replies stamped while the bank's physics lagged the wall "
+        "clock by more than 5 ms, and 0.2 s after (a loaded machine's bank shows the arm "
+        "some ms late: not the arm's fault), counted in the summary's bank_lag; alarms then "
+        "come up to one poll later. Exit 2 when the port does not answer like a bank "
+        "(default: none, for a real bus: every reply judged, bank_lag not observable)",
     )
     mir.add_argument(
         "--view",

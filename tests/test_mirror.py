@@ -236,7 +236,9 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
             mirrors[arm] = subprocess.Popen(
                 [str(BIN / "rob-twin"), "mirror", "--port", str(port), "--arm", arm]
                 + ["--seconds", "6", "--json", "--telemetry", str(tmp_path / f"{arm}.jsonl")]
-                + ["--max-lag", "30"],
+                + ["--max-lag", "30"]
+                # the right mirror watches the bank's lag (the left one judges every reply)
+                + (["--bank-control-port", str(ctl)] if arm == "right" else []),
                 cwd=tmp_path,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -299,6 +301,11 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
     assert right["hardware_io"] is False and right["send_attempts"] == 0
     assert right["commands_fed"] == sent["right"]
     assert max(right["arms"]["right"]["max_abs_diff_rad"]) < 0.05
+    lag = right["bank_lag"]
+    assert lag["observable"] is True and lag["answers"] > 10 and lag["control_answering"]
+    assert lag["held_samples"] == 0 and right["excluded_for_bank_lag_s"] >= 0.0
+    excluded = sum(right["arms"]["right"]["frames_excluded_for_bank_lag"])
+    assert excluded == lag["excluded_samples"]
     code, left = out["left"]
     assert code == 1, left
     assert 2 in {a["joint"] for a in left["alarms"]}, left["alarms"]  # the stalled joint
@@ -306,6 +313,7 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
     assert timed == len(left["alarms"])
     lines = [json.loads(x) for x in (tmp_path / "left.jsonl").read_text().splitlines()]
     assert {x["type"] for x in lines} == {"sample", "alarm", "summary"}
+    assert left["bank_lag"]["observable"] is False and left["excluded_for_bank_lag_s"] is None
     assert lines[-1]["type"] == "summary" and lines[-1]["alarms"] == left["alarms"]
     assert any("ALARM left J2" in x for x in logs["left"])
     assert slow["parameters"] == SLOW_DRIVES.name and slow["alarms"], slow

@@ -89,6 +89,7 @@ from rob_twin.controllers.damiao_codec import (
 from rob_twin.controllers.errors import CodecError
 from rob_twin.models import damiao_motors as DM
 from rob_twin.models.names import COMMAND_IDS, FEEDBACK_IDS, JOINTS_PER_ARM, Arm
+from rob_twin.twin.bus.bank_lag_watch import LAGGED, LagGate
 from rob_twin.twin.bus.mirror_alarm import (  # MirrorInputError: imported from here too
     AlarmConfig,
     JointWatch,
@@ -197,6 +198,10 @@ class ArmComparison:
     sum_sq: np.ndarray = field(default_factory=lambda: np.zeros(JOINTS_PER_ARM))
     frames: np.ndarray = field(default_factory=lambda: np.zeros(JOINTS_PER_ARM, dtype=int))
     over_tolerance: np.ndarray = field(default_factory=lambda: np.zeros(JOINTS_PER_ARM, dtype=int))
+    # frames left out of the alarm statistic: a rob-twin bank lagged then (``LagGate``)
+    excluded_for_bank_lag: np.ndarray = field(
+        default_factory=lambda: np.zeros(JOINTS_PER_ARM, dtype=int)
+    )
 
     @classmethod
     def of(cls, joints: int) -> ArmComparison:
@@ -208,6 +213,7 @@ class ArmComparison:
             sum_sq=np.zeros(joints),
             frames=np.zeros(joints, dtype=int),
             over_tolerance=np.zeros(joints, dtype=int),
+            excluded_for_bank_lag=np.zeros(joints, dtype=int),
         )
 
     def summary(self) -> dict:
@@ -217,6 +223,7 @@ class ArmComparison:
             "max_abs_diff_rad": np.round(self.max_abs_diff_rad, 6).tolist(),
             "rms_diff_rad": np.round(rms, 6).tolist(),
             "frames_over_tolerance": self.over_tolerance.tolist(),
+            "frames_excluded_for_bank_lag": self.excluded_for_bank_lag.tolist(),
         }
 
 
@@ -247,6 +254,20 @@ def _finite(values, n: int, what: str) -> np.ndarray:
     if v.shape != (n,) or not np.all(np.isfinite(v)):
         raise MirrorInputError(what, v.tolist(), f"{n} finite values")
     return v
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    """One compared reply, as the alarm statistic takes it: bus stamp [s], real and twin
+    joint positions and their difference [rad], arrival [s, Unix; None offline]."""
+
+    arm: Arm
+    joint: int
+    stamp_s: float
+    real_rad: float
+    twin_rad: float
+    diff_rad: float
+    arrival_s: float | None
 
 
 @dataclass(frozen=True)
@@ -481,7 +502,11 @@ class MirrorTwin:
     ``BusProtocol.settle_s``); protocol: the robot's bus (None: ROB's Amber bus);
     start_velocity: {arm: joint velocities [rad/s]} the real drives reported with ``start``
     (None: at rest; a limp arm still swinging when the mirror starts swings on in the
-    twin); alarm: how a joint alarms (``AlarmConfig``; None: ``max`` at ``tolerance_rad``)."""
+    twin); alarm: how a joint alarms (``AlarmConfig``; None: ``max`` at ``tolerance_rad``);
+    lag_gate: beside a rob-twin bank, the ``bank_lag_watch.LagGate`` that holds each compared
+    reply until the bank's lag at its bus time is known and leaves the lagged ones out of
+    the alarm statistic (counted per joint, ``frames_excluded_for_bank_lag``); None (the
+    default, a real bus): every reply is judged at once."""
 
     def __init__(
         self,
@@ -494,8 +519,11 @@ class MirrorTwin:
         protocol: BusProtocol | None = None,
         start_velocity: dict | None = None,
         alarm: AlarmConfig | None = None,
+        lag_gate: LagGate | None = None,
     ):
         protocol = protocol or BusProtocol()
+        if lag_gate is not None and not isinstance(lag_gate, LagGate):
+            raise MirrorInputError("lag_gate", lag_gate, "a bank_lag_watch.LagGate or None")
         settle_s = protocol.settle_s if settle_s is None else settle_s
         if not (isinstance(tolerance_rad, (int, float)) and 0 < tolerance_rad < math.pi):
             raise MirrorInputError("tolerance_rad", tolerance_rad, "0 < tolerance < pi [rad]")
@@ -529,6 +557,7 @@ class MirrorTwin:
         if settle_s:
             self.twin.run_for(settle_s)
         self._offset_s = self.twin.time - start_stamp_s  # simulated = bus time + offset
+        self.start_stamp_s = float(start_stamp_s)
         self.compare = {arm: ArmComparison.of(protocol.joints[arm]) for arm in self.arms}
         self.alarm_config = alarm or default_alarm()
         floor_end = start_stamp_s + self.alarm_config.floor_s
@@ -541,7 +570,10 @@ class MirrorTwin:
         self._pending: list[tuple[int, int, Arm, can.Message]] = []  # (step, order, arm, frame)
         self._order = itertools.count()
         self.alarms: list[Alarm] = []
+        self._new_alarms: list[Alarm] = []  # since the last pop_alarms
         self._alarmed: set[tuple[Arm, int]] = set()
+        self.lag_gate = lag_gate
+        self._newest_s = -math.inf  # the newest reply stamp held [s, bus time]
         self.commands = 0
         self.first_command_stamp_s: float | None = None  # bus time of the first command fed
         self.late_frames = 0
@@ -680,7 +712,9 @@ class MirrorTwin:
     ) -> Alarm | None:
         """The real drive's feedback (``reply``: decoded already): compared with the twin's
         joint at the frame's step; the new alarm, if this frame is the first of its joint
-        beyond the tolerance."""
+        beyond the tolerance. With a ``lag_gate`` the frame is held until the bank's lag at
+        its stamp is known: the first alarm of the held frames judged now (every one:
+        ``pop_alarms``)."""
         if reply is None:
             kind, reply = self.protocol.classify(arm, msg)
             if kind != REPLY or reply is None:
@@ -708,31 +742,69 @@ class MirrorTwin:
         c.frames[k] += 1
         c.sum_sq[k] += diff * diff
         c.max_abs_diff_rad[k] = max(c.max_abs_diff_rad[k], abs(diff))
-        watch = self.watch[arm][k]
-        rms_over = watch.add(stamp, diff) and self.alarm_config.kind == "rms"
         over = abs(diff) > self.tolerance_rad
         if over:
             c.over_tolerance[k] += 1
-        if not (over or rms_over) or (arm, fb.joint) in self._alarmed:
+        sample = _Sample(arm, fb.joint, stamp, real, twin, diff, arrival_s)
+        if self.lag_gate is None:
+            return self._judge(sample)
+        self.lag_gate.push(stamp, sample)
+        released = self.judge_pending(stamp)
+        return released[0] if released else None
+
+    def judge_pending(self, newest_s: float | None = None, final: bool = False) -> list[Alarm]:
+        """Judge the samples held for the bank's lag (``bank_lag_watch.LagGate``) that the
+        watch knows by now, or that waited past its ``max_wait_s`` before bus time
+        ``newest_s`` [s] (default: the newest stamp seen), or all with ``final``: the new
+        alarms (also in ``pop_alarms``). Nothing without a lag watch."""
+        if self.lag_gate is None:
+            return []
+        if newest_s is not None:
+            self._newest_s = max(self._newest_s, newest_s)
+        out = []
+        for sample, state in self.lag_gate.release(self._newest_s, final):
+            if state == LAGGED:
+                self.compare[sample.arm].excluded_for_bank_lag[sample.joint - 1] += 1
+                continue
+            alarm = self._judge(sample)
+            if alarm is not None:
+                out.append(alarm)
+        return out
+
+    def pop_alarms(self) -> list[Alarm]:
+        """The alarms raised since the last call (a held sample's alarm comes later than
+        its frame: ``judge_pending``)."""
+        out, self._new_alarms = self._new_alarms, []
+        return out
+
+    def _judge(self, s: _Sample) -> Alarm | None:
+        """One compared sample into its joint's alarm statistic: the new alarm, if this is
+        the first of its joint beyond the tolerance or the windowed RMS threshold."""
+        arm, stamp, diff = s.arm, s.stamp_s, s.diff_rad
+        watch = self.watch[arm][s.joint - 1]
+        rms_over = watch.add(stamp, diff) and self.alarm_config.kind == "rms"
+        over = abs(diff) > self.tolerance_rad
+        if not (over or rms_over) or (arm, s.joint) in self._alarmed:
             return None
-        self._alarmed.add((arm, fb.joint))
+        self._alarmed.add((arm, s.joint))
         by_rms = rms_over and not over  # a gross frame is reported as such
         alarm = Alarm(
             arm=arm.value,
-            joint=fb.joint,
+            joint=s.joint,
             stamp_s=stamp,
             twin_s=self.twin.time,
-            real_rad=real,
-            twin_rad=twin,
+            real_rad=s.real_rad,
+            twin_rad=s.twin_rad,
             diff_rad=diff,
             tolerance_rad=watch.threshold if by_rms else self.tolerance_rad,
-            arrival_s=arrival_s,
+            arrival_s=s.arrival_s,
             statistic="rms" if by_rms else "max",
             rms_rad=watch.rms,
             window_s=self.alarm_config.window_s,
             floor_rad=watch.floor,
         )
         self.alarms.append(alarm)
+        self._new_alarms.append(alarm)
         return alarm
 
     def _resync(self, arm: Arm, k: int, position_rad: float, velocity_rad_s) -> None:

@@ -22,6 +22,16 @@ their own and the summary the last.
 
 A mirror that falls more than ``max_lag_s`` behind the bus (frames queued, the twin not
 keeping up) stops with ``MirrorLagError``: a late mirror must not pretend to be live.
+
+Beside a simulated ``rob-twin bank`` (``bank_control_port``: its control port) the mirror
+asks the bank for ``status`` every ``bank_lag_watch.POLL_S`` (a thread of its own,
+``BankLagPoller``; first once before anything opens: ``MirrorInputError`` when the port does
+not answer like a bank) and holds each compared reply until the bank's lag at its bus time
+is known (``LagGate``): replies stamped while the bank's physics lagged the wall clock by
+more than ``LAG_THRESHOLD_S`` (and ``SETTLE_S`` after) are left out of the alarm statistic
+and counted, the rest judged as before, up to one poll later. The summary's ``bank_lag``
+says what was left out (``excluded_for_bank_lag_s`` [s of bus time]) or, without a control
+port, that the bank's lag was not observable (a real bus: nothing to observe).
 """
 
 from __future__ import annotations
@@ -38,6 +48,12 @@ from typing import TextIO
 import can
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import BUS_MAPPING, DEFAULT_ROBOT, Arm
+from rob_twin.twin.bus.bank_lag_watch import (
+    BankLagPoller,
+    BankLagWatch,
+    LagGate,
+    not_observable,
+)
 from rob_twin.twin.bus.host_process import captured_bus_log
 from rob_twin.twin.bus.listen_only import LISTEN_INTERFACES, ListenOnlyBus, open_listen_only
 from rob_twin.twin.bus.mirror import (
@@ -71,7 +87,10 @@ class MirrorConfig:
     the bus (a shipped name, a robot file or a ``Robot``): its drive family's ids, reply
     decoding and joint count (``rob_twin.twin.bus.mirror.bus_protocol``); alarm: how a joint
     alarms (``rob_twin.twin.bus.mirror.AlarmConfig``; default ``max`` at ``tolerance_rad``,
-    ``rob-twin mirror``'s default ``rms``)."""
+    ``rob-twin mirror``'s default ``rms``); bank_control_port: the control port of the
+    ``rob-twin bank`` that serves the bus (on ``host`` for socketcand, else 127.0.0.1), to
+    leave out the replies stamped while the bank lagged (module doc); None (a real bus):
+    every reply judged."""
 
     interface: str = "socketcand"
     host: str = LOCALHOST
@@ -88,10 +107,16 @@ class MirrorConfig:
     seed: int = 0
     robot: object = DEFAULT_ROBOT
     alarm: AlarmConfig = field(default_factory=AlarmConfig)
+    bank_control_port: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.alarm, AlarmConfig):
             raise MirrorInputError("alarm", self.alarm, "an AlarmConfig")
+        p = self.bank_control_port
+        if p is not None and (isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535):
+            raise MirrorInputError(
+                "bank_control_port", p, "a TCP port 1..65535 (a rob-twin bank's control port)"
+            )
         if self.interface not in LISTEN_INTERFACES:
             raise MirrorInputError("interface", self.interface, f"one of {LISTEN_INTERFACES}")
         if not 0 <= self.port <= 65535 or isinstance(self.port, bool):
@@ -237,6 +262,11 @@ def status_line(mirror: MirrorTwin, elapsed_s: float, lag_s: float) -> str:
     parts.append(f"commands {mirror.commands}")
     parts.append(f"alarms {len(mirror.alarms)}")
     parts.append(f"lag {1000 * lag_s:.1f} ms")
+    gate = mirror.lag_gate
+    if gate is not None:
+        now, answering = gate.watch.lag_s, gate.watch.answering
+        bank = "no answer" if now is None or answering is False else f"{1000 * now:.1f} ms"
+        parts.append(f"bank lag {bank}, {gate.excluded} replies left out")
     return " | ".join(parts)
 
 
@@ -276,7 +306,14 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
     from rob_twin.models.robot import robot_of
 
     protocol = bus_protocol(robot_of(cfg.robot))
+    poller: BankLagPoller | None = None
+    if cfg.bank_control_port is not None:  # asked once now: a wrong port is bad input
+        host = cfg.host if cfg.interface == "socketcand" else LOCALHOST
+        poller = BankLagPoller(cfg.bank_control_port, BankLagWatch(), host)
+        poller.check()
     try:
+        if poller is not None:
+            poller.start()
         for arm in arms:
             buses[arm] = open_listen_only(
                 cfg.interface, cfg.channels[arm.value], cfg.host, cfg.port, cfg.connect_timeout_s
@@ -299,6 +336,7 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
             protocol=protocol,
             start_velocity=state.start_velocity() if protocol.family == "damiao" else None,
             alarm=cfg.alarm,
+            lag_gate=LagGate(poller.watch) if poller is not None else None,
         )
         for arm in arms:  # drives the host enabled before the mirror saw it: as reported
             mirror.prime(arm, state.statuses[arm], state.last_frames[arm])
@@ -312,8 +350,12 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
                 f"({protocol.family} drives), {_alarm_words(cfg)}, parameters "
                 f"{mirror.parameters.name} (simulated twin; hardware_io: false)"
             )
-        return _follow(cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick)
+        return _follow(
+            cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick, poller
+        )
     finally:
+        if poller is not None:
+            poller.stop()
         stop.set()
         for t in readers:
             t.join(timeout=1.0)
@@ -348,8 +390,9 @@ def _joint_frame(start: dict, parameters: TwinParameters | None) -> dict:
 
 
 def _follow(
-    cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick=None
+    cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick=None, poller=None
 ) -> dict:
+    gated = mirror.lag_gate is not None
     t0 = time.monotonic()
     wall0 = time.time()  # frames that arrived before this queued while the twin was built
     next_status = t0 + cfg.status_every_s
@@ -360,6 +403,22 @@ def _follow(
     latency_stamp: list[float] = []
     lag = max_lag = 0.0
     ended, error = "seconds", None
+
+    def emit(alarm: Alarm) -> None:
+        """Tell an alarm; its latency from the arrival of the frame that shows it."""
+        nonlocal backlog_alarms
+        if on_alarm is not None:
+            on_alarm(alarm)
+        if telemetry is not None:
+            _line(telemetry, {"type": "alarm", **alarm.record()})
+        emitted = time.time()
+        arrived = alarm.arrival_s
+        if arrived is None or arrived < wall0:  # queued while the twin was built
+            backlog_alarms += 1
+        else:
+            latency_arrival.append(emitted - arrived)
+            latency_stamp.append(emitted - alarm.stamp_s)
+
     while True:
         now = time.monotonic()
         if now - t0 >= cfg.seconds:
@@ -372,7 +431,7 @@ def _follow(
             if isinstance(msg, Exception):
                 ended, error = "bus_lost", f"{arm.value}: {type(msg).__name__}: {msg}"
                 break
-            alarm = mirror.handle(arm, msg, arrival)
+            mirror.handle(arm, msg, arrival)
             handled += 1
             done = time.time()
             backlog = arrival < wall0
@@ -382,17 +441,8 @@ def _follow(
             else:
                 delays.append(lag)
             max_lag = max(max_lag, lag)
-            if alarm is not None:
-                if on_alarm is not None:
-                    on_alarm(alarm)
-                if telemetry is not None:
-                    _line(telemetry, {"type": "alarm", **alarm.record()})
-                emitted = time.time()
-                if backlog:  # queued while the twin was built: its latency is the build's
-                    backlog_alarms += 1
-                else:
-                    latency_arrival.append(emitted - arrival)
-                    latency_stamp.append(emitted - alarm.stamp_s)
+            for alarm in mirror.pop_alarms():  # this frame's (beside a bank: held ones')
+                emit(alarm)
             if lag > cfg.max_lag_s:
                 ended = "lagging"
                 error = (
@@ -400,6 +450,10 @@ def _follow(
                     "the machine is too loaded to mirror live"
                 )
                 break
+        if gated:  # held replies the bank's lag is known for by now (bus clock: Unix)
+            mirror.judge_pending(time.time())
+            for alarm in mirror.pop_alarms():
+                emit(alarm)
         now = time.monotonic()
         if telemetry is not None and now >= next_sample:
             next_sample += 1.0 / cfg.telemetry_hz
@@ -419,6 +473,9 @@ def _follow(
             on_tick(mirror)
     if ended == "lagging":
         raise MirrorLagError(error)
+    bank_lag = _bank_lag_report(mirror, poller)
+    for alarm in mirror.pop_alarms():  # the replies still held: judged now
+        emit(alarm)
     send_attempts = sum(b.send_attempts for b in buses.values())
     return {
         "hardware_io": False,
@@ -439,5 +496,29 @@ def _follow(
         "alarm_latency_from_arrival": percentiles_us(latency_arrival),
         "backlog_alarms": backlog_alarms,
         "alarm_latency_from_bus_stamp": percentiles_us(latency_stamp),
+        "excluded_for_bank_lag_s": bank_lag["excluded_for_bank_lag_s"],
+        "bank_lag": bank_lag,
         **mirror.summary(),
     }
+
+
+def _bank_lag_report(mirror: MirrorTwin, poller: BankLagPoller | None) -> dict:
+    """The summary's ``bank_lag``: after one last poll, every held reply judged (the
+    ``LagGate`` report, plus the bus time left out after the host's first command [s]), or
+    why the bank's lag was not observable."""
+    gate = mirror.lag_gate
+    if gate is None or poller is None:
+        return not_observable(
+            "no bank control port given (--bank-control-port): a real bus has no bank to "
+            "lag, and beside a rob-twin bank its lag was not watched; every reply was judged"
+        )
+    poller.stop()
+    poller.poll_once()  # the bank's lag up to now: fewer replies judged unknowing
+    mirror.judge_pending(time.time(), final=True)
+    out = gate.report(mirror.start_stamp_s)
+    first, end = mirror.first_command_stamp_s, gate.last_s
+    known = first is not None and end is not None
+    out["excluded_since_first_command_s"] = (
+        round(gate.watch.excluded_s(first, end), 4) if known else None
+    )
+    return out

@@ -8,8 +8,11 @@ state cost, and does it speed the planner up.
   filter proves free, the share MuJoCo's exact check calls free (the first 5,000), and every
   proven state's checked pairs measured by ``mj_geomDistance`` (``exact_violations``): the
   pairs found within the margin must be 0;
-- cost: the filter's time per state amortised over batches of 16 to 1,024 states, beside
-  ``CheckSession.is_free`` (one MuJoCo ``mj_kinematics`` + ``mj_collision``) on the same states;
+- cost: the filter's time per state amortised over batches of 16 to 1,024 states (its compiled
+  kernel where numba imports, and its numpy path), beside ``CheckSession.is_free`` (one
+  MuJoCo ``mj_kinematics`` + ``mj_collision``) on the same states; the property rows also
+  give the kernel's and the numpy path's time and whether they prove the same states (the
+  first 8,192), the filter's build time (its joint-space distance tables) and table count;
 - planner: the hard ROB set (``rob_twin.experiments.hard_problems``), every problem planned
   with ``GroupConfig.free_filter`` off and on (same seed, interleaved): plans bit-identical,
   median and p95 of the request time, search and shortcut stage medians, the share of the
@@ -37,6 +40,7 @@ from rob_twin.planners.group import ArmGroup
 
 BATCHES = (16, 64, 256, 1024)
 EXACT_SAMPLE = 5000
+NUMPY_SAMPLE = 8192  # states timed on the numpy path beside the kernel
 
 
 def _groups(folder: Path) -> dict[str, ArmGroup]:
@@ -80,8 +84,18 @@ def property_rows(group: ArmGroup, n: int, seed: int = 2) -> dict:
         checker = CollisionChecker(group.model, group.checker.arm_joints, cfg)
         s = checker.session(group.arm_names, group.reference_qpos)
         t = time.perf_counter()
+        flt = checker.free_filter(s)
+        build_s = time.perf_counter() - t
+        s.prove_free(qs[:1])  # a first call compiles (or loads) the kernel
+        t = time.perf_counter()
         proven = np.concatenate([s.prove_free(qs[k : k + 1024]) for k in range(0, n, 1024)])
         filter_s = time.perf_counter() - t
+        head = min(n, NUMPY_SAMPLE)
+        t = time.perf_counter()
+        reference = np.concatenate(
+            [flt.proven_free_numpy(qs[k : k + 1024]) for k in range(0, head, 1024)]
+        )
+        numpy_s = time.perf_counter() - t
         exact = np.array([s.is_free(q) for q in qs[:EXACT_SAMPLE]])
         t = time.perf_counter()
         bad, smallest = exact_violations(
@@ -99,6 +113,11 @@ def property_rows(group: ArmGroup, n: int, seed: int = 2) -> dict:
             "smallest_measured_distance_m": None if smallest == float("inf") else smallest,
             "judge_s": round(time.perf_counter() - t, 1),
             "filter_us_per_state_batch_1024": round(filter_s / n * 1e6, 2),
+            "numpy_path_us_per_state_batch_1024": round(numpy_s / head * 1e6, 2),
+            "numpy_path_same_answers_first_8192": bool(np.array_equal(reference, proven[:head])),
+            "kernel": flt.kernel is not None,
+            "tables": len(flt.tab_off),
+            "build_s": round(build_s, 2),
         }
     return out
 
@@ -110,7 +129,8 @@ def cost_rows(group: ArmGroup, seed: int = 4) -> dict:
     lo = np.concatenate([group.joint_limits(a)[0] for a in group.arm_names])
     hi = np.concatenate([group.joint_limits(a)[1] for a in group.arm_names])
     qs = np.clip(qs, lo, hi)
-    s.prove_free(qs[:16])  # builds the filter
+    s.prove_free(qs[:16])  # builds the filter (and compiles or loads the kernel)
+    flt = group.checker.free_filter(s)
     t = time.perf_counter()
     for q in qs:
         s.is_free(q)
@@ -120,9 +140,14 @@ def cost_rows(group: ArmGroup, seed: int = 4) -> dict:
         t = time.perf_counter()
         proven = np.concatenate([s.prove_free(qs[k : k + b]) for k in range(0, len(qs), b)])
         us = (time.perf_counter() - t) / len(qs) * 1e6
+        t = time.perf_counter()
+        for k in range(0, len(qs), b):
+            flt.proven_free_numpy(qs[k : k + b])
+        numpy_us = (time.perf_counter() - t) / len(qs) * 1e6
         out[f"batch_{b}"] = {
             "filter_us_per_state": round(us, 2),
             "vs_mujoco": round(us / mujoco_us, 2),
+            "numpy_path_us_per_state": round(numpy_us, 2),
         }
     out["proven_share"] = round(float(proven.mean()), 3)
     out["states_drawn"] = "home + N(0, 0.3 rad) per joint, clipped to the limits"

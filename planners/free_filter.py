@@ -32,7 +32,18 @@ How it proves:
   capsule), then the geom's fine spheres. A state is proven free when every checked pair of
   the session (``CheckSession.checked`` on geoms the session's model collides) is cleared;
   a pair of moving geoms on one frame (no moving joint between them) is measured once, at
-  build, by ``mj_geomDistance``.
+  build, by ``mj_geomDistance``;
+- a pair whose relative pose depends on one or two limited moving hinges (a link against
+  its neighbours, the first links against the body) and whose geometric bound is not exact
+  also has a joint-space distance table (``_tables``), measured at build by
+  ``mj_geomDistance`` over bins of those joints' ranges, each entry the bin centre's distance
+  less the most the pair can move within the bin; looked up before the geom level, it
+  clears pairs that no sphere or box of a mesh can (OpenArm v2's link1 / link2 against the
+  body and base, 12-33 mm apart, proved no state free without it);
+- the query runs in a compiled kernel (``rob_twin.planners.free_filter_kernel``, numba) state
+  by state with the same bounds and comparisons, stopping at the first pair not cleared;
+  ``proven_free_numpy`` (batched numpy) is the reference, and the only path where numba
+  does not import. Both prove free exactly the same states (tests/test_free_filter_kernel.py).
 
 Soundness rests on the enclosures (each tested against random points inside every geom
 kind, tests/test_free_filter.py) and on the kinematics equalling
@@ -51,12 +62,22 @@ import math
 import mujoco
 import numpy as np
 
+try:  # the compiled kernel; without numba, the numpy path answers alone
+    from rob_twin.planners import free_filter_kernel as _kernel
+except ImportError:
+    _kernel = None
+
 TOLERANCE_M = 1e-6  # cleared only beyond margin + this [m]: rounding, MuJoCo's own tolerances
 SPHERE_HALF_M = 0.02  # target half size of a box cell enclosed by one fine sphere [m]
 SLICE_HALF_M = 0.01  # target half height of a capsule / cylinder slice [m]
 MAX_SPHERES_PER_GEOM = 48
+TABLE_SLACK_M = 1e-3  # aimed most motion of a tabulated pair within a bin, per joint [m]
+TABLE_BINS_1D, TABLE_DEPTH_1D = 512, 4  # most bins of a one-joint table; halvings
+TABLE_BINS_2D, TABLE_DEPTH_2D = 128, 3  # most bins per joint of a two-joint table; alike
 _BIG_M = 1e3  # half size of the box that stands for a plane's half-space [m]
 _T = mujoco.mjtGeom
+_UNTABULATED = (int(_T.mjGEOM_PLANE), int(_T.mjGEOM_HFIELD), int(_T.mjGEOM_SDF))
+_EXACT = (int(_T.mjGEOM_SPHERE), int(_T.mjGEOM_CAPSULE), int(_T.mjGEOM_BOX))
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 
 
@@ -239,6 +260,8 @@ class FreeSpaceFilter:
         self._static_shapes(model, d, statics)
         relevant = self._drop_rigid_pairs(model, d, relevant, moving)
         self._pairs(relevant, moving, statics)
+        self._tables(model, d, relevant, moving, np.asarray(index, int))
+        self.kernel = None if _kernel is None else _kernel.Kernel(self)
         return self
 
     def _drop_rigid_pairs(self, model, d, relevant, moving) -> np.ndarray:
@@ -266,7 +289,7 @@ class FreeSpaceFilter:
         col_of_adr = {int(a): k for k, a in enumerate(index)}
         frame_of_body = np.full(model.nbody, -1, int)
         bodies, cols, kinds, parents = [], [], [], []
-        rots, poss = [], []
+        rots, poss, ranges = [], [], []
         for b in range(1, model.nbody):
             parent = int(model.body_parentid[b])
             frame_of_body[b] = frame_of_body[parent]
@@ -283,6 +306,7 @@ class FreeSpaceFilter:
             bodies.append(b)
             cols.append(col_of_adr[int(model.jnt_qposadr[j])])
             kinds.append(int(model.jnt_type[j]))
+            ranges.append(model.jnt_range[j] if model.jnt_limited[j] else (np.nan, np.nan))
             parents.append(int(frame_of_body[parent]))
             rots.append(rot)
             poss.append(pos)
@@ -294,6 +318,8 @@ class FreeSpaceFilter:
         self.frame_col = np.array(cols, int)
         self.frame_slide = np.array([k == _SLIDE for k in kinds], bool)
         parent = np.array(parents, int)
+        self.frame_parent = parent
+        self.frame_range = np.array(ranges, float).reshape(n, 2)  # NaN: unlimited
         self.q_ref = np.array([d.qpos[a] for a in index], float)
         # constant transform from the parent frame (or the world) to the frame, at reference
         d_rot = np.empty((n, 3, 3))
@@ -473,6 +499,172 @@ class FreeSpaceFilter:
         self.seg_point = inv[self.seg_point].reshape(-1, 2)
         self.gg_fine = inv[self.gg_fine].reshape(-1, 2)
 
+    def _chain(self, f: int) -> list[int]:
+        """Frame ``f`` and its ancestors, nearest first (empty for the world, -1)."""
+        out = []
+        while f >= 0:
+            out.append(int(f))
+            f = int(self.frame_parent[f])
+        return out
+
+    def _reach(self, i: int, p: int) -> float:
+        """Largest distance [m] from frame ``p``'s joint axis (its z axis) of any point of
+        moving geom ``i`` (whose frame is ``p`` or below it, with hinges between): a point
+        ``x = o + y`` (``o`` the origin of the frame below ``p``, constant in ``p``'s
+        coordinates) is at most ``|o_xy| + |y|`` from the axis."""
+        f = int(self.geom_frame[i])
+        mine = self.sphere_geom == i  # its fine spheres, in its frame's coordinates
+        c, r = self.sphere_center[mine], self.sphere_radius[mine]
+        if f == p:
+            return float(np.max(np.hypot(c[:, 0], c[:, 1]) + r))
+        out = float(np.max(np.linalg.norm(c, axis=1) + r))
+        while int(self.frame_parent[f]) != p:
+            out += float(np.linalg.norm(self.d_pos[f]))
+            f = int(self.frame_parent[f])
+        return out + float(np.hypot(self.d_pos[f][0], self.d_pos[f][1]))
+
+    def _tables(self, model, d, relevant, moving, index) -> None:
+        """Joint-space distance tables of the pairs whose relative pose depends on one or two
+        moving hinges (a link against its neighbours, the first links against the body).
+
+        Over a grid of bins of those joints' ranges, a bin's entry is a lower bound of the
+        pair's distance [m] anywhere in it: ``mj_geomDistance`` at the bin's centre less the
+        most the pair can move within the bin (per hinge, half the bin's width times the
+        moving geom's reach from the hinge's axis: chord <= arc, and distance is
+        1-Lipschitz). Bins are first coarse; a coarse bin not beyond the margin is measured
+        again bin by bin (the larger of the two bounds stays). A tabulated pair is cleared
+        when its bin's entry exceeds margin + ``TOLERANCE_M``; else (or outside the table's
+        range) the geometric levels go on. A pair whose geometric bound is exact (two
+        capsules or spheres; a capsule or sphere against a static sphere, capsule or box)
+        has no table."""
+        ng, ns, nf = len(moving), self.n_statics, self.n_frames
+        limit = self.margin_m + TOLERANCE_M
+        self.gg_table = np.full(len(self.gg), -1, int)
+        self.gs_table = np.full((ng, ns), -1, int)
+        chains = [self._chain(f) for f in range(nf)]
+        ok = ~self.frame_slide & np.isfinite(self.frame_range).all(axis=1)
+        groups: dict[tuple[int, ...], list] = {}
+
+        def add(path, i, j, target):
+            """Pair of moving geom ``i`` and geom ``j`` (moving index, or ~static index)."""
+            if not 1 <= len(path) <= 2 or not all(ok[p] for p in path):
+                return
+            if j < 0 and int(model.geom_type[self.static_geoms[~j]]) in _UNTABULATED:
+                return
+            if self.seg_exact[i] and (
+                self.seg_exact[j] if j >= 0 else model.geom_type[self.static_geoms[~j]] in _EXACT
+            ):
+                return
+            rho = []
+            for p in path:
+                below = i if p in chains[int(self.geom_frame[i])] else j
+                rho.append(self._reach(below, p))
+            ga = int(moving[i])
+            gb = int(self.static_geoms[~j]) if j < 0 else int(moving[j])
+            groups.setdefault(tuple(sorted(path)), []).append((ga, gb, np.array(rho), target))
+
+        for e, (i, j) in enumerate(self.gg):
+            ca, cb = chains[int(self.geom_frame[i])], chains[int(self.geom_frame[j])]
+            add([f for f in ca if f not in cb] + [f for f in cb if f not in ca], i, j, ("m", e))
+        for i in range(ng):
+            for k in range(ns):
+                if relevant[moving[i], self.static_geoms[k]]:
+                    add(chains[int(self.geom_frame[i])], i, ~k, ("s", i, k))
+        cols, los, his, ns_, offs, lbs = [], [], [], [], [], []
+        total = 0
+        for path, pairs in groups.items():
+            rho = np.max([r for _, _, r, _ in pairs], axis=0)
+            lo, hi = self.frame_range[list(path), 0], self.frame_range[list(path), 1]
+            depth = TABLE_DEPTH_1D if len(path) == 1 else TABLE_DEPTH_2D
+            most = TABLE_BINS_1D if len(path) == 1 else TABLE_BINS_2D
+            want = np.clip(np.ceil(rho * (hi - lo) / (2 * TABLE_SLACK_M)), 1, most)
+            coarse = np.ceil(want / 2**depth).astype(int)
+            n = coarse * 2**depth
+            lb = self._measure(model, d, index, path, lo, hi, coarse, depth, pairs, limit)
+            for (_, _, _, target), table in zip(pairs, lb, strict=True):
+                if target[0] == "m":
+                    self.gg_table[target[1]] = len(cols)
+                else:
+                    self.gs_table[target[1], target[2]] = len(cols)
+                c = [int(self.frame_col[p]) for p in path]
+                if len(path) == 1:  # a second axis of one bin, reading the same joint
+                    c, lo2, hi2, n2 = c * 2, np.r_[lo, lo], np.r_[hi, hi], np.r_[n, 1]
+                else:
+                    lo2, hi2, n2 = lo, hi, n
+                cols.append(c)
+                los.append(lo2)
+                his.append(hi2)
+                ns_.append(n2)
+                offs.append(total)
+                lbs.append(table.ravel())
+                total += table.size
+        t = len(cols)
+        self.tab_col = np.array(cols, np.int64).reshape(t, 2)
+        self.tab_lo = np.array(los, float).reshape(t, 2)
+        self.tab_hi = np.array(his, float).reshape(t, 2)
+        self.tab_n = np.array(ns_, np.int64).reshape(t, 2)
+        self.tab_inv = np.where(self.tab_n > 1, self.tab_n / (self.tab_hi - self.tab_lo), 0.0)
+        self.tab_off = np.array(offs, np.int64)
+        lb = np.concatenate(lbs) if lbs else np.zeros(0)
+        low = lb.astype(np.float32)  # half the memory, each entry rounded down
+        up = low.astype(float) > lb
+        low[up] = np.nextafter(low[up], np.float32(-np.inf))
+        self.tab_lb = low
+        d.qpos[index] = self.q_ref
+        mujoco.mj_kinematics(model, d)
+
+    def _measure(self, model, d, index, path, lo, hi, coarse, depth, pairs, limit) -> list:
+        """Each pair's table (``coarse * 2**depth`` bins of ``path``'s joints over [lo, hi])
+        of distance lower bounds [m] (``_tables``): the coarse bins measured, then a bin not
+        beyond the limit for some pair halved along each joint and measured again for those
+        pairs, ``depth`` times; every bin keeps the largest bound of the bins holding it."""
+        adr = index[self.frame_col[list(path)]]
+        rho = np.array([r for _, _, r, _ in pairs])  # (pairs, len(path))
+        n = coarse * 2**depth
+        table = np.full((len(pairs), *n), -np.inf)
+        todo = [(np.array(c), np.arange(len(pairs))) for c in np.ndindex(*coarse)]
+        for level in range(depth + 1):
+            width = (hi - lo) / (coarse * 2**level)
+            slack = rho @ (width / 2)
+            span = 2 ** (depth - level)  # fine bins per bin of this level, per joint
+            nxt = []
+            for cell, act in todo:
+                d.qpos[adr] = lo + (cell + 0.5) * width
+                mujoco.mj_kinematics(model, d)
+                block = tuple(slice(c * span, (c + 1) * span) for c in cell)
+                still = []
+                for p in act:
+                    ga, gb = pairs[p][0], pairs[p][1]
+                    v = mujoco.mj_geomDistance(model, d, ga, gb, limit + slack[p] + 0.05, None)
+                    v -= slack[p]
+                    view = table[(p, *block)]
+                    np.maximum(view, v, out=view)
+                    if v <= limit:
+                        still.append(p)
+                if still and level < depth:
+                    for sub in np.ndindex(*([2] * len(path))):
+                        nxt.append((cell * 2 + np.array(sub), np.array(still)))
+            todo = nxt
+        return list(table)
+
+    def _table_clear(self, q: np.ndarray, rows: np.ndarray, tabs: np.ndarray, limit: float):
+        """Whether table ``tabs`` (K,; -1: none, False) clears its pair at states ``q[rows]``."""
+        out = np.zeros(len(tabs), bool)
+        listed = tabs >= 0
+        if listed.any():
+            out[listed] = self._table_lookup(q, rows[listed], tabs[listed], limit)
+        return out
+
+    def _table_lookup(self, q, rows, tabs, limit):
+        col = self.tab_col[tabs]
+        x = np.stack([q[rows, col[:, 0]], q[rows, col[:, 1]]], axis=1)  # (K, 2)
+        lo, hi, n = self.tab_lo[tabs], self.tab_hi[tabs], self.tab_n[tabs]
+        inside = ((x >= lo) & (x <= hi)).all(axis=1)
+        i = np.clip(np.floor((x - lo) * self.tab_inv[tabs]), 0, n - 1).astype(np.int64)
+        i[~inside] = 0
+        lb = self.tab_lb[self.tab_off[tabs] + i[:, 0] * n[:, 1] + i[:, 1]]
+        return inside & (lb > limit)
+
     # ------------------------------------------------------------------ queries
     def frames(self, states: np.ndarray) -> np.ndarray:
         """Homogeneous transforms (N, F, 4, 4) of every frame at each state."""
@@ -512,12 +704,23 @@ class FreeSpaceFilter:
     def proven_free(self, states: np.ndarray) -> np.ndarray:
         """Per row of ``states`` (N, stacked joints): True when proven free, else False.
 
+        By the compiled kernel (``rob_twin.planners.free_filter_kernel``, numba) where numba
+        imports, else by ``proven_free_numpy``; both give the same answers."""
+        q = np.atleast_2d(np.asarray(states, float))
+        free = self.kernel(q) if self.kernel is not None else self.proven_free_numpy(q)
+        self.states += q.shape[0]
+        self.proven += int(free.sum())
+        return free
+
+    def proven_free_numpy(self, states: np.ndarray) -> np.ndarray:
+        """``proven_free`` in numpy, states along the first axis (the reference of the
+        kernel; counts nothing).
+
         Only the frames' bounding spheres are placed for every state; a geom's sphere is
         placed where its frame's sphere does not clear a pair, a fine sphere where its
-        geom's does not."""
+        geom's does not; a tabulated pair (``_tables``) is looked up instead."""
         q = np.atleast_2d(np.asarray(states, float))
         n = q.shape[0]
-        self.states += n
         limit = self.margin_m + TOLERANCE_M
         t = self.frames(q)
         fp = self.frame_point
@@ -534,6 +737,9 @@ class FreeSpaceFilter:
             if rows.size:
                 # geoms of the open (frame, static) pairs, then the fine spheres of open geoms
                 rows, pts, si = _expand(self.fs_geoms, fi * ns + si, rows, si)
+                tab = self.gs_table[self.geom_of_point[pts], si]
+                open_ = ~self._table_clear(q, rows, tab, limit)
+                rows, pts, si = rows[open_], pts[open_], si[open_]
                 d = self._box_distance(self._at(t, rows, pts), si) - radius[pts]
                 keep = d <= limit
                 rows, geom, si = rows[keep], self.geom_of_point[pts[keep]], si[keep]
@@ -550,6 +756,8 @@ class FreeSpaceFilter:
             rows, pairs = np.nonzero((gap <= limit) & free[:, None])
             if rows.size:
                 rows, entry = _expand((self.ff_start, None), pairs, rows)
+                open_ = ~self._table_clear(q, rows, self.gg_table[entry], limit)
+                rows, entry = rows[open_], entry[open_]
                 ga, gb = self.gg[entry, 0], self.gg[entry, 1]
                 sa, sb = self.seg_point[ga], self.seg_point[gb]
                 gap = segment_distance(
@@ -570,7 +778,6 @@ class FreeSpaceFilter:
                     pa, pb = self.gg_fine[fine, 0], self.gg_fine[fine, 1]
                     gap = self._gap(t, rows, pa, pb) - radius[pa] - radius[pb]
                     free[rows[gap <= limit]] = False
-        self.proven += int(free.sum())
         return free
 
     def _gap(self, t: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -143,13 +143,12 @@ def test_batched_kinematics_equal_mujocos(group):
         assert np.abs(ref - row).max() < 1e-12
 
 
-def test_no_state_proven_free_is_within_the_margin(group, request):
+def test_no_state_proven_free_is_within_the_margin(group):
     """10^4 uniform states: every one the filter proves free has every checked pair at least
-    the margin apart by mj_geomDistance (and MuJoCo's own check agrees). On OpenArm v2 the
-    filter proves no state free (pairs that stay within a few mm over their joints' ranges:
-    link1 / link2 against the body and base, link6 against the fingers; its mesh bounds are
-    boxes), so there the property holds without a case."""
-    proves = request.node.callspec.params["group"] != "openarm"
+    the margin apart by mj_geomDistance (and MuJoCo's own check agrees). On every robot some
+    states are proven (OpenArm v2's link1 / link2 against the body and base and link6 against
+    the fingers, 12-33 mm apart but never cleared by their mesh boxes, are cleared by the
+    joint-space distance tables)."""
     for margin in (0.0, 0.005):
         cfg = replace(group.checker.config, margin_m=margin, horizon_m=margin)
         with warnings.catch_warnings():
@@ -158,7 +157,7 @@ def test_no_state_proven_free_is_within_the_margin(group, request):
         s = checker.session(group.arm_names, group.reference_qpos)
         qs = _states(group, PROPERTY_STATES, 2)
         proven = s.prove_free(qs)
-        assert proven.any() == proves
+        assert proven.mean() > 0.05
         bad, smallest = exact_violations(
             checker.source_model, s.reference_qpos, s.index, s.checked, margin, qs[proven]
         )

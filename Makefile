@@ -37,10 +37,12 @@ xvfb:
 	    echo "xvfb could not be installed: the viewer tests will be skipped"; \
 	  else echo "xvfb not installed (not root or no apt-get): the viewer tests will be skipped"; fi; }
 
+# worksteal: an idle worker takes tests from the other's queue, so one long file (the
+# journeys) does not leave a worker idle at the end as whole-file scheduling did
 test: $(STAMP) chromium xvfb
 	$(PY) -m ruff check cli twin controllers planners experiments tests models examples
 	$(PY) -m ruff format --check cli twin controllers planners experiments tests models examples
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist worksteal
 
 stress: $(STAMP)
 	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress

@@ -110,3 +110,32 @@ def test_overlapping_links_are_found_and_drawn_red_only_in_that_frame():
     }
     assert all(np.allclose(painted[g], RED) for g in hits if g in painted)
     assert not any(np.allclose(rgba, RED) for g, rgba in painted.items() if g not in hits)
+
+
+def test_the_auto_camera_rides_along_with_a_driving_base():
+    """ROB drives 1.5 m and turns 90 degrees (base_drive's kind of motion): the framed
+    cameras follow its root, so every arm point the first framing saw is still in view, from
+    the same side; without following, the arms leave the frame."""
+    from rob_twin.models.robot import robot_of
+    from rob_twin.twin.render.framing import RootFollow, arm_points
+
+    model = robot_of("rob").model()
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    aspect = 16 / 9
+    camera = auto_camera(model, data, aspect)
+    still = auto_camera(model, data, aspect)
+    follow = RootFollow(model)
+    assert model.body(follow.root).name == "base"
+    follow.anchor(data, [camera])
+    seen = _in_view(model, data, camera, arm_points(model, data), aspect)
+    assert seen.all()
+    adr = model.jnt_qposadr[model.joint("base/free").id]
+    data.qpos[adr : adr + 2] += (1.5, 0.4)
+    data.qpos[adr + 3 : adr + 7] = (math.cos(math.pi / 4), 0, 0, math.sin(math.pi / 4))
+    mujoco.mj_kinematics(model, data)
+    follow.apply(data)
+    points = arm_points(model, data)
+    assert _in_view(model, data, camera, points, aspect).all()
+    assert not _in_view(model, data, still, points, aspect).all()
+    assert camera.azimuth == pytest.approx(still.azimuth + 90.0)

@@ -164,3 +164,42 @@ def focus_camera(
     """A close camera on ``points`` [m] (the held box and the hands) from ``azimuth_deg``,
     ``pad_m`` of room around them for the motion to come (a carry's lift)."""
     return fit_camera(points, azimuth_deg, -20.0, model.vis.global_.fovy, aspect, pad_m=pad_m)
+
+
+def _yaw(xmat: np.ndarray) -> float:
+    """Heading [rad] of a body's x axis in the world's horizontal plane."""
+    return math.atan2(xmat[3], xmat[0])
+
+
+class RootFollow:
+    """Free cameras that ride along with the robot's root body (``body_rootid`` of the arms:
+    ROB's driven base; a fixed root, as OpenArm's, never moves them): framed once
+    (``anchor``), each camera keeps its look-at point and azimuth relative to the root's
+    position and heading as the root drives and turns (``apply``), so a robot that drives
+    stays in view from the same side."""
+
+    def __init__(self, model: mujoco.MjModel):
+        bodies = arm_body_ids(model)
+        self.root = int(model.body_rootid[bodies[0]]) if bodies else 0
+        self._pos0 = np.zeros(3)
+        self._yaw0 = 0.0
+        self._cameras: list[tuple[mujoco.MjvCamera, np.ndarray, float]] = []
+
+    def anchor(self, data: mujoco.MjData, cameras: list[mujoco.MjvCamera | None]) -> None:
+        """Remember ``cameras`` as framed at ``data`` (forward kinematics done)."""
+        self._pos0 = data.xpos[self.root].copy()
+        self._yaw0 = _yaw(data.xmat[self.root])
+        self._cameras = [(c, c.lookat.copy(), float(c.azimuth)) for c in cameras if c]
+
+    def apply(self, data: mujoco.MjData) -> None:
+        """Move the anchored cameras by the root's travel and turn since ``anchor``."""
+        turn = _yaw(data.xmat[self.root]) - self._yaw0
+        c, s = math.cos(turn), math.sin(turn)
+        for camera, lookat0, azimuth0 in self._cameras:
+            rel = lookat0 - self._pos0
+            camera.lookat[:] = data.xpos[self.root] + (
+                c * rel[0] - s * rel[1],
+                s * rel[0] + c * rel[1],
+                rel[2],
+            )
+            camera.azimuth = azimuth0 + math.degrees(turn)

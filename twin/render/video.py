@@ -14,6 +14,7 @@ from rob_twin.twin.render.captions import burn_captions
 from rob_twin.twin.render.decimate import MeshSource, cell_size_m, coarsen, upload
 from rob_twin.twin.render.framing import (
     AUTO_CAMERA,
+    RootFollow,
     arm_points,
     auto_camera,
     focus_camera,
@@ -113,6 +114,7 @@ class VideoRecorder:
         self.inset_camera: mujoco.MjvCamera | None = None
         self.inset_label = ""
         self._auto = auto
+        self._follow = RootFollow(model)  # the auto cameras ride along with a driven base
         self._extra_points: np.ndarray | None = None
         self._held = held_view.has_held_box(model)
         keep = {model.body(held_view.BOX).id} if self._held else set()
@@ -175,6 +177,7 @@ class VideoRecorder:
             self.inset_label = "from above (front at the bottom)"
         self._hide_props(data, whole)
         self._fit_meshes(whole)
+        self._follow.anchor(data, [self.free_camera, self.inset_camera])
 
     def _hide_props(self, data: mujoco.MjData, whole: np.ndarray) -> None:
         """Move the scene props any view sees before the arms (and the held box) to the
@@ -262,6 +265,7 @@ class VideoRecorder:
         if self._auto:
             if self.free_camera is None:
                 self._frame(data)
+            self._follow.apply(data)
             camera = self.free_camera
         return self._draw(self.renderer, data, camera, highlight)
 

@@ -144,7 +144,8 @@ def test_mirror_follows_a_host_driving_a_damiao_bus_without_alarm(machine_jitter
         mirror = subprocess.Popen(
             [str(BIN / "rob-twin"), "mirror", "--robot", "openarm", "--port", str(port)]
             + ["--seconds", "7.5", "--json", "--startup-timeout", str(WAIT_S)]
-            + ["--tolerance-rad", str(MIRROR_TOLERANCE_RAD)],
+            + ["--tolerance-rad", str(MIRROR_TOLERANCE_RAD)]
+            + ["--bank-control-port", str(bank.control_port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

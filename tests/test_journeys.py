@@ -250,7 +250,8 @@ def test_mirror_follows_the_bank_and_host_without_an_alarm(tmp_path, machine_jit
     with running_bank(tmp_path) as bank:
         port = str(bank.socketcand_port)
         mirror = subprocess.Popen(
-            [str(BIN / "rob-twin"), "mirror", "--port", port, "--seconds", "5", "--max-lag", "30"],
+            [str(BIN / "rob-twin"), "mirror", "--port", port, "--seconds", "5", "--max-lag", "30"]
+            + ["--bank-control-port", str(bank.control_port)],  # the bank's lag left out
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -39,7 +39,8 @@ def test_mirror_view_draws_the_real_arm_as_a_ghost(tmp_path, machine_jitter):
         shot = tmp_path / "mirror.png"
         mirror = subprocess.Popen(
             ["xvfb-run", "-a", str(BIN / "rob-twin"), "mirror", "--view", "--port", port]
-            + ["--seconds", seconds, "--screenshot", str(shot), "--json", "--max-lag", "30"],
+            + ["--seconds", seconds, "--screenshot", str(shot), "--json", "--max-lag", "30"]
+            + ["--bank-control-port", str(bank.control_port)],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

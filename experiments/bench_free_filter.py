@@ -210,8 +210,9 @@ def planner_rows(seeds: tuple[int, ...] = (0,)) -> dict:
         },
         "padded_search_states_asked": asked,
         "padded_search_states_proven": sum(f.proven for f in flt),
-        "note": "on = GroupConfig(free_filter=True): motions of >= search.PROVE_MIN_STATES "
-        "states go to the filter after search.PROVE_HEAD exact checks",
+        "note": "on = GroupConfig(free_filter=True): a tree edge's interior states from "
+        "search.EDGE_PROVE_MIN_STATES on (after its end's exact check), other motions' from "
+        "search.PROVE_MIN_STATES on (after search.PROVE_HEAD exact checks), go to the filter",
     }
 
 

@@ -20,8 +20,12 @@ searched or timed.
 Wall-time budget: ``GroupConfig.time_budget_s`` (or ``plan(..., time_budget_s=...)``)
 bounds the planning wall time [s]. The search, the shortcutting, the final check and the
 repairs look at the deadline as they go; past it ``plan`` returns a TIMEOUT result that
-names the stage. Without a budget nothing looks at the clock, so the same seed always
-gives the same plan.
+names the stage. With a budget the unpadded search runs until the deadline (its round
+count, ``SearchConfig.budgeted_max_iterations``, is only a safety net) instead of stopping
+after ``SearchConfig.max_iterations``; the padded search before it always gets
+``max_iterations`` rounds, so a plan that finishes in time is the same for a seed whatever
+the clock. Without a budget nothing looks at the clock, so the same seed always gives the
+same plan.
 
 Settings: ``rob_twin.planners.group_config``. Units: radians, seconds, metres.
 """
@@ -433,7 +437,15 @@ class ArmGroup:
     def _search(self, moving, start, goal, box, plain: CheckSession, rng, clock: PlanClock):
         """RRT-Connect from ``start`` to ``goal`` (stage ``search``), padded first, then
         plain when the padded search fails. Returns (path, the session that found it, the
-        padded session), or the NO_PATH / TIMEOUT result."""
+        padded session), or the NO_PATH / TIMEOUT result.
+
+        The padded search always gets ``search.max_iterations`` rounds, so where the plain
+        one takes over does not depend on the clock (same seed, same plan). With a wall-time
+        budget the plain search then runs until the deadline (``search.
+        budgeted_max_iterations`` only as a safety net), else ``search.max_iterations``."""
+        cfg = self.config.search
+        budgeted = clock.deadline is not None
+        rounds = cfg.budgeted_max_iterations if budgeted else cfg.max_iterations
         with clock.timer.stage("search"):
             padded = self.padded.session(moving, self.reference_qpos)
             session = plain
@@ -444,7 +456,7 @@ class ArmGroup:
                 box[1],
                 padded.is_free,
                 rng,
-                self.config.search,
+                cfg,
                 deadline_s=clock.deadline,
                 prove_free=self._proof(padded),
             )
@@ -456,9 +468,10 @@ class ArmGroup:
                     box[1],
                     plain.is_free,
                     rng,
-                    self.config.search,
+                    cfg,
                     deadline_s=clock.deadline,
                     prove_free=self._proof(plain),
+                    max_iterations=rounds,
                 )
             elif found.path is not None:
                 session = padded

@@ -54,11 +54,13 @@ class GroupConfig:
     - max_slowdowns: such slowdowns [count] per plan, in [0, 20].
     - free_filter: the search, the shortcutting and the repairs first ask the conservative
       free-space filter (``rob_twin.planners.free_filter``) about the states of each motion
-      of at least ``search.PROVE_MIN_STATES`` states, in one batch, and give MuJoCo only
-      those it cannot prove free: the same plans (it only ever proves "free"), fewer MuJoCo
-      calls. The final check and the certificate never use it. Off by default: in numpy it
-      costs about as much per state as MuJoCo's check on the hard sets
-      (``python -m rob_twin.experiments.bench free-filter``).
+      (a tree edge's interior from ``search.EDGE_PROVE_MIN_STATES`` states, other motions
+      from ``search.PROVE_MIN_STATES``), in one batch, and give MuJoCo only those it cannot
+      prove free: the same plans (it only ever proves "free"), fewer MuJoCo calls. The final
+      check and the certificate never use it. Off by default: building it costs 0.02-0.9 s
+      a scene (its distance tables) and about 0.7 s of numba loading once a process, which a
+      one-plan scene does not earn back (``python -m rob_twin.experiments.bench
+      free-filter``).
     """
 
     collision: CollisionConfig = field(default_factory=collision.default_config)

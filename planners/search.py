@@ -28,13 +28,23 @@ StateCheck = Callable[[np.ndarray], bool]
 BatchProof = Callable[[np.ndarray], np.ndarray]
 PROVE_HEAD = 2  # states of a motion checked as they are before the rest go to the proof
 PROVE_MIN_STATES = 32  # the rest go to the proof in one batch from this many states on
+# a tree edge (``_edge_free``): its new end is checked as it is (a blocked extension almost
+# always fails there: 1.05 exact checks per trapped edge in the failing MotionBenchMaker
+# bookshelf searches), then all its interior states go to the proof in one batch from this
+# many on
+EDGE_PROVE_HEAD = 1
+EDGE_PROVE_MIN_STATES = 2
 
 
 @dataclass(frozen=True)
 class SearchConfig:
     """edge_step_rad: largest joint change between two checked states of an edge [rad];
     extend_step_rad: longest tree extension (Euclidean, stacked space) [rad];
-    max_iterations: sampling rounds before giving up; max_nodes: per tree;
+    max_iterations: sampling rounds before giving up when nothing bounds the search's wall
+    time (and the rounds of ArmGroup's padded search before its unpadded one takes over);
+    budgeted_max_iterations: the rounds of a search with a deadline (``rrt_connect``'s
+    ``deadline_s``): there the wall-time budget ends the search, this count is only a
+    safety net; max_nodes: per tree;
     shortcut_rounds: random shortcut attempts after a path is found;
     shortcut_min_gain: a shortcut candidate is collision-checked only when it would
     shorten the path by more than this fraction of its current length [-] (0: every
@@ -51,6 +61,7 @@ class SearchConfig:
     edge_step_rad: float = 0.05
     extend_step_rad: float = 0.6
     max_iterations: int = 4000
+    budgeted_max_iterations: int = 1_000_000
     max_nodes: int = 20000
     shortcut_rounds: int = 60
     shortcut_min_gain: float = 0.1
@@ -61,7 +72,7 @@ class SearchConfig:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise PlannerConfigError(name, v, "finite and > 0 rad")
-        for name in ("max_iterations", "max_nodes"):
+        for name in ("max_iterations", "budgeted_max_iterations", "max_nodes"):
             if getattr(self, name) < 1:
                 raise PlannerConfigError(name, getattr(self, name), ">= 1")
         if self.shortcut_rounds < 0:
@@ -101,20 +112,23 @@ def _first_collision(
     is_free: StateCheck,
     prove_free: BatchProof | None,
     end: np.ndarray | None = None,
+    head: int = PROVE_HEAD,
+    min_states: int = PROVE_MIN_STATES,
 ) -> np.ndarray | None:
     """The first state of ``order`` (step indices k of ``a + d k / n``; k = n stands for
     ``end`` when given) that ``is_free`` rejects, checking in that order; None when all are
-    free. With ``prove_free``: the first ``PROVE_HEAD`` states are checked as they are (a
-    motion that collides is usually rejected there), then, when at least
-    ``PROVE_MIN_STATES`` remain, those go to the proof in one batch and only the states it
-    cannot prove free to ``is_free``, still in order: the same answer, the same state."""
+    free. With ``prove_free``: the first ``head`` states are checked as they are (a
+    motion that collides is usually rejected there), then, when at least ``min_states``
+    remain, those go to the proof in one batch and only the states it cannot prove free to
+    ``is_free``, still in order (stopping at the first colliding one): the same answer, the
+    same state."""
 
     def state(k: int) -> np.ndarray:
         return end if k == n and end is not None else a + d * (k / n)
 
     proven = None
     for i, k in enumerate(order):
-        if i == PROVE_HEAD and prove_free is not None and len(order) - i >= PROVE_MIN_STATES:
+        if i == head and prove_free is not None and len(order) - i >= min_states:
             rest = np.array(order[i:])
             batch = a + d * (rest / n)[:, None]
             if end is not None:
@@ -223,7 +237,7 @@ class _Tree:
 
     def nearest(self, q: np.ndarray) -> int:
         diff = self.q[: self.n] - q
-        return int(np.argmin(np.einsum("ij,ij->i", diff, diff)))
+        return int(np.einsum("ij,ij->i", diff, diff).argmin())
 
     def add(self, q: np.ndarray, parent: int) -> int:
         self.q[self.n], self.parent[self.n] = q, parent
@@ -262,14 +276,20 @@ def rrt_connect(
     try_direct: bool = True,
     deadline_s: float | None = None,
     prove_free: BatchProof | None = None,
+    max_iterations: int | None = None,
 ) -> SearchResult:
     """RRT-Connect between free states ``start`` and ``goal`` in the box [lower, upper]
     (first the straight motion, unless ``try_direct`` is False). ``deadline_s``: a
     ``time.perf_counter()`` instant after which the search gives up (``timed_out``);
     checked once per sampling round, so it costs no random draws (same seed, same path).
     ``prove_free``: a batch proof of free states (``motion_is_free``): the same path, fewer
-    calls of ``is_free``."""
+    calls of ``is_free``. ``max_iterations``: sampling rounds before giving up (default
+    ``config.max_iterations``; ``config.budgeted_max_iterations`` is what a caller with a
+    wall-time budget gives, the deadline then ending the search)."""
     cfg = config or default_config()
+    rounds = cfg.max_iterations if max_iterations is None else int(max_iterations)
+    if rounds < 1:
+        raise PlannerConfigError("max_iterations", max_iterations, ">= 1")
     start, goal = np.asarray(start, float), np.asarray(goal, float)
     step = cfg.edge_step_rad
     if try_direct and motion_is_free(start, goal, is_free, step, prove_free=prove_free):
@@ -281,14 +301,14 @@ def rrt_connect(
         near = tree.nearest(target)
         q_near = tree.q[near]
         delta = target - q_near
-        dist = float(np.linalg.norm(delta))
+        dist = math.sqrt(float(delta @ delta))  # np.linalg.norm's value, without its wrapper
         reached = dist <= cfg.extend_step_rad
         q_new = target if reached else q_near + delta * (cfg.extend_step_rad / dist)
         if not _edge_free(q_near, q_new, is_free, step, prove_free):
             return "trapped", -1
         return ("reached" if reached else "advanced"), tree.add(q_new, near)
 
-    for it in range(1, cfg.max_iterations + 1):
+    for it in range(1, rounds + 1):
         if deadline_s is not None and time.perf_counter() > deadline_s:
             return SearchResult(
                 None,
@@ -311,28 +331,29 @@ def rrt_connect(
                 if a is not start_tree:
                     path = path[::-1]
                 return SearchResult(path, it, trees[0].n + trees[1].n)
-        if max(t.n for t in trees) >= cfg.max_nodes:
+        if trees[0].n >= cfg.max_nodes or trees[1].n >= cfg.max_nodes:
             return SearchResult(None, it, trees[0].n + trees[1].n, "tree size limit reached")
         trees.reverse()
-    return SearchResult(
-        None,
-        cfg.max_iterations,
-        trees[0].n + trees[1].n,
-        f"no path after {cfg.max_iterations} iterations",
-    )
+    return SearchResult(None, rounds, trees[0].n + trees[1].n, f"no path after {rounds} iterations")
 
 
 def _edge_free(
     a: np.ndarray, b: np.ndarray, is_free: StateCheck, step: float, prove_free: BatchProof | None
 ) -> bool:
-    """``is_free(b)`` and then the motion from ``a`` (checked) to ``b`` in bisection order
-    (with ``prove_free``: ``_first_collision``, the same answer)."""
+    """``is_free(b)`` and then the motion from ``a`` (checked) to ``b`` in bisection order.
+    With ``prove_free`` the edge is checked as a batch (``_first_collision``): ``b``
+    exactly first (``EDGE_PROVE_HEAD``), then every interior state at once through the
+    proof when there are at least ``EDGE_PROVE_MIN_STATES``, and only the unproven ones
+    exactly, in bisection order, stopping at the first colliding one: the same answer."""
     if prove_free is None:
         return is_free(b) and motion_is_free(a, b, is_free, step)
     d = b - a
     n = max(1, math.ceil(float(np.max(np.abs(d))) / step))
     order = [n, *_bisection_order(n)]
-    return _first_collision(order, a, d, n, is_free, prove_free, end=b) is None
+    hit = _first_collision(
+        order, a, d, n, is_free, prove_free, b, EDGE_PROVE_HEAD, EDGE_PROVE_MIN_STATES
+    )
+    return hit is None
 
 
 def path_length(path: list[np.ndarray]) -> float:

@@ -43,17 +43,37 @@ EXCITATION_HZ = (0.23, 0.61, 1.37)  # three incommensurate tones per joint
 # at 1.37 Hz, so the motion asks no more acceleration of the owners than the unseeded one)
 SEEDED_BANDS_HZ = ((0.13, 0.33), (0.38, 0.84), (0.90, 1.37))
 SEEDED_GAP_HZ = 0.03
+# a seeded excitation with more acceleration: the top tone 1.4-2.2 Hz (qdd grows with f^2:
+# about 2.2x the default band's at its centre). Simulated, 4 s recordings with drive noise
+# (issue 44): ROB's right J2 armature (calibration benchmark draw 0), 5.2-17.7 % off with
+# the default bands over three noise seeds, 0.3-1.5 % with these; over the benchmark's
+# eight draws it recovered no more of them and covered fewer truths (bench_calibration)
+FAST_BANDS_HZ = ((0.13, 0.33), (0.38, 0.84), (1.40, 2.20))
 DRIVE_NOISE_RAD = 1e-3  # record_hidden(noise=True): servo-target noise std [rad] per 1 ms step
 
 
-def _seeded_waves(seed: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _seeded_waves(
+    seed: int, k: int, n: int, bands: tuple[tuple[float, float], ...] = SEEDED_BANDS_HZ
+) -> tuple[np.ndarray, np.ndarray]:
     """(tones [Hz], phases [rad]), each (3, n): arm ``k``'s seeded excitation, joint by
-    joint (see ``excitation_source``)."""
+    joint (see ``excitation_source``), tone i from ``bands[i]``."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidValueError("excitation seed", seed, "None or an integer >= 0")
     rng = np.random.default_rng([int(seed), k, 0x5EED])
-    tones = np.empty((len(SEEDED_BANDS_HZ), n))
-    for i, (lo, hi) in enumerate(SEEDED_BANDS_HZ):
+    ok = len(bands) == len(EXCITATION_HZ) and all(
+        0.0 < lo < hi <= 10.0
+        and (lo < EXCITATION_HZ[i] - SEEDED_GAP_HZ or hi > EXCITATION_HZ[i] + SEEDED_GAP_HZ)
+        for i, (lo, hi) in enumerate(bands)
+    )
+    if not ok:
+        raise InvalidValueError(
+            "excitation bands",
+            bands,
+            f"three (low, high) [Hz], 0 < low < high <= 10, each reaching more than "
+            f"{SEEDED_GAP_HZ} Hz beyond its unseeded tone {EXCITATION_HZ}",
+        )
+    tones = np.empty((len(bands), n))
+    for i, (lo, hi) in enumerate(bands):
         for j in range(n):
             f = EXCITATION_HZ[i]
             while abs(f - EXCITATION_HZ[i]) < SEEDED_GAP_HZ:
@@ -64,7 +84,11 @@ def _seeded_waves(seed: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def excitation_source(
-    k: int, amplitude_rad: float = 0.2, robot: Robot | None = None, seed: int | None = None
+    k: int,
+    amplitude_rad: float = 0.2,
+    robot: Robot | None = None,
+    seed: int | None = None,
+    bands: tuple[tuple[float, float], ...] = SEEDED_BANDS_HZ,
 ) -> Callable[[float], np.ndarray]:
     """Arm ``k``'s joint targets [rad] around ``robot``'s home (None: the default robot):
     three sines per joint with phases that differ by joint and arm, faded in over the first
@@ -78,7 +102,9 @@ def excitation_source(
     each joint's three tones drawn from ``SEEDED_BANDS_HZ`` (each at least
     ``SEEDED_GAP_HZ`` from the unseeded tone) and its phases uniform in [0, 2 pi), from
     ``(seed, k)``: another motion, the same for the same seed (a validation recording
-    takes a seed its fit recording did not). InvalidValueError for any other seed."""
+    takes a seed its fit recording did not). ``bands``: the seeded tones' bands [Hz]
+    (``FAST_BANDS_HZ``: more acceleration, for an armature the default leaves to the
+    drive noise). InvalidValueError for any other seed or bands."""
     robot = robot_of(robot)
     arm = list(Arm)[k]
     home = robot.home(arm)
@@ -88,7 +114,7 @@ def excitation_source(
         tones = EXCITATION_HZ
         phases = [0.9 * joints + 1.7 * k + 0.5 * i for i in range(len(EXCITATION_HZ))]
     else:
-        tones, phases = _seeded_waves(seed, k, len(home))
+        tones, phases = _seeded_waves(seed, k, len(home), bands)
     weights = (0.6, 0.3, 0.15)
 
     def source(t: float) -> np.ndarray:

@@ -10,6 +10,8 @@ project's typed one-line error, not a bare BrokenPipeError. Every wait is a boun
 
 from __future__ import annotations
 
+import math
+import selectors
 import socket
 import threading
 import time
@@ -263,3 +265,49 @@ def test_a_host_whose_connection_is_closed_gets_a_typed_one_line_error():
     text = str(err.value)
     assert "\n" not in text and "FAIR6 at test" in text and "0x7E0" in text, text
     assert isinstance(err.value, ConnectionError)  # a transport still calls the frame uncertain
+
+
+def _reset_pair() -> tuple[socket.socket, socket.socket]:
+    """A connected TCP pair on 127.0.0.1: (the server's end, non-blocking; the client's)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        ours, _ = listener.accept()
+    ours.setblocking(False)
+    return ours, client
+
+
+def test_a_client_that_resets_with_replies_unread_still_gets_its_last_frames_on_the_bus():
+    """LeRobot's disconnect sends a disable frame per drive and closes with the drives'
+    replies unread, which resets the connection: the server's next send to it fails. The
+    frames it sent before are still in the server's receive buffer and go on the bus, as a
+    SocketCAN bus carries every frame written before its sender closed (they were lost when
+    the failed send closed the client at once)."""
+    from rob_twin.twin.bus.socketcand import _Client
+    from rob_twin.twin.bus.socketcand_protocol import CommandStream
+
+    srv = SocketcandServer(["RESET1"], port=0)
+    srv._sel = selectors.DefaultSelector()  # the loop's selector; the loop is not started
+    bank = can.Bus(interface="virtual", channel="RESET1", receive_own_messages=False)
+    ours, client = _reset_pair()
+    try:
+        ours.sendall(b"< frame 011 0.0 00 >")  # a reply the client will never read
+        client.sendall(b"".join(f"< send 013 2 0 {k:X} >".encode() for k in range(8)))
+        client.close()  # with unread data: the kernel resets the connection
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:  # the reset has arrived once a send fails
+            try:
+                ours.send(b"")
+                time.sleep(0.01)
+            except OSError:
+                break
+        c = _Client(ours, CommandStream(), deadline=math.inf, state="raw", channel="RESET1")
+        c.out += b"< frame 011 0.0 01 >"
+        srv._flush(c)  # the send fails: the server reads the rest, then ends the client
+        got = []
+        while (msg := bank.recv(timeout=0.2)) is not None:
+            got.append(msg.data[1])
+    finally:
+        bank.shutdown()
+        srv.close()
+    assert c.closed
+    assert got == list(range(8))

@@ -246,6 +246,7 @@ class _Client:
     queue: deque = field(default_factory=deque)  # its messages waiting for its line time
     line_free_at: float = 0.0  # when its line is free for its next frame [s, monotonic]
     eof: bool = False  # it closed its side: served until its queue is admitted, then closed
+    unwritable: bool = False  # a send to it failed (it reset): nothing more goes to it
 
 
 class SocketcandServer:
@@ -496,6 +497,32 @@ class SocketcandServer:
         if not data:
             self._end_of_input(c)  # the peer closed (or reset) its side
             return
+        self._take(c, data)
+
+    def _read_rest(self, c: _Client) -> None:
+        """A send to ``c`` failed: it closed with our replies unread, which resets the
+        connection. What it sent before is still in our receive buffer, and a bus carries
+        every frame put on it before its sender closed (LeRobot's disconnect sends its
+        disable frames, then closes), so read it all and take it, then end its input."""
+        c.unwritable = True
+        with self._lock:
+            c.out.clear()
+        chunks = []
+        while True:
+            try:
+                data = c.sock.recv(65536)
+            except OSError:  # BlockingIOError included: nothing more now
+                break
+            if not data:
+                break
+            chunks.append(data)
+        if chunks:
+            self._take(c, b"".join(chunks))
+        if not c.closed:
+            self._end_of_input(c)
+
+    def _take(self, c: _Client, data: bytes) -> None:
+        """Bytes ``c`` sent: its handshake, or frames behind its line-rate queue."""
         if c.state == "raw" and c.hold_until:
             with self._lock:  # it speaks, so it has read rawmode's '< ok >': send what waits
                 self._release_held(time.monotonic(), c)
@@ -681,7 +708,7 @@ class SocketcandServer:
     def _flush(self, c: _Client) -> None:
         """Write what is queued for ``c`` (one system call); closes it when it is stalled."""
         assert self._sel is not None
-        if c.eof:  # it closed its side: nothing more goes to it
+        if c.eof or c.unwritable:  # it closed its side: nothing more goes to it
             with self._lock:
                 c.out.clear()
             return
@@ -703,7 +730,7 @@ class SocketcandServer:
         if stalled:
             self._close_stalled(c, stalled)
         elif n < 0:
-            self._drop(c)
+            self._read_rest(c)
         elif pending != c.writing:
             c.writing = pending
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0)

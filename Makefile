@@ -37,12 +37,16 @@ xvfb:
 	    echo "xvfb could not be installed: the viewer tests will be skipped"; \
 	  else echo "xvfb not installed (not root or no apt-get): the viewer tests will be skipped"; fi; }
 
+# Bytecode caches on even where the machine sets PYTHONDONTWRITEBYTECODE (this one does):
+# otherwise every worker rewrites every test module's asserts and every `rob-twin`
+# subprocess compiles the package again (about 7 s a worker and 0.2 s a subprocess)
+PYTEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 # worksteal: an idle worker takes tests from the other's queue, so one long file (the
 # journeys) does not leave a worker idle at the end as whole-file scheduling did
 test: $(STAMP) chromium xvfb
 	$(PY) -m ruff check cli twin controllers planners experiments tests models examples
 	$(PY) -m ruff format --check cli twin controllers planners experiments tests models examples
-	$(PY) -m pytest -n 2 --dist worksteal
+	$(PYTEST_ENV) $(PY) -m pytest -n 2 --dist worksteal
 
 stress: $(STAMP)
 	ROB_TWIN_STRESS=1 $(PY) -m pytest -m stress
@@ -55,7 +59,7 @@ BURNERS ?= 2
 .PHONY: test-under-load
 test-under-load: $(STAMP) chromium xvfb
 	@$(PY) scripts/cpu_burner.py -n $(BURNERS) & burner=$$!; \
-	$(PY) -m pytest -m realtime -rs; rc=$$?; \
+	$(PYTEST_ENV) $(PY) -m pytest -m realtime -rs; rc=$$?; \
 	kill $$burner; wait $$burner; exit $$rc
 
 # A longer seeded campaign over the outward surfaces (control port, teleop messages, plan

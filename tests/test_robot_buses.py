@@ -65,8 +65,4 @@ def test_a_run_over_the_bus_budget_says_so(tmp_path, capsys):
     assert over and {b["bus"] for b in over} == {bus for bus, x in loads.items() if x > 0.8}
     assert all(f"WARNING: bus {b['bus']}" in out for b in over)
     assert "over budget" in (tmp_path / "demo_openarm" / "summary.md").read_text()
-    code = main(["demo", "--robot", "openarm", "--no-video", "--out", str(tmp_path / "fd")])
-    capsys.readouterr()
-    summary = json.loads((tmp_path / "fd" / "demo_openarm" / "summary.json").read_text())
-    assert code == 0 and "bus_over_budget" not in summary
-    assert all("FD" in b["config"] for b in summary["bus"].values())
+    # on its default CAN FD bus the same demo is within budget: tests/test_journeys.py

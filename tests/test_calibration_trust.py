@@ -245,7 +245,7 @@ def test_parquet_and_log_of_the_same_data_take_the_same_rollouts(recs, tmp_path)
 # ---------------------------------------------------------------- the coverage study
 
 
-COVERAGE_SECONDS = 2.0  # per draw: the study's machinery, not its figure (bench calibration)
+COVERAGE_SECONDS = 1.5  # per draw: the study's machinery, not its figure (bench calibration)
 
 
 def test_a_small_coverage_study_counts_truths_inside_their_intervals():

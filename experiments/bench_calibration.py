@@ -60,8 +60,8 @@ VALIDATE_S = 4.0
 MAX_ITERS = 15
 # the seeded excitation's tone bands [Hz] (synthetic.excitation_source): "default" (top
 # tone 0.90-1.37 Hz) or "fast" (1.4-2.2 Hz, synthetic.FAST_BANDS_HZ); the environment
-# variable ROB_TWIN_CAL_BANDS changes it. Simulated, seed 6100, 4 draws per robot (issue
-# 44): "fast" took ROB draw 0's right J2 armature from 17.7 % to 1.5 % off, but recovered no
+# variable ROB_TWIN_CAL_BANDS changes it. Simulated, seed 6100, 4 draws per robot:
+# "fast" took ROB draw 0's right J2 armature from 17.7 % to 1.5 % off, but recovered no
 # more draws (ROB 3/4, OpenArm 3/4), and fewer truths fell inside their intervals (ROB
 # 18/20, OpenArm 16/20, against 20/20 and 18/20): it stays a choice, not the default
 EXCITATION_BANDS = os.environ.get("ROB_TWIN_CAL_BANDS", "default")

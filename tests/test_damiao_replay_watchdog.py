@@ -1,5 +1,5 @@
 """A replay's Damiao drives carry the CAN watchdog the recording's host armed before the
-recording started (issue 44): a host that stops sending mid-recording leaves its drives
+recording started: a host that stops sending mid-recording leaves its drives
 limp 0.1 s later in the recording, and so in the replay."""
 
 from __future__ import annotations

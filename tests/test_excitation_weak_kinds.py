@@ -1,4 +1,4 @@
-"""Weak kinds in the calibration benchmark (issue 44): the seeded excitation's faster band
+"""Weak kinds in the calibration benchmark: the seeded excitation's faster band
 (more acceleration for an armature the drive noise hides) and the benchmark's verdict that
 tells a miss the fit warned of (its interval wider than the limit) from a wrong number."""
 

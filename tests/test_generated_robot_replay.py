@@ -1,5 +1,5 @@
-"""A generated Damiao robot's synthetic recording replays bit for bit with its hidden values
-(issue 44). Seed 8 (``rob_twin.experiments.robot_factory``, implicitfast integrator),
+"""A generated Damiao robot's synthetic recording replays bit for bit with its hidden values.
+Seed 8 (``rob_twin.experiments.robot_factory``, implicitfast integrator),
 hidden right J2 armature 0.05, the unseeded excitation: from 1.68 s the left wrist presses
 on the right shoulder, the left owner faults on its tracking error at 2.32 s and stops
 sending, and the CAN watchdog its bring-up wrote (TIMEOUT 0.1 s) leaves the left drives
@@ -66,7 +66,7 @@ def test_the_replay_with_the_hidden_values_is_bit_exact(recorded):
 
 
 def test_a_sidecar_without_the_registers_does_not_replay_exactly(recorded, tmp_path):
-    """The recording as the recorder wrote it before issue 44: no drive_registers."""
+    """The recording as the recorder wrote it before it stored drive_registers: none."""
     robot, path, final_qpos, _ = recorded
     old = tmp_path / path.name
     shutil.copy(path, old)

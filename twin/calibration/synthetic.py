@@ -44,8 +44,8 @@ EXCITATION_HZ = (0.23, 0.61, 1.37)  # three incommensurate tones per joint
 SEEDED_BANDS_HZ = ((0.13, 0.33), (0.38, 0.84), (0.90, 1.37))
 SEEDED_GAP_HZ = 0.03
 # a seeded excitation with more acceleration: the top tone 1.4-2.2 Hz (qdd grows with f^2:
-# about 2.2x the default band's at its centre). Simulated, 4 s recordings with drive noise
-# (issue 44): ROB's right J2 armature (calibration benchmark draw 0), 5.2-17.7 % off with
+# about 2.2x the default band's at its centre). Simulated, 4 s recordings with drive noise:
+# ROB's right J2 armature (calibration benchmark draw 0), 5.2-17.7 % off with
 # the default bands over three noise seeds, 0.3-1.5 % with these; over the benchmark's
 # eight draws it recovered no more of them and covered fewer truths (bench_calibration)
 FAST_BANDS_HZ = ((0.13, 0.33), (0.38, 0.84), (1.40, 2.20))

@@ -241,3 +241,21 @@ def test_the_cli_exits_2_with_one_json_object_when_the_port_is_no_bank(capsys):
     assert "bank_control_port" in payload["error"] and str(port) in payload["error"]
     assert main(["mirror", "--bank-control-port", "0", "--json"]) == 2
     assert "1..65535" in json.loads(capsys.readouterr().out)["error"]
+
+
+@pytest.mark.parametrize(
+    ("lag_s", "words"),
+    [(0.012, "bank lag 12.0 ms"), (-0.0036, "bank 3.6 ms ahead"), (None, "bank lag: no answer")],
+)
+def test_the_status_line_says_a_bank_ahead_of_the_wall_clock_is_ahead_not_a_negative_lag(
+    lag_s, words
+):
+    from rob_twin.twin.bus.mirror_live import status_line
+
+    watch = BankLagWatch()
+    if lag_s is not None:
+        watch.observe(100.0, lag_s, max(lag_s, 0.0))
+    mirror = MirrorTwin({"right": [0.0] * 7}, 100.0, 0.02, lag_gate=LagGate(watch))
+    line = status_line(mirror, 1.0, 0.0)
+    assert f"{words}, 0 replies left out" in line, line
+    assert "lag -" not in line

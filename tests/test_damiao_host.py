@@ -193,6 +193,7 @@ def test_mirror_follows_a_host_driving_a_damiao_bus_without_alarm(machine_jitter
     s = json.loads(out)
     assert mirror.returncode == (1 if s["alarms"] else 0), err
     assert s["family"] == "damiao" and s["send_attempts"] == 0 and s["hardware_io"] is False
+    assert s["robot"]["name"] == "openarm" and s["robot"]["family"] == "damiao"
     # the twin follows: no alarm while the bank keeps pace with the wall clock; where it fell
     # behind (a loaded machine), no difference beyond what its lag explains
     explained = MIRROR_TOLERANCE_RAD + HOST_SPEED_RAD_S * lag

@@ -27,7 +27,7 @@ import can
 import numpy as np
 import pytest
 from rob_twin.controllers.codec import encode_sample
-from rob_twin.models.names import Arm
+from rob_twin.models.names import ROB, Arm
 from rob_twin.twin.bus.listen_only import ListenOnlyBus, TransmitRefusedError
 from rob_twin.twin.bus.mirror import MirrorInputError, MirrorTwin, TwinParameters
 from rob_twin.twin.bus.mirror_live import MirrorConfig
@@ -299,6 +299,7 @@ def test_three_mirrors_on_a_live_bank_alarm_only_where_the_arm_differs_and_send_
     code, right = out["right"]
     assert code == 0 and right["alarms"] == [], {k: right.get(k) for k in ("alarms", "end_reason")}
     assert right["hardware_io"] is False and right["send_attempts"] == 0
+    assert right["robot"]["name"] == ROB and len(right["robot"]["model_hash"]) == 16
     assert right["commands_fed"] == sent["right"]
     assert max(right["arms"]["right"]["max_abs_diff_rad"]) < 0.05
     lag = right["bank_lag"]

@@ -265,8 +265,13 @@ def status_line(mirror: MirrorTwin, elapsed_s: float, lag_s: float) -> str:
     gate = mirror.lag_gate
     if gate is not None:
         now, answering = gate.watch.lag_s, gate.watch.answering
-        bank = "no answer" if now is None or answering is False else f"{1000 * now:.1f} ms"
-        parts.append(f"bank lag {bank}, {gate.excluded} replies left out")
+        if now is None or answering is False:
+            bank = "bank lag: no answer"
+        elif now < 0:  # the bank's physics a step ahead of the wall clock: no lag
+            bank = f"bank {-1000 * now:.1f} ms ahead"
+        else:
+            bank = f"bank lag {1000 * now:.1f} ms"
+        parts.append(f"{bank}, {gate.excluded} replies left out")
     return " | ".join(parts)
 
 
@@ -305,7 +310,8 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
     mirror: MirrorTwin | None = None
     from rob_twin.models.robot import robot_of
 
-    protocol = bus_protocol(robot_of(cfg.robot))
+    robot = robot_of(cfg.robot)
+    protocol = bus_protocol(robot)
     poller: BankLagPoller | None = None
     if cfg.bank_control_port is not None:  # asked once now: a wrong port is bad input
         host = cfg.host if cfg.interface == "socketcand" else LOCALHOST
@@ -346,13 +352,14 @@ def _run(cfg, parameters, on_status, on_alarm, on_ready, telemetry, on_tick=None
             on_ready(
                 "mirror: listening (never transmitting) on "
                 + ", ".join(f"{cfg.channels[a.value]} ({a.value})" for a in arms)
-                + f", robot {protocol.robot.name if protocol.robot else 'rob'} "
+                + f", robot {robot.name} "
                 f"({protocol.family} drives), {_alarm_words(cfg)}, parameters "
                 f"{mirror.parameters.name} (simulated twin; hardware_io: false)"
             )
-        return _follow(
+        summary = _follow(
             cfg, mirror, frames, on_status, on_alarm, telemetry, buses, build_s, on_tick, poller
         )
+        return {"robot": robot.identity(), **summary}
     finally:
         if poller is not None:
             poller.stop()

@@ -55,14 +55,13 @@ def coal_capped(oracle, g1: np.ndarray, g2: np.ndarray, horizon_m: float) -> tup
     lower bound) otherwise; and the number of coal queries made (``CoalOracle.distance``'s
     figures). A pair with a box whose world box is at least the horizon from the other
     geom's along a world axis gets the horizon without a query (``_capped``)."""
+    pairs = _PairSet(oracle.model, g1, g2)
     data = oracle.data
     out, queries = _capped(
-        _PairSet(oracle.model, g1, g2),
+        pairs,
         oracle.shapes,
-        data.geom_xpos[g1][None],
-        data.geom_xpos[g2][None],
-        data.geom_xmat[g1][None],
-        data.geom_xmat[g2][None],
+        data.geom_xpos[pairs.geoms][None],
+        data.geom_xmat[pairs.geoms][None],
         horizon_m,
     )
     return out[0], queries
@@ -70,22 +69,24 @@ def coal_capped(oracle, g1: np.ndarray, g2: np.ndarray, horizon_m: float) -> tup
 
 class _PairSet:
     """What ``_capped`` needs of geom pairs (g1[i], g2[i]) of ``model`` besides their poses:
-    bounding radii, which involve a plane, which a box (``boxes``), and for those the two
-    geoms' box half sizes (zero for a geom that is no box) and bounding radii of the geoms
-    that are no box (``round1``, ``round2``: nan for a box)."""
+    the geoms involved (``geoms``, sorted, unique) and each pair's two positions among them
+    (``i1``, ``i2``); the pairs' bounding radii, which involve a plane, which a box
+    (``boxes``); per geom its box half sizes (zero for a geom that is no box) and, for a geom
+    that is no box, its bounding radius (``round_``: nan for a box)."""
 
     def __init__(self, model: mujoco.MjModel, g1: np.ndarray, g2: np.ndarray):
         t1, t2 = model.geom_type[g1], model.geom_type[g2]
         self.g1, self.g2 = g1, g2
+        self.geoms = np.unique(np.concatenate([g1, g2]))
+        self.i1 = np.searchsorted(self.geoms, g1)
+        self.i2 = np.searchsorted(self.geoms, g2)
         self.rb1, self.rb2 = model.geom_rbound[g1], model.geom_rbound[g2]
         self.plane = (t1 == _PLANE) | (t2 == _PLANE)
         self.boxes = np.flatnonzero((t1 == _BOX) | (t2 == _BOX))
-        sides = []
-        for g, t in ((g1, t1), (g2, t2)):
-            g, box = g[self.boxes], t[self.boxes] == _BOX
-            half = np.where(box[:, None], model.geom_size[g], 0.0)
-            sides.append((half, np.where(box, np.nan, model.geom_rbound[g])))
-        (self.half1, self.round1), (self.half2, self.round2) = sides
+        box = model.geom_type[self.geoms] == _BOX
+        self.half = np.where(box[:, None], model.geom_size[self.geoms], 0.0)
+        self.round_ = np.where(box, np.nan, model.geom_rbound[self.geoms])
+        self.box_geoms = np.unique(np.concatenate([self.i1[self.boxes], self.i2[self.boxes]]))
 
 
 def _extents(half: np.ndarray, round_: np.ndarray, mat: np.ndarray) -> np.ndarray:
@@ -100,21 +101,26 @@ def _extents(half: np.ndarray, round_: np.ndarray, mat: np.ndarray) -> np.ndarra
     return ext
 
 
-def _capped(pairs: _PairSet, shapes, pos1, pos2, mat1, mat2, horizon_m) -> tuple[np.ndarray, int]:
-    """``coal_capped`` of ``pairs`` at S states at once: ``pos1``, ``pos2`` (S, k, 3) and
-    ``mat1``, ``mat2`` (S, k, 9) the two geoms' world positions and rotations per state;
-    (S, k) distances [m]. Each figure is computed as in one state alone (the same
-    operations element by element), each geom's coal frame built once per state. A pair
+def _capped(pairs: _PairSet, shapes, pos, mat, horizon_m) -> tuple[np.ndarray, int]:
+    """``coal_capped`` of ``pairs`` at S states at once: ``pos`` (S, G, 3) and ``mat``
+    (S, G, 9) the world positions and rotations of ``pairs.geoms`` per state; (S, k)
+    distances [m]. Each figure is computed as in one state alone (the same operations
+    element by element), each geom's world box and coal frame made once per state. A pair
     with a box that is at least the horizon apart along a world axis (the box's world box
     against the other geom's, ``_extents``) gets the horizon without a query: what coal,
     capped, would give it."""
-    gap = np.linalg.norm(pos1 - pos2, axis=-1) - pairs.rb1 - pairs.rb2
+    i1, i2 = pairs.i1, pairs.i2
+    diff = pos[:, i1] - pos[:, i2]
+    gap = np.sqrt(np.add.reduce(diff * diff, axis=-1)) - pairs.rb1 - pairs.rb2
     out = np.minimum(gap, horizon_m)
     query = (gap < horizon_m) | pairs.plane
     b = pairs.boxes
     if b.size and query[:, b].any():  # a box's world box is often far tighter than its sphere
-        apart = np.abs(pos1[:, b] - pos2[:, b]) - _extents(pairs.half1, pairs.round1, mat1[:, b])
-        apart -= _extents(pairs.half2, pairs.round2, mat2[:, b])
+        kb = pairs.box_geoms
+        ext = np.zeros(pos.shape)
+        ext[:, kb] = _extents(pairs.half[kb], pairs.round_[kb], mat[:, kb])
+        apart = np.abs(diff[:, b]) - ext[:, i1[b]]
+        apart -= ext[:, i2[b]]
         far = apart.max(axis=-1) >= horizon_m  # >= the horizon apart along a world axis
         out[:, b] = np.where(far, horizon_m, out[:, b])
         query[:, b] &= ~far
@@ -125,13 +131,11 @@ def _capped(pairs: _PairSet, shapes, pos1, pos2, mat1, mat2, horizon_m) -> tuple
         g1, g2 = pairs.g1, pairs.g2
         request, frames = coal.DistanceRequest(), {}
 
-        def frame(s: int, p: int, side: int):
-            key = (s, int(g2[p] if side else g1[p]))
-            tf = frames.get(key)
+        def frame(s: int, k: int):
+            tf = frames.get((s, k))
             if tf is None:
-                pos, mat = (pos2, mat2) if side else (pos1, mat1)
-                tf = frames[key] = coal.Transform3s(
-                    mat[s, p].reshape(3, 3).copy(), pos[s, p].copy()
+                tf = frames[(s, k)] = coal.Transform3s(
+                    mat[s, k].reshape(3, 3).copy(), pos[s, k].copy()
                 )
             return tf
 
@@ -141,7 +145,12 @@ def _capped(pairs: _PairSet, shapes, pos1, pos2, mat1, mat2, horizon_m) -> tuple
                 out[s, p] = math.nan  # a geom type coal cannot represent
                 continue
             d = coal.distance(
-                shapes[a], frame(s, p, 0), shapes[b], frame(s, p, 1), request, coal.DistanceResult()
+                shapes[a],
+                frame(s, int(i1[p])),
+                shapes[b],
+                frame(s, int(i2[p])),
+                request,
+                coal.DistanceResult(),
             )
             out[s, p] = min(float(d), horizon_m)
     return out, int(near_s.size)
@@ -164,10 +173,8 @@ class CoalJudge:
         index[self.g2, self.g1] = -1
         index.flags.writeable = False
         self.mujoco_index = index
-        self._geoms = np.unique(np.concatenate([self.g1, self.g2]))
-        self._i1 = np.searchsorted(self._geoms, self.g1)  # positions among ``_geoms``
-        self._i2 = np.searchsorted(self._geoms, self.g2)
         self._pairs = _PairSet(model, self.g1, self.g2)
+        self._geoms = self._pairs.geoms
         self._local = threading.local()
 
     def _oracle(self):
@@ -183,14 +190,12 @@ class CoalJudge:
         horizon (``coal_capped``)."""
         oracle = self._oracle()
         oracle.set_qpos(qpos)
-        data, g1, g2 = oracle.data, self.g1, self.g2
+        data, geoms = oracle.data, self._geoms
         out, _ = _capped(
             self._pairs,
             oracle.shapes,
-            data.geom_xpos[g1][None],
-            data.geom_xpos[g2][None],
-            data.geom_xmat[g1][None],
-            data.geom_xmat[g2][None],
+            data.geom_xpos[geoms][None],
+            data.geom_xmat[geoms][None],
             self.horizon_m,
         )
         return out[0]
@@ -210,16 +215,7 @@ class CoalJudge:
             mujoco.mj_kinematics(model, data)
             pos[s] = data.geom_xpos[geoms]
             mat[s] = data.geom_xmat[geoms]
-        i1, i2 = self._i1, self._i2
-        out, _ = _capped(
-            self._pairs,
-            oracle.shapes,
-            pos[:, i1],
-            pos[:, i2],
-            mat[:, i1],
-            mat[:, i2],
-            self.horizon_m,
-        )
+        out, _ = _capped(self._pairs, oracle.shapes, pos, mat, self.horizon_m)
         return out
 
     def merged(

@@ -109,3 +109,25 @@ def test_colliding_line_is_refused_with_the_pair(group):
     assert r.status is CartesianStatus.COLLISION, r
     assert r.failure.pair is not None and str(r.failure.pair) in r.failure.reason
     assert 0 < r.failure.sample < r.failure.samples
+
+
+def test_a_joint_jump_is_refined_until_the_failure_is_named_where_it_is(group):
+    """A line toward the edge of the right arm's workspace: at the default step its IK
+    seems to jump (j4 beyond 0.1 rad between samples); with the samples doubled it is
+    named for what it is, no solution from s = 0.87 on (the line leaves the workspace)."""
+    p = ArmKinematics("right").tcp_pose(group.arm_q("right"))
+    target = {"right": pin.SE3(p.rotation, p.translation + np.array([0.09, -0.32, 0.01]))}
+    coarse = plan_cartesian(group, target, CartesianConfig(jump_refinements=0))
+    assert coarse.status is CartesianStatus.JOINT_JUMP, coarse.failure
+    refined = plan_cartesian(group, target)
+    assert refined.status is CartesianStatus.IK_FAILED, refined.failure
+    assert refined.failure.samples > coarse.failure.samples
+    assert refined.failure.s > coarse.failure.s - 0.1
+
+
+@pytest.mark.parametrize("bad", [-1, 5, 1.5])
+def test_jump_refinements_outside_0_to_4_is_a_config_error(bad):
+    from rob_twin.planners.errors import PlannerConfigError
+
+    with pytest.raises(PlannerConfigError, match="jump_refinements"):
+        CartesianConfig(jump_refinements=bad)

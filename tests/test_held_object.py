@@ -89,10 +89,16 @@ def test_held_object_gate_is_registered():
     assert "held_object" in GATES
 
 
-def test_synchronized_carry_passes_the_gate():
-    res = gate_held_object(RehearsalConfig())
+def test_synchronized_carry_passes_the_gate_on_the_first_carry_the_planner_allows():
+    """A first carry 0.5 m down, which the planner refuses, is named in the report; the gate
+    runs the next one and judges it."""
+    held = HeldGateConfig(translation_m=(0.0, 0.0, -0.5), other_translations_m=((0.05, 0.0, 0.1),))
+    res = gate_held_object(RehearsalConfig(), held)
     assert res.passed, res.detail
     assert res.figures["peak_internal_force_n"] < 10.0 and res.figures["held_s"] > 2.0
+    assert res.figures["carry_m"] == [0.05, 0.0, 0.1] and res.figures["carry_s"] > 0.5
+    (refused,) = res.figures["carries_refused"]
+    assert refused.startswith("carry [0.0, 0.0, -0.5] m not planned")
 
 
 def test_a_skew_that_overloads_the_box_fails_the_gate():
@@ -100,6 +106,7 @@ def test_a_skew_that_overloads_the_box_fails_the_gate():
     sync = gate_held_object(RehearsalConfig(), HeldGateConfig(limits=limits))
     skew = gate_held_object(RehearsalConfig(), HeldGateConfig(limits=limits, skew_s=0.047))
     assert sync.passed, sync.detail
+    assert sync.figures["carry_m"] == [0.05, 0.0, 0.1] and sync.figures["carries_refused"] == []
     assert not skew.passed and "internal force" in skew.detail
     assert skew.figures["peak_internal_force_n"] > 2 * sync.figures["peak_internal_force_n"]
 

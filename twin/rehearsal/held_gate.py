@@ -10,7 +10,10 @@ force or a joint torque exceeds its limit (``HeldObjectLimits``) or a grasp slip
 owner latches a fault, when the box on its stand already penetrates the robot (the default
 box between the hands at home does not fit every robot), or when the carry cannot be planned
 on the robot (its TCPs cannot follow the lines inside their joint limits and workspace, or
-start in collision: the planner's typed reason; the box is then only held). Any robot whose
+start in collision: the planner's typed reason; the box is then only held). A carry the
+planner refuses on a robot (a line through a wrist singularity, out of the workspace) is
+followed by the others of ``other_translations_m`` in turn: the report names the carry run
+(``carry_m``) and each refused (``carries_refused``); ROB and OpenArm run the first. Any robot whose
 arms have TCP kinematics (the ``cartesian_kinematics`` capability: ROB, OpenArm v2, robot
 files) runs it. Simulated figures (``hardware_io: false``).
 """
@@ -37,12 +40,21 @@ from rob_twin.twin.sim.held_record import HeldObjectLimits, HeldRecorder
 @dataclass(frozen=True)
 class HeldGateConfig:
     """box: the held box; limits: the verdict's limits; translation_m: the carry (both TCPs,
-    base frame) [m]; skew_s: how late the left arm's commands start [s]; settle_s: time
-    before the grasp and between grasp and carry [s]."""
+    base frame) [m]; other_translations_m: the carries tried in turn when the planner
+    refuses ``translation_m`` on a robot (its TCP lines cross a singularity or leave the
+    workspace: a line, not the robot, is then at fault), each named in the report; skew_s:
+    how late the left arm's commands start [s]; settle_s: time before the grasp and between
+    grasp and carry [s]."""
 
     box: HeldBoxConfig = field(default_factory=HeldBoxConfig)
     limits: HeldObjectLimits = field(default_factory=HeldObjectLimits)
     translation_m: tuple[float, float, float] = (0.05, 0.0, 0.10)
+    other_translations_m: tuple[tuple[float, float, float], ...] = (
+        (0.0, 0.0, 0.10),
+        (0.05, 0.0, 0.0),
+        (-0.05, 0.0, 0.10),
+        (0.0, 0.0, -0.08),
+    )
     skew_s: float = 0.0
     settle_s: float = 0.2
 
@@ -72,10 +84,15 @@ def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
         size = [round(2.0 * float(v), 4) for v in loop.twin.model.geom(BOX).size]
         obj.grasp()
         loop.run_for(held.settle_s)
-        try:
-            plan = carry_plan(loop, held.translation_m)
-        except (PlanFailedError, ClosedChainError) as err:
-            plan, unplanned = None, f"carry {list(held.translation_m)} m not planned: {err}"
+        plan, carry, refused = None, None, []
+        for translation in (held.translation_m, *held.other_translations_m):
+            try:
+                plan, carry = carry_plan(loop, translation), list(translation)
+                break
+            except (PlanFailedError, ClosedChainError) as err:
+                refused.append(f"carry {list(translation)} m not planned: {err}")
+        if plan is None:
+            unplanned = "; ".join(refused)
         start = loop.time
         if plan is not None:
             dispatch_carry(loop, plan, start, {Arm.LEFT: held.skew_s})
@@ -92,6 +109,8 @@ def held_carry_run(cfg: RehearsalConfig, held: HeldGateConfig) -> dict:
         faults = {a.value: d.owner.fault.value for a, d in loop.drivers.items() if d.owner.fault}
     summary["owner_faults"] = faults
     summary["carry_s"] = carry_duration(plan) if plan is not None else 0.0
+    summary["carry_m"] = carry  # the carry run (None: none planned)
+    summary["carries_refused"] = refused
     summary["skew_s"] = held.skew_s
     if inside:
         summary["passed"] = False
@@ -114,7 +133,8 @@ def gate_held_object(cfg: RehearsalConfig, held: HeldGateConfig | None = None) -
     held = held or default_config()
     lim = held.limits
     requirement = (
-        f"both hands carry a {held.box.mass_kg} kg box {list(held.translation_m)} m in "
+        f"both hands carry a {held.box.mass_kg} kg box {list(held.translation_m)} m (or the "
+        f"first of {len(held.other_translations_m)} other carries the planner allows) in "
         f"lockstep (left skew {held.skew_s * 1e3:g} ms): internal force <= "
         f"{lim.internal_force_n} N, every joint torque <= {lim.torque_fraction} of its "
         "range, no grasp slip, no owner fault"

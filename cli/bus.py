@@ -539,8 +539,11 @@ def register(sub) -> None:
         "--stream",
         default="wave",
         choices=("wave", "hold", "home"),
-        help="targets: wave (a smooth motion around the start), hold (the start pose) or "
-        "home (the robot file's home pose, reached and held) (default: %(default)s)",
+        help="targets: wave (a smooth motion around the start, checked first on the robot's "
+        "own model: a wave that would drive a link into the robot, the other arm or the "
+        "floor, as from the limp pose a Damiao bank starts in, is refused with exit 2 before "
+        "any drive is enabled), hold (the start pose) or home (the robot file's home pose, "
+        "reached and held) (default: %(default)s)",
     )
     host.add_argument(
         "--max-velocity",

@@ -14,9 +14,13 @@ Start-up: connect (a bounded TCP check first, so a missing bank is an error in
 periodic feedback from every joint, or each Damiao drive's state frame asked for with a
 register refresh (within ``startup_feedback_timeout_s``); those positions become the owners'
 initial commanded state. Damiao drives are then brought up (registers checked, enabled
-holding that pose). Then tick every ``1/rate_hz`` s: stream targets (``wave``: a smooth
-motion around the start; ``hold``: the start pose; ``home``: the robot file's home pose,
-reached along the owner's trajectory and held), ``stop_after_s`` calls Stop, ``seconds`` ends
+holding that pose). Before the first sample (and any enable), a ``wave`` is checked on
+the robot's own model over the run (``rob_twin.twin.bus.wave_clearance``): a wave that
+would drive a link into the robot, the other arm or the floor (a Damiao bank's limp arms
+rest against them) is refused, ``WaveBlockedError`` naming the geoms, the depth and when
+(exit 2). Then tick every ``1/rate_hz`` s: stream targets (``wave``: a smooth motion around
+the start; ``hold``: the start pose; ``home``: the robot file's home pose, reached along the
+owner's trajectory and held), ``stop_after_s`` calls Stop, ``seconds`` ends
 the run (Damiao drives are disabled then, ``disable_at_end``). With ``ping_hz`` the host also
 sends a ping frame the bank answers at once (a twin-only diagnostic id), to measure
 the round trip through the bank process.
@@ -81,6 +85,11 @@ FEEDBACK_DRAIN_FRAMES = 1000  # bound on the frames read after every joint repor
 
 class HostError(RobTwinError):
     """The host cannot reach its drives (no bank, unknown channel, no feedback)."""
+
+
+class WaveBlockedError(HostError):
+    """The wave from where the arms are would drive a link into the robot, the other arm or
+    the floor (its own model says so): refused before any drive is enabled (exit 2)."""
 
 
 class BankConnectionError(HostError, ConnectionError):
@@ -227,6 +236,28 @@ def wave_around(
     )
 
 
+def refuse_blocked_wave(robot, sources: dict[Arm, Callable[[float], np.ndarray]], seconds: float):
+    """WaveBlockedError when the wave of ``sources`` (targets [rad] at t [s]) runs into
+    anything within ``seconds`` [s] on the robot's own model
+    (``rob_twin.twin.bus.wave_clearance``)."""
+    from rob_twin.twin.bus.wave_clearance import CONTACT_TOLERANCE_M, first_wave_contact
+
+    hit = first_wave_contact(
+        robot.model(),
+        {a.value: robot.joints(a) for a in Arm},
+        {a.value: src for a, src in sources.items()},
+        seconds,
+    )
+    if hit is not None:
+        raise WaveBlockedError(
+            f"stream wave from where the arms are runs into the robot {robot.name!r} (its own "
+            f"model): {hit.describe()}; valid: no pair more than "
+            f"{1000 * CONTACT_TOLERANCE_M:.0f} mm deeper than at the start. The wave moves "
+            f"every joint up to 0.3 rad from its start; use --stream home or hold, or "
+            f"--seconds under {hit.first_s:.2f}"
+        )
+
+
 class BusLog(logging.Handler):
     """Keeps python-can's log records (``can.*``, WARNING and up) out of stderr: counts
     them and keeps the first line of the first ``BUS_LOG_KEPT``."""
@@ -312,9 +343,17 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
         hi = {a: np.array(owners[a].position_upper) - BOUND_MARGIN_RAD for a in arms}
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
+        sources: dict[Arm, Callable[[float], np.ndarray]] = {}
+
+        def plan(start: dict[Arm, np.ndarray]) -> None:  # before any drive is enabled
+            for k, arm in enumerate(arms):
+                sources[arm] = _source(cfg.stream, start[arm], k, lo[arm], hi[arm], robot.home(arm))
+            if cfg.stream == "wave":
+                refuse_blocked_wave(robot, sources, cfg.seconds)
+
         if damiao:
             start = _start_damiao(
-                cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi, reported
+                cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi, reported, plan
             )
         else:
             for arm in arms:  # the drives' own report, not an assumed pose (home)
@@ -325,6 +364,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                     bounded_codec(owners[arm]),
                 )
             start = {arm: np.clip(reported[arm], lo[arm], hi[arm]) for arm in arms}
+            plan(start)
             for arm in arms:
                 tcfg = TransportConfig(
                     arm=arm,
@@ -337,10 +377,6 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                     arm, clock, start[arm], owners[arm], tcfg, bus=buses[arm]
                 )
         fed_at = clock.now()  # the drives' start-up feedback is this fresh
-        sources = {
-            arm: _source(cfg.stream, start[arm], k, lo[arm], hi[arm], robot.home(arm))
-            for k, arm in enumerate(arms)
-        }
         leases = {arm: drivers[arm].owner.grant_lease("rob-twin host", 1.0) for arm in arms}
         seq = dict.fromkeys(arms, 0)
         goals = {arm: start[arm] for arm in arms}
@@ -492,11 +528,11 @@ def _source(
 
 
 def _start_damiao(
-    cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi, reported
+    cfg, robot, arms, owners, clock, buses, drivers, extras, lo, hi, reported, plan
 ) -> dict:
     """Damiao drives: read each arm's drives as they are (into ``reported`` [rad]), build the
-    owners there, bring the drives up holding that pose (``rob_twin.twin.bus.damiao_host``);
-    the start poses [rad].
+    owners there, ``plan(start)`` (it may refuse the stream: nothing is enabled yet), bring
+    the drives up holding that pose (``rob_twin.twin.bus.damiao_host``); the start poses [rad].
     A bring-up that fails latches DRIVE_ERROR on that arm's owner (the caller ends)."""
     from rob_twin.controllers.damiao_errors import DamiaoTransportError
     from rob_twin.twin.bus.damiao_host import (
@@ -535,6 +571,7 @@ def _start_damiao(
             )
     except (DamiaoHostError, DamiaoTransportError) as err:
         raise HostError(str(err)) from None
+    plan(start)
     # a settle returns as soon as a reply is there to read (at most settle_s): the
     # transport looks five times per round of requests
     reports = bring_up(drivers, lambda arm: lambda: buses[arm].wait_for_frame(cfg.settle_s))

@@ -13,11 +13,12 @@ held box welded to the holding hand (``held_planning_model``): the planner check
 against the world, the body and the other arm at every sample.
 
 ``dispatch_carry(loop, plan, start_s, skew_s)`` streams each arm's planned (p, v, a) to its
-owner at every owner tick, the arm's clock offset by ``skew_s[arm]``: skew 0 is what the
-synchronized executor's one shared start stamp gives; a skew is what independent dispatch of
-the two arms' commands gives when one arrives that much later (middleware, host load). Once an
-arm's last sample is sent the task leaves that arm alone (its owner holds that target), so a
-later carry can take over.
+owner at every owner tick (``sample``: the executor's quintic Hermite between the plan's
+samples, one owner period ahead as the executor sends them), the arm's clock offset by
+``skew_s[arm]``: skew 0 is what the synchronized executor's one shared start stamp gives; a
+skew is what independent dispatch of the two arms' commands gives when one arrives that much
+later (middleware, host load). Once an arm's last sample is sent the task leaves that arm
+alone (its owner holds that target), so a later carry can take over.
 
 Units: metres, seconds, radians.
 """
@@ -31,6 +32,7 @@ from functools import lru_cache
 import mujoco
 import numpy as np
 import pinocchio as pin
+from rob_twin.controllers.trajectory import MultiArmTrajectory
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import Robot
 from rob_twin.models.robot_model import compile_quietly, robot_spec
@@ -159,44 +161,56 @@ def carry_plan(
     return plan
 
 
-def sample(plan: Plan, arm: Arm, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The plan's (p, v, a) of ``arm`` at plan time ``t`` [s] (linear between its 125 Hz
-    samples; held at the ends)."""
-    tr = plan.arms[arm.value]
-    ts = plan.t
-    t = min(max(t, float(ts[0])), float(ts[-1]))
-    k = int(min(np.searchsorted(ts, t, side="right") - 1, len(ts) - 2))
-    w = 0.0 if ts[k + 1] == ts[k] else (t - ts[k]) / (ts[k + 1] - ts[k])
-    at_end = t >= float(ts[-1])
+def carry_trajectory(plan: Plan) -> MultiArmTrajectory:
+    """``plan``'s arms as the executor's ``MultiArmTrajectory`` (time from its first sample)."""
+    return MultiArmTrajectory.from_arrays(
+        {arm: (plan.t, tr.q, tr.qd, tr.qdd) for arm in Arm for tr in [plan.arms[arm.value]]},
+        joints={arm: plan.arms[arm.value].q.shape[1] for arm in Arm},
+    )
 
-    def lerp(x):
-        return (1 - w) * x[k] + w * x[k + 1]
 
-    if at_end:
-        return tr.q[-1].copy(), np.zeros_like(tr.q[-1]), np.zeros_like(tr.q[-1])
-    return lerp(tr.q), lerp(tr.qd), lerp(tr.qdd)
+def sample(
+    plan: Plan | MultiArmTrajectory, arm: Arm, t: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plan's (p, v, a) of ``arm`` at plan time ``t`` [s from its first sample]: the
+    executor's quintic Hermite between its 125 Hz samples (``MultiArmTrajectory.sample``: p,
+    v and a agree with each other, so a stream of them is a state the owner's jerk-limited
+    Ruckig reaches in one period; linear interpolation of each is not: between samples its
+    positions stray from the integral of its velocities by up to a * h^2 / 8, which the owner
+    can only reach by a longer profile, and falls behind); held at rest past the end."""
+    traj = plan if isinstance(plan, MultiArmTrajectory) else carry_trajectory(plan)
+    p, v, a = traj.sample(arm, t)
+    if t >= traj.duration_s:
+        return p, np.zeros_like(p), np.zeros_like(p)
+    return p, v, a
 
 
 def dispatch_carry(
     loop, plan: Plan, start_s: float, skew_s: Mapping[Arm, float] | None = None
 ) -> str:
     """Stream ``plan`` to both owners from simulated time ``start_s`` [s], each arm's clock
-    late by ``skew_s[arm]`` [s] (default 0); returns the scheduler task's name."""
+    late by ``skew_s[arm]`` [s] (default 0); returns the scheduler task's name. Like the
+    executor, the target an owner takes at its tick T is the plan at T + one owner period
+    (what the owner publishes at T is its commanded state for T + period); a target
+    submitted at tick T is taken at the next one (the owners tick before this task), so
+    the arm's commanded state at ``start_s + skew + tau`` is the plan's at ``tau``."""
     skew = {arm: float((skew_s or {}).get(arm, 0.0)) for arm in Arm}
     for arm, s in skew.items():
         if not (math.isfinite(s) and 0.0 <= s <= 1.0):
             raise TwinInputError(f"skew_s[{arm.value!r}]", s, "in [0, 1] s")
     name = f"carry/{len(loop.twin.scheduler.tasks)}"
-    end = {arm: start_s + skew[arm] + carry_duration(plan) for arm in Arm}
+    traj = carry_trajectory(plan)
+    lookahead = 2.0 / loop.config.owner_rate_hz  # taken one period later, for one more
     sent_last = {arm: False for arm in Arm}
 
     def task(now: float) -> None:
         for arm in Arm:
             if now + 1e-9 < start_s + skew[arm] or sent_last[arm]:
                 continue  # not yet, or done: the owner holds its last target, a later carry
-            p, v, a = sample(plan, arm, now - start_s - skew[arm])  # may command the arm
+            tau = now - start_s - skew[arm] + lookahead
+            p, v, a = sample(traj, arm, tau)  # may command the arm
             loop.command(arm, p, v, a)
-            sent_last[arm] = now >= end[arm]
+            sent_last[arm] = tau >= traj.duration_s
 
     loop.twin.scheduler.add(name, loop.config.owner_rate_hz, task)
     return name

@@ -6,7 +6,7 @@
 pinging every 5 ms (a host's tick) and a flooding client in its own process sending
 8-byte frames on id 0x5A5 at ``--flood-hz`` frames/s (0: as fast as it can). Prints one JSON
 object: the line rate of the flood's frame, frames the flooder sent, frames admitted onto the
-bus and their rate, the server's ``rate_limited`` / ``flood_dropped`` / ``stalled_disconnects``,
+bus and their rate, the server's ``rate_limited`` / ``reads_paused`` / ``stalled_disconnects``,
 and whether the python-can client stayed connected with every ping answered (round trip
 p50/p99/max, frames it had to read). ``--no-line-limit`` measures the server without its
 line-rate limit (as it was before). 127.0.0.1 only; simulated load on this machine,
@@ -131,7 +131,7 @@ def measure(flood_hz: float, seconds: float, bus_spec: str, line_limit: bool) ->
         "flood_admitted": len(stamps),
         "flood_admitted_fps": round(len(stamps) / span, 1) if span else None,
         "rate_limited": report["rate_limited"],
-        "flood_dropped": report["flood_dropped"],
+        "reads_paused": report["reads_paused"],
         "stalled_disconnects": report["stalled_disconnects"],
         "host_error": error,
         "host_frames_received": received,

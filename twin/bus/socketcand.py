@@ -57,15 +57,16 @@ No client can crowd out another:
   length (``rob_twin.twin.bus.frame_bits``, interframe space included) of that sender's
   line time, and a frame is admitted once its sender's line is free, or at most
   ``SocketcandLimits.line_burst_s`` ahead (a burst a controller's transmit queue would hold).
-  Frames beyond that wait, in order, in a bounded per-sender queue (counted
-  ``rate_limited``), as arbitration would delay them; when that queue
-  (``sender_queue_frames``) is full, further frames from that sender are dropped (counted
-  ``flood_dropped``; a SocketCAN socket answers ENOBUFS there). Only the sender's own frames
-  wait or are dropped: a flood of one client reaches the others at most at the line rate,
-  no other client's frames wait behind it and none is closed for it (the one I/O thread
-  still spends time reading and dropping what a flood sends beyond its queue). A client
-  that closes with frames still queued keeps its place until they are all admitted
-  (nothing it sent is lost).
+  Frames beyond that wait, in order, in a per-sender queue (counted ``rate_limited``), as
+  arbitration would delay them; when that queue holds ``sender_queue_frames`` the server
+  stops reading that sender's socket until half of them are admitted (counted
+  ``reads_paused``): the rest of a flood waits in the sender's own socket buffers
+  (``socket_receive_buffer_bytes`` here), TCP holds the sender back as a full transmit queue
+  would, and nothing is dropped. Only the sender's own frames wait: a flood of one client
+  reaches the others at most at the line rate, no other client's frames wait behind it,
+  none is closed for it, and the server reads and parses no more of a flood than the line
+  rate admits. A client that closes with frames still queued keeps its place until they
+  are all admitted (nothing it sent is lost).
   The limit is per sender: N flooding clients may together put N line rates on a channel.
 * Bounded handshakes. At most ``max_pending_handshakes`` connections (and
   ``max_pending_per_address`` from one address) may be in their handshake at once; a new
@@ -149,7 +150,9 @@ class SocketcandLimits:
     ``poll_s``: [s] how often timeouts are checked and ``close()`` is noticed.
 
     Fairness (module docstring): ``sender_queue_frames``: frames of one client waiting for its
-    line rate (1..1,000,000; 8,192: ~1 s of 8-byte frames at 1 Mbit/s); more are dropped;
+    line rate (1..1,000,000; 8,192: ~1 s of 8-byte frames at 1 Mbit/s); at that many the
+    sender's socket is not read until half are admitted; ``socket_receive_buffer_bytes``:
+    SO_RCVBUF asked for each client socket (what a paused sender may have in flight);
     ``line_burst_s``: [s] how far ahead of its line time a sender's frames are admitted at
     once (0..1; 1.5 ms: about ten 8-byte frames at 1 Mbit/s, a SocketCAN queue of 10;
     0: strictly one frame after another); ``max_pending_handshakes``: connections in their
@@ -161,6 +164,7 @@ class SocketcandLimits:
 
     send_queue_bytes: int = 64 * 1024
     socket_send_buffer_bytes: int = 64 * 1024
+    socket_receive_buffer_bytes: int = 64 * 1024
     stall_timeout_s: float = 2.0
     handshake_timeout_s: float = 5.0
     max_message_bytes: int = 256
@@ -175,6 +179,7 @@ class SocketcandLimits:
         for name, lo, hi in (
             ("send_queue_bytes", 1024, 1 << 30),
             ("socket_send_buffer_bytes", 1024, 1 << 30),
+            ("socket_receive_buffer_bytes", 1024, 1 << 30),
             ("max_message_bytes", 64, 65536),
             ("max_clients", 1, 100_000),
             ("sender_queue_frames", 1, 1_000_000),
@@ -212,7 +217,7 @@ class ChannelStats:
     stalled_disconnects: int = 0  # clients closed because they stopped reading
     garbage_bytes: int = 0  # bytes outside any message, discarded
     rate_limited: int = 0  # messages from clients that waited for their sender's line rate
-    flood_dropped: int = 0  # messages from clients dropped: their sender's queue was full
+    reads_paused: int = 0  # times a sender's socket went unread: its queue was full
     last_error: str = ""
 
 
@@ -241,6 +246,7 @@ class _Client:
     last_progress: float = 0.0  # when it last took a byte, or its queue was empty
     stalled: str = ""  # why it is to be closed as stalled
     writing: bool = False  # registered for write readiness
+    paused: bool = False  # its socket is not read: its queue for the line is full
     closed: bool = False
     address: str = ""  # the peer's IP address
     queue: deque = field(default_factory=deque)  # its messages waiting for its line time
@@ -446,6 +452,9 @@ class SocketcandServer:
             sock.setsockopt(
                 socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.socket_send_buffer_bytes
             )
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_RCVBUF, self.limits.socket_receive_buffer_bytes
+            )
             now = time.monotonic()
             c = _Client(
                 sock,
@@ -540,24 +549,24 @@ class SocketcandServer:
             self._queue(c, messages[k:] if k else messages)
 
     def _queue(self, c: _Client, messages: list[str]) -> None:
-        """A raw client's messages behind what it has waiting (what does not fit in
-        ``sender_queue_frames`` is dropped), then admitted as far as its line time allows."""
+        """A raw client's messages behind what it has waiting, admitted as far as its line
+        time allows; with ``sender_queue_frames`` still waiting its socket is not read until
+        half of them are admitted (``_admit``)."""
         st = self.stats[c.channel]
         now = time.monotonic()
         if not c.queue:  # its line was idle until now: no credit for the idle time
             c.line_free_at = max(c.line_free_at, now)
-        room = max(0, self.limits.sender_queue_frames - len(c.queue))
-        if len(messages) > room:
-            dropped = len(messages) - room
-            st.flood_dropped += dropped
-            st.last_error = (
-                f"{dropped} frames from a client dropped: its {self.limits.sender_queue_frames} "
-                f"frames waiting for the line ({self.bus.label()}) are a full queue"
-            )
-            messages = messages[:room]
         c.queue.extend(messages)
         self._admit(c, now)
         st.rate_limited += min(len(messages), len(c.queue))  # the new ones still waiting
+        if not c.closed and not c.paused and len(c.queue) >= self.limits.sender_queue_frames:
+            c.paused = True
+            st.reads_paused += 1
+            st.last_error = (
+                f"a client's socket not read for a while: its {len(c.queue)} frames waiting "
+                f"for the line ({self.bus.label()}) are a full queue"
+            )
+            self._set_events(c)
 
     def _admit(self, c: _Client, now: float) -> None:
         """Handle ``c``'s waiting messages in order while its line is free (or at most
@@ -569,6 +578,9 @@ class SocketcandServer:
             n += 1
             if n % FLUSH_EVERY_MESSAGES == 0:
                 self._flush_dirty()
+        if c.paused and len(c.queue) <= self.limits.sender_queue_frames // 2:
+            c.paused = False  # read it again
+            self._set_events(c)
         if c.queue and not c.closed:
             self._pacing.add(c)
             return
@@ -733,8 +745,26 @@ class SocketcandServer:
             self._read_rest(c)
         elif pending != c.writing:
             c.writing = pending
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0)
-            self._sel.modify(c.sock, events, c)
+            self._set_events(c)
+
+    def _set_events(self, c: _Client) -> None:
+        """Register ``c`` for what is to be watched: reading unless it is paused (or its
+        input ended), writing while bytes wait for it; neither: not registered."""
+        if self._sel is None or c.closed:
+            return
+        events = (0 if c.paused or c.eof else selectors.EVENT_READ) | (
+            selectors.EVENT_WRITE if c.writing and not c.eof else 0
+        )
+        try:
+            if not events:
+                self._sel.unregister(c.sock)
+            else:
+                try:
+                    self._sel.modify(c.sock, events, c)
+                except KeyError:
+                    self._sel.register(c.sock, events, c)
+        except (KeyError, ValueError):
+            pass
 
     def _sweep(self, now: float) -> None:
         """Handshakes that ran out of time; clients that took nothing for too long."""

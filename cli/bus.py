@@ -156,8 +156,12 @@ def _us(p: dict) -> str:
 
 def host_summary(report: dict) -> list[str]:
     """The host report as a few human lines (``--json`` prints the report itself)."""
+    stream = report["stream"]
+    scale = report.get("wave_scale")
+    if scale not in (None, 1.0):  # the full wave ran into something: a smaller or mirrored one
+        stream += f" at {abs(scale):g} of its size{', mirrored' if scale < 0 else ''}"
     lines = [
-        f"host: {report['ticks']} ticks at {report['rate_hz']:g} Hz ({report['stream']}) against "
+        f"host: {report['ticks']} ticks at {report['rate_hz']:g} Hz ({stream}) against "
         f"{report['interface']} {report['endpoint']}; ended: {report['ended']} after "
         f"{report['ended_at_s']:.2f} s (simulated drives; hardware_io: false)"
     ]
@@ -540,10 +544,11 @@ def register(sub) -> None:
         default="wave",
         choices=("wave", "hold", "home"),
         help="targets: wave (a smooth motion around the start, checked first on the robot's "
-        "own model: a wave that would drive a link into the robot, the other arm or the "
-        "floor, as from the limp pose a Damiao bank starts in, is refused with exit 2 before "
-        "any drive is enabled), hold (the start pose) or home (the robot file's home pose, "
-        "reached and held) (default: %(default)s)",
+        "own model: where it would drive a link into the robot, the other arm or the floor, "
+        "as from the limp pose a Damiao bank starts in, the wave mirrored, then at half and a "
+        "quarter of its size is taken, and when all run into something it is refused with "
+        "exit 2 before any drive is enabled), hold (the start pose) or home (the robot "
+        "file's home pose, reached and held) (default: %(default)s)",
     )
     host.add_argument(
         "--max-velocity",

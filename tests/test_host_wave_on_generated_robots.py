@@ -86,3 +86,30 @@ def test_the_wave_from_the_limp_arms_goes_into_the_floor(tmp_path):
     assert "wrist" in hit.moving and "ground" in hit.other, hit.describe()
     assert hit.depth_m > 10 * CONTACT_TOLERANCE_M, hit.describe()
     assert 0 < hit.first_s <= hit.deepest_s <= RUN_S
+
+
+def test_a_second_wave_on_rob_from_where_the_first_left_it_is_mirrored_not_refused():
+    """ROB's arms where a first host's 2 s wave left them: the same wave again drives the
+    left arm's link3 into its mount; the host takes the first clear one of WAVE_SCALES (the
+    mirrored wave), where it refused every second host with the default stream."""
+    from rob_twin.twin.bus.host_process import WAVE_SCALES, clear_wave
+
+    robot = robot_of("rob")
+    lo = {a: np.array([r[0] for r in robot.joint_ranges(a)]) + BOUND_MARGIN_RAD for a in Arm}
+    hi = {a: np.array([r[1] for r in robot.joint_ranges(a)]) - BOUND_MARGIN_RAD for a in Arm}
+    start = {
+        a: wave_around(np.clip(robot.home(a), lo[a], hi[a]), k, lo[a], hi[a])(2.0)
+        for k, a in enumerate(Arm)
+    }
+
+    def waves(scale: float):
+        return {a: wave_around(start[a], k, lo[a], hi[a], scale) for k, a in enumerate(Arm)}
+
+    joints = {a.value: robot.joints(a) for a in Arm}
+    full = first_wave_contact(
+        robot.model(), joints, {a.value: s for a, s in waves(1.0).items()}, 2.0
+    )
+    assert full is not None and "mount" in full.other, full
+    scale, sources = clear_wave(robot, waves, 2.0)
+    assert scale == WAVE_SCALES[1] == -1.0
+    assert np.allclose(sources[Arm.LEFT](0.7), waves(-1.0)[Arm.LEFT](0.7))

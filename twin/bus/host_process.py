@@ -222,40 +222,53 @@ def wait_for_feedback(
     return np.array([seen[j] for j in range(1, JOINTS_PER_ARM + 1)])
 
 
+# the waves tried in turn when the full one runs into something: (amplitude factor, sign)
+WAVE_SCALES = (1.0, -1.0, 0.5, -0.5, 0.25, -0.25)
+
+
 def wave_around(
-    start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray
+    start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray, scale: float = 1.0
 ) -> Callable[[float], np.ndarray]:
-    """A smooth motion of every joint around ``start`` (0.15 rad, 0.3-0.5 Hz), inside [lo, hi]
-    (as many joints as ``start`` has; seven: as it always was)."""
+    """A smooth motion of every joint around ``start`` (0.15 rad times ``scale``, 0.3-0.5 Hz;
+    a negative scale mirrors it), inside [lo, hi] (as many joints as ``start`` has; seven:
+    as it always was)."""
     n = len(start)
     freq = 0.3 + 0.03 * np.arange(n)
     phase = 0.7 * np.arange(n) + k
-    shape = np.resize(np.array([1, 1, 1, -1, 1, 0.5, 1]), n) * 0.15
+    shape = np.resize(np.array([1, 1, 1, -1, 1, 0.5, 1]), n) * 0.15 * scale
     return lambda t: np.clip(
         start + shape * (np.sin(2 * math.pi * freq * t + phase) - np.sin(phase)), lo, hi
     )
 
 
-def refuse_blocked_wave(robot, sources: dict[Arm, Callable[[float], np.ndarray]], seconds: float):
-    """WaveBlockedError when the wave of ``sources`` (targets [rad] at t [s]) runs into
-    anything within ``seconds`` [s] on the robot's own model
-    (``rob_twin.twin.bus.wave_clearance``)."""
+def clear_wave(
+    robot,
+    waves: Callable[[float], dict[Arm, Callable[[float], np.ndarray]]],
+    seconds: float,
+) -> tuple[float, dict[Arm, Callable[[float], np.ndarray]]]:
+    """The first of ``WAVE_SCALES`` whose wave (``waves(scale)``: {arm: targets [rad] at t
+    [s]}) runs into nothing within ``seconds`` [s] on the robot's own model
+    (``rob_twin.twin.bus.wave_clearance``), with its sources; WaveBlockedError naming where
+    the full wave runs in when none is clear."""
     from rob_twin.twin.bus.wave_clearance import CONTACT_TOLERANCE_M, first_wave_contact
 
-    hit = first_wave_contact(
-        robot.model(),
-        {a.value: robot.joints(a) for a in Arm},
-        {a.value: src for a, src in sources.items()},
-        seconds,
-    )
-    if hit is not None:
-        raise WaveBlockedError(
-            f"stream wave from where the arms are runs into the robot {robot.name!r} (its own "
-            f"model): {hit.describe()}; valid: no pair more than "
-            f"{1000 * CONTACT_TOLERANCE_M:.0f} mm deeper than at the start. The wave moves "
-            f"every joint up to 0.3 rad from its start; use --stream home or hold, or "
-            f"--seconds under {hit.first_s:.2f}"
+    model, joints = robot.model(), {a.value: robot.joints(a) for a in Arm}
+    first = None
+    for scale in WAVE_SCALES:
+        sources = waves(scale)
+        hit = first_wave_contact(
+            model, joints, {a.value: src for a, src in sources.items()}, seconds
         )
+        if hit is None:
+            return scale, sources
+        first = first or hit
+    raise WaveBlockedError(
+        f"stream wave from where the arms are runs into the robot {robot.name!r} (its own "
+        f"model): {first.describe()}, and so does the wave mirrored, at half and at a "
+        f"quarter of its size; valid: no pair more than {1000 * CONTACT_TOLERANCE_M:.0f} mm "
+        f"deeper than at the start. The wave moves every joint up to 0.3 rad from its start; "
+        f"use --stream home or hold, or --seconds under {first.first_s:.2f}"
+    )
 
 
 class BusLog(logging.Handler):
@@ -344,12 +357,23 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
         sources: dict[Arm, Callable[[float], np.ndarray]] = {}
+        wave_scale: list[float] = []
 
         def plan(start: dict[Arm, np.ndarray]) -> None:  # before any drive is enabled
-            for k, arm in enumerate(arms):
-                sources[arm] = _source(cfg.stream, start[arm], k, lo[arm], hi[arm], robot.home(arm))
+            def of(scale: float = 1.0) -> dict[Arm, Callable[[float], np.ndarray]]:
+                return {
+                    arm: _source(
+                        cfg.stream, start[arm], k, lo[arm], hi[arm], robot.home(arm), scale
+                    )
+                    for k, arm in enumerate(arms)
+                }
+
             if cfg.stream == "wave":
-                refuse_blocked_wave(robot, sources, cfg.seconds)
+                scale, chosen = clear_wave(robot, of, cfg.seconds)
+                wave_scale.append(scale)
+                sources.update(chosen)
+            else:
+                sources.update(of())
 
         if damiao:
             start = _start_damiao(
@@ -492,6 +516,8 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
             "rate_hz": cfg.rate_hz,
             "seconds": cfg.seconds,
             "stream": cfg.stream,
+            # the wave's size and sign (WAVE_SCALES): 1 unless the full wave runs into something
+            "wave_scale": wave_scale[0] if wave_scale else None,
             "stopped_at_s": stopped_at,
             "ended": ended,
             "end_reason": end_reason,
@@ -518,11 +544,18 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
 
 
 def _source(
-    stream: str, start: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray, home: np.ndarray
+    stream: str,
+    start: np.ndarray,
+    k: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    home: np.ndarray,
+    scale: float = 1.0,
 ) -> Callable[[float], np.ndarray]:
-    """The targets of ``stream`` [rad] as a function of time since streaming began [s]."""
+    """The targets of ``stream`` [rad] as a function of time since streaming began [s]
+    (``scale``: the wave's, ``wave_around``)."""
     if stream == "wave":
-        return wave_around(start, k, lo, hi)
+        return wave_around(start, k, lo, hi, scale)
     goal = start if stream == "hold" else np.clip(home, lo, hi)
     return lambda t, q=goal: q
 

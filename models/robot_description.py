@@ -441,7 +441,15 @@ def _valid(error: dict) -> str:
         return f"{JOINT_COUNTS} ({error['msg']})"
     if loc[-1:] == ("channel",):
         return "a network interface name: 1 to 15 of A-Z a-z 0-9 _ . - (not '.' or '..')"
-    return error["msg"]
+    return plain_message(error)
+
+
+def plain_message(error: dict) -> str:
+    """pydantic's message of ``error`` without the ``"Value error, "`` it puts before the
+    text of a ValueError a validator raised (that text is already in plain words)."""
+    msg = str(error["msg"])
+    head = "Value error, "
+    return msg[len(head) :] if error.get("type") == "value_error" and msg.startswith(head) else msg
 
 
 def load_robot_file(path: Path | str) -> RobotDescription:

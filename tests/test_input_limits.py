@@ -83,6 +83,8 @@ def _check_refused(capsys, path, where: str, valid: str) -> None:
     assert code == 2 and out["type"] == "ScenarioError", out
     assert any(i["path"] == where for i in out["issues"]), out["issues"]
     assert valid in out["error"], out["error"]
+    if len(out["issues"]) == 1:  # one problem: one line
+        assert "\n" not in out["error"] and where in out["error"], out["error"]
 
 
 def test_a_keyframe_after_the_end_is_refused(capsys, tmp_path):

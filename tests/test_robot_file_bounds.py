@@ -192,4 +192,5 @@ def test_robot_on_the_command_line_exits_2_with_one_line(made, tmp_path, capsys,
     reply = json.loads(out.out)
     assert code == 2 and reply["exit_code"] == 2, reply
     assert field in reply["error"] and "\n" not in reply["error"], reply["error"]
+    assert "Value error," not in reply["error"], reply["error"]  # pydantic's prefix, dropped
     assert "Traceback" not in out.err

@@ -44,7 +44,7 @@ from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import JOINTS_PER_ARM
 from rob_twin.models.robot import CAPABILITY_SOURCES, TRACKED_BASE, robot_of
 from rob_twin.models.robot_description import MIN_IDEAL_JOINTS as MIN_JOINTS_PER_ARM
-from rob_twin.models.robot_description import RobotFileError
+from rob_twin.models.robot_description import RobotFileError, plain_message
 from rob_twin.twin.sim.faults import FaultSpec, FaultSpecError
 
 SCHEMA_PATH = (
@@ -100,6 +100,9 @@ class ScenarioError(RobTwinError, ValueError):
 
     def __init__(self, message: str, issues: list[ScenarioIssue] | None = None):
         self.issues = list(issues or [])
+        if len(self.issues) == 1:  # one problem: one line
+            super().__init__(f"{message} {self.issues[0]}")
+            return
         lines = [message] + [f"  - {i}" for i in self.issues]
         super().__init__("\n".join(lines))
 
@@ -740,7 +743,7 @@ def _message(e: dict) -> str:
             "must be a plain folder name (letters, digits, '_', '-', '.'; starts with a letter "
             "or digit; at most 64 characters): it names the run folder under --out"
         )
-    return e["msg"]
+    return plain_message(e)
 
 
 def _shown_value(e: dict) -> str:

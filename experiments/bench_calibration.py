@@ -55,6 +55,14 @@ from rob_twin.models.errors import InvalidValueError
 DEFAULT_DRAWS = int(os.environ.get("ROB_TWIN_CAL_DRAWS", "4"))
 DEFAULT_SEED = 6100  # none of the coverage study's (4400, 5151) nor the tests'
 ROBOTS = ("rob", "openarm")
+# a longer fit recording, or several, does not average the drive noise away: simulated, seed
+# 6100, ROB draw 0's right J2 armature came out low every time, 17.7 % (4 s), 25.0 % (8 s),
+# 15.9 % (12 s), 15.6 % / 8.9 % (2 / 3 recordings of 4 s), 0.02 % at 12 s without noise;
+# ROB's friction loss fits low too (draw 1: 4.1 % at 4 s, 7.8 % at 12 s). Intervals narrow
+# with length, so 12 s recovered ROB draws 0-3 in 1 of 4 (4 s: 3 of 4) and its intervals
+# held 16 of 20 truths (4 s: 20 of 20), at 2-5x the wall time. OpenArm draw 3's friction_k:
+# not identified at 4 s with or without noise; 12 s gave J5 3.6 % off, J6 11.0 % at 2.2x the
+# wall time, and 3 recordings of 4 s J6 1.6 %, J5 23.8 % with an interval excluding it
 FIT_S = 4.0
 VALIDATE_S = 4.0
 MAX_ITERS = 15

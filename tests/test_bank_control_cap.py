@@ -1,6 +1,7 @@
 """The bank's control port caps its connections, in all and per source address: one more
-is answered one JSON line naming the limit and closed, the connections already open are
-served on, and a place freed is taken again. Bad caps are typed errors naming the range.
+closes the open connection (of all, or of its address) that sent no command for the
+longest, which is answered one JSON line naming the limit; the new one and the others are
+served. Bad caps are typed errors naming the range.
 
 One real-time bank runs in a thread of the test process (caps set through ``BankConfig``);
 127.0.0.2 is a second loopback source address (Linux routes all of 127.0.0.0/8 to lo).
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import pytest
 from bank_support import bank_in_thread
@@ -67,7 +67,9 @@ def test_the_defaults_are_stated():
     assert cfg.control_max_clients_per_address == MAX_CLIENTS_PER_ADDRESS == MAX_CLIENTS
 
 
-def test_one_address_past_its_cap_is_refused_naming_it_and_the_others_are_served(bank):
+def test_one_address_past_its_cap_closes_its_quietest_connection_and_the_others_are_served(
+    bank,
+):
     try:
         other = _connect(bank, "127.0.0.2")
     except OSError as err:
@@ -75,46 +77,63 @@ def test_one_address_past_its_cap_is_refused_naming_it_and_the_others_are_served
     held = [_connect(bank) for _ in range(PER_ADDRESS)]
     try:
         assert all(_status(s)["ok"] for s in held)  # served: both places are taken
+        assert _status(held[1])["ok"]  # held[0] is now the quietest
         with _connect(bank) as extra:
-            refusal = _refusal(extra)
-        assert refusal["ok"] is False and refusal["field"] == "connection", refusal
-        assert f"at most {PER_ADDRESS} at once from one address" in refusal["valid"], refusal
-        assert "127.0.0.1" in refusal["error"], refusal
-        assert _status(other)["ok"] is True  # another address still has a place
-        assert all(_status(s)["ok"] for s in held)  # and the held ones are served on
+            assert _status(extra)["ok"] is True  # the new client is served at once
+        evicted = _refusal(held[0])
+        assert evicted["ok"] is False and evicted["field"] == "connection", evicted
+        assert f"at most {PER_ADDRESS} at once from one address" in evicted["valid"], evicted
+        assert "closed for a new client" in evicted["error"], evicted
+        assert _status(other)["ok"] is True  # another address keeps its place
+        assert _status(held[1])["ok"] is True  # and the one that talked is served on
     finally:
         for s in [*held, other]:
             s.close()
 
 
 def _served(port: int, source: str) -> socket.socket:
-    """A connection from ``source`` the bank serves (retried while the places the previous
-    test closed are being freed: the bank frees one when it sees the close)."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        s = _connect(port, source)
-        s.sendall(b'{"cmd": "status"}\n')
-        line = s.makefile("rb").readline()
-        if line and json.loads(line)["ok"]:
-            return s
-        s.close()
-        assert time.monotonic() < deadline, f"no place for {source}: {line!r}"
-        time.sleep(0.05)
+    """A connection from ``source`` the bank serves."""
+    s = _connect(port, source)
+    assert _status(s)["ok"], source
+    return s
 
 
-def test_past_the_total_cap_a_new_connection_is_refused_then_a_freed_place_is_taken(bank):
+def test_past_the_total_cap_a_new_connection_closes_the_quietest_of_all(bank):
     try:
         held = [_served(bank, f"127.0.0.{2 + k}") for k in range(TOTAL)]  # one per address
     except OSError as err:
         pytest.skip(f"no more loopback addresses here: {err}")
     try:
+        for s in held[1:]:
+            assert _status(s)["ok"]  # held[0] is the quietest
         with _connect(bank, "127.0.0.9") as extra:  # a fresh address: only the total is full
-            refusal = _refusal(extra)
-        assert refusal["ok"] is False and refusal["field"] == "connection", refusal
-        assert refusal["valid"] == f"at most {TOTAL} at once", refusal
-        held.pop().close()  # one place freed: taken again
-        again = _served(bank, "127.0.0.9")
-        again.close()
+            assert _status(extra)["ok"] is True
+        evicted = _refusal(held[0])
+        assert evicted["ok"] is False and evicted["field"] == "connection", evicted
+        assert evicted["valid"].startswith(f"at most {TOTAL} at once;"), evicted
+        assert all(_status(s)["ok"] for s in held[1:])
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_connections_that_keep_talking_cannot_keep_a_new_client_out(bank):
+    """Every place held by connections that each send a command now and then: a new client
+    is still served (the quietest of them makes room), again and again."""
+    try:
+        held = [_served(bank, f"127.0.0.{20 + k}") for k in range(TOTAL)]
+    except OSError as err:
+        pytest.skip(f"no more loopback addresses here: {err}")
+    try:
+        for round_ in range(3):
+            for s in held:
+                if s.fileno() >= 0:
+                    try:
+                        _status(s)
+                    except (AssertionError, OSError, json.JSONDecodeError):
+                        s.close()  # made room earlier: its eviction line, then closed
+            with _connect(bank, f"127.0.0.{40 + round_}") as extra:
+                assert _status(extra)["ok"] is True, round_
     finally:
         for s in held:
             s.close()

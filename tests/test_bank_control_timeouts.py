@@ -62,13 +62,14 @@ def test_idle_connections_are_closed_and_a_new_client_gets_status(bank):
     idle = [_connect(port) for _ in range(MAX_CLIENTS)]
     try:
         time.sleep(0.2)
-        extra = _connect(port)  # all places held: refused at once
-        with extra:
-            (refusal,) = _replies_then_eof(extra)
-        assert refusal["ok"] is False and refusal["field"] == "connection"
-        assert f"at most {MAX_CLIENTS}" in refusal["valid"]
+        # all places held: the new client is served at once, the first idle one makes room
+        assert control(port, {"cmd": "status"})["ok"] is True
+        (room,) = _replies_then_eof(idle[0])
+        assert room["ok"] is False and room["field"] == "connection", room
+        assert "closed for a new client" in room["error"], room
+        assert f"at most {MAX_CLIENTS}" in room["valid"], room
         started = time.monotonic()
-        for s in idle:
+        for s in idle[1:]:
             (why,) = _replies_then_eof(s)
             assert why["ok"] is False and why["field"] == "connection", why
             assert "idle" in why["error"] and f"every {IDLE_S:g} s" in why["valid"], why

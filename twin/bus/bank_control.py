@@ -10,10 +10,11 @@ answers a ``ControlError`` on the same connection as ``{"ok": false, "error", "f
 "valid"}`` and keeps serving.
 
 No client can hold the port: at most ``MAX_CLIENTS`` connections at once, and at most
-``MAX_CLIENTS_PER_ADDRESS`` of them from one source address; a connection beyond either
-is answered one JSON line naming the limit (``connections_full_error``,
-``address_full_error``: ``{"ok": false, "field": "connection", ...}``) and closed. A
-connection that sends no complete line for ``IDLE_TIMEOUT_S`` (``idle_error``), or whose
+``MAX_CLIENTS_PER_ADDRESS`` of them from one source address; a new connection beyond either
+closes the open one (of all, or of its address) that sent no command for the longest,
+which is answered one JSON line saying why (``evicted_error``: ``{"ok": false, "field":
+"connection", ...}``), so no set of connections, idle or talking, keeps a new client out.
+A connection that sends no complete line for ``IDLE_TIMEOUT_S`` (``idle_error``), or whose
 line does not end within ``LINE_TIMEOUT_S`` of its first byte (``partial_line_error``),
 is answered why and closed. The bank's ``BankConfig`` can set all four
 (``check_connection_limits`` says what is valid).
@@ -143,13 +144,34 @@ def connections_full_error(open_now: int, limit: int) -> ControlError:
     return ControlError("connection", f"{open_now} open", f"at most {limit} at once")
 
 
-def address_full_error(address: str, open_now: int, limit: int, total: int) -> ControlError:
-    """The reply that refuses a connection when its address holds ``limit`` already."""
+def evicted_error(open_now: int, limit: str, quiet_s: float) -> ControlError:
+    """The reply to the connection closed to make room for a new one: ``open_now`` open,
+    ``limit`` the limit reached (in words), this one without a command for ``quiet_s`` [s]."""
     return ControlError(
         "connection",
-        f"{open_now} open from {address}",
-        f"at most {limit} at once from one address ({total} in all)",
+        f"closed for a new client: {open_now} open, this one {quiet_s:.1f} s without a "
+        "command, the longest",
+        f"{limit}; a new connection closes the one quiet the longest",
     )
+
+
+@dataclass(eq=False)
+class ControlPlace:
+    """One open control connection: its socket, source address, when it last sent a
+    complete command line (or connected) [s, monotonic], and, once it is to make room for a
+    new one, the reply saying so (``evicted``)."""
+
+    conn: socket.socket
+    address: str
+    last_command_s: float
+    evicted: ControlError | None = None
+
+    def wake(self) -> None:
+        """End its wait for input now (its thread then answers ``evicted`` and closes)."""
+        try:
+            self.conn.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
 
 
 def idle_error(idle_s: float, limit_s: float) -> ControlError:

@@ -65,11 +65,12 @@ from rob_twin.twin.bus.bank_control import (
     MAX_LINE_BYTES,
     MAX_PENDING_FAULTS,
     ControlError,
-    address_full_error,
+    ControlPlace,
     check_connection_limits,
     connections_full_error,
     control,
     encode_reply,
+    evicted_error,
     idle_error,
     parse_control,
     partial_line_error,
@@ -180,8 +181,7 @@ class BankProcess:
         self._faults_pending = 0  # queued + in the schedule, under _fault_lock
         self._next_fault_end = math.inf  # earliest end [s, simulated] of a fault in force
         self._fault_list: list[dict] = []  # the status view of the schedule
-        self._clients = 0  # open control connections, under _fault_lock
-        self._clients_by_address: dict[str, int] = {}  # the same per source, under _fault_lock
+        self._places: dict[int, ControlPlace] = {}  # open control connections, under _fault_lock
         self._snapshot: dict = {}
         self._snap_lock = threading.Lock()
         self._stop = threading.Event()
@@ -343,35 +343,44 @@ class BankProcess:
                 continue
             except OSError:
                 return
-            address = str(peer[0])
-            err = self._take_place(address)
+            place = ControlPlace(conn, str(peer[0]), time.monotonic())
+            err = self._take_place(place)
             if err is not None:
                 self._refuse_and_close(conn, err)
                 continue
-            threading.Thread(target=self._control_client, args=(conn, address), daemon=True).start()
+            threading.Thread(target=self._control_client, args=(place,), daemon=True).start()
 
-    def _take_place(self, address: str) -> ControlError | None:
-        """Count a new control connection from ``address``, or the refusal naming the
-        limit it would pass (``control_max_clients``, ``control_max_clients_per_address``)."""
+    def _take_place(self, place: ControlPlace) -> ControlError | None:
+        """Count a new control connection. Where all ``control_max_clients`` places, or its
+        address's ``control_max_clients_per_address``, are taken, the connection that sent
+        no command for the longest (of all, or of that address) is closed to make room,
+        answered why (``evicted_error``): no set of connections, idle or talking, keeps a
+        new client out. Refused (the limit named) only while every place is already being
+        freed for another."""
         total, per = self.config.control_max_clients, self.config.control_max_clients_per_address
         with self._fault_lock:
-            mine = self._clients_by_address.get(address, 0)
-            if self._clients >= total:
-                return connections_full_error(self._clients, total)
-            if mine >= per:
-                return address_full_error(address, mine, per, total)
-            self._clients += 1
-            self._clients_by_address[address] = mine + 1
+            open_now = [p for p in self._places.values() if p.evicted is None]
+            mine = [p for p in open_now if p.address == place.address]
+            if len(mine) >= per:
+                pool, limit = mine, f"at most {per} at once from one address ({total} in all)"
+            elif len(open_now) >= total:
+                pool, limit = open_now, f"at most {total} at once"
+            else:
+                pool, limit = [], ""
+            if pool:
+                victim = min(pool, key=lambda p: p.last_command_s)
+                victim.evicted = evicted_error(
+                    len(open_now), limit, place.last_command_s - victim.last_command_s
+                )
+                victim.wake()
+            elif len(self._places) >= total + per:  # every place is being freed already
+                return connections_full_error(len(self._places), total)
+            self._places[id(place)] = place
         return None
 
-    def _leave_place(self, address: str) -> None:
+    def _leave_place(self, place: ControlPlace) -> None:
         with self._fault_lock:
-            self._clients -= 1
-            left = self._clients_by_address[address] - 1
-            if left:
-                self._clients_by_address[address] = left
-            else:
-                del self._clients_by_address[address]
+            self._places.pop(id(place), None)
 
     @staticmethod
     def _refuse_and_close(conn: socket.socket, err: ControlError) -> None:
@@ -383,17 +392,19 @@ class BankProcess:
             pass
         conn.close()
 
-    def _control_client(self, conn: socket.socket, address: str) -> None:
+    def _control_client(self, place: ControlPlace) -> None:
         """Serve one connection: one reply line per command line; a line over
         ``MAX_LINE_BYTES`` is answered and the connection closed (framing is lost), and so
-        is a connection idle for ``control_idle_timeout_s`` or with a line unfinished
-        ``control_line_timeout_s`` after its first byte."""
+        is a connection idle for ``control_idle_timeout_s``, with a line unfinished
+        ``control_line_timeout_s`` after its first byte, or closed to make room
+        (``_take_place``)."""
         try:
-            self._serve_lines(conn)
+            self._serve_lines(place)
         finally:
-            self._leave_place(address)
+            self._leave_place(place)
 
-    def _serve_lines(self, conn: socket.socket) -> None:
+    def _serve_lines(self, place: ControlPlace) -> None:
+        conn = place.conn
         idle_s = self.config.control_idle_timeout_s
         line_s = self.config.control_line_timeout_s
         buf = b""
@@ -402,6 +413,9 @@ class BankProcess:
         with conn:
             while not self._stop.is_set():
                 now = time.monotonic()
+                if place.evicted is not None:
+                    self._refuse_and_close(conn, place.evicted)
+                    return
                 if partial_since is not None and now - partial_since >= line_s:
                     self._refuse_and_close(
                         conn, partial_line_error(len(buf), now - partial_since, line_s)
@@ -421,13 +435,15 @@ class BankProcess:
                 except OSError:
                     return
                 if not chunk:
+                    if place.evicted is not None:  # woken to make room: say why
+                        self._refuse_and_close(conn, place.evicted)
                     return
                 if not buf:
                     partial_since = time.monotonic()
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
-                    last_line = time.monotonic()
+                    last_line = place.last_command_s = time.monotonic()
                     partial_since = last_line if buf else None
                     try:
                         conn.sendall(encode_reply(self._command(line)))

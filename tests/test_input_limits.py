@@ -78,13 +78,14 @@ def _scenario(tmp_path, **change) -> Path:
     return path
 
 
-def _check_refused(capsys, path, where: str, valid: str) -> None:
+def _check_refused(capsys, path, where: str, valid: str) -> dict:
     code, out = _cli(capsys, "run", str(path), "--check")
     assert code == 2 and out["type"] == "ScenarioError", out
     assert any(i["path"] == where for i in out["issues"]), out["issues"]
     assert valid in out["error"], out["error"]
     if len(out["issues"]) == 1:  # one problem: one line
         assert "\n" not in out["error"] and where in out["error"], out["error"]
+    return out
 
 
 def test_a_keyframe_after_the_end_is_refused(capsys, tmp_path):
@@ -104,7 +105,8 @@ def test_a_fault_after_the_end_is_refused(capsys, tmp_path):
 def test_more_keyframes_than_a_scenario_holds_are_refused(capsys, tmp_path):
     frame = json.loads(WAVE.read_text())["keyframes"][0]
     path = _scenario(tmp_path, keyframes=[frame] * 100_000)
-    _check_refused(capsys, path, "keyframes", f"at most {MAX_KEYFRAMES} keyframes")
+    out = _check_refused(capsys, path, "keyframes", f"at most {MAX_KEYFRAMES} keyframes")
+    assert "(got a list of 100000)" in out["error"], out["error"]  # not the list itself
 
 
 def test_more_faults_than_a_scenario_holds_are_refused(capsys, tmp_path):

@@ -746,11 +746,16 @@ def _message(e: dict) -> str:
     return plain_message(e)
 
 
+SHOWN_LIST_ITEMS = 16  # a longer list is shown by its length in a refusal
+
+
 def _shown_value(e: dict) -> str:
     ctx = e.get("ctx") or {}
     if e["type"] in ("missing", "unknown_key", "union_tag_not_found", "unknown_joint"):
         return ""
     value = ctx["value"] if ctx.get("value") is not None else e.get("input")
+    if isinstance(value, list) and len(value) > SHOWN_LIST_ITEMS:  # its length says it
+        return f"a list of {len(value)}"
     if isinstance(value, dict | list) and e["type"] not in ("too_short", "too_long"):
         return f"a {type(value).__name__}" if e["type"].endswith("_type") else short_repr(value)
     return short_repr(value)

@@ -15,12 +15,14 @@ periodic feedback from every joint, or each Damiao drive's state frame asked for
 register refresh (within ``startup_feedback_timeout_s``); those positions become the owners'
 initial commanded state. Damiao drives are then brought up (registers checked, enabled
 holding that pose). Before the first sample (and any enable), a ``wave`` is checked on
-the robot's own model over the run (``rob_twin.twin.bus.wave_clearance``): a wave that
-would drive a link into the robot, the other arm or the floor (a Damiao bank's limp arms
-rest against them) is refused, ``WaveBlockedError`` naming the geoms, the depth and when
-(exit 2). Then tick every ``1/rate_hz`` s: stream targets (``wave``: a smooth motion around
-the start; ``hold``: the start pose; ``home``: the robot file's home pose, reached along the
-owner's trajectory and held), ``stop_after_s`` calls Stop, ``seconds`` ends
+the robot's own model over the run (``rob_twin.twin.bus.wave_clearance``): where it would
+drive a link into the robot, the other arm or the floor (a Damiao bank's limp arms rest
+against them), the first clear one of ``WAVE_SCALES`` (mirrored, half, a quarter) is
+streamed, and when none is clear the stream is refused, ``WaveBlockedError`` naming the
+geoms, the depth and when (exit 2). Then tick every ``1/rate_hz`` s: stream targets
+(``wave``: a smooth motion around the start; ``hold``: the start pose; ``home``: the robot
+file's home pose, reached along the owner's trajectory and held), ``stop_after_s`` calls
+Stop, ``seconds`` ends
 the run (Damiao drives are disabled then, ``disable_at_end``). With ``ping_hz`` the host also
 sends a ping frame the bank answers at once (a twin-only diagnostic id), to measure
 the round trip through the bank process.
@@ -357,9 +359,11 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
         # a joint resting on its bound (ROB's home has J7 at -pi/2, its limit) reports a
         # hair beyond it: the owners start from the measured pose clipped inside the bounds
         sources: dict[Arm, Callable[[float], np.ndarray]] = {}
-        wave_scale: list[float] = []
+        wave_scale: float | None = None  # the wave streamed (WAVE_SCALES)
 
         def plan(start: dict[Arm, np.ndarray]) -> None:  # before any drive is enabled
+            nonlocal wave_scale
+
             def of(scale: float = 1.0) -> dict[Arm, Callable[[float], np.ndarray]]:
                 return {
                     arm: _source(
@@ -369,8 +373,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
                 }
 
             if cfg.stream == "wave":
-                scale, chosen = clear_wave(robot, of, cfg.seconds)
-                wave_scale.append(scale)
+                wave_scale, chosen = clear_wave(robot, of, cfg.seconds)
                 sources.update(chosen)
             else:
                 sources.update(of())
@@ -517,7 +520,7 @@ def _run_host(cfg: HostConfig, on_ready: Callable[[], None] | None) -> dict:
             "seconds": cfg.seconds,
             "stream": cfg.stream,
             # the wave's size and sign (WAVE_SCALES): 1 unless the full wave runs into something
-            "wave_scale": wave_scale[0] if wave_scale else None,
+            "wave_scale": wave_scale,
             "stopped_at_s": stopped_at,
             "ended": ended,
             "end_reason": end_reason,

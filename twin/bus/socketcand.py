@@ -606,11 +606,7 @@ class SocketcandServer:
             c.out.clear()
             c.held.clear()
             self._held.discard(c)
-        if self._sel is not None:
-            try:
-                self._sel.unregister(c.sock)
-            except (KeyError, ValueError):
-                pass
+        self._set_events(c)  # its input ended and nothing goes to it: watched no more
 
     def _flush_dirty(self) -> None:
         """Write what was queued for each client since the last write, mid-read: a

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+from rob_twin.planners.geom_pairs import subtree_bodies
 
 WAVE_CHECK_STEP_S = 0.02  # the wave moves a joint at most ~9 mrad in this time
 CONTACT_TOLERANCE_M = 0.002  # deeper than this beyond the start pose: a collision
@@ -101,14 +102,9 @@ def first_wave_contact(
 
 def _arm_bodies(model: mujoco.MjModel, first_joints: list[str]) -> set[int]:
     """The bodies each joint in ``first_joints`` moves (its body and every body below)."""
-    roots = {int(model.jnt_bodyid[model.joint(j).id]) for j in first_joints}
-    out = set()
-    for b in range(model.nbody):
-        x = b
-        while x > 0 and x not in roots:
-            x = int(model.body_parentid[x])
-        if x in roots:
-            out.add(b)
+    out: set[int] = set()
+    for j in first_joints:
+        out |= subtree_bodies(model, int(model.jnt_bodyid[model.joint(j).id]))
     return out
 
 

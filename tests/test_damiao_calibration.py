@@ -310,3 +310,33 @@ def test_friction_calibrates_on_a_generated_robot_with_implicitfast(tmp_path):
     result = replay(read_recording(path), robot=robot, parameters=hidden)
     assert result.feedback_frames > 1000 and result.feedback_mismatches == 0
     assert replay(read_recording(path), robot=robot).feedback_mismatches > 0
+
+
+def test_a_friction_k_narrower_than_the_speed_count_is_held_and_named(damiao_recording):
+    """OpenArm's J5 / J6 tanh transitions (1 / k 6.6 / 4.1 mrad/s) are narrower than one
+    count of a DM4310's reported speed (14.7 mrad/s): the fit holds k and says why; J1-J4
+    and J7 (DM8009 22.0, DM4340 4.9 mrad/s against 35 / 34 / 7.7 / 127 mrad/s) are fitted."""
+    from rob_twin.twin.calibration.fit import default_config, fit, unresolved_transitions
+    from rob_twin.twin.calibration.parameters import nominal_parameters
+
+    nominal = nominal_parameters(OPENARM.model(), OPENARM)
+    names = [f"right/j{j}/friction_k" for j in range(1, 8)]
+    held = unresolved_transitions(names, nominal, OPENARM)
+    assert sorted(held) == ["right/j5/friction_k", "right/j6/friction_k"]
+    assert "14.7 mrad/s" in held["right/j6/friction_k"]
+    # a k ten times smaller widens the transition past the count: fitted again
+    wider = {n: v / 10.0 for n, v in nominal.items() if n in names}
+    assert unresolved_transitions(names, wider, OPENARM) == {}
+    assert unresolved_transitions(["right/j2/armature"], {}, robot_of("rob")) == {}
+
+    path, _ = damiao_recording
+    result = fit(
+        [path],
+        ["right/j6/friction_k"],
+        config=replace(default_config(), seconds=0.5),
+        robot=OPENARM,
+    )
+    assert result.not_identifiable == ["right/j6/friction_k"]
+    assert result.values["right/j6/friction_k"] == nominal["right/j6/friction_k"]
+    assert result.interval_bounds["right/j6/friction_k"] is None
+    assert any("one count of the drive's reported speed" in n for n in result.notes)

@@ -9,11 +9,12 @@ skipped, its reason recorded) and per draw ``k`` of ``draws``:
   from ``coverage.JOINT_PAIRS`` (armature + damping, friction loss + gain, lag + integral
   gain, torque constant + zero offset) and the arm one kind in turn from ``ARM_KINDS``
   (command delay, feedback delay, payload): every kind in four draws, both arms in two;
-- the fit recording (``FIT_S`` s) plays the seeded excitation ``fit_seed`` and the
-  validation recording (``VALIDATE_S`` s) another one, ``validation_seed``: other tones and
-  phases on every joint (``synthetic.excitation_source``), so the fit never sees the motion
-  it is scored on. Both with drive noise (``synthetic.DRIVE_NOISE_RAD`` on every servo
-  target, seeded by the recording's own seed) and the feedback's 1/128 deg quantisation;
+- the fit recording (``fit_seconds``: ROB 60 s, OpenArm 4 s) plays the seeded excitation
+  ``fit_seed`` and the validation recording (``VALIDATE_S`` s) another one,
+  ``validation_seed``: other tones and phases on every joint
+  (``synthetic.excitation_source``), so the fit never sees the motion it is scored on.
+  Both with drive noise (``synthetic.DRIVE_NOISE_RAD`` on every servo target, seeded by
+  the recording's own seed) and the feedback's 1/128 deg quantisation;
 - the hidden names are fitted from the twin's nominal values (currents weighed for a
   torque constant, ``coverage.CURRENT_WEIGHT``) and reported: the error of each (percent
   of the hidden value; delays in ms, zero offsets in mrad), whether its 95 % interval
@@ -50,28 +51,33 @@ import numpy as np
 from rob_twin.experiments.registry import benchmark
 from rob_twin.models.errors import InvalidValueError
 
-# four draws hold every kind and both arms; on this shared 2-core machine a fit of a 4 s
-# recording takes 40-70 rollouts, 1-5 min wall: the default run takes about 10 min
+# four draws hold every kind and both arms; on this shared 2-core machine a ROB fit of its
+# 60 s recording takes about 40-70 rollouts and 4-8 min, an OpenArm fit of 4 s 1-5 min: the
+# default run takes about 30 min on two workers
 DEFAULT_DRAWS = int(os.environ.get("ROB_TWIN_CAL_DRAWS", "4"))
 DEFAULT_SEED = 6100  # none of the coverage study's (4400, 5151) nor the tests'
 ROBOTS = ("rob", "openarm")
-# a longer fit recording, or several, does not average the drive noise away: simulated, seed
-# 6100, ROB draw 0's right J2 armature came out low every time, 17.7 % (4 s), 25.0 % (8 s),
-# 15.9 % (12 s), 15.6 % / 8.9 % (2 / 3 recordings of 4 s), 0.02 % at 12 s without noise;
-# those recordings share their first seconds of drive noise (its seed is the draw's): with
-# four other noise seeds it came out +1.8 / -4.1 / -1.9 / -10.2 % at 4 s and -4.6 / -0.8 /
-# -4.1 / -1.4 % at 12 s (a few percent low, every interval holding its truth), so most of that
-# miss is this noise draw's, not a bias of the method. Multiple shooting (replays restarted
-# from the recorded state every 0.25-1 s; tried, not kept) left it at 9-23 % (4 s) and
-# 8.7 % (12 s), and over the five noise seeds recovered 1 of 5 (whole replays: 2 of 5): the
-# noise's error is the servo's fast response, not drift;
-# ROB's friction loss fits low too (draw 1: 4.1 % at 4 s, 7.8 % at 12 s). Intervals narrow
-# with length, so 12 s recovered ROB draws 0-3 in 1 of 4 (4 s: 3 of 4) and its intervals
-# held 16 of 20 truths (4 s: 20 of 20), at 2-5x the wall time. OpenArm draw 3's friction_k:
-# not identified at 4 s with or without noise; 12 s gave J5 3.6 % off, J6 11.0 % at 2.2x the
-# wall time, and 3 recordings of 4 s J6 1.6 %, J5 23.8 % with an interval excluding it
-FIT_S = 4.0
-VALIDATE_S = 4.0
+# the fit recording's length [s] per drive family (the environment variable
+# ROB_TWIN_CAL_FIT_S, or --fit-seconds, sets one length for every robot). Amber (ROB): 60 s,
+# what `rob-twin excite` writes by default. Its drive noise (1 mrad on every servo target)
+# leaves a 4 s recording short of 5 % on inertial kinds: simulated, ROB draw 0 (armature +
+# damping on two joints) at seeds 6100 / 6200 / 6300 / 6400 came out with its worst value
+# 17.7 / 17.5 / 19.0 / 9.4 % off at 4 s (every interval but one holding its truth: 6300's J4
+# armature, 19.0 % off, was missed), 6.0 / 2.0 / 3.9 / 3.0 % at 30 s and 2.7 % (6100) at 60 s,
+# the spread falling as 1/sqrt(length), as white noise's should (an earlier note here said
+# 12 s recovered fewer draws than 4 s: at 12 s the intervals narrow faster than the worst
+# draws' errors fall; 30-60 s outgrows that). A 60 s ROB fit: 44 rollouts, about 5 min of one
+# core. Damiao (OpenArm): 4 s. At 30 s OpenArm draw 0 took 192 rollouts and 30 min and
+# recovered nothing more (its two armatures and a viscous term within 2.7 %, as at 4 s, but
+# called not identifiable at the optimum), draw 3's friction_k came out further off with
+# narrower intervals (J6 17.5 % off, excluded; fit.unresolved_transitions now holds it), and
+# a Damiao rollout costs about 2.5x an Amber one: 60 s would take about an hour a draw
+_FIT_S_OVERRIDE = os.environ.get("ROB_TWIN_CAL_FIT_S")
+FIT_S_BY_FAMILY = {"amber": 60.0, "damiao": 4.0}
+VALIDATE_S = 8.0
+# the misfit cases' recordings [s]: a wrong model shows in 4 s already (every case flagged);
+# kept short for the benchmark's wall time
+MISFIT_FIT_S = 4.0
 MAX_ITERS = 15
 # the seeded excitation's tone bands [Hz] (synthetic.excitation_source): "default" (top
 # tone 0.90-1.37 Hz) or "fast" (1.4-2.2 Hz, synthetic.FAST_BANDS_HZ); the environment
@@ -89,6 +95,16 @@ MISFIT_CASES = (
     "command_delay_unmodelled",
     "zero_offset_unmodelled",
 )
+
+
+def fit_seconds(robot) -> float:
+    """The fit recording's length [s] for ``robot`` (a Robot or a name):
+    ``ROB_TWIN_CAL_FIT_S`` where set, else ``FIT_S_BY_FAMILY`` of its drives."""
+    from rob_twin.models.robot import robot_of
+
+    if _FIT_S_OVERRIDE:
+        return float(_FIT_S_OVERRIDE)
+    return FIT_S_BY_FAMILY.get(robot_of(robot).family, 4.0)
 
 
 def excitation_seeds(k: int, seed: int = DEFAULT_SEED) -> tuple[int, int]:
@@ -202,8 +218,9 @@ def _not_capable(robot) -> dict | None:
     return None
 
 
-def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED) -> dict:
-    """Draw ``k`` on robot ``robot_spec`` (see the module docstring); ``{"skipped": reason}``
+def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED, fit_s: float | None = None) -> dict:
+    """Draw ``k`` on robot ``robot_spec`` (see the module docstring), its fit recording
+    ``fit_s`` seconds long (None: ``fit_seconds(robot)``); ``{"skipped": reason}``
     for a robot without the capability the recordings need."""
     from rob_twin.models.robot import robot_of
     from rob_twin.twin.calibration.coverage import CURRENT_WEIGHT, hidden_draw
@@ -216,8 +233,9 @@ def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED) -> dict:
     hidden = hidden_draw(k, seed, robot)
     weight = CURRENT_WEIGHT if any(n.endswith("/amps_per_nm") for n in hidden) else 0.0
     fit_seed, val_seed = excitation_seeds(k, seed)
+    fit_s = fit_s or fit_seconds(robot)
     with tempfile.TemporaryDirectory() as tmp:
-        rec = _record(Path(tmp) / "fit.log", hidden, robot, FIT_S, fit_seed)
+        rec = _record(Path(tmp) / "fit.log", hidden, robot, fit_s, fit_seed)
         val = _record(Path(tmp) / "validation.log", hidden, robot, VALIDATE_S, val_seed)
         t0 = time.perf_counter()
         config = FitConfig(max_iters=MAX_ITERS, current_weight=weight)
@@ -247,6 +265,7 @@ def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED) -> dict:
         "draw": k,
         "arm": next(iter(hidden)).split("/")[0],
         "excitation_seeds": {"fit": fit_seed, "validation": val_seed},
+        "fit_recording_s": fit_s,
         "current_weight": weight,
         "parameters": params,
         "recovered": recovered,
@@ -307,7 +326,7 @@ def misfit_case(robot_spec: str, i: int, seed: int = DEFAULT_SEED) -> dict:
         names = ["left/j4/damping", "left/j4/kp"]
     fit_seed, _ = excitation_seeds(1000 + i, seed)
     with tempfile.TemporaryDirectory() as tmp:
-        rec = _record(Path(tmp) / "fit.log", hidden, robot, FIT_S, fit_seed)
+        rec = _record(Path(tmp) / "fit.log", hidden, robot, MISFIT_FIT_S, fit_seed)
         t0 = time.perf_counter()
         result = fit([rec], names, config=FitConfig(max_iters=MAX_ITERS), robot=robot)
         wall = time.perf_counter() - t0
@@ -428,6 +447,7 @@ def calibration_benchmark(
     robots: tuple[str, ...] = ROBOTS,
     workers: int = WORKERS,
     with_cost: bool = True,
+    fit_s: float | None = None,
 ) -> dict:
     """The benchmark's result (see the module docstring): ``draws`` draws and every misfit
     case per robot in ``robots``, on ``workers`` processes."""
@@ -435,7 +455,7 @@ def calibration_benchmark(
     with ProcessPoolExecutor(max_workers=workers) as pool:
         jobs = {
             r: (
-                [pool.submit(draw, r, k, seed) for k in range(draws)],
+                [pool.submit(draw, r, k, seed, fit_s) for k in range(draws)],
                 [pool.submit(misfit_case, r, i, seed) for i in range(len(MISFIT_CASES))],
             )
             for r in robots
@@ -462,7 +482,8 @@ def calibration_benchmark(
             "draws": draws,
             "seed": seed,
             "robots": list(robots),
-            "fit_recording_s": FIT_S,
+            "fit_recording_s": {r: fit_s or fit_seconds(r) for r in robots},
+            "misfit_recording_s": MISFIT_FIT_S,
             "validation_recording_s": VALIDATE_S,
             "max_iters": MAX_ITERS,
             "hidden": "per draw: two of J1-J6 of one arm (right for even draws, left for odd) "
@@ -500,10 +521,23 @@ def main(argv: list[str] | None = None) -> int:
             raise argparse.ArgumentTypeError(f"{value}: valid: an integer >= 1")
         return value
 
+    def seconds_type(text: str) -> float:
+        value = float(text)
+        if not 1.0 <= value <= 600.0:
+            raise argparse.ArgumentTypeError(f"{value}: valid: seconds in 1..600")
+        return value
+
     parser.add_argument("--draws", type=positive, default=DEFAULT_DRAWS, help="draws per robot")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the draws")
     parser.add_argument("--robots", nargs="+", default=list(ROBOTS), help="robots to run")
     parser.add_argument("--workers", type=positive, default=WORKERS, help="processes")
+    parser.add_argument(
+        "--fit-seconds",
+        type=seconds_type,
+        default=float(_FIT_S_OVERRIDE) if _FIT_S_OVERRIDE else None,
+        help="length of every draw's fit recording [s] (default: per drive family, "
+        f"{FIT_S_BY_FAMILY})",
+    )
     parser.add_argument("--no-cost", action="store_true", help="skip the 60 s cost figures")
     parser.add_argument(
         "--out", default=str(OUT_DIR / "bench" / "calibration.json"), help="JSON to write"
@@ -518,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         except RobTwinError as err:
             parser.error(f"--robots {name}: {err}")
     result = calibration_benchmark(
-        args.draws, args.seed, tuple(args.robots), args.workers, not args.no_cost
+        args.draws, args.seed, tuple(args.robots), args.workers, not args.no_cost, args.fit_seconds
     )
     write_json(Path(args.out), result)
     for name, r in result["robots"].items():

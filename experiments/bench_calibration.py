@@ -63,15 +63,19 @@ ROBOTS = ("rob", "openarm")
 # leaves a 4 s recording short of 5 % on inertial kinds: simulated, ROB draw 0 (armature +
 # damping on two joints) at seeds 6100 / 6200 / 6300 / 6400 came out with its worst value
 # 17.7 / 17.5 / 19.0 / 9.4 % off at 4 s (every interval but one holding its truth: 6300's J4
-# armature, 19.0 % off, was missed), 6.0 / 2.0 / 3.9 / 3.0 % at 30 s and 2.7 % (6100) at 60 s,
-# the spread falling as 1/sqrt(length), as white noise's should (an earlier note here said
-# 12 s recovered fewer draws than 4 s: at 12 s the intervals narrow faster than the worst
-# draws' errors fall; 30-60 s outgrows that). A 60 s ROB fit: 44 rollouts, about 5 min of one
-# core. Damiao (OpenArm): 4 s. At 30 s OpenArm draw 0 took 192 rollouts and 30 min and
-# recovered nothing more (its two armatures and a viscous term within 2.7 %, as at 4 s, but
-# called not identifiable at the optimum), draw 3's friction_k came out further off with
-# narrower intervals (J6 17.5 % off, excluded; fit.unresolved_transitions now holds it), and
-# a Damiao rollout costs about 2.5x an Amber one: 60 s would take about an hour a draw
+# armature, 19.0 % off, was missed), 6.0 / 2.0 / 3.9 / 3.0 % at 30 s and 2.7 % (6100) at 60
+# s, the spread falling as 1/sqrt(length), as white noise's should (an earlier note here
+# said 12 s recovered fewer draws than 4 s: at 12 s the intervals narrow faster than the
+# worst draws' errors fall; 30-60 s outgrows that). A 60 s ROB fit: 22-166 rollouts, 3-19
+# min of one core. What 60 s leaves is bias the intervals do not carry (seed 6100: 3 of 4
+# draws within 5 %, 15 of 20 truths inside): friction loss fits 4-5 % low (the drive noise
+# dithers it, a noiseless replay does not) and a J6 zero offset 3.7 mrad off under a
+# current-weighted fit. Damiao (OpenArm): 4 s. At 30 s OpenArm draw 0 took 192 rollouts and
+# 30 min and recovered nothing more (its two armatures and a viscous term within 2.7 %, as
+# at 4 s, but called not identifiable at the optimum), draw 3's friction_k came out further
+# off with narrower intervals (J6 17.5 % off, excluded; fit.unresolved_transitions now holds
+# it), and a Damiao rollout costs about 2.5x an Amber one: 60 s would take about an hour a
+# draw
 _FIT_S_OVERRIDE = os.environ.get("ROB_TWIN_CAL_FIT_S")
 FIT_S_BY_FAMILY = {"amber": 60.0, "damiao": 4.0}
 VALIDATE_S = 8.0

@@ -52,8 +52,8 @@ from rob_twin.experiments.registry import benchmark
 from rob_twin.models.errors import InvalidValueError
 
 # four draws hold every kind and both arms; on this shared 2-core machine a ROB fit of its
-# 60 s recording takes about 40-70 rollouts and 4-8 min, an OpenArm fit of 4 s 1-5 min: the
-# default run takes about 30 min on two workers
+# 60 s recording took 22-166 rollouts and 3-19 min, an OpenArm fit of 4 s 1-3 min (seed
+# 6100, one worker each, side by side: ROB 2,046 s, OpenArm 692 s)
 DEFAULT_DRAWS = int(os.environ.get("ROB_TWIN_CAL_DRAWS", "4"))
 DEFAULT_SEED = 6100  # none of the coverage study's (4400, 5151) nor the tests'
 ROBOTS = ("rob", "openarm")
@@ -538,9 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fit-seconds",
         type=seconds_type,
-        default=float(_FIT_S_OVERRIDE) if _FIT_S_OVERRIDE else None,
-        help="length of every draw's fit recording [s] (default: per drive family, "
-        f"{FIT_S_BY_FAMILY})",
+        default=None,
+        help="length of every draw's fit recording [s] (default: ROB_TWIN_CAL_FIT_S, else "
+        f"per drive family, {FIT_S_BY_FAMILY})",
     )
     parser.add_argument("--no-cost", action="store_true", help="skip the 60 s cost figures")
     parser.add_argument(

@@ -502,7 +502,7 @@ def unresolved_transitions(
         p = parse_name(n)
         if p.kind != "friction_k" or p.joint is None or not values[n] > 0:
             continue
-        count = 2.0 * scalings[p.joint - 1].vmax_rad_s / 4095.0
+        count = scalings[p.joint - 1].step("dq")
         width = 1.0 / values[n]
         if width < count:
             out[n] = (

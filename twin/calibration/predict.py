@@ -138,10 +138,7 @@ def quanta(robot: Robot | None) -> tuple[float, float]:
     if robot.family != "damiao":
         return POSITION_QUANTUM_RAD, 1.0 / 256.0
     sc = damiao_scalings(robot)
-    return (
-        max(2.0 * s.pmax_rad / 65535.0 for s in sc),
-        max(2.0 * s.tmax_nm / 4095.0 for s in sc),
-    )
+    return max(s.step("q") for s in sc), max(s.step("tau") for s in sc)
 
 
 def _damiao_feedback(rec: Recording, shift_s: float, robot: Robot) -> dict[tuple[int, int], list]:

@@ -91,6 +91,12 @@ MAX_ITERS = 15
 # 18/20, OpenArm 16/20, against 20/20 and 18/20): it stays a choice, not the default
 EXCITATION_BANDS = os.environ.get("ROB_TWIN_CAL_BANDS", "default")
 WORKERS = 2
+# the fits' replay noise (FitConfig.replay_noise_rad): "off" (noiseless rollouts) or "auto"
+# (the drive noise measured in the fit recording's currents, drive_noise.estimate_drive_noise;
+# positions-only fits: a current-weighted draw replays noiseless); the environment variable
+# ROB_TWIN_CAL_REPLAY_NOISE, or --replay-noise, changes it
+REPLAY_NOISE = os.environ.get("ROB_TWIN_CAL_REPLAY_NOISE", "off")
+REPLAY_NOISE_CHOICES = ("off", "auto")
 # recovered: within this of the hidden value (percent; delays in ms, zero offsets in mrad)
 RECOVERY_LIMIT = {"percent": 5.0, "ms": 1.0, "mrad": 1.0}
 MISFIT_CASES = (
@@ -182,12 +188,27 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
     )
 
 
-def _validation(result, val, hidden: dict, robot) -> dict:
+def _replay_noise(rec: Path, robot, weight: float, replay_noise: str) -> tuple[float, dict | None]:
+    """(the fit's replay noise std [rad], the estimate as a dict or None) for ``replay_noise``
+    ("off" or "auto": measured on ``rec`` with the nominal twin; noiseless when currents are
+    weighed, ``weight`` > 0, or the noise is not measurable)."""
+    from rob_twin.twin.calibration.drive_noise import estimate_drive_noise
+
+    if replay_noise not in REPLAY_NOISE_CHOICES:
+        raise InvalidValueError("replay_noise", replay_noise, f"one of {REPLAY_NOISE_CHOICES}")
+    if replay_noise == "off" or weight > 0:
+        return 0.0, None
+    estimate = estimate_drive_noise(rec, robot)
+    return estimate.std_rad or 0.0, estimate.as_dict()
+
+
+def _validation(result, val, hidden: dict, robot, noise_rad: float = 0.0) -> dict:
     """RMS position errors [mrad] on the validation recording: worst and median joint before
-    the fit, after it and with the true values."""
+    the fit, after it and with the true values (replayed with the fit's noise
+    ``noise_rad`` [rad], as the fit's own before and after are)."""
     from rob_twin.twin.calibration.predict import predict
 
-    truth = predict(val, hidden, robot=robot).rms_by_joint()
+    truth = predict(val, hidden, robot=robot, drive_noise_rad=noise_rad).rms_by_joint()
     rows = {
         "before": result.rms_before["validate"],
         "after": result.rms_after["validate"],
@@ -222,10 +243,17 @@ def _not_capable(robot) -> dict | None:
     return None
 
 
-def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED, fit_s: float | None = None) -> dict:
+def draw(
+    robot_spec: str,
+    k: int,
+    seed: int = DEFAULT_SEED,
+    fit_s: float | None = None,
+    replay_noise: str = REPLAY_NOISE,
+) -> dict:
     """Draw ``k`` on robot ``robot_spec`` (see the module docstring), its fit recording
-    ``fit_s`` seconds long (None: ``fit_seconds(robot)``); ``{"skipped": reason}``
-    for a robot without the capability the recordings need."""
+    ``fit_s`` seconds long (None: ``fit_seconds(robot)``), its rollouts' noise
+    ``replay_noise`` ("off" or "auto", ``_replay_noise``); ``{"skipped": reason}`` for a
+    robot without the capability the recordings need."""
     from rob_twin.models.robot import robot_of
     from rob_twin.twin.calibration.coverage import CURRENT_WEIGHT, hidden_draw
     from rob_twin.twin.calibration.fit import FitConfig, fit
@@ -242,10 +270,11 @@ def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED, fit_s: float | None 
         rec = _record(Path(tmp) / "fit.log", hidden, robot, fit_s, fit_seed)
         val = _record(Path(tmp) / "validation.log", hidden, robot, VALIDATE_S, val_seed)
         t0 = time.perf_counter()
-        config = FitConfig(max_iters=MAX_ITERS, current_weight=weight)
+        noise_rad, estimate = _replay_noise(rec, robot, weight, replay_noise)
+        config = FitConfig(max_iters=MAX_ITERS, current_weight=weight, replay_noise_rad=noise_rad)
         result = fit([rec], list(hidden), validate=[val], config=config, robot=robot)
         wall = time.perf_counter() - t0
-        validation = _validation(result, val, hidden, robot)
+        validation = _validation(result, val, hidden, robot, noise_rad)
     params = {}
     for name, truth in hidden.items():
         value = result.values[name]
@@ -271,6 +300,8 @@ def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED, fit_s: float | None 
         "excitation_seeds": {"fit": fit_seed, "validation": val_seed},
         "fit_recording_s": fit_s,
         "current_weight": weight,
+        "replay_noise_rad": noise_rad,
+        "drive_noise_estimate": estimate,
         "parameters": params,
         "recovered": recovered,
         # a draw not recovered: "undetermined" when every miss is one the fit's own
@@ -291,9 +322,12 @@ def draw(robot_spec: str, k: int, seed: int = DEFAULT_SEED, fit_s: float | None 
     }
 
 
-def misfit_case(robot_spec: str, i: int, seed: int = DEFAULT_SEED) -> dict:
+def misfit_case(
+    robot_spec: str, i: int, seed: int = DEFAULT_SEED, replay_noise: str = REPLAY_NOISE
+) -> dict:
     """Misspecified case ``MISFIT_CASES[i]`` on robot ``robot_spec``: hidden values of one
-    model, a fit of others; whether ``fit.misfit`` flags it."""
+    model, a fit of others (rollouts' noise ``replay_noise``, as ``draw``'s); whether
+    ``fit.misfit`` flags it."""
     from rob_twin.models.robot import robot_of
     from rob_twin.twin.calibration.fit import FitConfig, fit
     from rob_twin.twin.calibration.parameters import nominal_parameters
@@ -332,12 +366,15 @@ def misfit_case(robot_spec: str, i: int, seed: int = DEFAULT_SEED) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         rec = _record(Path(tmp) / "fit.log", hidden, robot, MISFIT_FIT_S, fit_seed)
         t0 = time.perf_counter()
-        result = fit([rec], names, config=FitConfig(max_iters=MAX_ITERS), robot=robot)
+        noise_rad, _ = _replay_noise(rec, robot, 0.0, replay_noise)
+        config = FitConfig(max_iters=MAX_ITERS, replay_noise_rad=noise_rad)
+        result = fit([rec], names, config=config, robot=robot)
         wall = time.perf_counter() - t0
     return {
         "case": case,
         "hidden": hidden,
         "fitted": {n: result.values[n] for n in names},
+        "replay_noise_rad": noise_rad,
         "flagged": bool(result.misfit),
         "misfit": [w["rule"] for w in result.misfit],
         "residual_floor_ratio": round(result.residual["position"]["floor_ratio"], 2),
@@ -452,15 +489,22 @@ def calibration_benchmark(
     workers: int = WORKERS,
     with_cost: bool = True,
     fit_s: float | None = None,
+    replay_noise: str = REPLAY_NOISE,
 ) -> dict:
     """The benchmark's result (see the module docstring): ``draws`` draws and every misfit
-    case per robot in ``robots``, on ``workers`` processes."""
+    case per robot in ``robots``, on ``workers`` processes, the fits' rollouts replayed with
+    ``replay_noise`` ("off" or "auto")."""
+    if replay_noise not in REPLAY_NOISE_CHOICES:
+        raise InvalidValueError("replay_noise", replay_noise, f"one of {REPLAY_NOISE_CHOICES}")
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
         jobs = {
             r: (
-                [pool.submit(draw, r, k, seed, fit_s) for k in range(draws)],
-                [pool.submit(misfit_case, r, i, seed) for i in range(len(MISFIT_CASES))],
+                [pool.submit(draw, r, k, seed, fit_s, replay_noise) for k in range(draws)],
+                [
+                    pool.submit(misfit_case, r, i, seed, replay_noise)
+                    for i in range(len(MISFIT_CASES))
+                ],
             )
             for r in robots
         }
@@ -498,6 +542,7 @@ def calibration_benchmark(
             "per joint), drive noise on (servo-target noise, seeded), feedback quantised to "
             "1/128 deg",
             "excitation_bands": EXCITATION_BANDS,
+            "replay_noise": replay_noise,
             "misfit_cases": list(MISFIT_CASES),
         },
         "robots": per_robot,
@@ -542,6 +587,14 @@ def main(argv: list[str] | None = None) -> int:
         help="length of every draw's fit recording [s] (default: ROB_TWIN_CAL_FIT_S, else "
         f"per drive family, {FIT_S_BY_FAMILY})",
     )
+    parser.add_argument(
+        "--replay-noise",
+        choices=REPLAY_NOISE_CHOICES,
+        default=REPLAY_NOISE,
+        help="the fits' rollouts: noiseless (off) or with the drive noise measured in each fit "
+        "recording's currents (auto; positions-only fits); default: ROB_TWIN_CAL_REPLAY_NOISE, "
+        "else off",
+    )
     parser.add_argument("--no-cost", action="store_true", help="skip the 60 s cost figures")
     parser.add_argument(
         "--out", default=str(OUT_DIR / "bench" / "calibration.json"), help="JSON to write"
@@ -556,7 +609,13 @@ def main(argv: list[str] | None = None) -> int:
         except RobTwinError as err:
             parser.error(f"--robots {name}: {err}")
     result = calibration_benchmark(
-        args.draws, args.seed, tuple(args.robots), args.workers, not args.no_cost, args.fit_seconds
+        args.draws,
+        args.seed,
+        tuple(args.robots),
+        args.workers,
+        not args.no_cost,
+        args.fit_seconds,
+        args.replay_noise,
     )
     write_json(Path(args.out), result)
     for name, r in result["robots"].items():

@@ -58,6 +58,9 @@ _READERS = {
     ".blf": can.BLFReader,
     ".mf4": can.MF4Reader,
 }
+# added to a recording's seed for the replay's own drive noise (``replay(drive_noise_rad=)``):
+# another realisation than the run's (a 32-bit prime, far from any seed the project uses)
+REPLAY_NOISE_SEED_OFFSET = 2_147_483_629
 ASC_FOOTER = "end triggerblock"  # the last line of every .asc (python-can, CANoe), any case
 
 
@@ -319,6 +322,13 @@ class Timeline:
     notes: tuple[str, ...] = ()
 
 
+def _non_negative(name: str, value: object) -> None:
+    """InvalidValueError unless ``value`` is a finite number >= 0."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (number and math.isfinite(value) and value >= 0):
+        raise InvalidValueError(name, value, "a finite number >= 0 (0: none)")
+
+
 def _positive(name: str, value: object, none_ok: bool) -> None:
     """InvalidValueError unless ``value`` is a finite number > 0 [s] (or None when ``none_ok``)."""
     if value is None and none_ok:
@@ -470,6 +480,7 @@ def replay(
     config: ReplayConfig | None = None,
     parameters: dict[str, float] | None = None,
     robot=None,
+    drive_noise_rad: float = 0.0,
 ) -> ReplayResult:
     """Feed ``recording`` into a fresh lockstep twin (see the module docstring).
 
@@ -480,8 +491,14 @@ def replay(
     delay, which moves the host frames later by that much; None: the twin as it is);
     robot: the robot recorded (a ``rob_twin.models.robot.Robot`` with Amber drives: its
     model, its drives with its joint ranges, its channels as the wiring of a recording
-    without one; None: ROB's scene and drives, as always)."""
+    without one; None: ROB's scene and drives, as always); drive_noise_rad: white noise of
+    this std [rad] (N m on a torque actuator) on every servo target at every physics step,
+    as ``TwinConfig.control_noise`` (0: none, the replay is deterministic). Its realisation
+    is seeded by the recording's seed plus ``REPLAY_NOISE_SEED_OFFSET``: the same for every
+    replay of one recording (so a fit's rollouts differ only by their parameters), never the
+    recorded run's own (a real drive's noise cannot be replayed, only its level)."""
     config = config or default_config()
+    _non_negative("drive_noise_rad", drive_noise_rad)
     _positive("seconds", seconds, none_ok=True)
     _positive("sample_every_s", sample_every_s, none_ok=False)
     t_read = time.perf_counter()
@@ -544,7 +561,13 @@ def replay(
         if not damiao:
             configs = drive_configs(parameters, robot)
         command_delay = {arm: d[0] for arm, d in delays(parameters).items()}
-    twin = Twin(TwinConfig(seed=side.seed), model=model)
+    twin = Twin(
+        TwinConfig(
+            seed=side.seed + REPLAY_NOISE_SEED_OFFSET if drive_noise_rad > 0 else side.seed,
+            control_noise=float(drive_noise_rad),
+        ),
+        model=model,
+    )
     dt = twin.scheduler.dt
     _check_against_model(side, twin, side_path)
     feed = [f for f in rec.frames if f.arbitration_id not in reply_ids]

@@ -18,10 +18,11 @@ anything is read); the calibration file names it (``robot``: its identity).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from rob_twin.models.errors import RobTwinError
+from rob_twin.models.errors import InvalidValueError, RobTwinError
 from rob_twin.models.robot import CAN_DRIVES, Robot, robot_of
 from rob_twin.twin.calibration.calibration_file import (
     Calibration,
@@ -29,6 +30,7 @@ from rob_twin.twin.calibration.calibration_file import (
     save_calibration,
 )
 from rob_twin.twin.calibration.dataset import input_sha256, read_input
+from rob_twin.twin.calibration.drive_noise import estimate_drive_noise
 from rob_twin.twin.calibration.fit import INTERVAL_METHOD, FitConfig, FitResult, fit
 from rob_twin.twin.calibration.parameters import parse_name, select
 from rob_twin.twin.calibration.predict import predict
@@ -99,15 +101,45 @@ def calibrate(
     config: FitConfig | None = None,
     progress=None,
     robot: Robot | None = None,
+    replay_noise: float | str | None = None,
 ) -> dict:
     """Fit the parameters matching ``patterns`` to ``recordings`` of ``robot`` (None: the
     default robot) and write the calibration file ``out`` with its report and plot; returns
-    the report."""
+    the report. ``replay_noise``: the rollouts' drive noise std [rad], "auto" (measured on
+    the first fit recording, ``drive_noise.estimate_drive_noise``; noiseless where it is
+    not measurable, said in the fit's notes) or None (``config``'s
+    ``replay_noise_rad``)."""
     robot = robot_of(robot)
     robot.require(CAN_DRIVES, "a calibration (fitted drive parameters)")
+    config = config or FitConfig()
+    if replay_noise is not None and replay_noise != "auto":
+        config = replace(config, replay_noise_rad=replay_noise)  # checked: InvalidValueError
+    elif replay_noise == "auto" and config.current_weight > 0:
+        raise InvalidValueError(
+            "replay_noise",
+            replay_noise,
+            "off (0) when currents are weighed (current_weight "
+            f"{config.current_weight}): a noisy replay's currents pull a torque constant "
+            "toward zero",
+        )
     names = select(patterns, robot)
     recs = [read_input(r, robot) for r in recordings]  # every input checked before any fit
     vals = [read_input(r, robot) for r in validate]
+    noise = None
+    if replay_noise == "auto":
+        if progress:
+            progress("calibrate: measuring the drive noise in the first recording's currents")
+        noise = estimate_drive_noise(
+            recs[0], robot, start.values if start is not None else None, config.seconds
+        )
+        config = replace(config, replay_noise_rad=noise.std_rad or 0.0)
+        if progress:
+            progress(
+                f"calibrate: drive noise {1000 * noise.std_rad:.3f} mrad: every rollout "
+                "replays with it"
+                if noise.std_rad
+                else f"calibrate: drive noise {noise.reason}: rollouts replay noiseless"
+            )
     result = fit(
         recs,
         names,
@@ -117,6 +149,8 @@ def calibrate(
         progress=progress,
         robot=robot,
     )
+    if noise is not None and noise.std_rad is None:
+        result.notes.append(f"replayed noiseless: the drive noise is {noise.reason}")
     if len(result.not_identifiable) == len(names):
         raise NotExcitedError(
             f"the recordings excite none of the {len(names)} selected parameters "
@@ -157,7 +191,9 @@ def calibrate(
             "wall_s": round(result.wall_s, 2),
             "cost_before_rad": result.cost_before,
             "cost_after_rad": result.cost_after,
-            "current_weight": (config or FitConfig()).current_weight,
+            "current_weight": config.current_weight,
+            "replay_noise_rad": config.replay_noise_rad,
+            "drive_noise_estimate": noise.as_dict() if noise is not None else None,
             "intervals": INTERVAL_METHOD,
             "residual": result.residual,
             "notes": result.notes,

@@ -121,6 +121,9 @@ class FitError(RobTwinError):
     """A fit that cannot be done: no parameter selected, a bound that excludes the start."""
 
 
+MAX_REPLAY_NOISE_RAD = 0.05  # FitConfig.replay_noise_rad's upper bound [rad]: 50x ROB's drives'
+
+
 @dataclass(frozen=True)
 class FitConfig:
     """max_iters: solver iterations; current_weight: weight of current errors in the
@@ -128,13 +131,20 @@ class FitConfig:
     Jacobian column norm is below this fraction of the largest is not identifiable, nor one
     whose change by its whole scale moves the prediction by less than min_sensitivity_rad
     RMS [rad] (a seventh of the feedback's 1/128 deg quantum);
-    seconds: use only the first seconds of each recording [s] (None: all)."""
+    seconds: use only the first seconds of each recording [s] (None: all);
+    replay_noise_rad: every rollout replays with drive noise of this std [rad on a servo
+    target] (``predict``'s ``drive_noise_rad``, one seeded realisation for every rollout;
+    ``drive_noise.estimate_drive_noise`` measures it on a recording); 0: noiseless. Positions
+    only: a replay's own noise in the currents would pull a torque constant toward zero
+    (the fitted scale of a noisy prediction against another noisy signal shrinks by
+    signal / (signal + noise) power)."""
 
     max_iters: int = 12
     current_weight: float = 0.0
     identifiable_rel: float = 1e-3
     min_sensitivity_rad: float = 2e-5
     seconds: float | None = None
+    replay_noise_rad: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_iters, int) or not 1 <= self.max_iters <= 1000:
@@ -143,6 +153,24 @@ class FitConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InvalidValueError(name, value, "a finite number >= 0")
+        noise = self.replay_noise_rad
+        if not (
+            isinstance(noise, (int, float))
+            and not isinstance(noise, bool)
+            and math.isfinite(noise)
+            and 0 <= noise <= MAX_REPLAY_NOISE_RAD
+        ):
+            raise InvalidValueError(
+                "replay_noise_rad", noise, f"a finite std in 0..{MAX_REPLAY_NOISE_RAD} rad"
+            )
+        if noise > 0 and self.current_weight > 0:
+            raise InvalidValueError(
+                "replay_noise_rad",
+                noise,
+                "0 when currents are weighed (current_weight "
+                f"{self.current_weight}): a noisy replay's currents pull a torque constant "
+                "toward zero",
+            )
 
 
 def default_config() -> FitConfig:
@@ -682,7 +710,16 @@ def fit(
     def run(values: dict[str, float], recs: list[Recording]) -> list[Prediction]:
         nonlocal evaluations
         evaluations += 1
-        return [predict(r, values, seconds=config.seconds, robot=robot) for r in recs]
+        return [
+            predict(
+                r,
+                values,
+                seconds=config.seconds,
+                robot=robot,
+                drive_noise_rad=config.replay_noise_rad,
+            )
+            for r in recs
+        ]
 
     before = run(base, fit_recs)
     floor = quanta(robot)[0] / math.sqrt(12.0)  # the feedback's position floor [rad]

@@ -186,9 +186,11 @@ def predict(
     parameters: dict[str, float] | None = None,
     seconds: float | None = None,
     robot: Robot | None = None,
+    drive_noise_rad: float = 0.0,
 ) -> Prediction:
     """The twin's prediction of ``recording`` with ``parameters`` (None: the twin as it is),
-    on ``robot``'s twin (None: the default robot)."""
+    on ``robot``'s twin (None: the default robot); drive_noise_rad: the replay's own drive
+    noise std [rad on a servo target] (``replay``'s; 0: none)."""
     robot = robot_of(robot)
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
     params = dict(parameters or {})
@@ -198,6 +200,7 @@ def predict(
         sample_every_s=0.001,
         parameters=params or None,
         robot=robot,
+        drive_noise_rad=drive_noise_rad,
     )
     model = result.model
     damiao = robot.family == "damiao"

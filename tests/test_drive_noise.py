@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from rob_twin.cli.main import main
 from rob_twin.models.errors import InvalidValueError
+from rob_twin.models.names import Arm
 from rob_twin.models.robot import robot_of
 from rob_twin.twin.calibration.drive_noise import estimate_drive_noise
 from rob_twin.twin.calibration.fit import FitConfig, noise_level
@@ -46,6 +47,18 @@ def test_the_estimate_finds_the_recorded_servo_noise_in_the_currents(recs):
     assert estimate.std_rad == pytest.approx(NOISE_RAD, rel=0.15)
     assert estimate.joints == 14 and len(estimate.per_joint) >= 10
     assert estimate.as_dict()["std_rad"] == estimate.std_rad
+
+
+@pytest.mark.parametrize("seed", [12, 5])
+def test_the_estimate_holds_on_a_generated_amber_robot(tmp_path, seed):
+    from rob_twin.experiments.robot_factory import generate_robot
+
+    # Amber drives come with seven joints only (robot_factory); the geometry is the seed's
+    made = generate_robot(tmp_path / "robot", seed, family="amber")
+    robot = robot_of(str(made.robot_file))
+    assert robot.family == "amber" and robot.joint_count(Arm.RIGHT) == 7
+    rec = record_hidden(tmp_path / "gen.log", {}, SECONDS, seed=seed, noise=NOISE_RAD, robot=robot)
+    assert estimate_drive_noise(rec, robot).std_rad == pytest.approx(NOISE_RAD, rel=0.15)
 
 
 def test_a_noiseless_recording_is_called_not_measurable_not_given_a_number(recs):

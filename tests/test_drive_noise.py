@@ -17,7 +17,7 @@ from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import robot_of
 from rob_twin.twin.calibration.drive_noise import estimate_drive_noise
-from rob_twin.twin.calibration.fit import FitConfig, noise_level
+from rob_twin.twin.calibration.fit import FitConfig, fit, noise_level
 from rob_twin.twin.calibration.predict import predict
 from rob_twin.twin.calibration.synthetic import record_hidden
 
@@ -92,6 +92,31 @@ def test_a_noisy_replay_repeats_itself_and_is_not_the_recorded_realisation(recs)
 def test_a_bad_replay_noise_is_refused_with_its_range(bad):
     with pytest.raises(InvalidValueError, match="replay_noise_rad"):
         FitConfig(replay_noise_rad=bad)
+
+
+@pytest.mark.parametrize("bad", [-1, 21, 1.5, True])
+def test_a_bad_count_of_noise_realisations_is_refused_with_its_range(bad):
+    with pytest.raises(InvalidValueError, match="noise_realisations"):
+        FitConfig(noise_realisations=bad)
+
+
+def test_the_replay_noise_spread_widens_the_intervals_and_leaves_the_values(recs):
+    """Other realisations of the replay's noise measure how far the estimate moves with
+    it; the intervals take that spread in quadrature, the fitted values stay."""
+    name = "right/j2/frictionloss"
+    fits = {
+        n: fit(
+            [recs["friction"]],
+            [name],
+            config=FitConfig(replay_noise_rad=1e-3, noise_realisations=n),
+            robot=robot_of("rob"),
+        )
+        for n in (0, 2)
+    }
+    assert fits[2].values[name] == fits[0].values[name]
+    assert fits[2].intervals[name] > fits[0].intervals[name]
+    assert any("other realisations" in note for note in fits[2].notes)
+    assert not any("other realisations" in note for note in fits[0].notes)
 
 
 def test_replay_noise_with_weighed_currents_is_refused():

@@ -481,6 +481,7 @@ def replay(
     parameters: dict[str, float] | None = None,
     robot=None,
     drive_noise_rad: float = 0.0,
+    noise_realisation: int = 0,
 ) -> ReplayResult:
     """Feed ``recording`` into a fresh lockstep twin (see the module docstring).
 
@@ -494,11 +495,15 @@ def replay(
     without one; None: ROB's scene and drives, as always); drive_noise_rad: white noise of
     this std [rad] (N m on a torque actuator) on every servo target at every physics step,
     as ``TwinConfig.control_noise`` (0: none, the replay is deterministic). Its realisation
-    is seeded by the recording's seed plus ``REPLAY_NOISE_SEED_OFFSET``: the same for every
-    replay of one recording (so a fit's rollouts differ only by their parameters), never the
-    recorded run's own (a real drive's noise cannot be replayed, only its level)."""
+    is seeded by the recording's seed plus ``REPLAY_NOISE_SEED_OFFSET`` plus
+    ``noise_realisation`` (an integer >= 0): the same for every replay of one recording and
+    realisation (so a fit's rollouts differ only by their parameters), never the recorded
+    run's own (a real drive's noise cannot be replayed, only its level)."""
     config = config or default_config()
     _non_negative("drive_noise_rad", drive_noise_rad)
+    if isinstance(noise_realisation, bool) or not isinstance(noise_realisation, int):
+        raise InvalidValueError("noise_realisation", noise_realisation, "an integer >= 0")
+    _non_negative("noise_realisation", noise_realisation)
     _positive("seconds", seconds, none_ok=True)
     _positive("sample_every_s", sample_every_s, none_ok=False)
     t_read = time.perf_counter()
@@ -563,7 +568,9 @@ def replay(
         command_delay = {arm: d[0] for arm, d in delays(parameters).items()}
     twin = Twin(
         TwinConfig(
-            seed=side.seed + REPLAY_NOISE_SEED_OFFSET if drive_noise_rad > 0 else side.seed,
+            seed=side.seed + REPLAY_NOISE_SEED_OFFSET + noise_realisation
+            if drive_noise_rad > 0
+            else side.seed,
             control_noise=float(drive_noise_rad),
         ),
         model=model,

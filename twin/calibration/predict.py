@@ -187,10 +187,11 @@ def predict(
     seconds: float | None = None,
     robot: Robot | None = None,
     drive_noise_rad: float = 0.0,
+    noise_realisation: int = 0,
 ) -> Prediction:
     """The twin's prediction of ``recording`` with ``parameters`` (None: the twin as it is),
     on ``robot``'s twin (None: the default robot); drive_noise_rad: the replay's own drive
-    noise std [rad on a servo target] (``replay``'s; 0: none)."""
+    noise std [rad on a servo target] and its realisation (``replay``'s; 0: none)."""
     robot = robot_of(robot)
     rec = recording if isinstance(recording, Recording) else read_recording(recording)
     params = dict(parameters or {})
@@ -201,6 +202,7 @@ def predict(
         parameters=params or None,
         robot=robot,
         drive_noise_rad=drive_noise_rad,
+        noise_realisation=noise_realisation,
     )
     model = result.model
     damiao = robot.family == "damiao"

@@ -99,7 +99,9 @@ WORKERS = 2
 # count, so its fits replay noiseless) or "off"; the environment variable
 # ROB_TWIN_CAL_REPLAY_NOISE, or --replay-noise, changes it. Simulated, ROB draw 1 (friction
 # loss + kp on J1 and J6, 60 s): seed 6200 off 10.1 / 6.1 % off (1 of 5 truths inside),
-# auto 1.2 / 0.1 % (5 of 5); seed 6100 off 4.8 / 4.3 % (1 of 5), auto 4.0 / 0.4 % (3 of 5)
+# auto 1.2 / 0.1 % (5 of 5); seed 6100 off 4.8 / 4.3 % (1 of 5), auto 4.0 / 0.4 % (3 of 5);
+# seed 6300 (J3, J5) off 4.4 / 2.7 % (0 of 5), auto 0.9 / 0.7 % (2 of 5; intervals before
+# FitConfig.noise_realisations)
 REPLAY_NOISE = os.environ.get("ROB_TWIN_CAL_REPLAY_NOISE", "auto")
 REPLAY_NOISE_CHOICES = ("off", "auto")
 # recovered: within this of the hidden value (percent; delays in ms, zero offsets in mrad)

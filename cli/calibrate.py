@@ -19,7 +19,9 @@ synthetic draws, ``python -m rob_twin.twin.calibration.coverage``). Torque const
 (``amps_per_nm``) show only in the drives' current: fit them with ``--current-weight W``
 (rad per drive unit; 0, the default, fits positions only and holds them).
 ``--replay-noise auto`` replays every rollout with the drive noise measured in the
-recording's currents (``rob_twin.twin.calibration.drive_noise``), positions only."""
+recording's currents (``rob_twin.twin.calibration.drive_noise``), positions only; the
+intervals then also take the estimate's spread over the replay's own noise (three other
+realisations, ``fit.realisation_spread``)."""
 
 from __future__ import annotations
 

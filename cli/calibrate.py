@@ -193,7 +193,7 @@ def register(sub) -> None:
         "its std in the first recording's current feedback (rob_twin.twin.calibration."
         "drive_noise), RAD gives it [rad, 0..0.05]; positions only (not with "
         "--current-weight); default off. Simulated, ROB: a noiseless replay fits friction "
-        "loss 4-5 %% low from 60 s recordings made with 1 mrad of drive noise",
+        "loss 2.7-16 %% off from 60 s recordings made with 1 mrad of drive noise (four seeds)",
     )
     cal.add_argument(
         "--accept-misfit",

@@ -19,11 +19,11 @@ skipped, its reason recorded) and per draw ``k`` of ``draws``:
   torque constant, ``coverage.CURRENT_WEIGHT``; positions-only fits replay with the drive
   noise measured in the fit recording's currents, ``REPLAY_NOISE``) and reported: the
   error of each (percent of the hidden value; delays in ms, zero offsets in mrad), whether
-  its 95 % interval
-  holds the truth, the validation recording's RMS joint position error before (nominal
-  twin), after (fitted) and with the true values (what noise and quantisation leave), the
-  improvement before / after of the worst joint, the misfit rules that fired (a correctly
-  specified fit should fire none: a false alarm), rollouts and wall time.
+  its 95 % interval holds the truth, the validation recording's RMS joint position error
+  before (nominal twin), after (fitted) and with the true values (what noise and
+  quantisation leave), the improvement before / after of the worst joint, the misfit rules
+  that fired (a correctly specified fit should fire none: a false alarm), rollouts and
+  wall time.
 
 Misfit cases (``MISFIT_CASES``, one seeded draw each per robot): recordings of one model
 fitted with the wrong parameters (friction fitted as damping, a gain and a payload fitted as
@@ -100,8 +100,9 @@ WORKERS = 2
 # ROB_TWIN_CAL_REPLAY_NOISE, or --replay-noise, changes it. Simulated, ROB draw 1 (friction
 # loss + kp on J1 and J6, 60 s): seed 6200 off 10.1 / 6.1 % off (1 of 5 truths inside),
 # auto 1.2 / 0.1 % (5 of 5); seed 6100 off 4.8 / 4.3 % (1 of 5), auto 4.0 / 0.4 % (3 of 5);
-# seed 6300 (J3, J5) off 4.4 / 2.7 % (0 of 5), auto 0.9 / 0.7 % (2 of 5; intervals before
-# FitConfig.noise_realisations)
+# seed 6300 (J3, J5) off 4.4 / 2.7 % (0 of 5), auto 0.9 / 0.7 % (2 of 5); seed 6400 (J1, J3)
+# off 4.1 / 16.0 % (1 of 5), auto 0.7 / 1.0 % (5 of 5). Those "auto" counts of 6100 and 6300
+# are before FitConfig.noise_realisations widened the intervals; with it 5 and 2 of 5
 REPLAY_NOISE = os.environ.get("ROB_TWIN_CAL_REPLAY_NOISE", "auto")
 REPLAY_NOISE_CHOICES = ("off", "auto")
 # recovered: within this of the hidden value (percent; delays in ms, zero offsets in mrad)

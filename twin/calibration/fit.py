@@ -92,14 +92,14 @@ explain the recordings, so its numbers and intervals are not to be trusted:
   joint about its mean, pooled) above 0.9 while it is more than 3x the floor: a motion the
   twin does not make, not noise.
 
-Drive noise (``FitConfig.replay_noise_rad``): a drive's servo noise dithers its friction
-and settles it differently from a smooth replay, a bias no interval carries (simulated, ROB,
-1 mrad servo noise, 60 s: friction loss fitted 4-5 % low, every interval excluding its
-truth). With ``replay_noise_rad`` > 0 every rollout replays with servo noise of that std,
-one seeded realisation for all of them (another than the recorded run's: ``replay``), so the
-fit compares a noisy twin with a noisy robot; the noise-on-noise part of the residual then
-raises its level and so the intervals (floor ratio about 1.8 against 1.35 noiseless).
-``rob-twin calibrate --replay-noise auto`` measures the std first
+Drive noise (``FitConfig.replay_noise_rad``): a drive's servo noise dithers its friction and
+settles it differently from a smooth replay, a bias no interval carries (simulated, ROB, 1
+mrad servo noise, 60 s, four seeds: friction loss fitted 2.7-16 % off, nearly every interval
+excluding its truth). With ``replay_noise_rad`` > 0 every rollout replays with servo noise
+of that std, one seeded realisation for all of them (another than the recorded run's:
+``replay``), so the fit compares a noisy twin with a noisy robot; the noise-on-noise part of
+the residual then raises its level and so the intervals (floor ratio about 1.8 against 1.35
+noiseless). ``rob-twin calibrate --replay-noise auto`` measures the std first
 (``drive_noise.estimate_drive_noise``). Positions only: see ``FitConfig``.
 """
 

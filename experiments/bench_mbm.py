@@ -33,6 +33,7 @@ are ranges and the same-run ratios are what count.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
 
@@ -182,6 +183,17 @@ def plan_problem(
     return row
 
 
+def _progress(row: dict, k: int, n: int) -> str:
+    """One line per problem and margin, for a run that takes minutes."""
+    head = f"[mbm] {row['set']} {k}/{n} #{row['index']} @ {row['margin_mm']:g} mm:"
+    if not row.get("valid"):
+        return f"{head} invalid ({row.get('why_invalid', '')})"
+    ours = f"ArmGroup {row['ours_status']} {row['ours_ms']:.0f} ms"
+    if "ompl_ok" in row:
+        ours += f", OMPL {'solved' if row['ompl_ok'] else 'failed'} {row['ompl_ms']:.0f} ms"
+    return f"{head} {ours}"
+
+
 def _ms(values: list[float]) -> dict:
     v = np.asarray(values, float)
     if v.size == 0:
@@ -324,11 +336,13 @@ def run() -> dict:
     load_before = os.getloadavg()[0]
     warm = True
     for set_name in cfg["sets"]:
-        for index in sample(set_name, cfg["per_set"], cfg["seed"]):
+        drawn = sample(set_name, cfg["per_set"], cfg["seed"])
+        for k, index in enumerate(drawn, 1):
             problem = mbm.load_problem(set_name, index)
             for margin_mm in cfg["margins_mm"]:
                 rows.append(plan_problem(problem, margin_mm * 1e-3, cfg, ompl_ok, warm))
                 warm = False
+                print(_progress(rows[-1], k, len(drawn)), file=sys.stderr, flush=True)
     result = {
         "settings": cfg,
         "command": "MBM_PER_SET={per_set} MBM_SETS={sets} MBM_MARGINS_MM={m} MBM_BUDGET_S={b} "

@@ -32,6 +32,7 @@ Settings: ``rob_twin.planners.group_config``. Units: radians, seconds, metres.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import time
@@ -440,39 +441,49 @@ class ArmGroup:
         padded session), or the NO_PATH / TIMEOUT result.
 
         The padded search always gets ``search.max_iterations`` rounds, so where the plain
-        one takes over does not depend on the clock (same seed, same plan). With a wall-time
-        budget the plain search then runs until the deadline (``search.
+        one takes over does not depend on the clock (same seed, same plan). With two or
+        more moving arms, after its first ``search.arms_in_turn_after`` rounds the arms
+        are searched one at a time (``_search_in_turn``), and only when that finds nothing
+        does the padded search go on with new trees for the rest of its rounds. With a
+        wall-time budget the plain search then runs until the deadline (``search.
         budgeted_max_iterations`` only as a safety net), else ``search.max_iterations``."""
         cfg = self.config.search
         budgeted = clock.deadline is not None
         rounds = cfg.budgeted_max_iterations if budgeted else cfg.max_iterations
+        in_turn = cfg.arms_in_turn_rounds > 0 and len(moving) > 1
+        first = min(cfg.arms_in_turn_after, cfg.max_iterations) if in_turn else None
         with clock.timer.stage("search"):
             padded = self.padded.session(moving, self.reference_qpos)
             session = plain
-            found = search.rrt_connect(
-                start,
-                goal,
-                box[0],
-                box[1],
-                padded.is_free,
-                rng,
-                cfg,
-                deadline_s=clock.deadline,
-                prove_free=self._proof(padded),
-            )
-            if found.path is None and not found.timed_out:
-                found = search.rrt_connect(
+
+            def together(check: CheckSession, max_rounds: int | None):
+                return search.rrt_connect(
                     start,
                     goal,
                     box[0],
                     box[1],
-                    plain.is_free,
+                    check.is_free,
                     rng,
                     cfg,
                     deadline_s=clock.deadline,
-                    prove_free=self._proof(plain),
-                    max_iterations=rounds,
+                    prove_free=self._proof(check),
+                    max_iterations=max_rounds,
                 )
+
+            if first == 0:  # arms in turn first
+                found = search.SearchResult(None, 0, 2, "arms in turn first")
+            else:
+                found = together(padded, first)
+            if in_turn and found.path is None and not found.timed_out:
+                turns = self._search_in_turn(moving, start, goal, box, rng, clock)
+                if turns is not None:
+                    return turns, padded, padded
+                if clock.late():
+                    found = search.SearchResult(None, 0, 0, "deadline", timed_out=True)
+                elif cfg.max_iterations > first:
+                    found = together(padded, cfg.max_iterations - first)
+            if found.path is None and not found.timed_out:
+                found = together(plain, rounds)
             elif found.path is not None:
                 session = padded
         if found.timed_out:
@@ -480,6 +491,52 @@ class ArmGroup:
         if found.path is None:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=clock.stages)
         return found.path, session, padded
+
+    def _search_in_turn(self, moving, start, goal, box, rng, clock: PlanClock):
+        """A stacked path that moves one arm at a time (``SearchConfig.
+        arms_in_turn_rounds``), trying the orders of ``moving`` in turn; None when no order
+        finds one (or the deadline passed). Each arm's search uses the padded checker with
+        only that arm moving and the others at their start (before their turn) or goal
+        (after): the states of the stacked path are exactly those states."""
+        cfg = self.config.search
+        spans, at = {}, 0
+        for a in moving:
+            n = len(self._qpos[a])
+            spans[a] = slice(at, at + n)
+            at += n
+        for order in itertools.permutations(moving):
+            stacked = start.copy()
+            path = [stacked.copy()]
+            for a in order:
+                if np.array_equal(stacked[spans[a]], goal[spans[a]]):
+                    continue  # this arm does not move
+                ref = self.reference_qpos.copy()
+                for b in moving:
+                    ref[self._qpos[b]] = stacked[spans[b]]
+                session = self.padded.session((a,), ref)
+                found = search.rrt_connect(
+                    stacked[spans[a]],
+                    goal[spans[a]],
+                    box[0][spans[a]],
+                    box[1][spans[a]],
+                    session.is_free,
+                    rng,
+                    cfg,
+                    deadline_s=clock.deadline,
+                    prove_free=self._proof(session),
+                    max_iterations=cfg.arms_in_turn_rounds,
+                )
+                if found.path is None:
+                    break
+                for q in found.path[1:]:
+                    stacked = stacked.copy()
+                    stacked[spans[a]] = q
+                    path.append(stacked)
+            else:
+                return path
+            if clock.late():
+                return None
+        return None
 
     def _shortcut(self, path, session: CheckSession, rng, clock: PlanClock):
         """The path shortcut with ``session`` (stage ``shortcut``); None when the deadline

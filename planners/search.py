@@ -56,7 +56,20 @@ class SearchConfig:
     (``python -m rob_twin.experiments.bench planner-checks``);
     shortcut_drop_first: before the random rounds, a greedy pass keeps from each waypoint
     only the farthest one it sees directly (``drop_redundant``), so the rounds cut corners
-    of a few long segments instead of a tree's many short ones."""
+    of a few long segments instead of a tree's many short ones;
+    arms_in_turn_after, arms_in_turn_rounds: with two or more moving arms, when ArmGroup's
+    search of all arms together (the padded one) has not found a path after
+    ``arms_in_turn_after`` rounds, it searches for a path that moves the arms one at a
+    time (each arm's own RRT-Connect in its joints, the others held where they are: at
+    their start before their turn, at their goal after), every order of the arms in
+    turn, each arm's search given at most ``arms_in_turn_rounds`` rounds; only when no
+    order finds one does the search of all arms together go on (the rest of its
+    ``max_iterations``, then the unpadded one). ``arms_in_turn_rounds`` 0: never. The
+    path found is an ordinary path of the stacked space (every state checked with every
+    arm), and shortcutting then moves the arms together where it can. In clutter this is
+    what solves (MotionBenchMaker's Baxter bookshelf: each arm alone is a 7-D problem,
+    together a 14-D one); a plan found within ``arms_in_turn_after`` rounds is the plan
+    of the search without it."""
 
     edge_step_rad: float = 0.05
     extend_step_rad: float = 0.6
@@ -66,6 +79,8 @@ class SearchConfig:
     shortcut_rounds: int = 60
     shortcut_min_gain: float = 0.1
     shortcut_drop_first: bool = True
+    arms_in_turn_after: int = 500
+    arms_in_turn_rounds: int = 3000
 
     def __post_init__(self) -> None:
         for name in ("edge_step_rad", "extend_step_rad"):
@@ -75,6 +90,9 @@ class SearchConfig:
         for name in ("max_iterations", "budgeted_max_iterations", "max_nodes"):
             if getattr(self, name) < 1:
                 raise PlannerConfigError(name, getattr(self, name), ">= 1")
+        for name in ("arms_in_turn_after", "arms_in_turn_rounds"):
+            if getattr(self, name) < 0:
+                raise PlannerConfigError(name, getattr(self, name), ">= 0")
         if self.shortcut_rounds < 0:
             raise PlannerConfigError("shortcut_rounds", self.shortcut_rounds, ">= 0")
         g = self.shortcut_min_gain

@@ -135,7 +135,7 @@ def _stand(search_cfg: SearchConfig, budget: float | None) -> ArmGroup:
 def test_a_budgeted_plan_searches_past_the_unbudgeted_cap_and_is_deterministic():
     """With 1 round per search and no budget the stand's crossing arms find no path; with
     a budget the unpadded search runs on to the deadline and does, the same plan twice."""
-    tight = replace(SearchConfig(), max_iterations=1)
+    tight = replace(SearchConfig(), max_iterations=1, arms_in_turn_rounds=0)
     unbudgeted = _stand(tight, None).plan(dict(STAND_GOAL), seed=2)
     assert unbudgeted.status is PlanStatus.NO_PATH
     assert unbudgeted.reason == "no path after 1 iterations"

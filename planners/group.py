@@ -45,7 +45,7 @@ import numpy as np
 from rob_twin.controllers.execution_report import START_TOLERANCE_RAD
 from rob_twin.models.loading import model_arm_joints
 from rob_twin.models.names import Arm
-from rob_twin.planners import search
+from rob_twin.planners import search, weak_judge
 from rob_twin.planners.collision import CheckSession, Clearance, CollisionChecker
 from rob_twin.planners.errors import (
     GoalInputError,
@@ -121,6 +121,8 @@ class ArmGroup:
                 horizon_m=max(pad, self.config.collision.horizon_m),
             ),
         )
+        if self.checker.weak_pairs:  # their judge's compiled pre-check, loaded once
+            weak_judge.warm_kernel()
         self.arm_names = self.checker.arm_names
         self._arm_set = frozenset(self.arm_names)
         self._qpos = {a: self.checker.arm_qpos[a] for a in self.arm_names}

@@ -41,6 +41,10 @@ import mujoco
 import numpy as np
 from rob_twin.planners.certificate_geometry import PairGeometry, _pair_name, weak_rows
 
+# the compiled pre-check (``weak_judge_kernel``) once ``warm_kernel`` loaded it; until then,
+# or where numba does not import, ``_cull_numpy`` gives the same figures
+_kernel = None
+
 JUDGE_MUJOCO = "mujoco"  # MuJoCo's collider, mj_collision with the horizon as margin
 JUDGE_COAL = "coal"  # coal's GJK/EPA on the geoms' coal shapes (rob_twin.planners.oracle)
 JUDGES = (JUDGE_MUJOCO, JUDGE_COAL)
@@ -82,7 +86,8 @@ class _PairSet:
         self.i2 = np.searchsorted(self.geoms, g2)
         self.rb1, self.rb2 = model.geom_rbound[g1], model.geom_rbound[g2]
         self.plane = (t1 == _PLANE) | (t2 == _PLANE)
-        self.boxes = np.flatnonzero((t1 == _BOX) | (t2 == _BOX))
+        self.box_pair = (t1 == _BOX) | (t2 == _BOX)
+        self.boxes = np.flatnonzero(self.box_pair)
         box = model.geom_type[self.geoms] == _BOX
         self.half = np.where(box[:, None], model.geom_size[self.geoms], 0.0)
         self.round_ = np.where(box, np.nan, model.geom_rbound[self.geoms])
@@ -101,14 +106,10 @@ def _extents(half: np.ndarray, round_: np.ndarray, mat: np.ndarray) -> np.ndarra
     return ext
 
 
-def _capped(pairs: _PairSet, shapes, pos, mat, horizon_m) -> tuple[np.ndarray, int]:
-    """``coal_capped`` of ``pairs`` at S states at once: ``pos`` (S, G, 3) and ``mat``
-    (S, G, 9) the world positions and rotations of ``pairs.geoms`` per state; (S, k)
-    distances [m]. Each figure is computed as in one state alone (the same operations
-    element by element), each geom's world box and coal frame made once per state. A pair
-    with a box that is at least the horizon apart along a world axis (the box's world box
-    against the other geom's, ``_extents``) gets the horizon without a query: what coal,
-    capped, would give it."""
+def _cull_numpy(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.ndarray]:
+    """(out, query), (S, k): the capped lower bounds [m] of ``_capped`` before coal, and
+    which pairs coal must be asked about (numpy; ``weak_judge_kernel.cull`` is the same
+    arithmetic compiled)."""
     i1, i2 = pairs.i1, pairs.i2
     diff = pos[:, i1] - pos[:, i2]
     gap = np.sqrt(np.add.reduce(diff * diff, axis=-1)) - pairs.rb1 - pairs.rb2
@@ -124,11 +125,64 @@ def _capped(pairs: _PairSet, shapes, pos, mat, horizon_m) -> tuple[np.ndarray, i
         far = apart.max(axis=-1) >= horizon_m  # >= the horizon apart along a world axis
         out[:, b] = np.where(far, horizon_m, out[:, b])
         query[:, b] &= ~far
+    return out, query
+
+
+def warm_kernel() -> bool:
+    """Load the compiled pre-check (importing numba and loading, or on a fresh machine
+    compiling, ``weak_judge_kernel.cull``: about 0.7 s the first time in a process, nothing
+    after), so that ``_capped`` uses it from then on; False where numba does not import.
+    ArmGroup calls it when it is built for a model with weak pairs, outside any plan's
+    wall-time budget."""
+    global _kernel
+    if _kernel is None:
+        try:
+            from rob_twin.planners import weak_judge_kernel
+        except ImportError:  # pragma: no cover - numba is a dependency
+            return False
+        empty = np.zeros(0, np.int64)
+        weak_judge_kernel.cull(
+            np.zeros((1, 0, 3)), np.zeros((1, 0, 9)), empty, empty, np.zeros(0),
+            np.zeros(0), np.zeros(0, bool), np.zeros(0, bool), np.zeros((0, 3)),
+            np.zeros(0), 0.04,
+        )  # fmt: skip
+        _kernel = weak_judge_kernel
+    return True
+
+
+def _cull(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.ndarray]:
+    """``_cull_numpy``'s figures, compiled where numba imports (the same bits)."""
+    if _kernel is None:
+        return _cull_numpy(pairs, pos, mat, horizon_m)
+    return _kernel.cull(
+        np.ascontiguousarray(pos, np.float64),
+        np.ascontiguousarray(mat, np.float64),
+        pairs.i1,
+        pairs.i2,
+        pairs.rb1,
+        pairs.rb2,
+        pairs.plane,
+        pairs.box_pair,
+        pairs.half,
+        pairs.round_,
+        float(horizon_m),
+    )
+
+
+def _capped(pairs: _PairSet, shapes, pos, mat, horizon_m) -> tuple[np.ndarray, int]:
+    """``coal_capped`` of ``pairs`` at S states at once: ``pos`` (S, G, 3) and ``mat``
+    (S, G, 9) the world positions and rotations of ``pairs.geoms`` per state; (S, k)
+    distances [m]. Each figure is computed as in one state alone (the same operations
+    element by element), each geom's world box and coal frame made once per state. A pair
+    with a box that is at least the horizon apart along a world axis (the box's world box
+    against the other geom's, ``_extents``) gets the horizon without a query: what coal,
+    capped, would give it (``_cull``)."""
+    out, query = _cull(pairs, pos, mat, horizon_m)
     near_s, near_p = np.nonzero(query)
     if near_s.size:
         import coal  # loaded on first use (its import takes 0.2 s)
 
-        g1, g2 = pairs.g1, pairs.g2
+        g1, g2, i1, i2 = pairs.g1, pairs.g2, pairs.i1, pairs.i2
         request, frames = coal.DistanceRequest(), {}
 
         def frame(s: int, k: int):

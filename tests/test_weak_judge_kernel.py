@@ -1,0 +1,96 @@
+"""The weak-pair judge's compiled pre-check (``rob_twin.planners.weak_judge_kernel``) gives
+the numpy path's figures bit for bit: the same capped bounds and the same pairs handed to
+coal, on random geometry (spheres, boxes, planes, rotated, near and far, one state and
+many) and on a box-link robot's weak pairs at random states; ``_capped`` gives the same
+distances either way; ArmGroup loads it when it is built for a model with weak pairs.
+
+Units: metres.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from planner_fixtures import STAND_ARMS, load_stand
+from rob_twin.planners import weak_judge
+from rob_twin.planners.certificate_geometry import _group_geometry
+from rob_twin.planners.group import ArmGroup
+
+HORIZON_M = 0.04
+
+
+class _Pairs:
+    """A ``weak_judge._PairSet`` made of random numbers (``_cull`` reads only these)."""
+
+    def __init__(self, rng: np.random.Generator, n_geoms: int, n_pairs: int) -> None:
+        kind = rng.choice(3, n_geoms, p=[0.5, 0.4, 0.1])  # 0 round, 1 box, 2 plane
+        self.i1 = rng.integers(0, n_geoms, n_pairs)
+        self.i2 = (self.i1 + rng.integers(1, n_geoms, n_pairs)) % n_geoms
+        box = kind == 1
+        self.half = np.where(box[:, None], rng.uniform(0.002, 0.2, (n_geoms, 3)), 0.0)
+        radius = np.where(box, np.linalg.norm(self.half, axis=1), rng.uniform(0.005, 0.15, n_geoms))
+        self.round_ = np.where(box, np.nan, radius)
+        self.rb1, self.rb2 = radius[self.i1], radius[self.i2]
+        self.plane = (kind[self.i1] == 2) | (kind[self.i2] == 2)
+        self.box_pair = box[self.i1] | box[self.i2]
+        self.boxes = np.flatnonzero(self.box_pair)
+        self.box_geoms = np.unique(np.concatenate([self.i1[self.boxes], self.i2[self.boxes]]))
+
+
+def _poses(rng: np.random.Generator, n_states: int, n_geoms: int, spread_m: float):
+    pos = rng.uniform(-spread_m, spread_m, (n_states, n_geoms, 3))
+    q = rng.normal(size=(n_states, n_geoms, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    mat = np.stack(
+        [
+            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+        ],
+        axis=-1,
+    )  # fmt: skip
+    return pos, mat
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    assert weak_judge.warm_kernel()
+    return weak_judge._kernel
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n_states", [1, 9])
+def test_the_compiled_pre_check_gives_the_numpy_figures_bit_for_bit(kernel, seed, n_states):
+    rng = np.random.default_rng(seed)
+    pairs = _Pairs(rng, n_geoms=40, n_pairs=300)
+    spread = (0.15, 0.4, 1.0)[seed % 3]  # crowded to sparse: near and far pairs both
+    pos, mat = _poses(rng, n_states, 40, spread)
+    want_out, want_query = weak_judge._cull_numpy(pairs, pos, mat, HORIZON_M)
+    out, query = kernel.cull(
+        pos, mat, pairs.i1, pairs.i2, pairs.rb1, pairs.rb2, pairs.plane, pairs.box_pair,
+        pairs.half, pairs.round_, HORIZON_M,
+    )  # fmt: skip
+    assert np.array_equal(query, want_query)
+    assert np.array_equal(out, want_out)
+    # the bound did work: some pairs were sent to coal, some culled by the box test alone
+    assert 0 < query.sum() < query.size
+
+
+def test_a_box_link_robots_weak_pairs_are_judged_alike_either_way(kernel, monkeypatch):
+    """The two-arm stand: its weak pairs (box vs box) at random states, ``_capped`` with
+    the kernel and with the numpy path: the same distances and the same coal queries."""
+    group = ArmGroup(load_stand(), STAND_ARMS)
+    assert group.checker.weak_pairs and weak_judge._kernel is kernel
+    moving = tuple(group.arm_names)
+    session = group.meter.session(moving, group.reference_qpos)
+    judge = weak_judge.judge_for(group, _group_geometry(group, moving, 0.0))
+    assert judge is not None
+    lo = np.concatenate([group.joint_limits(a)[0] for a in moving])
+    hi = np.concatenate([group.joint_limits(a)[1] for a in moving])
+    states = np.random.default_rng(7).uniform(lo, hi, (400, lo.size))
+    compiled = judge.at_states(session, states)
+    monkeypatch.setattr(weak_judge, "_kernel", None)
+    plain = judge.at_states(session, states)
+    assert np.array_equal(compiled, plain, equal_nan=True)
+    assert (compiled < judge.horizon_m).any()  # some weak pairs were within the horizon

@@ -88,7 +88,7 @@ mbm-data: $(STAMP)
 	$(PY) -m rob_twin.experiments.mbm_loader
 
 # MotionBenchMaker's Baxter bookshelf problems (issue 47): fetches the pinned vamp-planner
-# sdist into ~/.cache/rob-twin/vamp; MBM_PER_SET=200 for the issue's sample size
+# sdist into ~/.cache/rob-twin/vamp; 200 problems per set (MBM_PER_SET), about 25 min
 .PHONY: bench-mbm
 bench-mbm: $(BENCH_STAMP) mbm-data
 	$(PY) -m rob_twin.experiments.bench mbm free-filter

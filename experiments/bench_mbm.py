@@ -8,8 +8,9 @@ hash-checked, cached outside the repository: ``rob_twin.experiments.mbm_loader``
 Baxter's URDF + SRDF and each sampled problem into a MuJoCo scene and a robot file with
 ``ideal`` drives, and plans a seeded sample of each set. Settings (environment):
 
-- ``MBM_PER_SET`` (default 50): problems drawn per set without replacement, seed
-  ``MBM_SEED`` (default 0), from the 600 of the set; the issue's aim wants >= 200;
+- ``MBM_PER_SET`` (default 200): problems drawn per set without replacement, seed
+  ``MBM_SEED`` (default 0), from the 600 of the set (the issue asks for >= 200; a run of
+  both sets at both margins takes about 25 min on this 2-core machine);
 - ``MBM_SETS`` (default ``easy,medium``), ``MBM_MARGINS_MM`` (default ``0,5``);
 - ``MBM_BUDGET_S`` (default 1.0): ArmGroup's ``time_budget_s`` and OMPL's solve time [s];
 - ``MBM_OMPL`` (default 1): run the OMPL peer when ``ompl`` imports (the ``bench`` extra);
@@ -66,7 +67,7 @@ def _env(name: str, default: str) -> str:
 
 def settings() -> dict:
     return {
-        "per_set": int(_env("MBM_PER_SET", "50")),
+        "per_set": int(_env("MBM_PER_SET", "200")),
         "sets": [s for s in _env("MBM_SETS", "easy,medium").split(",") if s],
         "margins_mm": [float(m) for m in _env("MBM_MARGINS_MM", "0,5").split(",") if m],
         "budget_s": float(_env("MBM_BUDGET_S", "1.0")),

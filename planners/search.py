@@ -80,7 +80,7 @@ class SearchConfig:
     shortcut_min_gain: float = 0.1
     shortcut_drop_first: bool = True
     arms_in_turn_after: int = 500
-    arms_in_turn_rounds: int = 3000
+    arms_in_turn_rounds: int = 6000
 
     def __post_init__(self) -> None:
         for name in ("edge_step_rad", "extend_step_rad"):

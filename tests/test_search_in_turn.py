@@ -92,3 +92,33 @@ def test_a_plan_found_before_the_turn_is_the_plan_without_it(seed):
 def test_negative_settings_are_refused_by_name(field):
     with pytest.raises(PlannerConfigError, match=field):
         SearchConfig(**{field: -1})
+
+
+@pytest.mark.parametrize(("seed", "joints"), [(2, 6), (4, 5)])
+def test_arms_in_turn_plans_on_generated_robots_with_short_arms(tmp_path, seed, joints):
+    """Robots nobody tuned for, with five- and six-joint arms: arms in turn first (after 0
+    rounds together), from home to a drawn free goal per arm; the plan is certified and
+    moves both arms from their start to their goal."""
+    from rob_twin.experiments.robot_factory import generate_robot
+    from rob_twin.models.robot import robot_of
+
+    made = generate_robot(tmp_path, seed, family="ideal", joints=joints)
+    robot = robot_of(str(made.robot_file))
+    config = GroupConfig(search=replace(SearchConfig(), arms_in_turn_after=0))
+    group = ArmGroup(robot.model(), robot.group_arms(), config)
+    start = {a: robot.home(a) for a in group.arm_names}
+    session = group.checker.session(tuple(group.arm_names), group.reference_qpos)
+    rng = np.random.default_rng(seed)
+    for _ in range(200):  # a free goal for both arms together, well away from home
+        goal = {a: rng.uniform(*group.joint_limits(a)) for a in group.arm_names}
+        stacked = np.concatenate([goal[a] for a in group.arm_names])
+        if session.is_free(stacked) and group.clearance(goal).distance_m > 0.02:
+            break
+    else:
+        pytest.fail("no free goal drawn")
+    plan = group.plan(goal, seed=seed, start=start).unwrap()
+    assert plan.certificate is not None and plan.certificate.certified
+    for a in group.arm_names:
+        assert len(group.joint_names(a)) == joints
+        np.testing.assert_allclose(plan.arms[a].q[0], start[a], atol=1e-9)
+        np.testing.assert_allclose(plan.arms[a].q[-1], goal[a], atol=1e-9)

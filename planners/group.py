@@ -499,10 +499,7 @@ class ArmGroup:
         arms_in_turn_rounds``), trying the orders of ``moving`` in turn; None when no order
         finds one (or the deadline passed). Each arm's search uses the padded checker with
         only that arm moving and the others at their start (before their turn) or goal
-        (after): the states of the stacked path are exactly those states. When the arms
-        can follow their paths at once (``search.arms_together``, every waypoint and edge
-        checked with both arms) that path is returned instead: the arms then move
-        together, not one after the other."""
+        (after): the states of the stacked path are exactly those states."""
         cfg = self.config.search
         spans, at = {}, 0
         for a in moving:
@@ -512,7 +509,6 @@ class ArmGroup:
         for order in itertools.permutations(moving):
             stacked = start.copy()
             path = [stacked.copy()]
-            arm_paths = {a: [start[spans[a]]] for a in moving}
             for a in order:
                 if np.array_equal(stacked[spans[a]], goal[spans[a]]):
                     continue  # this arm does not move
@@ -534,29 +530,15 @@ class ArmGroup:
                 )
                 if found.path is None:
                     break
-                arm_paths[a] = found.path
                 for q in found.path[1:]:
                     stacked = stacked.copy()
                     stacked[spans[a]] = q
                     path.append(stacked)
             else:
-                together = search.arms_together([arm_paths[a] for a in moving])
-                return together if self._free_path(together, moving) else path
+                return path
             if clock.late():
                 return None
         return None
-
-    def _free_path(self, path: list[np.ndarray], moving) -> bool:
-        """Whether every interior waypoint of stacked ``path`` and every edge is free for
-        the padded checker with all of ``moving`` (the ends are the search's start and
-        goal, free already), as a search edge is checked."""
-        session = self.padded.session(moving, self.reference_qpos)
-        step = self.config.search.edge_step_rad
-        proof = self._proof(session)
-        return all(session.is_free(q) for q in path[1:-1]) and all(
-            search.motion_is_free(a, b, session.is_free, step, prove_free=proof)
-            for a, b in zip(path, path[1:], strict=False)
-        )
 
     def _shortcut(self, path, session: CheckSession, rng, clock: PlanClock):
         """The path shortcut with ``session`` (stage ``shortcut``); None when the deadline

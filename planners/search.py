@@ -374,35 +374,6 @@ def _edge_free(
     return hit is None
 
 
-def arms_together(paths: list[list[np.ndarray]]) -> list[np.ndarray]:
-    """One stacked path that moves every arm along its own path at once: each arm's
-    waypoints placed at their fraction of that arm's path length, the union of those
-    fractions as the stacked waypoints (each arm interpolated there), so between two of
-    them every arm moves along one straight piece of its path and the stacked motion is
-    straight too. ``paths``: per arm (in stacked order) its waypoints from start to goal
-    (one waypoint: that arm holds still). Units: radians."""
-    fractions, cums = [], []
-    for p in paths:
-        seg = [float(np.linalg.norm(b - a)) for a, b in zip(p, p[1:], strict=False)]
-        total = sum(seg)
-        cum = np.concatenate([[0.0], np.cumsum(seg)]) / total if total > 0 else np.zeros(1)
-        cums.append(cum)
-        fractions.extend(cum.tolist())
-    out = []
-    for f in sorted(set(fractions) | {0.0, 1.0}):
-        parts = []
-        for p, cum in zip(paths, cums, strict=True):
-            if len(p) == 1 or cum[-1] == 0.0:
-                parts.append(p[-1] if f >= 1.0 else p[0])
-                continue
-            i = min(int(np.searchsorted(cum, f, side="right")) - 1, len(p) - 2)
-            span = cum[i + 1] - cum[i]
-            t = 0.0 if span <= 0 else min(max((f - cum[i]) / span, 0.0), 1.0)
-            parts.append(p[i + 1] if t >= 1.0 else p[i] + (p[i + 1] - p[i]) * t)
-        out.append(np.concatenate(parts))
-    return out
-
-
 def path_length(path: list[np.ndarray]) -> float:
     return float(sum(np.linalg.norm(b - a) for a, b in zip(path, path[1:], strict=False)))
 

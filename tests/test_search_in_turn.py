@@ -3,10 +3,8 @@
 few rounds, each arm is searched alone in its own joints while the other holds still, in
 every order of the arms.
 
-- the path it returns starts at the start, ends at the goal, and every waypoint and every
-  edge is free for both arms together (the stacked check); where the arms can follow their
-  own paths at once (``arms_together``: each arm along its path, all finishing together)
-  that is the path, else one arm after the other;
+- the path it returns moves one arm at a time, starts at the start, ends at the goal, and
+  every waypoint and every edge is free for both arms together (the stacked check);
 - a problem the search together cannot solve in its rounds is solved that way, certified;
 - a plan found within ``arms_in_turn_after`` rounds is bit-identical to the plan of the
   search without arms in turn (the random draws are the same up to there);
@@ -25,7 +23,7 @@ from planner_fixtures import STAND_ARMS, STAND_START, load_stand
 from rob_twin.planners.errors import PlannerConfigError
 from rob_twin.planners.group import ArmGroup, GroupConfig
 from rob_twin.planners.plan import PlanStatus
-from rob_twin.planners.search import SearchConfig, arms_together, motion_is_free
+from rob_twin.planners.search import SearchConfig, motion_is_free
 from rob_twin.planners.timing import PlanClock
 
 STAND_GOAL = {"a": [0.28, -0.25, -0.54, -0.25], "b": [-0.9, 0.31, -0.76, -1.61]}  # [rad]
@@ -38,7 +36,7 @@ def _stand(search_cfg: SearchConfig) -> ArmGroup:
     return g
 
 
-def test_the_path_in_turn_runs_from_start_to_goal_and_is_free_for_both_arms():
+def test_the_path_moves_one_arm_at_a_time_and_is_free_for_both_arms():
     g = _stand(SearchConfig())
     moving = tuple(g.arm_names)
     start = np.concatenate([np.asarray(STAND_START[a], float) for a in moving])
@@ -49,42 +47,21 @@ def test_the_path_in_turn_runs_from_start_to_goal_and_is_free_for_both_arms():
     assert path is not None
     np.testing.assert_array_equal(path[0], start)
     np.testing.assert_array_equal(path[-1], goal)
+    n = len(STAND_START["a"])
+    movers = []
+    for p, q in zip(path, path[1:], strict=False):
+        moved = [bool(np.any(p[:n] != q[:n])), bool(np.any(p[n:] != q[n:]))]
+        assert sum(moved) == 1, "each edge moves exactly one arm"
+        movers.append(moved.index(True))
+    assert movers == sorted(movers) or movers == sorted(movers, reverse=True), (
+        "one arm's whole turn, then the other's"
+    )
     both = g.padded.session(moving, g.reference_qpos)
     assert all(both.is_free(q) for q in path)
     step = g.config.search.edge_step_rad
     assert all(
         motion_is_free(p, q, both.is_free, step) for p, q in zip(path, path[1:], strict=False)
     )
-
-
-def test_arms_together_moves_every_arm_along_its_own_path_at_once():
-    rng = np.random.default_rng(5)
-    a = [rng.uniform(-1, 1, 3) for _ in range(4)]  # three straight pieces
-    b = [rng.uniform(-1, 1, 2) for _ in range(3)]  # two
-    still = [np.array([0.3])]  # an arm that holds still
-    path = arms_together([a, b, still])
-    np.testing.assert_array_equal(path[0], np.concatenate([a[0], b[0], still[0]]))
-    np.testing.assert_array_equal(path[-1], np.concatenate([a[-1], b[-1], still[0]]))
-    assert 5 <= len(path) <= 6  # the union of 0, 1 and the two arms' inner breakpoints
-    assert all(np.array_equal(q[5:], still[0]) for q in path)
-    for part, own in ((slice(0, 3), a), (slice(3, 5), b)):
-        states = [q[part] for q in path]
-        for w in own:  # every waypoint of the arm's path is a waypoint of the stacked one
-            assert any(np.allclose(s, w, atol=1e-12) for s in states)
-        for s in states:  # and every stacked waypoint lies on the arm's path
-            assert any(_on_segment(s, p, q) for p, q in zip(own, own[1:], strict=False))
-    # both arms move in every piece but the ones where one has finished a waypoint of its own
-    moving_both = sum(
-        bool(np.any(p[:3] != q[:3]) and np.any(p[3:5] != q[3:5]))
-        for p, q in zip(path, path[1:], strict=False)
-    )
-    assert moving_both == len(path) - 1
-
-
-def _on_segment(s: np.ndarray, p: np.ndarray, q: np.ndarray) -> bool:
-    d = q - p
-    t = float(np.clip((s - p) @ d / (d @ d), 0.0, 1.0))
-    return bool(np.allclose(p + t * d, s, atol=1e-9))
 
 
 def test_a_problem_the_search_together_cannot_solve_in_its_rounds_is_solved_in_turn():

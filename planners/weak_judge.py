@@ -3,8 +3,9 @@ is known to misjudge them.
 
 A *weak pair* is a checked pair whose MuJoCo collider is known to miss or misjudge
 separations (``rob_twin.planners.geom_pairs.weak_reason``: box vs box, box vs cylinder,
-capsule vs thin primitive box). The planner measures distances with ``mj_collision`` at
-the clearance horizon (4 cm) as margin; for such pairs that is not a distance. MuJoCo
+cylinder vs cylinder, capsule vs thin primitive box). The planner measures distances with
+``mj_collision`` at the clearance horizon (4 cm) as margin; for such pairs that is not a
+distance. MuJoCo
 3.17's box-box collider, on a two-arm robot with box links (3,000 random states, 7,895
 box-box pairs within 4 cm by coal): no contact at all for 367 of them (the final check
 takes such a pair to be beyond the horizon and skips the samples its bound allows), and

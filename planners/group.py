@@ -477,7 +477,7 @@ class ArmGroup:
             else:
                 found = together(padded, first)
             if in_turn and found.path is None and not found.timed_out:
-                turns = self._search_in_turn(moving, start, goal, box, rng, clock)
+                turns = self._search_in_turn(moving, start, goal, box, padded, rng, clock)
                 if turns is not None:
                     return turns, padded, padded
                 if clock.late():
@@ -494,28 +494,30 @@ class ArmGroup:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=clock.stages)
         return found.path, session, padded
 
-    def _search_in_turn(self, moving, start, goal, box, rng, clock: PlanClock):
+    def _columns(self, moving) -> dict[str, slice]:
+        """Each of ``moving``'s arms: its columns in a stacked configuration of ``moving``."""
+        out, col = {}, 0
+        for a in moving:
+            n = len(self._qpos[a])
+            out[a] = slice(col, col + n)
+            col += n
+        return out
+
+    def _search_in_turn(self, moving, start, goal, box, padded: CheckSession, rng, clock):
         """A stacked path that moves one arm at a time (``SearchConfig.
         arms_in_turn_rounds``), trying the orders of ``moving`` in turn; None when no order
         finds one (or the deadline passed). Each arm's search uses the padded checker with
         only that arm moving and the others at their start (before their turn) or goal
         (after): the states of the stacked path are exactly those states."""
         cfg = self.config.search
-        spans, at = {}, 0
-        for a in moving:
-            n = len(self._qpos[a])
-            spans[a] = slice(at, at + n)
-            at += n
+        spans = self._columns(moving)
         for order in itertools.permutations(moving):
             stacked = start.copy()
             path = [stacked.copy()]
             for a in order:
                 if np.array_equal(stacked[spans[a]], goal[spans[a]]):
                     continue  # this arm does not move
-                ref = self.reference_qpos.copy()
-                for b in moving:
-                    ref[self._qpos[b]] = stacked[spans[b]]
-                session = self.padded.session((a,), ref)
+                session = self.padded.session((a,), padded.full_qpos(stacked))
                 found = search.rrt_connect(
                     stacked[spans[a]],
                     goal[spans[a]],
@@ -568,17 +570,10 @@ class ArmGroup:
         """The SUCCESS result of a certified plan (samples as the final check evaluated them)."""
         fc = refined.check
         times, q, qd, qdd = fc.sampled  # the final check evaluated the path at the samples
-        arms, col = {}, 0
-        for a in moving:
-            n = len(self._qpos[a])
-            arms[a] = ArmTrajectory(
-                a,
-                self.checker.arm_joints[a],
-                q[:, col : col + n],
-                qd[:, col : col + n],
-                qdd[:, col : col + n],
-            )
-            col += n
+        arms = {
+            a: ArmTrajectory(a, self.checker.arm_joints[a], q[:, c], qd[:, c], qdd[:, c])
+            for a, c in self._columns(moving).items()
+        }
         plan = Plan(
             t=times,
             rate_hz=self.config.rate_hz,
@@ -608,14 +603,12 @@ class ArmGroup:
         timer: StageTimer,
     ) -> PlanResult:
         """The plan of a goal equal to the start: one sample at t = 0, at rest."""
-        arms, col = {}, 0
-        for a in moving:
-            n = len(self._qpos[a])
-            q = start[None, col : col + n].copy()
+        arms = {}
+        for a, c in self._columns(moving).items():
+            q = start[None, c].copy()
             arms[a] = ArmTrajectory(
                 a, self.checker.arm_joints[a], q, np.zeros_like(q), np.zeros_like(q)
             )
-            col += n
         horizon = self.config.clearance_horizon_m
         record = (
             ClearanceRecord(horizon, None, None, True)

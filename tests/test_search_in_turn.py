@@ -41,9 +41,9 @@ def test_the_path_moves_one_arm_at_a_time_and_is_free_for_both_arms():
     moving = tuple(g.arm_names)
     start = np.concatenate([np.asarray(STAND_START[a], float) for a in moving])
     goal = np.concatenate([np.asarray(STAND_GOAL[a], float) for a in moving])
-    path = g._search_in_turn(
-        moving, start, goal, g._box(moving), np.random.default_rng(3), PlanClock(None)
-    )
+    padded = g.padded.session(moving, g.reference_qpos)
+    rng = np.random.default_rng(3)
+    path = g._search_in_turn(moving, start, goal, g._box(moving), padded, rng, PlanClock(None))
     assert path is not None
     np.testing.assert_array_equal(path[0], start)
     np.testing.assert_array_equal(path[-1], goal)

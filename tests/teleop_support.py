@@ -111,6 +111,21 @@ async def recv_until(ws, kind: str, timeout_s: float = WAIT_S) -> dict:
     return await asyncio.wait_for(loop(), timeout_s)
 
 
+async def recv_each(ws, kinds: tuple[str, ...], timeout_s: float = WAIT_S) -> dict[str, dict]:
+    """The first message of each type in ``kinds``, in whatever order the server sends them
+    (two tasks of the server may each send one, so neither order is guaranteed)."""
+
+    async def loop():
+        got: dict[str, dict] = {}
+        while len(got) < len(kinds):
+            msg = json.loads(await ws.recv())
+            if msg["type"] in kinds and msg["type"] not in got:
+                got[msg["type"]] = msg
+        return got
+
+    return await asyncio.wait_for(loop(), timeout_s)
+
+
 def run(coro):
     return asyncio.run(coro)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -66,6 +67,26 @@ def _controller(channel: str, ids=range(1, 9)) -> tuple[DaMiaoController, list]:
     return ctl, motors
 
 
+def _run_dumping_on_hang(argv: list[str], env: dict, timeout_s: float = 60.0):
+    """``argv`` (a Python console script) run to completion; past ``timeout_s`` it is sent
+    SIGABRT, which Python's fault handler answers with every thread's stack on stderr, and
+    the test fails with that stack and the output's tail (where it hung, not only that)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "faulthandler", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=10.0)
+        pytest.fail(f"{argv[0]} hung for {timeout_s:g} s:\n{out[-2000:]}\n{err[-6000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def _until(predicate, what: str):
     deadline = time.monotonic() + WAIT_S
     while not (value := predicate()):
@@ -90,13 +111,10 @@ def test_damiao_scan_finds_openarms_eight_drives_and_reads_their_registers(
 ):
     assert DAMIAO.is_file(), f"damiao-motor's command {DAMIAO} is not installed"
     t0 = time.perf_counter()
-    res = subprocess.run(
+    res = _run_dumping_on_hang(
         [str(DAMIAO), "scan", "--motor-type", "4340", "--bustype", "socketcand"]
         + ["--channel", channel, "--duration", "0.5"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "CAN_CONFIG": can_config},
+        {**os.environ, "CAN_CONFIG": can_config},
     )
     wall = time.perf_counter() - t0
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]

@@ -41,7 +41,8 @@ def _cmd_certify(args: argparse.Namespace) -> CommandResult:
             f"{report['coal_queries']} coal queries"
         )
         if report["weak_pairs"]:
-            print(f"  {report['weak_pairs']} weak pairs (box vs box and alike) judged by coal")
+            kinds = ", ".join(f"{n} {why}" for why, n in report["weak_kinds"].items())
+            print(f"  {report['weak_pairs']} weak pairs ({kinds}) judged by coal")
         for line in report["disagreements"]:
             print(f"  {line}")
         for line in report["notes"]:

@@ -16,6 +16,7 @@ import re
 import sys
 import textwrap
 import traceback
+import warnings
 from collections.abc import Callable
 
 from rob_twin.models.errors import RobTwinError
@@ -199,6 +200,19 @@ def run_command(build_parser: Callable[[], argparse.ArgumentParser], argv: list[
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     stdout = sys.stdout
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        return _run(build_parser, argv, as_json, stdout)
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line on stderr (``rob-twin: warning: ...``): what it says, without
+    the source line Python's default form prints, which tells a user of the command
+    nothing."""
+    print(f"rob-twin: warning: {message}", file=sys.stderr if file is None else file)
+
+
+def _run(build_parser, argv: list[str], as_json: bool, stdout) -> int:
     try:
         args = build_parser().parse_args(argv)
         # a command that returns its result (json_result) prints nothing itself under

@@ -31,6 +31,7 @@ says certified. Units: metres, seconds, radians.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import mujoco
@@ -72,6 +73,7 @@ class CheckReport:
     fields: list[str] = field(default_factory=list)  # the field each disagreement is about
     max_pair_difference_m: float = 0.0
     weak_pairs: int = 0  # checked pairs whose MuJoCo collider is weak (the planner used coal)
+    weak_kinds: dict[str, int] = field(default_factory=dict)  # of them, per why (box vs box...)
     notes: list[str] = field(default_factory=list)  # remarks that are no disagreement
 
     def as_dict(self) -> dict:
@@ -89,6 +91,7 @@ class CheckReport:
             "disagreements": self.disagreements,
             "disagreement_fields": sorted(set(self.fields)),
             "weak_pairs": self.weak_pairs,
+            "weak_kinds": self.weak_kinds,
             "notes": self.notes,
             "oracle": "coal (GJK/EPA), independent of MuJoCo's colliders",
             "hardware_io": False,
@@ -239,6 +242,7 @@ def verify_document(
         fields=fields,
         max_pair_difference_m=max_diff,
         weak_pairs=len(geometry.weak_why) - geometry.weak_why.count(""),
+        weak_kinds=dict(sorted(Counter(w for w in geometry.weak_why if w).items())),
         notes=notes,
     )
 

@@ -150,9 +150,12 @@ def final_check(
                 hit=None, record=None, measured=-1, proven=proven, samples=n_samples, initial=None
             )
         chain = far_chain(stops, i, last, batch)
-        near, dist, state = _checked_contacts(meter.contacts_of(q[chain]), index)
-        if judge is not None:
-            near, dist, state = judge.merged(near, dist, state, meter, q[chain])
+        if judge is None:
+            near, dist, state = _checked_contacts(meter.contacts_of(q[chain]), index)
+        else:  # the weak pairs' poses from the same kinematics as MuJoCo's contacts
+            contacts, pos, mat = meter.contacts_and_poses_of(q[chain], judge.geoms)
+            near, dist, state = _checked_contacts(contacts, index)
+            near, dist, state = judge.merged(near, dist, state, judge.at_poses(pos, mat))
         at = chain[state]  # each contact's sample
         stop = far_stop[at]
         slack = dist - threshold[near]

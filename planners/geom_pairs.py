@@ -407,6 +407,8 @@ def weak_reason(model: mujoco.MjModel, g1: int, g2: int) -> str:
         return "box vs cylinder"
     if types == {_CYLINDER}:
         return "cylinder vs cylinder"
+    if types == {_CAPSULE, _CYLINDER}:
+        return "capsule vs cylinder"
     if len(boxes) == 2:
         return "box vs box"
     return ""

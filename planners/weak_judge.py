@@ -3,22 +3,22 @@ is known to misjudge them.
 
 A *weak pair* is a checked pair whose MuJoCo collider is known to miss or misjudge
 separations (``rob_twin.planners.geom_pairs.weak_reason``: box vs box, box vs cylinder,
-cylinder vs cylinder, capsule vs thin primitive box). The planner measures distances with
-``mj_collision`` at the clearance horizon (4 cm) as margin; for such pairs that is not a
-distance. MuJoCo
-3.17's box-box collider, on a two-arm robot with box links (3,000 random states, 7,895
-box-box pairs within 4 cm by coal): no contact at all for 367 of them (the final check
-takes such a pair to be beyond the horizon and skips the samples its bound allows), and
-contact distances from 9.8 mm below to 34 mm above coal's for 1,436 more
-(``mj_geomDistance`` agrees with coal to 0.4 um). On 160 plans of that robot, certificates
-built on those figures claimed one pair 2.8 mm above its true minimum (19.88 mm, dense
-coal 17.10 mm), and ``rob-twin certify``, which measures every pair with coal at the same
-states, refused 9 of them.
+cylinder vs cylinder, capsule vs cylinder, capsule vs thin primitive box). The planner
+measures distances with ``mj_collision`` at the clearance horizon (4 cm) as margin; for such
+pairs that is not a distance. MuJoCo 3.17's box-box collider, on a two-arm robot with box
+links (3,000 random states, 7,895 box-box pairs within 4 cm by coal): no contact at all for
+367 of them (the final check takes such a pair to be beyond the horizon and skips the
+samples its bound allows), and contact distances from 9.8 mm below to 34 mm above coal's for
+1,436 more (``mj_geomDistance`` agrees with coal to 0.4 um). On 160 plans of that robot,
+certificates built on those figures claimed one pair 2.8 mm above its true minimum (19.88
+mm, dense coal 17.10 mm), and ``rob-twin certify``, which measures every pair with coal at
+the same states, refused 9 of them.
 
 So the planner's final check (``rob_twin.planners.final_check``) and its certificate's
 queries (``rob_twin.planners.pair_certificate.mujoco_query``) take the distances of weak
 pairs from coal, not from MuJoCo's contacts (every other pair keeps MuJoCo's: the same
-figures as before for robots without weak pairs, ROB and OpenArm among them). Each weak
+figures as before for robots without weak pairs, OpenArm among them; ROB's weak pairs are
+its links against the table legs and can, and its plans came out the same). Each weak
 distance is computed as ``rob-twin certify`` computes every pair (``coal_capped``: the
 horizon where the bounding spheres, or a box's world-aligned box and the other geom's,
 are at least the horizon apart; coal's distance capped at the horizon otherwise) on the
@@ -51,6 +51,14 @@ JUDGE_COAL = "coal"  # coal's GJK/EPA on the geoms' coal shapes (rob_twin.planne
 JUDGES = (JUDGE_MUJOCO, JUDGE_COAL)
 _PLANE = int(mujoco.mjtGeom.mjGEOM_PLANE)
 _BOX = int(mujoco.mjtGeom.mjGEOM_BOX)
+# a sphere, capsule or cylinder lies within the capsule of its axis segment (half length
+# size[1], none for a sphere) and radius size[0]: two such geoms are at least their
+# segments' distance less both radii apart
+_SEGMENT = (
+    int(mujoco.mjtGeom.mjGEOM_SPHERE),
+    int(mujoco.mjtGeom.mjGEOM_CAPSULE),
+    int(mujoco.mjtGeom.mjGEOM_CYLINDER),
+)
 
 
 def coal_capped(oracle, g1: np.ndarray, g2: np.ndarray, horizon_m: float) -> tuple[np.ndarray, int]:
@@ -76,8 +84,10 @@ class _PairSet:
     """What ``_capped`` needs of geom pairs (g1[i], g2[i]) of ``model`` besides their poses:
     the geoms involved (``geoms``, sorted, unique) and each pair's two positions among them
     (``i1``, ``i2``); the pairs' bounding radii, which involve a plane, which a box
-    (``boxes``); per geom its box half sizes (zero for a geom that is no box) and, for a geom
-    that is no box, its bounding radius (``round_``: nan for a box)."""
+    (``boxes``), which are two spheres, capsules or cylinders (``segment_pair``); per geom its
+    box half sizes (zero for a geom that is no box), for a geom that is no box its bounding
+    radius (``round_``: nan for a box), and the half length and radius of the capsule
+    around its axis (``seg_half``, ``seg_radius``: zero for a geom of another kind)."""
 
     def __init__(self, model: mujoco.MjModel, g1: np.ndarray, g2: np.ndarray):
         t1, t2 = model.geom_type[g1], model.geom_type[g2]
@@ -93,6 +103,13 @@ class _PairSet:
         self.half = np.where(box[:, None], model.geom_size[self.geoms], 0.0)
         self.round_ = np.where(box, np.nan, model.geom_rbound[self.geoms])
         self.box_geoms = np.unique(np.concatenate([self.i1[self.boxes], self.i2[self.boxes]]))
+        seg = np.isin(model.geom_type[self.geoms], _SEGMENT)
+        sphere = model.geom_type[self.geoms] == int(mujoco.mjtGeom.mjGEOM_SPHERE)
+        self.segment_pair = seg[self.i1] & seg[self.i2]
+        self.segments = np.flatnonzero(self.segment_pair)
+        size = model.geom_size[self.geoms]
+        self.seg_half = np.where(seg & ~sphere, size[:, 1], 0.0)
+        self.seg_radius = np.where(seg, size[:, 0], 0.0)
 
 
 def _extents(half: np.ndarray, round_: np.ndarray, mat: np.ndarray) -> np.ndarray:
@@ -126,7 +143,50 @@ def _cull_numpy(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.nd
         far = apart.max(axis=-1) >= horizon_m  # >= the horizon apart along a world axis
         out[:, b] = np.where(far, horizon_m, out[:, b])
         query[:, b] &= ~far
+    c = pairs.segments
+    if c.size and query[:, c].any():  # an elongated geom's sphere is far looser than its capsule
+        apart = _segment_gaps(pairs, pos, mat, c)
+        far = apart >= horizon_m
+        out[:, c] = np.where(far & query[:, c], horizon_m, out[:, c])
+        query[:, c] &= ~far
     return out, query
+
+
+def _segment_gaps(pairs: _PairSet, pos, mat, c: np.ndarray) -> np.ndarray:
+    """(S, len(c)) lower bounds [m] of the distances of segment pairs ``c``: their axis
+    segments' distance (closest points clamped to both segments, as in Ericson, Real-Time
+    Collision Detection, 5.1.9) less both radii; the same operations in the same order as
+    ``weak_judge_kernel.cull``."""
+    a, b = pairs.i1[c], pairs.i2[c]
+
+    def ends(k):
+        z = mat[:, k][..., 2::3]  # the geom's z axis in world: column 2 of its rotation
+        h = pairs.seg_half[k][None, :, None]
+        p = pos[:, k] - h * z
+        return p, (pos[:, k] + h * z) - p
+
+    def dot(u, v):
+        return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1] + u[..., 2] * v[..., 2]
+
+    p1, d1 = ends(a)
+    p2, d2 = ends(b)
+    r = p1 - p2
+    aa, ee, f = dot(d1, d1), dot(d2, d2), dot(d2, r)
+    cc, bb = dot(d1, r), dot(d1, d2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = aa * ee - bb * bb
+        s = np.where(denom != 0.0, np.clip((bb * f - cc * ee) / denom, 0.0, 1.0), 0.0)
+        t = (bb * s + f) / ee
+        s = np.where(t < 0.0, np.clip(-cc / aa, 0.0, 1.0), s)
+        s = np.where(t > 1.0, np.clip((bb - cc) / aa, 0.0, 1.0), s)
+        t = np.clip(t, 0.0, 1.0)
+        # a segment of no length (a sphere): its point, the other's closest point to it
+        s = np.where(aa == 0.0, 0.0, np.where(ee == 0.0, np.clip(-cc / aa, 0.0, 1.0), s))
+        t = np.where(ee == 0.0, 0.0, np.where(aa == 0.0, np.clip(f / ee, 0.0, 1.0), t))
+    w = (p1 + d1 * s[..., None]) - (p2 + d2 * t[..., None])
+    gap = np.sqrt(dot(w, w)) - pairs.seg_radius[a]
+    gap -= pairs.seg_radius[b]
+    return gap
 
 
 def warm_kernel() -> bool:
@@ -145,7 +205,7 @@ def warm_kernel() -> bool:
         weak_judge_kernel.cull(
             np.zeros((1, 0, 3)), np.zeros((1, 0, 9)), empty, empty, np.zeros(0),
             np.zeros(0), np.zeros(0, bool), np.zeros(0, bool), np.zeros((0, 3)),
-            np.zeros(0), 0.04,
+            np.zeros(0), np.zeros(0, bool), np.zeros(0), np.zeros(0), 0.04,
         )  # fmt: skip
         _kernel = weak_judge_kernel
     return True
@@ -166,6 +226,9 @@ def _cull(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.ndarray]
         pairs.box_pair,
         pairs.half,
         pairs.round_,
+        pairs.segment_pair,
+        pairs.seg_half,
+        pairs.seg_radius,
         float(horizon_m),
     )
 
@@ -270,17 +333,26 @@ class CoalJudge:
             mujoco.mj_kinematics(model, data)
             pos[s] = data.geom_xpos[geoms]
             mat[s] = data.geom_xmat[geoms]
-        out, _ = _capped(self._pairs, oracle.shapes, pos, mat, self.horizon_m)
+        return self.at_poses(pos, mat)
+
+    @property
+    def geoms(self) -> np.ndarray:
+        """The geoms of the weak pairs, in the order ``at_poses`` takes their poses."""
+        return self._geoms
+
+    def at_poses(self, pos: np.ndarray, mat: np.ndarray) -> np.ndarray:
+        """(S, W) the weak pairs' distances [m] with ``geoms`` at world positions ``pos``
+        (S, G, 3) and rotations ``mat`` (S, G, 9), capped at the horizon."""
+        out, _ = _capped(self._pairs, self._oracle().shapes, pos, mat, self.horizon_m)
         return out
 
     def merged(
-        self, near: np.ndarray, dist: np.ndarray, state: np.ndarray, session, states: np.ndarray
+        self, near: np.ndarray, dist: np.ndarray, state: np.ndarray, d: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """MuJoCo's checked contacts of the other pairs at ``states`` (pair numbers,
-        distances, state numbers, in state order) with the weak pairs nearer than the
-        horizon added (``at_states``), in state order, MuJoCo's first within a state: what
-        ``final_check`` reads off the contacts."""
-        d = self.at_states(session, states)
+        """MuJoCo's checked contacts of the other pairs (pair numbers, distances, state
+        numbers, in state order) with the weak pairs' distances ``d`` (S, W: ``at_states``
+        or ``at_poses``) nearer than the horizon added, in state order, MuJoCo's first within
+        a state: what ``final_check`` reads off the contacts."""
         w_state, w = np.nonzero(d < self.horizon_m)
         if not w_state.size:
             return near, dist, state

@@ -37,6 +37,9 @@ def cull(
     box_pair: np.ndarray,
     half: np.ndarray,
     round_: np.ndarray,
+    segment_pair: np.ndarray,
+    seg_half: np.ndarray,
+    seg_radius: np.ndarray,
     horizon_m: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(out, query), both (S, k): per state and pair, the capped lower bound [m] and whether
@@ -44,7 +47,9 @@ def cull(
     and row-major rotations; the pair's geoms are ``i1``/``i2`` (positions among the G);
     ``rb1``/``rb2`` their bounding radii; ``plane`` a plane is involved; ``box_pair`` a box is;
     ``half`` (G, 3) a box's half sizes (0 otherwise), ``round_`` (G,) a non-box geom's
-    bounding radius (nan for a box)."""
+    bounding radius (nan for a box); ``segment_pair`` both geoms are spheres, capsules or
+    cylinders, each within the capsule of half length ``seg_half`` and radius
+    ``seg_radius`` (G,) about its z axis."""
     n_states, n_geoms = pos.shape[0], pos.shape[1]
     k = i1.size
     out = np.empty((n_states, k))
@@ -90,6 +95,65 @@ def cull(
                 if apart >= horizon_m:
                     o = horizon_m
                     q = False
+            if q and segment_pair[p]:
+                if _segment_gap(pos, mat, seg_half, seg_radius, s, a, b) >= horizon_m:
+                    o = horizon_m
+                    q = False
             out[s, p] = o
             query[s, p] = q
     return out, query
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _clip01(x: float) -> float:
+    return min(max(x, 0.0), 1.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _segment_gap(pos, mat, seg_half, seg_radius, s: int, a: int, b: int) -> float:
+    """The distance [m] of geoms ``a`` and ``b``'s axis segments at state ``s`` less both
+    radii: ``weak_judge._segment_gaps`` element by element (the same operations in the
+    same order)."""
+    ha, hb = seg_half[a], seg_half[b]
+    p1 = np.empty(3)
+    d1 = np.empty(3)
+    p2 = np.empty(3)
+    d2 = np.empty(3)
+    for i in range(3):
+        za, zb = mat[s, a, 3 * i + 2], mat[s, b, 3 * i + 2]
+        p1[i] = pos[s, a, i] - ha * za
+        d1[i] = (pos[s, a, i] + ha * za) - p1[i]
+        p2[i] = pos[s, b, i] - hb * zb
+        d2[i] = (pos[s, b, i] + hb * zb) - p2[i]
+    r0, r1, r2 = p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]
+    aa = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
+    ee = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
+    f = d2[0] * r0 + d2[1] * r1 + d2[2] * r2
+    cc = d1[0] * r0 + d1[1] * r1 + d1[2] * r2
+    bb = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
+    if aa == 0.0 and ee == 0.0:
+        t = 0.0
+        u = 0.0
+    elif aa == 0.0:
+        t = 0.0
+        u = _clip01(f / ee)
+    elif ee == 0.0:
+        t = _clip01(-cc / aa)
+        u = 0.0
+    else:
+        denom = aa * ee - bb * bb
+        t = _clip01((bb * f - cc * ee) / denom) if denom != 0.0 else 0.0
+        u = (bb * t + f) / ee
+        if u < 0.0:
+            t = _clip01(-cc / aa)
+            u = 0.0
+        elif u > 1.0:
+            t = _clip01((bb - cc) / aa)
+            u = 1.0
+    sq = 0.0
+    for i in range(3):
+        w = (p1[i] + d1[i] * t) - (p2[i] + d2[i] * u)
+        sq += w * w
+    gap = math.sqrt(sq) - seg_radius[a]
+    gap -= seg_radius[b]
+    return gap

@@ -38,7 +38,9 @@ def test_rob_pair_classes(rob):
     reasons = {(a.name1, a.name2): a.reason for a in ch.pairs.allowed}
     assert reasons[("right/finger_a_geom", "right/finger_b_geom")] == "touching at reference"
     assert reasons[("right/mount_geom", "right/link2_geom")] == "excluded"
-    assert ch.weak_pairs == []  # ROB has no thin primitive box and no box-cylinder pair
+    # ROB's only weak pairs: its capsule links against the cylinder table legs and can
+    assert {why for _, why in ch.weak_pairs} == {"capsule vs cylinder"}
+    assert {p.name2 for p, _ in ch.weak_pairs} == {f"table/leg{k}" for k in range(4)} | {"can/body"}
 
 
 def test_home_is_free_and_locked_arm_pairs_are_skipped(rob):
@@ -157,7 +159,7 @@ def test_thin_primitive_box_is_flagged():
         warnings.simplefilter("always")
         ch = CollisionChecker(m, {"arm": ["j1"]})
     assert ch.weak_pairs and "thin primitive box" in ch.weak_pairs[0][1]
-    assert any("prefer mesh" in str(w.message) for w in caught)
+    assert any("1 checked pair (1 capsule vs thin primitive box" in str(w.message) for w in caught)
 
 
 def test_zero_margin_keeps_reference_contacts_allowed_and_still_finds_penetrations(rob):

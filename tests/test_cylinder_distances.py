@@ -8,12 +8,12 @@ Baxter bookshelf (cylinder links) a plan's certificate said 18.164 mm for
 ``right_upper_forearm_visual vs left_lower_forearm`` where ``rob-twin certify`` (coal) found
 17.863 mm and refused the plan. Probe (20,000 placements, seed 0): cylinder-cylinder up to
 +0.68 mm in 43 of 2,866 separated placements; cylinder-capsule up to +21 mm (10.7 mm
-reported for 5.4 mm) in 69 of 3,046. Cylinder-cylinder pairs are weak pairs since
-(``rob_twin.planners.geom_pairs.weak_reason``: the final check and the certificate judge
-them with coal, as ``certify`` does); capsule-cylinder pairs are not yet (ROB's arms against
-its table legs and can: judging them with coal changes ROB's plans and needs its own
-measurement). The strict xfails below are about MuJoCo's own figure: they turn into
-failures once MuJoCo's figures match.
+reported for 5.4 mm) in 69 of 3,046. Cylinder-cylinder pairs are weak pairs since stop 55,
+capsule-cylinder pairs since stop 56 (``rob_twin.planners.geom_pairs.weak_reason``: the
+final check and the certificate judge them with coal, as ``certify`` does; ROB's arms
+against its table legs and can are such pairs, and its plans were unchanged by it: the
+fingerprint's 34 groups identical). The strict xfails below are about MuJoCo's own
+figure: they turn into failures once MuJoCo's figures match.
 
 Units: metres."""
 
@@ -72,7 +72,7 @@ def test_a_cylinder_against_a_cylinder_or_capsule_is_never_reported_farther(othe
     assert err.max() < TOLERANCE_M, f"up to {err.max() * 1e3:.3f} mm farther than it is"
 
 
-def test_cylinder_pairs_are_weak_pairs_judged_by_coal_capsule_cylinder_not_yet():
+def test_cylinder_pairs_are_weak_pairs_judged_by_coal():
     from rob_twin.planners.geom_pairs import weak_reason
 
     xml = """<mujoco><worldbody>
@@ -82,4 +82,4 @@ def test_cylinder_pairs_are_weak_pairs_judged_by_coal_capsule_cylinder_not_yet()
     </worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
     assert weak_reason(m, 0, 1) == "cylinder vs cylinder"
-    assert weak_reason(m, 0, 2) == ""  # capsule-cylinder: known, not yet judged by coal
+    assert weak_reason(m, 0, 2) == "capsule vs cylinder"

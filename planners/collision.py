@@ -197,13 +197,13 @@ def warn_weak_pairs(weak: Sequence[tuple[GeomPair, str]]) -> None:
     place, so Python's default filter shows it once per process for one model (not once per
     checker an ArmGroup builds)."""
     kinds = Counter(why for _, why in weak)
-    pair, why = weak[0]
+    pair, _ = weak[0]
+    n = len(weak)
     warnings.warn(
-        f"{len(weak)} checked pair{'s' if len(weak) != 1 else ''} "
-        f"({', '.join(f'{n} {w}' for w, n in sorted(kinds.items()))}; "
-        f"e.g. {pair}) have MuJoCo colliders known to misjudge them: the final check and "
-        "the certificate measure them with coal, the search with MuJoCo (docs/planning.md, "
-        "weak pairs)",
+        f"MuJoCo {mujoco.__version__} can misjudge {n} checked pair{'s' if n != 1 else ''} "
+        f"of this model ({', '.join(f'{k} {w}' for w, k in sorted(kinds.items()))}; e.g. "
+        f"{pair}): the plan's final check and certificate measure them with coal, the search "
+        "with MuJoCo (docs/planning.md, weak pairs)",
         WeakPairsWarning,
         stacklevel=1,
     )

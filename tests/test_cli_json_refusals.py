@@ -78,3 +78,28 @@ def test_a_refusal_prints_its_error_object_on_stdout(command, tmp_path, capsys, 
     assert captured.out.count("\n") == 1, captured.out
     assert reply["exit_code"] == 2 and reply["type"] and reply["error"], reply
     assert reply["error"].split(":")[-1].strip() in captured.err  # the same reason on stderr
+
+
+def test_a_warning_is_one_line_without_the_source_line(capsys):
+    """A warning a command raises reaches the user as one ``rob-twin: warning:`` line on
+    stderr, not Python's two-line form with a file, a line number and a line of source."""
+    import argparse
+    import warnings
+
+    from rob_twin.cli.common import run_command
+    from rob_twin.planners.collision import WeakPairsWarning
+
+    def command(args):
+        warnings.warn("4 checked pairs of this model are weak", WeakPairsWarning, stacklevel=1)
+        return 0
+
+    def parser():
+        p = argparse.ArgumentParser(prog="rob-twin")
+        p.set_defaults(func=command)
+        return p
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert run_command(parser, []) == 0
+    err = capsys.readouterr().err
+    assert err == "rob-twin: warning: 4 checked pairs of this model are weak\n", err

@@ -110,17 +110,36 @@ class _PairSet:
         size = model.geom_size[self.geoms]
         self.seg_half = np.where(seg & ~sphere, size[:, 1], 0.0)
         self.seg_radius = np.where(seg, size[:, 0], 0.0)
+        self.seg_cylinder = model.geom_type[self.geoms] == int(mujoco.mjtGeom.mjGEOM_CYLINDER)
 
 
-def _extents(half: np.ndarray, round_: np.ndarray, mat: np.ndarray) -> np.ndarray:
+def _extents(
+    half: np.ndarray,
+    round_: np.ndarray,
+    seg_half: np.ndarray,
+    seg_radius: np.ndarray,
+    seg_cylinder: np.ndarray,
+    mat: np.ndarray,
+) -> np.ndarray:
     """(S, k, 3) half extents [m] along the world axes of boxes around k geoms at rotations
-    ``mat`` (S, k, 9): a box's own (sum_j |R_ij| h_j, ``half`` (k, 3)), the bounding
-    sphere's (``round_`` (k,), nan for a box) for any other geom."""
+    ``mat`` (S, k, 9): a box's own (sum_j |R_ij| h_j, ``half`` (k, 3)); a sphere's or
+    capsule's (``seg_radius`` > 0) |z_i| ``seg_half`` + ``seg_radius``, a cylinder's
+    (``seg_cylinder``) |z_i| ``seg_half`` + ``seg_radius`` sqrt(1 - z_i^2), z its axis in
+    world, either where below its bounding sphere's (``round_``); the bounding sphere's for
+    any other geom (``round_`` nan for a box)."""
     rot = np.abs(mat.reshape(mat.shape[:-1] + (3, 3)))
     ext = (rot * half[None, :, None, :]).sum(axis=-1)
     other = ~np.isnan(round_)
     if other.any():
         ext[:, other] = round_[other][None, :, None]
+    seg = seg_radius > 0.0
+    if seg.any():
+        z = rot[:, seg][..., 2]  # |z_i|: the axis's world components
+        across = np.where(
+            seg_cylinder[seg][None, :, None], np.sqrt(np.maximum(0.0, 1.0 - z * z)), 1.0
+        )
+        along = z * seg_half[seg][None, :, None] + seg_radius[seg][None, :, None] * across
+        ext[:, seg] = np.minimum(round_[seg][None, :, None], along)
     return ext
 
 
@@ -137,7 +156,14 @@ def _cull_numpy(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.nd
     if b.size and query[:, b].any():  # a box's world box is often far tighter than its sphere
         kb = pairs.box_geoms
         ext = np.zeros(pos.shape)
-        ext[:, kb] = _extents(pairs.half[kb], pairs.round_[kb], mat[:, kb])
+        ext[:, kb] = _extents(
+            pairs.half[kb],
+            pairs.round_[kb],
+            pairs.seg_half[kb],
+            pairs.seg_radius[kb],
+            pairs.seg_cylinder[kb],
+            mat[:, kb],
+        )
         apart = np.abs(diff[:, b]) - ext[:, i1[b]]
         apart -= ext[:, i2[b]]
         far = apart.max(axis=-1) >= horizon_m  # >= the horizon apart along a world axis
@@ -205,7 +231,7 @@ def warm_kernel() -> bool:
         weak_judge_kernel.cull(
             np.zeros((1, 0, 3)), np.zeros((1, 0, 9)), empty, empty, np.zeros(0),
             np.zeros(0), np.zeros(0, bool), np.zeros(0, bool), np.zeros((0, 3)),
-            np.zeros(0), np.zeros(0, bool), np.zeros(0), np.zeros(0), 0.04,
+            np.zeros(0), np.zeros(0, bool), np.zeros(0), np.zeros(0), np.zeros(0, bool), 0.04,
         )  # fmt: skip
         _kernel = weak_judge_kernel
     return True
@@ -229,6 +255,7 @@ def _cull(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.ndarray]
         pairs.segment_pair,
         pairs.seg_half,
         pairs.seg_radius,
+        pairs.seg_cylinder,
         float(horizon_m),
     )
 

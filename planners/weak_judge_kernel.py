@@ -40,6 +40,7 @@ def cull(
     segment_pair: np.ndarray,
     seg_half: np.ndarray,
     seg_radius: np.ndarray,
+    seg_cylinder: np.ndarray,
     horizon_m: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(out, query), both (S, k): per state and pair, the capped lower bound [m] and whether
@@ -49,7 +50,8 @@ def cull(
     ``half`` (G, 3) a box's half sizes (0 otherwise), ``round_`` (G,) a non-box geom's
     bounding radius (nan for a box); ``segment_pair`` both geoms are spheres, capsules or
     cylinders, each within the capsule of half length ``seg_half`` and radius
-    ``seg_radius`` (G,) about its z axis."""
+    ``seg_radius`` (G,) about its z axis (``seg_cylinder``: a cylinder, whose world box is
+    tighter than that capsule's)."""
     n_states, n_geoms = pos.shape[0], pos.shape[1]
     k = i1.size
     out = np.empty((n_states, k))
@@ -65,6 +67,12 @@ def cull(
                     for j in range(3):
                         e += abs(mat[s, g, 3 * i + j]) * half[g, j]
                     ext[g, i] = e
+            elif seg_radius[g] > 0.0:  # the capsule about its axis, where below its sphere
+                for i in range(3):
+                    z = abs(mat[s, g, 3 * i + 2])
+                    across = math.sqrt(max(0.0, 1.0 - z * z)) if seg_cylinder[g] else 1.0
+                    e = z * seg_half[g] + seg_radius[g] * across
+                    ext[g, i] = r if r < e else e
             else:
                 ext[g, 0] = r
                 ext[g, 1] = r

@@ -42,6 +42,7 @@ class _Pairs:
         sphere = rng.random(n_geoms) < 0.2  # no axis: a segment of no length
         self.seg_half = np.where(seg & ~sphere, rng.uniform(0.0, 0.6, n_geoms) * radius, 0.0)
         self.seg_radius = np.where(seg, radius - self.seg_half, 0.0)
+        self.seg_cylinder = seg & ~sphere & (rng.random(n_geoms) < 0.5)
 
 
 def _poses(rng: np.random.Generator, n_states: int, n_geoms: int, spread_m: float):
@@ -77,14 +78,14 @@ def test_the_compiled_pre_check_gives_the_numpy_figures_bit_for_bit(kernel, seed
     out, query = kernel.cull(
         pos, mat, pairs.i1, pairs.i2, pairs.rb1, pairs.rb2, pairs.plane, pairs.box_pair,
         pairs.half, pairs.round_, pairs.segment_pair, pairs.seg_half, pairs.seg_radius,
-        HORIZON_M,
+        pairs.seg_cylinder, HORIZON_M,
     )  # fmt: skip
     assert np.array_equal(query, want_query)
     assert np.array_equal(out, want_out)
     # the bound did work: some pairs were sent to coal, some culled by the box test alone
     assert 0 < query.sum() < query.size
     # and, where pairs are near, the segment test culled some the bounding spheres did not
-    if spread == 1.0:
+    if spread == 1.0 or n_states == 1:
         return
     c = pairs.segments
     diff = pos[:, pairs.i1[c]] - pos[:, pairs.i2[c]]
@@ -153,3 +154,35 @@ def test_the_segment_bound_never_exceeds_the_true_distance(kind1, kind2):
     assert (bound[separated] <= true[separated] + 1e-9).all()
     if kind1 == kind2 == "capsule":
         assert np.abs(bound[separated] - true[separated]).max() < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["cylinder", "capsule", "sphere"])
+def test_the_world_box_of_a_cylinder_capsule_or_sphere_holds_it(kind):
+    """``_extents`` for round geoms: every point of the geom (a cylinder's rims, a capsule's
+    end spheres: where its farthest points along any axis lie) within its world box, and the
+    box touched (it is the geom's own, not a looser one, up to the bounding sphere)."""
+    import mujoco
+
+    size = {"sphere": "0.05", "capsule": "0.04 0.12", "cylinder": "0.05 0.10"}[kind]
+    xml = f"""<mujoco><worldbody><body><freejoint/>
+      <geom type="{kind}" size="{size}"/></body></worldbody></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    pairs = weak_judge._PairSet(model, np.array([0]), np.array([0]))
+    r, h = pairs.seg_radius[0], pairs.seg_half[0]
+    rng = np.random.default_rng(5)
+    _, mat = _poses(rng, 500, 1, 0.0)
+    ext = weak_judge._extents(
+        pairs.half, pairs.round_, pairs.seg_half, pairs.seg_radius, pairs.seg_cylinder, mat
+    )[:, 0]
+    a = rng.uniform(0, 2 * np.pi, 4000)
+    end = np.where(rng.random(4000) < 0.5, h, -h)
+    if kind == "cylinder":  # the two rims
+        local = np.stack([r * np.cos(a), r * np.sin(a), end], axis=1)
+    else:  # the end spheres (one sphere for a sphere)
+        u = rng.normal(size=(4000, 3))
+        local = r * u / np.linalg.norm(u, axis=1, keepdims=True)
+        local[:, 2] += end
+    world = np.einsum("sij,pj->spi", mat.reshape(-1, 3, 3), local)
+    reach = np.abs(world).max(axis=1)  # (S, 3) the points' farthest along each world axis
+    assert (reach <= ext + 1e-12).all()
+    assert np.abs(reach - ext).max() < 0.01 * r  # tight where below the sphere

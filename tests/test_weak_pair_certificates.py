@@ -247,6 +247,11 @@ def test_mujocos_box_box_figures_are_not_distances_and_the_planner_takes_coals(c
     assert wrong > 10, wrong
     # the final check measures a batch of states at once: the same figures
     assert np.array_equal(judge.at_states(session, states), np.array(each)[:, judge.rows])
+    # and with the poses of the kinematics it runs for MuJoCo's contacts: the same again
+    contacts, pos, mat = session.contacts_and_poses_of(states, judge.geoms)
+    assert np.array_equal(judge.at_poses(pos, mat), np.array(each)[:, judge.rows])
+    again = session.contacts_of(states)
+    assert all(np.array_equal(a, b) for a, b in zip(contacts, again, strict=True))
 
 
 def test_box_link_plans_agree_with_certify_and_the_dense_judge(close, tmp_path):

@@ -41,6 +41,7 @@ import threading
 import mujoco
 import numpy as np
 from rob_twin.planners.certificate_geometry import PairGeometry, _pair_name, weak_rows
+from rob_twin.planners.free_filter import segment_distance
 
 # the compiled pre-check (``weak_judge_kernel``) once ``warm_kernel`` loaded it; until then,
 # or where numba does not import, ``_cull_numpy`` gives the same figures
@@ -180,37 +181,17 @@ def _cull_numpy(pairs: _PairSet, pos, mat, horizon_m) -> tuple[np.ndarray, np.nd
 
 def _segment_gaps(pairs: _PairSet, pos, mat, c: np.ndarray) -> np.ndarray:
     """(S, len(c)) lower bounds [m] of the distances of segment pairs ``c``: their axis
-    segments' distance (closest points clamped to both segments, as in Ericson, Real-Time
-    Collision Detection, 5.1.9) less both radii; the same operations in the same order as
-    ``weak_judge_kernel.cull``."""
+    segments' distance (``free_filter.segment_distance``) less both radii; the same
+    figures as ``weak_judge_kernel.cull`` (which uses its compiled twin)."""
     a, b = pairs.i1[c], pairs.i2[c]
 
     def ends(k):
         z = mat[:, k][..., 2::3]  # the geom's z axis in world: column 2 of its rotation
         h = pairs.seg_half[k][None, :, None]
-        p = pos[:, k] - h * z
-        return p, (pos[:, k] + h * z) - p
+        return (pos[:, k] - h * z).reshape(-1, 3), (pos[:, k] + h * z).reshape(-1, 3)
 
-    def dot(u, v):
-        return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1] + u[..., 2] * v[..., 2]
-
-    p1, d1 = ends(a)
-    p2, d2 = ends(b)
-    r = p1 - p2
-    aa, ee, f = dot(d1, d1), dot(d2, d2), dot(d2, r)
-    cc, bb = dot(d1, r), dot(d1, d2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        denom = aa * ee - bb * bb
-        s = np.where(denom != 0.0, np.clip((bb * f - cc * ee) / denom, 0.0, 1.0), 0.0)
-        t = (bb * s + f) / ee
-        s = np.where(t < 0.0, np.clip(-cc / aa, 0.0, 1.0), s)
-        s = np.where(t > 1.0, np.clip((bb - cc) / aa, 0.0, 1.0), s)
-        t = np.clip(t, 0.0, 1.0)
-        # a segment of no length (a sphere): its point, the other's closest point to it
-        s = np.where(aa == 0.0, 0.0, np.where(ee == 0.0, np.clip(-cc / aa, 0.0, 1.0), s))
-        t = np.where(ee == 0.0, 0.0, np.where(aa == 0.0, np.clip(f / ee, 0.0, 1.0), t))
-    w = (p1 + d1 * s[..., None]) - (p2 + d2 * t[..., None])
-    gap = np.sqrt(dot(w, w)) - pairs.seg_radius[a]
+    gap = segment_distance(*ends(a), *ends(b)).reshape(pos.shape[0], c.size)
+    gap -= pairs.seg_radius[a]
     gap -= pairs.seg_radius[b]
     return gap
 

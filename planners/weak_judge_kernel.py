@@ -23,6 +23,7 @@ import math
 
 import numba
 import numpy as np
+from rob_twin.planners.free_filter_kernel import _segment
 
 
 @numba.njit(cache=True, nogil=True)
@@ -57,6 +58,7 @@ def cull(
     out = np.empty((n_states, k))
     query = np.zeros((n_states, k), np.bool_)
     ext = np.empty((n_geoms, 3))
+    ends = np.empty((4, 3))  # a segment pair's ends, for _segment_gap
     for s in range(n_states):
         # each geom's world-aligned half extents: a box's sum_j |R_ij| h_j, else its radius
         for g in range(n_geoms):
@@ -104,7 +106,7 @@ def cull(
                     o = horizon_m
                     q = False
             if q and segment_pair[p]:
-                if _segment_gap(pos, mat, seg_half, seg_radius, s, a, b) >= horizon_m:
+                if _segment_gap(pos, mat, seg_half, seg_radius, s, a, b, ends) >= horizon_m:
                     o = horizon_m
                     q = False
             out[s, p] = o
@@ -112,56 +114,18 @@ def cull(
     return out, query
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _clip01(x: float) -> float:
-    return min(max(x, 0.0), 1.0)
-
-
 @numba.njit(cache=True, nogil=True)
-def _segment_gap(pos, mat, seg_half, seg_radius, s: int, a: int, b: int) -> float:
+def _segment_gap(pos, mat, seg_half, seg_radius, s: int, a: int, b: int, w) -> float:
     """The distance [m] of geoms ``a`` and ``b``'s axis segments at state ``s`` less both
-    radii: ``weak_judge._segment_gaps`` element by element (the same operations in the
-    same order)."""
+    radii (``weak_judge._segment_gaps``): their ends put in ``w`` (4, 3), measured by the
+    free-space filter's compiled segment distance."""
     ha, hb = seg_half[a], seg_half[b]
-    p1 = np.empty(3)
-    d1 = np.empty(3)
-    p2 = np.empty(3)
-    d2 = np.empty(3)
     for i in range(3):
         za, zb = mat[s, a, 3 * i + 2], mat[s, b, 3 * i + 2]
-        p1[i] = pos[s, a, i] - ha * za
-        d1[i] = (pos[s, a, i] + ha * za) - p1[i]
-        p2[i] = pos[s, b, i] - hb * zb
-        d2[i] = (pos[s, b, i] + hb * zb) - p2[i]
-    r0, r1, r2 = p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]
-    aa = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
-    ee = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
-    f = d2[0] * r0 + d2[1] * r1 + d2[2] * r2
-    cc = d1[0] * r0 + d1[1] * r1 + d1[2] * r2
-    bb = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
-    if aa == 0.0 and ee == 0.0:
-        t = 0.0
-        u = 0.0
-    elif aa == 0.0:
-        t = 0.0
-        u = _clip01(f / ee)
-    elif ee == 0.0:
-        t = _clip01(-cc / aa)
-        u = 0.0
-    else:
-        denom = aa * ee - bb * bb
-        t = _clip01((bb * f - cc * ee) / denom) if denom != 0.0 else 0.0
-        u = (bb * t + f) / ee
-        if u < 0.0:
-            t = _clip01(-cc / aa)
-            u = 0.0
-        elif u > 1.0:
-            t = _clip01((bb - cc) / aa)
-            u = 1.0
-    sq = 0.0
-    for i in range(3):
-        w = (p1[i] + d1[i] * t) - (p2[i] + d2[i] * u)
-        sq += w * w
-    gap = math.sqrt(sq) - seg_radius[a]
+        w[0, i] = pos[s, a, i] - ha * za
+        w[1, i] = pos[s, a, i] + ha * za
+        w[2, i] = pos[s, b, i] - hb * zb
+        w[3, i] = pos[s, b, i] + hb * zb
+    gap = _segment(w, 0, 1, 2, 3) - seg_radius[a]
     gap -= seg_radius[b]
     return gap

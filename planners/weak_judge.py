@@ -326,23 +326,6 @@ class CoalJudge:
         )
         return out[0]
 
-    def at_states(self, session, states: np.ndarray) -> np.ndarray:
-        """(S, W) the weak pairs' distances [m] at each row of ``states`` (stacked q of
-        ``session``'s moving arms, its reference elsewhere), capped at the horizon: the
-        figures of ``distances`` at each state, measured together."""
-        oracle = self._oracle()
-        model, data, geoms = self.model, oracle.data, self._geoms
-        pos = np.empty((len(states), geoms.size, 3))
-        mat = np.empty((len(states), geoms.size, 9))
-        qpos = session.reference_qpos.copy()
-        for s, q in enumerate(states):
-            qpos[session.index] = q
-            data.qpos[:] = qpos
-            mujoco.mj_kinematics(model, data)
-            pos[s] = data.geom_xpos[geoms]
-            mat[s] = data.geom_xmat[geoms]
-        return self.at_poses(pos, mat)
-
     @property
     def geoms(self) -> np.ndarray:
         """The geoms of the weak pairs, in the order ``at_poses`` takes their poses."""
@@ -358,9 +341,9 @@ class CoalJudge:
         self, near: np.ndarray, dist: np.ndarray, state: np.ndarray, d: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """MuJoCo's checked contacts of the other pairs (pair numbers, distances, state
-        numbers, in state order) with the weak pairs' distances ``d`` (S, W: ``at_states``
-        or ``at_poses``) nearer than the horizon added, in state order, MuJoCo's first within
-        a state: what ``final_check`` reads off the contacts."""
+        numbers, in state order) with the weak pairs' distances ``d`` (S, W: ``at_poses``)
+        nearer than the horizon added, in state order, MuJoCo's first within a state: what
+        ``final_check`` reads off the contacts."""
         w_state, w = np.nonzero(d < self.horizon_m)
         if not w_state.size:
             return near, dist, state

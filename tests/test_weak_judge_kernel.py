@@ -105,9 +105,10 @@ def test_a_box_link_robots_weak_pairs_are_judged_alike_either_way(kernel, monkey
     lo = np.concatenate([group.joint_limits(a)[0] for a in moving])
     hi = np.concatenate([group.joint_limits(a)[1] for a in moving])
     states = np.random.default_rng(7).uniform(lo, hi, (400, lo.size))
-    compiled = judge.at_states(session, states)
+    _, pos, mat = session.contacts_and_poses_of(states, judge.geoms)
+    compiled = judge.at_poses(pos, mat)
     monkeypatch.setattr(weak_judge, "_kernel", None)
-    plain = judge.at_states(session, states)
+    plain = judge.at_poses(pos, mat)
     assert np.array_equal(compiled, plain, equal_nan=True)
     assert (compiled < judge.horizon_m).any()  # some weak pairs were within the horizon
 

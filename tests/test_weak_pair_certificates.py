@@ -245,9 +245,8 @@ def test_mujocos_box_box_figures_are_not_distances_and_the_planner_takes_coals(c
         assert np.array_equal(each[-1], coal_d)
         wrong += int(np.sum(np.abs(plain(q) - coal_d) > 1e-3))
     assert wrong > 10, wrong
-    # the final check measures a batch of states at once: the same figures
-    assert np.array_equal(judge.at_states(session, states), np.array(each)[:, judge.rows])
-    # and with the poses of the kinematics it runs for MuJoCo's contacts: the same again
+    # the final check measures a batch of states at once, with the poses of the kinematics
+    # it runs for MuJoCo's contacts: the same figures
     contacts, pos, mat = session.contacts_and_poses_of(states, judge.geoms)
     assert np.array_equal(judge.at_poses(pos, mat), np.array(each)[:, judge.rows])
     again = session.contacts_of(states)

@@ -102,12 +102,10 @@ def certify_given_path(group, moving: Sequence[str], path, seed: int = -1) -> Pl
             samples=int(times.size),
         )
     done = time.perf_counter()
-    arms, col = {}, 0
-    for a in moving:
-        n = len(group.joint_names(a))
-        cut = slice(col, col + n)
-        arms[a] = ArmTrajectory(a, group.joint_names(a), q[:, cut], qd[:, cut], qdd[:, cut])
-        col += n
+    arms = {
+        a: ArmTrajectory(a, group.joint_names(a), q[:, c], qd[:, c], qdd[:, c])
+        for a, c in group.columns(moving).items()
+    }
     return Plan(
         t=times,
         rate_hz=group.config.rate_hz,

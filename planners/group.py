@@ -494,7 +494,7 @@ class ArmGroup:
             return PlanResult(PlanStatus.NO_PATH, reason=found.reason, stage_times_s=clock.stages)
         return found.path, session, padded
 
-    def _columns(self, moving) -> dict[str, slice]:
+    def columns(self, moving) -> dict[str, slice]:
         """Each of ``moving``'s arms: its columns in a stacked configuration of ``moving``."""
         out, col = {}, 0
         for a in moving:
@@ -510,7 +510,7 @@ class ArmGroup:
         only that arm moving and the others at their start (before their turn) or goal
         (after): the states of the stacked path are exactly those states."""
         cfg = self.config.search
-        spans = self._columns(moving)
+        spans = self.columns(moving)
         for order in itertools.permutations(moving):
             stacked = start.copy()
             path = [stacked.copy()]
@@ -572,7 +572,7 @@ class ArmGroup:
         times, q, qd, qdd = fc.sampled  # the final check evaluated the path at the samples
         arms = {
             a: ArmTrajectory(a, self.checker.arm_joints[a], q[:, c], qd[:, c], qdd[:, c])
-            for a, c in self._columns(moving).items()
+            for a, c in self.columns(moving).items()
         }
         plan = Plan(
             t=times,
@@ -604,7 +604,7 @@ class ArmGroup:
     ) -> PlanResult:
         """The plan of a goal equal to the start: one sample at t = 0, at rest."""
         arms = {}
-        for a, c in self._columns(moving).items():
+        for a, c in self.columns(moving).items():
             q = start[None, c].copy()
             arms[a] = ArmTrajectory(
                 a, self.checker.arm_joints[a], q, np.zeros_like(q), np.zeros_like(q)

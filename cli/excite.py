@@ -277,7 +277,7 @@ def _cmd_excite(args: argparse.Namespace) -> CommandResult:
         what = "excitation" if role == "fit" else "validation excitation"
         say(
             f"{what} of {robot.name}'s {arms}: {plan.duration_s:.2f} s, {plan.t.size} "
-            f"samples, certified minimum {cert.certified_min_m * 1e3:.2f} mm ({cert.pair}); "
+            f"samples, certified minimum {cert.certified_min_m * 1e3:.2f} mm ({cert.where()}); "
             f"wrote {plan_path} and {scenario_path} (simulated, hardware_io: false)"
         )
         say("excites (simulated figures over the joints):")

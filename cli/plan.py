@@ -120,7 +120,7 @@ def _cmd_plan(args: argparse.Namespace) -> CommandResult:
         f"planned {' + '.join(plan.moving)} of {robot.name} from {source}: "
         f"{plan.duration_s:.2f} s, "
         f"{plan.t.size} samples, certified minimum {cert.certified_min_m * 1e3:.2f} mm "
-        f"({cert.pair}); wrote {path} (simulated, hardware_io: false)"
+        f"({cert.where()}); wrote {path} (simulated, hardware_io: false)"
     )
     return 0, out
 

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+from rob_twin.planners.certificate_record import FAR_PAIR_TEXT
 
 RANGE_TOLERANCE_RAD = 1e-6  # a sample this far outside its joint's range is outside
 SAMPLE_TOLERANCE_RAD = 1e-6  # slack of the trapezoid check beyond a dt^2 / 4 [rad]
 LIMIT_TOLERANCE = 1e-6  # relative: a peak this much above its limit breaks it
 ROUNDING_TOLERANCE = 1e-6  # figures written to 7 (m) or 6 (s) decimals
-FAR_PAIR_TEXT = "(a pair never within the horizon)"
 MAX_PER_KIND = 3  # disagreements of one kind listed (the count is given)
 
 Problem = tuple[str, str]  # (field, what is wrong)

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from rob_twin.planners.uncertainty import UncertaintySpec
 
+# the certificate's pair when the far-pair bound is its minimum (a claim plan files carry)
+FAR_PAIR_TEXT = "(a pair never within the horizon)"
+
 FAIL_QUERY_BELOW = "query_below_threshold"  # a measured state within margin + allowance
 FAIL_INCONCLUSIVE = "envelope_inconclusive"  # the envelope dips below after every bisection
 
@@ -76,6 +79,17 @@ class PlanClearanceCertificate:
     measured_index: np.ndarray | None = None  # which samples were measured (None: all)
     elapsed_s: float = 0.0
     uncertified_attempts: int = 0  # earlier retimed paths of this plan that failed (then repaired)
+    far_pair: str = ""  # the far pair whose closed-form bound is far_pairs_min_m ("" when none)
+
+    def where(self) -> str:
+        """What the certified minimum is, for a person: the lowest pair's name, or, when
+        the far-pair bound is lower, that it is a bound and on which pair."""
+        if self.pair != FAR_PAIR_TEXT:
+            return self.pair
+        if not self.far_pair:
+            return FAR_PAIR_TEXT.strip("()")
+        horizon_mm = self.horizon_m * 1e3
+        return f"bound of {self.far_pair}, never within the {horizon_mm:.0f} mm horizon"
 
     @property
     def n_extra_queries(self) -> int:

@@ -61,6 +61,7 @@ from rob_twin.planners.certificate_geometry import (
 from rob_twin.planners.certificate_record import (
     FAIL_INCONCLUSIVE,
     FAIL_QUERY_BELOW,
+    FAR_PAIR_TEXT,
     PairBound,
     PlanClearanceCertificate,
 )
@@ -272,12 +273,13 @@ def certify_samples(
         margin_m=margin_m,
         horizon_m=horizon_m,
         certified_min_m=float(cmin),
-        pair=best.pair if best and near_min <= far_min else "(a pair never within the horizon)",
+        pair=best.pair if best and near_min <= far_min else FAR_PAIR_TEXT,
         at_s=best.at_s if best else float(t[0]),
         pairs=bounds,
         pairs_total=int(geometry.g1.size),
         pairs_far=int(far.size),
         far_pairs_min_m=far_min,
+        far_pair=_pair_name(geometry, int(far[np.argmin(far_bound[far])])) if far.size else "",
         sample_queries=int(measured.size),
         samples=int(t.size),
         measured_index=measured,

@@ -212,6 +212,36 @@ def test_every_plan_is_certified_and_the_bound_holds_densely(scene, planned):
     assert listed and all(p.certified_min_m <= p.envelope_min_m for p in listed.values())
 
 
+def test_the_far_pair_bound_names_its_pair_and_holds(scene, planned):
+    """The far pairs' closed-form bound is on a named pair: a checked pair of the model,
+    not one with an envelope of its own, that coal along the plan never finds below the
+    bound; where the bound is the minimum, a person reads the pair, not the placeholder."""
+    from rob_twin.planners.certificate_geometry import _pair_name
+    from rob_twin.planners.certificate_record import FAR_PAIR_TEXT
+
+    m, home = scene
+    g, plan = planned
+    cert = plan.certificate
+    geo = _group_geometry(g, plan.moving, 0.0)
+    names = [_pair_name(geo, p) for p in range(geo.g1.size)]
+    assert cert.far_pair in names and cert.far_pair not in {p.pair for p in cert.pairs}
+    p = names.index(cert.far_pair)
+    one = replace(
+        geo,
+        g1=geo.g1[[p]],
+        g2=geo.g2[[p]],
+        pair_class=geo.pair_class[[p]],
+        radii=geo.radii[[p]],
+    )
+    idx = np.concatenate([g.checker.arm_qpos[a] for a in plan.moving])
+    d, _ = coal_pair_distances(CoalOracle(m), one, home, idx, plan.stacked("q"), 10.0)
+    assert float(d.min()) >= cert.far_pairs_min_m
+    assert cert.where() == cert.pair != FAR_PAIR_TEXT
+    bounded = replace(cert, pair=FAR_PAIR_TEXT, certified_min_m=cert.far_pairs_min_m)
+    assert bounded.where().startswith(f"bound of {cert.far_pair}, never within the ")
+    assert replace(bounded, far_pair="").where() == "a pair never within the horizon"
+
+
 def test_a_plan_that_cannot_be_certified_fails_with_a_typed_reason(scene):
     # a 0.3 rad axis error costs centimetres at the hand: no pair near the arm certifies
     cfg = CertificateConfig(spec=UncertaintySpec(axis_rad=0.3))

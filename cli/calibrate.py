@@ -1,9 +1,9 @@
 """``rob-twin calibrate``: fit the twin to recordings of the robot (``rob_twin.twin.calibration``).
 
-``--robot`` names the robot recorded (a shipped robot or a robot file with Amber drives);
+``--robot`` names the robot recorded (a shipped robot or a robot file with Amber or Damiao drives);
 the calibration file names it (its ``robot`` field) and only that robot's model takes it.
 
-Exit 0 with the calibration file written; 2 for bad input (a robot without Amber drives,
+Exit 0 with the calibration file written; 2 for bad input (a robot without CAN drives,
 an unreadable, truncated or foreign recording, an unknown parameter, a start calibration
 for another model, recordings that excite none of the selected parameters, a torque
 constant alone without ``--current-weight``: nothing is written); 4 when the fit is
@@ -19,7 +19,8 @@ synthetic draws, ``python -m rob_twin.twin.calibration.coverage``). Torque const
 (``amps_per_nm``) show only in the drives' current: fit them with ``--current-weight W``
 (rad per drive unit; 0, the default, fits positions only and holds them).
 ``--replay-noise auto`` replays every rollout with the drive noise measured in the
-recording's currents (``rob_twin.twin.calibration.drive_noise``), positions only; the
+recording's currents (``rob_twin.twin.calibration.drive_noise``; where they cannot show it,
+Damiao drives' assumed 0.02 N m on each motor torque, said so), positions only; the
 intervals then also take the estimate's spread over the replay's own noise (three other
 realisations, ``fit.realisation_spread``)."""
 
@@ -47,6 +48,7 @@ DEFAULT_FIT = {  # per drive family
 def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
     from rob_twin.models.robot import CAN_DRIVES
     from rob_twin.twin.calibration.calibrate import calibrate
+    from rob_twin.twin.calibration.drive_noise import describe_noise
     from rob_twin.twin.calibration.fit import FitConfig
 
     robot = args.robot
@@ -99,8 +101,15 @@ def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
         noise = report["fit"]["replay_noise_rad"]
         estimate = report["fit"]["drive_noise_estimate"]
         if noise > 0:
-            how = "measured in the currents" if estimate else "given"
-            print(f"rollouts replayed with {1000 * noise:.3f} mrad of drive noise ({how})")
+            how = (
+                "given"
+                if not estimate
+                else "measured in the currents"
+                if estimate.get("measured", True)
+                else "assumed: not measurable in the currents"
+            )
+            level = describe_noise(noise, robot)
+            print(f"rollouts replayed with drive noise of {level} ({how})")
         elif estimate:
             print(f"rollouts replayed noiseless: the drive noise is {estimate['reason']}")
         if report["not_weighed"]:
@@ -138,7 +147,8 @@ def _replay_noise(text: str) -> float | str:
         value = float("nan")
     if not 0.0 <= value <= MAX_REPLAY_NOISE_RAD:  # NaN fails too
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give auto, off or a std in 0..{MAX_REPLAY_NOISE_RAD} rad"
+            f"{text!r}: give auto, off or a std in 0..{MAX_REPLAY_NOISE_RAD} (rad on a servo "
+            "target; N m on a Damiao motor torque)"
         )
     return value
 
@@ -188,10 +198,11 @@ def register(sub) -> None:
         "--replay-noise",
         type=_replay_noise,
         default=0.0,
-        metavar="auto|off|RAD",
-        help="replay every rollout with drive noise on the servo targets: 'auto' measures "
-        "its std in the first recording's current feedback (rob_twin.twin.calibration."
-        "drive_noise), RAD gives it [rad, 0..0.05]; positions only (not with "
+        metavar="auto|off|STD",
+        help="replay every rollout with drive noise on the servo targets (Amber) or motor "
+        "torques (Damiao): 'auto' measures its std in the first recording's current feedback "
+        "(rob_twin.twin.calibration.drive_noise; Damiao drives' assumed 0.02 N m where the "
+        "currents cannot show it), STD gives it [rad or N m, 0..0.05]; positions only (not with "
         "--current-weight); default off. Simulated, ROB: a noiseless replay fits friction "
         "loss 2.7-16 %% off from 60 s recordings made with 1 mrad of drive noise (four seeds)",
     )
@@ -208,7 +219,8 @@ def register(sub) -> None:
         "--robot",
         type=robot_arg,
         default=DEFAULT_ROBOT,
-        help=f"the robot recorded: {ROBOT_HELP}; its drives must be Amber (default: %(default)s)",
+        help=f"the robot recorded: {ROBOT_HELP}; its drives must be Amber or Damiao "
+        "(default: %(default)s)",
     )
     cal.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     cal.add_argument("--json", action="store_true", help="print exactly one JSON object")

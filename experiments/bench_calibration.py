@@ -95,8 +95,9 @@ EXCITATION_BANDS = os.environ.get("ROB_TWIN_CAL_BANDS", "default")
 WORKERS = 2
 # the fits' replay noise (FitConfig.replay_noise_rad): "auto" (the drive noise measured in
 # the fit recording's currents, drive_noise.estimate_drive_noise; positions-only fits: a
-# current-weighted draw replays noiseless, and OpenArm's torque noise is below its torque
-# count, so its fits replay noiseless) or "off"; the environment variable
+# current-weighted draw replays noiseless; OpenArm's torque noise is below its torque count,
+# so its fits replay with the Damiao drives' assumed level, drive_noise.ASSUMED_DRIVE_NOISE)
+# or "off"; the environment variable
 # ROB_TWIN_CAL_REPLAY_NOISE, or --replay-noise, changes it. Simulated, ROB draw 1 (friction
 # loss + kp on J1 and J6, 60 s): seed 6200 off 10.1 / 6.1 % off (1 of 5 truths inside),
 # auto 1.2 / 0.1 % (5 of 5); seed 6100 off 4.8 / 4.3 % (1 of 5), auto 4.0 / 0.4 % (3 of 5);
@@ -167,8 +168,10 @@ def recovery_verdict(
 
 
 # drive noise per drive family: Amber, on every servo target [rad] (synthetic.DRIVE_NOISE_RAD);
-# Damiao, on every motor torque [N m] (the control a torque motor takes; ASSUMED level)
-DAMIAO_TORQUE_NOISE_NM = 0.02
+# Damiao, on every motor torque [N m] (the control a torque motor takes): the level the
+# twin's Damiao drive model states (drive_noise.ASSUMED_DRIVE_NOISE, ASSUMED), which its fits
+# replay with, since the drives' torque count hides it. The fits assume the level the
+# recordings carry: a real OpenArm's may differ (docs/calibration.md)
 
 
 def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
@@ -184,7 +187,9 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
     if EXCITATION_BANDS not in choices:
         raise InvalidValueError("ROB_TWIN_CAL_BANDS", EXCITATION_BANDS, f"one of {sorted(choices)}")
     bands = choices[EXCITATION_BANDS]
-    noise = DAMIAO_TORQUE_NOISE_NM if robot.family == "damiao" else True
+    from rob_twin.twin.calibration.drive_noise import ASSUMED_DRIVE_NOISE
+
+    noise = ASSUMED_DRIVE_NOISE.get(robot.family, True)
     return record_hidden(
         path,
         hidden,

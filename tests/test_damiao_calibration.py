@@ -18,6 +18,7 @@ import pytest
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import robot_of
 from rob_twin.models.robot_description import RobotFileError, load_robot_file
+from rob_twin.twin.calibration.drive_noise import ASSUMED_DRIVE_NOISE
 from rob_twin.twin.drives.joint_friction import (
     OPENARM_PUBLISHED,
     FrictionError,
@@ -210,6 +211,8 @@ def test_cli_calibrates_openarm_and_refuses_another_familys_file(tmp_path, damia
         "right/j2/friction_fc",
         "--seconds",
         "1",
+        "--replay-noise",
+        "auto",
         "--accept-misfit",
         "--quiet",
         "--out",
@@ -219,6 +222,10 @@ def test_cli_calibrates_openarm_and_refuses_another_familys_file(tmp_path, damia
     assert done.returncode == 0, done.stderr[-2000:]
     doc = json.loads(out.read_text())
     assert doc["robot"]["name"] == "openarm"
+    # its torque count hides the drive noise: replayed with the assumed level, said so
+    assert doc["fit"]["drive_noise_estimate"]["measured"] is False
+    assert doc["fit"]["replay_noise_rad"] == ASSUMED_DRIVE_NOISE["damiao"]
+    assert "0.020 N m on each motor torque (assumed: not measurable" in done.stdout
     assert doc["parameters"]["right/j2/friction_fc"]["value"] == pytest.approx(0.45, rel=0.1)
     # the same file names a parameter ROB's Amber drives do not have: refused on ROB
     rob = _cli("run", "experiments/scenarios/wave.json", "--calibration", str(out), cwd=ROOT)

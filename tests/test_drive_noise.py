@@ -16,7 +16,11 @@ from rob_twin.cli.main import main
 from rob_twin.models.errors import InvalidValueError
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import robot_of
-from rob_twin.twin.calibration.drive_noise import estimate_drive_noise
+from rob_twin.twin.calibration.drive_noise import (
+    ASSUMED_DRIVE_NOISE,
+    describe_noise,
+    estimate_drive_noise,
+)
 from rob_twin.twin.calibration.fit import FitConfig, fit, noise_level
 from rob_twin.twin.calibration.predict import predict
 from rob_twin.twin.calibration.synthetic import record_hidden
@@ -63,14 +67,21 @@ def test_the_estimate_holds_on_a_generated_amber_robot(tmp_path, seed):
 
 def test_a_noiseless_recording_is_called_not_measurable_not_given_a_number(recs):
     estimate = estimate_drive_noise(recs["quiet"], robot_of("rob"))
-    assert estimate.std_rad is None
+    assert estimate.std_rad is None and estimate.unit == "rad"
     assert "not measurable" in estimate.reason
 
 
-def test_damiao_torque_noise_below_the_torque_count_is_not_measurable(tmp_path):
+def test_damiao_torque_noise_below_the_torque_count_takes_the_assumed_level(tmp_path):
+    """OpenArm's torque count hides its drive noise: the estimate is the Damiao drives'
+    stated level, marked assumed and in N m, never a number passed off as measured."""
     robot = robot_of("openarm")
     rec = record_hidden(tmp_path / "openarm.log", {}, 2.0, seed=5, noise=1e-3, robot=robot)
-    assert estimate_drive_noise(rec, robot).std_rad is None
+    estimate = estimate_drive_noise(rec, robot)
+    assert estimate.std_rad == ASSUMED_DRIVE_NOISE["damiao"]
+    assert not estimate.measured and estimate.unit == "N m"
+    assert "not measurable" in estimate.reason and "ASSUMED" in estimate.reason
+    assert estimate.as_dict()["measured"] is False
+    assert describe_noise(estimate.std_rad, robot) == "0.020 N m on each motor torque"
 
 
 def test_a_noisy_replay_repeats_itself_and_is_not_the_recorded_realisation(recs):
@@ -144,7 +155,7 @@ def test_the_command_measures_the_noise_and_replays_with_it(recs, tmp_path, caps
     fit = json.loads(out.read_text())["fit"]
     assert fit["replay_noise_rad"] == pytest.approx(1e-3, rel=0.15)
     assert fit["drive_noise_estimate"]["std_rad"] == fit["replay_noise_rad"]
-    assert "mrad of drive noise (measured in the currents)" in printed
+    assert "mrad on each servo target (measured in the currents)" in printed
     value = json.loads(out.read_text())["parameters"]["right/j2/frictionloss"]["value"]
     assert value == pytest.approx(0.5, rel=0.05)
 

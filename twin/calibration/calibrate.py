@@ -30,7 +30,7 @@ from rob_twin.twin.calibration.calibration_file import (
     save_calibration,
 )
 from rob_twin.twin.calibration.dataset import input_sha256, read_input
-from rob_twin.twin.calibration.drive_noise import estimate_drive_noise
+from rob_twin.twin.calibration.drive_noise import describe_noise, estimate_drive_noise
 from rob_twin.twin.calibration.fit import INTERVAL_METHOD, FitConfig, FitResult, fit
 from rob_twin.twin.calibration.parameters import parse_name, select
 from rob_twin.twin.calibration.predict import predict
@@ -106,8 +106,9 @@ def calibrate(
     """Fit the parameters matching ``patterns`` to ``recordings`` of ``robot`` (None: the
     default robot) and write the calibration file ``out`` with its report and plot; returns
     the report. ``replay_noise``: the rollouts' drive noise std [rad], "auto" (measured on
-    the first fit recording, ``drive_noise.estimate_drive_noise``; noiseless where it is
-    not measurable, said in the fit's notes) or None (``config``'s
+    the first fit recording, ``drive_noise.estimate_drive_noise``; where it is not
+    measurable, the drive family's assumed level (Damiao) or noiseless, said in the fit's
+    notes) or None (``config``'s
     ``replay_noise_rad``)."""
     robot = robot_of(robot)
     robot.require(CAN_DRIVES, "a calibration (fitted drive parameters)")
@@ -135,8 +136,9 @@ def calibrate(
         config = replace(config, replay_noise_rad=noise.std_rad or 0.0)
         if progress:
             progress(
-                f"calibrate: drive noise {1000 * noise.std_rad:.3f} mrad: every rollout "
-                "replays with it"
+                f"calibrate: drive noise {describe_noise(noise.std_rad, robot)} "
+                f"({'measured' if noise.measured else 'assumed'}): every rollout replays "
+                "with it"
                 if noise.std_rad
                 else f"calibrate: drive noise {noise.reason}: rollouts replay noiseless"
             )
@@ -151,6 +153,8 @@ def calibrate(
     )
     if noise is not None and noise.std_rad is None:
         result.notes.append(f"replayed noiseless: the drive noise is {noise.reason}")
+    elif noise is not None and not noise.measured:
+        result.notes.append(f"replayed with assumed drive noise: {noise.reason}")
     if len(result.not_identifiable) == len(names):
         raise NotExcitedError(
             f"the recordings excite none of the {len(names)} selected parameters "

@@ -85,6 +85,7 @@ VALIDATE_S = 8.0
 # kept short for the benchmark's wall time
 MISFIT_FIT_S = 4.0
 MAX_ITERS = 15
+EXCITATION_AMPLITUDE_RAD = 0.2  # synthetic.excitation_source's swing per joint
 # the seeded excitation's tone bands [Hz] (synthetic.excitation_source): "default" (top
 # tone 0.90-1.37 Hz) or "fast" (1.4-2.2 Hz, synthetic.FAST_BANDS_HZ); the environment
 # variable ROB_TWIN_CAL_BANDS changes it. Simulated, seed 6100, 4 draws per robot:
@@ -175,7 +176,11 @@ def recovery_verdict(
 
 
 def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
-    """A noisy recording of ``hidden`` on ``robot``: excitation and drive noise from ``seed``."""
+    """A noisy recording of ``hidden`` on ``robot``: excitation and drive noise from
+    ``seed``, the excitation's centre moved (or its swing cut) until its targets keep clear
+    of the robot's body (``excitation_clearance.clear_excitation``: OpenArm's elbows rub
+    its torso from home; ROB's seeded excitations are left as they are)."""
+    from rob_twin.twin.calibration.excitation_clearance import clear_excitation
     from rob_twin.twin.calibration.synthetic import (
         FAST_BANDS_HZ,
         SEEDED_BANDS_HZ,
@@ -187,6 +192,11 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
     if EXCITATION_BANDS not in choices:
         raise InvalidValueError("ROB_TWIN_CAL_BANDS", EXCITATION_BANDS, f"one of {sorted(choices)}")
     bands = choices[EXCITATION_BANDS]
+
+    def make(k: int, amplitude: float, offset: np.ndarray):
+        return excitation_source(k, amplitude, robot, seed, bands, offset)
+
+    amplitude, offsets = clear_excitation(robot, make, EXCITATION_AMPLITUDE_RAD, seconds)
     from rob_twin.twin.calibration.drive_noise import ASSUMED_DRIVE_NOISE
 
     noise = ASSUMED_DRIVE_NOISE.get(robot.family, True)
@@ -197,7 +207,7 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
         seed=seed,
         noise=noise,
         robot=robot,
-        source=lambda k: excitation_source(k, 0.2, robot, seed, bands),
+        source=lambda k: make(k, amplitude, offsets[k]),
     )
 
 

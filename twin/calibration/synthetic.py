@@ -89,8 +89,11 @@ def excitation_source(
     robot: Robot | None = None,
     seed: int | None = None,
     bands: tuple[tuple[float, float], ...] = SEEDED_BANDS_HZ,
+    offset_rad: np.ndarray | None = None,
 ) -> Callable[[float], np.ndarray]:
-    """Arm ``k``'s joint targets [rad] around ``robot``'s home (None: the default robot):
+    """Arm ``k``'s joint targets [rad] around ``robot``'s home (None: the default robot)
+    plus ``offset_rad`` (None: none; each joint's shift of the motion's centre [rad], faded
+    in with it: ``excitation_clearance.clear_excitation`` moves a centre off the body):
     three sines per joint with phases that differ by joint and arm, faded in over the first
     second so the motion starts at rest, and held inside the arm's joint ranges (a joint
     whose home is at a limit, ROB's J7 at -1.571 rad, moves on one side of it; a target
@@ -116,6 +119,7 @@ def excitation_source(
     else:
         tones, phases = _seeded_waves(seed, k, len(home), bands)
     weights = (0.6, 0.3, 0.15)
+    offset = None if offset_rad is None else np.asarray(offset_rad, float)
 
     def source(t: float) -> np.ndarray:
         fade = min(1.0, t) ** 2
@@ -123,7 +127,10 @@ def excitation_source(
             w * (np.sin(2 * math.pi * f * t + p) - np.sin(p))
             for w, f, p in zip(weights, tones, phases, strict=True)
         )
-        return np.clip(home + fade * amplitude_rad * wave, lower, upper)
+        target = home + fade * amplitude_rad * wave  # this order: the baselines' waveform
+        if offset is not None:
+            target = target + fade * offset
+        return np.clip(target, lower, upper)
 
     return source
 

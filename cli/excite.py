@@ -226,8 +226,9 @@ def _cmd_excite(args: argparse.Namespace) -> CommandResult:
             flag = "--seed" if role == "fit" else "--validation-seed"
             say(f"try another {flag}, a smaller --fraction or another --start")
             return 1, out
-        # the drive's setpoint lag: an Amber drive's; a Damiao drive applies its MIT frame at once
-        lag_s = DriveConfig().lag_s if robot.family == "amber" else 0.0
+        # the drive's setpoint lag: an Amber drive's; a Damiao drive applies its MIT frame at
+        # once and has none (None: no lag figures; 0 divided its corner frequency by zero)
+        lag_s = DriveConfig().lag_s if robot.family == "amber" else None
         summary = excitation_summary(plan, path, drive_lag_s=lag_s)
         summary["config"] = {
             "seconds": cfg.seconds,

@@ -347,3 +347,22 @@ def test_a_friction_k_narrower_than_the_speed_count_is_held_and_named(damiao_rec
     assert result.values["right/j6/friction_k"] == nominal["right/j6/friction_k"]
     assert result.interval_bounds["right/j6/friction_k"] is None
     assert any("one count of the drive's reported speed" in n for n in result.notes)
+
+
+def test_excite_writes_a_certified_openarm_excitation_without_a_drive_lag(tmp_path, capsys):
+    """A Damiao drive has no setpoint lag: its excitation summary gives no lag figures (a
+    zero lag divided the corner frequency by zero, so every OpenArm excitation that
+    certified crashed). The default window runs OpenArm's elbows into its torso (refused,
+    exit 1); a narrow one certifies."""
+    from rob_twin.cli.main import main
+
+    args = ["excite", "--robot", "openarm", "--seconds", "6", "--json"]
+    refused = main([*args, "--out", str(tmp_path / "wide")])
+    assert refused == 1 and not (tmp_path / "wide" / "excite_plan.json").exists()
+    capsys.readouterr()
+    code = main([*args, "--fraction", "0.05", "--out", str(tmp_path / "narrow")])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["ok"], out
+    assert (tmp_path / "narrow" / "excite_plan.json").exists()
+    entries = out["excitation"]["parameters"]
+    assert entries and not any("drive_lag_corner_hz" in e for e in entries)

@@ -193,10 +193,13 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
         raise InvalidValueError("ROB_TWIN_CAL_BANDS", EXCITATION_BANDS, f"one of {sorted(choices)}")
     bands = choices[EXCITATION_BANDS]
 
-    def make(k: int, amplitude: float, offset: np.ndarray):
-        return excitation_source(k, amplitude, robot, seed, bands, offset)
+    def sources_of(amplitude: float, offsets: dict[int, np.ndarray]) -> dict:
+        return {
+            k: excitation_source(k, amplitude, robot, seed, bands, o) for k, o in offsets.items()
+        }
 
-    amplitude, offsets = clear_excitation(robot, make, EXCITATION_AMPLITUDE_RAD, seconds)
+    amplitude, offsets = clear_excitation(robot, sources_of, EXCITATION_AMPLITUDE_RAD, seconds)
+    sources = sources_of(amplitude, offsets)
     from rob_twin.twin.calibration.drive_noise import ASSUMED_DRIVE_NOISE
 
     noise = ASSUMED_DRIVE_NOISE.get(robot.family, True)
@@ -207,7 +210,7 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
         seed=seed,
         noise=noise,
         robot=robot,
-        source=lambda k: make(k, amplitude, offsets[k]),
+        source=sources.__getitem__,
     )
 
 

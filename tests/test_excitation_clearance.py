@@ -22,15 +22,17 @@ AMPLITUDE_RAD = 0.2
 
 
 def _maker(robot, seed):
-    def make(k, amplitude, offset):
-        return excitation_source(k, amplitude, robot, seed, SEEDED_BANDS_HZ, offset)
+    def sources_of(amplitude, offsets):
+        return {
+            k: excitation_source(k, amplitude, robot, seed, SEEDED_BANDS_HZ, o)
+            for k, o in offsets.items()
+        }
 
-    return make
+    return sources_of
 
 
 def _sources(robot, seed, amplitude, offsets=None):
-    make = _maker(robot, seed)
-    return {k: make(k, amplitude, None if offsets is None else offsets[k]) for k in (0, 1)}
+    return _maker(robot, seed)(amplitude, offsets or {0: None, 1: None})
 
 
 def test_openarms_excitation_rubbed_its_torso_and_is_moved_clear_at_full_swing():

@@ -46,8 +46,10 @@ SHIFT_STEP_RAD = 0.05
 MAX_SHIFT_RAD = 0.4
 AMPLITUDE_LADDER = (1.0, 0.85, 0.7, 0.55, 0.4, 0.3, 0.2, 0.1)
 
-# arm index -> (amplitude [rad], centre offset per joint [rad]) -> targets [rad] at t [s]
-SourceMaker = Callable[[int, float, np.ndarray], Callable[[float], np.ndarray]]
+# (scale: an amplitude [rad] or a window's fraction of the range, {arm index: centre offset
+# per joint [rad]}) -> {arm index: targets [rad] at t [s]}
+Sources = dict[int, Callable[[float], np.ndarray]]
+SourcesOf = Callable[[float, dict[int, np.ndarray]], Sources]
 
 
 class NoClearExcitationError(RobTwinError, RuntimeError):
@@ -71,9 +73,10 @@ class _Scene:
     """The robot's model with every geom's margin at least the clearance (so its collision
     reports every pair within it) and the joints of each arm."""
 
-    def __init__(self, robot: Robot):
+    def __init__(self, robot: Robot, clearance_m: float = CLEARANCE_M):
+        self.clearance_m = clearance_m
         self.model = robot.model()
-        self.model.geom_margin[:] = np.maximum(self.model.geom_margin, CLEARANCE_M)
+        self.model.geom_margin[:] = np.maximum(self.model.geom_margin, clearance_m)
         self.data = mujoco.MjData(self.model)
         if robot.has_keyframe("home"):  # the rest of the robot (a torso, a base) at its start
             self.data.qpos[:] = self.model.key("home").qpos
@@ -87,7 +90,7 @@ class _Scene:
             for k, arm in enumerate(Arm)
         }
 
-    def pose(self, sources: dict[int, Callable[[float], np.ndarray]], t: float) -> None:
+    def pose(self, sources: Sources, t: float) -> None:
         for k, src in sources.items():
             self.data.qpos[self.addr[k]] = src(t)
         mujoco.mj_kinematics(self.model, self.data)
@@ -106,20 +109,22 @@ class _Scene:
 
 def closest_approach(
     robot: Robot,
-    sources: dict[int, Callable[[float], np.ndarray]],
+    sources: Sources,
     seconds: float,
     scene: _Scene | None = None,
+    clearance_m: float = CLEARANCE_M,
 ) -> Intrusion | None:
-    """The worst intrusion of ``sources`` (arm index -> targets [rad] at t [s]) into the
-    clearance over ``seconds`` [s], or None when every pair keeps its allowance."""
-    scene = scene or _Scene(robot)
+    """The worst intrusion of ``sources`` (arm index -> targets [rad] at t [s]) into
+    ``clearance_m`` [m] over ``seconds`` [s], or None when every pair keeps its allowance
+    (``scene``: one made for that clearance, to reuse)."""
+    scene = scene or _Scene(robot, clearance_m)
     scene.pose(sources, 0.0)
     home = scene.distances()
     worst: Intrusion | None = None
     for t in np.arange(CHECK_STEP_S, seconds + CHECK_STEP_S / 2, CHECK_STEP_S):
         scene.pose(sources, float(t))
         for g, d in scene.distances().items():
-            short = min(CLEARANCE_M, home.get(g, np.inf) - HOME_TOLERANCE_M) - d
+            short = min(scene.clearance_m, home.get(g, np.inf) - HOME_TOLERANCE_M) - d
             if short > 0 and (worst is None or short > worst.short_m):
                 m = scene.model
                 names = f"{m.geom(g[0]).name or g[0]} vs {m.geom(g[1]).name or g[1]}"
@@ -128,35 +133,37 @@ def closest_approach(
 
 
 def clear_excitation(
-    robot: Robot, make_source: SourceMaker, amplitude_rad: float, seconds: float
+    robot: Robot,
+    sources_of: SourcesOf,
+    scale: float,
+    seconds: float,
+    arms: tuple[int, ...] = (0, 1),
+    clearance_m: float = CLEARANCE_M,
 ) -> tuple[float, dict[int, np.ndarray]]:
-    """(amplitude [rad], centre offset per arm index [rad]) of an excitation made by
-    ``make_source`` that stays clear over ``seconds`` [s] (module docstring); the asked
-    ``amplitude_rad`` and zero offsets when it already does. NoClearExcitationError when
-    nothing clears it."""
-    scene = _Scene(robot)
-    offsets = {k: np.zeros(len(scene.addr[k])) for k in scene.addr}
-
-    def sources(amplitude: float) -> dict[int, Callable[[float], np.ndarray]]:
-        return {k: make_source(k, amplitude, offsets[k]) for k in offsets}
-
-    for amplitude in (f * amplitude_rad for f in AMPLITUDE_LADDER):
-        hit = closest_approach(robot, sources(amplitude), seconds, scene)
-        while hit is not None and _shift_centre(scene, make_source, amplitude, offsets, hit):
-            hit = closest_approach(robot, sources(amplitude), seconds, scene)
+    """(scale, centre offset per arm index [rad]) of an excitation ``sources_of(scale,
+    offsets)`` of ``arms`` (indices in ``Arm`` order) that keeps ``clearance_m`` [m] over
+    ``seconds`` [s] (module docstring); the asked ``scale`` (an amplitude, or a window's
+    fraction) and zero offsets when it already does. NoClearExcitationError when nothing
+    clears it."""
+    scene = _Scene(robot, clearance_m)
+    offsets = {k: np.zeros(len(scene.addr[k])) for k in arms}
+    for factor in AMPLITUDE_LADDER:
+        hit = closest_approach(robot, sources_of(factor * scale, offsets), seconds, scene)
+        while hit is not None and _shift_centre(scene, sources_of, factor * scale, offsets, hit):
+            hit = closest_approach(robot, sources_of(factor * scale, offsets), seconds, scene)
         if hit is None:
-            return amplitude, offsets
+            return factor * scale, offsets
     raise NoClearExcitationError(
         f"{robot.name}'s excitation comes within {hit.distance_m * 1000:.1f} mm "
-        f"({hit.names} at t={hit.t_s:.2f} s) at every centre shift and amplitude down to "
-        f"{AMPLITUDE_LADDER[-1] * amplitude_rad:.3f} rad (clearance {CLEARANCE_M * 1000:g} mm)"
+        f"({hit.names} at t={hit.t_s:.2f} s) at every centre shift and scale down to "
+        f"{AMPLITUDE_LADDER[-1] * scale:.3g} (clearance {clearance_m * 1000:g} mm)"
     )
 
 
 def _shift_centre(
     scene: _Scene,
-    make_source: SourceMaker,
-    amplitude: float,
+    sources_of: SourcesOf,
+    scale: float,
     offsets: dict[int, np.ndarray],
     hit: Intrusion,
 ) -> bool:
@@ -166,7 +173,7 @@ def _shift_centre(
     arms = [
         k
         for k, bodies in scene.bodies.items()
-        if {int(m.geom_bodyid[g]) for g in hit.geoms} & bodies
+        if k in offsets and {int(m.geom_bodyid[g]) for g in hit.geoms} & bodies
     ]
     best, best_gain = None, 0.0
     for k in arms:
@@ -176,10 +183,7 @@ def _shift_centre(
                 trial[j] += sign * SHIFT_STEP_RAD
                 if abs(trial[j]) > MAX_SHIFT_RAD + 1e-12:
                     continue
-                sources = {
-                    a: make_source(a, amplitude, trial if a == k else offsets[a]) for a in offsets
-                }
-                scene.pose(sources, hit.t_s)
+                scene.pose(sources_of(scale, offsets | {k: trial}), hit.t_s)
                 gain = scene.pair_distance(hit.geoms) - hit.distance_m
                 if gain > best_gain:
                     best, best_gain = (k, j, sign), gain

@@ -21,20 +21,20 @@ differences) recorded, predicted noiseless and predicted with the probe, and q o
 the current feedback (its quantisation's variance is q^2 / 12). The estimate is the median
 over the joints whose recorded level stands clear of what the noiseless twin and the
 quantisation already explain (``CLEAR_RATIO``); with fewer than half of them clear the
-noise is not measurable (None, with the reason): it is then below what the currents show,
-too small to bias a fit. Simulated: ROB recordings made with 0.4 / 1.0 / 2.5 mrad gave
+noise is not measurable (None, with the reason; a drive family's stated level where it
+has one, below): it is then below what the currents show. Simulated: ROB recordings made with 0.4 / 1.0 / 2.5 mrad gave
 medians within 6 % of each (14 joints, 4 s); OpenArm's 1 mN m on its torque actuators is
 below its drives' torque count (4.9-22 mN m) and is reported not measurable.
 
 Where the noise is not measurable and the drive family has a stated level
 (``ASSUMED_DRIVE_NOISE``: Damiao), the estimate is that level, marked assumed
-(``NoiseEstimate.measured`` False): a replay without it is biased where the noise dithers a
-friction. Simulated, OpenArm draw 0 of the calibration benchmark (seed 6400, 4 s, right J1
-viscous friction 0.059 N m s/rad behind 0.306 N m of Coulomb friction, recorded with 0.02 N m
-of torque noise): fitted noiseless, 70 % off (94 % from 8 s) with an interval that excluded
-the truth; noiseless recording, 3 % off; replayed with the recorded level, an interval that
-holds the truth. The level is a claim of the twin's drive model, not a measurement of an
-OpenArm: ``rob-twin calibrate --replay-noise N`` gives another.
+(``NoiseEstimate.measured`` False). Simulated, the calibration benchmark's OpenArm draws at
+seed 6400 (4 s recordings made with 0.02 N m of torque noise, excitations kept off the
+torso): replayed noiseless, 14 of 20 truths inside their 95 % intervals (3 of 4 draws within
+5 %); replayed with the assumed level, 20 of 20 (2 of 4 within 5 %, the other two off by
+more but inside their intervals: warned, not missed). The level is a claim of the twin's
+drive model, not a measurement of an OpenArm: ``rob-twin calibrate --replay-noise STD``
+gives another.
 """
 
 from __future__ import annotations

@@ -112,6 +112,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> CommandResult:
             print(f"rollouts replayed with drive noise of {level} ({how})")
         elif estimate:
             print(f"rollouts replayed noiseless: the drive noise is {estimate['reason']}")
+        for c in report["contacts"][:3]:
+            print(
+                f"contact in the replay: {c['pair']} in {100 * c['share']:.0f} % of the samples "
+                f"from t={c['first_s']:.2f} s: the fit is partly a fit of the contact"
+            )
         if report["not_weighed"]:
             print(
                 "not fitted (seen only in currents; --current-weight): "

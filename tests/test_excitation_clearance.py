@@ -15,6 +15,7 @@ from rob_twin.twin.calibration.excitation_clearance import (
     clear_excitation,
     closest_approach,
 )
+from rob_twin.twin.calibration.replay_contacts import replay_contacts
 from rob_twin.twin.calibration.synthetic import SEEDED_BANDS_HZ, excitation_source
 from rob_twin.twin.sim import twin as twin_module
 
@@ -83,5 +84,32 @@ def test_the_benchmarks_openarm_recording_touches_nothing_but_its_fingers(tmp_pa
                     touched.add(" vs ".join(names))
 
     monkeypatch.setattr(twin_module.Twin, "step", counting_step)
-    _record(tmp_path / "fit.log", {}, robot, 2.0, 6400)
+    rec = _record(tmp_path / "fit.log", {}, robot, 2.0, 6400)
     assert not touched
+    monkeypatch.undo()
+    assert replay_contacts(rec, None, robot) == []  # what calibrate's report would say
+
+
+def test_calibrate_reports_a_recording_whose_replay_rubs_the_torso(tmp_path, capsys):
+    """OpenArm's unseeded excitation from home runs link 4 into the torso: the fit of it
+    is written, and its report and output name the contact."""
+    import json
+
+    from rob_twin.cli.main import main
+    from rob_twin.twin.calibration.synthetic import record_hidden
+
+    robot = robot_of("openarm")
+    rec = record_hidden(tmp_path / "rub.log", {}, 3.0, robot=robot)
+    found = replay_contacts(rec, None, robot)
+    assert found and "openarm_body_link0_collision" in found[0].pair
+    assert 0 < found[0].share < 1 and found[0].depth_m > 0 and found[0].first_s > 0
+    out = tmp_path / "cal.json"
+    code = main(
+        ["calibrate", "--robot", "openarm", str(rec), "--fit", "right/j4/friction_fv"]
+        + ["--max-iters", "2", "--accept-misfit", "--quiet", "--out", str(out)]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    report = json.loads(out.with_name("cal_report.json").read_text())
+    assert report["contacts"] and report["contacts"][0]["pair"] == found[0].pair
+    assert "contact in the replay: openarm_body_link0_collision" in printed

@@ -34,6 +34,7 @@ from rob_twin.twin.calibration.drive_noise import describe_noise, estimate_drive
 from rob_twin.twin.calibration.fit import INTERVAL_METHOD, FitConfig, FitResult, fit
 from rob_twin.twin.calibration.parameters import parse_name, select
 from rob_twin.twin.calibration.predict import predict
+from rob_twin.twin.calibration.replay_contacts import replay_contacts
 
 
 class NotExcitedError(RobTwinError, ValueError):
@@ -174,6 +175,16 @@ def calibrate(
                 else ""
             )
         )
+    if progress:
+        progress("calibrate: checking the replay with the fitted values for contact")
+    contacts = replay_contacts(recs[0], result.values, robot, config.seconds)
+    if contacts:
+        result.notes.append(
+            "the twin's replay of the first recording with the fitted values touches: "
+            + "; ".join(c.describe() for c in contacts[:3])
+            + ": the fit is partly a fit of the contact (its friction reads as joint "
+            "friction); record an excitation that keeps clear (rob-twin excite)"
+        )
     out = Path(out)
     model = robot.model()
     recordings_entry = [
@@ -215,6 +226,7 @@ def calibrate(
         "not_identifiable": result.not_identifiable,
         "not_weighed": result.unweighted,
         "misfit": result.misfit,
+        "contacts": [c.as_dict() for c in contacts],
         "residuals": residuals,
         "fit": doc["fit"],
         "plot": str(plot) if plot else None,

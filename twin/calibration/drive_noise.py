@@ -22,9 +22,10 @@ the current feedback (its quantisation's variance is q^2 / 12). The estimate is 
 over the joints whose recorded level stands clear of what the noiseless twin and the
 quantisation already explain (``CLEAR_RATIO``); with fewer than half of them clear the
 noise is not measurable (None, with the reason; a drive family's stated level where it
-has one, below): it is then below what the currents show. Simulated: ROB recordings made with 0.4 / 1.0 / 2.5 mrad gave
-medians within 6 % of each (14 joints, 4 s); OpenArm's 1 mN m on its torque actuators is
-below its drives' torque count (4.9-22 mN m) and is reported not measurable.
+has one, below): it is then below what the currents show. Simulated: ROB recordings
+made with 0.4 / 1.0 / 2.5 mrad gave medians within 6 % of each (14 joints, 4 s);
+OpenArm's 1 mN m on its torque actuators is below its drives' torque count (4.9-22 mN m)
+and is reported not measurable.
 
 Where the noise is not measurable and the drive family has a stated level
 (``ASSUMED_DRIVE_NOISE``: Damiao), the estimate is that level, marked assumed

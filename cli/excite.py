@@ -17,7 +17,9 @@ excites and by how much (``rob_twin.planners.excitation_summary``). Simulated:
 the excitation is what ``rob-twin calibrate --robot`` fits): the plan is made and certified on
 its model, the plan file names it (``robot``) and the scenario runs on it (``"robot"``).
 Start poses: ``excite`` is ROB's chosen excitation start
-(``rob_twin.models.poses.EXCITATION_START``) and, on any other robot, its file's home pose;
+(``rob_twin.models.poses.EXCITATION_START``) and, on any other robot, its file's home pose
+with the window narrowed where the motion from there would run into the robot
+(``_clear_window``: OpenArm's elbows reach its torso);
 ``home`` the file's home pose; ``crossing_start`` ROB's keyframe (ROB only).
 
 ``--validation FOLDER`` also writes an independent validation excitation into FOLDER: the
@@ -67,6 +69,59 @@ def _start_poses(name: str, robot) -> dict:
         f"rob-twin excite: --start {name} is a pose of robot {DEFAULT_ROBOT!r} only; valid for "
         f"robot {robot.name!r}: excite, home"
     )
+
+
+CLEAR_SCAN_STEP_RAD = 0.01  # _clear_window's scan along one joint
+CLEAR_EXTRA_M = 0.002  # the window keeps the planner's margin plus this
+CLEAR_SHARES = (1.0, 0.75, 0.5, 0.35, 0.25)  # of each joint's clear span, widest first
+
+
+def _clear_window(group, moving, start, spec, config, seed):
+    """(lower, upper [rad] stacked, share or None) of the joint windows an excitation from
+    ``start`` keeps, for a robot without a chosen excitation start (its home): OpenArm's
+    home hangs each elbow 30 mm from the torso, so the default window runs it in at every
+    --fraction down to 0.1. Each joint's clear span: from the start toward each limit, in
+    ``CLEAR_SCAN_STEP_RAD`` steps with every other joint at the start, up to where the
+    clearance falls below the planner's margin plus ``CLEAR_EXTRA_M`` (or below the start's
+    own, less 1 mm: a gripper's fingers). Joints move together, so the bounds are
+    ``start + share x (span end - start)`` for the widest share of ``CLEAR_SHARES`` whose
+    motion's 125 Hz samples all keep that clearance; the certificate then judges the
+    motion. ``share`` None: the joint limits already keep it (or none does)."""
+    import numpy as np
+    from rob_twin.planners.excitation import excitation_path
+    from rob_twin.twin.scenario.plan_steps import planning_config
+
+    lower, upper, limits, names = spec
+    need = planning_config().collision.margin_m + CLEAR_EXTRA_M
+    split = np.cumsum([len(group.joint_names(a)) for a in moving])[:-1]
+
+    def clearance(q: np.ndarray) -> float:
+        return group.clearance(dict(zip(moving, np.split(q, split), strict=True))).distance_m
+
+    need = min(need, clearance(start) - 0.001)
+    t = np.arange(0.0, config.seconds, 1.0 / 125.0)
+
+    def clear(lo, hi) -> bool:
+        q = excitation_path(start, lo, hi, limits, names, config, seed).evaluate(t)[0]
+        return all(clearance(x) >= need for x in q)
+
+    if clear(lower, upper):
+        return lower, upper, None
+    span_lo, span_hi = start.copy(), start.copy()
+    for j in range(start.size):
+        for ends, limit, sign in ((span_lo, lower[j], -1.0), (span_hi, upper[j], 1.0)):
+            q = start.copy()
+            while sign * (q[j] + sign * CLEAR_SCAN_STEP_RAD - limit) <= 0:
+                q[j] += sign * CLEAR_SCAN_STEP_RAD
+                if clearance(q) < need:
+                    q[j] -= sign * CLEAR_SCAN_STEP_RAD
+                    break
+            ends[j] = q[j]
+    for share in CLEAR_SHARES:
+        lo, hi = start + share * (span_lo - start), start + share * (span_hi - start)
+        if clear(lo, hi):
+            return lo, hi, share
+    return lower, upper, None
 
 
 def _start_qpos(name: str, group, robot):
@@ -194,6 +249,19 @@ def _cmd_excite(args: argparse.Namespace) -> CommandResult:
     upper = np.concatenate([group.joint_limits(a)[1] for a in moving])
     limits = JointLimits.stack([group.motion_limits(a) for a in moving])
     names = tuple(j for a in moving for j in group.joint_names(a))
+    narrowed = None
+    if args.start == "excite" and robot.spec != DEFAULT_ROBOT:
+        try:
+            lower, upper, narrowed = _clear_window(
+                group, moving, start, (lower, upper, limits, names), config, args.seed
+            )
+        except ExcitationError as err:
+            raise UsageError(f"rob-twin excite: {err}") from None
+        if narrowed is not None:
+            say(
+                f"window narrowed to {narrowed:g} of each joint's clear span (from home the "
+                "motion runs into the robot)"
+            )
     motions = [("fit", args.seed, config, Path(args.out))]
     if validation is not None:
         motions.append(("validation", *validation))
@@ -201,6 +269,7 @@ def _cmd_excite(args: argparse.Namespace) -> CommandResult:
         "robot": robot.identity(),
         "arms": list(moving),
         "start": args.start,
+        "clear_span_share": narrowed,
         "seconds": config.seconds,
         "fraction": config.fraction,
         "seed": args.seed,

@@ -349,20 +349,19 @@ def test_a_friction_k_narrower_than_the_speed_count_is_held_and_named(damiao_rec
     assert any("one count of the drive's reported speed" in n for n in result.notes)
 
 
-def test_excite_writes_a_certified_openarm_excitation_without_a_drive_lag(tmp_path, capsys):
-    """A Damiao drive has no setpoint lag: its excitation summary gives no lag figures (a
-    zero lag divided the corner frequency by zero, so every OpenArm excitation that
-    certified crashed). The default window runs OpenArm's elbows into its torso (refused,
-    exit 1); a narrow one certifies."""
+def test_excite_writes_a_certified_openarm_excitation_off_its_torso(tmp_path, capsys):
+    """From OpenArm's home the default window ran its elbows into the torso (refused at
+    every --fraction down to 0.1): the window is narrowed to each joint's clear span and
+    certifies at the default fraction. A Damiao drive has no setpoint lag: the summary
+    gives no lag figures (a zero lag divided the corner frequency by zero)."""
     from rob_twin.cli.main import main
 
-    args = ["excite", "--robot", "openarm", "--seconds", "6", "--json"]
-    refused = main([*args, "--out", str(tmp_path / "wide")])
-    assert refused == 1 and not (tmp_path / "wide" / "excite_plan.json").exists()
-    capsys.readouterr()
-    code = main([*args, "--fraction", "0.05", "--out", str(tmp_path / "narrow")])
+    out_dir = tmp_path / "excite"
+    code = main(["excite", "--robot", "openarm", "--seconds", "6", "--json", "--out", str(out_dir)])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ok"], out
-    assert (tmp_path / "narrow" / "excite_plan.json").exists()
+    assert 0 < out["clear_span_share"] <= 1 and out["fraction"] == 0.3
+    assert out["certified"] and out["certified_min_m"] >= 0.005
+    assert (out_dir / "excite_plan.json").exists()
     entries = out["excitation"]["parameters"]
     assert entries and not any("drive_lag_corner_hz" in e for e in entries)

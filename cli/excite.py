@@ -93,10 +93,10 @@ def _clear_window(group, moving, start, spec, config, seed):
 
     lower, upper, limits, names = spec
     need = planning_config().collision.margin_m + CLEAR_EXTRA_M
-    split = np.cumsum([len(group.joint_names(a)) for a in moving])[:-1]
+    session = group.meter.session(moving, group.reference_qpos)  # what group.clearance asks
 
     def clearance(q: np.ndarray) -> float:
-        return group.clearance(dict(zip(moving, np.split(q, split), strict=True))).distance_m
+        return session.clearance(q).distance_m
 
     need = min(need, clearance(start) - 0.001)
     t = np.arange(0.0, config.seconds, 1.0 / 125.0)

@@ -182,6 +182,7 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
     ``seed``, the excitation's centre moved (or its swing cut) until its targets keep clear
     of the robot's body (``excitation_clearance.clear_excitation``: OpenArm's elbows rub
     its torso from home; ROB's seeded excitations are left as they are)."""
+    from rob_twin.twin.calibration.drive_noise import ASSUMED_DRIVE_NOISE
     from rob_twin.twin.calibration.excitation_clearance import clear_excitation
     from rob_twin.twin.calibration.synthetic import (
         FAST_BANDS_HZ,
@@ -202,8 +203,6 @@ def _record(path: Path, hidden: dict, robot, seconds: float, seed: int) -> Path:
 
     amplitude, offsets = clear_excitation(robot, sources_of, EXCITATION_AMPLITUDE_RAD, seconds)
     sources = sources_of(amplitude, offsets)
-    from rob_twin.twin.calibration.drive_noise import ASSUMED_DRIVE_NOISE
-
     noise = ASSUMED_DRIVE_NOISE.get(robot.family, True)
     return record_hidden(
         path,

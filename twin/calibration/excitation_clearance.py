@@ -37,7 +37,8 @@ import numpy as np
 from rob_twin.models.errors import RobTwinError
 from rob_twin.models.names import Arm
 from rob_twin.models.robot import Robot
-from rob_twin.planners.geom_pairs import subtree_bodies
+from rob_twin.planners.geom_pairs import joint_qpos_addresses, subtree_bodies
+from rob_twin.twin.calibration.contact_pairs import pair_distances, pair_name
 
 CLEARANCE_M = 0.002
 CHECK_STEP_S = 0.02  # a 1.4 Hz, 0.2 rad tone moves a joint at most ~35 mrad in this time
@@ -46,8 +47,8 @@ SHIFT_STEP_RAD = 0.05
 MAX_SHIFT_RAD = 0.4
 AMPLITUDE_LADDER = (1.0, 0.85, 0.7, 0.55, 0.4, 0.3, 0.2, 0.1)
 
-# (scale: an amplitude [rad] or a window's fraction of the range, {arm index: centre offset
-# per joint [rad]}) -> {arm index: targets [rad] at t [s]}
+# (amplitude [rad], {arm index: centre offset per joint [rad]}) -> {arm index: targets [rad]
+# at t [s]}
 Sources = dict[int, Callable[[float], np.ndarray]]
 SourcesOf = Callable[[float, dict[int, np.ndarray]], Sources]
 
@@ -70,21 +71,17 @@ class Intrusion:
 
 
 class _Scene:
-    """The robot's model with every geom's margin at least the clearance (so its collision
-    reports every pair within it) and the joints of each arm."""
+    """The robot's model with every geom's margin at least ``CLEARANCE_M`` (so its
+    collision reports every pair within it) and the joints of each arm."""
 
-    def __init__(self, robot: Robot, clearance_m: float = CLEARANCE_M):
-        self.clearance_m = clearance_m
+    def __init__(self, robot: Robot):
         self.model = robot.model()
-        self.model.geom_margin[:] = np.maximum(self.model.geom_margin, clearance_m)
+        self.model.geom_margin[:] = np.maximum(self.model.geom_margin, CLEARANCE_M)
         self.data = mujoco.MjData(self.model)
         if robot.has_keyframe("home"):  # the rest of the robot (a torso, a base) at its start
             self.data.qpos[:] = self.model.key("home").qpos
         m = self.model
-        self.addr = {
-            k: [int(m.jnt_qposadr[m.joint(j).id]) for j in robot.joints(arm)]
-            for k, arm in enumerate(Arm)
-        }
+        self.addr = {k: joint_qpos_addresses(m, robot.joints(arm)) for k, arm in enumerate(Arm)}
         self.bodies = {
             k: subtree_bodies(m, int(m.jnt_bodyid[m.joint(robot.joints(arm)[0]).id]))
             for k, arm in enumerate(Arm)
@@ -96,74 +93,58 @@ class _Scene:
         mujoco.mj_kinematics(self.model, self.data)
 
     def distances(self) -> dict[tuple[int, int], float]:
-        mujoco.mj_collision(self.model, self.data)
-        out: dict[tuple[int, int], float] = {}
-        for c in self.data.contact[: self.data.ncon]:
-            g = (min(int(c.geom1), int(c.geom2)), max(int(c.geom1), int(c.geom2)))
-            out[g] = min(out.get(g, np.inf), float(c.dist))
-        return out
+        return pair_distances(self.model, self.data)
 
     def pair_distance(self, g: tuple[int, int]) -> float:
         return float(mujoco.mj_geomDistance(self.model, self.data, g[0], g[1], 1.0, None))
 
 
 def closest_approach(
-    robot: Robot,
-    sources: Sources,
-    seconds: float,
-    scene: _Scene | None = None,
-    clearance_m: float = CLEARANCE_M,
+    robot: Robot, sources: Sources, seconds: float, scene: _Scene | None = None
 ) -> Intrusion | None:
     """The worst intrusion of ``sources`` (arm index -> targets [rad] at t [s]) into
-    ``clearance_m`` [m] over ``seconds`` [s], or None when every pair keeps its allowance
-    (``scene``: one made for that clearance, to reuse)."""
-    scene = scene or _Scene(robot, clearance_m)
+    ``CLEARANCE_M`` over ``seconds`` [s], or None when every pair keeps its allowance
+    (``scene``: one of ``robot`` to reuse)."""
+    scene = scene or _Scene(robot)
     scene.pose(sources, 0.0)
     home = scene.distances()
     worst: Intrusion | None = None
     for t in np.arange(CHECK_STEP_S, seconds + CHECK_STEP_S / 2, CHECK_STEP_S):
         scene.pose(sources, float(t))
         for g, d in scene.distances().items():
-            short = min(scene.clearance_m, home.get(g, np.inf) - HOME_TOLERANCE_M) - d
+            short = min(CLEARANCE_M, home.get(g, np.inf) - HOME_TOLERANCE_M) - d
             if short > 0 and (worst is None or short > worst.short_m):
-                m = scene.model
-                names = f"{m.geom(g[0]).name or g[0]} vs {m.geom(g[1]).name or g[1]}"
-                worst = Intrusion(d, short, float(t), g, names)
+                worst = Intrusion(d, short, float(t), g, pair_name(scene.model, g))
     return worst
 
 
 def clear_excitation(
-    robot: Robot,
-    sources_of: SourcesOf,
-    scale: float,
-    seconds: float,
-    arms: tuple[int, ...] = (0, 1),
-    clearance_m: float = CLEARANCE_M,
+    robot: Robot, sources_of: SourcesOf, amplitude_rad: float, seconds: float
 ) -> tuple[float, dict[int, np.ndarray]]:
-    """(scale, centre offset per arm index [rad]) of an excitation ``sources_of(scale,
-    offsets)`` of ``arms`` (indices in ``Arm`` order) that keeps ``clearance_m`` [m] over
-    ``seconds`` [s] (module docstring); the asked ``scale`` (an amplitude, or a window's
-    fraction) and zero offsets when it already does. NoClearExcitationError when nothing
-    clears it."""
-    scene = _Scene(robot, clearance_m)
-    offsets = {k: np.zeros(len(scene.addr[k])) for k in arms}
+    """(amplitude [rad], centre offset per arm index [rad]) of an excitation
+    ``sources_of(amplitude, offsets)`` of both arms that stays clear over ``seconds`` [s]
+    (module docstring); the asked ``amplitude_rad`` and zero offsets when it already does.
+    NoClearExcitationError when nothing clears it."""
+    scene = _Scene(robot)
+    offsets = {k: np.zeros(len(scene.addr[k])) for k in scene.addr}
     for factor in AMPLITUDE_LADDER:
-        hit = closest_approach(robot, sources_of(factor * scale, offsets), seconds, scene)
-        while hit is not None and _shift_centre(scene, sources_of, factor * scale, offsets, hit):
-            hit = closest_approach(robot, sources_of(factor * scale, offsets), seconds, scene)
+        amplitude = factor * amplitude_rad
+        hit = closest_approach(robot, sources_of(amplitude, offsets), seconds, scene)
+        while hit is not None and _shift_centre(scene, sources_of, amplitude, offsets, hit):
+            hit = closest_approach(robot, sources_of(amplitude, offsets), seconds, scene)
         if hit is None:
-            return factor * scale, offsets
+            return amplitude, offsets
     raise NoClearExcitationError(
         f"{robot.name}'s excitation comes within {hit.distance_m * 1000:.1f} mm "
-        f"({hit.names} at t={hit.t_s:.2f} s) at every centre shift and scale down to "
-        f"{AMPLITUDE_LADDER[-1] * scale:.3g} (clearance {clearance_m * 1000:g} mm)"
+        f"({hit.names} at t={hit.t_s:.2f} s) at every centre shift and amplitude down to "
+        f"{AMPLITUDE_LADDER[-1] * amplitude_rad:.3f} rad (clearance {CLEARANCE_M * 1000:g} mm)"
     )
 
 
 def _shift_centre(
     scene: _Scene,
     sources_of: SourcesOf,
-    scale: float,
+    amplitude: float,
     offsets: dict[int, np.ndarray],
     hit: Intrusion,
 ) -> bool:
@@ -173,7 +154,7 @@ def _shift_centre(
     arms = [
         k
         for k, bodies in scene.bodies.items()
-        if k in offsets and {int(m.geom_bodyid[g]) for g in hit.geoms} & bodies
+        if {int(m.geom_bodyid[g]) for g in hit.geoms} & bodies
     ]
     best, best_gain = None, 0.0
     for k in arms:
@@ -183,7 +164,7 @@ def _shift_centre(
                 trial[j] += sign * SHIFT_STEP_RAD
                 if abs(trial[j]) > MAX_SHIFT_RAD + 1e-12:
                     continue
-                scene.pose(sources_of(scale, offsets | {k: trial}), hit.t_s)
+                scene.pose(sources_of(amplitude, offsets | {k: trial}), hit.t_s)
                 gain = scene.pair_distance(hit.geoms) - hit.distance_m
                 if gain > best_gain:
                     best, best_gain = (k, j, sign), gain

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from rob_twin.models.robot import Robot
+from rob_twin.twin.calibration.contact_pairs import pair_distances, pair_name
 
 DEPTH_M = 1e-4  # a pair this far inside each other touches (MuJoCo's soft contact)
 SAMPLE_S = 0.01
@@ -64,15 +65,10 @@ def replay_contacts(
     data = mujoco.MjData(model)
 
     def touching(qpos: np.ndarray) -> dict[tuple[int, int], float]:
+        """{pair: depth [m]} of the pairs penetrating deeper than ``DEPTH_M`` at ``qpos``."""
         data.qpos[:] = qpos
         mujoco.mj_kinematics(model, data)
-        mujoco.mj_collision(model, data)
-        out: dict[tuple[int, int], float] = {}
-        for c in data.contact[: data.ncon]:
-            if c.dist < -DEPTH_M:
-                g = (min(int(c.geom1), int(c.geom2)), max(int(c.geom1), int(c.geom2)))
-                out[g] = max(out.get(g, 0.0), -float(c.dist))
-        return out
+        return {g: -d for g, d in pair_distances(model, data).items() if d < -DEPTH_M}
 
     at_start = touching(result.qpos[0])
     count: dict[tuple[int, int], int] = {}
@@ -88,7 +84,7 @@ def replay_contacts(
     n = len(result.times)
     found = [
         ReplayContact(
-            f"{model.geom(g[0]).name or g[0]} vs {model.geom(g[1]).name or g[1]}",
+            pair_name(model, g),
             count[g] / n,
             first[g],
             deepest[g],
